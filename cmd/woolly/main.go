@@ -1,0 +1,84 @@
+// Command woolly runs GGUF language models on the CPU.
+//
+// Each subcommand lives in its own file and registers itself in init with
+// register; main only dispatches. Subcommands return errors; only main exits.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
+	commands[name] = command{name, summary, run}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: woolly <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'woolly <command> -h' for a command's flags.")
+}
+
+// errUsage marks an error that was already explained by a flag set.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "woolly: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := cmd.run(args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "woolly %s: %v\n", cmd.name, err)
+		return 1
+	}
+	return 0
+}
+
+// newFlagSet returns a flag set for a subcommand that reports errors instead
+// of exiting, and prints its usage to stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("woolly "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

@@ -1,0 +1,163 @@
+/*
+ * kernels.h — the one public header of Woolly's C kernels.
+ *
+ * Naming: k_<op>_<type(s)>_<impl>, impl in {ref, avx2, neon, neon_dot}.
+ *   ref       portable scalar C, the reference every SIMD kernel is tested against
+ *   avx2      x86-64 AVX2 + FMA + F16C, enabled per function with target attributes
+ *   neon      arm64 Advanced SIMD (every arm64 CPU)
+ *   neon_dot  arm64 with the dotprod extension (vdotq_s32), compiled in the
+ *             csrc/dotprod package with -march=armv8.2-a+dotprod
+ *
+ * Generic drivers (k_matvec, k_matmul_q, k_sgemm, ...) take an impl id and pick
+ * the per-format function from a table, so Go crosses the cgo boundary once
+ * per (op x row range x worker). All functions are pure: no globals are
+ * written, so concurrent calls on disjoint outputs are safe.
+ *
+ * Block layouts are facts of the GGUF/ggml format (see shared/docs/formats.md).
+ */
+#ifndef WOOLLY_KERNELS_H
+#define WOOLLY_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- tensor type ids (ggml) ---- */
+enum {
+    K_F32 = 0, K_F16 = 1, K_Q4_0 = 2, K_Q4_1 = 3, K_Q5_0 = 6, K_Q5_1 = 7,
+    K_Q8_0 = 8, K_Q4_K = 12, K_Q5_K = 13, K_Q6_K = 14, K_Q8_K = 15, K_BF16 = 30,
+    K_TYPE_MAX = 31
+};
+
+/* ---- implementation ids ---- */
+enum { K_IMPL_REF = 0, K_IMPL_AVX2 = 1, K_IMPL_NEON = 2, K_IMPL_NEON_DOT = 3, K_IMPL_MAX = 4 };
+
+#define K_QK 32    /* elements per block of the 32-element formats */
+#define K_QKK 256  /* elements per super-block of the K-quants */
+
+typedef uint16_t k_half; /* IEEE binary16 bits */
+typedef uint16_t k_bf16; /* bfloat16 bits */
+
+typedef struct { k_half d; uint8_t qs[16]; } k_block_q4_0;
+typedef struct { k_half d; k_half m; uint8_t qs[16]; } k_block_q4_1;
+typedef struct { k_half d; uint8_t qh[4]; uint8_t qs[16]; } k_block_q5_0;
+typedef struct { k_half d; k_half m; uint8_t qh[4]; uint8_t qs[16]; } k_block_q5_1;
+typedef struct { k_half d; int8_t qs[32]; } k_block_q8_0;
+typedef struct { k_half d; k_half dmin; uint8_t scales[12]; uint8_t qs[128]; } k_block_q4_k;
+typedef struct { k_half d; k_half dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } k_block_q5_k;
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; k_half d; } k_block_q6_k;
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } k_block_q8_k;
+
+_Static_assert(sizeof(k_block_q4_0) == 18, "q4_0 block is 18 bytes");
+_Static_assert(sizeof(k_block_q4_1) == 20, "q4_1 block is 20 bytes");
+_Static_assert(sizeof(k_block_q5_0) == 22, "q5_0 block is 22 bytes");
+_Static_assert(sizeof(k_block_q5_1) == 24, "q5_1 block is 24 bytes");
+_Static_assert(sizeof(k_block_q8_0) == 34, "q8_0 block is 34 bytes");
+_Static_assert(sizeof(k_block_q4_k) == 144, "q4_K block is 144 bytes");
+_Static_assert(sizeof(k_block_q5_k) == 176, "q5_K block is 176 bytes");
+_Static_assert(sizeof(k_block_q6_k) == 210, "q6_K block is 210 bytes");
+_Static_assert(sizeof(k_block_q8_k) == 292, "q8_K block is 292 bytes");
+
+/* ---- scalar conversions (portable, exact) ---- */
+float  k_f16_to_f32(k_half h);
+k_half k_f32_to_f16(float f);           /* round to nearest even, subnormals kept */
+float  k_bf16_to_f32(k_bf16 h);
+
+/* ---- per-format kernels ------------------------------------------------
+ * n is always the number of elements and a whole number of blocks of the
+ * weight format (callers check). Each exists as _ref and, where listed in the
+ * dispatch tables, _avx2 / _neon / _neon_dot with the same signature.
+ *
+ *   void  k_dequant_<t>_<impl>(const void *src, float *dst, int64_t n);
+ *   float k_dot_<w>_<a>_<impl>(int64_t n, const void *w, const void *a);
+ *   void  k_quantize_<a>_<impl>(const float *x, void *dst, int64_t n);
+ *
+ * <t>  in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k
+ * <w>_<a> pairs: q4_k_q8_k q5_k_q8_k q6_k_q8_k q4_0_q8_0 q4_1_q8_0 q5_0_q8_0
+ *               q5_1_q8_0 q8_0_q8_0 f16_f16 f32_f32 bf16_f32
+ * <a>  in q8_k (with bsums) q8_0 f16
+ */
+typedef void  (*k_dequant_fn)(const void *src, float *dst, int64_t n);
+typedef float (*k_dot_fn)(int64_t n, const void *w, const void *a);
+typedef void  (*k_quantize_fn)(const float *x, void *dst, int64_t n);
+
+/* Table lookups; return NULL where the (impl, type) pair has no kernel.
+ * The drivers below fall back to the ref kernel for a NULL entry. */
+k_dequant_fn  k_get_dequant(int impl, int type);
+k_dot_fn      k_get_dot(int impl, int wtype);           /* paired with k_act_type(wtype) */
+k_quantize_fn k_get_quantize(int impl, int act_type);  /* act_type in Q8_K, Q8_0, F16 */
+int           k_act_type(int wtype);                     /* -1 for an unknown type */
+int64_t       k_row_bytes(int type, int64_t n);          /* -1 when not a whole number of blocks */
+
+/* ---- drivers (one cgo call each) ---------------------------------------- */
+
+/* Dequantize n elements of type `type` to f32. Returns 0, or -1 for an unknown type. */
+int k_dequant(int impl, int type, const void *src, float *dst, int64_t n);
+
+/* Convert n activations to act_type (Q8_K, Q8_0, F16 or F32 = copy).
+ * dst holds k_row_bytes(act_type, n) bytes. Returns 0 or -1. */
+int k_quantize_act(int impl, int act_type, const float *x, void *dst, int64_t n);
+
+/* Matrix-vector product over rows [r0, r1):
+ *   y[r] = dot(w row r, a)    w: rows of row_bytes bytes, each n elements of wtype
+ *                             a: n activations already in k_act_type(wtype)
+ * y is indexed by the global row number. Returns 0 or -1. */
+int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
+             const void *a, float *y, int64_t r0, int64_t r1);
+
+/* Quantized matrix x many-token product over rows [r0, r1), tiled so each
+ * weight block is reused across all ntok tokens while it is in cache:
+ *   y[t * y_stride + r] = dot(w row r, a + t * a_row_bytes)   for t < ntok
+ * Returns 0 or -1. */
+int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
+               int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
+               float *y, int64_t y_stride);
+
+/* Blocked f32 matmul with a register-tiled micro-kernel, rows [m0, m1) of C:
+ *   trans_b = 1:  C[m][j] = sum_k A[m][k] * B[j][k]     (B is N x K, row-major)
+ *   trans_b = 0:  C[m][j] = sum_k A[m][k] * B[k][j]     (B is K x N, row-major)
+ * A is M x K (lda), C is M x N (ldc). C is overwritten. */
+void k_sgemm(int impl, int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+             const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+
+/* Bulk dequantization of several tensors in one call, with software
+ * prefetch `prefetch_bytes` ahead of the read position (0 = no hints). */
+typedef struct { int type; const void *src; float *dst; int64_t n; } k_dequant_task;
+int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t prefetch_bytes);
+
+/* Causal multi-head attention with grouped KV heads, for query heads [h0, h1).
+ * Query token t (t < n_tok) sits at position pos0 + t and attends to cache
+ * positions 0 .. pos0 + t.
+ *   q   [n_tok][q_stride]       head h at q + t*q_stride + h*head_dim
+ *   k,v [n_pos][kv_stride]      kv head g at k + p*kv_stride + g*head_dim
+ *   out [n_tok][out_stride]     head h written at out + t*out_stride + h*head_dim
+ *   scratch: at least (pos0 + n_tok) floats per call
+ * Query head h uses kv head h / (n_head / n_head_kv). scores = scale * q.k,
+ * softmax in f32 (max subtracted), out = sum p * v. */
+void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                 int64_t head_dim, const float *q, int64_t q_stride,
+                 const float *k, const float *v, int64_t kv_stride,
+                 float scale, float *out, int64_t out_stride,
+                 int64_t h0, int64_t h1, float *scratch);
+
+/* ---- small ops ---------------------------------------------------------- */
+/* out = x * (1 / sqrtf(mean(x^2) + eps)) * w   (w may be NULL: no weight).
+ * The sum of squares is accumulated in double, as the reference build does. */
+void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps);
+/* Rotate the first n_rot dims of each of n_heads heads of x [n_heads][head_dim]
+ * with cos/sin tables of n_rot/2 entries for this position.
+ * neox = 0: pairs (2i, 2i+1) ("normal");  neox = 1: pairs (i, i + n_rot/2). */
+void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+            const float *cos_t, const float *sin_t, int neox);
+void k_softmax(int impl, float *x, int64_t n);                     /* in place */
+void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n);
+void k_add(int impl, float *out, const float *a, const float *b, int64_t n);
+void k_scale(int impl, float *x, float s, int64_t n);             /* in place */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
