@@ -1,0 +1,175 @@
+package chat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Built-in renderers: Go equivalents of the common templates, used when the
+// Jinja engine cannot render a model's template. Each follows the semantics
+// of the reference template of its family (the texts are in chat_test.go).
+
+type renderFunc func(msgs []Message, addGen bool, bos, eos string) (string, error)
+
+var builtins_ = map[string]renderFunc{
+	"chatml":  renderChatML,
+	"llama2":  renderLlama2,
+	"llama3":  renderLlama3,
+	"mistral": renderMistral,
+	"granite": renderGranite,
+	"phi3":    renderPhi3,
+	"gemma":   renderGemma,
+	"zephyr":  renderZephyr,
+}
+
+func errAlternate() error {
+	return &templateError{"Conversation roles must alternate user/assistant/user/assistant/..."}
+}
+
+// alternates checks that msgs go user, assistant, user, ...
+func alternates(msgs []Message) error {
+	for i, m := range msgs {
+		if (m.Role == "user") != (i%2 == 0) {
+			return errAlternate()
+		}
+	}
+	return nil
+}
+
+func renderChatML(msgs []Message, addGen bool, _, _ string) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "<|im_start|>%s\n%s<|im_end|>\n", m.Role, m.Content)
+	}
+	if addGen {
+		b.WriteString("<|im_start|>assistant\n")
+	}
+	return b.String(), nil
+}
+
+// renderLlama2 follows meta-llama/Llama-2-*-chat: the system message is folded
+// into the first user turn inside <<SYS>>; every user turn opens with BOS.
+func renderLlama2(msgs []Message, _ bool, bos, eos string) (string, error) {
+	system, hasSystem := "", false
+	if msgs[0].Role == "system" {
+		system, hasSystem, msgs = msgs[0].Content, true, msgs[1:]
+	}
+	if err := alternates(msgs); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		content := m.Content
+		if i == 0 && hasSystem {
+			content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content
+		}
+		switch m.Role {
+		case "user":
+			b.WriteString(bos + "[INST] " + strings.TrimSpace(content) + " [/INST]")
+		case "assistant":
+			b.WriteString(" " + strings.TrimSpace(content) + " " + eos)
+		}
+	}
+	return b.String(), nil
+}
+
+func renderLlama3(msgs []Message, addGen bool, bos, _ string) (string, error) {
+	var b strings.Builder
+	b.WriteString(bos)
+	for _, m := range msgs {
+		b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n" + strings.TrimSpace(m.Content) + "<|eot_id|>")
+	}
+	if addGen {
+		b.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
+	}
+	return b.String(), nil
+}
+
+// renderMistral follows Mistral-7B-Instruct v0.1/v0.2: user and assistant
+// only, alternating.
+func renderMistral(msgs []Message, _ bool, bos, eos string) (string, error) {
+	if err := alternates(msgs); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(bos)
+	for _, m := range msgs {
+		switch m.Role {
+		case "user":
+			b.WriteString("[INST] " + m.Content + " [/INST]")
+		case "assistant":
+			b.WriteString(m.Content + eos)
+		default:
+			return "", &templateError{"Only user and assistant roles are supported!"}
+		}
+	}
+	return b.String(), nil
+}
+
+func renderGranite(msgs []Message, addGen bool, _, _ string) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case "system", "user", "assistant", "tool_response":
+			b.WriteString("<|start_of_role|>" + m.Role + "<|end_of_role|>" + m.Content + "<|end_of_text|>\n")
+		case "assistant_tool_call":
+			b.WriteString("<|start_of_role|>assistant<|end_of_role|><|tool_call|>" + m.Content + "<|end_of_text|>\n")
+		}
+	}
+	if addGen {
+		b.WriteString("<|start_of_role|>assistant<|end_of_role|>")
+	}
+	return b.String(), nil
+}
+
+func renderPhi3(msgs []Message, addGen bool, _, eos string) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case "system", "user", "assistant":
+			b.WriteString("<|" + m.Role + "|>\n" + m.Content + "<|end|>\n")
+		}
+	}
+	if addGen {
+		b.WriteString("<|assistant|>\n")
+	} else {
+		b.WriteString(eos)
+	}
+	return b.String(), nil
+}
+
+func renderGemma(msgs []Message, addGen bool, bos, _ string) (string, error) {
+	if msgs[0].Role == "system" {
+		return "", &templateError{"System role not supported"}
+	}
+	if err := alternates(msgs); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(bos)
+	for _, m := range msgs {
+		role := m.Role
+		if role == "assistant" {
+			role = "model"
+		}
+		b.WriteString("<start_of_turn>" + role + "\n" + strings.TrimSpace(m.Content) + "<end_of_turn>\n")
+	}
+	if addGen {
+		b.WriteString("<start_of_turn>model\n")
+	}
+	return b.String(), nil
+}
+
+func renderZephyr(msgs []Message, addGen bool, _, eos string) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case "user", "system", "assistant":
+			b.WriteString("<|" + m.Role + "|>\n" + m.Content + eos + "\n")
+		}
+	}
+	if addGen {
+		b.WriteString("<|assistant|>\n")
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,173 @@
+// Package chat turns a list of chat messages into a prompt string using the
+// model's chat template (tokenizer.chat_template in GGUF).
+//
+// A template is rendered with a Jinja engine (gonja) configured like Hugging
+// Face transformers (trim_blocks, lstrip_blocks, raise_exception). When the
+// engine cannot render a template, a built-in Go equivalent is chosen from the
+// template text (ChatML/Qwen, Llama 2, Llama 3, Mistral, Granite, Phi-3,
+// Gemma, Zephyr). A model without a template gets ChatML.
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/config"
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Template renders conversations for one model.
+type Template struct {
+	kind    string // "jinja" or a built-in name
+	src     string
+	jinja   *exec.Template
+	builtin renderFunc
+	bos     string
+	eos     string
+	// Default is true when the model had no template and ChatML was chosen.
+	Default bool
+}
+
+// Kind names the renderer in use: "jinja", or the built-in format
+// ("chatml", "llama2", "llama3", "mistral", "granite", "phi3", "gemma", "zephyr").
+func (t *Template) Kind() string { return t.kind }
+
+// New prepares the template src (the model's tokenizer.chat_template; empty
+// means none). bos and eos are the texts of the model's BOS and EOS tokens,
+// which templates reference as bos_token and eos_token.
+func New(src, bos, eos string) (*Template, error) {
+	t := &Template{src: src, bos: bos, eos: eos}
+	if strings.TrimSpace(src) == "" {
+		t.kind, t.builtin, t.Default = "chatml", renderChatML, true
+		return t, nil
+	}
+	jt, jerr := compile(src)
+	if jerr == nil {
+		t.kind, t.jinja = "jinja", jt
+		// Probe with a plain conversation: a template the engine parses but
+		// cannot execute (an unsupported filter or method) falls back.
+		probe := []Message{{"user", "a"}, {"assistant", "b"}, {"user", "c"}}
+		if _, err := t.renderJinja(probe, true); err == nil {
+			return t, nil
+		} else {
+			jerr = err
+		}
+	}
+	kind := Detect(src)
+	if kind == "" {
+		return nil, fmt.Errorf("chat template not supported: the Jinja engine failed (%v) and the text matches no built-in format", jerr)
+	}
+	return Builtin(kind, bos, eos)
+}
+
+// Builtin returns the built-in renderer kind (see Kind) directly.
+func Builtin(kind, bos, eos string) (*Template, error) {
+	f, ok := builtins_[kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown built-in chat format %q", kind)
+	}
+	return &Template{kind: kind, builtin: f, bos: bos, eos: eos}, nil
+}
+
+// Detect names the built-in format a template's text belongs to, or "".
+func Detect(src string) string {
+	has := func(s string) bool { return strings.Contains(src, s) }
+	switch {
+	case has("<|im_start|>"):
+		return "chatml"
+	case has("<|start_header_id|>"):
+		return "llama3"
+	case has("<start_of_turn>"):
+		return "gemma"
+	case has("<|start_of_role|>"):
+		return "granite"
+	case has("<|assistant|>") && has("<|end|>"):
+		return "phi3"
+	case has("<|assistant|>") && has("<|user|>"):
+		return "zephyr"
+	case has("[INST]") && has("<<SYS>>"):
+		return "llama2"
+	case has("[INST]"):
+		return "mistral"
+	}
+	return ""
+}
+
+// Render formats msgs; addGenerationPrompt appends the opening of the
+// assistant's turn.
+func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	if len(msgs) == 0 {
+		return "", errors.New("chat: no messages")
+	}
+	if t.jinja != nil {
+		return t.renderJinja(msgs, addGenerationPrompt)
+	}
+	return t.builtin(msgs, addGenerationPrompt, t.bos, t.eos)
+}
+
+// templateError is what raise_exception produces.
+type templateError struct{ msg string }
+
+func (e *templateError) Error() string { return "chat template: " + e.msg }
+
+var environment = &exec.Environment{
+	Context: exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables).
+		Update(exec.NewContext(map[string]any{
+			"raise_exception": func(msg string) (string, error) { return "", &templateError{msg} },
+		})),
+	Filters:           builtins.Filters,
+	Tests:             builtins.Tests,
+	ControlStructures: builtins.ControlStructures,
+	Methods:           builtins.Methods,
+}
+
+func compile(src string) (*exec.Template, error) {
+	cfg := config.New()
+	cfg.TrimBlocks = true // as transformers' apply_chat_template
+	cfg.LeftStripBlocks = true
+	// A memory loader holding only the template: {% include %} cannot reach files.
+	loader, err := loaders.NewMemoryLoader(map[string]string{"/chat_template": src})
+	if err != nil {
+		return nil, err
+	}
+	return exec.NewTemplate("/chat_template", cfg, loader, environment)
+}
+
+func (t *Template) renderJinja(msgs []Message, addGen bool) (out string, err error) {
+	list := make([]map[string]any, len(msgs))
+	for i, m := range msgs {
+		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+	}
+	ctx := exec.NewContext(map[string]any{
+		"messages":              list,
+		"add_generation_prompt": addGen,
+		"bos_token":             t.bos,
+		"eos_token":             t.eos,
+	})
+	defer func() { // the engine must never take the server down
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("chat template: engine failure: %v", r)
+		}
+	}()
+	out, err = t.jinja.ExecuteToString(ctx)
+	if err != nil {
+		var te *templateError
+		if errors.As(err, &te) {
+			return "", te
+		}
+		if i := strings.Index(err.Error(), "chat template: "); i >= 0 { // wrapped without %w
+			return "", errors.New(err.Error()[i:])
+		}
+		return "", fmt.Errorf("chat template: %w", err)
+	}
+	return out, nil
+}
