@@ -1,0 +1,468 @@
+// Package loader reads and writes GGUF files.
+//
+// Open maps a file read-only (or reads it into memory where mmap is not
+// available) and validates every structural field before it is used: magic,
+// version, counts, string and array lengths, tensor dimensions, type ids,
+// alignment and tensor extents. A File is immutable after Open and safe for
+// concurrent use by many goroutines. Tensor data is returned as slices of the
+// mapping, without copying; those slices are valid until Close.
+//
+// Writer produces GGUF v3 files, streaming tensor data at write time so that
+// files larger than memory can be synthesized.
+package loader
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/woolly-llm/woolly/kernels"
+)
+
+// Magic is the 4-byte signature at the start of every GGUF file.
+const Magic = "GGUF"
+
+// DefaultAlignment is the data alignment when general.alignment is absent.
+const DefaultAlignment = 32
+
+// MaxDims is the largest number of tensor dimensions (GGML_MAX_DIMS).
+const MaxDims = 4
+
+// MaxNameLen is the longest tensor name in bytes (GGML_MAX_NAME - 1).
+const MaxNameLen = 63
+
+// MaxArrayDepth bounds how deeply arrays may nest inside one value.
+const MaxArrayDepth = 8
+
+// ValueType is a GGUF metadata value type.
+type ValueType uint32
+
+// GGUF metadata value types.
+const (
+	TypeUint8   ValueType = 0
+	TypeInt8    ValueType = 1
+	TypeUint16  ValueType = 2
+	TypeInt16   ValueType = 3
+	TypeUint32  ValueType = 4
+	TypeInt32   ValueType = 5
+	TypeFloat32 ValueType = 6
+	TypeBool    ValueType = 7
+	TypeString  ValueType = 8
+	TypeArray   ValueType = 9
+	TypeUint64  ValueType = 10
+	TypeInt64   ValueType = 11
+	TypeFloat64 ValueType = 12
+)
+
+var valueTypeNames = [...]string{
+	"uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "bool",
+	"string", "array", "uint64", "int64", "float64",
+}
+
+// String is the lower-case GGUF name of the type ("uint32", "string", "array").
+func (t ValueType) String() string {
+	if int(t) < len(valueTypeNames) {
+		return valueTypeNames[t]
+	}
+	return fmt.Sprintf("value_type(%d)", uint32(t))
+}
+
+// Valid reports whether t is one of the 13 GGUF value types.
+func (t ValueType) Valid() bool { return t <= TypeFloat64 }
+
+// size is the encoded size of a scalar of type t (0 for string and array).
+func (t ValueType) size() int {
+	switch t {
+	case TypeUint8, TypeInt8, TypeBool:
+		return 1
+	case TypeUint16, TypeInt16:
+		return 2
+	case TypeUint32, TypeInt32, TypeFloat32:
+		return 4
+	case TypeUint64, TypeInt64, TypeFloat64:
+		return 8
+	}
+	return 0
+}
+
+// Value is one metadata value. V holds uint8, int8, uint16, int16, uint32,
+// int32, float32, bool, string, uint64, int64 or float64 according to Type,
+// or an Array when Type is TypeArray.
+type Value struct {
+	Type ValueType
+	V    any
+}
+
+// Array is an array value. Values is a typed slice matching Elem: []uint8,
+// []int8, []uint16, []int16, []uint32, []int32, []float32, []bool, []string,
+// []uint64, []int64, []float64, or []Array for nested arrays.
+type Array struct {
+	Elem   ValueType
+	Values any
+}
+
+// Len is the number of elements of the array (0 if Values does not match Elem).
+func (a Array) Len() int {
+	switch v := a.Values.(type) {
+	case []uint8:
+		return len(v)
+	case []int8:
+		return len(v)
+	case []uint16:
+		return len(v)
+	case []int16:
+		return len(v)
+	case []uint32:
+		return len(v)
+	case []int32:
+		return len(v)
+	case []float32:
+		return len(v)
+	case []bool:
+		return len(v)
+	case []string:
+		return len(v)
+	case []uint64:
+		return len(v)
+	case []int64:
+		return len(v)
+	case []float64:
+		return len(v)
+	case []Array:
+		return len(v)
+	}
+	return 0
+}
+
+// KV is one metadata key/value pair.
+type KV struct {
+	Key   string
+	Value Value
+}
+
+// TensorInfo describes one tensor of a GGUF file.
+type TensorInfo struct {
+	Name   string
+	Type   kernels.Type
+	Shape  []int64 // ne order: Shape[0] is the row length (fastest varying)
+	Offset uint64  // relative to the start of the data section
+	Size   int64   // bytes
+}
+
+// Elements is the number of elements (the product of Shape).
+func (t *TensorInfo) Elements() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Rows is the number of rows of length Shape[0].
+func (t *TensorInfo) Rows() int64 {
+	if len(t.Shape) == 0 || t.Shape[0] == 0 {
+		return 0
+	}
+	return t.Elements() / t.Shape[0]
+}
+
+// RowBytes is the size in bytes of one row.
+func (t *TensorInfo) RowBytes() int64 {
+	if r := t.Rows(); r > 0 {
+		return t.Size / r
+	}
+	return 0
+}
+
+// File is a parsed GGUF file. All fields are read-only after Open.
+type File struct {
+	Path       string
+	Version    uint32
+	Alignment  uint64
+	DataOffset int64 // absolute offset of the data section
+	Size       int64 // file size in bytes
+	KV         []KV
+	Tensors    []TensorInfo
+
+	data    []byte
+	kvIdx   map[string]int
+	tIdx    map[string]int
+	release func() error
+}
+
+// Close releases the mapping. Slices returned by Data must not be used after.
+func (f *File) Close() error {
+	if f == nil {
+		return nil
+	}
+	rel := f.release
+	f.release = nil
+	f.data = nil
+	if rel != nil {
+		return rel()
+	}
+	return nil
+}
+
+// Bytes is the whole file (the mapping); nil after Close.
+func (f *File) Bytes() []byte { return f.data }
+
+// Get returns the value stored under key.
+func (f *File) Get(key string) (Value, bool) {
+	i, ok := f.kvIdx[key]
+	if !ok {
+		return Value{}, false
+	}
+	return f.KV[i].Value, true
+}
+
+// String returns a string value.
+func (f *File) String(key string) (string, bool) {
+	v, ok := f.Get(key)
+	if !ok || v.Type != TypeString {
+		return "", false
+	}
+	s, ok := v.V.(string)
+	return s, ok
+}
+
+// Uint returns an integer value of any integer type if it is non-negative.
+func (f *File) Uint(key string) (uint64, bool) {
+	v, ok := f.Get(key)
+	if !ok {
+		return 0, false
+	}
+	return v.Uint()
+}
+
+// Int returns an integer value of any integer type if it fits in int64.
+func (f *File) Int(key string) (int64, bool) {
+	v, ok := f.Get(key)
+	if !ok {
+		return 0, false
+	}
+	return v.Int()
+}
+
+// Float returns a float32 or float64 value, or an integer value as float64.
+func (f *File) Float(key string) (float64, bool) {
+	v, ok := f.Get(key)
+	if !ok {
+		return 0, false
+	}
+	return v.Float()
+}
+
+// Bool returns a bool value.
+func (f *File) Bool(key string) (bool, bool) {
+	v, ok := f.Get(key)
+	if !ok || v.Type != TypeBool {
+		return false, false
+	}
+	b, ok := v.V.(bool)
+	return b, ok
+}
+
+// Strings returns an array of strings (shared, do not modify).
+func (f *File) Strings(key string) ([]string, bool) {
+	a, ok := f.array(key)
+	if !ok || a.Elem != TypeString {
+		return nil, false
+	}
+	s, ok := a.Values.([]string)
+	return s, ok
+}
+
+// Float32s returns a float32 array (shared, do not modify), or a float64 or
+// integer array converted to float32.
+func (f *File) Float32s(key string) ([]float32, bool) {
+	a, ok := f.array(key)
+	if !ok {
+		return nil, false
+	}
+	switch v := a.Values.(type) {
+	case []float32:
+		return v, true
+	case []float64:
+		out := make([]float32, len(v))
+		for i, x := range v {
+			out[i] = float32(x)
+		}
+		return out, true
+	}
+	ints, ok := a.int64s()
+	if !ok {
+		return nil, false
+	}
+	out := make([]float32, len(ints))
+	for i, x := range ints {
+		out[i] = float32(x)
+	}
+	return out, true
+}
+
+// Int32s returns an integer array of any integer element type as []int32.
+// It fails if a value does not fit in int32. An []int32 array is shared.
+func (f *File) Int32s(key string) ([]int32, bool) {
+	a, ok := f.array(key)
+	if !ok {
+		return nil, false
+	}
+	if v, ok := a.Values.([]int32); ok {
+		return v, true
+	}
+	ints, ok := a.int64s()
+	if !ok {
+		return nil, false
+	}
+	out := make([]int32, len(ints))
+	for i, x := range ints {
+		if x < math.MinInt32 || x > math.MaxInt32 {
+			return nil, false
+		}
+		out[i] = int32(x)
+	}
+	return out, true
+}
+
+func (f *File) array(key string) (Array, bool) {
+	v, ok := f.Get(key)
+	if !ok || v.Type != TypeArray {
+		return Array{}, false
+	}
+	a, ok := v.V.(Array)
+	return a, ok
+}
+
+// int64s converts an integer array to []int64; it fails for non-integer
+// element types and for uint64 values above MaxInt64.
+func (a Array) int64s() ([]int64, bool) {
+	var out []int64
+	switch v := a.Values.(type) {
+	case []uint8:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []int8:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []uint16:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []int16:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []uint32:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []int32:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []uint64:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			if x > math.MaxInt64 {
+				return nil, false
+			}
+			out[i] = int64(x)
+		}
+	case []int64:
+		return v, true
+	default:
+		return nil, false
+	}
+	return out, true
+}
+
+// Int returns the value of any integer type if it fits in int64.
+func (v Value) Int() (int64, bool) {
+	switch x := v.V.(type) {
+	case uint8:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(x), true
+	case int64:
+		return x, true
+	}
+	return 0, false
+}
+
+// Uint returns the value of any integer type if it is non-negative.
+func (v Value) Uint() (uint64, bool) {
+	if x, ok := v.V.(uint64); ok {
+		return x, true
+	}
+	i, ok := v.Int()
+	if !ok || i < 0 {
+		return 0, false
+	}
+	return uint64(i), true
+}
+
+// Float returns a float32 or float64 value, or an integer value as float64.
+func (v Value) Float() (float64, bool) {
+	switch x := v.V.(type) {
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case uint64:
+		return float64(x), true
+	}
+	i, ok := v.Int()
+	return float64(i), ok
+}
+
+// Tensor returns the tensor called name.
+func (f *File) Tensor(name string) (*TensorInfo, bool) {
+	i, ok := f.tIdx[name]
+	if !ok {
+		return nil, false
+	}
+	return &f.Tensors[i], true
+}
+
+// Data returns the bytes of tensor t as a slice of the mapping (no copy).
+// The slice is read-only and valid until Close. It returns nil if t does not
+// lie inside this file's data section or the file is closed.
+func (f *File) Data(t *TensorInfo) []byte {
+	if t == nil || f.data == nil || t.Size < 0 {
+		return nil
+	}
+	dataLen := uint64(int64(len(f.data)) - f.DataOffset)
+	if f.DataOffset > int64(len(f.data)) || t.Offset > dataLen || uint64(t.Size) > dataLen-t.Offset {
+		return nil
+	}
+	start := f.DataOffset + int64(t.Offset)
+	end := start + t.Size
+	return f.data[start:end:end]
+}
+
+// Architecture is general.architecture ("" if absent).
+func (f *File) Architecture() string {
+	s, _ := f.String("general.architecture")
+	return s
+}
