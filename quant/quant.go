@@ -1,0 +1,227 @@
+// Package quant converts float32 weights to ggml's block formats, with the
+// same algorithms (and so the same quality) as llama.cpp's reference
+// quantizers without an importance matrix.
+//
+// The K-quants search per-sub-block scales and mins (Q4_K, Q5_K) or signed
+// scales (Q6_K) and then quantize those scales against one super-block scale;
+// the 32-element types follow ggml's simple rules (Q4_0: d = max / -8, where
+// max is the signed value of largest magnitude). The package is pure Go;
+// Quantize spreads rows over goroutines.
+package quant
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/woolly-llm/woolly/kernels"
+)
+
+// rowFunc quantizes one row (a whole number of blocks) of x into y.
+type rowFunc func(x []float32, y []byte)
+
+var rowFuncs = map[kernels.Type]rowFunc{
+	kernels.F32:  rowF32,
+	kernels.F16:  rowF16,
+	kernels.BF16: rowBF16,
+	kernels.Q4_0: rowQ4_0,
+	kernels.Q4_1: rowQ4_1,
+	kernels.Q5_0: rowQ5_0,
+	kernels.Q5_1: rowQ5_1,
+	kernels.Q8_0: rowQ8_0,
+	kernels.Q4_K: rowQ4K,
+	kernels.Q5_K: rowQ5K,
+	kernels.Q6_K: rowQ6K,
+}
+
+// Supported reports whether Woolly can write tensors of type t.
+func Supported(t kernels.Type) bool { _, ok := rowFuncs[t]; return ok }
+
+// QuantizeRow converts src (a whole number of t's blocks) into dst, which
+// must be exactly t.RowBytes(len(src)) bytes.
+func QuantizeRow(t kernels.Type, src []float32, dst []byte) error {
+	f, err := check(t, src, len(src), dst)
+	if err != nil {
+		return err
+	}
+	f(src, dst)
+	return nil
+}
+
+// Quantize converts the rows of src (each rowLen elements) into dst, one
+// row after another, using up to threads goroutines (0 = GOMAXPROCS). The
+// result does not depend on the number of threads.
+func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int) error {
+	f, err := check(t, src, rowLen, dst)
+	if err != nil {
+		return err
+	}
+	nrows := len(src) / rowLen
+	rb := len(dst) / nrows
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	// Chunks of rows of roughly 64K elements keep goroutines busy without
+	// scheduling overhead per row.
+	chunk := max(1, 65536/rowLen)
+	nchunks := (nrows + chunk - 1) / chunk
+	threads = min(threads, nchunks)
+	if threads <= 1 {
+		for r := 0; r < nrows; r++ {
+			f(src[r*rowLen:(r+1)*rowLen], dst[r*rb:(r+1)*rb])
+		}
+		return nil
+	}
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				c := next
+				next++
+				mu.Unlock()
+				if c >= nchunks {
+					return
+				}
+				for r := c * chunk; r < min(nrows, (c+1)*chunk); r++ {
+					f(src[r*rowLen:(r+1)*rowLen], dst[r*rb:(r+1)*rb])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func check(t kernels.Type, src []float32, rowLen int, dst []byte) (rowFunc, error) {
+	f, ok := rowFuncs[t]
+	if !ok {
+		return nil, fmt.Errorf("quant: cannot write tensors of type %v", t)
+	}
+	if rowLen <= 0 || len(src)%rowLen != 0 {
+		return nil, fmt.Errorf("quant: %d values are not a whole number of rows of %d", len(src), rowLen)
+	}
+	rb, err := t.RowBytes(int64(rowLen))
+	if err != nil {
+		return nil, fmt.Errorf("quant: %w", err)
+	}
+	if want := rb * int64(len(src)/rowLen); int64(len(dst)) != want {
+		return nil, fmt.Errorf("quant: %v output for %d values needs %d bytes, got %d", t, len(src), want, len(dst))
+	}
+	return f, nil
+}
+
+// nearestInt rounds to the nearest integer, ties to even, exactly as ggml's
+// nearest_int does (by adding 1.5·2^23 and reading the mantissa). Valid for
+// |f| < 2^22.
+func nearestInt(f float32) int {
+	v := f + 12582912
+	return int(math.Float32bits(v)&0x007fffff) - 0x00400000
+}
+
+// F32ToF16 converts to IEEE half precision, rounding to nearest even,
+// subnormals included (like F16C's _cvtss_sh(x, 0)).
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	mant := b & 0x7fffff
+	if exp == 0xff {
+		if mant != 0 {
+			return sign | 0x7e00 | uint16(mant>>13)
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 112 // half exponent field
+	if e >= 31 {
+		return sign | 0x7c00
+	}
+	if e >= 1 {
+		h := uint32(e)<<10 | mant>>13
+		rem := mant & 0x1fff
+		if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+			h++ // may carry into the exponent, up to infinity: still correct
+		}
+		return sign | uint16(h)
+	}
+	// Subnormal half (or zero): count of 2^-24 units is M >> (14 - e).
+	if exp == 0 {
+		return sign // f32 subnormals are far below half's range
+	}
+	m := mant | 0x800000
+	s := uint32(14 - e)
+	if s > 24 {
+		return sign
+	}
+	q := m >> s
+	rem := m & (1<<s - 1)
+	half := uint32(1) << (s - 1)
+	if rem > half || (rem == half && q&1 == 1) {
+		q++
+	}
+	return sign | uint16(q)
+}
+
+// F16ToF32 converts an IEEE half to float32 (exact).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+	case mant == 0:
+		return math.Float32frombits(sign)
+	}
+	// subnormal: normalise
+	e := uint32(113)
+	for mant&0x400 == 0 {
+		mant <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
+}
+
+// roundF16 returns f rounded through half precision, the value a reader
+// will see for an f16 scale.
+func roundF16(f float32) float32 { return F16ToF32(F32ToF16(f)) }
+
+func putF16(b []byte, f float32) {
+	h := F32ToF16(f)
+	b[0] = byte(h)
+	b[1] = byte(h >> 8)
+}
+
+func rowF32(x []float32, y []byte) {
+	for i, v := range x {
+		u := math.Float32bits(v)
+		y[4*i], y[4*i+1], y[4*i+2], y[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	}
+}
+
+func rowF16(x []float32, y []byte) {
+	for i, v := range x {
+		putF16(y[2*i:], v)
+	}
+}
+
+// rowBF16 rounds to nearest even like ggml's fp32_to_bf16 (NaNs stay quiet NaNs).
+func rowBF16(x []float32, y []byte) {
+	for i, v := range x {
+		u := math.Float32bits(v)
+		var h uint16
+		if u&0x7fffffff > 0x7f800000 {
+			h = uint16(u>>16) | 64
+		} else {
+			h = uint16((u + (0x7fff + (u>>16)&1)) >> 16)
+		}
+		y[2*i], y[2*i+1] = byte(h), byte(h>>8)
+	}
+}
