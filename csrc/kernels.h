@@ -33,7 +33,8 @@ enum {
 };
 
 /* ---- implementation ids ---- */
-enum { K_IMPL_REF = 0, K_IMPL_AVX2 = 1, K_IMPL_NEON = 2, K_IMPL_NEON_DOT = 3, K_IMPL_MAX = 4 };
+enum { K_IMPL_REF = 0, K_IMPL_AVX2 = 1, K_IMPL_NEON = 2, K_IMPL_NEON_DOT = 3, K_IMPL_AVX512 = 4,
+       K_IMPL_MAX = 5 };
 
 #define K_QK 32    /* elements per block of the 32-element formats */
 #define K_QKK 256  /* elements per super-block of the K-quants */
@@ -156,6 +157,100 @@ void k_softmax(int impl, float *x, int64_t n);                     /* in place *
 void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n);
 void k_add(int impl, float *out, const float *a, const float *b, int64_t n);
 void k_scale(int impl, float *x, float s, int64_t n);             /* in place */
+
+/* ---- reference kernels (portable scalar C, csrc/..._ref.c) ----------------- */
+void k_dequant_f32_ref(const void *src, float *dst, int64_t n);
+void k_dequant_f16_ref(const void *src, float *dst, int64_t n);
+void k_dequant_bf16_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q4_0_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q4_1_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q5_0_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q5_1_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q8_0_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q5_k_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q6_k_ref(const void *src, float *dst, int64_t n);
+
+void k_quantize_q8_k_ref(const float *x, void *dst, int64_t n);
+void k_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
+void k_quantize_f16_ref(const float *x, void *dst, int64_t n);
+
+float k_dot_q4_k_q8_k_ref(int64_t n, const void *w, const void *a);
+float k_dot_q5_k_q8_k_ref(int64_t n, const void *w, const void *a);
+float k_dot_q6_k_q8_k_ref(int64_t n, const void *w, const void *a);
+float k_dot_q4_0_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_q4_1_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_q5_0_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_q5_1_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_q8_0_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_f16_f16_ref(int64_t n, const void *w, const void *a);
+float k_dot_f32_f32_ref(int64_t n, const void *w, const void *a);
+float k_dot_bf16_f32_ref(int64_t n, const void *w, const void *a);
+
+/* 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. */
+void k_q4k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
+
+/* Signatures of the non-table ops without the impl argument. */
+typedef void (*k_sgemm_fn)(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                           const float *A, int64_t lda, const float *B, int64_t ldb,
+                           float *C, int64_t ldc);
+typedef void (*k_attention_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                               int64_t head_dim, const float *q, int64_t q_stride,
+                               const float *k, const float *v, int64_t kv_stride,
+                               float scale, float *out, int64_t out_stride,
+                               int64_t h0, int64_t h1, float *scratch);
+typedef void (*k_rmsnorm_fn)(float *out, const float *x, const float *w, int64_t n, float eps);
+typedef void (*k_rope_fn)(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                          const float *cos_t, const float *sin_t, int neox);
+typedef void (*k_softmax_fn)(float *x, int64_t n);
+typedef void (*k_silu_mul_fn)(float *out, const float *gate, const float *up, int64_t n);
+typedef void (*k_add_fn)(float *out, const float *a, const float *b, int64_t n);
+typedef void (*k_scale_fn)(float *x, float s, int64_t n);
+/* Tile kernel of k_matmul_q: nr weight rows starting at w, times ntok tokens:
+ *   y[t * y_stride + r] = dot(w + r * row_bytes, a + t * a_row_bytes),  r < nr, t < ntok
+ * (y points at row 0 of the tile). */
+typedef void (*k_mm_tile_fn)(int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                             const void *a, size_t a_row_bytes, int64_t ntok,
+                             float *y, int64_t y_stride);
+
+void k_sgemm_ref(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                 const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                     int64_t head_dim, const float *q, int64_t q_stride,
+                     const float *k, const float *v, int64_t kv_stride,
+                     float scale, float *out, int64_t out_stride,
+                     int64_t h0, int64_t h1, float *scratch);
+void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps);
+void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                const float *cos_t, const float *sin_t, int neox);
+void k_softmax_ref(float *x, int64_t n);
+void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n);
+void k_add_ref(float *out, const float *a, const float *b, int64_t n);
+void k_scale_ref(float *x, float s, int64_t n);
+
+/* ---- per-architecture hooks ---------------------------------------------
+ * csrc/dispatch.c (generic) owns the tables of ref kernels and the drivers.
+ * Exactly one of csrc/dispatch_amd64.c, csrc/dispatch_arm64.c,
+ * csrc/dispatch_other.c is compiled per target and defines the hooks below
+ * for the SIMD impls of that arch. They are only called with
+ * impl != K_IMPL_REF; a NULL answer (or a NULL member of k_arch_ops) means
+ * "no kernel": the driver uses the ref one. Hooks must be pure lookups. */
+typedef struct {
+    k_sgemm_fn     sgemm;
+    k_attention_fn attention;
+    k_rmsnorm_fn   rmsnorm;
+    k_rope_fn      rope;
+    k_softmax_fn   softmax;
+    k_silu_mul_fn  silu_mul;
+    k_add_fn       add;
+    k_scale_fn     scale;
+} k_arch_ops;
+
+k_dequant_fn      k_arch_get_dequant(int impl, int type);
+k_dot_fn          k_arch_get_dot(int impl, int wtype);
+k_quantize_fn     k_arch_get_quantize(int impl, int act_type);
+k_mm_tile_fn      k_arch_get_mm_tile(int impl, int wtype);  /* optional: NULL = rows x dot */
+const k_arch_ops *k_arch_get_ops(int impl);                  /* may return NULL */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,241 @@
+/* dispatch.c — the generic part of kernel dispatch: tables of the reference
+ * kernels, lookups that ask the per-arch hooks (dispatch_<arch>.c) for SIMD
+ * kernels, and the drivers that Go calls once per (op x row range). */
+#include <string.h>
+#include "kernels.h"
+
+/* ---- type facts ---- */
+
+typedef struct { int block_elems, block_bytes, act; } type_info;
+
+static type_info info_of(int type) {
+    switch (type) {
+    case K_F32:  return (type_info){1, 4, K_F32};
+    case K_F16:  return (type_info){1, 2, K_F16};
+    case K_BF16: return (type_info){1, 2, K_F32};
+    case K_Q4_0: return (type_info){K_QK, sizeof(k_block_q4_0), K_Q8_0};
+    case K_Q4_1: return (type_info){K_QK, sizeof(k_block_q4_1), K_Q8_0};
+    case K_Q5_0: return (type_info){K_QK, sizeof(k_block_q5_0), K_Q8_0};
+    case K_Q5_1: return (type_info){K_QK, sizeof(k_block_q5_1), K_Q8_0};
+    case K_Q8_0: return (type_info){K_QK, sizeof(k_block_q8_0), K_Q8_0};
+    case K_Q4_K: return (type_info){K_QKK, sizeof(k_block_q4_k), K_Q8_K};
+    case K_Q5_K: return (type_info){K_QKK, sizeof(k_block_q5_k), K_Q8_K};
+    case K_Q6_K: return (type_info){K_QKK, sizeof(k_block_q6_k), K_Q8_K};
+    case K_Q8_K: return (type_info){K_QKK, sizeof(k_block_q8_k), K_Q8_K};
+    default:     return (type_info){0, 0, -1};
+    }
+}
+
+int k_act_type(int wtype) {
+    return wtype == K_Q8_K ? -1 : info_of(wtype).act;
+}
+
+int64_t k_row_bytes(int type, int64_t n) {
+    type_info ti = info_of(type);
+    if (ti.block_elems == 0 || n < 0 || n % ti.block_elems != 0) return -1;
+    return n / ti.block_elems * ti.block_bytes;
+}
+
+/* ---- reference tables ---- */
+
+static k_dequant_fn ref_dequant(int type) {
+    switch (type) {
+    case K_F32:  return k_dequant_f32_ref;
+    case K_F16:  return k_dequant_f16_ref;
+    case K_BF16: return k_dequant_bf16_ref;
+    case K_Q4_0: return k_dequant_q4_0_ref;
+    case K_Q4_1: return k_dequant_q4_1_ref;
+    case K_Q5_0: return k_dequant_q5_0_ref;
+    case K_Q5_1: return k_dequant_q5_1_ref;
+    case K_Q8_0: return k_dequant_q8_0_ref;
+    case K_Q4_K: return k_dequant_q4_k_ref;
+    case K_Q5_K: return k_dequant_q5_k_ref;
+    case K_Q6_K: return k_dequant_q6_k_ref;
+    default:     return NULL;
+    }
+}
+
+static k_dot_fn ref_dot(int wtype) {
+    switch (wtype) {
+    case K_F32:  return k_dot_f32_f32_ref;
+    case K_F16:  return k_dot_f16_f16_ref;
+    case K_BF16: return k_dot_bf16_f32_ref;
+    case K_Q4_0: return k_dot_q4_0_q8_0_ref;
+    case K_Q4_1: return k_dot_q4_1_q8_0_ref;
+    case K_Q5_0: return k_dot_q5_0_q8_0_ref;
+    case K_Q5_1: return k_dot_q5_1_q8_0_ref;
+    case K_Q8_0: return k_dot_q8_0_q8_0_ref;
+    case K_Q4_K: return k_dot_q4_k_q8_k_ref;
+    case K_Q5_K: return k_dot_q5_k_q8_k_ref;
+    case K_Q6_K: return k_dot_q6_k_q8_k_ref;
+    default:     return NULL;
+    }
+}
+
+static k_quantize_fn ref_quantize(int act) {
+    switch (act) {
+    case K_Q8_K: return k_quantize_q8_k_ref;
+    case K_Q8_0: return k_quantize_q8_0_ref;
+    case K_F16:  return k_quantize_f16_ref;
+    default:     return NULL;
+    }
+}
+
+static const k_arch_ops ref_ops = {
+    .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
+    .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref,
+    .add = k_add_ref, .scale = k_scale_ref,
+};
+
+static int simd_impl(int impl) { return impl > K_IMPL_REF && impl < K_IMPL_MAX; }
+
+/* ---- public lookups ---- */
+
+k_dequant_fn k_get_dequant(int impl, int type) {
+    if (!ref_dequant(type)) return NULL;
+    if (impl == K_IMPL_REF) return ref_dequant(type);
+    return simd_impl(impl) ? k_arch_get_dequant(impl, type) : NULL;
+}
+
+k_dot_fn k_get_dot(int impl, int wtype) {
+    if (!ref_dot(wtype)) return NULL;
+    if (impl == K_IMPL_REF) return ref_dot(wtype);
+    return simd_impl(impl) ? k_arch_get_dot(impl, wtype) : NULL;
+}
+
+k_quantize_fn k_get_quantize(int impl, int act_type) {
+    if (!ref_quantize(act_type)) return NULL;
+    if (impl == K_IMPL_REF) return ref_quantize(act_type);
+    return simd_impl(impl) ? k_arch_get_quantize(impl, act_type) : NULL;
+}
+
+/* with fallback to ref */
+static k_dequant_fn dequant_fn(int impl, int type) {
+    k_dequant_fn f = k_get_dequant(impl, type);
+    return f ? f : ref_dequant(type);
+}
+static k_dot_fn dot_fn(int impl, int wtype) {
+    k_dot_fn f = k_get_dot(impl, wtype);
+    return f ? f : ref_dot(wtype);
+}
+static k_quantize_fn quantize_fn(int impl, int act) {
+    k_quantize_fn f = k_get_quantize(impl, act);
+    return f ? f : ref_quantize(act);
+}
+
+/* ops table member `m` of impl, or the ref one */
+#define OP(impl, m) \
+    ((simd_impl(impl) && k_arch_get_ops(impl) && k_arch_get_ops(impl)->m) ? k_arch_get_ops(impl)->m : ref_ops.m)
+
+/* ---- drivers ---- */
+
+int k_dequant(int impl, int type, const void *src, float *dst, int64_t n) {
+    k_dequant_fn f = dequant_fn(impl, type);
+    if (!f || k_row_bytes(type, n) < 0) return -1;
+    if (n > 0) f(src, dst, n);
+    return 0;
+}
+
+int k_quantize_act(int impl, int act_type, const float *x, void *dst, int64_t n) {
+    if (k_row_bytes(act_type, n) < 0) return -1;
+    if (act_type == K_F32) {
+        if (n > 0) memcpy(dst, x, (size_t)n * sizeof(float));
+        return 0;
+    }
+    k_quantize_fn f = quantize_fn(impl, act_type);
+    if (!f) return -1;
+    if (n > 0) f(x, dst, n);
+    return 0;
+}
+
+int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
+             const void *a, float *y, int64_t r0, int64_t r1) {
+    k_dot_fn f = dot_fn(impl, wtype);
+    if (!f || k_row_bytes(wtype, n) < 0) return -1;
+    const char *wb = (const char *)w;
+    for (int64_t r = r0; r < r1; r++) y[r] = f(n, wb + (size_t)r * row_bytes, a);
+    return 0;
+}
+
+/* Rows are taken in tiles of MM_ROWS so a tile of weight rows (MM_ROWS *
+ * row_bytes, e.g. 16 x 2.3 KB for a 4096-wide Q4_K row) stays in L1/L2 while
+ * every token streams past it. */
+#define MM_ROWS 16
+
+int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
+               int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
+               float *y, int64_t y_stride) {
+    k_dot_fn f = dot_fn(impl, wtype);
+    if (!f || k_row_bytes(wtype, n) < 0) return -1;
+    k_mm_tile_fn tile = simd_impl(impl) ? k_arch_get_mm_tile(impl, wtype) : NULL;
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    for (int64_t rt = r0; rt < r1; rt += MM_ROWS) {
+        const int64_t nr = r1 - rt < MM_ROWS ? r1 - rt : MM_ROWS;
+        const char *wt = wb + (size_t)rt * row_bytes;
+        if (tile) {
+            tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+            continue;
+        }
+        for (int64_t t = 0; t < ntok; t++) {
+            const char *at = ab + (size_t)t * a_row_bytes;
+            float *yt = y + t * y_stride + rt;
+            for (int64_t r = 0; r < nr; r++) yt[r] = f(n, wt + (size_t)r * row_bytes, at);
+        }
+    }
+    return 0;
+}
+
+void k_sgemm(int impl, int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+             const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+    OP(impl, sgemm)(trans_b, m0, m1, N, K, A, lda, B, ldb, C, ldc);
+}
+
+/* Chunks of ~4 KB of source; with prefetch_bytes > 0 the cache lines
+ * prefetch_bytes ahead of each chunk are requested before it is decoded. */
+int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t prefetch_bytes) {
+    for (int i = 0; i < ntasks; i++) {
+        const k_dequant_task *t = &tasks[i];
+        k_dequant_fn f = dequant_fn(impl, t->type);
+        type_info ti = info_of(t->type);
+        if (!f || k_row_bytes(t->type, t->n) < 0) return -1;
+        const int64_t nblocks = t->n / ti.block_elems;
+        int64_t chunk = 4096 / ti.block_bytes;
+        if (chunk < 1) chunk = 1;
+        const char *src = (const char *)t->src;
+        const int64_t total = nblocks * ti.block_bytes;
+        for (int64_t b = 0; b < nblocks; b += chunk) {
+            const int64_t nb = nblocks - b < chunk ? nblocks - b : chunk;
+            const int64_t off = b * ti.block_bytes;
+            if (prefetch_bytes > 0) {
+                int64_t p = off + prefetch_bytes, end = p + nb * ti.block_bytes;
+                if (end > total) end = total;
+                for (; p < end; p += 64) __builtin_prefetch(src + p, 0, 0);
+            }
+            f(src + off, t->dst + b * ti.block_elems, nb * ti.block_elems);
+        }
+    }
+    return 0;
+}
+
+void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                 int64_t head_dim, const float *q, int64_t q_stride,
+                 const float *k, const float *v, int64_t kv_stride,
+                 float scale, float *out, int64_t out_stride,
+                 int64_t h0, int64_t h1, float *scratch) {
+    OP(impl, attention)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
+                        scale, out, out_stride, h0, h1, scratch);
+}
+
+void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps) {
+    OP(impl, rmsnorm)(out, x, w, n, eps);
+}
+void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+            const float *cos_t, const float *sin_t, int neox) {
+    OP(impl, rope)(x, n_heads, head_dim, n_rot, cos_t, sin_t, neox);
+}
+void k_softmax(int impl, float *x, int64_t n) { OP(impl, softmax)(x, n); }
+void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n) {
+    OP(impl, silu_mul)(out, gate, up, n);
+}
+void k_add(int impl, float *out, const float *a, const float *b, int64_t n) { OP(impl, add)(out, a, b, n); }
+void k_scale(int impl, float *x, float s, int64_t n) { OP(impl, scale)(x, s, n); }

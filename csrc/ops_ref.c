@@ -1,0 +1,128 @@
+/* ops_ref.c — scalar reference of the f32 ops: sgemm, attention, rmsnorm,
+ * rope, softmax, silu*mul, add, scale. */
+#include <math.h>
+#include <string.h>
+#include "kernels.h"
+
+/* C[m][j] for m in [m0,m1), j < N; see k_sgemm in kernels.h. */
+void k_sgemm_ref(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                 const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float *a = A + m * lda;
+        float *c = C + m * ldc;
+        if (trans_b) {
+            for (int64_t j = 0; j < N; j++) {
+                const float *b = B + j * ldb;
+                float s = 0;
+                for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
+                c[j] = s;
+            }
+        } else {
+            for (int64_t j = 0; j < N; j++) c[j] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                const float ak = a[k];
+                const float *b = B + k * ldb;
+                for (int64_t j = 0; j < N; j++) c[j] += ak * b[j];
+            }
+        }
+    }
+}
+
+/* Causal GQA attention, one (token, head) at a time:
+ *   s[p] = scale * q.k[p]  (p <= pos0 + t);  s = softmax(s);  out = sum s[p] v[p] */
+void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                     int64_t head_dim, const float *q, int64_t q_stride,
+                     const float *k, const float *v, int64_t kv_stride,
+                     float scale, float *out, int64_t out_stride,
+                     int64_t h0, int64_t h1, float *scratch) {
+    const int64_t group = n_head / n_head_kv;
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int64_t npos = pos0 + t + 1;
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t g = h / group;
+            const float *qh = q + t * q_stride + h * head_dim;
+            float *o = out + t * out_stride + h * head_dim;
+            float mx = -INFINITY;
+            for (int64_t p = 0; p < npos; p++) {
+                const float *kp = k + p * kv_stride + g * head_dim;
+                float s = 0;
+                for (int64_t i = 0; i < head_dim; i++) s += qh[i] * kp[i];
+                s *= scale;
+                scratch[p] = s;
+                if (s > mx) mx = s;
+            }
+            float sum = 0;
+            for (int64_t p = 0; p < npos; p++) {
+                float e = expf(scratch[p] - mx);
+                scratch[p] = e;
+                sum += e;
+            }
+            const float inv = 1.0f / sum;
+            for (int64_t i = 0; i < head_dim; i++) o[i] = 0;
+            for (int64_t p = 0; p < npos; p++) {
+                const float *vp = v + p * kv_stride + g * head_dim;
+                const float w = scratch[p] * inv;
+                for (int64_t i = 0; i < head_dim; i++) o[i] += w * vp[i];
+            }
+        }
+    }
+}
+
+/* out = x * (1/sqrtf(mean(x^2) + eps)) [* w]; sum of squares in double. */
+void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = n > 0 ? (float)(sum / (double)n) : 0.0f;
+    const float s = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++) {
+        float t = x[i] * s;
+        out[i] = w ? t * w[i] : t;
+    }
+}
+
+void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                const float *cos_t, const float *sin_t, int neox) {
+    const int64_t half = n_rot / 2;
+    for (int64_t h = 0; h < n_heads; h++) {
+        float *xh = x + h * head_dim;
+        for (int64_t i = 0; i < half; i++) {
+            const int64_t i0 = neox ? i : 2 * i;
+            const int64_t i1 = neox ? i + half : 2 * i + 1;
+            const float c = cos_t[i], s = sin_t[i];
+            const float x0 = xh[i0], x1 = xh[i1];
+            float a = x0 * c, b = x1 * s, e = x0 * s, f = x1 * c;
+            xh[i0] = a - b;
+            xh[i1] = e + f;
+        }
+    }
+}
+
+/* x = exp(x - max) / sum; the sum in double. */
+void k_softmax_ref(float *x, int64_t n) {
+    if (n <= 0) return;
+    float mx = x[0];
+    for (int64_t i = 1; i < n; i++) if (x[i] > mx) mx = x[i];
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* out = silu(gate) * up, silu(g) = g / (1 + exp(-g)) */
+void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+void k_add_ref(float *out, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void k_scale_ref(float *x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}

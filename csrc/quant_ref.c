@@ -1,0 +1,245 @@
+/* quant_ref.c — scalar reference dequantization (bit-identical to ggml's
+ * to_float) and activation quantization (formats.md, "Activation side").
+ *
+ * Floating-point expressions are split into separate statements where a
+ * compiler could otherwise contract a*b+c into an FMA (clang's default
+ * -ffp-contract=on works within one expression): the reference must round
+ * after the multiply. */
+#include <string.h>
+#include <math.h>
+#include "kernels.h"
+
+#define H2F(h) k_f16_to_f32(h)
+
+/* ---- float formats ---- */
+
+void k_dequant_f32_ref(const void *src, float *dst, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+void k_dequant_f16_ref(const void *src, float *dst, int64_t n) {
+    const k_half *s = (const k_half *)src;
+    for (int64_t i = 0; i < n; i++) dst[i] = H2F(s[i]);
+}
+
+void k_dequant_bf16_ref(const void *src, float *dst, int64_t n) {
+    const k_bf16 *s = (const k_bf16 *)src;
+    for (int64_t i = 0; i < n; i++) dst[i] = k_bf16_to_f32(s[i]);
+}
+
+/* ---- 32-element formats ---- */
+
+/* Q4_0: qs[j] low nibble = element j, high nibble = element j+16; (q-8)*d */
+void k_dequant_q4_0_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q4_0 *b = (const k_block_q4_0 *)src;
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
+        const float d = H2F(b[i].d);
+        for (int j = 0; j < 16; j++) {
+            dst[j]      = (float)((b[i].qs[j] & 15) - 8) * d;
+            dst[j + 16] = (float)((b[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* Q4_1: q*d + m */
+void k_dequant_q4_1_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q4_1 *b = (const k_block_q4_1 *)src;
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
+        const float d = H2F(b[i].d), m = H2F(b[i].m);
+        for (int j = 0; j < 16; j++) {
+            float t0 = (float)(b[i].qs[j] & 15) * d;
+            float t1 = (float)(b[i].qs[j] >> 4) * d;
+            dst[j]      = t0 + m;
+            dst[j + 16] = t1 + m;
+        }
+    }
+}
+
+/* Q5_0: 5th bit of element j is bit j of qh (u32 LE); (q-16)*d */
+void k_dequant_q5_0_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q5_0 *b = (const k_block_q5_0 *)src;
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
+        const float d = H2F(b[i].d);
+        uint32_t qh; memcpy(&qh, b[i].qh, 4);
+        for (int j = 0; j < 16; j++) {
+            int lo = (b[i].qs[j] & 15) | (int)(((qh >> j) & 1) << 4);
+            int hi = (b[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+            dst[j]      = (float)(lo - 16) * d;
+            dst[j + 16] = (float)(hi - 16) * d;
+        }
+    }
+}
+
+/* Q5_1: q*d + m with 5-bit q */
+void k_dequant_q5_1_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q5_1 *b = (const k_block_q5_1 *)src;
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
+        const float d = H2F(b[i].d), m = H2F(b[i].m);
+        uint32_t qh; memcpy(&qh, b[i].qh, 4);
+        for (int j = 0; j < 16; j++) {
+            int lo = (b[i].qs[j] & 15) | (int)(((qh >> j) & 1) << 4);
+            int hi = (b[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+            float t0 = (float)lo * d;
+            float t1 = (float)hi * d;
+            dst[j]      = t0 + m;
+            dst[j + 16] = t1 + m;
+        }
+    }
+}
+
+void k_dequant_q8_0_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q8_0 *b = (const k_block_q8_0 *)src;
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
+        const float d = H2F(b[i].d);
+        for (int j = 0; j < K_QK; j++) dst[j] = (float)b[i].qs[j] * d;
+    }
+}
+
+/* ---- K-quants ---- */
+
+void k_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m  = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 15) | ((q[j - 4] >> 6) << 4));
+        *m  = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* Q4_K: 4 chunks of 64; chunk c = qs[32c..32c+31], low nibbles sub-block 2c,
+ * high nibbles sub-block 2c+1; value = (d*sc)*q - (dmin*m). */
+void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q4_k *b = (const k_block_q4_k *)src;
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float d = H2F(b[i].d), dmin = H2F(b[i].dmin);
+        const uint8_t *q = b[i].qs;
+        for (int c = 0; c < 4; c++, q += 32, dst += 64) {
+            uint8_t sc0, m0, sc1, m1;
+            k_q4k_scale_min(2 * c, b[i].scales, &sc0, &m0);
+            k_q4k_scale_min(2 * c + 1, b[i].scales, &sc1, &m1);
+            const float d0 = d * sc0, mm0 = dmin * m0;
+            const float d1 = d * sc1, mm1 = dmin * m1;
+            for (int l = 0; l < 32; l++) {
+                float t = d0 * (float)(q[l] & 15);
+                dst[l] = t - mm0;
+            }
+            for (int l = 0; l < 32; l++) {
+                float t = d1 * (float)(q[l] >> 4);
+                dst[l + 32] = t - mm1;
+            }
+        }
+    }
+}
+
+/* Q5_K: Q4_K plus a 5th bit: bit 2c (low half) / 2c+1 (high half) of qh[l]. */
+void k_dequant_q5_k_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q5_k *b = (const k_block_q5_k *)src;
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float d = H2F(b[i].d), dmin = H2F(b[i].dmin);
+        const uint8_t *q = b[i].qs, *qh = b[i].qh;
+        for (int c = 0; c < 4; c++, q += 32, dst += 64) {
+            uint8_t sc0, m0, sc1, m1;
+            k_q4k_scale_min(2 * c, b[i].scales, &sc0, &m0);
+            k_q4k_scale_min(2 * c + 1, b[i].scales, &sc1, &m1);
+            const float d0 = d * sc0, mm0 = dmin * m0;
+            const float d1 = d * sc1, mm1 = dmin * m1;
+            for (int l = 0; l < 32; l++) {
+                int v = (q[l] & 15) + (((qh[l] >> (2 * c)) & 1) << 4);
+                float t = d0 * (float)v;
+                dst[l] = t - mm0;
+            }
+            for (int l = 0; l < 32; l++) {
+                int v = (q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1) << 4);
+                float t = d1 * (float)v;
+                dst[l + 32] = t - mm1;
+            }
+        }
+    }
+}
+
+/* Q6_K: two halves of 128; value = (d * scale[group]) * (q - 32). */
+void k_dequant_q6_k_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q6_k *b = (const k_block_q6_k *)src;
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float d = H2F(b[i].d);
+        for (int h = 0; h < 2; h++, dst += 128) {
+            const uint8_t *L = b[i].ql + 64 * h, *H = b[i].qh + 32 * h;
+            const int8_t *sc = b[i].scales + 8 * h;
+            for (int l = 0; l < 32; l++) {
+                int g = l / 16;
+                int q1 = ((L[l] & 15)      | (((H[l] >> 0) & 3) << 4)) - 32;
+                int q2 = ((L[l + 32] & 15) | (((H[l] >> 2) & 3) << 4)) - 32;
+                int q3 = ((L[l] >> 4)      | (((H[l] >> 4) & 3) << 4)) - 32;
+                int q4 = ((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4)) - 32;
+                float s1 = d * (float)sc[g + 0], s2 = d * (float)sc[g + 2];
+                float s3 = d * (float)sc[g + 4], s4 = d * (float)sc[g + 6];
+                dst[l]      = s1 * (float)q1;
+                dst[l + 32] = s2 * (float)q2;
+                dst[l + 64] = s3 * (float)q3;
+                dst[l + 96] = s4 * (float)q4;
+            }
+        }
+    }
+}
+
+/* ---- activation quantization ---- */
+
+/* round half to even for |v| < 2^22, independent of the FPU mode flags in
+ * practice (the default mode is round-to-nearest-even): ggml's trick. */
+static inline int nearest_int(float v) {
+    float f = v + 12582912.0f;
+    int32_t i; memcpy(&i, &f, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* Q8_K: max = the signed value of largest |x| (first wins); iscale = -127/max;
+ * qs = min(127, round(iscale*x)); d = 1/iscale; bsums = sums of 16. */
+void k_quantize_q8_k_ref(const float *x, void *dst, int64_t n) {
+    k_block_q8_k *y = (k_block_q8_k *)dst;
+    for (int64_t i = 0; i < n / K_QKK; i++, x += K_QKK) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < K_QKK; j++) {
+            float ax = fabsf(x[j]);
+            if (ax > amax) { amax = ax; max = x[j]; }
+        }
+        if (amax == 0) {
+            y[i].d = 0;
+            memset(y[i].qs, 0, sizeof y[i].qs);
+            memset(y[i].bsums, 0, sizeof y[i].bsums);
+            continue;
+        }
+        const float iscale = -127.f / max;
+        for (int j = 0; j < K_QKK; j++) {
+            int v = nearest_int(iscale * x[j]);
+            y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int g = 0; g < 16; g++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++) s += y[i].qs[16 * g + j];
+            y[i].bsums[g] = (int16_t)s;
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
+/* Q8_0: d = amax/127 stored f16; id = 127/amax (0 if amax == 0); qs = round(x*id). */
+void k_quantize_q8_0_ref(const float *x, void *dst, int64_t n) {
+    k_block_q8_0 *y = (k_block_q8_0 *)dst;
+    for (int64_t i = 0; i < n / K_QK; i++, x += K_QK) {
+        float amax = 0;
+        for (int j = 0; j < K_QK; j++) {
+            float ax = fabsf(x[j]);
+            if (ax > amax) amax = ax;
+        }
+        const float d = amax / 127.f;
+        const float id = amax != 0 ? 127.f / amax : 0.f;
+        y[i].d = k_f32_to_f16(d);
+        for (int j = 0; j < K_QK; j++) y[i].qs[j] = (int8_t)nearest_int(x[j] * id);
+    }
+}
+
+void k_quantize_f16_ref(const float *x, void *dst, int64_t n) {
+    k_half *y = (k_half *)dst;
+    for (int64_t i = 0; i < n; i++) y[i] = k_f32_to_f16(x[i]);
+}

@@ -1,0 +1,138 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// forEachImpl runs f once per kernel set this CPU can run, restoring the
+// default afterwards.
+func forEachImpl(t *testing.T, f func(t *testing.T, impl string)) {
+	t.Helper()
+	def := Impl()
+	defer Use(def)
+	for _, name := range Available() {
+		if err := Use(name); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { f(t, name) })
+	}
+}
+
+// withImpl runs f with kernel set name active.
+func withImpl(t testing.TB, name string, f func()) {
+	t.Helper()
+	def := Impl()
+	if err := Use(name); err != nil {
+		t.Fatal(err)
+	}
+	defer Use(def)
+	f()
+}
+
+var quantTypes = []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K}
+var weightTypes = append([]Type{F32, F16, BF16}, quantTypes...)
+
+func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
+
+// randHalfScale is a positive or negative scale of magnitude ~ 2^[-12, -4].
+func randScale(rng *rand.Rand) float32 {
+	s := float32(math.Ldexp(0.5+rng.Float64(), -4-rng.Intn(9)))
+	if rng.Intn(4) == 0 {
+		s = -s
+	}
+	return s
+}
+
+// randomRow makes n elements of type t: random quant bytes, sane scales.
+// style 0: random; 1: all zero bytes; 2: extreme scales (max f16, tiny
+// subnormals, negative).
+func randomRow(t Type, n int, rng *rand.Rand, style int) []byte {
+	rb, err := t.RowBytes(int64(n))
+	if err != nil {
+		panic(err)
+	}
+	b := make([]byte, rb)
+	if style == 1 {
+		return b
+	}
+	rng.Read(b)
+	scale := func() float32 {
+		if style == 2 {
+			switch rng.Intn(4) {
+			case 0:
+				return 65504
+			case 1:
+				return -65504
+			case 2:
+				return float32(math.Ldexp(float64(1+rng.Intn(1023)), -24)) // subnormal half
+			default:
+				return -float32(math.Ldexp(float64(1+rng.Intn(1023)), -24))
+			}
+		}
+		return randScale(rng)
+	}
+	bs := t.BlockBytes()
+	for off := 0; off < len(b); off += bs {
+		blk := b[off : off+bs]
+		switch t {
+		case F32:
+			v := float32(rng.NormFloat64())
+			if style == 2 {
+				v = scale()
+			}
+			binary.LittleEndian.PutUint32(blk, math.Float32bits(v))
+		case F16:
+			v := float32(rng.NormFloat64())
+			if style == 2 {
+				v = scale()
+			}
+			putF16(blk, v)
+		case BF16:
+			v := float32(rng.NormFloat64())
+			binary.LittleEndian.PutUint16(blk, uint16(math.Float32bits(v)>>16))
+		case Q4_0, Q5_0, Q8_0, Q6_K:
+			at := 0
+			if t == Q6_K {
+				at = 208
+			}
+			putF16(blk[at:], scale())
+		case Q4_1, Q5_1, Q4_K, Q5_K:
+			putF16(blk, scale())
+			putF16(blk[2:], scale())
+		}
+	}
+	return b
+}
+
+func randomF32(n int, rng *rand.Rand) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// dequantAct converts an activation row back to f32 (Go code, independent of
+// the C kernels for Q8_K).
+func dequantAct(t *testing.T, act Type, a []byte, n int) []float32 {
+	t.Helper()
+	out := make([]float32, n)
+	switch act {
+	case Q8_K:
+		for b := 0; b < n/256; b++ {
+			blk := a[b*292:]
+			d := math.Float32frombits(binary.LittleEndian.Uint32(blk))
+			for j := 0; j < 256; j++ {
+				out[b*256+j] = d * float32(int8(blk[4+j]))
+			}
+		}
+	default:
+		if err := Dequant(act, a, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}

@@ -1,0 +1,387 @@
+// Package kernels is Woolly's compute layer: dequantization, activation
+// quantization, quantized dot products and matrix products, f32 GEMM,
+// attention and the small per-vector ops. The work is done by the C kernels
+// in ../csrc (package csrc); this package checks every argument, so no nil or
+// short slice ever reaches C, and crosses the cgo boundary once per call.
+//
+// Functions are safe to call concurrently on disjoint outputs.
+package kernels
+
+/*
+#include "../csrc/kernels.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	_ "github.com/woolly-llm/woolly/csrc" // the C kernels
+)
+
+// F16ToF32 converts IEEE half bits to f32 (exact).
+func F16ToF32(h uint16) float32 { return float32(C.k_f16_to_f32(C.k_half(h))) }
+
+// F32ToF16 converts f32 to IEEE half bits, round to nearest even, subnormals kept.
+func F32ToF16(f float32) uint16 { return uint16(C.k_f32_to_f16(C.float(f))) }
+
+// BF16ToF32 converts bfloat16 bits to f32 (exact: the upper 16 bits).
+func BF16ToF32(h uint16) float32 { return float32(C.k_bf16_to_f32(C.k_bf16(h))) }
+
+func bptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+func fptr(f []float32) *C.float {
+	if len(f) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&f[0]))
+}
+
+func hasDequant(t Type) bool { return t.Known() && t != Q8_K }
+
+// Dequant converts len(dst) elements of type t from src to f32.
+func Dequant(t Type, src []byte, dst []float32) error {
+	if !hasDequant(t) {
+		return fmt.Errorf("kernels.Dequant: no dequantizer for %v", t)
+	}
+	need, err := t.RowBytes(int64(len(dst)))
+	if err != nil {
+		return fmt.Errorf("kernels.Dequant: %w", err)
+	}
+	if int64(len(src)) < need {
+		return fmt.Errorf("kernels.Dequant: %v source has %d bytes, %d elements need %d", t, len(src), len(dst), need)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	if C.k_dequant(C.int(implID()), C.int(t), bptr(src), fptr(dst), C.int64_t(len(dst))) != 0 {
+		return fmt.Errorf("kernels.Dequant: %v rejected by the C kernel", t)
+	}
+	return nil
+}
+
+// QuantizeAct converts the activations x to act (Q8_K, Q8_0, F16, or F32 = copy)
+// into dst, which must hold act.RowBytes(len(x)) bytes.
+func QuantizeAct(act Type, x []float32, dst []byte) error {
+	switch act {
+	case Q8_K, Q8_0, F16, F32:
+	default:
+		return fmt.Errorf("kernels.QuantizeAct: %v is not an activation type", act)
+	}
+	need, err := act.RowBytes(int64(len(x)))
+	if err != nil {
+		return fmt.Errorf("kernels.QuantizeAct: %w", err)
+	}
+	if int64(len(dst)) < need {
+		return fmt.Errorf("kernels.QuantizeAct: dst has %d bytes, %d %v activations need %d", len(dst), len(x), act, need)
+	}
+	if len(x) == 0 {
+		return nil
+	}
+	if C.k_quantize_act(C.int(implID()), C.int(act), fptr(x), bptr(dst), C.int64_t(len(x))) != 0 {
+		return fmt.Errorf("kernels.QuantizeAct: %v rejected by the C kernel", act)
+	}
+	return nil
+}
+
+// checkWeights validates a row range of a weight matrix and returns the
+// bytes of one row and of its activation vector.
+func checkWeights(op string, wt Type, n int, w []byte, rowBytes, r0, r1 int) (rb, ab int64, err error) {
+	if !wt.Known() || wt == Q8_K {
+		return 0, 0, fmt.Errorf("kernels.%s: no dot product for weight type %v", op, wt)
+	}
+	if n < 0 {
+		return 0, 0, fmt.Errorf("kernels.%s: negative row length %d", op, n)
+	}
+	if rb, err = wt.RowBytes(int64(n)); err != nil {
+		return 0, 0, fmt.Errorf("kernels.%s: %w", op, err)
+	}
+	if ab, err = wt.ActType().RowBytes(int64(n)); err != nil {
+		return 0, 0, fmt.Errorf("kernels.%s: activations: %w", op, err)
+	}
+	if int64(rowBytes) < rb {
+		return 0, 0, fmt.Errorf("kernels.%s: row stride %d bytes < %d bytes of a %d-element %v row", op, rowBytes, rb, n, wt)
+	}
+	if r0 < 0 || r1 < r0 {
+		return 0, 0, fmt.Errorf("kernels.%s: bad row range [%d, %d)", op, r0, r1)
+	}
+	if r1 > r0 && int64(len(w)) < int64(r1-1)*int64(rowBytes)+rb {
+		return 0, 0, fmt.Errorf("kernels.%s: weights have %d bytes, rows [%d, %d) need %d", op, len(w), r0, r1,
+			int64(r1-1)*int64(rowBytes)+rb)
+	}
+	return rb, ab, nil
+}
+
+// MatVec computes y[r] = dot(row r of w, a) for r in [r0, r1). Rows are n
+// elements of wt, rowBytes apart; a holds n activations in wt.ActType()
+// (see QuantizeAct); y is indexed by the global row number.
+func MatVec(wt Type, n int, w []byte, rowBytes int, a []byte, y []float32, r0, r1 int) error {
+	_, ab, err := checkWeights("MatVec", wt, n, w, rowBytes, r0, r1)
+	if err != nil {
+		return err
+	}
+	if int64(len(a)) < ab {
+		return fmt.Errorf("kernels.MatVec: activations have %d bytes, need %d (%d x %v)", len(a), ab, n, wt.ActType())
+	}
+	if len(y) < r1 {
+		return fmt.Errorf("kernels.MatVec: y has %d entries, rows up to %d", len(y), r1)
+	}
+	if r0 == r1 {
+		return nil
+	}
+	if C.k_matvec(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), bptr(a), fptr(y),
+		C.int64_t(r0), C.int64_t(r1)) != 0 {
+		return fmt.Errorf("kernels.MatVec: %v rejected by the C kernel", wt)
+	}
+	return nil
+}
+
+// MatMulQ computes y[t*yStride + r] = dot(row r of w, a[t*aRowBytes:]) for
+// r in [r0, r1) and t < ntok, reusing each tile of weight rows across all tokens.
+func MatMulQ(wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowBytes int, ntok int, y []float32, yStride int) error {
+	_, ab, err := checkWeights("MatMulQ", wt, n, w, rowBytes, r0, r1)
+	if err != nil {
+		return err
+	}
+	if ntok < 0 {
+		return fmt.Errorf("kernels.MatMulQ: negative token count %d", ntok)
+	}
+	if r0 == r1 || ntok == 0 {
+		return nil
+	}
+	if int64(aRowBytes) < ab && ntok > 1 {
+		return fmt.Errorf("kernels.MatMulQ: activation stride %d < %d bytes per token", aRowBytes, ab)
+	}
+	if int64(len(a)) < int64(ntok-1)*int64(aRowBytes)+ab {
+		return fmt.Errorf("kernels.MatMulQ: activations have %d bytes, %d tokens need %d", len(a), ntok, int64(ntok-1)*int64(aRowBytes)+ab)
+	}
+	if ntok > 1 && yStride < r1 {
+		return fmt.Errorf("kernels.MatMulQ: y stride %d < row end %d", yStride, r1)
+	}
+	if int64(len(y)) < int64(ntok-1)*int64(yStride)+int64(r1) {
+		return fmt.Errorf("kernels.MatMulQ: y has %d entries, need %d", len(y), int64(ntok-1)*int64(yStride)+int64(r1))
+	}
+	if C.k_matmul_q(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), C.int64_t(r0), C.int64_t(r1),
+		bptr(a), C.size_t(aRowBytes), C.int64_t(ntok), fptr(y), C.int64_t(yStride)) != 0 {
+		return fmt.Errorf("kernels.MatMulQ: %v rejected by the C kernel", wt)
+	}
+	return nil
+}
+
+// need2D is the number of elements a row-major matrix of rows x cols with
+// leading dimension ld spans (0 when empty).
+func need2D(rows, cols, ld int) int64 {
+	if rows <= 0 || cols <= 0 {
+		return 0
+	}
+	return int64(rows-1)*int64(ld) + int64(cols)
+}
+
+// Sgemm computes rows [m0, m1) of C = A * B (transB: B is N x K and
+// C[m][j] = sum_k A[m*lda+k]*B[j*ldb+k]; else B is K x N, B[k*ldb+j]).
+// A is M x K, C is M x N; C is overwritten.
+func Sgemm(transB bool, m0, m1, N, K int, A []float32, lda int, B []float32, ldb int, C_ []float32, ldc int) error {
+	if m0 < 0 || m1 < m0 || N < 0 || K < 0 {
+		return fmt.Errorf("kernels.Sgemm: bad shape m [%d, %d), N %d, K %d", m0, m1, N, K)
+	}
+	if m0 == m1 || N == 0 {
+		return nil
+	}
+	if (K > 0 && lda < K) || ldc < N || (transB && K > 0 && ldb < K) || (!transB && ldb < N) {
+		return fmt.Errorf("kernels.Sgemm: leading dimensions lda %d ldb %d ldc %d too small for N %d K %d", lda, ldb, ldc, N, K)
+	}
+	nb := need2D(K, N, ldb)
+	if transB {
+		nb = need2D(N, K, ldb)
+	}
+	if int64(len(A)) < need2D(m1, K, lda) || int64(len(B)) < nb || int64(len(C_)) < need2D(m1, N, ldc) {
+		return fmt.Errorf("kernels.Sgemm: slices too short (A %d, B %d, C %d) for rows up to %d, N %d, K %d", len(A), len(B), len(C_), m1, N, K)
+	}
+	C.k_sgemm(C.int(implID()), boolInt(transB), C.int64_t(m0), C.int64_t(m1), C.int64_t(N), C.int64_t(K),
+		fptr(A), C.int64_t(lda), fptr(B), C.int64_t(ldb), fptr(C_), C.int64_t(ldc))
+	return nil
+}
+
+func boolInt(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// DequantTask is one tensor for DequantBulk: len(Dst) elements of Type from Src.
+type DequantTask struct {
+	Type Type
+	Src  []byte
+	Dst  []float32
+}
+
+// DequantBulk dequantizes several tensors in one cgo call, with software
+// prefetch prefetchBytes ahead of the read position (0 = no hints).
+func DequantBulk(tasks []DequantTask, prefetchBytes int) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	if prefetchBytes < 0 {
+		return fmt.Errorf("kernels.DequantBulk: negative prefetch distance %d", prefetchBytes)
+	}
+	ct := make([]C.k_dequant_task, 0, len(tasks))
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	for i, t := range tasks {
+		if !hasDequant(t.Type) {
+			return fmt.Errorf("kernels.DequantBulk: task %d: no dequantizer for %v", i, t.Type)
+		}
+		need, err := t.Type.RowBytes(int64(len(t.Dst)))
+		if err != nil {
+			return fmt.Errorf("kernels.DequantBulk: task %d: %w", i, err)
+		}
+		if int64(len(t.Src)) < need {
+			return fmt.Errorf("kernels.DequantBulk: task %d: %v source has %d bytes, need %d", i, t.Type, len(t.Src), need)
+		}
+		if len(t.Dst) == 0 {
+			continue
+		}
+		pin.Pin(&t.Src[0])
+		pin.Pin(&t.Dst[0])
+		ct = append(ct, C.k_dequant_task{_type: C.int(t.Type), src: bptr(t.Src), dst: fptr(t.Dst), n: C.int64_t(len(t.Dst))})
+	}
+	if len(ct) == 0 {
+		return nil
+	}
+	if C.k_dequant_bulk(C.int(implID()), &ct[0], C.int(len(ct)), C.int64_t(prefetchBytes)) != 0 {
+		return errors.New("kernels.DequantBulk: rejected by the C kernel")
+	}
+	return nil
+}
+
+// AttnParams describes one causal attention call; see Attention.
+//
+//	Q   [NTok][QStride]      head h at Q[t*QStride + h*HeadDim:]
+//	K,V [Pos0+NTok][KVStride] kv head g at K[p*KVStride + g*HeadDim:]
+//	Out [NTok][OutStride]    head h written at Out[t*OutStride + h*HeadDim:]
+type AttnParams struct {
+	NTok, Pos0, NHead, NHeadKV, HeadDim int
+	Q                                   []float32
+	QStride                             int
+	K, V                                []float32
+	KVStride                            int
+	Scale                               float32
+	Out                                 []float32
+	OutStride                           int
+}
+
+// Attention runs causal grouped-query attention for query heads [h0, h1):
+// token t (position Pos0+t) attends to cache positions 0..Pos0+t, query head
+// h uses kv head h/(NHead/NHeadKV). scratch needs Pos0+NTok floats.
+func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
+	if p == nil {
+		return errors.New("kernels.Attention: nil params")
+	}
+	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
+		return fmt.Errorf("kernels.Attention: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
+	}
+	if h0 < 0 || h1 < h0 || h1 > p.NHead {
+		return fmt.Errorf("kernels.Attention: bad head range [%d, %d) of %d", h0, h1, p.NHead)
+	}
+	if p.NTok == 0 || h0 == h1 {
+		return nil
+	}
+	npos := p.Pos0 + p.NTok
+	group := p.NHead / p.NHeadKV
+	gEnd := (h1-1)/group + 1
+	if (p.NTok > 1 && (p.QStride < h1*p.HeadDim || p.OutStride < h1*p.HeadDim)) || p.KVStride < gEnd*p.HeadDim {
+		return fmt.Errorf("kernels.Attention: strides q %d kv %d out %d too small", p.QStride, p.KVStride, p.OutStride)
+	}
+	if int64(len(p.Q)) < need2D(p.NTok, h1*p.HeadDim, p.QStride) ||
+		int64(len(p.Out)) < need2D(p.NTok, h1*p.HeadDim, p.OutStride) ||
+		int64(len(p.K)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) ||
+		int64(len(p.V)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) {
+		return fmt.Errorf("kernels.Attention: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
+			len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0)
+	}
+	if len(scratch) < npos {
+		return fmt.Errorf("kernels.Attention: scratch has %d floats, need %d", len(scratch), npos)
+	}
+	C.k_attention(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
+		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
+		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+	return nil
+}
+
+// RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
+// squares is accumulated in double. out may be x.
+func RMSNorm(out, x, w []float32, eps float32) error {
+	if len(out) < len(x) || (w != nil && len(w) < len(x)) {
+		return fmt.Errorf("kernels.RMSNorm: out %d / w %d shorter than x %d", len(out), len(w), len(x))
+	}
+	if len(x) == 0 {
+		return nil
+	}
+	C.k_rmsnorm(C.int(implID()), fptr(out), fptr(x), fptr(w), C.int64_t(len(x)), C.float(eps))
+	return nil
+}
+
+// RoPE rotates the first nRot dims of each of nHeads heads of x
+// ([nHeads][headDim]) with cos/sin tables of nRot/2 entries for one position.
+// neox=false: pairs (2i, 2i+1); neox=true: pairs (i, i+nRot/2).
+func RoPE(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
+	if nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
+		return fmt.Errorf("kernels.RoPE: bad shape heads %d head_dim %d n_rot %d", nHeads, headDim, nRot)
+	}
+	if len(x) < nHeads*headDim || len(cos) < nRot/2 || len(sin) < nRot/2 {
+		return fmt.Errorf("kernels.RoPE: slices too short (x %d, cos %d, sin %d)", len(x), len(cos), len(sin))
+	}
+	if nHeads == 0 || nRot == 0 {
+		return nil
+	}
+	C.k_rope(C.int(implID()), fptr(x), C.int64_t(nHeads), C.int64_t(headDim), C.int64_t(nRot), fptr(cos), fptr(sin), boolInt(neox))
+	return nil
+}
+
+// Softmax replaces x with softmax(x) (max subtracted, sum in double).
+func Softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	C.k_softmax(C.int(implID()), fptr(x), C.int64_t(len(x)))
+}
+
+// SiLUMul sets out[i] = silu(gate[i]) * up[i] for i < len(out).
+func SiLUMul(out, gate, up []float32) error {
+	if len(gate) < len(out) || len(up) < len(out) {
+		return fmt.Errorf("kernels.SiLUMul: gate %d / up %d shorter than out %d", len(gate), len(up), len(out))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	C.k_silu_mul(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)))
+	return nil
+}
+
+// Add sets out[i] = a[i] + b[i] for i < len(out).
+func Add(out, a, b []float32) error {
+	if len(a) < len(out) || len(b) < len(out) {
+		return fmt.Errorf("kernels.Add: a %d / b %d shorter than out %d", len(a), len(b), len(out))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	C.k_add(C.int(implID()), fptr(out), fptr(a), fptr(b), C.int64_t(len(out)))
+	return nil
+}
+
+// Scale multiplies x by s in place.
+func Scale(x []float32, s float32) {
+	if len(x) == 0 {
+		return
+	}
+	C.k_scale(C.int(implID()), fptr(x), C.float(s), C.int64_t(len(x)))
+}

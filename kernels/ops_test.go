@@ -1,0 +1,403 @@
+package kernels
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// quantize activations x for weight type wt, returning the bytes and their
+// dequantized values.
+func actFor(t *testing.T, wt Type, x []float32) ([]byte, []float32) {
+	t.Helper()
+	act := wt.ActType()
+	rb, err := act.RowBytes(int64(len(x)))
+	require.NoError(t, err)
+	a := make([]byte, rb)
+	require.NoError(t, QuantizeAct(act, x, a))
+	return a, dequantAct(t, act, a, len(x))
+}
+
+// exactDot is sum(w*a) in float64 and the sum of |w*a| (the error scale).
+func exactDot(w, a []float32) (float64, float64) {
+	var s, abs float64
+	for i := range w {
+		p := float64(w[i]) * float64(a[i])
+		s += p
+		abs += math.Abs(p)
+	}
+	return s, abs
+}
+
+// dotTol is the tolerance of a dot product of n terms whose |products| sum
+// to abs: f32 accumulation error (a few ulps per block sum).
+func dotTol(abs float64) float64 { return 2e-5*abs + 1e-30 }
+
+func blocksFor(t Type) []int {
+	be := t.BlockElems()
+	if be == 1 {
+		return []int{0, 1, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1000}
+	}
+	return []int{0, be, 2 * be, 7 * be, 16 * be}
+}
+
+// MatVec of every weight type against sum(dequant(w) * dequant(a)).
+func TestMatVecMatchesDequant(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, wt := range weightTypes {
+			for _, n := range blocksFor(wt) {
+				for style := 0; style < 3; style++ {
+					const rows = 3
+					rb, _ := wt.RowBytes(int64(n))
+					w := make([]byte, 0, rows*int(rb))
+					for r := 0; r < rows; r++ {
+						w = append(w, randomRow(wt, n, rng, style)...)
+					}
+					x := randomF32(n, rng)
+					a, af := actFor(t, wt, x)
+					y := make([]float32, rows)
+					require.NoError(t, MatVec(wt, n, w, int(rb), a, y, 0, rows))
+					for r := 0; r < rows; r++ {
+						wf := make([]float32, n)
+						require.NoError(t, Dequant(wt, w[r*int(rb):], wf))
+						want, abs := exactDot(wf, af)
+						if math.IsInf(abs, 0) || math.IsNaN(abs) || abs > 1e37 {
+							continue // extreme scales overflow f32 for this row
+						}
+						if d := math.Abs(float64(y[r]) - want); d > dotTol(abs) {
+							t.Fatalf("%v n=%d style=%d row %d: got %g want %g (|diff| %g > tol %g)", wt, n, style, r, y[r], want, d, dotTol(abs))
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// MatMulQ must equal MatVec token by token (same dot kernel: within the
+// tolerance of a different summation order for tiled SIMD kernels).
+func TestMatMulQMatchesMatVec(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, wt := range weightTypes {
+			n := 2 * max(wt.BlockElems(), 32)
+			if wt.BlockElems() == 256 {
+				n = 512
+			}
+			const rows, r0, r1 = 37, 3, 36
+			rb, _ := wt.RowBytes(int64(n))
+			w := make([]byte, 0, rows*int(rb))
+			for r := 0; r < rows; r++ {
+				w = append(w, randomRow(wt, n, rng, 0)...)
+			}
+			for _, ntok := range []int{1, 2, 5, 9} {
+				ab, _ := wt.ActType().RowBytes(int64(n))
+				aStride := int(ab) + 8
+				a := make([]byte, ntok*aStride)
+				for tk := 0; tk < ntok; tk++ {
+					require.NoError(t, QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*aStride:]))
+				}
+				yStride := rows + 3
+				y := make([]float32, ntok*yStride)
+				for i := range y {
+					y[i] = -12345
+				}
+				require.NoError(t, MatMulQ(wt, n, w, int(rb), r0, r1, a, aStride, ntok, y, yStride))
+				for tk := 0; tk < ntok; tk++ {
+					yv := make([]float32, rows)
+					require.NoError(t, MatVec(wt, n, w, int(rb), a[tk*aStride:], yv, r0, r1))
+					for r := 0; r < yStride; r++ {
+						got := y[tk*yStride+r]
+						if r < r0 || r >= r1 {
+							require.Equal(t, float32(-12345), got, "%v wrote outside rows at t=%d r=%d", wt, tk, r)
+							continue
+						}
+						require.InDelta(t, yv[r], got, 1e-5*(1+math.Abs(float64(yv[r]))), "%v ntok=%d t=%d r=%d", wt, ntok, tk, r)
+					}
+				}
+			}
+		}
+	})
+}
+
+func naiveSgemm(transB bool, m0, m1, N, K int, A []float32, lda int, B []float32, ldb int, C []float32, ldc int) {
+	for m := m0; m < m1; m++ {
+		for j := 0; j < N; j++ {
+			var s float64
+			for k := 0; k < K; k++ {
+				b := B[k*ldb+j]
+				if transB {
+					b = B[j*ldb+k]
+				}
+				s += float64(A[m*lda+k]) * float64(b)
+			}
+			C[m*ldc+j] = float32(s)
+		}
+	}
+}
+
+func TestSgemm(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {4, 16, 32}, {6, 16, 33}, {7, 17, 31}, {13, 40, 100}, {32, 64, 256}, {5, 1, 300}, {2, 3, 0}}
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, sh := range shapes {
+			M, N, K := sh[0], sh[1], sh[2]
+			for _, transB := range []bool{false, true} {
+				lda, ldc := K+3, N+2
+				ldb := N + 1
+				if transB {
+					ldb = K + 1
+				}
+				A := randomF32(M*lda, rng)
+				B := randomF32(max(K, N)*ldb, rng)
+				C := randomF32(M*ldc, rng)
+				want := append([]float32(nil), C...)
+				m0, m1 := 0, M
+				if M > 2 {
+					m0 = 1
+				}
+				naiveSgemm(transB, m0, m1, N, K, A, lda, B, ldb, want, ldc)
+				require.NoError(t, Sgemm(transB, m0, m1, N, K, A, lda, B, ldb, C, ldc))
+				for i := range C {
+					require.InDelta(t, want[i], C[i], 1e-5*float64(K+1), "M%d N%d K%d transB=%v at %d", M, N, K, transB, i)
+				}
+			}
+		}
+	})
+}
+
+func naiveAttention(p *AttnParams, h0, h1 int) []float32 {
+	out := append([]float32(nil), p.Out...)
+	group := p.NHead / p.NHeadKV
+	for tk := 0; tk < p.NTok; tk++ {
+		npos := p.Pos0 + tk + 1
+		for h := h0; h < h1; h++ {
+			g := h / group
+			q := p.Q[tk*p.QStride+h*p.HeadDim:]
+			s := make([]float64, npos)
+			mx := math.Inf(-1)
+			for pos := 0; pos < npos; pos++ {
+				k := p.K[pos*p.KVStride+g*p.HeadDim:]
+				var d float64
+				for i := 0; i < p.HeadDim; i++ {
+					d += float64(q[i]) * float64(k[i])
+				}
+				s[pos] = d * float64(p.Scale)
+				mx = math.Max(mx, s[pos])
+			}
+			var sum float64
+			for pos := range s {
+				s[pos] = math.Exp(s[pos] - mx)
+				sum += s[pos]
+			}
+			o := out[tk*p.OutStride+h*p.HeadDim:]
+			for i := 0; i < p.HeadDim; i++ {
+				var acc float64
+				for pos := 0; pos < npos; pos++ {
+					acc += s[pos] / sum * float64(p.V[pos*p.KVStride+g*p.HeadDim+i])
+				}
+				o[i] = float32(acc)
+			}
+		}
+	}
+	return out
+}
+
+func TestAttention(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	cases := []struct{ ntok, pos0, nh, nkv, hd, h0, h1 int }{
+		{1, 0, 1, 1, 1, 0, 1},
+		{1, 7, 8, 2, 32, 0, 8},
+		{5, 0, 8, 2, 32, 2, 7},
+		{3, 20, 4, 4, 64, 0, 4},
+		{9, 3, 6, 3, 17, 1, 5},
+		{2, 300, 8, 1, 128, 0, 8},
+	}
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, c := range cases {
+			npos := c.pos0 + c.ntok
+			p := &AttnParams{NTok: c.ntok, Pos0: c.pos0, NHead: c.nh, NHeadKV: c.nkv, HeadDim: c.hd,
+				QStride: c.nh*c.hd + 5, KVStride: c.nkv*c.hd + 3, OutStride: c.nh*c.hd + 1, Scale: 1 / float32(math.Sqrt(float64(c.hd)))}
+			p.Q = randomF32(c.ntok*p.QStride, rng)
+			p.K = randomF32(npos*p.KVStride, rng)
+			p.V = randomF32(npos*p.KVStride, rng)
+			p.Out = randomF32(c.ntok*p.OutStride, rng)
+			want := naiveAttention(p, c.h0, c.h1)
+			require.NoError(t, Attention(p, c.h0, c.h1, make([]float32, npos)))
+			for i := range want {
+				require.InDelta(t, want[i], p.Out[i], 2e-5, "case %+v at %d", c, i)
+			}
+		}
+	})
+}
+
+func TestRoPE(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, neox := range []bool{false, true} {
+			for _, sh := range [][3]int{{1, 2, 2}, {8, 32, 32}, {4, 64, 32}, {3, 128, 128}, {2, 80, 40}} {
+				nh, hd, nrot := sh[0], sh[1], sh[2]
+				x := randomF32(nh*hd, rng)
+				cs, sn := make([]float32, nrot/2), make([]float32, nrot/2)
+				for i := range cs {
+					th := rng.Float64() * 2 * math.Pi
+					cs[i], sn[i] = float32(math.Cos(th)), float32(math.Sin(th))
+				}
+				want := append([]float32(nil), x...)
+				for h := 0; h < nh; h++ {
+					for i := 0; i < nrot/2; i++ {
+						i0, i1 := h*hd+2*i, h*hd+2*i+1
+						if neox {
+							i0, i1 = h*hd+i, h*hd+i+nrot/2
+						}
+						x0, x1 := float64(x[i0]), float64(x[i1])
+						want[i0] = float32(x0*float64(cs[i]) - x1*float64(sn[i]))
+						want[i1] = float32(x0*float64(sn[i]) + x1*float64(cs[i]))
+					}
+				}
+				require.NoError(t, RoPE(x, nh, hd, nrot, cs, sn, neox))
+				for i := range x {
+					require.InDelta(t, want[i], x[i], 1e-6, "neox=%v %v at %d", neox, sh, i)
+				}
+			}
+		}
+	})
+}
+
+var vecLens = []int{0, 1, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1000}
+
+func TestVectorOps(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, n := range vecLens {
+			x, w := randomF32(n, rng), randomF32(n, rng)
+			// RMSNorm, with and without weight, in place too
+			for _, ww := range [][]float32{w, nil} {
+				var ss float64
+				for _, v := range x {
+					ss += float64(v * v)
+				}
+				sc := 1 / math.Sqrt(ss/float64(max(n, 1))+1e-5)
+				out := make([]float32, n)
+				require.NoError(t, RMSNorm(out, x, ww, 1e-5))
+				for i := range x {
+					want := float64(x[i]) * sc
+					if ww != nil {
+						want *= float64(ww[i])
+					}
+					require.InDelta(t, want, out[i], 1e-5*(1+math.Abs(want)), "rmsnorm n=%d", n)
+				}
+				inplace := append(make([]float32, 0, n), x...)
+				require.NoError(t, RMSNorm(inplace, inplace, ww, 1e-5))
+				require.Equal(t, out, inplace)
+			}
+			// Softmax
+			sm := append([]float32(nil), x...)
+			for i := range sm {
+				sm[i] *= 10
+			}
+			ref := append([]float32(nil), sm...)
+			Softmax(sm)
+			if n > 0 {
+				mx := math.Inf(-1)
+				for _, v := range ref {
+					mx = math.Max(mx, float64(v))
+				}
+				var sum float64
+				for _, v := range ref {
+					sum += math.Exp(float64(v) - mx)
+				}
+				for i := range sm {
+					require.InDelta(t, math.Exp(float64(ref[i])-mx)/sum, sm[i], 1e-6, "softmax n=%d", n)
+				}
+			}
+			// SiLUMul, Add, Scale
+			out := make([]float32, n)
+			require.NoError(t, SiLUMul(out, x, w))
+			for i := range out {
+				g := float64(x[i])
+				require.InDelta(t, g/(1+math.Exp(-g))*float64(w[i]), out[i], 1e-5*(1+math.Abs(float64(out[i]))))
+			}
+			require.NoError(t, Add(out, x, w))
+			for i := range out {
+				require.Equal(t, x[i]+w[i], out[i])
+			}
+			sc := append([]float32(nil), x...)
+			Scale(sc, 0.37)
+			for i := range sc {
+				require.Equal(t, x[i]*0.37, sc[i])
+			}
+		}
+	})
+}
+
+func TestDequantBulkMatchesDequant(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		var tasks []DequantTask
+		var want [][]float32
+		for _, ty := range weightTypes {
+			n := 40 * max(ty.BlockElems(), 32)
+			src := randomRow(ty, n, rng, 0)
+			w := make([]float32, n)
+			require.NoError(t, Dequant(ty, src, w))
+			want = append(want, w)
+			tasks = append(tasks, DequantTask{Type: ty, Src: src, Dst: make([]float32, n)})
+		}
+		for _, pf := range []int{0, 64, 4096, 1 << 20} {
+			for i := range tasks {
+				clear(tasks[i].Dst)
+			}
+			require.NoError(t, DequantBulk(tasks, pf))
+			for i := range tasks {
+				require.Equal(t, want[i], tasks[i].Dst, "%v prefetch %d", tasks[i].Type, pf)
+			}
+		}
+	})
+}
+
+// Bad arguments give errors and never reach C.
+func TestArgumentChecks(t *testing.T) {
+	q := make([]byte, 144)
+	y := make([]float32, 4)
+	a := make([]byte, 292)
+	require.Error(t, Dequant(Q4_K, q, make([]float32, 512)))
+	require.Error(t, Dequant(Q4_K, q, make([]float32, 100)))
+	require.Error(t, Dequant(Type(99), q, make([]float32, 256)))
+	require.Error(t, Dequant(Q8_K, a, make([]float32, 256)))
+	require.Error(t, QuantizeAct(Q8_K, make([]float32, 256), make([]byte, 291)))
+	require.Error(t, QuantizeAct(Q4_K, make([]float32, 256), make([]byte, 1000)))
+	require.Error(t, QuantizeAct(Q8_0, make([]float32, 33), make([]byte, 1000)))
+	require.Error(t, MatVec(Q4_K, 256, q, 144, a, y, 0, 2))             // w too short
+	require.Error(t, MatVec(Q4_K, 256, q, 144, a[:10], y, 0, 1))        // a too short
+	require.Error(t, MatVec(Q4_K, 256, q, 144, a, y[:0], 0, 1))         // y too short
+	require.Error(t, MatVec(Q4_K, 256, q, 100, a, y, 0, 1))             // stride too small
+	require.Error(t, MatVec(Q4_K, 100, q, 144, a, y, 0, 1))             // not whole blocks
+	require.Error(t, MatVec(Q4_K, 256, q, 144, a, y, 1, 0))             // bad range
+	require.Error(t, MatVec(Q4_K, 256, nil, 144, nil, y, 0, 1))         // nil
+	require.NoError(t, MatVec(Q4_K, 256, q, 144, a, y, 0, 1))           // fine
+	require.Error(t, MatMulQ(Q4_K, 256, q, 144, 0, 1, a, 292, 2, y, 4)) // a too short for 2 tokens
+	require.Error(t, MatMulQ(Q4_K, 256, q, 144, 0, 1, a, 292, 1, nil, 1))
+	require.Error(t, Sgemm(false, 0, 2, 2, 2, make([]float32, 3), 2, make([]float32, 4), 2, make([]float32, 4), 2))
+	require.Error(t, Sgemm(true, 0, 1, 2, 2, make([]float32, 2), 2, make([]float32, 3), 2, make([]float32, 2), 2))
+	require.Error(t, Attention(&AttnParams{NTok: 1, NHead: 2, NHeadKV: 1, HeadDim: 4, Q: make([]float32, 8), K: make([]float32, 4),
+		V: make([]float32, 3), KVStride: 4, Out: make([]float32, 8), QStride: 8, OutStride: 8, Scale: 1}, 0, 2, make([]float32, 1)))
+	require.Error(t, Attention(&AttnParams{NTok: 1, NHead: 3, NHeadKV: 2, HeadDim: 4}, 0, 3, nil))
+	require.Error(t, Attention(nil, 0, 0, nil))
+	require.Error(t, RMSNorm(make([]float32, 3), make([]float32, 4), nil, 1e-5))
+	require.Error(t, RoPE(make([]float32, 8), 1, 8, 8, make([]float32, 3), make([]float32, 4), false))
+	require.Error(t, RoPE(make([]float32, 8), 1, 8, 7, make([]float32, 4), make([]float32, 4), false))
+	require.Error(t, SiLUMul(make([]float32, 4), make([]float32, 3), make([]float32, 4)))
+	require.Error(t, Add(make([]float32, 4), make([]float32, 4), nil))
+	require.Error(t, DequantBulk([]DequantTask{{Type: Q8_0, Src: make([]byte, 33), Dst: make([]float32, 32)}}, 0))
+	require.Error(t, Use("no-such-impl"))
+}
+
+func TestDispatch(t *testing.T) {
+	av := Available()
+	require.Equal(t, "ref", av[0])
+	require.Contains(t, av, Impl())
+}
