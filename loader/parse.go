@@ -281,7 +281,7 @@ func (p *parser) tensorInfo(i uint64) (TensorInfo, error) {
 	if !t.Type.Known() {
 		return t, p.errAt(tyOff, "tensor %q: %s", name, unsupportedType(ty))
 	}
-	rowBytes, err := t.Type.RowBytes(t.Shape[0])
+	rowBytes, err := rowBytes(t.Type, t.Shape[0])
 	if err != nil {
 		return t, p.errAt(dOff+4, "tensor %q: %v", name, err)
 	}
@@ -509,4 +509,16 @@ func satMul(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return lo
+}
+
+// rowBytes is t.RowBytes(n) with an overflow check.
+func rowBytes(t kernels.Type, n int64) (int64, error) {
+	be := int64(t.BlockElems())
+	if be > 0 && n > 0 && n%be == 0 {
+		hi, lo := bits.Mul64(uint64(n/be), uint64(t.BlockBytes()))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, fmt.Errorf("row of %d %s elements overflows int64 bytes", n, t)
+		}
+	}
+	return t.RowBytes(n)
 }

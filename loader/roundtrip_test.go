@@ -307,8 +307,16 @@ func TestWriterErrors(t *testing.T) {
 		"zero dim":       func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{4, 0}, nil) },
 		"five dims":      func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{1, 1, 1, 1, 1}, make([]byte, 4)) },
 		"unknown type":   func(w *Writer) error { return w.AddTensor("a", kernels.Type(10), []int64{256}, make([]byte, 84)) },
-		"long name":      func(w *Writer) error { return w.AddTensor(strings.Repeat("x", 64), kernels.F32, []int64{1}, make([]byte, 4)) },
-		"short data":     func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{2}, make([]byte, 4)) },
+		"long name": func(w *Writer) error {
+			return w.AddTensor(strings.Repeat("x", 64), kernels.F32, []int64{1}, make([]byte, 4))
+		},
+		"row overflow": func(w *Writer) error {
+			return w.AddTensorFunc("a", kernels.F32, []int64{1 << 62}, func(io.Writer) error { return nil })
+		},
+		"size overflow": func(w *Writer) error {
+			return w.AddTensorFunc("a", kernels.F16, []int64{1 << 31, 1 << 31}, func(io.Writer) error { return nil })
+		},
+		"short data": func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{2}, make([]byte, 4)) },
 		"func short": func(w *Writer) error {
 			return w.AddTensorFunc("a", kernels.F32, []int64{2}, func(o io.Writer) error { _, err := o.Write(make([]byte, 4)); return err })
 		},

@@ -211,7 +211,7 @@ func (w *Writer) tensorInfo(name string, t kernels.Type, shape []int64) (TensorI
 		}
 		elems *= d
 	}
-	rb, err := t.RowBytes(shape[0])
+	rb, err := rowBytes(t, shape[0])
 	if err != nil {
 		return TensorInfo{}, fmt.Errorf("gguf writer: tensor %q: %w", name, err)
 	}
