@@ -1,0 +1,53 @@
+/*
+ * kernels_neon_arm64.h — prototypes of the arm64 kernels (private to csrc,
+ * csrc/dotprod and csrc/tests). Same signatures as the _ref kernels in
+ * kernels.h.
+ *
+ *   _neon      plain Advanced SIMD, every arm64 CPU (csrc/quant_neon_arm64.c, dot_neon_arm64.c)
+ *   _neon_dot  vdotq_s32 kernels, compiled with -march=armv8.2-a+dotprod in
+ *              the csrc/dotprod package; only called when the CPU has dotprod
+ */
+#ifndef WOOLLY_KERNELS_NEON_ARM64_H
+#define WOOLLY_KERNELS_NEON_ARM64_H
+
+#include "kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void k_dequant_q4_0_neon(const void *src, float *dst, int64_t n);
+void k_dequant_q8_0_neon(const void *src, float *dst, int64_t n);
+void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n);
+void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n);
+void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n);
+void k_dequant_f16_neon(const void *src, float *dst, int64_t n);
+
+void k_quantize_q8_k_neon(const float *x, void *dst, int64_t n);
+void k_quantize_q8_0_neon(const float *x, void *dst, int64_t n);
+void k_quantize_f16_neon(const float *x, void *dst, int64_t n);
+
+float k_dot_q4_k_q8_k_neon(int64_t n, const void *w, const void *a);
+float k_dot_q5_k_q8_k_neon(int64_t n, const void *w, const void *a);
+float k_dot_q6_k_q8_k_neon(int64_t n, const void *w, const void *a);
+float k_dot_q4_0_q8_0_neon(int64_t n, const void *w, const void *a);
+float k_dot_q5_0_q8_0_neon(int64_t n, const void *w, const void *a);
+float k_dot_q8_0_q8_0_neon(int64_t n, const void *w, const void *a);
+float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a);
+float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a);
+
+float k_dot_q4_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_q5_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_q6_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_q4_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
+
+void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                  const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float *C, int64_t ldc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,358 @@
+/*
+ * test_kernels.c — every SIMD kernel this CPU can run against its reference.
+ *
+ *   dequant    exact bits (memcmp) against the _ref kernel
+ *   quantize   exact bytes against the _ref kernel
+ *   dot        within a bound relative to sum |w_i * a_i| (summation order
+ *              differs); the ref itself is checked against a double-precision
+ *              dot of the dequantized rows
+ *   drivers    k_matvec / k_matmul_q / k_quantize_act / k_dequant_bulk,
+ *              k_sgemm against a naive double product, the small ops
+ *
+ * Random inputs plus edge cases (zero blocks, all-0xFF quants, subnormal
+ * scales, rounding ties), lengths 1, 2, 3, 5, 7, ... blocks to hit tails.
+ * Usage: test_kernels [section]   (section: dequant quantize dot drivers ops;
+ * default all). Exit status 1 on any failure.
+ */
+#include "testutil.h"
+
+static int failures = 0, checks = 0;
+
+#define FAIL(...) do { failures++; if (failures <= 40) { fprintf(stderr, "FAIL: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1,
+                                   K_Q8_0, K_Q4_K, K_Q5_K, K_Q6_K};
+#define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
+static const char *tname(int t) {
+    switch (t) {
+    case K_F32: return "F32"; case K_F16: return "F16"; case K_BF16: return "BF16";
+    case K_Q4_0: return "Q4_0"; case K_Q4_1: return "Q4_1"; case K_Q5_0: return "Q5_0";
+    case K_Q5_1: return "Q5_1"; case K_Q8_0: return "Q8_0"; case K_Q4_K: return "Q4_K";
+    case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K"; case K_Q8_K: return "Q8_K";
+    default: return "?";
+    }
+}
+
+static const int64_t nblocks_list[] = {1, 2, 3, 5, 7, 16, 33};
+#define NNB ((int)(sizeof nblocks_list / sizeof nblocks_list[0]))
+
+/* ---------------------------------------------------------------- dequant */
+
+static void test_dequant(int impl) {
+    int kernels = 0;
+    for (int ti = 0; ti < NWT; ti++) {
+        const int t = weight_types[ti];
+        k_dequant_fn f = k_get_dequant(impl, t), r = k_get_dequant(K_IMPL_REF, t);
+        if (!r) { FAIL("no ref dequant for %s", tname(t)); continue; }
+        if (!f) continue;
+        kernels++;
+        for (int k = 0; k < NNB; k++) {
+            for (int mode = 0; mode < 4; mode++) {
+                const int64_t n = nblocks_list[k] * block_elems(t);
+                const int64_t nb = n / block_elems(t);
+                void *w = malloc((size_t)k_row_bytes(t, n));
+                float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+                fill_weights(t, w, nb, mode);
+                memset(a, 0x55, (size_t)n * 4); memset(b, 0xAA, (size_t)n * 4);
+                r(w, a, n);
+                f(w, b, n);
+                checks++;
+                if (memcmp(a, b, (size_t)n * 4) != 0) {
+                    int64_t j = 0;
+                    while (j < n && memcmp(&a[j], &b[j], 4) == 0) j++;
+                    FAIL("dequant %s/%s n=%lld mode=%d: element %lld is %.9g, ref %.9g",
+                         impl_names[impl], tname(t), (long long)n, mode, (long long)j, b[j], a[j]);
+                }
+                free(w); free(a); free(b);
+            }
+        }
+    }
+    printf("  dequant  %-13s %2d kernels\n", impl_names[impl], kernels);
+}
+
+/* --------------------------------------------------------------- quantize */
+
+static const int act_types[] = {K_Q8_K, K_Q8_0, K_F16};
+
+static void quantize_case(int impl, int act, k_quantize_fn f, k_quantize_fn r,
+                          const float *x, int64_t n, const char *what) {
+    const int64_t bytes = k_row_bytes(act, n);
+    uint8_t *a = malloc((size_t)bytes), *b = malloc((size_t)bytes);
+    memset(a, 0x11, (size_t)bytes); memset(b, 0x22, (size_t)bytes);
+    r(x, a, n);
+    f(x, b, n);
+    checks++;
+    if (memcmp(a, b, (size_t)bytes) != 0) {
+        int64_t j = 0;
+        while (j < bytes && a[j] == b[j]) j++;
+        FAIL("quantize %s/%s %s n=%lld: byte %lld is %02x, ref %02x",
+             impl_names[impl], tname(act), what, (long long)n, (long long)j, b[j], a[j]);
+    }
+    free(a); free(b);
+}
+
+static void test_quantize(int impl) {
+    int kernels = 0;
+    for (int ai = 0; ai < 3; ai++) {
+        const int act = act_types[ai];
+        k_quantize_fn f = k_get_quantize(impl, act), r = k_get_quantize(K_IMPL_REF, act);
+        if (!r) { FAIL("no ref quantize for %s", tname(act)); continue; }
+        if (!f) continue;
+        kernels++;
+        const int64_t be = block_elems(act);
+        for (int k = 0; k < NNB; k++) {
+            int64_t n = nblocks_list[k] * (act == K_F16 ? 37 : be);
+            float *x = malloc((size_t)n * 4);
+            for (int mode = 0; mode < 5; mode++) {
+                fill_acts(x, n, mode);
+                quantize_case(impl, act, f, r, x, n, "random");
+            }
+            /* rounding ties: amax = 127 makes id = 1 (Q8_0) and iscale = -1
+             * (Q8_K with max = -127), so x = k + 0.5 lands on a tie */
+            for (int64_t j = 0; j < n; j++) x[j] = (float)((int)(rng_u64() % 250) - 125) + 0.5f;
+            for (int64_t j = 0; j < n; j += be) x[j] = act == K_Q8_K ? -127.f : 127.f;
+            quantize_case(impl, act, f, r, x, n, "ties");
+            /* sign of max: +a and -a both present, the first one wins */
+            for (int64_t j = 0; j < n; j++) x[j] = rng_sym();
+            for (int64_t j = 0; j + 9 < n; j += be) { x[j + 3] = -2.f; x[j + 9] = 2.f; }
+            quantize_case(impl, act, f, r, x, n, "max-tie");
+            for (int64_t j = 0; j + 9 < n; j += be) { x[j + 3] = 2.f; x[j + 9] = -2.f; }
+            quantize_case(impl, act, f, r, x, n, "max-tie2");
+            /* one zero block between random ones */
+            for (int64_t j = 0; j < n; j++) x[j] = rng_sym() * 3;
+            for (int64_t j = 0; j < be && j < n; j++) x[j] = (j & 1) ? 0.f : -0.f;
+            quantize_case(impl, act, f, r, x, n, "zero-block");
+            free(x);
+        }
+    }
+    printf("  quantize %-13s %2d kernels\n", impl_names[impl], kernels);
+}
+
+/* -------------------------------------------------------------------- dot */
+
+/* Activations of act type back to f32 (Q8_K has no dequant kernel). */
+static void act_to_f32(int act, const void *src, float *dst, int64_t n) {
+    if (act == K_Q8_K) {
+        const k_block_q8_k *b = (const k_block_q8_k *)src;
+        for (int64_t i = 0; i < n; i++) dst[i] = b[i / K_QKK].d * (float)b[i / K_QKK].qs[i % K_QKK];
+        return;
+    }
+    if (k_dequant(K_IMPL_REF, act, src, dst, n) != 0) FAIL("k_dequant(ref, %s) failed", tname(act));
+}
+
+static void test_dot(int impl) {
+    int kernels = 0;
+    for (int ti = 0; ti < NWT; ti++) {
+        const int t = weight_types[ti], act = k_act_type(t);
+        k_dot_fn f = k_get_dot(impl, t), r = k_get_dot(K_IMPL_REF, t);
+        if (!r) { FAIL("no ref dot for %s", tname(t)); continue; }
+        if (impl != K_IMPL_REF && !f) continue;
+        kernels++;
+        const int64_t be = block_elems(t) == 1 ? 33 : block_elems(t);
+        for (int k = 0; k < NNB; k++) {
+            for (int mode = 0; mode < 4; mode++) {
+                const int64_t n = nblocks_list[k] * be + (block_elems(t) == 1 ? k : 0);
+                void *w = malloc((size_t)k_row_bytes(t, n));
+                void *qa = malloc((size_t)k_row_bytes(act, n) + 1);
+                float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 4), *af = malloc((size_t)n * 4);
+                fill_weights(t, w, n / block_elems(t), mode);
+                fill_acts(x, n, mode == 2 ? 0 : mode);
+                if (k_quantize_act(K_IMPL_REF, act, x, qa, n) != 0) FAIL("quantize_act(ref, %s)", tname(act));
+                k_dequant(K_IMPL_REF, t, w, wf, n);
+                act_to_f32(act, qa, af, n);
+                double exact = 0, mag = 0;
+                for (int64_t j = 0; j < n; j++) { exact += (double)wf[j] * af[j]; mag += fabs((double)wf[j] * af[j]); }
+                const double tol = 2e-6 * (double)(n / block_elems(t) + 8) * mag + 1e-30;
+                float vr = r(n, w, qa);
+                checks++;
+                if (!(fabs(vr - exact) <= tol))
+                    FAIL("dot ref/%s n=%lld mode=%d: %.9g, exact %.9g (tol %.3g)", tname(t), (long long)n, mode, vr, exact, tol);
+                if (f && impl != K_IMPL_REF) {
+                    float vf = f(n, w, qa);
+                    checks++;
+                    if (!(fabs(vf - vr) <= tol))
+                        FAIL("dot %s/%s n=%lld mode=%d: %.9g, ref %.9g (tol %.3g)", impl_names[impl], tname(t), (long long)n, mode, vf, vr, tol);
+                }
+                free(w); free(qa); free(x); free(wf); free(af);
+            }
+        }
+    }
+    printf("  dot      %-13s %2d kernels\n", impl_names[impl], kernels);
+}
+
+/* ---------------------------------------------------------------- drivers */
+
+static int close_to(float a, float b, float rel, float abs_) {
+    return fabsf(a - b) <= abs_ + rel * fmaxf(fabsf(a), fabsf(b));
+}
+
+static void test_drivers(int impl) {
+    /* k_matvec and k_matmul_q against rows x k_get_dot(ref) */
+    const int64_t nrows = 37, ntok = 5;
+    for (int ti = 0; ti < NWT; ti++) {
+        const int t = weight_types[ti], act = k_act_type(t);
+        const int64_t n = block_elems(t) == 1 ? 96 : 2 * block_elems(t);
+        const int64_t rb = k_row_bytes(t, n), ab = k_row_bytes(act, n);
+        uint8_t *w = malloc((size_t)(rb * nrows)), *a = malloc((size_t)(ab * ntok));
+        float *x = malloc((size_t)(n * ntok) * 4);
+        float *y = malloc((size_t)(nrows * ntok) * 4), *yr = malloc((size_t)(nrows * ntok) * 4);
+        fill_weights(t, w, n / block_elems(t) * nrows, 0);
+        fill_acts(x, n * ntok, 0);
+        for (int64_t tk = 0; tk < ntok; tk++)
+            if (k_quantize_act(impl, act, x + tk * n, a + tk * ab, n) != 0) FAIL("k_quantize_act(%s, %s)", impl_names[impl], tname(act));
+        k_dot_fn r = k_get_dot(K_IMPL_REF, t);
+        for (int64_t tk = 0; tk < ntok; tk++)
+            for (int64_t i = 0; i < nrows; i++) yr[tk * nrows + i] = r(n, w + i * rb, a + tk * ab);
+        /* matvec over a sub-range leaves the rest untouched */
+        for (int64_t i = 0; i < nrows; i++) y[i] = -1234.f;
+        if (k_matvec(impl, t, n, w, (size_t)rb, a, y, 3, nrows - 2) != 0) FAIL("k_matvec(%s, %s) failed", impl_names[impl], tname(t));
+        for (int64_t i = 0; i < nrows; i++) {
+            checks++;
+            int inside = i >= 3 && i < nrows - 2;
+            if (inside ? !close_to(y[i], yr[i], 1e-4f, 1e-5f) : y[i] != -1234.f)
+                FAIL("k_matvec %s/%s row %lld: %.9g, want %.9g", impl_names[impl], tname(t), (long long)i, y[i], inside ? yr[i] : -1234.f);
+        }
+        for (int64_t i = 0; i < nrows * ntok; i++) y[i] = -1234.f;
+        if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
+            FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], tname(t));
+        for (int64_t i = 0; i < nrows * ntok; i++) {
+            checks++;
+            if (!close_to(y[i], yr[i], 1e-4f, 1e-5f))
+                FAIL("k_matmul_q %s/%s tok %lld row %lld: %.9g, want %.9g", impl_names[impl], tname(t),
+                     (long long)(i / nrows), (long long)(i % nrows), y[i], yr[i]);
+        }
+        /* bulk dequant equals per-tensor dequant, with and without prefetch */
+        float *d1 = malloc((size_t)(n * nrows) * 4), *d2 = malloc((size_t)(n * nrows) * 4);
+        k_dequant_task task = {t, w, d2, n * nrows};
+        k_dequant(impl, t, w, d1, n * nrows);
+        for (int pf = 0; pf < 2; pf++) {
+            memset(d2, 0, (size_t)(n * nrows) * 4);
+            if (k_dequant_bulk(impl, &task, 1, pf ? 256 : 0) != 0) FAIL("k_dequant_bulk(%s, %s)", impl_names[impl], tname(t));
+            checks++;
+            if (memcmp(d1, d2, (size_t)(n * nrows) * 4) != 0) FAIL("k_dequant_bulk %s/%s differs from k_dequant", impl_names[impl], tname(t));
+        }
+        free(d1); free(d2); free(w); free(a); free(x); free(y); free(yr);
+    }
+    /* bad input gives -1, not a crash */
+    float dummy[64];
+    checks++;
+    if (k_dequant(impl, 99, dummy, dummy, 32) != -1) FAIL("k_dequant accepted type 99");
+    checks++;
+    if (k_dequant(impl, K_Q4_K, dummy, dummy, 100) != -1) FAIL("k_dequant accepted n=100 for Q4_K");
+    checks++;
+    if (k_matvec(impl, 99, 32, dummy, 4, dummy, dummy, 0, 1) != -1) FAIL("k_matvec accepted type 99");
+
+    /* sgemm, both layouts, against a double product */
+    const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {8, 64, 128}, {13, 16, 9}};
+    for (int s = 0; s < 5; s++) {
+        const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        const int64_t lda = K + 3, ldb_t = K + 1, ldb_n = N + 2, ldc = N + 5;
+        float *A = malloc((size_t)(M * lda) * 4), *Bt = malloc((size_t)(N * ldb_t) * 4);
+        float *Bn = malloc((size_t)(K * ldb_n) * 4), *C = malloc((size_t)(M * ldc) * 4);
+        fill_acts(A, M * lda, 0);
+        fill_acts(Bt, N * ldb_t, 0);
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < ldb_n; j++) Bn[k * ldb_n + j] = j < N ? Bt[j * ldb_t + k] : 1e30f;
+        for (int tb = 0; tb < 2; tb++) {
+            for (int64_t i = 0; i < M * ldc; i++) C[i] = -7.f;
+            const int64_t m0 = M > 2 ? 1 : 0, m1 = M;
+            k_sgemm(impl, tb, m0, m1, N, K, A, lda, tb ? Bt : Bn, tb ? ldb_t : ldb_n, C, ldc);
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t j = 0; j < ldc; j++) {
+                    checks++;
+                    if (m < m0 || j >= N) {
+                        if (C[m * ldc + j] != -7.f) FAIL("k_sgemm %s wrote outside rows/cols at (%lld,%lld)", impl_names[impl], (long long)m, (long long)j);
+                        continue;
+                    }
+                    double e = 0, mag = 0;
+                    for (int64_t k = 0; k < K; k++) { e += (double)A[m * lda + k] * Bt[j * ldb_t + k]; mag += fabs((double)A[m * lda + k] * Bt[j * ldb_t + k]); }
+                    if (!(fabs(C[m * ldc + j] - e) <= 1e-6 * (double)(K + 4) * mag + 1e-30))
+                        FAIL("k_sgemm %s transB=%d %lldx%lldx%lld at (%lld,%lld): %.9g, want %.9g", impl_names[impl], tb,
+                             (long long)M, (long long)N, (long long)K, (long long)m, (long long)j, C[m * ldc + j], e);
+                }
+        }
+        free(A); free(Bt); free(Bn); free(C);
+    }
+    printf("  drivers  %-13s ok\n", impl_names[impl]);
+}
+
+/* -------------------------------------------------------------- small ops */
+
+static void cmp_vec(const char *what, int impl, const float *a, const float *r, int64_t n, float rel, float abs_) {
+    for (int64_t i = 0; i < n; i++) {
+        checks++;
+        if (!close_to(a[i], r[i], rel, abs_)) {
+            FAIL("%s %s n=%lld [%lld]: %.9g, ref %.9g", what, impl_names[impl], (long long)n, (long long)i, a[i], r[i]);
+            return;
+        }
+    }
+}
+
+static void test_ops(int impl) {
+    const int64_t lens[] = {1, 3, 8, 17, 64, 100, 1023};
+    for (int li = 0; li < 7; li++) {
+        const int64_t n = lens[li];
+        float *x = malloc((size_t)n * 4), *w = malloc((size_t)n * 4), *u = malloc((size_t)n * 4);
+        float *o1 = malloc((size_t)n * 4), *o2 = malloc((size_t)n * 4);
+        fill_acts(x, n, 0); fill_acts(w, n, 0); fill_acts(u, n, 0);
+        k_rmsnorm(K_IMPL_REF, o1, x, w, n, 1e-5f); k_rmsnorm(impl, o2, x, w, n, 1e-5f);
+        cmp_vec("rmsnorm", impl, o2, o1, n, 1e-5f, 1e-6f);
+        k_rmsnorm(K_IMPL_REF, o1, x, NULL, n, 1e-6f); k_rmsnorm(impl, o2, x, NULL, n, 1e-6f);
+        cmp_vec("rmsnorm(nil w)", impl, o2, o1, n, 1e-5f, 1e-6f);
+        memcpy(o1, x, (size_t)n * 4); memcpy(o2, x, (size_t)n * 4);
+        k_softmax(K_IMPL_REF, o1, n); k_softmax(impl, o2, n);
+        cmp_vec("softmax", impl, o2, o1, n, 1e-5f, 1e-7f);
+        k_silu_mul(K_IMPL_REF, o1, x, u, n); k_silu_mul(impl, o2, x, u, n);
+        cmp_vec("silu_mul", impl, o2, o1, n, 1e-5f, 1e-6f);
+        k_add(K_IMPL_REF, o1, x, u, n); k_add(impl, o2, x, u, n);
+        cmp_vec("add", impl, o2, o1, n, 0, 0);
+        memcpy(o1, x, (size_t)n * 4); memcpy(o2, x, (size_t)n * 4);
+        k_scale(K_IMPL_REF, o1, 0.37f, n); k_scale(impl, o2, 0.37f, n);
+        cmp_vec("scale", impl, o2, o1, n, 0, 0);
+        free(x); free(w); free(u); free(o1); free(o2);
+    }
+    /* rope, both pair layouts, partial rotation */
+    for (int neox = 0; neox < 2; neox++) {
+        const int64_t nh = 3, hd = 64, nrot = 32;
+        float x1[3 * 64], x2[3 * 64], c[16], s[16];
+        fill_acts(x1, nh * hd, 0);
+        memcpy(x2, x1, sizeof x1);
+        for (int i = 0; i < nrot / 2; i++) { float th = 0.3f * (float)i + 0.1f; c[i] = cosf(th); s[i] = sinf(th); }
+        k_rope(K_IMPL_REF, x1, nh, hd, nrot, c, s, neox);
+        k_rope(impl, x2, nh, hd, nrot, c, s, neox);
+        cmp_vec(neox ? "rope(neox)" : "rope", impl, x2, x1, nh * hd, 1e-6f, 1e-6f);
+    }
+    /* attention: GQA, a prefix in the cache, several tokens */
+    {
+        const int64_t ntok = 3, pos0 = 5, nhead = 4, nkv = 2, hd = 16;
+        const int64_t npos = pos0 + ntok, qs = nhead * hd + 3, kvs = nkv * hd + 1, os = nhead * hd + 2;
+        float *q = malloc((size_t)(ntok * qs) * 4), *k = malloc((size_t)(npos * kvs) * 4), *v = malloc((size_t)(npos * kvs) * 4);
+        float *o1 = calloc((size_t)(ntok * os), 4), *o2 = calloc((size_t)(ntok * os), 4), *scr = malloc((size_t)npos * 4);
+        fill_acts(q, ntok * qs, 0); fill_acts(k, npos * kvs, 0); fill_acts(v, npos * kvs, 0);
+        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, o1, os, 0, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, o2, os, 1, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, o2, os, 0, 1, scr);
+        cmp_vec("attention", impl, o2, o1, ntok * os, 1e-5f, 1e-6f);
+        free(q); free(k); free(v); free(o1); free(o2); free(scr);
+    }
+    printf("  ops      %-13s ok\n", impl_names[impl]);
+}
+
+int main(int argc, char **argv) {
+    const char *only = argc > 1 ? argv[1] : NULL;
+    int tested = 0;
+    for (int impl = 0; impl < K_IMPL_MAX; impl++) {
+        if (!impl_available(impl)) {
+            if (impl != K_IMPL_REF) printf("  (%s not available on this CPU: skipped)\n", impl_names[impl]);
+            continue;
+        }
+        tested++;
+        if (!only || !strcmp(only, "dequant")) { if (impl != K_IMPL_REF) test_dequant(impl); }
+        if (!only || !strcmp(only, "quantize")) { if (impl != K_IMPL_REF) test_quantize(impl); }
+        if (!only || !strcmp(only, "dot")) test_dot(impl);
+        if (!only || !strcmp(only, "drivers")) test_drivers(impl);
+        if (!only || !strcmp(only, "ops")) { if (impl != K_IMPL_REF) test_ops(impl); }
+    }
+    printf("%d impls, %d checks, %d failures\n", tested, checks, failures);
+    return failures ? 1 : 0;
+}
