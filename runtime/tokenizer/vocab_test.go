@@ -1,0 +1,115 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/woolly-llm/woolly/loader"
+)
+
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join("..", "..", "..", "shared")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("shared data not found at %s (needs ../shared beside the repo): %v", d, err)
+	}
+	return d
+}
+
+func loadTok(t testing.TB, path string) *Tokenizer {
+	t.Helper()
+	f, err := loader.Open(path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatalf("tokenizer for %s: %v", path, err)
+	}
+	return tok
+}
+
+var pairVocabs = []string{"llama-spm", "gpt-2", "phi-3", "starcoder", "deepseek-llm", "refact", "falcon", "mpt", "deepseek-coder"}
+
+// readPairs splits a .inp file like llama.cpp's test-tokenizer-0 and reads
+// the matching .out lines.
+func readPairs(t testing.TB, base string) ([]string, [][]int32) {
+	t.Helper()
+	inp, err := os.ReadFile(base + ".inp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outb, err := os.ReadFile(base + ".out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sep = "\n__ggml_vocab_test__\n"
+	var tests []string
+	s := string(inp)
+	for {
+		i := strings.Index(s, sep)
+		if i < 0 {
+			break
+		}
+		tests = append(tests, s[:i])
+		s = s[i+len(sep):]
+	}
+	lines := strings.Split(strings.TrimSuffix(string(outb), "\n"), "\n")
+	if len(lines) != len(tests) {
+		t.Fatalf("%s: %d inputs but %d output lines", base, len(tests), len(lines))
+	}
+	want := make([][]int32, len(lines))
+	for i, l := range lines {
+		for _, f := range strings.Fields(l) {
+			v, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("%s.out line %d: %v", base, i+1, err)
+			}
+			want[i] = append(want[i], int32(v))
+		}
+	}
+	return tests, want
+}
+
+func eqIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestVocabPairs checks llama.cpp's tokenizer test vectors: no BOS/EOS, no
+// special-token parsing.
+func TestVocabPairs(t *testing.T) {
+	dir := filepath.Join(sharedDir(t), "vocab")
+	for _, name := range pairVocabs {
+		t.Run(name, func(t *testing.T) {
+			base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
+			tok := loadTok(t, base)
+			tests, want := readPairs(t, base)
+			pass := 0
+			for i, s := range tests {
+				got, err := tok.Encode(s, false, false)
+				if err != nil {
+					t.Errorf("test %d %q: %v", i, s, err)
+					continue
+				}
+				if !eqIDs(got, want[i]) {
+					t.Errorf("test %d %q:\n got %v\nwant %v", i, s, got, want[i])
+					continue
+				}
+				pass++
+			}
+			t.Logf("%s: %d/%d pairs match", name, pass, len(tests))
+		})
+	}
+}
