@@ -1,0 +1,91 @@
+// Package cache holds Woolly's byte-budget caches: a generic LRU with
+// statistics and load de-duplication (Cache), the dequantized-weight cache
+// (DequantCache) and the prefix KV cache (PrefixCache).
+//
+// # Integration (for the runtime)
+//
+// Dequantized weights. Make one DequantCache per loaded model (in Load, kept
+// in the Model, closed in Model.Close) when --dequant-cache SIZE > 0, and
+// share it between all sessions and requests: the statistics then cover the
+// model's lifetime and a second request finds the first one's tensors. Use it
+// on the prompt path only (ntok ≥ some threshold, e.g. 32): in Session.matmul,
+// for each matOp,
+//
+//	if dc != nil && ntok >= minF32Batch && dc.Admits(modelID, m.Name, m.Rows*m.Cols) {
+//		w, err := dc.Get(modelID, m.Name, m.Rows*m.Cols, func(dst []float32) error {
+//			return kernels.Dequant(m.Type, m.Data, dst)
+//		})
+//		// out[t][r] = dot(w row r, in row t): kernels.Sgemm(true, t0, t1, m.Rows, m.Cols,
+//		//     in, m.Cols, w, m.Cols, out, m.Rows) over token-row ranges per worker
+//	} else {
+//		// kernels.MatMulQ / MatVec as today
+//	}
+//
+// (Sgemm's rows are the tokens: A = input [ntok][Cols], B = weights [Rows][Cols]
+// with transB, C = out [ntok][Rows].) modelID must be unique per loaded file
+// (e.g. its path plus a load counter). Admits keeps the f32 path to tensors
+// the cache will actually hold; the others stay quantized, so a budget below
+// the working set never costs a dequantization per batch. Before layer L's
+// matmuls, call dc.Prefetch(modelID, items of layer L+1) with PrefetchItem{
+// Tensor: m.Name, Type: m.Type, Data: m.Data, N: m.Rows*m.Cols} for its
+// matrices; it runs kernels.DequantBulk in the background and a Get that
+// arrives while it works waits for it instead of dequantizing again. Note
+// that f32 weights times f32 activations are not bit-identical to MatMulQ
+// (which quantizes activations to Q8): parity must be re-measured before the
+// cache is turned on by default (contracts.md).
+//
+// Prefix KV reuse. Make one PrefixCache per loaded model. The runtime
+// supplies the snapshot type: Session.Snapshot() returns a value holding a
+// copy of the KV cache rows [0, Pos) of every layer plus the tokens, with
+// Bytes() = its memory; Session.Restore(snap) copies them back and sets Pos.
+// A request with prompt tokens p does
+//
+//	n, snap := pc.Longest(p[:len(p)-1]) // keep ≥ 1 token to evaluate for logits
+//	if n > 0 { s.Restore(snap) } else { s.Reset() }
+//	logits, err := s.Eval(p[n:], false)
+//
+// and at a turn boundary (after the prompt, and after the reply when the
+// conversation goes on) calls pc.Put(s.Tokens(), s.Snapshot()). Snapshots are
+// shared by concurrent requests: Restore must copy, never alias.
+//
+// # Cache concurrency rules
+//
+// One mutex per Cache guards its LRU list, byte count, counters, ghost list
+// and in-flight table. OnEvicted runs under it and must never call back into
+// the cache. Loads run outside it; concurrent loads of one key run once.
+// Values are shared between callers and must be treated as read-only; an
+// evicted value stays valid for whoever still holds it (the cache only drops
+// its own reference; the garbage collector frees the buffer).
+//
+// # Byte budget
+//
+// The sum of the sizes of the stored entries never exceeds the budget. An
+// entry larger than the whole budget is returned to the caller and not stored
+// (Stats.Uncacheable); a failed load stores nothing.
+//
+// # Scan resistance (ScanResistant option, on in DequantCache)
+//
+// The prompt path reads every weight tensor once per batch, layer after
+// layer: a cyclic scan. With a budget below the working set, plain LRU evicts
+// every tensor just before it is needed again and never hits. The policy
+// here keeps a stable subset instead:
+//
+//   - The cache remembers the keys it evicted for space (a "ghost" list of
+//     keys only, bounded by Options.GhostEntries).
+//   - A new key, or one not in the ghost list, is admitted as in plain LRU,
+//     evicting the least recently used entries.
+//   - A key that is in the ghost list was evicted and is wanted again: its
+//     reuse distance is larger than the cache, and admitting it would only
+//     evict another member of the same cycle. If it fits without evicting it
+//     is stored; otherwise it is served uncached (Stats.Rejected) and the
+//     resident entries stay.
+//   - The subset is not kept forever: if the resident entries get no hit
+//     during a run of misses longer than 2×(ghost keys) + (entries) + 16
+//     (longer than any cycle the ghost list can describe), the working set has
+//     moved on and ghost keys are admitted LRU-style again.
+//
+// A cyclic scan over N equal tensors with a budget for N/4 thus hits 25% of
+// the time from its second pass on (plain LRU: 0%), and a budget at least as
+// large as the working set behaves exactly like LRU (nothing is ever evicted,
+// so every key is admitted).
+package cache
