@@ -1,0 +1,297 @@
+package cache
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"sync"
+	"testing"
+)
+
+type sizedSnap struct {
+	id   string
+	size int64
+}
+
+func (s sizedSnap) Bytes() int64 { return s.size }
+
+func newPC(t *testing.T, budget int64) *PrefixCache {
+	t.Helper()
+	p, err := NewPrefixCache(budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPrefixLongest(t *testing.T) {
+	p := newPC(t, 1<<20)
+	a := []int32{1, 2, 3}
+	ab := []int32{1, 2, 3, 4, 5}
+	abc := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	other := []int32{1, 9, 3, 4, 5}
+	for _, s := range [][]int32{a, ab, abc, other} {
+		if !p.Put(s, sizedSnap{fmt.Sprint(s), 100}) {
+			t.Fatalf("Put(%v) not stored", s)
+		}
+	}
+	cases := []struct {
+		q    []int32
+		want int
+	}{
+		{[]int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 8},
+		{[]int32{1, 2, 3, 4, 5, 6, 7}, 5},
+		{[]int32{1, 2, 3, 4, 5}, 5}, // exact
+		{[]int32{1, 2, 3, 4}, 3},
+		{[]int32{1, 2}, 0},
+		{[]int32{1, 9, 3, 4, 5, 6}, 5},
+		{[]int32{2, 2, 3}, 0},
+		{nil, 0},
+	}
+	for _, c := range cases {
+		n, snap := p.Longest(c.q)
+		if n != c.want {
+			t.Errorf("Longest(%v) = %d, want %d", c.q, n, c.want)
+			continue
+		}
+		if n == 0 {
+			if snap != nil {
+				t.Errorf("Longest(%v): no prefix but a snapshot", c.q)
+			}
+			continue
+		}
+		if got, want := snap.(sizedSnap).id, fmt.Sprint(c.q[:n]); got != want {
+			t.Errorf("Longest(%v) returned the snapshot of %s", c.q, got)
+		}
+	}
+	s := p.Stats()
+	if s.Hits != 5 || s.Misses != 3 || s.TokensReused != 8+5+5+3+5 || s.Entries != 4 {
+		t.Fatalf("stats %+v", s)
+	}
+	// Replacement: same tokens, new snapshot.
+	p.Put(ab, sizedSnap{"new", 50})
+	if _, snap := p.Longest(ab); snap.(sizedSnap).id != "new" {
+		t.Fatal("Put did not replace the snapshot")
+	}
+	if s := p.Stats(); s.Entries != 4 {
+		t.Fatalf("replacement changed the entry count: %+v", s)
+	}
+	if p.Put(nil, sizedSnap{"x", 1}) || p.Put(a, nil) || p.Put(a, sizedSnap{"neg", -1}) {
+		t.Fatal("invalid Put stored")
+	}
+	// The caller's slice may change after Put.
+	buf := []int32{7, 7, 7}
+	p.Put(buf, sizedSnap{"777", 1})
+	buf[0] = 8
+	if n, _ := p.Longest([]int32{7, 7, 7, 1}); n != 3 {
+		t.Fatal("Put kept a reference to the caller's tokens")
+	}
+}
+
+// A hash collision must cost a miss, never return another prefix's snapshot.
+func TestPrefixCollisionIsVerified(t *testing.T) {
+	p := newPC(t, 1<<20)
+	real := []int32{5, 6, 7}
+	p.Put(real, sizedSnap{"real", 10})
+	q := []int32{1, 2, 3, 4}
+	h := prefixHashes(q)
+	// Forge an entry filed under q[:3]'s hash but holding other tokens.
+	p.mu.Lock()
+	p.c.mu.Lock()
+	p.c.insert(prefixKey{3, h[2]}, &prefixEntry{tokens: []int32{9, 9, 9}, snap: sizedSnap{"forged", 10}}, 100, 0)
+	p.c.mu.Unlock()
+	p.mu.Unlock()
+	if n, snap := p.Longest(q); n != 0 || snap != nil {
+		t.Fatalf("Longest returned a colliding entry: %d %v", n, snap)
+	}
+	if n, _ := p.Longest([]int32{5, 6, 7, 8}); n != 3 {
+		t.Fatalf("real prefix not found: %d", n)
+	}
+}
+
+func TestPrefixEvictionByBytes(t *testing.T) {
+	// Each entry costs 1000 + 4*len + overhead.
+	cost := func(n int) int64 { return 1000 + 4*int64(n) + prefixOverhead }
+	p := newPC(t, cost(4)+cost(5)+cost(6))
+	seqs := [][]int32{{1, 2, 3, 4}, {1, 2, 3, 4, 5}, {1, 2, 3, 4, 5, 6}, {2, 2, 2, 2, 2, 2, 2}}
+	for _, s := range seqs[:3] {
+		p.Put(s, sizedSnap{fmt.Sprint(s), 1000})
+	}
+	p.Longest([]int32{1, 2, 3, 4, 9}) // touch {1,2,3,4}: {1,2,3,4,5} is now oldest
+	p.Put(seqs[3], sizedSnap{"x", 1000})
+	s := p.Stats()
+	if s.Bytes > s.Budget || s.Evictions != 2 || s.Entries != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+	if n, _ := p.Longest([]int32{1, 2, 3, 4, 5, 6, 7}); n != 4 {
+		t.Fatalf("after eviction Longest = %d, want 4 (5 and 6 evicted)", n)
+	}
+	p.mu.Lock()
+	lens := slices.Clone(p.byLen)
+	p.mu.Unlock()
+	if !slices.Equal(lens, []int{7, 4}) {
+		t.Fatalf("stored lengths %v, want [7 4]", lens)
+	}
+	p.Purge()
+	if n, _ := p.Longest(seqs[3]); n != 0 {
+		t.Fatal("entry survived Purge")
+	}
+	if s := p.Stats(); s.Bytes != 0 || s.Entries != 0 || len(p.byLen) != 0 {
+		t.Fatalf("after Purge: %+v, lengths %v", s, p.byLen)
+	}
+	if err := p.SetBudget(-1); err == nil {
+		t.Fatal("negative budget accepted")
+	}
+}
+
+// toySession is a small deterministic sequence model with a KV cache: each
+// position stores a key/value row derived from its token and position, and
+// the output of a position attends (softmax) over every row so far. It
+// stands in for runtime.Session to check that prefix reuse through the
+// cache gives exactly the results of evaluating from scratch.
+type toySession struct{ kv [][4]float32 }
+
+type toySnap struct{ kv [][4]float32 }
+
+func (s *toySnap) Bytes() int64 { return int64(len(s.kv)) * 16 }
+
+func (s *toySession) snapshot() *toySnap  { return &toySnap{slices.Clone(s.kv)} }
+func (s *toySession) restore(sn *toySnap) { s.kv = append(s.kv[:0], sn.kv...) }
+
+// eval appends tokens and returns the output of the last one.
+func (s *toySession) eval(tokens []int32) [4]float32 {
+	var out [4]float32
+	for _, tok := range tokens {
+		pos := len(s.kv)
+		var row [4]float32
+		for i := range row {
+			row[i] = float32(math.Sin(float64(tok)*0.37 + float64(pos)*0.11 + float64(i)))
+		}
+		s.kv = append(s.kv, row)
+		var w []float64
+		var z float64
+		for _, r := range s.kv {
+			d := float64(r[0]*row[1] + r[1]*row[2] + r[2]*row[3] + r[3]*row[0])
+			e := math.Exp(d)
+			w = append(w, e)
+			z += e
+		}
+		out = [4]float32{}
+		for j, r := range s.kv {
+			for i := range out {
+				out[i] += float32(w[j]/z) * r[i]
+			}
+		}
+	}
+	return out
+}
+
+func next(o [4]float32) int32 { // "sampling": a deterministic token from the output
+	return int32(uint32(math.Float32bits(o[0]+o[1]+o[2]+o[3])>>7) % 50)
+}
+
+// chat runs turns of a conversation for one user; with pc it reuses cached
+// prefixes, without it evaluates every request from scratch. It returns
+// every output.
+func chat(pc *PrefixCache, user int64, turns int) [][4]float32 {
+	r := rand.New(rand.NewSource(user))
+	var hist []int32
+	var outs [][4]float32
+	for turn := 0; turn < turns; turn++ {
+		for i := 0; i < 3+r.Intn(5); i++ {
+			hist = append(hist, int32(r.Intn(50)))
+		}
+		s := &toySession{}
+		if pc != nil {
+			if n, snap := pc.Longest(hist[:len(hist)-1]); n > 0 {
+				s.restore(snap.(*toySnap))
+			}
+		}
+		o := s.eval(hist[len(s.kv):])
+		outs = append(outs, o)
+		if pc != nil {
+			pc.Put(hist, s.snapshot()) // turn boundary: after the prompt
+		}
+		for i := 0; i < 4; i++ { // the reply
+			tok := next(o)
+			hist = append(hist, tok)
+			o = s.eval([]int32{tok})
+			outs = append(outs, o)
+		}
+		if pc != nil {
+			pc.Put(hist, s.snapshot()) // and after the reply
+		}
+	}
+	return outs
+}
+
+func TestPrefixReuseGivesIdenticalResults(t *testing.T) {
+	const users, turns = 6, 5
+	pc := newPC(t, 1<<20)
+	var wg sync.WaitGroup
+	got := make([][][4]float32, users)
+	for u := 0; u < users; u++ {
+		wg.Add(1)
+		go func(u int) {
+			defer wg.Done()
+			got[u] = chat(pc, int64(u%3), turns) // users 0-2 and 3-5 share histories
+		}(u)
+	}
+	wg.Wait()
+	for u := 0; u < users; u++ {
+		want := chat(nil, int64(u%3), turns)
+		if !slices.Equal(got[u], want) {
+			t.Fatalf("user %d: outputs with prefix reuse differ from evaluation from scratch", u)
+		}
+	}
+	s := pc.Stats()
+	if s.TokensReused == 0 || s.Hits < users*(turns-1) {
+		t.Fatalf("the test did not exercise reuse: %+v", s)
+	}
+	t.Logf("prefix cache: %d of %d looked-up tokens reused, %+v", s.TokensReused, s.TokensLookedUp, s.Stats)
+}
+
+func TestPrefixParallelStress(t *testing.T) {
+	pc := newPC(t, 20000)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(seed))
+			for i := 0; i < 2000; i++ {
+				toks := make([]int32, 1+r.Intn(40))
+				for j := range toks {
+					toks[j] = int32(r.Intn(3))
+				}
+				if r.Intn(2) == 0 {
+					pc.Put(toks, sizedSnap{fmt.Sprint(toks), int64(r.Intn(500))})
+				} else if n, snap := pc.Longest(toks); n > 0 {
+					if snap.(sizedSnap).id != fmt.Sprint(toks[:n]) {
+						t.Errorf("Longest(%v) = %d with the snapshot of %s", toks, n, snap.(sizedSnap).id)
+						return
+					}
+				}
+				if r.Intn(500) == 0 {
+					pc.Purge()
+				}
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+	s := pc.Stats()
+	if s.PeakBytes > s.Budget {
+		t.Fatalf("peak %d > budget %d", s.PeakBytes, s.Budget)
+	}
+	// The stored-length table matches the entries.
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	total := 0
+	for _, c := range pc.lengths {
+		total += c
+	}
+	if total != pc.c.lru.Len() || len(pc.byLen) != len(pc.lengths) {
+		t.Fatalf("length table (%d entries, %d lengths) out of step with the cache (%d entries)", total, len(pc.byLen), pc.c.lru.Len())
+	}
+}
