@@ -224,6 +224,16 @@ func TestGaussianRoundTrip(t *testing.T) {
 		if err := testDequant(ty, q, y); err != nil {
 			t.Fatal(err)
 		}
+		// kernels.Dequant (the engine's reader) must see the same values.
+		yk := make([]float32, len(x))
+		if err := kernels.Dequant(ty, q, yk); err != nil {
+			t.Fatalf("kernels.Dequant(%v): %v", ty, err)
+		}
+		for i := range y {
+			if math.Float32bits(y[i]) != math.Float32bits(yk[i]) {
+				t.Fatalf("%v: kernels.Dequant value %d = %v, test dequantizer %v", ty, i, yk[i], y[i])
+			}
+		}
 		rel := rmsDiff(x, y) / rmsOf(x)
 		t.Logf("%-5s relative rms error %.5f (%.3f bits/weight)", ty, rel, float64(8*rb)/rowLen)
 		if rel > bounds[ty] {

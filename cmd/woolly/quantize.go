@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/quant"
+)
+
+func init() {
+	register("quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q4_0, ...) like llama-quantize", runQuantize)
+}
+
+// quantChunkElems bounds the float32 buffer used per tensor while
+// streaming (16M values = 64 MiB), so a 7B model never sits in memory.
+const quantChunkElems = 16 << 20
+
+func runQuantize(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("quantize", stderr)
+	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
+	noBar := fs.Bool("no-progress", false, "do not draw a progress bar")
+	allowReq := fs.Bool("allow-requantize", false, "allow quantized input tensors (quality suffers)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE")
+		fmt.Fprintln(stderr, "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32)")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 3 {
+		fs.Usage()
+		return errUsage
+	}
+	inPath, outPath := pos[0], pos[1]
+	ft, err := quant.ParseFileType(pos[2])
+	if err != nil {
+		return err
+	}
+	if *threads <= 0 {
+		*threads = runtime.NumCPU()
+	}
+	start := time.Now()
+
+	in, err := loader.Open(inPath)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
+	descs := make([]quant.TensorDesc, len(in.Tensors))
+	for i, t := range in.Tensors {
+		descs[i] = quant.TensorDesc{Name: t.Name, Type: t.Type, Shape: t.Shape}
+	}
+	nLayer := 0
+	if n, ok := in.Uint(in.Architecture() + ".block_count"); ok {
+		nLayer = int(n)
+	}
+	plan, err := quant.Plan(ft, descs, nLayer)
+	if err != nil {
+		return err
+	}
+
+	w := loader.NewWriter()
+	for _, kv := range in.KV {
+		w.Set(kv.Key, kv.Value)
+	}
+	w.SetUint32("general.quantization_version", 2)
+	w.SetUint32("general.file_type", uint32(ft))
+
+	var totalIn, totalOut int64
+	var notes []string
+	counts := map[kernels.Type]int{}
+	var bar *progressbar.ProgressBar // created once the total is known; used at write time
+	for i := range in.Tensors {
+		t := &in.Tensors[i]
+		c := plan[i]
+		counts[c.Type]++
+		totalIn += t.Size
+		if c.Note != "" {
+			notes = append(notes, t.Name+": "+c.Note)
+		}
+		src := in.Data(t)
+		if !c.Quantize || c.Type == t.Type {
+			totalOut += t.Size
+			err = w.AddTensorFunc(t.Name, t.Type, t.Shape, func(out io.Writer) error {
+				_, err := out.Write(src)
+				bar.Add64(int64(len(src)))
+				return err
+			})
+		} else {
+			if isQuantType(t.Type) && !*allowReq {
+				return fmt.Errorf("tensor %s is already %v; pass --allow-requantize to requantize it to %v", t.Name, t.Type, c.Type)
+			}
+			rb, err := c.Type.RowBytes(t.Shape[0])
+			if err != nil {
+				return fmt.Errorf("tensor %s: %w", t.Name, err)
+			}
+			totalOut += rb * t.Rows()
+			err = w.AddTensorFunc(t.Name, c.Type, t.Shape, func(out io.Writer) error {
+				return convertTensor(out, t, src, c.Type, *threads, bar)
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	bar = newBar(stderr, totalOut, "quantizing", *noBar)
+	if err := w.WriteFile(outPath); err != nil {
+		return err
+	}
+	bar.Finish()
+	fmt.Fprintln(stderr)
+
+	// Summary.
+	fmt.Fprintf(stdout, "quantized %s -> %s as %s in %.1fs\n", inPath, outPath, ft, time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "size: %.2f MiB -> %.2f MiB (tensor data)\n", float64(totalIn)/(1<<20), float64(totalOut)/(1<<20))
+	var types []kernels.Type
+	for ty := range counts {
+		types = append(types, ty)
+	}
+	sort.Slice(types, func(a, b int) bool { return types[a] < types[b] })
+	var parts []string
+	for _, ty := range types {
+		parts = append(parts, fmt.Sprintf("%v x%d", ty, counts[ty]))
+	}
+	fmt.Fprintf(stdout, "tensor types: %s\n", strings.Join(parts, ", "))
+	if len(notes) > 0 {
+		fmt.Fprintf(stdout, "%d tensors fell back (as llama-quantize does; Woolly writes Q5_1 and Q4_1 itself, no Q8_0 substitution):\n", len(notes))
+		for _, n := range notes {
+			fmt.Fprintln(stdout, "  "+n)
+		}
+	}
+	return nil
+}
+
+func isQuantType(t kernels.Type) bool { return t.BlockElems() > 1 }
+
+// convertTensor streams tensor t (bytes src) to out as type dst, in chunks
+// of whole rows.
+func convertTensor(out io.Writer, t *loader.TensorInfo, src []byte, dst kernels.Type, threads int, bar *progressbar.ProgressBar) error {
+	rowLen := int(t.Shape[0])
+	nrows := int(t.Rows())
+	inRB := int(t.RowBytes())
+	outRB64, err := dst.RowBytes(int64(rowLen))
+	if err != nil {
+		return err
+	}
+	outRB := int(outRB64)
+	chunkRows := max(1, quantChunkElems/rowLen)
+	f := make([]float32, min(nrows, chunkRows)*rowLen)
+	q := make([]byte, min(nrows, chunkRows)*outRB)
+	for r0 := 0; r0 < nrows; r0 += chunkRows {
+		n := min(chunkRows, nrows-r0)
+		fx, qx := f[:n*rowLen], q[:n*outRB]
+		if err := toF32(t.Type, src[r0*inRB:(r0+n)*inRB], fx, threads); err != nil {
+			return fmt.Errorf("reading %s: %w", t.Name, err)
+		}
+		if err := quant.Quantize(dst, fx, rowLen, qx, threads); err != nil {
+			return err
+		}
+		if _, err := out.Write(qx); err != nil {
+			return err
+		}
+		bar.Add64(int64(len(qx)))
+	}
+	return nil
+}
+
+// toF32 converts tensor bytes of type t to float32.
+func toF32(t kernels.Type, src []byte, dst []float32, threads int) error {
+	switch t {
+	case kernels.F32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case kernels.F16:
+		for i := range dst {
+			dst[i] = quant.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+	case kernels.BF16:
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+		}
+	default:
+		return kernels.Dequant(t, src, dst)
+	}
+	return nil
+}
+
+// newBar returns a progress bar over n bytes drawn on stderr (invisible
+// when hidden is set).
+func newBar(stderr io.Writer, n int64, desc string, hidden bool) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(n,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionSetVisibility(!hidden),
+		progressbar.OptionSetPredictTime(true),
+	)
+}
+
+// parseInterspersed parses flags that may appear before, between or after
+// positional arguments and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/woolly-llm/woolly/loader"
+)
+
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join("..", "..", "..", "shared")
+	if _, err := os.Stat(filepath.Join(d, "models")); err != nil {
+		t.Skipf("../shared not available: %v", err)
+	}
+	return d
+}
+
+// TestQuantizeMiniQ4KM quantizes synth-llama-mini-F16 to q4_k_m and checks
+// the result against llama-quantize's file: the same type for every tensor
+// (ref/tensor_types.json), the same tensor bytes, the same metadata apart
+// from general.file_type, and the input's tensor order.
+func TestQuantizeMiniQ4KM(t *testing.T) {
+	sh := sharedDir(t)
+	in := filepath.Join(sh, "models", "synth-llama-mini-F16.gguf")
+	out := filepath.Join(t.TempDir(), "q.gguf")
+	var so, se bytes.Buffer
+	if err := runQuantize([]string{"--no-progress", in, out, "q4_k_m"}, &so, &se); err != nil {
+		t.Fatalf("quantize: %v\n%s", err, se.String())
+	}
+	t.Log(so.String())
+
+	b, err := os.ReadFile(filepath.Join(sh, "ref", "tensor_types.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tt map[string]struct {
+		Tensors map[string]struct {
+			Type string  `json:"type"`
+			Ne   []int64 `json:"ne"`
+		} `json:"tensors"`
+	}
+	if err := json.Unmarshal(b, &tt); err != nil {
+		t.Fatal(err)
+	}
+	want := tt["synth-llama-mini-Q4_K_M.gguf"].Tensors
+
+	got, err := loader.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	ref, err := loader.Open(filepath.Join(sh, "models", "synth-llama-mini-Q4_K_M.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	src, err := loader.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+
+	if len(got.Tensors) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(got.Tensors), len(want))
+	}
+	for i, ti := range got.Tensors {
+		if ti.Name != src.Tensors[i].Name {
+			t.Errorf("tensor %d is %s, input order has %s", i, ti.Name, src.Tensors[i].Name)
+		}
+		w, ok := want[ti.Name]
+		if !ok {
+			t.Errorf("unexpected tensor %s", ti.Name)
+			continue
+		}
+		if ti.Type.String() != w.Type {
+			t.Errorf("%s: type %v, llama-quantize %s", ti.Name, ti.Type, w.Type)
+		}
+		rt, _ := ref.Tensor(ti.Name)
+		if !bytes.Equal(got.Data(&got.Tensors[i]), ref.Data(rt)) {
+			t.Errorf("%s: bytes differ from llama-quantize's", ti.Name)
+		}
+	}
+	if ft, ok := got.Uint("general.file_type"); !ok || ft != 15 {
+		t.Errorf("general.file_type = %d, want 15 (Q4_K_M)", ft)
+	}
+	for _, kv := range ref.KV {
+		g, ok := got.Get(kv.Key)
+		if !ok {
+			t.Errorf("metadata %s missing", kv.Key)
+			continue
+		}
+		if g.Type != kv.Value.Type {
+			t.Errorf("metadata %s: type %v, want %v", kv.Key, g.Type, kv.Value.Type)
+		}
+	}
+	if len(got.KV) != len(ref.KV) {
+		t.Errorf("%d metadata keys, llama-quantize wrote %d", len(got.KV), len(ref.KV))
+	}
+}
+
+func TestQuantizeRejects(t *testing.T) {
+	sh := sharedDir(t)
+	var so, se bytes.Buffer
+	q := filepath.Join(sh, "models", "synth-llama-mini-Q4_K_M.gguf")
+	if err := runQuantize([]string{"--no-progress", q, filepath.Join(t.TempDir(), "x.gguf"), "q8_0"}, &so, &se); err == nil {
+		t.Error("requantizing a Q4_K_M file without --allow-requantize succeeded")
+	}
+	if err := runQuantize([]string{q, filepath.Join(t.TempDir(), "x.gguf"), "q3_xx"}, &so, &se); err == nil {
+		t.Error("unknown type accepted")
+	}
+	if err := runQuantize([]string{q}, &so, &se); err == nil {
+		t.Error("missing arguments accepted")
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/runtime/tokenizer"
+)
+
+func synthMini(t *testing.T, path string, extra ...string) {
+	t.Helper()
+	var so, se bytes.Buffer
+	args := append([]string{"--preset", "mini", "--no-progress", "-o", path}, extra...)
+	if err := runSynth(args, &so, &se); err != nil {
+		t.Fatalf("synth: %v\n%s", err, se.String())
+	}
+	t.Log(so.String())
+}
+
+func fileSHA(t *testing.T, p string) [32]byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// TestSynthDeterministic: same flags give the same bytes, whatever the
+// thread count; another seed gives other bytes.
+func TestSynthDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.gguf"), filepath.Join(dir, "b.gguf"), filepath.Join(dir, "c.gguf")
+	synthMini(t, a, "-t", "2")
+	synthMini(t, b, "-t", "1")
+	synthMini(t, c, "-t", "2", "--seed", "2")
+	if fileSHA(t, a) != fileSHA(t, b) {
+		t.Error("two runs with the same flags (1 and 2 threads) wrote different files")
+	}
+	if fileSHA(t, a) == fileSHA(t, c) {
+		t.Error("different seeds wrote the same file")
+	}
+}
+
+// TestSynthMiniShape: the mini preset has the shared minis' tensors, shapes
+// and Q4_K_M types, weights of the intended scale, and a vocabulary the
+// tokenizer loads.
+func TestSynthMiniShape(t *testing.T) {
+	sh := sharedDir(t)
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	synthMini(t, p)
+	f, err := loader.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	b, err := os.ReadFile(filepath.Join(sh, "ref", "tensor_types.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tt map[string]struct {
+		Tensors map[string]struct {
+			Type string  `json:"type"`
+			Ne   []int64 `json:"ne"`
+		} `json:"tensors"`
+	}
+	if err := json.Unmarshal(b, &tt); err != nil {
+		t.Fatal(err)
+	}
+	want := tt["synth-llama-mini-Q4_K_M.gguf"].Tensors
+	if len(f.Tensors) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(f.Tensors), len(want))
+	}
+	for _, ti := range f.Tensors {
+		w, ok := want[ti.Name]
+		if !ok {
+			t.Errorf("unexpected tensor %s", ti.Name)
+			continue
+		}
+		if ti.Type.String() != w.Type || len(ti.Shape) != len(w.Ne) {
+			t.Errorf("%s: %v %v, want %s %v", ti.Name, ti.Type, ti.Shape, w.Type, w.Ne)
+			continue
+		}
+		for i := range w.Ne {
+			if ti.Shape[i] != w.Ne[i] {
+				t.Errorf("%s: shape %v, want %v", ti.Name, ti.Shape, w.Ne)
+			}
+		}
+	}
+	for _, k := range []string{"llama.context_length", "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
+		"llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count", "llama.vocab_size"} {
+		if _, ok := f.Uint(k); !ok {
+			t.Errorf("metadata %s missing", k)
+		}
+	}
+	if ft, _ := f.Uint("general.file_type"); ft != 15 {
+		t.Errorf("general.file_type %d, want 15", ft)
+	}
+
+	// Weights: std 1/sqrt(fan_in) (here 1/16), norms around 1.
+	check := func(name string, wantStd, wantMean float64) {
+		ti, _ := f.Tensor(name)
+		vals := make([]float32, ti.Elements())
+		if err := toF32(ti.Type, f.Data(ti), vals, 1); err != nil {
+			t.Fatal(err)
+		}
+		var s, s2 float64
+		for _, v := range vals {
+			s += float64(v)
+			s2 += float64(v) * float64(v)
+		}
+		mean := s / float64(len(vals))
+		std := math.Sqrt(s2/float64(len(vals)) - mean*mean)
+		if math.Abs(mean-wantMean) > 0.01 || math.Abs(std-wantStd) > wantStd*0.05 {
+			t.Errorf("%s: mean %.4f std %.4f, want %.2f and %.4f", name, mean, std, wantMean, wantStd)
+		}
+	}
+	check("blk.0.attn_q.weight", 1.0/16, 0)
+	check("blk.1.ffn_down.weight", 1/math.Sqrt(768), 0)
+	check("blk.0.attn_norm.weight", 0.1, 1)
+
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatalf("tokenizer: %v", err)
+	}
+	if tok.NumTokens() != 32000 || tok.Model() != "llama" {
+		t.Errorf("tokenizer: %d tokens, model %q", tok.NumTokens(), tok.Model())
+	}
+	text := "Hello, wörld! the cat"
+	ids, err := tok.Encode(text, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 2 || ids[0] != 1 {
+		t.Errorf("encode %q = %v, want BOS first", text, ids)
+	}
+	if got := tok.Decode(ids[1:]); got != text {
+		t.Errorf("decode(encode(%q)) = %q", text, got)
+	}
+}
+
+func TestSynthVocabFromFile(t *testing.T) {
+	sh := sharedDir(t)
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	synthMini(t, p, "--vocab", filepath.Join(sh, "vocab", "ggml-vocab-gpt-2.gguf"), "--type", "q8_0")
+	f, err := loader.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	toks, _ := f.Strings("tokenizer.ggml.tokens")
+	embd, _ := f.Tensor("token_embd.weight")
+	if len(toks) != 50257 || embd.Shape[1] != 50257 {
+		t.Errorf("%d tokens, token_embd %v; want 50257", len(toks), embd.Shape)
+	}
+	if m, _ := f.String("tokenizer.ggml.model"); m != "gpt2" {
+		t.Errorf("tokenizer model %q, want gpt2", m)
+	}
+	if embd.Type.String() != "Q8_0" {
+		t.Errorf("token_embd %v, want Q8_0", embd.Type)
+	}
+}
