@@ -242,3 +242,40 @@ func fileSize(p string) int64 {
 	}
 	return st.Size()
 }
+
+// TestRewriteIdentical writes every shared file back through the Writer:
+// llama.cpp wrote them, so the bytes must come out identical (same order,
+// same padding, GGUF v3).
+func TestRewriteIdentical(t *testing.T) {
+	dir := sharedDir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "models", "*.gguf"))
+	vocab, _ := filepath.Glob(filepath.Join(dir, "vocab", "*.gguf"))
+	for _, path := range append(files, vocab...) {
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := NewWriter()
+		for _, kv := range f.KV {
+			w.Set(kv.Key, kv.Value)
+		}
+		for i := range f.Tensors {
+			ti := &f.Tensors[i]
+			if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), f.Bytes()) {
+			i := 0
+			for i < min(buf.Len(), len(f.Bytes())) && buf.Bytes()[i] == f.Bytes()[i] {
+				i++
+			}
+			t.Errorf("%s: rewrite differs at byte %d (%d vs %d bytes)", filepath.Base(path), i, buf.Len(), len(f.Bytes()))
+		}
+		f.Close()
+	}
+}

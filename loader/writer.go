@@ -302,8 +302,10 @@ func (w *Writer) header() ([]byte, uint64, error) {
 		put64(&h, t.Offset)
 		off = alignUp(off+uint64(t.Size), align)
 	}
-	for uint64(h.Len())%align != 0 {
-		h.WriteByte(0)
+	// The data section starts aligned. A file without tensors has no data
+	// section and ends after its metadata (as llama.cpp's vocab files do).
+	if len(w.tensors) > 0 {
+		h.Write(make([]byte, alignUp(uint64(h.Len()), align)-uint64(h.Len())))
 	}
 	return h.Bytes(), align, nil
 }
