@@ -42,10 +42,10 @@ type PrefixStats struct {
 // the snapshot of the longest stored prefix and evaluates only the tokens
 // after it; at turn boundaries it stores a new snapshot with Put.
 //
-// Lookups cost O(len(tokens)): one pass computes the hash of every prefix,
-// then each distinct stored length (longest first) is probed with one map
-// lookup, and a candidate is confirmed by comparing its tokens, so a hash
-// collision can cost a miss but never returns a wrong snapshot.
+// Lookups cost O(len(tokens)): one pass hashes the prefixes at the stored
+// lengths, each distinct stored length (longest first) is probed with one
+// map lookup, and a candidate is confirmed by comparing its tokens, so a
+// hash collision can cost a miss but never returns a wrong snapshot.
 //
 // Concurrency: every method takes the PrefixCache's mutex, then the inner
 // cache's; evictions (which update the table of stored lengths) only happen
@@ -86,21 +86,28 @@ func (p *PrefixCache) evicted(k prefixKey, e *prefixEntry) {
 
 func descending(a, b int) int { return b - a }
 
-// prefixHashes returns h with h[i] the hash of tokens[:i+1] (FNV-1a over the
-// little-endian bytes of the ids).
-func prefixHashes(tokens []int32) []uint64 {
-	h := make([]uint64, len(tokens))
-	x := uint64(14695981039346656037)
-	for i, t := range tokens {
-		u := uint32(t)
-		for b := 0; b < 4; b++ {
-			x ^= uint64(u & 0xff)
-			x *= 1099511628211
-			u >>= 8
-		}
-		h[i] = x
+// hasher is FNV-1a over the little-endian bytes of token ids; its state
+// after i tokens is the hash of the first i tokens.
+type hasher uint64
+
+const hashSeed hasher = 14695981039346656037
+
+func (h hasher) add(t int32) hasher {
+	u := uint32(t)
+	for b := 0; b < 4; b++ {
+		h ^= hasher(u & 0xff)
+		h *= 1099511628211
+		u >>= 8
 	}
 	return h
+}
+
+func hashTokens(tokens []int32) uint64 {
+	h := hashSeed
+	for _, t := range tokens {
+		h = h.add(t)
+	}
+	return uint64(h)
 }
 
 // Put stores snap as the KV state after tokens (a copy of tokens is kept).
@@ -115,8 +122,7 @@ func (p *PrefixCache) Put(tokens []int32, snap Snapshot) bool {
 	if sb < 0 {
 		return false
 	}
-	h := prefixHashes(tokens)
-	key := prefixKey{len(tokens), h[len(h)-1]}
+	key := prefixKey{len(tokens), hashTokens(tokens)}
 	e := &prefixEntry{tokens: slices.Clone(tokens), snap: snap}
 	size := sb + 4*int64(len(tokens)) + prefixOverhead
 
@@ -144,13 +150,27 @@ func (p *PrefixCache) Longest(tokens []int32) (int, Snapshot) {
 	defer p.mu.Unlock()
 	p.st.TokensLookedUp += int64(len(tokens))
 	if len(tokens) > 0 && len(p.byLen) > 0 {
-		h := prefixHashes(tokens)
+		// One pass over tokens, keeping the hash at each stored length
+		// (byLen is descending, so walk it from the end).
+		hs := make([]uint64, len(p.byLen))
+		j := len(p.byLen) - 1
+		h := hashSeed
+		for i, t := range tokens {
+			if j < 0 {
+				break
+			}
+			h = h.add(t)
+			if i+1 == p.byLen[j] {
+				hs[j] = uint64(h)
+				j--
+			}
+		}
 		p.c.mu.Lock()
-		for _, n := range p.byLen {
+		for k, n := range p.byLen {
 			if n > len(tokens) {
 				continue
 			}
-			e, ok := p.c.peek(prefixKey{n, h[n-1]})
+			e, ok := p.c.peek(prefixKey{n, hs[k]})
 			if !ok || !slices.Equal(e.tokens, tokens[:n]) {
 				continue
 			}

@@ -95,11 +95,10 @@ func TestPrefixCollisionIsVerified(t *testing.T) {
 	real := []int32{5, 6, 7}
 	p.Put(real, sizedSnap{"real", 10})
 	q := []int32{1, 2, 3, 4}
-	h := prefixHashes(q)
 	// Forge an entry filed under q[:3]'s hash but holding other tokens.
 	p.mu.Lock()
 	p.c.mu.Lock()
-	p.c.insert(prefixKey{3, h[2]}, &prefixEntry{tokens: []int32{9, 9, 9}, snap: sizedSnap{"forged", 10}}, 100, 0)
+	p.c.insert(prefixKey{3, hashTokens(q[:3])}, &prefixEntry{tokens: []int32{9, 9, 9}, snap: sizedSnap{"forged", 10}}, 100, 0)
 	p.c.mu.Unlock()
 	p.mu.Unlock()
 	if n, snap := p.Longest(q); n != 0 || snap != nil {
