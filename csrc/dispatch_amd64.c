@@ -1,10 +1,49 @@
 /* dispatch_amd64.c — x86-64 hooks: which SIMD kernel serves (impl, type).
  * Only called with impl != K_IMPL_REF; Go enables an impl only when the CPU
- * has its features (AVX2+FMA+F16C for K_IMPL_AVX2). */
-#include "kernels.h"
+ * has its features (AVX2+FMA+F16C for K_IMPL_AVX2). NULL = use ref. */
+#include "kernels_avx2_amd64.h"
 
-k_dequant_fn k_arch_get_dequant(int impl, int type) { (void)impl; (void)type; return NULL; }
-k_dot_fn k_arch_get_dot(int impl, int wtype) { (void)impl; (void)wtype; return NULL; }
-k_quantize_fn k_arch_get_quantize(int impl, int act) { (void)impl; (void)act; return NULL; }
+k_dequant_fn k_arch_get_dequant(int impl, int type) {
+    if (impl != K_IMPL_AVX2) return NULL;
+    switch (type) {
+    case K_F16:  return k_dequant_f16_avx2;
+    case K_Q4_0: return k_dequant_q4_0_avx2;
+    case K_Q8_0: return k_dequant_q8_0_avx2;
+    case K_Q4_K: return k_dequant_q4_k_avx2;
+    case K_Q5_K: return k_dequant_q5_k_avx2;
+    case K_Q6_K: return k_dequant_q6_k_avx2;
+    default:     return NULL;
+    }
+}
+
+k_dot_fn k_arch_get_dot(int impl, int wtype) {
+    if (impl != K_IMPL_AVX2) return NULL;
+    switch (wtype) {
+    case K_F32:  return k_dot_f32_f32_avx2;
+    case K_F16:  return k_dot_f16_f16_avx2;
+    case K_BF16: return k_dot_bf16_f32_avx2;
+    case K_Q4_0: return k_dot_q4_0_q8_0_avx2;
+    case K_Q4_1: return k_dot_q4_1_q8_0_avx2;
+    case K_Q5_0: return k_dot_q5_0_q8_0_avx2;
+    case K_Q5_1: return k_dot_q5_1_q8_0_avx2;
+    case K_Q8_0: return k_dot_q8_0_q8_0_avx2;
+    case K_Q4_K: return k_dot_q4_k_q8_k_avx2;
+    case K_Q5_K: return k_dot_q5_k_q8_k_avx2;
+    case K_Q6_K: return k_dot_q6_k_q8_k_avx2;
+    default:     return NULL;
+    }
+}
+
+k_quantize_fn k_arch_get_quantize(int impl, int act) {
+    if (impl != K_IMPL_AVX2) return NULL;
+    switch (act) {
+    case K_Q8_K: return k_quantize_q8_k_avx2;
+    case K_Q8_0: return k_quantize_q8_0_avx2;
+    case K_F16:  return k_quantize_f16_avx2;
+    default:     return NULL;
+    }
+}
+
 k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) { (void)impl; (void)wtype; return NULL; }
+
 const k_arch_ops *k_arch_get_ops(int impl) { (void)impl; return NULL; }

@@ -1,0 +1,112 @@
+/*
+ * kernels_avx2_amd64.h — prototypes of the x86-64 SIMD kernels (private to
+ * csrc). Same signatures as the _ref kernels in kernels.h, which are the
+ * specification each one is tested against (kernels/..._test.go).
+ *
+ * Every function is compiled with __attribute__((target(K_AVX2))) so the
+ * package builds with plain -O2; dispatch_amd64.c hands them out only when Go
+ * has seen AVX2+FMA+F16C on this CPU.
+ *
+ * Floating point: dequant kernels must be bit-identical to ref, so they
+ * multiply and subtract separately (no FMA) and rely on -std=c11 (GCC then
+ * defaults to -ffp-contract=off, so mul+sub is never fused).
+ */
+#ifndef WOOLLY_KERNELS_AVX2_AMD64_H
+#define WOOLLY_KERNELS_AVX2_AMD64_H
+
+#include <immintrin.h>
+#include "kernels.h"
+
+#define K_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+void k_dequant_f16_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q4_0_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q8_0_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q4_k_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n);
+
+void k_quantize_q8_k_avx2(const float *x, void *dst, int64_t n);
+void k_quantize_q8_0_avx2(const float *x, void *dst, int64_t n);
+void k_quantize_f16_avx2(const float *x, void *dst, int64_t n);
+
+float k_dot_q4_k_q8_k_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q5_k_q8_k_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q4_1_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q5_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q5_1_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_f16_f16_avx2(int64_t n, const void *w, const void *a);
+float k_dot_f32_f32_avx2(int64_t n, const void *w, const void *a);
+float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a);
+
+/* ---- shared helpers ---- */
+
+K_AVX2 static inline float k_hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+K_AVX2 static inline float k_hsum128_avx2(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+K_AVX2 static inline float k_hmax_avx2(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+K_AVX2 static inline float k_h2f_avx2(k_half h) { return _cvtsh_ss(h); }
+
+/* signed x signed byte dot: 8 int32 lanes, each the sum of 4 products.
+ * x may be -128; y must not be (activations are in [-127, 127]). */
+K_AVX2 static inline __m256i k_dot_i8_avx2(__m256i x, __m256i y) {
+    const __m256i ax = _mm256_sign_epi8(x, x);
+    const __m256i sy = _mm256_sign_epi8(y, x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+
+/* unsigned x signed byte dot (x < 128): 8 int32 lanes */
+K_AVX2 static inline __m256i k_dot_u8i8_avx2(__m256i x, __m256i y) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
+}
+
+/* 16 bytes of packed nibbles -> 32 bytes 0..15: element j < 16 from the low
+ * nibble of byte j, element j+16 from its high nibble (Q4_0 order). */
+K_AVX2 static inline __m256i k_nibbles32_avx2(const uint8_t *qs) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bits -> 32 bytes, 0xFF where bit j is set. */
+K_AVX2 static inline __m256i k_bits32_avx2(const uint8_t *qh4) {
+    uint32_t qh;
+    __builtin_memcpy(&qh, qh4, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                           0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* Q4_K/Q5_K packed scales -> 8 scales in bytes 0..7, 8 mins in bytes 8..15. */
+static inline void k_q4k_unpack_scales(const uint8_t *scales, uint32_t u[4]) {
+    __builtin_memcpy(u, scales, 12);
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);   /* mins 4..7   */
+    const uint32_t m03 = u[1] & k1;                          /* mins 0..3   */
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);          /* scales 4..7 */
+    u[2] = m03;
+    u[0] &= k1;                                              /* scales 0..3 */
+}
+
+#endif

@@ -1,0 +1,134 @@
+package kernels
+
+import (
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// simdImpls are the non-reference kernel sets this CPU can run.
+func simdImpls(t *testing.T) []string {
+	av := Available()[1:]
+	if len(av) == 0 {
+		t.Skip("no SIMD kernel set on this CPU")
+	}
+	return av
+}
+
+// Every SIMD dequantizer gives the same bits as ref, on random, all-zero and
+// extreme-scale blocks (max f16, subnormal f16, negative scales).
+func TestDequantImplsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewSource(10))
+	for _, impl := range simdImpls(t) {
+		for _, ty := range weightTypes {
+			for _, n := range blocksFor(ty) {
+				for style := 0; style < 3; style++ {
+					src := randomRow(ty, n, rng, style)
+					want, got := make([]float32, n), make([]float32, n)
+					withImpl(t, "ref", func() { require.NoError(t, Dequant(ty, src, want)) })
+					withImpl(t, impl, func() { require.NoError(t, Dequant(ty, src, got)) })
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("%s %v n=%d style=%d elem %d: %g (%#x) != ref %g (%#x)", impl, ty, n, style, i,
+								got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Every SIMD activation quantizer gives the same bytes as ref, including f16
+// subnormals and overflow for F16.
+func TestQuantizeImplsSameBytes(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for _, impl := range simdImpls(t) {
+		for _, act := range []Type{Q8_K, Q8_0, F16} {
+			lens := []int{0, 256, 512, 2048}
+			if act == F16 {
+				lens = vecLens
+			}
+			for _, n := range lens {
+				for name, x := range actInputs(n, rng) {
+					if act == F16 && name == "tiny" {
+						for i := range x {
+							x[i] *= 1e24 // ~1e-6: f16 subnormals
+						}
+					}
+					rb, _ := act.RowBytes(int64(n))
+					want, got := make([]byte, rb), make([]byte, rb)
+					withImpl(t, "ref", func() { require.NoError(t, QuantizeAct(act, x, want)) })
+					withImpl(t, impl, func() { require.NoError(t, QuantizeAct(act, x, got)) })
+					require.Equal(t, want, got, "%s %v %s n=%d", impl, act, name, n)
+				}
+			}
+		}
+	}
+}
+
+// SIMD dots agree with ref within a relative tolerance of sum |w_i a_i|:
+// both compute exact integer block sums, only the f32 order differs.
+func TestDotImplsVsRef(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	for _, impl := range simdImpls(t) {
+		for _, wt := range weightTypes {
+			for _, n := range blocksFor(wt) {
+				if n == 0 {
+					continue
+				}
+				for style := 0; style < 3; style++ {
+					for name, x := range actInputs(n, rng) {
+						w := randomRow(wt, n, rng, style)
+						rb, _ := wt.RowBytes(int64(n))
+						a, af := actFor(t, wt, x)
+						wf := make([]float32, n)
+						require.NoError(t, Dequant(wt, w, wf))
+						_, abs := exactDot(wf, af)
+						if math.IsInf(abs, 0) || math.IsNaN(abs) || abs > 1e37 {
+							continue
+						}
+						var want, got [1]float32
+						withImpl(t, "ref", func() { require.NoError(t, MatVec(wt, n, w, int(rb), a, want[:], 0, 1)) })
+						withImpl(t, impl, func() { require.NoError(t, MatVec(wt, n, w, int(rb), a, got[:], 0, 1)) })
+						if d := math.Abs(float64(got[0] - want[0])); d > dotTol(abs) {
+							t.Fatalf("%s %v n=%d style=%d act=%s: %g vs ref %g (|diff| %g > %g)", impl, wt, n, style, name, got[0], want[0], d, dotTol(abs))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// The child half of TestDispatchFallback: prints the active set.
+func TestPrintImplChild(t *testing.T) {
+	if os.Getenv("WOOLLY_KERNELS_CHILD") != "1" {
+		t.Skip("run by TestDispatchFallback")
+	}
+	t.Logf("IMPL=%s", Impl())
+}
+
+// GODEBUG=cpu.avx2=off and WOOLLY_KERNELS=ref both make init choose ref.
+func TestDispatchFallback(t *testing.T) {
+	if Available()[len(Available())-1] == "ref" {
+		t.Skip("only ref on this CPU")
+	}
+	for _, env := range []string{"GODEBUG=cpu.avx2=off", "WOOLLY_KERNELS=ref"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPrintImplChild$", "-test.v")
+		cmd.Env = append(os.Environ(), "WOOLLY_KERNELS_CHILD=1", env)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		require.True(t, strings.Contains(string(out), "IMPL=ref"), "%s: %s", env, out)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPrintImplChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "WOOLLY_KERNELS_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "IMPL="+Available()[len(Available())-1])
+}
