@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"time"
+)
+
+// Backend loads and inspects model files. RuntimeBackend is the real one.
+type Backend interface {
+	// Load opens a model file for generation; threads 0 means the default.
+	Load(path string, threads int) (Model, error)
+	// Inspect reads a model file's metadata without preparing it for inference.
+	Inspect(path string) (ModelMeta, error)
+}
+
+// Model is what the server needs from a loaded model. The server runs at most
+// one Generate at a time per Model.
+type Model interface {
+	Meta() ModelMeta
+	// Generate continues req.Prompt; onText receives the generated text piece
+	// by piece (pieces may be empty). An error from onText ends the generation.
+	Generate(ctx context.Context, req GenerateRequest, onText func(string) error) (*GenerateResult, error)
+	Close() error
+}
+
+// ModelMeta describes a model file.
+type ModelMeta struct {
+	Architecture  string
+	ContextLength int   // training context
+	NParams       int64 // number of weights
+	FileType      string
+	ChatTemplate  string // "" when the file has none
+	// Tokenizer facts needed to render chat templates (set by Load, may be
+	// empty from Inspect).
+	BOSText, EOSText string
+	AddBOS           bool
+}
+
+// GenerateRequest is one generation with its sampling settings.
+type GenerateRequest struct {
+	Prompt                            string
+	MaxTokens                         int // -1: until end of generation or the context is full
+	Temperature, TopP, MinP           float32
+	RepeatPenalty                     float32
+	FrequencyPenalty, PresencePenalty float32
+	TopK, RepeatLastN                 int
+	Seed                              int64 // < 0: random
+	Stop                              []string
+	NumCtx                            int // 0: the model's default
+}
+
+// GenerateResult is the outcome of a generation.
+type GenerateResult struct {
+	PromptTokens, Tokens int
+	StopReason           string // "stop", "length" or "cancel"
+	PromptDuration       time.Duration
+	GenDuration          time.Duration
+}
+
+// defaultRequest holds the sampling defaults (llama.cpp's, as `woolly run`).
+func defaultRequest() GenerateRequest {
+	return GenerateRequest{MaxTokens: -1, Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05,
+		RepeatPenalty: 1.0, RepeatLastN: 64, Seed: -1}
+}

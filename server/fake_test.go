@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// fakeBackend is a test-only backend: its models "generate" the words
+// w0 w1 w2 ... so tests can predict every byte of a response.
+type fakeBackend struct {
+	mu       sync.Mutex
+	loads    map[string]int
+	models   []*fakeModel
+	delay    time.Duration // per generated token
+	gate     chan struct{} // when set, each Generate waits for a value first
+	template string        // chat template of every model
+}
+
+func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
+
+func (b *fakeBackend) meta(path string) (ModelMeta, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ModelMeta{}, err
+	}
+	if strings.HasPrefix(string(data), "broken") {
+		return ModelMeta{}, errors.New("not a GGUF file")
+	}
+	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
+		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true}, nil
+}
+
+func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }
+
+func (b *fakeBackend) Load(path string, threads int) (Model, error) {
+	meta, err := b.meta(path)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.loads[path]++
+	m := &fakeModel{b: b, meta: meta, threads: threads}
+	b.models = append(b.models, m)
+	return m, nil
+}
+
+func (b *fakeBackend) loaded() (open int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.models {
+		if !m.closed.Load() {
+			open++
+		}
+	}
+	return open
+}
+
+func (b *fakeBackend) last() *fakeModel {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.models[len(b.models)-1]
+}
+
+type fakeModel struct {
+	b        *fakeBackend
+	meta     ModelMeta
+	threads  int
+	closed   atomic.Bool
+	running  atomic.Int32 // concurrent Generate calls (must stay <= 1)
+	maxRun   atomic.Int32
+	produced atomic.Int64 // tokens produced, all requests
+	mu       sync.Mutex
+	reqs     []GenerateRequest
+}
+
+func (m *fakeModel) Meta() ModelMeta { return m.meta }
+func (m *fakeModel) Close() error {
+	m.closed.Store(true)
+	return nil
+}
+
+func (m *fakeModel) lastReq() GenerateRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reqs[len(m.reqs)-1]
+}
+
+func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText func(string) error) (*GenerateResult, error) {
+	if m.closed.Load() {
+		return nil, errors.New("generate on a closed model")
+	}
+	n := m.running.Add(1)
+	defer m.running.Add(-1)
+	for {
+		old := m.maxRun.Load()
+		if n <= old || m.maxRun.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	m.mu.Lock()
+	m.reqs = append(m.reqs, req)
+	m.mu.Unlock()
+	if m.b.gate != nil {
+		select {
+		case <-m.b.gate:
+		case <-ctx.Done():
+			return &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), StopReason: "cancel"}, nil
+		}
+	}
+	res := &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), PromptDuration: time.Millisecond}
+	start := time.Now()
+	limit, reason := req.MaxTokens, "length"
+	if limit < 0 {
+		limit, reason = 5, "stop"
+	}
+	var text strings.Builder
+	for i := 0; i < limit; i++ {
+		if ctx.Err() != nil {
+			res.StopReason = "cancel"
+			res.GenDuration = time.Since(start)
+			return res, nil
+		}
+		if m.b.delay > 0 {
+			time.Sleep(m.b.delay)
+		}
+		piece := fmt.Sprintf(" w%d", i)
+		if i == 0 {
+			piece = "w0"
+		}
+		res.Tokens++
+		m.produced.Add(1)
+		text.WriteString(piece)
+		for _, s := range req.Stop {
+			if strings.Contains(text.String(), s) {
+				res.StopReason = "stop"
+				res.GenDuration = time.Since(start)
+				return res, nil
+			}
+		}
+		if err := onText(piece); err != nil {
+			res.StopReason = "cancel"
+			return res, err
+		}
+	}
+	res.StopReason = reason
+	res.GenDuration = time.Since(start)
+	return res, nil
+}
+
+// fakeText is what a fake model generates in n tokens.
+func fakeText(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "w%d", i)
+	}
+	return b.String()
+}

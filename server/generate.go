@@ -1,0 +1,201 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/woolly-llm/woolly/runtime/chat"
+)
+
+// job is one decoded generation request, whichever API it came from.
+type job struct {
+	model     string
+	messages  []chat.Message // a chat: rendered with the model's template
+	prompt    string         // a completion
+	system    string         // Ollama generate's system prompt
+	template  bool           // wrap prompt in the model's own chat template, if it has one
+	req       GenerateRequest
+	threads   int
+	keepAlive *time.Duration
+}
+
+// outcome is what a finished generation reports.
+type outcome struct {
+	model   string
+	res     *GenerateResult
+	loadDur time.Duration
+	start   time.Time
+}
+
+// run waits for the model, renders the prompt, calls begin (once the request
+// is known to be servable: the place to send headers) and generates, passing
+// each text piece to onText. An error returned before begin was called has
+// its HTTP status (see statusOf); after, it is for the stream.
+func (s *Server) run(ctx context.Context, j *job, begin func() error, onText func(string) error) (*outcome, error) {
+	out := &outcome{start: time.Now()}
+	l, err := s.models.acquire(ctx, j.model, j.threads)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release(j.keepAlive)
+	out.model, out.loadDur = l.e.name, l.loadDur
+	prompt, err := buildPrompt(l.e, j)
+	if err != nil {
+		return nil, err
+	}
+	if err := begin(); err != nil {
+		return nil, err
+	}
+	req := j.req
+	req.Prompt = prompt
+	res, err := l.model().Generate(ctx, req, onText)
+	s.metrics.generation(out.model, res)
+	out.res = res
+	if err != nil && res != nil && ctx.Err() != nil {
+		err = nil // canceled or timed out: the partial result stands
+	}
+	if res == nil && err == nil {
+		err = errors.New("generation returned no result")
+	}
+	return out, err
+}
+
+func buildPrompt(e *entry, j *job) (string, error) {
+	var msgs []chat.Message
+	switch {
+	case j.messages != nil:
+		if e.tmplErr != nil {
+			return "", &httpError{http.StatusInternalServerError, e.tmplErr.Error()}
+		}
+		msgs = j.messages
+	case j.template && e.tmpl != nil && !e.tmpl.Default:
+		if j.system != "" {
+			msgs = append(msgs, chat.Message{Role: "system", Content: j.system})
+		}
+		msgs = append(msgs, chat.Message{Role: "user", Content: j.prompt})
+	default:
+		if j.prompt == "" {
+			return "", badRequest("empty prompt")
+		}
+		return j.prompt, nil
+	}
+	p, err := e.tmpl.Render(msgs, true)
+	if err != nil {
+		return "", badRequest("%v", err)
+	}
+	// The tokenizer adds BOS itself; a template that writes it would double it.
+	if meta := e.model.Meta(); meta.AddBOS && meta.BOSText != "" {
+		p = strings.TrimPrefix(p, meta.BOSText)
+	}
+	return p, nil
+}
+
+// validate checks sampling settings common to every API.
+func validate(r *GenerateRequest) error {
+	switch {
+	case r.Temperature < 0:
+		return badRequest("temperature must be >= 0")
+	case r.TopP < 0 || r.TopP > 1:
+		return badRequest("top_p must be in [0, 1]")
+	case r.MinP < 0 || r.MinP > 1:
+		return badRequest("min_p must be in [0, 1]")
+	case r.TopK < 0:
+		return badRequest("top_k must be >= 0")
+	case r.RepeatPenalty < 0:
+		return badRequest("repeat_penalty must be >= 0")
+	case r.FrequencyPenalty < -2 || r.FrequencyPenalty > 2:
+		return badRequest("frequency_penalty must be in [-2, 2]")
+	case r.PresencePenalty < -2 || r.PresencePenalty > 2:
+		return badRequest("presence_penalty must be in [-2, 2]")
+	case r.NumCtx < 0:
+		return badRequest("num_ctx must be >= 0")
+	case r.RepeatLastN < -1:
+		return badRequest("repeat_last_n must be >= -1")
+	case len(r.Stop) > 16:
+		return badRequest("at most 16 stop strings")
+	}
+	for _, s := range r.Stop {
+		if s == "" {
+			return badRequest("empty stop string")
+		}
+	}
+	if r.MaxTokens < -1 { // Ollama's -2 (fill the context) is -1 here
+		r.MaxTokens = -1
+	}
+	return nil
+}
+
+// shapes turns a generation into one API's bodies.
+type shapes struct {
+	fam   family
+	sse   bool                                  // SSE frames ending in [DONE], else NDJSON lines
+	piece func(text string) any                 // a streamed chunk
+	final func(o *outcome, reason string) []any // the chunks closing a stream
+	whole func(o *outcome, text, reason string) any
+}
+
+// serve runs j and answers with sh, streaming or not.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming bool, sh shapes) {
+	if err := validate(&j.req); err != nil {
+		s.failErr(w, r, sh.fam, err)
+		return
+	}
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	var st *stream
+	var text strings.Builder
+	var sendErr error
+	begin := func() error {
+		if streaming {
+			st = newStream(w, sh.sse)
+		}
+		return nil
+	}
+	onText := func(t string) error {
+		if t == "" {
+			return nil
+		}
+		if !streaming {
+			text.WriteString(t)
+			return nil
+		}
+		sendErr = st.send(sh.piece(t))
+		return sendErr
+	}
+	out, err := s.run(ctx, j, begin, onText)
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if st == nil { // nothing sent yet: a plain status
+		switch {
+		case err != nil:
+			s.failErr(w, r, sh.fam, err)
+		case timedOut:
+			s.fail(w, r, sh.fam, http.StatusServiceUnavailable, "request timed out")
+		case r.Context().Err() != nil: // the client left
+		default:
+			writeJSON(w, http.StatusOK, sh.whole(out, text.String(), out.res.StopReason))
+		}
+		return
+	}
+	if sendErr != nil || r.Context().Err() != nil {
+		return // the client is gone
+	}
+	switch {
+	case err != nil:
+		st.send(errorBody(sh.fam, statusOf(err), err.Error()))
+		s.log.Printf("%s %s: generation failed: %v", r.Method, r.URL.Path, err)
+	case timedOut:
+		st.send(errorBody(sh.fam, http.StatusServiceUnavailable, "request timed out"))
+	default:
+		for _, f := range sh.final(out, out.res.StopReason) {
+			if st.send(f) != nil {
+				return
+			}
+		}
+	}
+	if sh.sse {
+		st.done()
+	}
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus series, on a registry of their own.
+type metrics struct {
+	reg          *prometheus.Registry
+	handler      http.Handler
+	requests     *prometheus.CounterVec   // route, code
+	latency      *prometheus.HistogramVec // route
+	promptTokens *prometheus.CounterVec   // model
+	genTokens    *prometheus.CounterVec   // model
+	tokPerSec    *prometheus.HistogramVec // model
+	queueDepth   prometheus.Gauge
+	modelsLoaded prometheus.Gauge
+	stats        *statsCollector
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "woolly_http_requests_total", Help: "HTTP requests by route and status code."}, []string{"route", "code"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "woolly_http_request_duration_seconds", Help: "Time to answer a request, streaming included.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"route"})
+	m.promptTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "woolly_prompt_tokens_total", Help: "Prompt tokens evaluated."}, []string{"model"})
+	m.genTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "woolly_generated_tokens_total", Help: "Tokens generated."}, []string{"model"})
+	m.tokPerSec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "woolly_generation_tokens_per_second", Help: "Generation speed of each request.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14)}, []string{"model"})
+	m.queueDepth = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "woolly_queue_depth", Help: "Requests waiting for a model."})
+	m.modelsLoaded = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "woolly_models_loaded", Help: "Models in memory."})
+	m.stats = &statsCollector{providers: map[string]func() map[string]float64{}}
+	m.reg.MustRegister(m.requests, m.latency, m.promptTokens, m.genTokens, m.tokPerSec, m.queueDepth,
+		m.modelsLoaded, m.stats, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+func (m *metrics) serve(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+
+func (m *metrics) request(route string, code int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *metrics) generation(model string, res *GenerateResult) {
+	if res == nil {
+		return
+	}
+	m.promptTokens.WithLabelValues(model).Add(float64(res.PromptTokens))
+	m.genTokens.WithLabelValues(model).Add(float64(res.Tokens))
+	if res.Tokens > 0 && res.GenDuration > 0 {
+		m.tokPerSec.WithLabelValues(model).Observe(float64(res.Tokens) / res.GenDuration.Seconds())
+	}
+}
+
+// RegisterStats exposes a statistics provider (the weight cache's, say) on
+// /metrics: each key k of provider() becomes the gauge woolly_<name>_<k>.
+// Registering a name again replaces its provider.
+func (s *Server) RegisterStats(name string, provider func() map[string]float64) {
+	s.metrics.stats.mu.Lock()
+	defer s.metrics.stats.mu.Unlock()
+	s.metrics.stats.providers[sanitize(name)] = provider
+}
+
+// statsCollector is an unchecked collector: its series are known only when
+// the providers are called.
+type statsCollector struct {
+	mu        sync.Mutex
+	providers map[string]func() map[string]float64
+}
+
+func (c *statsCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	names := make([]string, 0, len(c.providers))
+	for n := range c.providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fs := make([]func() map[string]float64, len(names))
+	for i, n := range names {
+		fs[i] = c.providers[n]
+	}
+	c.mu.Unlock()
+	for i, f := range fs {
+		for k, v := range f() {
+			fq := "woolly_" + names[i] + "_" + sanitize(k)
+			desc := prometheus.NewDesc(fq, "Statistic "+k+" of "+names[i]+".", nil, nil)
+			if mt, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, v); err == nil {
+				ch <- mt
+			}
+		}
+	}
+}
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+
+func sanitize(s string) string { return unsafeName.ReplaceAllString(s, "_") }

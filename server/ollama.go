@@ -1,0 +1,329 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/woolly-llm/woolly/runtime/chat"
+)
+
+// The Ollama API: /api/generate, /api/chat, /api/tags, /api/show, /api/ps,
+// /api/version. Durations are in nanoseconds; streams are NDJSON.
+
+type ollamaOptions struct {
+	NumCtx           *int     `json:"num_ctx"`
+	NumPredict       *int     `json:"num_predict"`
+	Temperature      *float32 `json:"temperature"`
+	TopK             *int     `json:"top_k"`
+	TopP             *float32 `json:"top_p"`
+	MinP             *float32 `json:"min_p"`
+	Seed             *int64   `json:"seed"`
+	Stop             []string `json:"stop"`
+	RepeatPenalty    *float32 `json:"repeat_penalty"`
+	RepeatLastN      *int     `json:"repeat_last_n"`
+	FrequencyPenalty *float32 `json:"frequency_penalty"`
+	PresencePenalty  *float32 `json:"presence_penalty"`
+	NumThread        *int     `json:"num_thread"`
+}
+
+// keepAlive is Ollama's keep_alive: a duration string ("5m", "0", "-1") or
+// a number of seconds. Negative keeps the model loaded.
+type keepAlive struct{ d *time.Duration }
+
+func (k *keepAlive) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var d time.Duration
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case float64:
+		d = time.Duration(x * float64(time.Second))
+	case string:
+		var err error
+		if d, err = time.ParseDuration(x); err != nil {
+			n, err2 := strconv.ParseFloat(x, 64)
+			if err2 != nil {
+				return fmt.Errorf("keep_alive %q is neither a duration nor a number of seconds", x)
+			}
+			d = time.Duration(n * float64(time.Second))
+		}
+	default:
+		return fmt.Errorf("keep_alive must be a duration string or seconds")
+	}
+	if d < 0 {
+		d = -1
+	}
+	k.d = &d
+	return nil
+}
+
+type ollamaRequest struct {
+	Model     string          `json:"model"`
+	Name      string          `json:"name"` // older clients
+	Prompt    string          `json:"prompt"`
+	System    string          `json:"system"`
+	Raw       bool            `json:"raw"`
+	Messages  []chat.Message  `json:"messages"`
+	Stream    *bool           `json:"stream"`
+	Format    json.RawMessage `json:"format"`
+	Images    []string        `json:"images"`
+	Tools     json.RawMessage `json:"tools"`
+	Options   json.RawMessage `json:"options"`
+	KeepAlive keepAlive       `json:"keep_alive"`
+}
+
+// job checks the request and makes its job (messages nil for generate).
+func (q *ollamaRequest) job(chatReq bool) (*job, error) {
+	if q.Model == "" {
+		q.Model = q.Name
+	}
+	if f := strings.TrimSpace(string(q.Format)); f != "" && f != "null" && f != `""` {
+		return nil, badRequest("structured output (format) is not supported")
+	}
+	if len(q.Images) > 0 {
+		return nil, badRequest("images are not supported")
+	}
+	if t := strings.TrimSpace(string(q.Tools)); t != "" && t != "null" && t != "[]" {
+		return nil, badRequest("tools are not supported")
+	}
+	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d}
+	if chatReq {
+		j.messages = q.Messages
+		if j.messages == nil {
+			j.messages = []chat.Message{}
+		}
+	}
+	if len(q.Options) > 0 && string(q.Options) != "null" {
+		var o ollamaOptions
+		if err := json.Unmarshal(q.Options, &o); err != nil {
+			return nil, badRequest("invalid options: %v", err)
+		}
+		setInt(&j.req.NumCtx, o.NumCtx)
+		setInt(&j.req.MaxTokens, o.NumPredict)
+		setF(&j.req.Temperature, o.Temperature)
+		setInt(&j.req.TopK, o.TopK)
+		setF(&j.req.TopP, o.TopP)
+		setF(&j.req.MinP, o.MinP)
+		setF(&j.req.RepeatPenalty, o.RepeatPenalty)
+		setInt(&j.req.RepeatLastN, o.RepeatLastN)
+		setF(&j.req.FrequencyPenalty, o.FrequencyPenalty)
+		setF(&j.req.PresencePenalty, o.PresencePenalty)
+		setInt(&j.threads, o.NumThread)
+		if o.Seed != nil {
+			j.req.Seed = *o.Seed
+		}
+		if o.Stop != nil {
+			j.req.Stop = o.Stop
+		}
+		if j.threads < 0 {
+			return nil, badRequest("num_thread must be >= 0")
+		}
+	}
+	if j.req.MaxTokens == 0 {
+		return nil, badRequest("num_predict must not be 0")
+	}
+	return j, nil
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setF(dst *float32, v *float32) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func nowStamp() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// ollamaStats are the final chunk's counters.
+func ollamaStats(m map[string]any, o *outcome, reason string) map[string]any {
+	m["done"] = true
+	m["done_reason"] = reason
+	m["total_duration"] = time.Since(o.start).Nanoseconds()
+	m["load_duration"] = o.loadDur.Nanoseconds()
+	m["prompt_eval_count"] = o.res.PromptTokens
+	m["prompt_eval_duration"] = o.res.PromptDuration.Nanoseconds()
+	m["eval_count"] = o.res.Tokens
+	m["eval_duration"] = o.res.GenDuration.Nanoseconds()
+	return m
+}
+
+func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, false) }
+func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request)     { s.ollama(w, r, true) }
+
+func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
+	var q ollamaRequest
+	if err := decode(r, &q, false); err != nil {
+		s.failErr(w, r, famOllama, err)
+		return
+	}
+	j, err := q.job(chatReq)
+	if err != nil {
+		s.failErr(w, r, famOllama, err)
+		return
+	}
+	if (chatReq && len(j.messages) == 0) || (!chatReq && j.prompt == "") {
+		s.ollamaLoad(w, r, j, chatReq)
+		return
+	}
+	model := q.Model
+	body := func(text string) map[string]any {
+		m := map[string]any{"model": model, "created_at": nowStamp()}
+		if chatReq {
+			m["message"] = map[string]any{"role": "assistant", "content": text}
+		} else {
+			m["response"] = text
+		}
+		return m
+	}
+	s.serve(w, r, j, q.Stream == nil || *q.Stream, shapes{
+		fam: famOllama,
+		piece: func(t string) any {
+			m := body(t)
+			m["done"] = false
+			return m
+		},
+		final: func(o *outcome, reason string) []any { return []any{ollamaStats(body(""), o, reason)} },
+		whole: func(o *outcome, text, reason string) any { return ollamaStats(body(text), o, reason) },
+	})
+}
+
+// ollamaLoad answers a request without a prompt: Ollama's way to load a
+// model, or to unload it with keep_alive 0.
+func (s *Server) ollamaLoad(w http.ResponseWriter, r *http.Request, j *job, chatReq bool) {
+	resp := map[string]any{"model": j.model, "created_at": nowStamp(), "done": true}
+	if chatReq {
+		resp["message"] = map[string]any{"role": "assistant", "content": ""}
+	} else {
+		resp["response"] = ""
+	}
+	if j.keepAlive != nil && *j.keepAlive == 0 {
+		if err := s.models.unload(j.model); err != nil {
+			s.failErr(w, r, famOllama, err)
+			return
+		}
+		resp["done_reason"] = "unload"
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	l, err := s.models.acquire(ctx, j.model, j.threads)
+	if err != nil {
+		s.failErr(w, r, famOllama, err)
+		return
+	}
+	l.release(j.keepAlive)
+	resp["done_reason"] = "load"
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// ollamaDetails is the "details" object of tags, show and ps.
+func ollamaDetails(m ModelMeta) map[string]any {
+	fam := m.Architecture
+	var fams []string
+	if fam != "" {
+		fams = []string{fam}
+	}
+	return map[string]any{"parent_model": "", "format": "gguf", "family": fam, "families": fams,
+		"parameter_size": paramSize(m.NParams), "quantization_level": m.FileType}
+}
+
+// paramSize writes a parameter count the way Ollama shows it: 9.3M, 7.2B.
+func paramSize(n int64) string {
+	f := float64(n)
+	switch {
+	case n >= 1e9:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", f/1e9), ".0") + "B"
+	case n >= 1e6:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", f/1e6), ".0") + "M"
+	case n >= 1e3:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", f/1e3), ".0") + "K"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (s *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
+	ls, err := s.models.list()
+	if err != nil {
+		s.failErr(w, r, famOllama, err)
+		return
+	}
+	models := []any{}
+	for _, l := range ls {
+		models = append(models, map[string]any{
+			"name": l.Name + ":latest", "model": l.Name + ":latest",
+			"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano), "size": l.Size,
+			"digest": s.models.digest(l.File), "details": ollamaDetails(l.Meta),
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"models": models})
+}
+
+func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Model string `json:"model"`
+		Name  string `json:"name"`
+	}
+	if err := decode(r, &q, false); err != nil {
+		s.failErr(w, r, famOllama, err)
+		return
+	}
+	if q.Model == "" {
+		q.Model = q.Name
+	}
+	l, err := s.models.describe(q.Model)
+	if err == nil && l.MetaErr != nil {
+		err = l.MetaErr
+	}
+	if err != nil {
+		s.failErr(w, r, famOllama, err)
+		return
+	}
+	m := l.Meta
+	info := map[string]any{"general.architecture": m.Architecture, "general.parameter_count": m.NParams,
+		"general.file_type": m.FileType}
+	if m.Architecture != "" {
+		info[m.Architecture+".context_length"] = m.ContextLength
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"license": "", "modelfile": "", "parameters": "", "template": m.ChatTemplate,
+		"details": ollamaDetails(m), "model_info": info, "capabilities": []string{"completion"},
+		"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano),
+	})
+}
+
+func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
+	models := []any{}
+	for _, m := range s.models.running() {
+		l, err := s.models.describe(m.Name)
+		if err != nil {
+			continue
+		}
+		exp := m.Expires
+		if exp.IsZero() {
+			exp = time.Now().AddDate(100, 0, 0) // kept loaded
+		}
+		models = append(models, map[string]any{
+			"name": m.Name + ":latest", "model": m.Name + ":latest", "size": l.Size,
+			"digest": s.models.digest(l.File), "details": ollamaDetails(m.Meta),
+			"expires_at": exp.UTC().Format(time.RFC3339Nano), "size_vram": 0,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"models": models})
+}
+
+func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"version": Version})
+}

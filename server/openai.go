@@ -1,0 +1,249 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/woolly-llm/woolly/runtime/chat"
+)
+
+// The OpenAI API: /v1/chat/completions, /v1/completions, /v1/models.
+// Streams are SSE frames ending in "data: [DONE]".
+
+// stringList is a string or a list of strings (OpenAI's stop and prompt).
+type stringList []string
+
+func (s *stringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stringList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("expected a string or a list of strings")
+	}
+	*s = many
+	return nil
+}
+
+// openaiContent is a message's content: a string, or a list of parts of
+// which only text parts are supported.
+type openaiContent string
+
+func (c *openaiContent) UnmarshalJSON(b []byte) error {
+	var s *string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s != nil {
+			*c = openaiContent(*s)
+		}
+		return nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return errors.New("content must be a string or a list of parts")
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return errors.New("only text content parts are supported, not " + p.Type)
+		}
+		sb.WriteString(p.Text)
+	}
+	*c = openaiContent(sb.String())
+	return nil
+}
+
+type openaiRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string        `json:"role"`
+		Content openaiContent `json:"content"`
+	} `json:"messages"`
+	Prompt        *stringList `json:"prompt"`
+	Stream        bool        `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float32        `json:"temperature"`
+	TopP                *float32        `json:"top_p"`
+	TopK                *int            `json:"top_k"`
+	MinP                *float32        `json:"min_p"`
+	Stop                stringList      `json:"stop"`
+	Seed                *int64          `json:"seed"`
+	FrequencyPenalty    *float32        `json:"frequency_penalty"`
+	PresencePenalty     *float32        `json:"presence_penalty"`
+	RepeatPenalty       *float32        `json:"repeat_penalty"`
+	N                   *int            `json:"n"`
+	Tools               json.RawMessage `json:"tools"`
+}
+
+func (q *openaiRequest) job(chatReq bool) (*job, error) {
+	if q.Model == "" {
+		return nil, badRequest("model is required")
+	}
+	if q.N != nil && *q.N != 1 {
+		return nil, badRequest("n must be 1")
+	}
+	if t := strings.TrimSpace(string(q.Tools)); t != "" && t != "null" && t != "[]" {
+		return nil, badRequest("tools are not supported")
+	}
+	j := &job{model: q.Model, req: defaultRequest()}
+	if chatReq {
+		if len(q.Messages) == 0 {
+			return nil, badRequest("messages must not be empty")
+		}
+		for _, m := range q.Messages {
+			role := m.Role
+			if role == "developer" {
+				role = "system"
+			}
+			if role == "" {
+				return nil, badRequest("message without a role")
+			}
+			j.messages = append(j.messages, chat.Message{Role: role, Content: string(m.Content)})
+		}
+	} else {
+		if q.Prompt == nil || len(*q.Prompt) != 1 {
+			return nil, badRequest("prompt must be one string")
+		}
+		j.prompt = (*q.Prompt)[0]
+		j.req.MaxTokens = 16 // OpenAI's default for completions
+	}
+	for _, v := range []*int{q.MaxTokens, q.MaxCompletionTokens} {
+		if v != nil {
+			if *v < 1 {
+				return nil, badRequest("max_tokens must be >= 1")
+			}
+			j.req.MaxTokens = *v
+		}
+	}
+	setF(&j.req.Temperature, q.Temperature)
+	setF(&j.req.TopP, q.TopP)
+	setInt(&j.req.TopK, q.TopK)
+	setF(&j.req.MinP, q.MinP)
+	setF(&j.req.FrequencyPenalty, q.FrequencyPenalty)
+	setF(&j.req.PresencePenalty, q.PresencePenalty)
+	setF(&j.req.RepeatPenalty, q.RepeatPenalty)
+	if q.Seed != nil {
+		j.req.Seed = *q.Seed
+	}
+	j.req.Stop = q.Stop
+	return j, nil
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func usage(o *outcome) map[string]any {
+	return map[string]any{"prompt_tokens": o.res.PromptTokens, "completion_tokens": o.res.Tokens,
+		"total_tokens": o.res.PromptTokens + o.res.Tokens}
+}
+
+func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request)        { s.openai(w, r, true) }
+func (s *Server) openaiCompletions(w http.ResponseWriter, r *http.Request) { s.openai(w, r, false) }
+
+func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
+	var q openaiRequest
+	if err := decode(r, &q, false); err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return
+	}
+	j, err := q.job(chatReq)
+	if err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return
+	}
+	id, created, model := newID("cmpl-"), time.Now().Unix(), q.Model
+	object, chunkObject := "text_completion", "text_completion"
+	if chatReq {
+		id, object, chunkObject = newID("chatcmpl-"), "chat.completion", "chat.completion.chunk"
+	}
+	frame := func(choice map[string]any) map[string]any {
+		return map[string]any{"id": id, "object": chunkObject, "created": created, "model": model,
+			"choices": []any{choice}}
+	}
+	first := true
+	s.serve(w, r, j, q.Stream, shapes{
+		fam: famOpenAI, sse: true,
+		piece: func(t string) any {
+			if !chatReq {
+				return frame(map[string]any{"index": 0, "text": t, "logprobs": nil, "finish_reason": nil})
+			}
+			delta := map[string]any{"content": t}
+			if first {
+				delta["role"], first = "assistant", false
+			}
+			return frame(map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil})
+		},
+		final: func(o *outcome, reason string) []any {
+			var last map[string]any
+			if chatReq {
+				delta := map[string]any{}
+				if first {
+					delta["role"] = "assistant"
+				}
+				last = frame(map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": reason})
+			} else {
+				last = frame(map[string]any{"index": 0, "text": "", "logprobs": nil, "finish_reason": reason})
+			}
+			out := []any{last}
+			if q.StreamOptions != nil && q.StreamOptions.IncludeUsage {
+				u := frame(nil)
+				u["choices"] = []any{}
+				u["usage"] = usage(o)
+				out = append(out, u)
+			}
+			return out
+		},
+		whole: func(o *outcome, text, reason string) any {
+			choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": reason}
+			if chatReq {
+				choice["message"] = map[string]any{"role": "assistant", "content": text}
+			} else {
+				choice["text"] = text
+			}
+			return map[string]any{"id": id, "object": object, "created": created, "model": model,
+				"choices": []any{choice}, "usage": usage(o)}
+		},
+	})
+}
+
+func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
+	ls, err := s.models.list()
+	if err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return
+	}
+	data := []any{}
+	for _, l := range ls {
+		data = append(data, openaiModel(l))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func openaiModel(l listing) map[string]any {
+	return map[string]any{"id": l.Name, "object": "model", "created": l.ModTime.Unix(), "owned_by": "woolly"}
+}
+
+func (s *Server) openaiModel(w http.ResponseWriter, r *http.Request) {
+	l, err := s.models.describe(r.PathValue("model"))
+	if err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, openaiModel(l))
+}

@@ -1,0 +1,363 @@
+// Package server is Woolly's HTTP API: the Ollama API, the OpenAI API, the
+// routes of the Ole desktop client, and Prometheus metrics, over models
+// loaded on demand from one directory.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Version is reported by /api/version and /api/v1/health.
+const Version = "0.1.0"
+
+// Config holds the server's settings. Zero values get the defaults noted.
+type Config struct {
+	ModelsDir    string        // directory of *.gguf files (required)
+	APIKey       string        // when set, required on every route but /metrics and /api/v1/health
+	CORSOrigins  []string      // allowed browser origins ("*" allows any); none by default
+	MaxQueue     int           // requests allowed to wait for a model; 0: 64; < 0: none may wait
+	Timeout      time.Duration // per-request limit, queueing included; 0: none
+	KeepAlive    time.Duration // idle time before a model is unloaded; 0: 5m; < 0: never
+	Threads      int           // threads per model; 0: the runtime's default
+	MaxBodyBytes int64         // request body limit; 0: 8 MiB
+	Logger       *log.Logger   // nil: discard
+}
+
+// Server answers the HTTP API. Create it with New; call Close after the
+// HTTP server has shut down to unload the models.
+type Server struct {
+	cfg     Config
+	log     *log.Logger
+	models  *registry
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// New checks cfg and makes a server over backend.
+func New(cfg Config, backend Backend) (*Server, error) {
+	if cfg.ModelsDir == "" {
+		return nil, errors.New("server: no models directory")
+	}
+	if backend == nil {
+		return nil, errors.New("server: no backend")
+	}
+	if cfg.MaxQueue == 0 {
+		cfg.MaxQueue = 64
+	} else if cfg.MaxQueue < 0 {
+		cfg.MaxQueue = 0
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = 5 * time.Minute
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 8 << 20
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = log.New(io.Discard, "", 0)
+	}
+	s.metrics = newMetrics()
+	reg, err := newRegistry(cfg, backend, s.metrics, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.models = reg
+	s.routes()
+	return s, nil
+}
+
+// Close unloads every model.
+func (s *Server) Close() error { return s.models.close() }
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.cors(s.mux) }
+
+// API families differ in their error bodies.
+type family int
+
+const (
+	famOllama family = iota
+	famOpenAI
+	famOle
+)
+
+func (s *Server) routes() {
+	s.handle(famOllama, "/{$}", false, s.root, "GET", "HEAD")
+	s.handle(famOllama, "/api/generate", false, s.ollamaGenerate, "POST")
+	s.handle(famOllama, "/api/chat", false, s.ollamaChat, "POST")
+	s.handle(famOllama, "/api/tags", false, s.ollamaTags, "GET", "HEAD")
+	s.handle(famOllama, "/api/show", false, s.ollamaShow, "POST")
+	s.handle(famOllama, "/api/ps", false, s.ollamaPS, "GET", "HEAD")
+	s.handle(famOllama, "/api/version", false, s.ollamaVersion, "GET", "HEAD")
+
+	s.handle(famOpenAI, "/v1/chat/completions", false, s.openaiChat, "POST")
+	s.handle(famOpenAI, "/v1/completions", false, s.openaiCompletions, "POST")
+	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
+	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
+
+	s.handle(famOle, "/api/v1/health", true, s.oleHealth, "GET", "HEAD")
+	s.handle(famOle, "/api/v1/models", false, s.oleModels, "GET", "HEAD")
+	s.handle(famOle, "/api/v1/models/{name}/load", false, s.oleLoad, "POST")
+	s.handle(famOle, "/api/v1/inference/complete", false, s.oleComplete, "POST")
+	s.handle(famOle, "/api/v1/inference/chat", false, s.oleChat, "POST")
+
+	s.handle(famOllama, "/metrics", true, s.metrics.serve, "GET", "HEAD")
+	s.handle(famOllama, "/", false, func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, famOllama, http.StatusNotFound, "no route for "+r.URL.Path)
+	}, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+}
+
+// handle registers h for pattern with: request counting, the API-key check
+// (unless open), the method check (405), and the body size limit.
+func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFunc, methods ...string) {
+	route := pattern
+	if route == "/{$}" {
+		route = "/"
+	} else if route == "/" {
+		route = "other"
+	}
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		defer func() { s.metrics.request(route, rec.status, time.Since(start)) }()
+		ctx := context.WithValue(r.Context(), familyKey{}, fam)
+		r = r.WithContext(ctx)
+		if !open && !s.authorized(r) {
+			rec.Header().Set("WWW-Authenticate", "Bearer")
+			s.fail(rec, r, fam, http.StatusUnauthorized, "missing or invalid API key")
+			return
+		}
+		allowed := false
+		for _, m := range methods {
+			allowed = allowed || r.Method == m
+		}
+		if !allowed {
+			rec.Header().Set("Allow", strings.Join(methods, ", "))
+			s.fail(rec, r, fam, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			return
+		}
+		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
+		h(rec, r)
+	})
+}
+
+type familyKey struct{}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.APIKey == "" {
+		return true
+	}
+	key := r.Header.Get("X-Api-Key")
+	if auth := r.Header.Get("Authorization"); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		key = strings.TrimSpace(auth[7:])
+	}
+	return subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
+}
+
+// cors answers preflight requests and marks responses for allowed origins.
+// Nothing is added for other origins, so browsers refuse them.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		ok := false
+		for _, o := range s.cfg.CORSOrigins {
+			ok = ok || (origin != "" && (o == "*" || o == origin))
+		}
+		if ok {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if ok {
+				h := w.Header()
+				h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Ole-Client")
+				h.Set("Access-Control-Max-Age", "600")
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	io.WriteString(w, "Woolly is running")
+}
+
+// fail writes an error in the family's shape (see errorBody).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status int, msg string) {
+	if status >= 500 {
+		s.log.Printf("%s %s: %d %s", r.Method, r.URL.Path, status, msg)
+	}
+	writeJSON(w, status, errorBody(fam, status, msg))
+}
+
+// errorBody is an error in the family's shape: Ollama {"error": msg}, OpenAI
+// {"error": {"message", "type", ...}}, Ole {"success": false, "message"}.
+func errorBody(fam family, status int, msg string) any {
+	switch fam {
+	case famOpenAI:
+		typ := "invalid_request_error"
+		switch {
+		case status == http.StatusUnauthorized:
+			typ = "authentication_error"
+		case status == http.StatusNotFound:
+			typ = "not_found_error"
+		case status >= 500:
+			typ = "server_error"
+		}
+		return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
+	case famOle:
+		return map[string]any{"success": false, "message": msg}
+	}
+	return map[string]any{"error": msg}
+}
+
+// failErr maps an error from the registry or decoding to its status.
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, fam family, err error) {
+	s.fail(w, r, fam, statusOf(err), err.Error())
+}
+
+func statusOf(err error) int {
+	var he *httpError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		return he.status
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.Canceled):
+		return 499 // client closed the request; nobody reads it
+	}
+	return http.StatusInternalServerError
+}
+
+// httpError is an error with its HTTP status.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
+}
+
+// decode reads a JSON body into v: 413 past the size limit, 400 when malformed.
+func decode(r *http.Request, v any, optional bool) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
+		}
+		return badRequest("reading request body: %v", err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		if optional {
+			return nil
+		}
+		return badRequest("empty request body; expected JSON")
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return badRequest("malformed JSON: %v", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// statusRecorder remembers the status for metrics; Unwrap keeps Flush working.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// stream writes NDJSON lines or SSE frames, flushing each.
+type stream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	sse bool
+}
+
+func newStream(w http.ResponseWriter, sse bool) *stream {
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+	} else {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	st := &stream{w: w, rc: http.NewResponseController(w), sse: sse}
+	st.rc.Flush()
+	return st
+}
+
+func (st *stream) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if st.sse {
+		b = append(append([]byte("data: "), b...), '\n', '\n')
+	} else {
+		b = append(b, '\n')
+	}
+	if _, err := st.w.Write(b); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}
+
+// done ends an SSE stream the OpenAI way.
+func (st *stream) done() {
+	io.WriteString(st.w, "data: [DONE]\n\n")
+	st.rc.Flush()
+}
+
+// requestContext applies the per-request timeout.
+func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	if s.cfg.Timeout > 0 {
+		return context.WithTimeout(r.Context(), s.cfg.Timeout)
+	}
+	return context.WithCancel(r.Context())
+}

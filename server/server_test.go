@@ -1,0 +1,769 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// newTestServer serves a temp models directory holding tiny.gguf,
+// other.gguf and broken.gguf (which fails to load) over a fake backend.
+func newTestServer(t *testing.T, cfg Config, b *fakeBackend) (*Server, *httptest.Server) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range map[string]string{"tiny.gguf": "GGUF tiny", "other.gguf": "GGUF other", "broken.gguf": "broken", "notes.txt": "x"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.ModelsDir = dir
+	s, err := New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	return s, ts
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+func do(t *testing.T, ts *httptest.Server, method, path, body string, hdr ...string) resp {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{res.StatusCode, res.Header, b}
+}
+
+func wantStatus(t *testing.T, r resp, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	}
+}
+
+// ndjson splits an NDJSON body into objects.
+func ndjson(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// sse splits an SSE body into its data payloads; it checks the framing and
+// that the stream ends with [DONE].
+func sse(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	frames := strings.Split(string(b), "\n\n")
+	if frames[len(frames)-1] != "" {
+		t.Fatalf("stream does not end with a blank line: %q", b)
+	}
+	frames = frames[:len(frames)-1]
+	if len(frames) == 0 || frames[len(frames)-1] != "data: [DONE]" {
+		t.Fatalf("stream does not end with data: [DONE]: %q", b)
+	}
+	var out []map[string]any
+	for _, f := range frames[:len(frames)-1] {
+		payload, ok := strings.CutPrefix(f, "data: ")
+		if !ok {
+			t.Fatalf("frame %q lacks data:", f)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(payload), &m); err != nil {
+			t.Fatalf("frame %q: %v", f, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestRootVersionAndUnknownRoutes(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	r := do(t, ts, "GET", "/", "")
+	wantStatus(t, r, 200)
+	if string(r.body) != "Woolly is running" {
+		t.Errorf("GET / = %q", r.body)
+	}
+	wantStatus(t, do(t, ts, "HEAD", "/", ""), 200)
+	r = do(t, ts, "GET", "/api/version", "")
+	wantStatus(t, r, 200)
+	if r.json(t)["version"] != Version {
+		t.Errorf("version %s", r.body)
+	}
+	r = do(t, ts, "GET", "/nope", "")
+	wantStatus(t, r, 404)
+	if r.json(t)["error"] == nil {
+		t.Errorf("404 body %s", r.body)
+	}
+	r = do(t, ts, "GET", "/api/generate", "")
+	wantStatus(t, r, 405)
+	if r.header.Get("Allow") != "POST" || r.json(t)["error"] == nil {
+		t.Errorf("405: Allow %q body %s", r.header.Get("Allow"), r.body)
+	}
+	r = do(t, ts, "DELETE", "/v1/models", "")
+	wantStatus(t, r, 405)
+	if r.json(t)["error"].(map[string]any)["message"] == nil {
+		t.Errorf("OpenAI 405 body %s", r.body)
+	}
+}
+
+func TestOllamaTagsShow(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	r := do(t, ts, "GET", "/api/tags", "")
+	wantStatus(t, r, 200)
+	var tags struct {
+		Models []struct {
+			Name, Model, Digest, ModifiedAt string
+			Size                            int64
+			Details                         map[string]any
+		}
+	}
+	json.Unmarshal(r.body, &tags)
+	// broken.gguf is listed too (it is a file of the directory); notes.txt is not.
+	var names []string
+	for _, m := range tags.Models {
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, ",") != "broken:latest,other:latest,tiny:latest" {
+		t.Fatalf("names %v", names)
+	}
+	tiny := tags.Models[2]
+	sum := sha256.Sum256([]byte("GGUF tiny"))
+	if tiny.Digest != hex.EncodeToString(sum[:]) || tiny.Size != 9 || tiny.Model != "tiny:latest" {
+		t.Errorf("tiny: %+v", tiny)
+	}
+	d := tiny.Details
+	if d["format"] != "gguf" || d["family"] != "fakearch" || d["parameter_size"] != "9.3M" || d["quantization_level"] != "Q8_0" {
+		t.Errorf("details %v", d)
+	}
+
+	r = do(t, ts, "POST", "/api/show", `{"model":"tiny:latest"}`)
+	wantStatus(t, r, 200)
+	info := r.json(t)["model_info"].(map[string]any)
+	if info["general.architecture"] != "fakearch" || info["fakearch.context_length"] != 512.0 {
+		t.Errorf("show %s", r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/api/show", `{"model":"missing"}`), 404)
+	wantStatus(t, do(t, ts, "POST", "/api/show", `{"model":`), 400)
+}
+
+func TestOllamaGenerate(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+
+	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"Once upon","stream":false,"options":{"num_predict":3,"temperature":0,"seed":7,"top_k":5,"top_p":0.5,"min_p":0.1,"repeat_penalty":1.2,"stop":["zz"],"num_ctx":128,"num_thread":2}}`)
+	wantStatus(t, r, 200)
+	m := r.json(t)
+	if m["response"] != fakeText(3) || m["done"] != true || m["done_reason"] != "length" || m["eval_count"] != 3.0 || m["prompt_eval_count"] != 2.0 || m["model"] != "tiny" {
+		t.Errorf("generate: %s", r.body)
+	}
+	for _, k := range []string{"total_duration", "load_duration", "prompt_eval_duration", "eval_duration"} {
+		if v, ok := m[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v", k, m[k])
+		}
+	}
+	fm := b.last()
+	got := fm.lastReq()
+	if got.Prompt != "Once upon" || got.MaxTokens != 3 || got.Temperature != 0 || got.Seed != 7 || got.TopK != 5 ||
+		got.TopP != 0.5 || got.MinP != 0.1 || got.RepeatPenalty != 1.2 || got.NumCtx != 128 || len(got.Stop) != 1 || fm.threads != 2 {
+		t.Errorf("request reached the model as %+v (threads %d)", got, fm.threads)
+	}
+
+	// Streaming is the default: one line per token, then the final one.
+	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny:latest","prompt":"x","options":{"num_predict":4}}`)
+	wantStatus(t, r, 200)
+	if ct := r.header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Errorf("content type %q", ct)
+	}
+	lines := ndjson(t, r.body)
+	if len(lines) != 5 {
+		t.Fatalf("%d lines: %s", len(lines), r.body)
+	}
+	var text string
+	for _, l := range lines[:4] {
+		if l["done"] != false {
+			t.Errorf("chunk %v", l)
+		}
+		text += l["response"].(string)
+	}
+	last := lines[4]
+	if text != fakeText(4) || last["done"] != true || last["done_reason"] != "length" || last["eval_count"] != 4.0 {
+		t.Errorf("stream text %q, last %v", text, last)
+	}
+	// Defaults: until end of generation.
+	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
+	if m := r.json(t); m["done_reason"] != "stop" || m["response"] != fakeText(5) {
+		t.Errorf("default generate %s", r.body)
+	}
+	if got := fm.lastReq(); got.MaxTokens != -1 || got.Temperature != 0.8 || got.Seed != -1 {
+		t.Errorf("defaults %+v", got)
+	}
+}
+
+func TestOllamaChatAndTemplates(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	// No template: ChatML.
+	r := do(t, ts, "POST", "/api/chat", `{"model":"tiny","stream":false,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"options":{"num_predict":2}}`)
+	wantStatus(t, r, 200)
+	m := r.json(t)
+	msg := m["message"].(map[string]any)
+	if msg["role"] != "assistant" || msg["content"] != fakeText(2) || m["done"] != true {
+		t.Errorf("chat %s", r.body)
+	}
+	want := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+	if p := b.last().lastReq().Prompt; p != want {
+		t.Errorf("prompt %q, want %q", p, want)
+	}
+	// Generate on a model without a template sends the prompt as is (tested
+	// above); streaming chat:
+	r = do(t, ts, "POST", "/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"options":{"num_predict":3}}`)
+	lines := ndjson(t, r.body)
+	if len(lines) != 4 || lines[3]["done"] != true || lines[0]["message"].(map[string]any)["content"] != "w0" {
+		t.Errorf("chat stream %s", r.body)
+	}
+
+	// A model with a template: Llama 3 (BOS written by the template is
+	// removed: the tokenizer adds it).
+	b2 := newFakeBackend()
+	b2.template = `{% for message in messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}`
+	_, ts2 := newTestServer(t, Config{}, b2)
+	r = do(t, ts2, "POST", "/api/generate", `{"model":"tiny","prompt":"Hi","system":"S","stream":false,"options":{"num_predict":1}}`)
+	wantStatus(t, r, 200)
+	want = "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+	if p := b2.last().lastReq().Prompt; p != want {
+		t.Errorf("templated generate prompt %q", p)
+	}
+	r = do(t, ts2, "POST", "/api/generate", `{"model":"tiny","prompt":"Hi","raw":true,"stream":false,"options":{"num_predict":1}}`)
+	if p := b2.last().lastReq().Prompt; p != "Hi" {
+		t.Errorf("raw prompt %q", p)
+	}
+
+	// A template that raises: 400 with its message.
+	b3 := newFakeBackend()
+	b3.template = `{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}`
+	_, ts3 := newTestServer(t, Config{}, b3)
+	r = do(t, ts3, "POST", "/api/chat", `{"model":"tiny","messages":[{"role":"system","content":"x"},{"role":"user","content":"y"}]}`)
+	wantStatus(t, r, 400)
+	if !strings.Contains(string(r.body), "System role not supported") {
+		t.Errorf("template error body %s", r.body)
+	}
+}
+
+func TestOllamaBadRequests(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"model":"tiny","prompt":`, 400},
+		{``, 400},
+		{`[1,2]`, 400},
+		{`{"model":"tiny","prompt":"x","options":{"temperature":"hot"}}`, 400},
+		{`{"model":"tiny","prompt":"x","options":{"temperature":-1}}`, 400},
+		{`{"model":"tiny","prompt":"x","options":{"top_p":2}}`, 400},
+		{`{"model":"tiny","prompt":"x","options":{"num_predict":0}}`, 400},
+		{`{"model":"tiny","prompt":"x","keep_alive":"soon"}`, 400},
+		{`{"model":"tiny","prompt":"x","format":"json"}`, 400},
+		{`{"model":"missing","prompt":"x"}`, 404},
+		{`{"model":"tiny:7b","prompt":"x"}`, 404},
+		{`{"model":"../tiny","prompt":"x"}`, 400},
+		{`{"model":"/etc/passwd","prompt":"x"}`, 400},
+		{`{"model":"a/b","prompt":"x"}`, 400},
+		{`{"model":"..","prompt":"x"}`, 400},
+		{`{"model":"","prompt":"x"}`, 400},
+		{`{"model":"broken","prompt":"x"}`, 500},
+	} {
+		r := do(t, ts, "POST", "/api/generate", c.body)
+		if r.status != c.status {
+			t.Errorf("%s: status %d, want %d (%s)", c.body, r.status, c.status, r.body)
+			continue
+		}
+		if _, ok := r.json(t)["error"].(string); !ok {
+			t.Errorf("%s: error body %s", c.body, r.body)
+		}
+	}
+}
+
+func TestKeepAliveLoadUnloadPS(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	// An empty prompt loads the model.
+	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`)
+	wantStatus(t, r, 200)
+	if r.json(t)["done_reason"] != "load" || b.loaded() != 1 {
+		t.Fatalf("load: %s, %d loaded", r.body, b.loaded())
+	}
+	r = do(t, ts, "GET", "/api/ps", "")
+	var ps struct{ Models []map[string]any }
+	json.Unmarshal(r.body, &ps)
+	if len(ps.Models) != 1 || ps.Models[0]["name"] != "tiny:latest" || ps.Models[0]["expires_at"] == nil {
+		t.Fatalf("ps %s", r.body)
+	}
+	// keep_alive 0 without a prompt unloads.
+	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny","keep_alive":0}`)
+	if r.json(t)["done_reason"] != "unload" || b.loaded() != 0 {
+		t.Fatalf("unload: %s, %d loaded", r.body, b.loaded())
+	}
+	// keep_alive 0 with a prompt: unloaded after the answer.
+	do(t, ts, "POST", "/api/chat", `{"model":"tiny","stream":false,"keep_alive":"0s","messages":[{"role":"user","content":"x"}]}`)
+	if b.loaded() != 0 {
+		t.Fatal("keep_alive 0 left the model loaded")
+	}
+	// A short keep-alive expires.
+	do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"keep_alive":"50ms"}`)
+	if b.loaded() != 1 {
+		t.Fatal("model not loaded")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for b.loaded() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b.loaded() != 0 {
+		t.Fatal("keep_alive 50ms: model still loaded")
+	}
+	// Numbers are seconds; negative keeps it.
+	do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"keep_alive":-1}`)
+	r = do(t, ts, "GET", "/api/ps", "")
+	json.Unmarshal(r.body, &ps)
+	if len(ps.Models) != 1 {
+		t.Fatalf("ps %s", r.body)
+	}
+}
+
+func TestOpenAIChat(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"developer","content":"S"},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"!"}]}],"max_tokens":3,"temperature":0.5,"top_p":0.9,"stop":"zz","seed":3,"frequency_penalty":0.5,"presence_penalty":-0.5}`)
+	wantStatus(t, r, 200)
+	var c struct {
+		ID, Object, Model string
+		Created           int64
+		Choices           []struct {
+			Index        int
+			Message      struct{ Role, Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct{ PromptTokens, CompletionTokens, TotalTokens int } `json:"usage"`
+	}
+	json.Unmarshal(r.body, &c)
+	if !strings.HasPrefix(c.ID, "chatcmpl-") || c.Object != "chat.completion" || c.Model != "tiny" || c.Created == 0 ||
+		len(c.Choices) != 1 || c.Choices[0].Message.Content != fakeText(3) || c.Choices[0].Message.Role != "assistant" ||
+		c.Choices[0].FinishReason != "length" {
+		t.Errorf("chat completion %s", r.body)
+	}
+	var u map[string]map[string]float64
+	json.Unmarshal(r.body, &u)
+	if u["usage"]["completion_tokens"] != 3 || u["usage"]["total_tokens"] != u["usage"]["prompt_tokens"]+3 {
+		t.Errorf("usage %v", u["usage"])
+	}
+	got := b.last().lastReq()
+	if got.Prompt != "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n" ||
+		got.Temperature != 0.5 || got.TopP != 0.9 || got.Seed != 3 || len(got.Stop) != 1 || got.Stop[0] != "zz" ||
+		got.FrequencyPenalty != 0.5 || got.PresencePenalty != -0.5 {
+		t.Errorf("request %+v", got)
+	}
+
+	// Streaming with usage.
+	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny:latest","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":2,"stream":true,"stream_options":{"include_usage":true},"stop":["a","b"]}`)
+	wantStatus(t, r, 200)
+	if ct := r.header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("content type %q", ct)
+	}
+	frames := sse(t, r.body)
+	if len(frames) != 4 {
+		t.Fatalf("%d frames: %s", len(frames), r.body)
+	}
+	d0 := frames[0]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+	d1 := frames[1]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+	if d0["role"] != "assistant" || d0["content"] != "w0" || d1["role"] != nil || d1["content"] != " w1" {
+		t.Errorf("deltas %v %v", d0, d1)
+	}
+	lastChoice := frames[2]["choices"].([]any)[0].(map[string]any)
+	if lastChoice["finish_reason"] != "length" || len(lastChoice["delta"].(map[string]any)) != 0 {
+		t.Errorf("final chunk %v", frames[2])
+	}
+	if frames[3]["usage"].(map[string]any)["completion_tokens"] != 2.0 || len(frames[3]["choices"].([]any)) != 0 {
+		t.Errorf("usage chunk %v", frames[3])
+	}
+	for _, f := range frames {
+		if f["object"] != "chat.completion.chunk" || f["id"] != frames[0]["id"] {
+			t.Errorf("frame %v", f)
+		}
+	}
+	// Without include_usage there is no usage chunk.
+	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":1,"stream":true}`)
+	if frames := sse(t, r.body); len(frames) != 2 {
+		t.Errorf("frames %s", r.body)
+	}
+
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"model":"tiny","messages":[]}`, 400},
+		{`{"model":"tiny","messages":[{"role":"user","content":"x"}],"n":2}`, 400},
+		{`{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":0}`, 400},
+		{`{"model":"tiny","messages":[{"role":"user","content":"x"}],"stop":5}`, 400},
+		{`{"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, 400},
+		{`{"model":"tiny","messages":[{"role":"user","content":"x"}],"presence_penalty":3}`, 400},
+		{`{"messages":[{"role":"user","content":"x"}]}`, 400},
+		{`{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404},
+		{`{"model":`, 400},
+	} {
+		r := do(t, ts, "POST", "/v1/chat/completions", c.body)
+		if r.status != c.status {
+			t.Errorf("%s: %d, want %d (%s)", c.body, r.status, c.status, r.body)
+			continue
+		}
+		e, _ := r.json(t)["error"].(map[string]any)
+		if e == nil || e["message"] == "" || e["type"] == nil {
+			t.Errorf("%s: error body %s", c.body, r.body)
+		}
+	}
+}
+
+func TestOpenAICompletionsAndModels(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	r := do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":"Once"}`)
+	wantStatus(t, r, 200)
+	m := r.json(t)
+	ch := m["choices"].([]any)[0].(map[string]any)
+	if m["object"] != "text_completion" || ch["text"] != fakeText(16) || ch["finish_reason"] != "length" {
+		t.Errorf("completion %s", r.body)
+	}
+	if b.last().lastReq().Prompt != "Once" {
+		t.Errorf("prompt %q", b.last().lastReq().Prompt)
+	}
+	r = do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":["Once"],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`)
+	frames := sse(t, r.body)
+	if len(frames) != 4 || frames[0]["choices"].([]any)[0].(map[string]any)["text"] != "w0" ||
+		frames[2]["choices"].([]any)[0].(map[string]any)["finish_reason"] != "length" || frames[3]["usage"] == nil {
+		t.Errorf("completion stream %s", r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":["a","b"]}`), 400)
+	wantStatus(t, do(t, ts, "POST", "/v1/completions", `{"model":"tiny"}`), 400)
+
+	r = do(t, ts, "GET", "/v1/models", "")
+	wantStatus(t, r, 200)
+	var list struct {
+		Object string
+		Data   []struct{ ID, Object, OwnedBy string }
+	}
+	json.Unmarshal(r.body, &list)
+	if list.Object != "list" || len(list.Data) != 3 || list.Data[2].ID != "tiny" || list.Data[2].Object != "model" {
+		t.Errorf("models %s", r.body)
+	}
+	wantStatus(t, do(t, ts, "GET", "/v1/models/tiny", ""), 200)
+	wantStatus(t, do(t, ts, "GET", "/v1/models/nope", ""), 404)
+}
+
+func TestOle(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{APIKey: "k"}, b)
+	auth := []string{"Authorization", "Bearer k"}
+	r := do(t, ts, "GET", "/api/v1/health", "") // open without the key
+	wantStatus(t, r, 200)
+	if h := r.json(t); h["status"] != "ok" || h["service"] != "woolly-server" || h["version"] != Version || h["timestamp"] == nil {
+		t.Errorf("health %s", r.body)
+	}
+	r = do(t, ts, "GET", "/api/v1/models", "", auth...)
+	wantStatus(t, r, 200)
+	var bare []map[string]any
+	if err := json.Unmarshal(r.body, &bare); err != nil || len(bare) != 3 {
+		t.Fatalf("bare list %s", r.body)
+	}
+	tiny := bare[2]
+	if tiny["name"] != "tiny" || tiny["path"] != "tiny.gguf" || tiny["loaded"] != false || tiny["size_bytes"] != 9.0 ||
+		tiny["parameters"] != 9.3e6 || tiny["architecture"] != "fakearch" || tiny["context_length"] != 512.0 ||
+		tiny["description"] != nil || tiny["metadata"].(map[string]any)["quantization"] != "Q8_0" {
+		t.Errorf("model object %v", tiny)
+	}
+	for _, h := range [][]string{{"X-Ole-Client", "1"}, {"User-Agent", "Ole/2.1"}} {
+		r = do(t, ts, "GET", "/api/v1/models", "", append(auth, h...)...)
+		m := r.json(t)
+		if m["success"] != true || len(m["data"].([]any)) != 3 {
+			t.Errorf("wrapped list (%v) %s", h, r.body)
+		}
+	}
+
+	wantStatus(t, do(t, ts, "POST", "/api/v1/models/tiny/load", `{"path":"/etc/passwd"}`, auth...), 400)
+	r = do(t, ts, "POST", "/api/v1/models/nope/load", "", auth...)
+	wantStatus(t, r, 404)
+	if m := r.json(t); m["success"] != false || m["message"] == "" {
+		t.Errorf("404 body %s", r.body)
+	}
+	r = do(t, ts, "POST", "/api/v1/models/tiny/load", `{"config":{}}`, auth...)
+	wantStatus(t, r, 200)
+	if m := r.json(t); m["success"] != true || m["message"] != "Model 'tiny' loaded successfully" || m["model_info"].(map[string]any)["loaded"] != true {
+		t.Errorf("load %s", r.body)
+	}
+
+	// The loaded model is the default.
+	r = do(t, ts, "POST", "/api/v1/inference/complete", `{"prompt":"Once","max_tokens":3,"temperature":0.1,"top_k":3,"top_p":0.5,"repetition_penalty":1.1,"stop_sequences":["zz"]}`, auth...)
+	wantStatus(t, r, 200)
+	m := r.json(t)
+	ch := m["choices"].([]any)[0].(map[string]any)
+	if m["object"] != "text_completion" || m["model"] != "tiny" || ch["text"] != fakeText(3) || ch["message"] != nil ||
+		ch["finish_reason"] != "length" || m["usage"].(map[string]any)["completion_tokens"] != 3.0 {
+		t.Errorf("complete %s", r.body)
+	}
+	if got := b.last().lastReq(); got.TopK != 3 || got.RepeatPenalty != 1.1 || got.Stop[0] != "zz" {
+		t.Errorf("request %+v", got)
+	}
+	r = do(t, ts, "POST", "/api/v1/inference/chat", `{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":2}`, auth...)
+	m = r.json(t)
+	ch = m["choices"].([]any)[0].(map[string]any)
+	if m["object"] != "chat.completion" || ch["text"] != nil || ch["message"].(map[string]any)["content"] != fakeText(2) {
+		t.Errorf("chat %s", r.body)
+	}
+	for _, path := range []string{"/api/v1/inference/chat", "/api/v1/inference/complete"} {
+		r = do(t, ts, "POST", path, `{"model":"tiny","prompt":"x","messages":[{"role":"user","content":"Hi"}],"max_tokens":2,"stream":true}`, auth...)
+		frames := sse(t, r.body)
+		if len(frames) != 3 {
+			t.Fatalf("%s: %s", path, r.body)
+		}
+		d0 := frames[0]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+		fin := frames[2]["choices"].([]any)[0].(map[string]any)
+		if frames[0]["object"] != "chat.completion.chunk" || d0["role"] != "assistant" || d0["content"] != "w0" ||
+			fin["finish_reason"] != "length" || len(fin["delta"].(map[string]any)) != 0 {
+			t.Errorf("%s stream %s", path, r.body)
+		}
+	}
+	wantStatus(t, do(t, ts, "POST", "/api/v1/inference/chat", `{"model":"tiny","messages":[]}`, auth...), 400)
+	wantStatus(t, do(t, ts, "POST", "/api/v1/inference/complete", `{"model":"nope","prompt":"x"}`, auth...), 404)
+	wantStatus(t, do(t, ts, "POST", "/api/v1/inference/complete", `{"prompt":"x"}`), 401)
+}
+
+func TestOleDefaultModelNeedsOne(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	r := do(t, ts, "POST", "/api/v1/inference/complete", `{"prompt":"x"}`)
+	wantStatus(t, r, 400) // three models, none loaded
+}
+
+func TestAuthCORSAndBodyLimit(t *testing.T) {
+	_, ts := newTestServer(t, Config{APIKey: "secret", CORSOrigins: []string{"http://app.example"}, MaxBodyBytes: 64}, newFakeBackend())
+	r := do(t, ts, "GET", "/api/tags", "")
+	wantStatus(t, r, 401)
+	if r.header.Get("WWW-Authenticate") == "" || r.json(t)["error"] == nil {
+		t.Errorf("401 %v %s", r.header, r.body)
+	}
+	wantStatus(t, do(t, ts, "GET", "/api/tags", "", "Authorization", "Bearer wrong"), 401)
+	wantStatus(t, do(t, ts, "GET", "/v1/models", "", "Authorization", "Bearer secret"), 200)
+	wantStatus(t, do(t, ts, "GET", "/v1/models", "", "X-Api-Key", "secret"), 200)
+	wantStatus(t, do(t, ts, "GET", "/", ""), 401)
+	wantStatus(t, do(t, ts, "GET", "/metrics", ""), 200)
+	wantStatus(t, do(t, ts, "GET", "/api/v1/health", ""), 200)
+	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny"}`)
+	wantStatus(t, r, 401)
+	if r.json(t)["error"].(map[string]any)["type"] != "authentication_error" {
+		t.Errorf("OpenAI 401 %s", r.body)
+	}
+
+	// CORS: the configured origin only; preflight needs no key.
+	r = do(t, ts, "OPTIONS", "/api/chat", "", "Origin", "http://app.example", "Access-Control-Request-Method", "POST")
+	wantStatus(t, r, 204)
+	if r.header.Get("Access-Control-Allow-Origin") != "http://app.example" || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Errorf("preflight headers %v", r.header)
+	}
+	r = do(t, ts, "OPTIONS", "/api/chat", "", "Origin", "http://evil.example", "Access-Control-Request-Method", "POST")
+	if r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("evil origin allowed: %v", r.header)
+	}
+	r = do(t, ts, "GET", "/v1/models", "", "Origin", "http://app.example", "X-Api-Key", "secret")
+	if r.header.Get("Access-Control-Allow-Origin") != "http://app.example" {
+		t.Errorf("CORS header missing: %v", r.header)
+	}
+
+	big := `{"model":"tiny","prompt":"` + strings.Repeat("x", 100) + `"}`
+	r = do(t, ts, "POST", "/api/generate", big, "X-Api-Key", "secret")
+	wantStatus(t, r, 413)
+	if r.json(t)["error"] == nil {
+		t.Errorf("413 body %s", r.body)
+	}
+}
+
+func TestQueueFull503AndOneAtATime(t *testing.T) {
+	b := newFakeBackend()
+	b.gate = make(chan struct{})
+	_, ts := newTestServer(t, Config{MaxQueue: 1}, b)
+	// Load first so the queue holds generation waits only.
+	wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`), 200)
+	var wg sync.WaitGroup
+	results := make([]int, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":1}}`).status
+		}()
+		// The first is generating (held at the gate), the second waits.
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if (i == 0 && b.last().running.Load() == 1) || (i == 1 && queueDepth(t, ts) == 1) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
+	wantStatus(t, r, 503)
+	r = do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":"x"}`)
+	wantStatus(t, r, 503)
+	b.gate <- struct{}{}
+	b.gate <- struct{}{}
+	wg.Wait()
+	if results[0] != 200 || results[1] != 200 {
+		t.Errorf("queued requests: %v", results)
+	}
+	if mx := b.last().maxRun.Load(); mx != 1 {
+		t.Errorf("%d generations ran at once on one model", mx)
+	}
+}
+
+func queueDepth(t *testing.T, ts *httptest.Server) int {
+	r := do(t, ts, "GET", "/metrics", "")
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(line, "woolly_queue_depth "); ok {
+			if v == "1" {
+				return 1
+			}
+			return 0
+		}
+	}
+	return -1
+}
+
+func TestTimeout503(t *testing.T) {
+	b := newFakeBackend()
+	b.delay = 20 * time.Millisecond
+	_, ts := newTestServer(t, Config{Timeout: 100 * time.Millisecond}, b)
+	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":1000}}`)
+	wantStatus(t, r, 503)
+	if !strings.Contains(r.json(t)["error"].(string), "timed out") {
+		t.Errorf("timeout body %s", r.body)
+	}
+	// Streaming: the stream ends with an error line.
+	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","options":{"num_predict":1000}}`)
+	lines := ndjson(t, r.body)
+	if len(lines) == 0 || lines[len(lines)-1]["error"] == nil {
+		t.Errorf("stream after timeout: %s", r.body)
+	}
+}
+
+func TestClientDisconnectCancelsGeneration(t *testing.T) {
+	b := newFakeBackend()
+	b.delay = 10 * time.Millisecond
+	_, ts := newTestServer(t, Config{}, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"x"}],"stream":true,"max_tokens":100000}`))
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(res.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	m := b.last()
+	cancel()
+	res.Body.Close()
+	atCancel := m.produced.Load()
+	deadline := time.Now().Add(2 * time.Second)
+	for m.running.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if m.running.Load() != 0 {
+		t.Fatal("generation still running 2s after the client left")
+	}
+	// Within one token (plus the one being produced while the cancel arrived).
+	if extra := m.produced.Load() - atCancel; extra > 2 {
+		t.Errorf("%d tokens generated after the client left", extra)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	s, ts := newTestServer(t, Config{}, newFakeBackend())
+	s.RegisterStats("cache", func() map[string]float64 { return map[string]float64{"hits": 7, "bytes-used": 1024} })
+	do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"a b c","stream":false,"options":{"num_predict":4}}`)
+	do(t, ts, "POST", "/api/generate", `{"model":"nope","prompt":"x"}`)
+	r := do(t, ts, "GET", "/metrics", "")
+	wantStatus(t, r, 200)
+	body := string(r.body)
+	for _, want := range []string{
+		`woolly_http_requests_total{code="200",route="/api/generate"} 1`,
+		`woolly_http_requests_total{code="404",route="/api/generate"} 1`,
+		`woolly_prompt_tokens_total{model="tiny"} 3`,
+		`woolly_generated_tokens_total{model="tiny"} 4`,
+		`woolly_generation_tokens_per_second_count{model="tiny"} 1`,
+		`woolly_queue_depth 0`,
+		`woolly_models_loaded 1`,
+		`woolly_cache_hits 7`,
+		`woolly_cache_bytes_used 1024`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	if _, err := New(Config{}, newFakeBackend()); err == nil {
+		t.Error("no models dir accepted")
+	}
+	if _, err := New(Config{ModelsDir: "/nonexistent/dir"}, newFakeBackend()); err == nil {
+		t.Error("missing models dir accepted")
+	}
+}
