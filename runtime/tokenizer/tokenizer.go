@@ -280,7 +280,8 @@ var (
 
 // detectSpecial reproduces llama.cpp's text-based detection of EOT/EOM/FIM
 // tokens, the control-type overrides it applies, and the EOG set. Where
-// llama.cpp walks a hash map (unspecified order), the lowest id wins here.
+// llama.cpp walks a hash map (unspecified order), the first text in
+// its candidate list wins here (phi-3: "<|end|>" before "<|endoftext|>").
 func (t *Tokenizer) detectSpecial() {
 	find := func(slot *int32, texts []string) {
 		if *slot != null {
@@ -288,8 +289,9 @@ func (t *Tokenizer) detectSpecial() {
 		}
 		best := null
 		for _, w := range texts {
-			if id, ok := t.toID[w]; ok && (best == null || id < best) {
+			if id, ok := t.toID[w]; ok {
 				best = id
+				break
 			}
 		}
 		if best != null {
