@@ -46,4 +46,10 @@ k_quantize_fn k_arch_get_quantize(int impl, int act) {
 
 k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) { (void)impl; (void)wtype; return NULL; }
 
-const k_arch_ops *k_arch_get_ops(int impl) { (void)impl; return NULL; }
+static const k_arch_ops avx2_ops = {
+    .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,
+    .softmax = k_softmax_avx2, .silu_mul = k_silu_mul_avx2, .add = k_add_avx2, .scale = k_scale_avx2,
+    /* rope: ref (a few hundred multiplies per head, not worth a kernel) */
+};
+
+const k_arch_ops *k_arch_get_ops(int impl) { return impl == K_IMPL_AVX2 ? &avx2_ops : NULL; }

@@ -42,6 +42,19 @@ float k_dot_f16_f16_avx2(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_avx2(int64_t n, const void *w, const void *a);
 float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a);
 
+void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+void k_attention_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                      int64_t head_dim, const float *q, int64_t q_stride,
+                      const float *k, const float *v, int64_t kv_stride,
+                      float scale, float *out, int64_t out_stride,
+                      int64_t h0, int64_t h1, float *scratch);
+void k_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps);
+void k_softmax_avx2(float *x, int64_t n);
+void k_silu_mul_avx2(float *out, const float *gate, const float *up, int64_t n);
+void k_add_avx2(float *out, const float *a, const float *b, int64_t n);
+void k_scale_avx2(float *x, float s, int64_t n);
+
 /* ---- shared helpers ---- */
 
 K_AVX2 static inline float k_hsum_avx2(__m256 v) {

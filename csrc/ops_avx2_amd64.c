@@ -1,0 +1,163 @@
+/* ops_avx2_amd64.c — attention, rmsnorm, softmax, silu*mul, add, scale, AVX2.
+ * Specification: ops_ref.c. exp is a vector polynomial (Cephes-style range
+ * reduction, degree-6, about 1 ulp), so results match ref to ~1e-6
+ * relative, not bit for bit. */
+#include <math.h>
+#include "kernels_avx2_amd64.h"
+
+/* e^x for 8 lanes; x below -87.3 gives 0, above 88.7 is clamped. */
+K_AVX2 static inline __m256 vexp(__m256 x) {
+    const __m256 hi = _mm256_set1_ps(88.72283f), lo = _mm256_set1_ps(-87.33654f);
+    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    /* x = n ln2 + r, |r| <= ln2/2 */
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* * 2^n (n in [-126, 128]: split in two steps so 2^128 does not overflow the exponent field) */
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    p = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_andnot_ps(under, p);
+}
+
+/* x[i] = exp(x[i] - mx); returns the sum (f32 lanes, double tail fold) */
+K_AVX2 static float exp_sub_sum(float *x, int64_t n, float mx) {
+    const __m256 vm = _mm256_set1_ps(mx);
+    __m256 s = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        s = _mm256_add_ps(s, e);
+    }
+    float sum = k_hsum_avx2(s);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    return sum;
+}
+
+K_AVX2 static inline float dot_f32(const float *a, const float *b, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = k_hsum_avx2(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* y += a * x */
+K_AVX2 static inline void axpy(float *y, float a, const float *x, int64_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* As k_attention_ref: per (token, head) scores, softmax, weighted sum of V. */
+K_AVX2 void k_attention_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                             int64_t head_dim, const float *q, int64_t q_stride,
+                             const float *k, const float *v, int64_t kv_stride,
+                             float scale, float *out, int64_t out_stride,
+                             int64_t h0, int64_t h1, float *scratch) {
+    const int64_t group = n_head / n_head_kv;
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int64_t npos = pos0 + t + 1;
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t g = h / group;
+            const float *qh = q + t * q_stride + h * head_dim;
+            const float *kg = k + g * head_dim, *vg = v + g * head_dim;
+            float *o = out + t * out_stride + h * head_dim;
+            float mx = -INFINITY;
+            for (int64_t p = 0; p < npos; p++) {
+                const float s = dot_f32(qh, kg + p * kv_stride, head_dim) * scale;
+                scratch[p] = s;
+                mx = s > mx ? s : mx;
+            }
+            const float inv = 1.0f / exp_sub_sum(scratch, npos, mx);
+            for (int64_t i = 0; i < head_dim; i++) o[i] = 0;
+            for (int64_t p = 0; p < npos; p++) axpy(o, scratch[p] * inv, vg + p * kv_stride, head_dim);
+        }
+    }
+}
+
+/* sum of float squares accumulated in double, as ref */
+K_AVX2 void k_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    double buf[4];
+    _mm256_storeu_pd(buf, _mm256_add_pd(s0, s1));
+    double sum = (buf[0] + buf[1]) + (buf[2] + buf[3]);
+    for (; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = n > 0 ? (float)(sum / (double)n) : 0.0f;
+    const float s = 1.0f / sqrtf(mean + eps);
+    const __m256 vs = _mm256_set1_ps(s);
+    i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+        if (w) t = _mm256_mul_ps(t, _mm256_loadu_ps(w + i));
+        _mm256_storeu_ps(out + i, t);
+    }
+    for (; i < n; i++) {
+        float t = x[i] * s;
+        out[i] = w ? t * w[i] : t;
+    }
+}
+
+K_AVX2 void k_softmax_avx2(float *x, int64_t n) {
+    if (n <= 0) return;
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+    float mx = k_hmax_avx2(m);
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    const float sum = exp_sub_sum(x, n, mx);
+    k_scale_avx2(x, 1.0f / sum, n);
+}
+
+K_AVX2 void k_silu_mul_avx2(float *out, const float *gate, const float *up, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 e = vexp(_mm256_xor_ps(g, neg));
+        const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+K_AVX2 void k_add_avx2(float *out, const float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; i++) out[i] = a[i] + b[i];
+}
+
+K_AVX2 void k_scale_avx2(float *x, float s, int64_t n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+    for (; i < n; i++) x[i] *= s;
+}

@@ -1,0 +1,112 @@
+/* sgemm_avx2_amd64.c — f32 GEMM with a 6x16 FMA register tile, AVX2.
+ * Specification: k_sgemm_ref in ops_ref.c (rows [m0, m1) of C = A * B or
+ * A * B^T; C overwritten).
+ *
+ * Blocking: K in slices of KC; N in panels of 16 columns. Each (KC x 16)
+ * panel of B is packed contiguously (zero-padded past N) once and reused by
+ * every 6-row strip of A. The micro-kernel keeps a 6x16 tile of C in 12 ymm
+ * accumulators: per k, two loads of B, six broadcasts of A, twelve FMAs. */
+#include <string.h>
+#include "kernels_avx2_amd64.h"
+
+#define MR 6
+#define NR 16
+#define KC 256
+
+/* C tile (rows x cols, rows <= MR, cols <= NR) (+)= A[rows][kc] * P[kc][16].
+ * acc_c: add to C instead of overwriting it. */
+K_AVX2 static void micro_6x16(int rows, int cols, int64_t kc, const float *A, int64_t lda,
+                              const float *P, float *C, int64_t ldc, int acc_c) {
+    __m256 c[MR][2];
+    for (int r = 0; r < MR; r++) c[r][0] = c[r][1] = _mm256_setzero_ps();
+    if (rows == MR) {
+        const float *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda, *a4 = A + 4 * lda, *a5 = A + 5 * lda;
+        for (int64_t k = 0; k < kc; k++, P += NR) {
+            const __m256 b0 = _mm256_loadu_ps(P), b1 = _mm256_loadu_ps(P + 8);
+            __m256 a;
+            a = _mm256_broadcast_ss(a0 + k); c[0][0] = _mm256_fmadd_ps(a, b0, c[0][0]); c[0][1] = _mm256_fmadd_ps(a, b1, c[0][1]);
+            a = _mm256_broadcast_ss(a1 + k); c[1][0] = _mm256_fmadd_ps(a, b0, c[1][0]); c[1][1] = _mm256_fmadd_ps(a, b1, c[1][1]);
+            a = _mm256_broadcast_ss(a2 + k); c[2][0] = _mm256_fmadd_ps(a, b0, c[2][0]); c[2][1] = _mm256_fmadd_ps(a, b1, c[2][1]);
+            a = _mm256_broadcast_ss(a3 + k); c[3][0] = _mm256_fmadd_ps(a, b0, c[3][0]); c[3][1] = _mm256_fmadd_ps(a, b1, c[3][1]);
+            a = _mm256_broadcast_ss(a4 + k); c[4][0] = _mm256_fmadd_ps(a, b0, c[4][0]); c[4][1] = _mm256_fmadd_ps(a, b1, c[4][1]);
+            a = _mm256_broadcast_ss(a5 + k); c[5][0] = _mm256_fmadd_ps(a, b0, c[5][0]); c[5][1] = _mm256_fmadd_ps(a, b1, c[5][1]);
+        }
+    } else {
+        for (int64_t k = 0; k < kc; k++, P += NR) {
+            const __m256 b0 = _mm256_loadu_ps(P), b1 = _mm256_loadu_ps(P + 8);
+            for (int r = 0; r < rows; r++) {
+                const __m256 a = _mm256_broadcast_ss(A + r * lda + k);
+                c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+                c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        float *cr = C + r * ldc;
+        if (cols == NR) {
+            if (acc_c) {
+                c[r][0] = _mm256_add_ps(c[r][0], _mm256_loadu_ps(cr));
+                c[r][1] = _mm256_add_ps(c[r][1], _mm256_loadu_ps(cr + 8));
+            }
+            _mm256_storeu_ps(cr, c[r][0]);
+            _mm256_storeu_ps(cr + 8, c[r][1]);
+        } else {
+            float t[NR];
+            _mm256_storeu_ps(t, c[r][0]);
+            _mm256_storeu_ps(t + 8, c[r][1]);
+            for (int j = 0; j < cols; j++) cr[j] = acc_c ? cr[j] + t[j] : t[j];
+        }
+    }
+}
+
+/* Pack B[k0 .. k0+kc) x [j0 .. j0+cols) into P[kc][16], zero-padding. */
+K_AVX2 static void pack_b(int trans_b, const float *B, int64_t ldb, int64_t k0, int64_t kc,
+                          int64_t j0, int cols, float *P) {
+    if (!trans_b) {
+        for (int64_t k = 0; k < kc; k++) {
+            const float *b = B + (k0 + k) * ldb + j0;
+            float *p = P + k * NR;
+            if (cols == NR) {
+                _mm256_storeu_ps(p, _mm256_loadu_ps(b));
+                _mm256_storeu_ps(p + 8, _mm256_loadu_ps(b + 8));
+            } else {
+                int j = 0;
+                for (; j < cols; j++) p[j] = b[j];
+                for (; j < NR; j++) p[j] = 0;
+            }
+        }
+    } else {
+        /* B is N x K: column j of the panel is row j0+j of B */
+        if (cols < NR) memset(P, 0, (size_t)kc * NR * sizeof(float));
+        for (int j = 0; j < cols; j++) {
+            const float *b = B + (j0 + j) * ldb + k0;
+            for (int64_t k = 0; k < kc; k++) P[k * NR + j] = b[k];
+        }
+    }
+}
+
+K_AVX2 void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+    if (K == 0) {
+        for (int64_t m = m0; m < m1; m++) memset(C + m * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+    /* one or two rows against B^T: plain dots read B once, no packing */
+    if (trans_b && m1 - m0 <= 2) {
+        for (int64_t m = m0; m < m1; m++)
+            for (int64_t j = 0; j < N; j++) C[m * ldc + j] = k_dot_f32_f32_avx2(K, A + m * lda, B + j * ldb);
+        return;
+    }
+    float P[KC * NR] __attribute__((aligned(32)));
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int64_t kc = K - k0 < KC ? K - k0 : KC;
+        for (int64_t j0 = 0; j0 < N; j0 += NR) {
+            const int cols = N - j0 < NR ? (int)(N - j0) : NR;
+            pack_b(trans_b, B, ldb, k0, kc, j0, cols, P);
+            for (int64_t m = m0; m < m1; m += MR) {
+                const int rows = m1 - m < MR ? (int)(m1 - m) : MR;
+                micro_6x16(rows, cols, kc, A + m * lda + k0, lda, P, C + m * ldc + j0, ldc, k0 > 0);
+            }
+        }
+    }
+}
