@@ -325,10 +325,30 @@ func (c *Cache[K, V]) Stats() Stats {
 // scan-resistant policy, is returned without being stored. A load error is
 // returned and nothing is stored.
 func (c *Cache[K, V]) GetOrLoad(key K, load func() (V, int64, error)) (V, error) {
+	v, _, err := c.getOrLoad(key, -1, load)
+	return v, err
+}
+
+// TryGetOrLoad is GetOrLoad for callers that have a path of their own for
+// values the cache will not keep: if key is neither cached nor being loaded
+// and an entry of size bytes would not be stored now (larger than the
+// budget, or refused by the scan-resistant policy), it runs nothing and
+// returns ok = false (counted as a miss, and as Uncacheable or Rejected).
+// Otherwise it behaves like GetOrLoad and returns ok = true.
+func (c *Cache[K, V]) TryGetOrLoad(key K, size int64, load func() (V, int64, error)) (v V, ok bool, err error) {
+	if size < 0 {
+		var zero V
+		return zero, false, fmt.Errorf("cache: negative size %d", size)
+	}
+	return c.getOrLoad(key, size, load)
+}
+
+// getOrLoad implements GetOrLoad (size < 0) and TryGetOrLoad.
+func (c *Cache[K, V]) getOrLoad(key K, size int64, load func() (V, int64, error)) (V, bool, error) {
 	c.mu.Lock()
 	if v, ok := c.get(key); ok {
 		c.mu.Unlock()
-		return v, nil
+		return v, true, nil
 	}
 	for {
 		cl := c.inflight[key]
@@ -339,15 +359,25 @@ func (c *Cache[K, V]) GetOrLoad(key K, load func() (V, int64, error)) (V, error)
 		c.mu.Unlock()
 		<-cl.done
 		if cl.err == nil || !cl.soft {
-			return cl.val, cl.err
+			return cl.val, true, cl.err
 		}
 		// A background load failed: try again, loading ourselves if needed.
 		c.mu.Lock()
 		c.st.Shared--
 		if v, ok := c.peek(key); ok {
 			c.mu.Unlock()
-			return v, nil
+			return v, true, nil
 		}
+	}
+	if size >= 0 && !c.admits(key, size) {
+		if size > c.budget {
+			c.st.Uncacheable++
+		} else {
+			c.st.Rejected++
+		}
+		c.mu.Unlock()
+		var zero V
+		return zero, false, nil
 	}
 	cl := &call[V]{done: make(chan struct{})}
 	c.inflight[key] = cl
@@ -355,7 +385,7 @@ func (c *Cache[K, V]) GetOrLoad(key K, load func() (V, int64, error)) (V, error)
 	c.mu.Unlock()
 
 	start := time.Now()
-	v, size, err := safeLoad(key, load)
+	v, n, err := safeLoad(key, load)
 	cost := time.Since(start)
 
 	c.mu.Lock()
@@ -364,12 +394,12 @@ func (c *Cache[K, V]) GetOrLoad(key K, load func() (V, int64, error)) (V, error)
 	if err != nil {
 		c.st.LoadErrors++
 	} else {
-		c.insert(key, v, size, cost)
+		c.insert(key, v, n, cost)
 	}
 	c.mu.Unlock()
 	cl.val, cl.err = v, err
 	close(cl.done)
-	return v, err
+	return v, true, err
 }
 
 func safeLoad[K comparable, V any](key K, load func() (V, int64, error)) (v V, size int64, err error) {

@@ -426,3 +426,24 @@ func TestLoadManyFailureLetsWaitersLoad(t *testing.T) {
 		t.Fatalf("waiter after failed bulk load: %v", err)
 	}
 }
+
+func TestTryGetOrLoad(t *testing.T) {
+	c := newT(t, 100, Options[string, int]{})
+	loads := 0
+	load := func() (int, int64, error) { loads++; return 1, 50, nil }
+	if _, ok, err := c.TryGetOrLoad("big", 200, load); ok || err != nil || loads != 0 {
+		t.Fatalf("oversize: ok %v err %v loads %d", ok, err, loads)
+	}
+	if v, ok, err := c.TryGetOrLoad("a", 50, load); !ok || err != nil || v != 1 || loads != 1 {
+		t.Fatalf("fits: %d %v %v loads %d", v, ok, err, loads)
+	}
+	if v, ok, err := c.TryGetOrLoad("a", 50, load); !ok || err != nil || v != 1 || loads != 1 {
+		t.Fatalf("hit: %d %v %v loads %d", v, ok, err, loads)
+	}
+	if _, _, err := c.TryGetOrLoad("a", -1, load); err == nil {
+		t.Fatal("negative size accepted")
+	}
+	if s := c.Stats(); s.Hits != 1 || s.Misses != 2 || s.Uncacheable != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}

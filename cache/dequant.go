@@ -91,14 +91,35 @@ func (d *DequantCache) Get(model, tensor string, n int, load func(dst []float32)
 	return v, nil
 }
 
-// Admits reports whether tensor is cached or would be stored by a Get now.
-// The runtime can use it to pick the f32 path only for tensors that will
-// stay cached, and the quantized kernels for the others.
-func (d *DequantCache) Admits(model, tensor string, n int) bool {
-	k := tensorKey{model, tensor}
-	d.c.mu.Lock()
-	defer d.c.mu.Unlock()
-	return d.c.contains(k) || d.c.admits(k, 4*int64(n))
+// TryGet is Get for the runtime's prompt path: when the tensor is neither
+// cached nor being loaded and the cache would not keep it (too large, or
+// refused by the scan-resistant policy), it dequantizes nothing and returns
+// ok = false, so the caller can use the quantized kernels instead of paying
+// a dequantization per batch. The lookup is counted either way.
+func (d *DequantCache) TryGet(model, tensor string, n int, load func(dst []float32) error) (w []float32, ok bool, err error) {
+	if n <= 0 {
+		return nil, false, fmt.Errorf("dequant cache: %s/%s: element count %d must be positive", model, tensor, n)
+	}
+	if load == nil {
+		return nil, false, fmt.Errorf("dequant cache: %s/%s: nil load function", model, tensor)
+	}
+	v, ok, err := d.c.TryGetOrLoad(tensorKey{model, tensor}, 4*int64(n), func() ([]float32, int64, error) {
+		dst := make([]float32, n)
+		if err := load(dst); err != nil {
+			return nil, 0, err
+		}
+		return dst, 4 * int64(n), nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("dequant cache: %s/%s: %w", model, tensor, err)
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	if len(v) != n {
+		return nil, false, fmt.Errorf("dequant cache: %s/%s holds %d elements, asked for %d", model, tensor, len(v), n)
+	}
+	return v, true, nil
 }
 
 // Prefetch dequantizes items in the background with kernels.DequantBulk

@@ -260,11 +260,9 @@ func TestDequantPrefetchThenHits(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	// Another model's tensors with the same names are separate entries.
-	if d.Admits("other", tts[0].name, len(tts[0].want)) != true {
-		t.Fatal("Admits false with free space")
-	}
-	if _, err := d.Get("other", tts[0].name, len(tts[0].want), func(dst []float32) error { return nil }); err != nil {
-		t.Fatal(err)
+	w, ok, err := d.TryGet("other", tts[0].name, len(tts[0].want), func(dst []float32) error { dst[0] = 1; return nil })
+	if err != nil || !ok || w[0] != 1 {
+		t.Fatalf("TryGet with free space: ok %v, err %v", ok, err)
 	}
 	if s := d.Stats(); s.Misses != 1 {
 		t.Fatalf("other model's tensor hit the first model's entry: %v", s.Stats)
@@ -317,5 +315,63 @@ func TestDequantCyclicScanWithPrefetch(t *testing.T) {
 	}
 	if s.PrefetchErrors != 0 {
 		t.Fatal(s.LastPrefetchError)
+	}
+}
+
+// TryGet: the runtime's path. Tensors the cache will not keep are not
+// dequantized at all (ok = false), cached ones are served, and the lookups
+// are counted.
+func TestDequantTryGet(t *testing.T) {
+	const layers, n = 8, 256
+	m := fakeModel(layers, n)
+	d := newDC(t, layers*4*n*4/4)
+	var loads atomic.Int64
+	var served, skipped int
+	for pass := 0; pass < 4; pass++ {
+		for _, layer := range m {
+			for _, tt := range layer {
+				w, ok, err := d.TryGet("m", tt.name, len(tt.want), func(dst []float32) error {
+					loads.Add(1)
+					return kernels.Dequant(tt.typ, tt.data, dst)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					if w != nil {
+						t.Fatal("TryGet returned values with ok = false")
+					}
+					if pass > 0 {
+						skipped++
+					}
+					continue
+				}
+				if !sameF32(w, tt.want) {
+					t.Fatalf("%s: wrong values", tt.name)
+				}
+				if pass > 0 {
+					served++
+				}
+			}
+		}
+	}
+	s := d.Stats()
+	// First pass: everything loads (plain LRU fills and evicts); then the
+	// stable quarter is served and the rest is skipped without loading.
+	if loads.Load() != layers*4 || served != 3*layers || skipped != 3*3*layers {
+		t.Fatalf("loads %d, served %d, skipped %d; %v", loads.Load(), served, skipped, s.Stats)
+	}
+	if s.Hits+s.Misses != 4*layers*4 || s.Rejected != int64(skipped) {
+		t.Fatalf("lookups not counted: %v", s.Stats)
+	}
+	// Larger than the budget: skipped, never loaded.
+	if _, ok, err := d.TryGet("m", "huge", 1<<20, func([]float32) error { return errors.New("loaded") }); ok || err != nil {
+		t.Fatalf("oversize TryGet: ok %v, err %v", ok, err)
+	}
+	if s := d.Stats(); s.Uncacheable != 1 {
+		t.Fatalf("oversize not counted: %v", s.Stats)
+	}
+	if _, _, err := d.TryGet("m", "x", 0, func([]float32) error { return nil }); err == nil {
+		t.Fatal("n = 0 accepted")
 	}
 }

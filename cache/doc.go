@@ -5,34 +5,37 @@
 // # Integration (for the runtime)
 //
 // Dequantized weights. Make one DequantCache per loaded model (in Load, kept
-// in the Model, closed in Model.Close) when --dequant-cache SIZE > 0, and
-// share it between all sessions and requests: the statistics then cover the
-// model's lifetime and a second request finds the first one's tensors. Use it
-// on the prompt path only (ntok ≥ some threshold, e.g. 32): in Session.matmul,
-// for each matOp,
+// in the Model, closed in Model.Close) when --dequant-cache SIZE > 0 (parse
+// it with ParseSize), and share it between all sessions and requests: the
+// statistics then cover the model's lifetime and a second request finds the
+// first one's tensors. Use it on the prompt path only (ntok ≥ a threshold
+// set by benchmark; MatVec stays for single tokens). In Session.matmul, per
+// matOp, before the worker pool runs:
 //
-//	if dc != nil && ntok >= minF32Batch && dc.Admits(modelID, m.Name, m.Rows*m.Cols) {
-//		w, err := dc.Get(modelID, m.Name, m.Rows*m.Cols, func(dst []float32) error {
-//			return kernels.Dequant(m.Type, m.Data, dst)
-//		})
-//		// out[t][r] = dot(w row r, in row t): kernels.Sgemm(true, t0, t1, m.Rows, m.Cols,
-//		//     in, m.Cols, w, m.Cols, out, m.Rows) over token-row ranges per worker
-//	} else {
-//		// kernels.MatMulQ / MatVec as today
+//	w, ok, err := dc.TryGet(modelID, m.Name, m.Rows*m.Cols, func(dst []float32) error {
+//		return kernels.Dequant(m.Type, m.Data, dst)
+//	})
+//
+// and in each worker, for its weight rows [r0, r1):
+//
+//	if ok { // f32 weights: out[t][r] = dot(w row r, in row t)
+//		err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, w[r0*cols:], cols, out[r0:], m.Rows)
+//	} else { // not kept by the cache: the quantized kernels, as today
+//		err = kernels.MatMulQ(...)
 //	}
 //
-// (Sgemm's rows are the tokens: A = input [ntok][Cols], B = weights [Rows][Cols]
-// with transB, C = out [ntok][Rows].) modelID must be unique per loaded file
-// (e.g. its path plus a load counter). Admits keeps the f32 path to tensors
-// the cache will actually hold; the others stay quantized, so a budget below
-// the working set never costs a dequantization per batch. Before layer L's
-// matmuls, call dc.Prefetch(modelID, items of layer L+1) with PrefetchItem{
-// Tensor: m.Name, Type: m.Type, Data: m.Data, N: m.Rows*m.Cols} for its
-// matrices; it runs kernels.DequantBulk in the background and a Get that
-// arrives while it works waits for it instead of dequantizing again. Note
-// that f32 weights times f32 activations are not bit-identical to MatMulQ
-// (which quantizes activations to Q8): parity must be re-measured before the
-// cache is turned on by default (contracts.md).
+// TryGet never dequantizes a tensor the cache will not keep (too large, or
+// outside the stable subset of a budget smaller than the model), so a small
+// budget costs nothing on the other tensors. modelID must be unique per
+// loaded file (e.g. its path plus a load counter). Before layer L's matmuls,
+// call dc.Prefetch(modelID, items of layer L+1), one PrefetchItem{Tensor:
+// m.Name, Type: m.Type, Data: m.Data, N: m.Rows*m.Cols} per matrix: it runs
+// kernels.DequantBulk in the background and a TryGet that arrives while it
+// works waits for it instead of dequantizing again. Note that f32 weights
+// times f32 activations are not bit-identical to MatMulQ (which quantizes
+// the activations to Q8): measure parity before the cache is turned on by
+// default (contracts.md), and keep it off by default unless it wins the
+// benchmark within the RSS bound (an f32 copy is ~7x a Q4_K tensor).
 //
 // Prefix KV reuse. Make one PrefixCache per loaded model. The runtime
 // supplies the snapshot type: Session.Snapshot() returns a value holding a
