@@ -1,0 +1,177 @@
+#!/bin/sh
+# scripts/bench.sh — the `make bench` report (make builds bin/woolly first).
+#
+# 1. Go kernel microbenchmarks (go test ./kernels -bench), ~1-2 minutes.
+# 2. models/tinyllama-1.1b-q4_k_m.gguf, synthesized if absent (random
+#    weights, TinyLlama-1.1B's exact shapes).
+# 3. woolly bench on it (pp128 / tg64 at -t = physical cores).
+# 4. Memory read bandwidth (woolly bench --bandwidth, all CPUs) and the
+#    generation bound: bandwidth / weight bytes read per token.
+# 5. With LLAMA_BENCH=/path/to/llama-bench, llama-bench on the same file and
+#    the Woolly / llama.cpp ratio per test.
+# Writes bench-out/report.md (plus the raw outputs next to it).
+#
+# Environment: WOOLLY (bin/woolly), BENCH_OUT (bench-out), BENCH_MODEL,
+# BENCH_P (128), BENCH_N (64), BENCH_R (3), BENCH_THREADS (physical cores),
+# BENCH_KERNEL_TIME (100ms; "skip" skips the Go benchmarks), LLAMA_BENCH.
+# POSIX sh; works on Linux and macOS.
+set -eu
+
+cd "$(dirname "$0")/.."
+WOOLLY=${WOOLLY:-bin/woolly}
+OUT=${BENCH_OUT:-bench-out}
+MODEL=${BENCH_MODEL:-models/tinyllama-1.1b-q4_k_m.gguf}
+P=${BENCH_P:-128}
+N=${BENCH_N:-64}
+R=${BENCH_R:-3}
+KTIME=${BENCH_KERNEL_TIME:-100ms}
+
+if [ ! -x "$WOOLLY" ]; then
+	echo "bench.sh: $WOOLLY not found; run 'make bench' (it builds bin/woolly first)" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+
+# --- machine -----------------------------------------------------------
+os=$(uname -s)
+arch=$(uname -m)
+case $os in
+Darwin)
+	cpu=$(sysctl -n machdep.cpu.brand_string 2>/dev/null || echo "$arch")
+	phys=$(sysctl -n hw.physicalcpu)
+	logical=$(sysctl -n hw.logicalcpu)
+	;;
+*)
+	cpu=$(grep -m1 -E '^(model name|Model|Hardware)' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || true)
+	[ -n "$cpu" ] || cpu=$arch
+	logical=$(getconf _NPROCESSORS_ONLN)
+	phys=$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | sort -u | wc -l | tr -d ' ' || true)
+	case $phys in '' | 0) phys=$logical ;; esac
+	;;
+esac
+THREADS=${BENCH_THREADS:-$phys}
+echo "bench.sh: $cpu, $phys physical cores, $logical logical; threads $THREADS" >&2
+
+# --- 1. kernel microbenchmarks -----------------------------------------
+if [ "$KTIME" != skip ]; then
+	echo "bench.sh: go test ./kernels -bench . -benchtime $KTIME" >&2
+	go test ./kernels -run '^$' -bench . -benchtime "$KTIME" >"$OUT/kernels-bench.txt" 2>&1 || {
+		echo "bench.sh: kernel benchmarks failed, see $OUT/kernels-bench.txt" >&2
+		exit 1
+	}
+fi
+
+# --- 2. model ----------------------------------------------------------
+synth_s=""
+if [ ! -f "$MODEL" ]; then
+	mkdir -p "$(dirname "$MODEL")"
+	echo "bench.sh: synthesizing $MODEL" >&2
+	t0=$(date +%s)
+	"$WOOLLY" synth --preset tinyllama-1.1b --type q4_k_m -o "$MODEL" >"$OUT/synth.txt"
+	synth_s=$(($(date +%s) - t0))
+fi
+
+# --- 3. woolly bench ---------------------------------------------------
+echo "bench.sh: woolly bench -m $MODEL -p $P -n $N -t $THREADS -r $R" >&2
+"$WOOLLY" bench -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench.json"
+
+# jfield FILE KEY: the first scalar value of "KEY" in a flat JSON text.
+jfield() {
+	sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" "$1" | head -n 1
+}
+# results FILE: one line per result: threads test tokens_per_s stddev
+results() {
+	tr '{' '\n' <"$1" | grep '"test":' | sed 's/.*"threads":\([0-9]*\),"test":"\([a-z0-9]*\)","tokens_per_s":\([^,]*\),"stddev":\([^,}]*\).*/\1 \2 \3 \4/'
+}
+
+kern=$(jfield "$OUT/woolly-bench.json" kernels)
+avail=$(sed -n 's/.*"kernels_available":\[\([^]]*\)\].*/\1/p' "$OUT/woolly-bench.json" | tr -d '"' | sed 's/,/, /g')
+bpt=$(jfield "$OUT/woolly-bench.json" bytes_per_token)
+ftype=$(jfield "$OUT/woolly-bench.json" file_type)
+params=$(jfield "$OUT/woolly-bench.json" params)
+fsize=$(wc -c <"$MODEL" | tr -d ' ')
+
+# --- 4. bandwidth and bound --------------------------------------------
+echo "bench.sh: memory bandwidth probe ($logical threads, 1 GiB)" >&2
+"$WOOLLY" bench --bandwidth -t "$logical" --bw-size 1024 --json >"$OUT/bandwidth.json"
+bw=$(awk -v x="$(jfield "$OUT/bandwidth.json" bandwidth_gbps)" 'BEGIN { printf "%.2f", x }')
+bound=$(awk -v bw="$bw" -v b="$bpt" 'BEGIN { printf "%.1f", bw * 1e9 / b }')
+
+# --- 5. llama-bench ----------------------------------------------------
+llama=""
+if [ -n "${LLAMA_BENCH:-}" ]; then
+	echo "bench.sh: $LLAMA_BENCH -m $MODEL -p $P -n $N -t $THREADS -r $R -o json" >&2
+	"$LLAMA_BENCH" -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" -o json >"$OUT/llama-bench.json" 2>"$OUT/llama-bench.log"
+	# one line per test: test avg_ts stddev_ts
+	llama=$(tr -d ' \n' <"$OUT/llama-bench.json" | tr '{' '\n' | grep '"n_prompt"' | awk -F, '{
+		np = ng = ts = sd = ""
+		for (i = 1; i <= NF; i++) {
+			split($i, kv, ":"); k = kv[1]; gsub(/"/, "", k)
+			if (k == "n_prompt") np = kv[2]; else if (k == "n_gen") ng = kv[2]
+			else if (k == "avg_ts") ts = kv[2]; else if (k == "stddev_ts") sd = kv[2]
+		}
+		if (np + 0 > 0 && ng + 0 == 0) print "pp" np, ts, sd
+		else if (ng + 0 > 0 && np + 0 == 0) print "tg" ng, ts, sd
+	}')
+fi
+
+# --- report ------------------------------------------------------------
+R_MD="$OUT/report.md"
+{
+	echo "# Woolly benchmark report"
+	echo
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+	echo
+	echo "## Machine"
+	echo
+	echo "| | |"
+	echo "|---|---|"
+	echo "| OS / arch | $os $arch |"
+	echo "| CPU | $cpu |"
+	echo "| cores | $phys physical, $logical logical |"
+	echo "| kernels in use | $kern (available: $avail) |"
+	echo "| memory read bandwidth | $bw GB/s ($logical threads streaming 1 GiB, best of 5) |"
+	echo
+	echo "## Model"
+	echo
+	echo "\`$MODEL\`: $ftype, $params parameters, $fsize bytes; a generated token reads $bpt bytes of weights (all tensors but token_embd)."
+	if [ -n "$synth_s" ]; then
+		echo "Synthesized for this run in ${synth_s}s: $(cat "$OUT/synth.txt")"
+	fi
+	echo
+	echo "## Speed (woolly bench, $R runs after one warm-up, each from an empty context)"
+	echo
+	echo "| threads | test | tokens/s | ± stddev | llama.cpp t/s | Woolly / llama.cpp |"
+	echo "|---:|---:|---:|---:|---:|---:|"
+	results "$OUT/woolly-bench.json" | while read -r th test ts sd; do
+		lts="" ratio=""
+		if [ -n "$llama" ]; then
+			lts=$(printf '%s\n' "$llama" | awk -v t="$test" '$1 == t { print $2 }')
+			[ -n "$lts" ] && ratio=$(awk -v a="$ts" -v b="$lts" 'BEGIN { printf "%.2f", a / b }')
+		fi
+		printf '| %s | %s | %.2f | %.2f | %s | %s |\n' "$th" "$test" "$ts" "$sd" "${lts:--}" "${ratio:--}"
+	done
+	echo
+	echo "## Generation bound"
+	echo
+	tg=$(results "$OUT/woolly-bench.json" | awk '$2 ~ /^tg/ { print $3; exit }')
+	echo "bandwidth / bytes per token = $bw GB/s / $bpt B = **$bound tokens/s** at most for generation."
+	if [ -n "$tg" ]; then
+		echo "Measured generation: $(awk -v a="$tg" 'BEGIN { printf "%.2f", a }') tokens/s = $(awk -v a="$tg" -v b="$bound" 'BEGIN { printf "%.0f", 100 * a / b }')% of the bound."
+	fi
+	if [ -z "${LLAMA_BENCH:-}" ]; then
+		echo
+		echo "(Set LLAMA_BENCH=/path/to/llama-bench to compare with llama.cpp on the same file.)"
+	fi
+	if [ -f "$OUT/kernels-bench.txt" ] && [ "$KTIME" != skip ]; then
+		echo
+		echo "## Kernel microbenchmarks (go test ./kernels -bench . -benchtime $KTIME)"
+		echo
+		echo '```'
+		grep -E '^(Benchmark|goos|goarch|cpu)' "$OUT/kernels-bench.txt" || true
+		echo '```'
+	fi
+} >"$R_MD"
+
+echo "bench.sh: wrote $R_MD" >&2
+sed -n '/^## Speed/,/^## Kernel/p' "$R_MD" | sed '$d'
