@@ -19,16 +19,18 @@ import "math"
 
 const groupMaxEps = 1e-15
 
-// makeQKX2 quantizes x to L in [0, nmax] as x ≈ scale·L − theMin, choosing
-// scale and min to minimise Σ w·(scale·L + min − x)² over nstep+1 trial
-// inverse scales (nmax + rmin + rdelta·is) / (max − min). min ≤ 0 always
-// (theMin ≥ 0). L is left with the best trial's values.
-func makeQKX2(nmax int, x, w []float32, L, Laux []uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
-	n := len(x)
+// makeQKX2 quantizes the 32 values of x to L in [0, nmax] as
+// x ≈ scale·L − theMin, choosing scale and min to minimise
+// Σ w·(scale·L + min − x)² over nstep+1 trial inverse scales
+// (nmax + rmin + rdelta·is) / (max − min). min ≤ 0 always (theMin ≥ 0).
+// L is left with the best trial's values. (Fixed-size arrays let the
+// compiler drop bounds checks; the arithmetic is ggml's, step by step.)
+func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
+	var laux [32]uint8
 	lo, hi := x[0], x[0]
 	sumW := w[0]
 	sumX := float32(sumW * x[0])
-	for i := 1; i < n; i++ {
+	for i := 1; i < 32; i++ {
 		if x[i] < lo {
 			lo = x[i]
 		}
@@ -42,16 +44,14 @@ func makeQKX2(nmax int, x, w []float32, L, Laux []uint8, rmin, rdelta float32, n
 		lo = 0
 	}
 	if hi == lo {
-		for i := range n {
-			L[i] = 0
-		}
+		*L = [32]uint8{}
 		return 0, -lo
 	}
 	fmax := float32(nmax)
 	iscale := fmax / (hi - lo)
 	scale = 1 / iscale
 	var bestErr float32
-	for i := range n {
+	for i := range 32 {
 		l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
 		L[i] = uint8(l)
 		diff := float32(scale*float32(l)) + lo - x[i]
@@ -63,9 +63,9 @@ func makeQKX2(nmax int, x, w []float32, L, Laux []uint8, rmin, rdelta float32, n
 	for is := 0; is <= nstep; is++ {
 		iscale = (float32(rmin+float32(rdelta*float32(is))) + fmax) / (hi - lo)
 		var sumL, sumL2, sumXL float32
-		for i := range n {
+		for i := range 32 {
 			l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
-			Laux[i] = uint8(l)
+			laux[i] = uint8(l)
 			fl := float32(l)
 			wl := float32(w[i] * fl)
 			sumL += wl
@@ -81,12 +81,12 @@ func makeQKX2(nmax int, x, w []float32, L, Laux []uint8, rmin, rdelta float32, n
 				thisScale = sumXL / sumL2
 			}
 			var cur float32
-			for i := range n {
-				diff := float32(thisScale*float32(Laux[i])) + thisMin - x[i]
+			for i := range 32 {
+				diff := float32(thisScale*float32(laux[i])) + thisMin - x[i]
 				cur += float32(w[i] * float32(diff*diff))
 			}
 			if cur < bestErr {
-				copy(L[:n], Laux[:n])
+				*L = laux
 				bestErr = cur
 				scale = thisScale
 				lo = thisMin
@@ -102,10 +102,9 @@ func makeQKX2(nmax int, x, w []float32, L, Laux []uint8, rmin, rdelta float32, n
 func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]uint8, hdr []byte) {
 	var scales, mins [8]float32
 	var weights [32]float32
-	var laux [32]uint8
 	var maxScale, maxMin float32
 	for j := range 8 {
-		xs := x[32*j : 32*j+32]
+		xs := (*[32]float32)(x[32*j : 32*j+32])
 		var sumX2 float32
 		for _, v := range xs {
 			sumX2 += float32(v * v)
@@ -114,7 +113,7 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], laux[:], rmin, rdelta, nstep)
+		scales[j], mins[j] = makeQKX2(nmax, xs, &weights, (*[32]uint8)(L[32*j:32*j+32]), rmin, rdelta, nstep)
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}
