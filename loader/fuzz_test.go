@@ -10,10 +10,19 @@ import (
 // FuzzParse feeds arbitrary bytes to Parse. It must never panic; whatever it
 // accepts must satisfy the invariants Data relies on, and writing an accepted
 // file back must give a file that parses and re-encodes to the same bytes.
+//
+// Run it with a short minimization time: the seeds are whole model and
+// vocabulary files, and minimizing a new input of that size takes minutes:
+//
+//	go test ./loader/ -run '^$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 3s
 func FuzzParse(f *testing.F) {
 	dir := filepath.Join("..", "..", "shared")
 	var seeds []string
-	for _, pat := range []string{"models/stories260K-*.gguf", "vocab/*.gguf"} {
+	pats := []string{"models/stories260K-*.gguf", "vocab/*.gguf"}
+	if g := os.Getenv("WOOLLY_FUZZ_SEEDS"); g != "" { // e.g. "models/stories260K-Q4_0.gguf" for speed
+		pats = []string{g}
+	}
+	for _, pat := range pats {
 		m, _ := filepath.Glob(filepath.Join(dir, pat))
 		seeds = append(seeds, m...)
 	}
