@@ -13,6 +13,7 @@ import (
 	"log"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,6 +41,7 @@ type Server struct {
 	models  *registry
 	metrics *metrics
 	mux     *http.ServeMux
+	active  sync.WaitGroup // handlers running
 }
 
 // New checks cfg and makes a server over backend.
@@ -75,8 +77,12 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	return s, nil
 }
 
-// Close unloads every model.
-func (s *Server) Close() error { return s.models.close() }
+// Close waits for the handlers still running (cancel their requests first:
+// see http.Server.BaseContext) and unloads every model.
+func (s *Server) Close() error {
+	s.active.Wait()
+	return s.models.close()
+}
 
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.cors(s.mux) }
@@ -126,6 +132,8 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 		route = "other"
 	}
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s.active.Add(1)
+		defer s.active.Done()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		defer func() { s.metrics.request(route, rec.status, time.Since(start)) }()

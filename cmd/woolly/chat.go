@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/chat"
+)
+
+func init() { register("chat", "chat with a model in the terminal", runChat) }
+
+// chatInput is where chat reads the user's lines (tests replace it).
+var chatInput io.Reader = os.Stdin
+
+func runChat(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("chat", stderr)
+	def := runtime.DefaultSamplerOptions()
+	model := fs.String("m", "", "model `path` (GGUF)")
+	system := fs.String("system", "", "system `message`")
+	n := fs.Int("n", -1, "tokens per answer at most (-1: until end of turn or the context is full)")
+	temp := fs.Float64("temp", float64(def.Temperature), "temperature (0: greedy)")
+	topK := fs.Int("top-k", def.TopK, "top-k sampling (0: off)")
+	topP := fs.Float64("top-p", float64(def.TopP), "top-p sampling (1: off)")
+	minP := fs.Float64("min-p", float64(def.MinP), "min-p sampling (0: off)")
+	rep := fs.Float64("repeat-penalty", float64(def.RepeatPenalty), "repetition penalty (1: off)")
+	seed := fs.Int64("seed", -1, "random seed (-1: random)")
+	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
+	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return errors.New("-m MODEL is required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	tok := m.Tokenizer()
+	bos, eos := "", ""
+	if id := tok.BOS(); id >= 0 {
+		bos = tok.TokenText(id)
+	}
+	if id := tok.EOS(); id >= 0 {
+		eos = tok.TokenText(id)
+	}
+	tmpl, err := chat.New(m.Info().ChatTemplate, bos, eos)
+	if err != nil {
+		return err
+	}
+	if tmpl.Default {
+		fmt.Fprintln(stderr, "woolly chat: the model has no chat template; using ChatML")
+	}
+	sess, err := m.NewSession(0) // one session: each turn reuses the cache of the conversation so far
+	if err != nil {
+		return err
+	}
+	opts := runtime.GenerateOptions{MaxTokens: *n, Sampler: runtime.SamplerOptions{
+		Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
+		RepeatPenalty: float32(*rep), RepeatLastN: def.RepeatLastN, Seed: *seed}}
+
+	// Ctrl-C stops the answer being written, not the program.
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
+
+	var history []chat.Message
+	if *system != "" {
+		history = append(history, chat.Message{Role: "system", Content: *system})
+	}
+	fmt.Fprintln(stderr, "woolly chat: /bye ends the chat; Ctrl-C stops an answer")
+	in := bufio.NewScanner(chatInput)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	for {
+		fmt.Fprint(stdout, ">>> ")
+		if !in.Scan() {
+			fmt.Fprintln(stdout)
+			return in.Err()
+		}
+		line := strings.TrimSpace(in.Text())
+		switch {
+		case line == "":
+			continue
+		case line == "/bye":
+			return nil
+		}
+		turn := append(history, chat.Message{Role: "user", Content: line})
+		prompt, err := tmpl.Render(turn, true)
+		if err != nil {
+			fmt.Fprintf(stderr, "woolly chat: %v\n", err)
+			continue
+		}
+		if tok.AddBOS() && bos != "" {
+			prompt = strings.TrimPrefix(prompt, bos)
+		}
+		if *showPrompt {
+			fmt.Fprintf(stderr, "[prompt] %q\n", prompt)
+		}
+		answer, reason, err := chatTurn(sess, opts, prompt, interrupts, stdout)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+		switch reason {
+		case "cancel":
+			fmt.Fprintln(stderr, "woolly chat: answer stopped")
+		case "length":
+			if sess.Pos() >= sess.NCtx() {
+				fmt.Fprintln(stderr, "woolly chat: the context is full; starting over")
+				history = history[:0]
+				if *system != "" {
+					history = append(history, chat.Message{Role: "system", Content: *system})
+				}
+				sess.Reset()
+				continue
+			}
+		}
+		history = append(turn, chat.Message{Role: "assistant", Content: answer})
+	}
+}
+
+// chatTurn generates one answer, streaming it to out; an interrupt cancels it.
+func chatTurn(sess *runtime.Session, o runtime.GenerateOptions, prompt string, interrupts <-chan os.Signal, out io.Writer) (string, string, error) {
+	for len(interrupts) > 0 { // a Ctrl-C typed at the prompt is not for this answer
+		<-interrupts
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-interrupts:
+			cancel()
+		case <-done:
+		}
+	}()
+	o.Prompt = prompt
+	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
+		_, err := io.WriteString(out, t.Text)
+		return err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return res.Text, res.StopReason, nil
+}

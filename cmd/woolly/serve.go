@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/woolly-llm/woolly/server"
+)
+
+func init() {
+	register("serve", "serve the Ollama, OpenAI and Ole HTTP APIs", runServe)
+}
+
+// envOr returns the environment variable's value, or def when unset.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// parseKeepAlive reads a keep-alive: a duration ("5m") or seconds ("300");
+// negative keeps models loaded.
+func parseKeepAlive(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("keep-alive %q is neither a duration nor seconds", s)
+	}
+	return time.Duration(n * float64(time.Second)), nil
+}
+
+func envInt(name string, def int) (int, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not an integer", name, v)
+	}
+	return n, nil
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	port, err := envInt("WOOLLY_PORT", 8080)
+	if err != nil {
+		return err
+	}
+	maxQueue, err := envInt("WOOLLY_MAX_QUEUE", 64)
+	if err != nil {
+		return err
+	}
+	threadsDef, err := envInt("WOOLLY_THREADS", 0)
+	if err != nil {
+		return err
+	}
+	host := fs.String("host", envOr("WOOLLY_HOST", "127.0.0.1"), "address to bind (env WOOLLY_HOST)")
+	fs.IntVar(&port, "port", port, "port (env WOOLLY_PORT; 11434 for clients that expect Ollama's)")
+	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS)")
+	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
+	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
+	fs.IntVar(&maxQueue, "max-queue", maxQueue, "requests that may wait for a model; more get 503 (env WOOLLY_MAX_QUEUE)")
+	timeoutS := fs.String("timeout", envOr("WOOLLY_TIMEOUT", "0"), "per-request time limit, e.g. 5m (0: none; env WOOLLY_TIMEOUT)")
+	keepS := fs.String("keep-alive", envOr("WOOLLY_KEEP_ALIVE", "5m"), "how long an idle model stays loaded (0: unload after each request, -1: forever; env WOOLLY_KEEP_ALIVE)")
+	threads := fs.Int("t", threadsDef, "threads per model (0: physical cores; env WOOLLY_THREADS)")
+	nctx := fs.Int("c", 0, "context length cap per model (0: the model's, at most the runtime's default)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *models == "" {
+		return errors.New("--models DIR (or WOOLLY_MODELS) is required")
+	}
+	timeout, err := time.ParseDuration(*timeoutS)
+	if err != nil {
+		return fmt.Errorf("--timeout: %v", err)
+	}
+	keep, err := parseKeepAlive(*keepS)
+	if err != nil {
+		return err
+	}
+	if keep == 0 {
+		keep = time.Nanosecond // unload as soon as the model is idle
+	}
+	var origins []string
+	for _, o := range strings.Split(*cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	if maxQueue == 0 {
+		maxQueue = -1 // no waiting
+	}
+	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
+	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue,
+		Timeout: timeout, KeepAlive: keep, Threads: *threads, Logger: logger},
+		server.RuntimeBackend{ContextLength: *nctx})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	if *apiKey == "" && !isLoopback(*host) {
+		logger.Printf("warning: listening on %s without an API key", *host)
+	}
+	base, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return base }, ErrorLog: logger}
+	logger.Printf("listening on http://%s (models in %s)", ln.Addr(), *models)
+
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-sig.Done():
+	}
+	stop()
+	logger.Printf("shutting down: finishing requests in flight (10s at most)")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		cancelAll() // stop the generations still running
+		hs.Close()
+	}
+	<-served
+	logger.Printf("stopped")
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

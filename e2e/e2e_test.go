@@ -1,0 +1,152 @@
+// Package e2e runs `woolly serve` as a process and drives it with the
+// official ollama and openai npm clients (e2e.mjs). Run `npm ci` in this
+// directory first; without node_modules the client part is skipped.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const testModel = "stories260K-Q8_0"
+
+// startServer builds woolly and runs `woolly serve` on a free loopback port;
+// it returns the base URL and the running command.
+func startServer(t *testing.T, extra ...string) (string, *exec.Cmd) {
+	t.Helper()
+	models := filepath.Join("..", "..", "shared", "models")
+	if _, err := os.Stat(filepath.Join(models, testModel+".gguf")); err != nil {
+		t.Skipf("shared models absent (%v); the e2e test needs ../shared/models", err)
+	}
+	bin := filepath.Join(t.TempDir(), "woolly")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/woolly")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--models", models, "-t", "1"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`listening on (http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Log("server: " + sc.Text())
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-addr:
+		return u, cmd
+	case <-time.After(30 * time.Second):
+		t.Fatal("woolly serve did not report its address")
+	}
+	return "", nil
+}
+
+func TestServeWithNpmClients(t *testing.T) {
+	url, cmd := startServer(t, "--api-key", "e2e-key")
+	// The server is up and guarded by the key.
+	res, err := http.Get(url + "/api/tags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /api/tags without the key: %d", res.StatusCode)
+	}
+	res, err = http.Get(url + "/api/v1/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("health: %d", res.StatusCode)
+	}
+
+	if _, err := os.Stat("node_modules"); err != nil {
+		t.Log("SKIP npm clients: e2e/node_modules is missing; run `npm ci --prefix e2e` (node >= 20) to enable them")
+	} else if node, err := exec.LookPath("node"); err != nil {
+		t.Log("SKIP npm clients: node is not installed")
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		js := exec.CommandContext(ctx, node, "e2e.mjs")
+		js.Env = append(os.Environ(), "WOOLLY_URL="+url, "WOOLLY_MODEL="+testModel, "WOOLLY_API_KEY=e2e-key")
+		out, err := js.CombinedOutput()
+		t.Logf("node e2e.mjs:\n%s", out)
+		if err != nil {
+			t.Fatalf("node e2e.mjs: %v", err)
+		}
+		if !strings.Contains(string(out), "checks passed") {
+			t.Fatal("e2e.mjs did not finish")
+		}
+	}
+
+	// SIGTERM: a graceful exit with status 0.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("woolly serve after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("woolly serve did not exit after SIGTERM")
+	}
+}
+
+// TestShutdownCancelsStreams checks that SIGINT during a long streaming
+// answer still ends the server promptly and cleanly.
+func TestShutdownCancelsStreams(t *testing.T) {
+	url, cmd := startServer(t)
+	body := `{"model":"` + testModel + `","prompt":"Once upon a time","options":{"num_predict":-1,"num_ctx":512}}`
+	res, err := http.Post(url+"/api/generate", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	io.Copy(io.Discard, br)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit 20s after SIGINT")
+	}
+}
