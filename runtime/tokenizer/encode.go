@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"strings"
 )
@@ -141,22 +140,53 @@ type spmBigram struct {
 	size        int
 }
 
+// spmQueue is a max-heap: highest score first, leftmost on ties.
 type spmQueue []spmBigram
 
-func (q spmQueue) Len() int { return len(q) }
-func (q spmQueue) Less(i, j int) bool {
-	if q[i].score != q[j].score {
-		return q[i].score > q[j].score
+func (b *spmBigram) before(o *spmBigram) bool {
+	if b.score != o.score {
+		return b.score > o.score
 	}
-	return q[i].left < q[j].left
+	return b.left < o.left
 }
-func (q spmQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *spmQueue) Push(x any)   { *q = append(*q, x.(spmBigram)) }
-func (q *spmQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *spmQueue) push(x spmBigram) {
+	h := append(*q, x)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].before(&h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	*q = h
+}
+
+func (q *spmQueue) pop() spmBigram {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(&h[l]) {
+			m = r
+		}
+		if !h[m].before(&h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 type spmSession struct {
@@ -182,8 +212,8 @@ func (t *Tokenizer) spm(text string, out []int32) ([]int32, error) {
 	for i := 1; i < len(s.syms); i++ {
 		s.tryAdd(i-1, i)
 	}
-	for s.queue.Len() > 0 {
-		b := heap.Pop(&s.queue).(spmBigram)
+	for len(s.queue) > 0 {
+		b := s.queue.pop()
 		l, r := &s.syms[b.left], &s.syms[b.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
 			continue
@@ -215,7 +245,7 @@ func (s *spmSession) tryAdd(left, right int) {
 	if !ok {
 		return
 	}
-	heap.Push(&s.queue, spmBigram{left: left, right: right, score: s.t.scores[id], size: len(w)})
+	s.queue.push(spmBigram{left: left, right: right, score: s.t.scores[id], size: len(w)})
 	s.rev[w] = [2]int{left, right}
 }
 
@@ -264,26 +294,57 @@ type bpeSym struct {
 
 type bpeBigram struct {
 	left, right int
-	text        string
 	rank        int
+	size        int // bytes of left+right when queued
 }
 
+// bpeQueue is a min-heap: lowest merge rank first, leftmost on ties.
 type bpeQueue []bpeBigram
 
-func (q bpeQueue) Len() int { return len(q) }
-func (q bpeQueue) Less(i, j int) bool {
-	if q[i].rank != q[j].rank {
-		return q[i].rank < q[j].rank
+func (b *bpeBigram) before(o *bpeBigram) bool {
+	if b.rank != o.rank {
+		return b.rank < o.rank
 	}
-	return q[i].left < q[j].left
+	return b.left < o.left
 }
-func (q bpeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *bpeQueue) Push(x any)   { *q = append(*q, x.(bpeBigram)) }
-func (q *bpeQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *bpeQueue) push(x bpeBigram) {
+	h := append(*q, x)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].before(&h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	*q = h
+}
+
+func (q *bpeQueue) pop() bpeBigram {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(&h[l]) {
+			m = r
+		}
+		if !h[m].before(&h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // PreTokenize returns the pre-tokenizer's split of text (BPE vocabularies;
@@ -358,18 +419,21 @@ func (t *Tokenizer) bpe(text string, out []int32) ([]int32, error) {
 			if !ok {
 				return
 			}
-			heap.Push(&q, bpeBigram{left: left, right: right, text: a + b, rank: rank})
+			q.push(bpeBigram{left: left, right: right, rank: rank, size: len(a) + len(b)})
 		}
 		for i := 1; i < len(syms); i++ {
 			add(i-1, i)
 		}
-		for q.Len() > 0 {
-			bg := heap.Pop(&q).(bpeBigram)
+		for len(q) > 0 {
+			bg := q.pop()
 			l, r := &syms[bg.left], &syms[bg.right]
 			if l.n == 0 || r.n == 0 {
 				continue
 			}
-			if l.off+l.n != r.off || word[l.off:r.off+r.n] != bg.text {
+			// llama.cpp compares left+right with the queued text; as symbols
+			// only grow by absorbing their right neighbour, that is the same
+			// as comparing sizes
+			if l.n+r.n != bg.size {
 				continue
 			}
 			l.n += r.n
