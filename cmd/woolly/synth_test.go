@@ -166,3 +166,37 @@ func TestSynthVocabFromFile(t *testing.T) {
 		t.Errorf("token_embd %v, want Q8_0", embd.Type)
 	}
 }
+
+// TestSynthPresetParams: the presets have the published parameter counts
+// of the models they imitate.
+func TestSynthPresetParams(t *testing.T) {
+	want := map[string]int64{
+		"tinyllama-1.1b": 1100048384, // TinyLlama-1.1B
+		"llama-7b":       6738415616, // Llama-2-7B
+	}
+	for _, p := range synthPresets {
+		var n int64
+		for _, ts := range p.tensors() {
+			e := int64(1)
+			for _, d := range ts.shape {
+				e *= d
+			}
+			n += e
+		}
+		t.Logf("%s: %d parameters", p.name, n)
+		if w, ok := want[p.name]; ok && n != w {
+			t.Errorf("%s: %d parameters, want %d", p.name, n, w)
+		}
+	}
+	v, _, types := byteVocab(49159)
+	seen := map[string]bool{}
+	for i, s := range v {
+		if seen[s] {
+			t.Fatalf("token %q repeated (id %d)", s, i)
+		}
+		seen[s] = true
+	}
+	if len(v) != 49159 || len(types) != 49159 || v[3] != "<0x00>" || v[258] != "<0xFF>" {
+		t.Errorf("byte vocabulary: %d tokens, %q %q", len(v), v[3], v[258])
+	}
+}
