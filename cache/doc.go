@@ -37,19 +37,29 @@
 // default (contracts.md), and keep it off by default unless it wins the
 // benchmark within the RSS bound (an f32 copy is ~7x a Q4_K tensor).
 //
-// Prefix KV reuse. Make one PrefixCache per loaded model. The runtime
-// supplies the snapshot type: Session.Snapshot() returns a value holding a
-// copy of the KV cache rows [0, Pos) of every layer plus the tokens, with
-// Bytes() = its memory; Session.Restore(snap) copies them back and sets Pos.
-// A request with prompt tokens p does
+// Prefix KV reuse. Make one PrefixCache per loaded model (snapshots are only
+// valid for the model that made them). The runtime supplies the snapshot
+// type: Session.Snapshot() returns a value holding a copy of the KV rows
+// [0, Pos) of every layer plus the tokens, with Bytes() = its memory;
+// Session.Restore(snap) copies them back and sets Pos and Tokens. A request
+// with prompt tokens p does
 //
-//	n, snap := pc.Longest(p[:len(p)-1]) // keep ≥ 1 token to evaluate for logits
-//	if n > 0 { s.Restore(snap) } else { s.Reset() }
+//	n, snap, _ := pc.LongestCommon(p[:len(p)-1]) // keep ≥ 1 token to evaluate for logits
+//	if n > 0 {
+//		s.Restore(snap)  // the snapshot may run past n: it diverges from p there
+//		s.Truncate(n)
+//	} else {
+//		s.Reset()
+//	}
 //	logits, err := s.Eval(p[n:], false)
 //
-// and at a turn boundary (after the prompt, and after the reply when the
-// conversation goes on) calls pc.Put(s.Tokens(), s.Snapshot()). Snapshots are
-// shared by concurrent requests: Restore must copy, never alias.
+// (Longest is the simpler variant that only returns snapshots whose whole
+// sequence is a prefix of p: no Truncate needed.) At a turn boundary, after
+// the prompt and after the reply when the conversation goes on, call
+// pc.Put(s.Tokens(), s.Snapshot()). Snapshots are shared by concurrent
+// requests: Restore must copy, never alias. A session that already holds a
+// prefix of p (runtime.Session.Generate's own common-prefix reuse) needs no
+// lookup; the cache serves other conversations and new sessions.
 //
 // # Cache concurrency rules
 //

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 )
 
@@ -14,55 +13,72 @@ type Snapshot interface {
 	Bytes() int64
 }
 
-// prefixOverhead is the bookkeeping cost charged per entry on top of the
-// snapshot and the token copy.
-const prefixOverhead = 64
+// Bookkeeping charged against the budget on top of each snapshot: per entry,
+// and per token (a trie node; shared prefixes are charged once per entry, so
+// this is an upper bound).
+const (
+	prefixOverhead  = 64
+	prefixTokenCost = 64
+)
 
-type prefixKey struct {
-	n int    // prefix length in tokens
-	h uint64 // hash of the first n tokens
+// trieNode is one token of a stored sequence. Nodes with no entry at or
+// below them are deleted, so every node leads to at least one entry.
+type trieNode struct {
+	tok      int32
+	depth    int
+	parent   *trieNode
+	children []*trieNode // few per node in practice; linear search
+	sub      int         // entries ending at or below this node
+	end      *prefixEntry
+}
+
+func (n *trieNode) child(t int32) *trieNode {
+	for _, c := range n.children {
+		if c.tok == t {
+			return c
+		}
+	}
+	return nil
 }
 
 type prefixEntry struct {
-	tokens []int32
-	snap   Snapshot
+	node *trieNode
+	snap Snapshot
 }
 
-// PrefixStats are a PrefixCache's counters. Hits and Misses count Longest
-// calls that found / did not find a stored prefix; Bytes, Entries, Evictions
-// and Uncacheable come from the underlying byte-budget LRU.
+// PrefixStats are a PrefixCache's counters. Hits and Misses count lookups
+// (Longest, LongestCommon) that found / did not find a usable prefix; Bytes,
+// Entries, Evictions and Uncacheable come from the underlying byte-budget LRU.
 type PrefixStats struct {
 	Stats
-	TokensLookedUp int64 // sum of len(tokens) over Longest calls
+	TokensLookedUp int64 // sum of len(tokens) over lookups
 	TokensReused   int64 // sum of the returned prefix lengths
 }
 
-// PrefixCache maps token prefixes to KV snapshots, least recently used first
-// out under a byte budget. A request calls Longest with its tokens, restores
-// the snapshot of the longest stored prefix and evaluates only the tokens
-// after it; at turn boundaries it stores a new snapshot with Put.
+// PrefixCache maps token sequences to KV snapshots, least recently used first
+// out under a byte budget. A request looks up its tokens, restores the
+// snapshot found and evaluates only the tokens after the reused prefix; at
+// turn boundaries it stores a new snapshot with Put.
 //
-// Lookups cost O(len(tokens)): one pass hashes the prefixes at the stored
-// lengths, each distinct stored length (longest first) is probed with one
-// map lookup, and a candidate is confirmed by comparing its tokens, so a
-// hash collision can cost a miss but never returns a wrong snapshot.
+// The sequences are kept in a trie of tokens, so a lookup walks tokens once:
+// O(len(tokens)) whatever the number of entries (plus, for LongestCommon, one
+// walk down to the nearest stored sequence).
 //
 // Concurrency: every method takes the PrefixCache's mutex, then the inner
-// cache's; evictions (which update the table of stored lengths) only happen
-// inside PrefixCache methods, so under both locks.
+// cache's; evictions (which unlink entries from the trie in OnEvicted) only
+// happen inside PrefixCache methods, so under both locks.
 type PrefixCache struct {
-	mu      sync.Mutex
-	c       *Cache[prefixKey, *prefixEntry]
-	lengths map[int]int // stored prefix length -> number of entries
-	byLen   []int       // distinct stored lengths, descending
-	st      PrefixStats
+	mu   sync.Mutex
+	c    *Cache[*trieNode, *prefixEntry] // keyed by the node where the sequence ends
+	root trieNode
+	st   PrefixStats
 }
 
 // NewPrefixCache returns a prefix cache holding at most budgetBytes bytes of
-// snapshots (plus their token copies and a small per-entry overhead).
+// snapshots (plus a bookkeeping charge per entry and per token).
 func NewPrefixCache(budgetBytes int64) (*PrefixCache, error) {
-	p := &PrefixCache{lengths: make(map[int]int)}
-	c, err := New[prefixKey, *prefixEntry](budgetBytes, Options[prefixKey, *prefixEntry]{
+	p := &PrefixCache{}
+	c, err := New[*trieNode, *prefixEntry](budgetBytes, Options[*trieNode, *prefixEntry]{
 		OnEvicted: p.evicted,
 	})
 	if err != nil {
@@ -73,47 +89,34 @@ func NewPrefixCache(budgetBytes int64) (*PrefixCache, error) {
 }
 
 // evicted runs under p.mu and the inner cache's mutex.
-func (p *PrefixCache) evicted(k prefixKey, e *prefixEntry) {
-	p.lengths[k.n]--
-	if p.lengths[k.n] == 0 {
-		delete(p.lengths, k.n)
-		if i, ok := slices.BinarySearchFunc(p.byLen, k.n, descending); ok {
-			p.byLen = slices.Delete(p.byLen, i, i+1)
+func (p *PrefixCache) evicted(n *trieNode, e *prefixEntry) {
+	n.end = nil
+	p.unlink(n)
+	e.node, e.snap = nil, nil // release our references
+}
+
+// unlink drops one entry count along the path from n to the root, deleting
+// nodes that no longer lead to an entry.
+func (p *PrefixCache) unlink(n *trieNode) {
+	for x := n; x != nil; x = x.parent {
+		x.sub--
+		if x.sub == 0 && x.parent != nil {
+			ch := x.parent.children
+			for i, c := range ch {
+				if c == x {
+					ch[i] = ch[len(ch)-1]
+					ch[len(ch)-1] = nil
+					x.parent.children = ch[:len(ch)-1]
+					break
+				}
+			}
 		}
 	}
-	e.tokens, e.snap = nil, nil // release our references
 }
 
-func descending(a, b int) int { return b - a }
-
-// hasher is FNV-1a over the little-endian bytes of token ids; its state
-// after i tokens is the hash of the first i tokens.
-type hasher uint64
-
-const hashSeed hasher = 14695981039346656037
-
-func (h hasher) add(t int32) hasher {
-	u := uint32(t)
-	for b := 0; b < 4; b++ {
-		h ^= hasher(u & 0xff)
-		h *= 1099511628211
-		u >>= 8
-	}
-	return h
-}
-
-func hashTokens(tokens []int32) uint64 {
-	h := hashSeed
-	for _, t := range tokens {
-		h = h.add(t)
-	}
-	return uint64(h)
-}
-
-// Put stores snap as the KV state after tokens (a copy of tokens is kept).
-// It replaces any snapshot stored for exactly these tokens and reports
-// whether snap was stored (not stored: empty tokens, nil snap, negative size,
-// or larger than the whole budget).
+// Put stores snap as the KV state after tokens, replacing any snapshot
+// stored for exactly these tokens, and reports whether snap was stored (not
+// stored: empty tokens, nil snap, negative size, or larger than the budget).
 func (p *PrefixCache) Put(tokens []int32, snap Snapshot) bool {
 	if len(tokens) == 0 || snap == nil {
 		return false
@@ -122,68 +125,130 @@ func (p *PrefixCache) Put(tokens []int32, snap Snapshot) bool {
 	if sb < 0 {
 		return false
 	}
-	key := prefixKey{len(tokens), hashTokens(tokens)}
-	e := &prefixEntry{tokens: slices.Clone(tokens), snap: snap}
-	size := sb + 4*int64(len(tokens)) + prefixOverhead
+	size := sb + prefixTokenCost*int64(len(tokens)) + prefixOverhead
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
-	if !p.c.insert(key, e, size, 0) {
-		return false
+	// Drop the old entry for these tokens, if any.
+	if n := p.find(tokens); n != nil && n.end != nil {
+		p.c.lru.Remove(n)
 	}
-	p.lengths[key.n]++
-	if p.lengths[key.n] == 1 {
-		i, _ := slices.BinarySearchFunc(p.byLen, key.n, descending)
-		p.byLen = slices.Insert(p.byLen, i, key.n)
+	// Link the path first (counting the new entry), so that evictions made
+	// room for it cannot delete the nodes it needs.
+	n := &p.root
+	n.sub++
+	for _, t := range tokens {
+		c := n.child(t)
+		if c == nil {
+			c = &trieNode{tok: t, depth: n.depth + 1, parent: n}
+			n.children = append(n.children, c)
+		}
+		c.sub++
+		n = c
+	}
+	e := &prefixEntry{node: n, snap: snap}
+	n.end = e
+	if !p.c.insert(n, e, size, 0) {
+		n.end = nil
+		p.unlink(n)
+		return false
 	}
 	return true
 }
 
-// Longest returns the longest stored prefix of tokens: its length n (0 when
-// none) and its snapshot. The prefix may be all of tokens; a caller that needs
-// the logits of the last token should look up tokens[:len(tokens)-1] so that
-// at least one token is left to evaluate.
+// find returns the node of exactly tokens, or nil.
+func (p *PrefixCache) find(tokens []int32) *trieNode {
+	n := &p.root
+	for _, t := range tokens {
+		if n = n.child(t); n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+// Longest returns the longest stored sequence that is a prefix of tokens:
+// its length n (0 when none) and its snapshot. The prefix may be all of
+// tokens; a caller that needs the logits of the last token should look up
+// tokens[:len(tokens)-1] so that at least one token is left to evaluate.
 func (p *PrefixCache) Longest(tokens []int32) (int, Snapshot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.st.TokensLookedUp += int64(len(tokens))
-	if len(tokens) > 0 && len(p.byLen) > 0 {
-		// One pass over tokens, keeping the hash at each stored length
-		// (byLen is descending, so walk it from the end).
-		hs := make([]uint64, len(p.byLen))
-		j := len(p.byLen) - 1
-		h := hashSeed
-		for i, t := range tokens {
-			if j < 0 {
-				break
-			}
-			h = h.add(t)
-			if i+1 == p.byLen[j] {
-				hs[j] = uint64(h)
-				j--
-			}
+	var best *trieNode
+	n := &p.root
+	for _, t := range tokens {
+		if n = n.child(t); n == nil {
+			break
 		}
-		p.c.mu.Lock()
-		for k, n := range p.byLen {
-			if n > len(tokens) {
-				continue
-			}
-			e, ok := p.c.peek(prefixKey{n, hs[k]})
-			if !ok || !slices.Equal(e.tokens, tokens[:n]) {
-				continue
-			}
-			snap := e.snap
-			p.c.mu.Unlock()
-			p.st.Hits++
-			p.st.TokensReused += int64(n)
-			return n, snap
+		if n.end != nil {
+			best = n
 		}
-		p.c.mu.Unlock()
 	}
-	p.st.Misses++
-	return 0, nil
+	if best == nil {
+		p.st.Misses++
+		return 0, nil
+	}
+	return p.hit(best, best.depth)
+}
+
+// LongestCommon returns the stored snapshot that shares the longest common
+// prefix with tokens: n, the length of that common prefix (0 when none), the
+// snapshot, and snapLen, the number of tokens the snapshot holds (≥ n). The
+// caller restores the snapshot and, when snapLen > n, truncates it to n
+// positions: the KV state of the first n positions depends only on the
+// first n tokens. Among candidates it prefers one that ends exactly at n,
+// else the shortest one below (the least to copy).
+func (p *PrefixCache) LongestCommon(tokens []int32) (n int, snap Snapshot, snapLen int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st.TokensLookedUp += int64(len(tokens))
+	x := &p.root
+	for _, t := range tokens {
+		c := x.child(t)
+		if c == nil {
+			break
+		}
+		x = c
+	}
+	if x == &p.root {
+		p.st.Misses++
+		return 0, nil, 0
+	}
+	n = x.depth
+	// Every node leads to an entry: take the shallowest one at or below x
+	// (breadth first).
+	level := []*trieNode{x}
+	for len(level) > 0 {
+		var next []*trieNode
+		for _, y := range level {
+			if y.end != nil {
+				m, s := p.hit(y, n)
+				return m, s, y.depth
+			}
+			next = append(next, y.children...)
+		}
+		level = next
+	}
+	p.st.Misses++ // cannot happen: nodes without entries are deleted
+	return 0, nil, 0
+}
+
+// hit counts a lookup that reuses n tokens of the entry at node e and marks
+// the entry as recently used.
+func (p *PrefixCache) hit(e *trieNode, n int) (int, Snapshot) {
+	p.c.mu.Lock()
+	ent, ok := p.c.peek(e)
+	p.c.mu.Unlock()
+	if !ok { // cannot happen: entries leave the trie when they leave the cache
+		p.st.Misses++
+		return 0, nil
+	}
+	p.st.Hits++
+	p.st.TokensReused += int64(n)
+	return n, ent.snap
 }
 
 // Stats returns a snapshot of the counters.

@@ -89,29 +89,85 @@ func TestPrefixLongest(t *testing.T) {
 	}
 }
 
-// A hash collision must cost a miss, never return another prefix's snapshot.
-func TestPrefixCollisionIsVerified(t *testing.T) {
-	p := newPC(t, 1<<20)
-	real := []int32{5, 6, 7}
-	p.Put(real, sizedSnap{"real", 10})
-	q := []int32{1, 2, 3, 4}
-	// Forge an entry filed under q[:3]'s hash but holding other tokens.
+// checkTrie verifies the trie's invariants against the inner cache.
+func checkTrie(t *testing.T, p *PrefixCache) {
+	t.Helper()
 	p.mu.Lock()
-	p.c.mu.Lock()
-	p.c.insert(prefixKey{3, hashTokens(q[:3])}, &prefixEntry{tokens: []int32{9, 9, 9}, snap: sizedSnap{"forged", 10}}, 100, 0)
-	p.c.mu.Unlock()
-	p.mu.Unlock()
-	if n, snap := p.Longest(q); n != 0 || snap != nil {
-		t.Fatalf("Longest returned a colliding entry: %d %v", n, snap)
+	defer p.mu.Unlock()
+	ends := 0
+	var walk func(n *trieNode) int
+	walk = func(n *trieNode) int {
+		sub := 0
+		if n.end != nil {
+			sub++
+			ends++
+			if n.end.node != n {
+				t.Errorf("entry at depth %d points to another node", n.depth)
+			}
+		}
+		for _, c := range n.children {
+			if c.parent != n || c.depth != n.depth+1 {
+				t.Errorf("bad child link at depth %d", n.depth)
+			}
+			sub += walk(c)
+		}
+		if n.sub != sub {
+			t.Errorf("node at depth %d counts %d entries, has %d", n.depth, n.sub, sub)
+		}
+		if sub == 0 && n != &p.root {
+			t.Errorf("node at depth %d leads to no entry", n.depth)
+		}
+		return sub
 	}
-	if n, _ := p.Longest([]int32{5, 6, 7, 8}); n != 3 {
-		t.Fatalf("real prefix not found: %d", n)
+	walk(&p.root)
+	if ends != p.c.lru.Len() {
+		t.Errorf("trie holds %d entries, cache %d", ends, p.c.lru.Len())
 	}
+}
+
+func TestPrefixLongestCommon(t *testing.T) {
+	p := newPC(t, 1<<20)
+	long := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	mid := []int32{1, 2, 3, 4, 5, 6}
+	p.Put(long, sizedSnap{"long", 10})
+	p.Put([]int32{1, 2, 9}, sizedSnap{"129", 10})
+	cases := []struct {
+		q        []int32
+		n        int
+		id       string
+		snapLen  int
+		longestN int
+	}{
+		{[]int32{1, 2, 3, 4, 99}, 4, "long", 8, 0}, // diverges inside "long": reuse 4 of its 8
+		{[]int32{1, 2, 3, 4, 5, 6, 7, 8, 9}, 8, "long", 8, 8},
+		{[]int32{1, 2, 7}, 2, "129", 3, 0}, // "129" is the shortest below [1 2]
+		{[]int32{1, 2, 9, 9}, 3, "129", 3, 3},
+		{[]int32{5}, 0, "", 0, 0},
+	}
+	for _, c := range cases {
+		n, snap, sl := p.LongestCommon(c.q)
+		if n != c.n || sl != c.snapLen {
+			t.Errorf("LongestCommon(%v) = %d, len %d; want %d, len %d", c.q, n, sl, c.n, c.snapLen)
+			continue
+		}
+		if n > 0 && snap.(sizedSnap).id != c.id {
+			t.Errorf("LongestCommon(%v) returned %s, want %s", c.q, snap.(sizedSnap).id, c.id)
+		}
+		if ln, _ := p.Longest(c.q); ln != c.longestN {
+			t.Errorf("Longest(%v) = %d, want %d", c.q, ln, c.longestN)
+		}
+	}
+	// With an entry ending exactly at the divergence point, that one is used.
+	p.Put(mid[:4], sizedSnap{"1234", 10})
+	if n, snap, sl := p.LongestCommon([]int32{1, 2, 3, 4, 99}); n != 4 || sl != 4 || snap.(sizedSnap).id != "1234" {
+		t.Errorf("exact entry not preferred: %d %v %d", n, snap, sl)
+	}
+	checkTrie(t, p)
 }
 
 func TestPrefixEvictionByBytes(t *testing.T) {
 	// Each entry costs 1000 + 4*len + overhead.
-	cost := func(n int) int64 { return 1000 + 4*int64(n) + prefixOverhead }
+	cost := func(n int) int64 { return 1000 + prefixTokenCost*int64(n) + prefixOverhead }
 	p := newPC(t, cost(4)+cost(5)+cost(6))
 	seqs := [][]int32{{1, 2, 3, 4}, {1, 2, 3, 4, 5}, {1, 2, 3, 4, 5, 6}, {2, 2, 2, 2, 2, 2, 2}}
 	for _, s := range seqs[:3] {
@@ -126,18 +182,16 @@ func TestPrefixEvictionByBytes(t *testing.T) {
 	if n, _ := p.Longest([]int32{1, 2, 3, 4, 5, 6, 7}); n != 4 {
 		t.Fatalf("after eviction Longest = %d, want 4 (5 and 6 evicted)", n)
 	}
-	p.mu.Lock()
-	lens := slices.Clone(p.byLen)
-	p.mu.Unlock()
-	if !slices.Equal(lens, []int{7, 4}) {
-		t.Fatalf("stored lengths %v, want [7 4]", lens)
+	if n, _ := p.Longest([]int32{2, 2, 2, 2, 2, 2, 2}); n != 7 {
+		t.Fatalf("newest entry missing: %d", n)
 	}
+	checkTrie(t, p)
 	p.Purge()
 	if n, _ := p.Longest(seqs[3]); n != 0 {
 		t.Fatal("entry survived Purge")
 	}
-	if s := p.Stats(); s.Bytes != 0 || s.Entries != 0 || len(p.byLen) != 0 {
-		t.Fatalf("after Purge: %+v, lengths %v", s, p.byLen)
+	if s := p.Stats(); s.Bytes != 0 || s.Entries != 0 || len(p.root.children) != 0 || p.root.sub != 0 {
+		t.Fatalf("after Purge: %+v, root %+v", s, p.root)
 	}
 	if err := p.SetBudget(-1); err == nil {
 		t.Fatal("negative budget accepted")
@@ -190,20 +244,36 @@ func next(o [4]float32) int32 { // "sampling": a deterministic token from the ou
 	return int32(uint32(math.Float32bits(o[0]+o[1]+o[2]+o[3])>>7) % 50)
 }
 
-// chat runs turns of a conversation for one user; with pc it reuses cached
-// prefixes, without it evaluates every request from scratch. It returns
-// every output.
-func chat(pc *PrefixCache, user int64, turns int) [][4]float32 {
-	r := rand.New(rand.NewSource(user))
+// chat runs turns of a conversation: the user's messages come from seed
+// base for the first `shared` turns and from seed own after that, so users
+// with the same base share a prefix and then diverge. With pc it reuses
+// cached state (common=false: Longest, the longest stored prefix;
+// common=true: LongestCommon, restore then truncate); without pc it
+// evaluates every request from scratch. It returns every output.
+func chat(pc *PrefixCache, common bool, base, own int64, shared, turns int) [][4]float32 {
+	rb, ro := rand.New(rand.NewSource(base)), rand.New(rand.NewSource(own))
 	var hist []int32
 	var outs [][4]float32
 	for turn := 0; turn < turns; turn++ {
+		r := rb
+		if turn >= shared {
+			r = ro
+		}
 		for i := 0; i < 3+r.Intn(5); i++ {
 			hist = append(hist, int32(r.Intn(50)))
 		}
 		s := &toySession{}
 		if pc != nil {
-			if n, snap := pc.Longest(hist[:len(hist)-1]); n > 0 {
+			q := hist[:len(hist)-1]
+			if common {
+				if n, snap, sl := pc.LongestCommon(q); n > 0 {
+					if len(snap.(*toySnap).kv) != sl {
+						panic("snapLen differs from the snapshot's length")
+					}
+					s.restore(snap.(*toySnap))
+					s.kv = s.kv[:n] // truncate
+				}
+			} else if n, snap := pc.Longest(q); n > 0 {
 				s.restore(snap.(*toySnap))
 			}
 		}
@@ -226,33 +296,46 @@ func chat(pc *PrefixCache, user int64, turns int) [][4]float32 {
 }
 
 func TestPrefixReuseGivesIdenticalResults(t *testing.T) {
-	const users, turns = 6, 5
-	pc := newPC(t, 1<<20)
-	var wg sync.WaitGroup
-	got := make([][][4]float32, users)
-	for u := 0; u < users; u++ {
-		wg.Add(1)
-		go func(u int) {
-			defer wg.Done()
-			got[u] = chat(pc, int64(u%3), turns) // users 0-2 and 3-5 share histories
-		}(u)
+	const users, turns, shared = 6, 5, 2
+	for _, common := range []bool{false, true} {
+		t.Run(fmt.Sprintf("common=%v", common), func(t *testing.T) {
+			pc := newPC(t, 1<<20)
+			var wg sync.WaitGroup
+			got := make([][][4]float32, users)
+			// Users u and u+3 share their first two turns, then diverge.
+			for u := 0; u < users; u++ {
+				wg.Add(1)
+				go func(u int) {
+					defer wg.Done()
+					got[u] = chat(pc, common, int64(u%3), int64(100+u), shared, turns)
+				}(u)
+			}
+			wg.Wait()
+			for u := 0; u < users; u++ {
+				want := chat(nil, false, int64(u%3), int64(100+u), shared, turns)
+				if !slices.Equal(got[u], want) {
+					t.Fatalf("user %d: outputs with prefix reuse differ from evaluation from scratch", u)
+				}
+			}
+			s := pc.Stats()
+			if s.TokensReused == 0 || s.Hits < users*(turns-1) {
+				t.Fatalf("the test did not exercise reuse: %+v", s)
+			}
+			checkTrie(t, pc)
+			t.Logf("%d of %d looked-up tokens reused, %v", s.TokensReused, s.TokensLookedUp, s.Stats)
+		})
 	}
-	wg.Wait()
-	for u := 0; u < users; u++ {
-		want := chat(nil, int64(u%3), turns)
-		if !slices.Equal(got[u], want) {
-			t.Fatalf("user %d: outputs with prefix reuse differ from evaluation from scratch", u)
-		}
-	}
-	s := pc.Stats()
-	if s.TokensReused == 0 || s.Hits < users*(turns-1) {
-		t.Fatalf("the test did not exercise reuse: %+v", s)
-	}
-	t.Logf("prefix cache: %d of %d looked-up tokens reused, %+v", s.TokensReused, s.TokensLookedUp, s.Stats)
 }
 
+type tokSnap struct {
+	toks []int32
+	size int64
+}
+
+func (s tokSnap) Bytes() int64 { return s.size }
+
 func TestPrefixParallelStress(t *testing.T) {
-	pc := newPC(t, 20000)
+	pc := newPC(t, 40000)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -264,11 +347,22 @@ func TestPrefixParallelStress(t *testing.T) {
 				for j := range toks {
 					toks[j] = int32(r.Intn(3))
 				}
-				if r.Intn(2) == 0 {
-					pc.Put(toks, sizedSnap{fmt.Sprint(toks), int64(r.Intn(500))})
-				} else if n, snap := pc.Longest(toks); n > 0 {
-					if snap.(sizedSnap).id != fmt.Sprint(toks[:n]) {
-						t.Errorf("Longest(%v) = %d with the snapshot of %s", toks, n, snap.(sizedSnap).id)
+				switch r.Intn(3) {
+				case 0:
+					pc.Put(toks, tokSnap{slices.Clone(toks), int64(r.Intn(500))})
+				case 1:
+					if n, snap := pc.Longest(toks); n > 0 && !slices.Equal(snap.(tokSnap).toks, toks[:n]) {
+						t.Errorf("Longest(%v) = %d with the snapshot of %v", toks, n, snap.(tokSnap).toks)
+						return
+					}
+				default:
+					n, snap, sl := pc.LongestCommon(toks)
+					if n == 0 {
+						continue
+					}
+					st := snap.(tokSnap).toks
+					if len(st) != sl || sl < n || !slices.Equal(st[:n], toks[:n]) || (n < len(toks) && n < sl && st[n] == toks[n]) {
+						t.Errorf("LongestCommon(%v) = %d, %d with the snapshot of %v", toks, n, sl, st)
 						return
 					}
 				}
@@ -283,14 +377,5 @@ func TestPrefixParallelStress(t *testing.T) {
 	if s.PeakBytes > s.Budget {
 		t.Fatalf("peak %d > budget %d", s.PeakBytes, s.Budget)
 	}
-	// The stored-length table matches the entries.
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	total := 0
-	for _, c := range pc.lengths {
-		total += c
-	}
-	if total != pc.c.lru.Len() || len(pc.byLen) != len(pc.lengths) {
-		t.Fatalf("length table (%d entries, %d lengths) out of step with the cache (%d entries)", total, len(pc.byLen), pc.c.lru.Len())
-	}
+	checkTrie(t, pc)
 }
