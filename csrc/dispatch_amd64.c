@@ -44,7 +44,16 @@ k_quantize_fn k_arch_get_quantize(int impl, int act) {
     }
 }
 
-k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) { (void)impl; (void)wtype; return NULL; }
+k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
+    if (impl != K_IMPL_AVX2) return NULL;
+    switch (wtype) {
+    case K_Q4_K: return k_mm_q4_k_avx2;
+    case K_Q6_K: return k_mm_q6_k_avx2;
+    case K_Q8_0: return k_mm_q8_0_avx2;
+    case K_Q4_0: return k_mm_q4_0_avx2;
+    default:     return NULL; /* the driver runs rows x the single-token dot */
+    }
+}
 
 static const k_arch_ops avx2_ops = {
     .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,

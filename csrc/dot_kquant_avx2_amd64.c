@@ -33,6 +33,7 @@ K_AVX2 float k_dot_q4_k_q8_k_avx2(int64_t n, const void *w, const void *a) {
         const uint8_t *q = x[i].qs;
         const int8_t *qa = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++, q += 32, qa += 64) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)q);
             const __m256i lo = _mm256_and_si256(q4, m4);
@@ -70,6 +71,7 @@ K_AVX2 float k_dot_q5_k_q8_k_avx2(int64_t n, const void *w, const void *a) {
         const int8_t *qa = y[i].qs;
         __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
         __m256i sumi = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++, q += 32, qa += 64) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)q);
             const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4);
@@ -102,6 +104,7 @@ K_AVX2 float k_dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *a) {
         const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
         const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), bs);
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+        _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h;
             const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
@@ -116,6 +119,7 @@ K_AVX2 float k_dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *a) {
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
             const int8_t *qa = y[i].qs + 128 * h;
+            _Pragma("GCC unroll 4")
             for (int k = 0; k < 4; k++) {
                 const int j = 4 * h + k; /* scale pair: scales 2j, 2j+1 */
                 const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));

@@ -42,6 +42,16 @@ float k_dot_f16_f16_avx2(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_avx2(int64_t n, const void *w, const void *a);
 float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a);
 
+/* k_matmul_q tiles (k_mm_tile_fn), mm_avx2_amd64.c */
+void k_mm_q4_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q6_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q8_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q4_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+
 void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 void k_attention_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,

@@ -107,6 +107,7 @@ K_AVX2 static inline void store_i8x32_scaled(float *dst, __m256i q, __m256 d) {
 K_AVX2 static inline void store_u8x32_affine(float *dst, __m256i q, __m256 d, __m256 m) {
     const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
     const __m128i part[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    _Pragma("GCC unroll 4")
     for (int k = 0; k < 4; k++) {
         const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part[k]));
         const __m256 t = _mm256_mul_ps(d, f);
@@ -135,6 +136,7 @@ K_AVX2 void k_dequant_q4_k_avx2(const void *src, float *dst, int64_t n) {
         uint32_t u[4];
         k_q4k_unpack_scales(b[i].scales, u);
         const uint8_t *sc = (const uint8_t *)u, *mn = sc + 8;
+        _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++, dst += 64) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c));
             store_u8x32_affine(dst, _mm256_and_si256(q4, m4), _mm256_set1_ps(d * sc[2 * c]),
@@ -154,6 +156,7 @@ K_AVX2 void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n) {
         k_q4k_unpack_scales(b[i].scales, u);
         const uint8_t *sc = (const uint8_t *)u, *mn = sc + 8;
         __m256i hb = _mm256_loadu_si256((const __m256i *)b[i].qh);
+        _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++, dst += 64) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c));
             const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4);
@@ -173,6 +176,7 @@ K_AVX2 void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float d = _cvtsh_ss(b[i].d);
+        _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++, dst += 128) {
             const uint8_t *ql = b[i].ql + 64 * h;
             const int8_t *sc = b[i].scales + 8 * h;
@@ -187,6 +191,7 @@ K_AVX2 void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n) {
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            _Pragma("GCC unroll 4")
             for (int k = 0; k < 4; k++) {
                 const __m256i qs = _mm256_sub_epi8(q[k], off);
                 const __m128i lo = _mm256_castsi256_si128(qs), hi = _mm256_extracti128_si256(qs, 1);

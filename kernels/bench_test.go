@@ -3,8 +3,28 @@ package kernels
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
 	"testing"
 )
+
+// timed runs body b.N times on a locked thread and, besides the wall-clock
+// MB/s of b.SetBytes(bytes), reports cpu-GB/s: bytes per second of thread
+// CPU time, which stays meaningful on a machine shared with other work.
+func timed(b *testing.B, bytes int64, body func() error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.SetBytes(bytes)
+	b.ResetTimer()
+	c0 := threadCPU()
+	for i := 0; i < b.N; i++ {
+		if err := body(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if c := threadCPU() - c0; c > 0 {
+		b.ReportMetric(float64(bytes)*float64(b.N)/c/1e9, "cpu-GB/s")
+	}
+}
 
 // Benchmarks are named Benchmark<Op>/<impl>/<size>; b.SetBytes counts weight
 // bytes (or input bytes for Dequant / f32 ops), so -bench reports GB/s.
@@ -57,12 +77,7 @@ func BenchmarkMatVec(b *testing.B) {
 			a, _ := benchAct(b, t, n, 1)
 			y := make([]float32, rows)
 			b.Run(fmt.Sprintf("%v/%dx%d", t, rows, n), func(b *testing.B) {
-				b.SetBytes(int64(len(w)))
-				for i := 0; i < b.N; i++ {
-					if err := MatVec(t, n, w, rb, a, y, 0, rows); err != nil {
-						b.Fatal(err)
-					}
-				}
+				timed(b, int64(len(w)), func() error { return MatVec(t, n, w, rb, a, y, 0, rows) })
 			})
 		}
 	})
@@ -77,12 +92,7 @@ func BenchmarkMatMulQ(b *testing.B) {
 			a, ab := benchAct(b, t, n, ntok)
 			y := make([]float32, ntok*rows)
 			b.Run(fmt.Sprintf("%v/%dx%dx%dtok", t, rows, n, ntok), func(b *testing.B) {
-				b.SetBytes(int64(len(w)) * ntok) // weight bytes consumed (as if re-read per token)
-				for i := 0; i < b.N; i++ {
-					if err := MatMulQ(t, n, w, rb, 0, rows, a, ab, ntok, y, rows); err != nil {
-						b.Fatal(err)
-					}
-				}
+				timed(b, int64(len(w))*ntok, func() error { return MatMulQ(t, n, w, rb, 0, rows, a, ab, ntok, y, rows) }) // weight bytes consumed (as if re-read per token)
 			})
 		}
 	})
@@ -95,12 +105,7 @@ func BenchmarkDequant(b *testing.B) {
 			w, _ := benchMatrix(t, n, 1)
 			dst := make([]float32, n)
 			b.Run(fmt.Sprintf("%v/%d", t, n), func(b *testing.B) {
-				b.SetBytes(int64(len(w)))
-				for i := 0; i < b.N; i++ {
-					if err := Dequant(t, w, dst); err != nil {
-						b.Fatal(err)
-					}
-				}
+				timed(b, int64(len(w)), func() error { return Dequant(t, w, dst) })
 			})
 		}
 	})
@@ -119,12 +124,7 @@ func BenchmarkDequantBulk(b *testing.B) {
 	benchImpls(b, func(b *testing.B) {
 		for _, pf := range []int{0, 1024, 4096, 16384} {
 			b.Run(fmt.Sprintf("prefetch-%d", pf), func(b *testing.B) {
-				b.SetBytes(total)
-				for i := 0; i < b.N; i++ {
-					if err := DequantBulk(tasks, pf); err != nil {
-						b.Fatal(err)
-					}
-				}
+				timed(b, total, func() error { return DequantBulk(tasks, pf) })
 			})
 		}
 	})
@@ -138,12 +138,7 @@ func BenchmarkQuantizeAct(b *testing.B) {
 			rb, _ := act.RowBytes(n)
 			dst := make([]byte, rb)
 			b.Run(fmt.Sprintf("%v/%d", act, n), func(b *testing.B) {
-				b.SetBytes(4 * n)
-				for i := 0; i < b.N; i++ {
-					if err := QuantizeAct(act, x, dst); err != nil {
-						b.Fatal(err)
-					}
-				}
+				timed(b, 4*n, func() error { return QuantizeAct(act, x, dst) })
 			})
 		}
 	})
@@ -157,16 +152,11 @@ func BenchmarkSgemm(b *testing.B) {
 			A, B, C := randomF32(M*K, rng), randomF32(K*N, rng), make([]float32, M*N)
 			for _, tb := range []bool{false, true} {
 				b.Run(fmt.Sprintf("%dx%dx%d/transB=%v", M, N, K, tb), func(b *testing.B) {
-					b.SetBytes(int64(4 * K * N))
-					for i := 0; i < b.N; i++ {
-						ldb := N
-						if tb {
-							ldb = K
-						}
-						if err := Sgemm(tb, 0, M, N, K, A, K, B, ldb, C, N); err != nil {
-							b.Fatal(err)
-						}
+					ldb := N
+					if tb {
+						ldb = K
 					}
+					timed(b, int64(4*K*N), func() error { return Sgemm(tb, 0, M, N, K, A, K, B, ldb, C, N) })
 					b.ReportMetric(float64(2*M*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})
 			}
@@ -184,12 +174,7 @@ func BenchmarkAttention(b *testing.B) {
 	scratch := make([]float32, pos+1)
 	benchImpls(b, func(b *testing.B) {
 		b.Run(fmt.Sprintf("decode-pos%d", pos), func(b *testing.B) {
-			b.SetBytes(int64(2 * 4 * (pos + 1) * nkv * hd))
-			for i := 0; i < b.N; i++ {
-				if err := Attention(p, 0, nh, scratch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			timed(b, int64(2*4*(pos+1)*nkv*hd), func() error { return Attention(p, 0, nh, scratch) })
 		})
 	})
 }
