@@ -46,6 +46,7 @@ type DequantCache struct {
 	c             *Cache[tensorKey, []float32]
 	prefetchBytes int
 	wg            sync.WaitGroup
+	sem           chan struct{} // one bulk dequantization at a time
 
 	mu      sync.Mutex // guards the prefetch counters
 	pst     DequantStats
@@ -59,7 +60,7 @@ func NewDequantCache(budgetBytes int64) (*DequantCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dequant cache: %w", err)
 	}
-	return &DequantCache{c: c, prefetchBytes: DefaultPrefetchBytes}, nil
+	return &DequantCache{c: c, prefetchBytes: DefaultPrefetchBytes, sem: make(chan struct{}, 1)}, nil
 }
 
 // Get returns the n f32 values of tensor in model: from the cache, or by
@@ -155,6 +156,11 @@ func (d *DequantCache) Prefetch(model string, items []PrefetchItem) error {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
+		// One at a time: prefetches that fall behind then find their
+		// tensors already loaded and skip them, instead of allocating
+		// buffers for several layers at once.
+		d.sem <- struct{}{}
+		defer func() { <-d.sem }()
 		d.prefetch(model, items)
 	}()
 	return nil

@@ -158,6 +158,16 @@ func (p *PrefixCache) Put(tokens []int32, snap Snapshot) bool {
 	return true
 }
 
+// Contains reports whether a snapshot is stored for exactly tokens (so the
+// caller can skip taking a snapshot that would only replace it). It does not
+// count as a lookup.
+func (p *PrefixCache) Contains(tokens []int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.find(tokens)
+	return n != nil && n != &p.root && n.end != nil
+}
+
 // find returns the node of exactly tokens, or nil.
 func (p *PrefixCache) find(tokens []int32) *trieNode {
 	n := &p.root

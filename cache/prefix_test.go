@@ -69,6 +69,9 @@ func TestPrefixLongest(t *testing.T) {
 	if s.Hits != 5 || s.Misses != 3 || s.TokensReused != 8+5+5+3+5 || s.Entries != 4 {
 		t.Fatalf("stats %+v", s)
 	}
+	if !p.Contains(ab) || p.Contains(ab[:4]) || p.Contains(nil) || p.Contains([]int32{4}) {
+		t.Fatal("Contains wrong")
+	}
 	// Replacement: same tokens, new snapshot.
 	p.Put(ab, sizedSnap{"new", 50})
 	if _, snap := p.Longest(ab); snap.(sizedSnap).id != "new" {
