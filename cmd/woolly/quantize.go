@@ -138,9 +138,24 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "tensor types: %s\n", strings.Join(parts, ", "))
 	if len(notes) > 0 {
-		fmt.Fprintf(stdout, "%d tensors fell back (as llama-quantize does; Woolly writes Q5_1 and Q4_1 itself, no Q8_0 substitution):\n", len(notes))
+		// Group identical reasons: "row length 64 is not a multiple of 256: Q4_K -> Q5_0 (29 tensors)".
+		var order []string
+		byReason := map[string][]string{}
 		for _, n := range notes {
-			fmt.Fprintln(stdout, "  "+n)
+			name, reason, _ := strings.Cut(n, ": ")
+			if _, ok := byReason[reason]; !ok {
+				order = append(order, reason)
+			}
+			byReason[reason] = append(byReason[reason], name)
+		}
+		fmt.Fprintf(stdout, "%d tensors fell back as llama-quantize does (Woolly writes Q5_1/Q4_1 itself; no Q8_0 substitution):\n", len(notes))
+		for _, r := range order {
+			names := byReason[r]
+			ex := strings.Join(names[:min(2, len(names))], ", ")
+			if len(names) > 2 {
+				ex += ", ..."
+			}
+			fmt.Fprintf(stdout, "  %s: %d tensors (%s)\n", r, len(names), ex)
 		}
 	}
 	return nil

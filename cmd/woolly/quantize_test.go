@@ -19,16 +19,33 @@ func sharedDir(t *testing.T) string {
 	return d
 }
 
-// TestQuantizeMiniQ4KM quantizes synth-llama-mini-F16 to q4_k_m and checks
-// the result against llama-quantize's file: the same type for every tensor
-// (ref/tensor_types.json), the same tensor bytes, the same metadata apart
-// from general.file_type, and the input's tensor order.
-func TestQuantizeMiniQ4KM(t *testing.T) {
+// TestQuantizeLikeLlamaQuantize quantizes the shared F16/F32 models and
+// checks each result against llama-quantize's file: the same type for every
+// tensor (ref/tensor_types.json), the same tensor bytes, the same metadata
+// keys and general.file_type, and the input's tensor order.
+func TestQuantizeLikeLlamaQuantize(t *testing.T) {
+	for _, c := range []struct {
+		in, ref, typ string
+		ftype        uint64
+	}{
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q4_K_M.gguf", "q4_k_m", 15},
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q5_K_M.gguf", "q5_k_m", 17},
+		{"stories260K-F32.gguf", "stories260K-Q4_K_M.gguf", "q4_k_m", 15},
+		{"stories260K-F32.gguf", "stories260K-Q4_0.gguf", "q4_0", 2},
+		{"stories260K-F32.gguf", "stories260K-Q6_K.gguf", "q6_k", 18},
+		{"stories260K-F32.gguf", "stories260K-Q8_0.gguf", "q8_0", 7},
+		{"stories260K-F32.gguf", "stories260K-F16.gguf", "f16", 1},
+	} {
+		t.Run(c.ref, func(t *testing.T) { quantizeLike(t, c.in, c.ref, c.typ, c.ftype) })
+	}
+}
+
+func quantizeLike(t *testing.T, inName, refName, typ string, ftype uint64) {
 	sh := sharedDir(t)
-	in := filepath.Join(sh, "models", "synth-llama-mini-F16.gguf")
+	in := filepath.Join(sh, "models", inName)
 	out := filepath.Join(t.TempDir(), "q.gguf")
 	var so, se bytes.Buffer
-	if err := runQuantize([]string{"--no-progress", in, out, "q4_k_m"}, &so, &se); err != nil {
+	if err := runQuantize([]string{"--no-progress", in, out, typ}, &so, &se); err != nil {
 		t.Fatalf("quantize: %v\n%s", err, se.String())
 	}
 	t.Log(so.String())
@@ -46,14 +63,14 @@ func TestQuantizeMiniQ4KM(t *testing.T) {
 	if err := json.Unmarshal(b, &tt); err != nil {
 		t.Fatal(err)
 	}
-	want := tt["synth-llama-mini-Q4_K_M.gguf"].Tensors
+	want := tt[refName].Tensors
 
 	got, err := loader.Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer got.Close()
-	ref, err := loader.Open(filepath.Join(sh, "models", "synth-llama-mini-Q4_K_M.gguf"))
+	ref, err := loader.Open(filepath.Join(sh, "models", refName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +101,8 @@ func TestQuantizeMiniQ4KM(t *testing.T) {
 			t.Errorf("%s: bytes differ from llama-quantize's", ti.Name)
 		}
 	}
-	if ft, ok := got.Uint("general.file_type"); !ok || ft != 15 {
-		t.Errorf("general.file_type = %d, want 15 (Q4_K_M)", ft)
+	if ft, ok := got.Uint("general.file_type"); !ok || ft != ftype {
+		t.Errorf("general.file_type = %d, want %d", ft, ftype)
 	}
 	for _, kv := range ref.KV {
 		g, ok := got.Get(kv.Key)
