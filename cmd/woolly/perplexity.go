@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/woolly-llm/woolly/runtime"
+)
+
+func init() {
+	register("perplexity", "perplexity of a text file (llama-perplexity's method)", runPerplexity)
+}
+
+func runPerplexity(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("perplexity", stderr)
+	model := fs.String("m", "", "model `path` (GGUF)")
+	file := fs.String("f", "", "text `file`")
+	nctx := fs.Int("c", 128, "tokens per chunk")
+	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	asJSON := fs.Bool("json", false, "print {\"ppl\":...,\"chunks\":...}")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" || *file == "" {
+		return errors.New("-m MODEL and -f FILE are required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	b, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	// Like llama.cpp's -f: drop one trailing newline.
+	text := strings.TrimSuffix(string(b), "\n")
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := m.Perplexity(ctx, text, *nctx, func(c int, ppl float64) {
+		fmt.Fprintf(stderr, "[%d]%.4f,", c, ppl)
+	})
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(struct {
+			PPL    float64 `json:"ppl"`
+			Chunks int     `json:"chunks"`
+		}{res.PPL, res.Chunks})
+	}
+	fmt.Fprintf(stdout, "PPL = %.4f over %d chunks of %d tokens (%d tokens scored)\n", res.PPL, res.Chunks, *nctx, res.Scored)
+	return nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/woolly-llm/woolly/runtime"
+)
+
+func init() { register("run", "generate text from a prompt", runRun) }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint(*l) }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", stderr)
+	def := runtime.DefaultSamplerOptions()
+	model := fs.String("m", "", "model `path` (GGUF)")
+	prompt := fs.String("p", "", "prompt `text`")
+	promptFile := fs.String("f", "", "read the prompt from `file`")
+	n := fs.Int("n", -1, "tokens to generate (-1: until end of generation or the context is full)")
+	temp := fs.Float64("temp", float64(def.Temperature), "temperature (0: greedy)")
+	topK := fs.Int("top-k", def.TopK, "top-k sampling (0: off)")
+	topP := fs.Float64("top-p", float64(def.TopP), "top-p sampling (1: off)")
+	minP := fs.Float64("min-p", float64(def.MinP), "min-p sampling (0: off)")
+	rep := fs.Float64("repeat-penalty", float64(def.RepeatPenalty), "repetition penalty (1: off)")
+	repN := fs.Int("repeat-last-n", def.RepeatLastN, "tokens the penalties look back on (-1: all)")
+	freq := fs.Float64("frequency-penalty", 0, "frequency penalty (0: off)")
+	pres := fs.Float64("presence-penalty", 0, "presence penalty (0: off)")
+	seed := fs.Int64("seed", -1, "random seed (-1: random)")
+	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	verbose := fs.Bool("verbose", false, "print model details to stderr")
+	var stops stringList
+	fs.Var(&stops, "stop", "stop `string` (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return errors.New("-m MODEL is required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *promptFile != "" {
+		b, err := os.ReadFile(*promptFile)
+		if err != nil {
+			return err
+		}
+		*prompt = string(b)
+	}
+	if *prompt == "" {
+		return errors.New("-p TEXT (or -f FILE) is required")
+	}
+	t0 := time.Now()
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if *verbose {
+		inf := m.Info()
+		fmt.Fprintf(stderr, "model: %s (%s, %s, %d params, %d layers, vocab %d), context %d, %d threads, loaded in %v\n",
+			inf.Name, inf.Architecture, inf.FileType, inf.NParams, inf.NLayer, inf.NVocab, inf.DefaultCtx, inf.Threads,
+			time.Since(t0).Round(time.Millisecond))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	opts := runtime.GenerateOptions{
+		Prompt:    *prompt,
+		MaxTokens: *n,
+		Stop:      stops,
+		Sampler: runtime.SamplerOptions{
+			Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
+			RepeatPenalty: float32(*rep), RepeatLastN: *repN, FrequencyPenalty: float32(*freq),
+			PresencePenalty: float32(*pres), Seed: *seed,
+		},
+	}
+	var onTok func(runtime.Token) error
+	if !*asJSON {
+		onTok = func(t runtime.Token) error {
+			_, err := io.WriteString(stdout, t.Text)
+			return err
+		}
+	}
+	res, err := m.Generate(ctx, opts, onTok)
+	if err != nil {
+		return err
+	}
+	pps := perSecond(len(res.PromptTokens)-res.CachedTokens, res.PromptDuration)
+	gps := perSecond(len(res.Tokens), res.GenDuration)
+	if *asJSON {
+		ids := res.Tokens
+		if ids == nil {
+			ids = []int32{}
+		}
+		out := struct {
+			PromptTokens int     `json:"prompt_tokens"`
+			Tokens       []int32 `json:"tokens"`
+			Text         string  `json:"text"`
+			StopReason   string  `json:"stop_reason"`
+			Timings      struct {
+				PromptPerSecond float64 `json:"prompt_per_second"`
+				GenPerSecond    float64 `json:"gen_per_second"`
+			} `json:"timings"`
+		}{PromptTokens: len(res.PromptTokens), Tokens: ids, Text: res.Text, StopReason: res.StopReason}
+		out.Timings.PromptPerSecond, out.Timings.GenPerSecond = pps, gps
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(stderr, "\nprompt: %d tokens in %v (%.2f tokens/s); generated: %d tokens in %v (%.2f tokens/s); stop: %s\n",
+		len(res.PromptTokens), res.PromptDuration.Round(time.Microsecond), pps,
+		len(res.Tokens), res.GenDuration.Round(time.Microsecond), gps, res.StopReason)
+	return nil
+}
+
+func perSecond(n int, d time.Duration) float64 {
+	if n <= 0 || d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

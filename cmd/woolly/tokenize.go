@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/runtime/tokenizer"
+)
+
+func init() { register("tokenize", "print the token ids of a text", runTokenize) }
+
+func runTokenize(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("tokenize", stderr)
+	model := fs.String("m", "", "model or vocabulary `path` (GGUF)")
+	prompt := fs.String("p", "", "`text` to tokenize")
+	file := fs.String("f", "", "tokenize the bytes of `file`")
+	noBOS := fs.Bool("no-bos", false, "do not add BOS")
+	noSpecial := fs.Bool("no-parse-special", false, "treat special-token text as plain text")
+	asJSON := fs.Bool("json", false, "print {\"ids\":[...]}")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return errors.New("-m MODEL is required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	pSet := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "p" {
+			pSet = true
+		}
+	})
+	if pSet == (*file != "") {
+		return errors.New("give exactly one of -p TEXT and -f FILE")
+	}
+	text := *prompt
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	f, err := loader.Open(*model)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *model, err)
+	}
+	ids, err := tok.Encode(text, !*noBOS && tok.AddBOS(), !*noSpecial)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if ids == nil {
+			ids = []int32{}
+		}
+		return json.NewEncoder(stdout).Encode(struct {
+			IDs []int32 `json:"ids"`
+		}{ids})
+	}
+	var buf []byte
+	for _, id := range ids {
+		buf = strconv.AppendInt(buf, int64(id), 10)
+		buf = append(buf, '\t')
+		buf = append(buf, tok.Piece(id)...)
+		buf = append(buf, '\n')
+	}
+	_, err = stdout.Write(buf)
+	return err
+}

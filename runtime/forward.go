@@ -1,0 +1,342 @@
+package runtime
+
+// The forward pass of a llama-family transformer (llama, qwen2, granite), in
+// the spirit of llama2.c's run.c: one function, top to bottom, with every
+// heavy op handed to the kernels package and split across the worker pool.
+//
+// For a batch of ntok tokens at positions pos0 .. pos0+ntok-1:
+//
+//	x = embed(tokens) * embedding_scale
+//	for each layer:
+//	    h = rmsnorm(x) * attn_norm
+//	    q, k, v = Wq h + bq, Wk h + bk, Wv h + bv
+//	    rope(q), rope(k); append k, v to the cache (rounded to f16)
+//	    x += residual_scale * Wo attention(q, kcache, vcache)
+//	    h = rmsnorm(x) * ffn_norm
+//	    x += residual_scale * Wdown (silu(Wgate h) * Wup h)
+//	logits = Wout (rmsnorm(x) * output_norm) / logit_scale
+//
+// Activations feeding a matrix product are converted once per op to the
+// weight's activation type (Q8_K, Q8_0, F16 or F32) exactly as the
+// reference build does it, then every worker multiplies its share of rows.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/woolly-llm/woolly/kernels"
+)
+
+// fwdState holds the scratch buffers of one session, sized for nBatch tokens.
+type fwdState struct {
+	nBatch int
+	x      []float32 // residual stream [nBatch][NEmbd]
+	xb     []float32 // normed input of a block [nBatch][NEmbd]
+	xb2    []float32 // output of attention/FFN projections [nBatch][NEmbd]
+	q      []float32 // [nBatch][QDim]
+	k, v   []float32 // [nBatch][KVDim]
+	att    []float32 // attention output [nBatch][QDim]
+	hb     []float32 // [nBatch][NFF]
+	hb2    []float32 // [nBatch][NFF]
+	cos    []float32 // rope tables [nBatch][NRot/2]
+	sin    []float32
+	f16    []byte                  // f16 rounding buffer
+	act    map[kernels.Type][]byte // quantized activations by activation type
+	scr    [][]float32             // attention scratch per worker [nCtx]
+	errs   []error                 // per-worker errors
+}
+
+func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
+	s := &fwdState{
+		nBatch: nBatch,
+		x:      make([]float32, nBatch*c.NEmbd),
+		xb:     make([]float32, nBatch*c.NEmbd),
+		xb2:    make([]float32, nBatch*c.NEmbd),
+		q:      make([]float32, nBatch*c.QDim()),
+		k:      make([]float32, nBatch*c.KVDim()),
+		v:      make([]float32, nBatch*c.KVDim()),
+		att:    make([]float32, nBatch*c.QDim()),
+		hb:     make([]float32, nBatch*c.NFF),
+		hb2:    make([]float32, nBatch*c.NFF),
+		cos:    make([]float32, nBatch*c.NRot/2),
+		sin:    make([]float32, nBatch*c.NRot/2),
+		act:    map[kernels.Type][]byte{},
+		scr:    make([][]float32, nWorkers),
+		errs:   make([]error, nWorkers),
+	}
+	for i := range s.scr {
+		s.scr[i] = make([]float32, max(nCtx, c.HeadDim))
+	}
+	return s
+}
+
+// forward runs tokens (len ≤ nBatch) at positions s.pos .. s.pos+ntok-1
+// through the model, appending their K and V to the cache. Logits for rows
+// [from, ntok) are written to out ([ntok-from][NVocab]); from == ntok skips
+// the output layer.
+func (s *Session) forward(tokens []int32, from int, out []float32) error {
+	m, c, w, st := s.model, s.model.cfg, s.model.w, s.st
+	ntok, pos0 := len(tokens), s.pos
+	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.NFF
+
+	// Token embeddings: dequantize just the rows we need.
+	x := st.x[:ntok*d]
+	for t, tok := range tokens {
+		if err := w.TokEmbd.embedRow(int(tok), x[t*d:(t+1)*d]); err != nil {
+			return err
+		}
+	}
+	if c.EmbeddingScale != 1 {
+		kernels.Scale(x, c.EmbeddingScale)
+	}
+
+	// RoPE tables for this batch's positions, computed like ggml does it:
+	// theta starts at the position and is multiplied by base^(-2/n_rot) per pair.
+	half := c.NRot / 2
+	thetaScale := float32(math.Pow(float64(c.RopeBase), float64(float32(-2)/float32(c.NRot))))
+	for t := 0; t < ntok; t++ {
+		theta := float32(pos0 + t)
+		for i := 0; i < half; i++ {
+			th := theta
+			if w.RopeFreqs != nil {
+				th /= w.RopeFreqs[i]
+			}
+			th *= c.RopeFreqScale
+			st.cos[t*half+i] = float32(math.Cos(float64(th)))
+			st.sin[t*half+i] = float32(math.Sin(float64(th)))
+			theta *= thetaScale
+		}
+	}
+
+	xb, xb2 := st.xb[:ntok*d], st.xb2[:ntok*d]
+	q, k, v, att := st.q[:ntok*qd], st.k[:ntok*kvd], st.v[:ntok*kvd], st.att[:ntok*qd]
+	hb, hb2 := st.hb[:ntok*ff], st.hb2[:ntok*ff]
+
+	for li := range w.Layers {
+		l := &w.Layers[li]
+
+		// Attention: norm, q/k/v projections (+ biases).
+		for t := 0; t < ntok; t++ {
+			if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.AttnNorm, c.Eps); err != nil {
+				return err
+			}
+		}
+		if err := s.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
+			return err
+		}
+		if l.Bq != nil {
+			for t := 0; t < ntok; t++ {
+				if err := errors.Join(
+					kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq),
+					kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk),
+					kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)); err != nil {
+					return err
+				}
+			}
+		}
+
+		// Rotary position embedding of q and k.
+		for t := 0; t < ntok; t++ {
+			cs, sn := st.cos[t*half:(t+1)*half], st.sin[t*half:(t+1)*half]
+			if err := errors.Join(
+				kernels.RoPE(q[t*qd:(t+1)*qd], c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
+				kernels.RoPE(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
+				return err
+			}
+		}
+
+		// The reference keeps K and V in f16 and, for fewer than 64 query
+		// rows, rounds Q to f16 too: round the same values here.
+		kc := s.kcache[li][pos0*kvd : (pos0+ntok)*kvd]
+		vc := s.vcache[li][pos0*kvd : (pos0+ntok)*kvd]
+		for i := range kc {
+			kc[i], vc[i] = roundF16(k[i]), roundF16(v[i])
+		}
+		if ntok < 64 {
+			for i, x := range q {
+				q[i] = roundF16(x)
+			}
+		}
+
+		// Causal attention over the cache, heads split across workers.
+		p := kernels.AttnParams{
+			NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
+			Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
+			Scale: c.KQScale, Out: att, OutStride: qd,
+		}
+		// Below 64 query rows the reference accumulates V in f16 (attendF16);
+		// from 64 rows on it uses a tiled f32 path, like kernels.Attention.
+		m.pool.run(func(wk int) {
+			h0, h1 := split(c.NHead, wk, m.pool.n, 1)
+			if h0 >= h1 {
+				return
+			}
+			if ntok < 64 {
+				attendF16(&p, h0, h1, st.scr[wk])
+			} else {
+				st.errs[wk] = kernels.Attention(&p, h0, h1, st.scr[wk])
+			}
+		})
+		if err := st.firstErr(); err != nil {
+			return err
+		}
+
+		// Output projection and residual.
+		if err := s.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
+			return err
+		}
+		if c.ResidualScale != 1 {
+			kernels.Scale(xb2, c.ResidualScale)
+		}
+		if err := kernels.Add(x, x, xb2); err != nil {
+			return err
+		}
+
+		// Feed-forward: norm, SwiGLU, down projection, residual.
+		for t := 0; t < ntok; t++ {
+			if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps); err != nil {
+				return err
+			}
+		}
+		if err := s.matmul(xb, ntok, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2}); err != nil {
+			return err
+		}
+		m.pool.run(func(wk int) { // SiLU with the reference's exp, rows split across workers
+			t0, t1 := split(ntok, wk, m.pool.n, 1)
+			siluMul(hb[t0*ff:t1*ff], hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], ff)
+		})
+		if err := s.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
+			return err
+		}
+		if c.ResidualScale != 1 {
+			kernels.Scale(xb2, c.ResidualScale)
+		}
+		if err := kernels.Add(x, x, xb2); err != nil {
+			return err
+		}
+	}
+
+	// Final norm and output layer, only for the rows asked for.
+	nout := ntok - from
+	if nout <= 0 {
+		return nil
+	}
+	xo := xb[:nout*d]
+	for t := 0; t < nout; t++ {
+		if err := kernels.RMSNorm(xo[t*d:(t+1)*d], x[(from+t)*d:(from+t+1)*d], w.OutNorm, c.Eps); err != nil {
+			return err
+		}
+	}
+	if err := s.matmul(xo, nout, matOp{&w.Output, out[:nout*c.NVocab]}); err != nil {
+		return err
+	}
+	if c.LogitScale != 1 {
+		kernels.Scale(out[:nout*c.NVocab], 1/c.LogitScale)
+	}
+	return nil
+}
+
+// matOp is one matrix product: out[t][r] = dot(row r of m, input row t).
+type matOp struct {
+	m   *Mat
+	out []float32
+}
+
+// matmul multiplies ntok input rows by every matrix of ops (all with the
+// same row length). The input is converted to each activation type once and
+// shared; each worker makes one kernel call per matrix on its rows.
+func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
+	p, st := s.model.pool, s.st
+	cols := ops[0].m.Cols
+	type actBuf struct {
+		typ      kernels.Type
+		buf      []byte
+		rowBytes int
+	}
+	var done []actBuf // activation types converted so far (at most 2-3)
+	acts := make([]actBuf, len(ops))
+	for i, op := range ops {
+		at := op.m.Type.ActType()
+		found := false
+		for _, a := range done {
+			if a.typ == at {
+				acts[i], found = a, true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		rb, err := at.RowBytes(int64(cols))
+		if err != nil {
+			return fmt.Errorf("%s: %v", op.m.Name, err)
+		}
+		buf := st.act[at]
+		if len(buf) < ntok*int(rb) {
+			buf = make([]byte, st.nBatch*int(rb))
+			st.act[at] = buf
+		}
+		a := actBuf{at, buf[:ntok*int(rb)], int(rb)}
+		if err := s.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes); err != nil {
+			return fmt.Errorf("%s: %v", op.m.Name, err)
+		}
+		acts[i] = a
+		done = append(done, a)
+	}
+	p.run(func(wk int) {
+		for i, op := range ops {
+			mt := op.m
+			r0, r1 := split(mt.Rows, wk, p.n, 16)
+			if r0 >= r1 {
+				continue
+			}
+			var err error
+			if ntok == 1 {
+				err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
+			} else {
+				err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
+					acts[i].buf, acts[i].rowBytes, ntok, op.out, mt.Rows)
+			}
+			if err != nil && st.errs[wk] == nil {
+				st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
+			}
+		}
+	})
+	return st.firstErr()
+}
+
+// quantizeRows converts ntok rows of cols activations to type at.
+func (s *Session) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) error {
+	if ntok < 8 {
+		for t := 0; t < ntok; t++ {
+			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p, st := s.model.pool, s.st
+	p.run(func(wk int) {
+		t0, t1 := split(ntok, wk, p.n, 1)
+		for t := t0; t < t1; t++ {
+			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
+				st.errs[wk] = err
+				return
+			}
+		}
+	})
+	return st.firstErr()
+}
+
+// firstErr returns the first per-worker error and clears them all.
+func (st *fwdState) firstErr() error {
+	var first error
+	for i, err := range st.errs {
+		if err != nil && first == nil {
+			first = err
+		}
+		st.errs[i] = nil
+	}
+	return first
+}

@@ -1,0 +1,221 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// GenerateOptions describe one generation.
+type GenerateOptions struct {
+	Prompt    string  // tokenized with BOS as the vocabulary says, special tokens parsed
+	Tokens    []int32 // if set, used instead of Prompt
+	MaxTokens int     // tokens to generate; -1 (or 0): until end of generation or the context is full
+	Sampler   SamplerOptions
+	Stop      []string // stop strings: generation ends when the text contains one; it is removed
+	NCtx      int      // context of the session Model.Generate makes (0: the model's default)
+}
+
+// Token is one generated token as streamed to the callback.
+type Token struct {
+	ID   int32
+	Text string // printable text, UTF-8 complete; may be empty (held back) or carry held-back text
+}
+
+// GenerateResult is the outcome of a generation.
+type GenerateResult struct {
+	PromptTokens   []int32
+	Tokens         []int32 // generated ids, including the end-of-generation id if one stopped it
+	Text           string  // generated text without stop strings and end-of-generation text
+	StopReason     string  // "stop" (end of generation or stop string), "length", "cancel"
+	CachedTokens   int     // prompt tokens reused from the session's cache
+	PromptDuration time.Duration
+	GenDuration    time.Duration
+}
+
+// Generate makes a new session and generates a continuation of the prompt.
+// onToken (may be nil) is called once per generated token; an error from it
+// ends the generation and is returned with the partial result.
+func (m *Model) Generate(ctx context.Context, o GenerateOptions, onToken func(Token) error) (*GenerateResult, error) {
+	nctx := o.NCtx
+	if nctx == 0 {
+		nctx = m.nCtx
+	}
+	prompt, err := m.promptTokens(o)
+	if err != nil {
+		return nil, err
+	}
+	if len(prompt) > nctx {
+		return nil, fmt.Errorf("prompt has %d tokens, more than the context length %d", len(prompt), nctx)
+	}
+	s, err := m.NewSession(nctx)
+	if err != nil {
+		return nil, err
+	}
+	o.Tokens = prompt
+	return s.Generate(ctx, o, onToken)
+}
+
+func (m *Model) promptTokens(o GenerateOptions) ([]int32, error) {
+	if o.Tokens != nil {
+		if len(o.Tokens) == 0 {
+			return nil, errors.New("empty prompt")
+		}
+		return o.Tokens, nil
+	}
+	ids, err := m.tok.Encode(o.Prompt, m.tok.AddBOS(), true)
+	if err != nil {
+		return nil, fmt.Errorf("tokenize prompt: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("empty prompt")
+	}
+	return ids, nil
+}
+
+// Generate continues the session's sequence with the prompt and generates.
+// Cached positions that match the start of the prompt are reused; the rest
+// of the cache is dropped. o.NCtx is ignored (the session has its size).
+func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(Token) error) (*GenerateResult, error) {
+	m := s.model
+	prompt, err := m.promptTokens(o)
+	if err != nil {
+		return nil, err
+	}
+	if len(prompt) > s.nCtx {
+		return nil, fmt.Errorf("prompt has %d tokens, more than the context length %d", len(prompt), s.nCtx)
+	}
+	res := &GenerateResult{PromptTokens: prompt}
+
+	// Reuse the common prefix; always evaluate at least one token for logits.
+	n := 0
+	for n < s.pos && n < len(prompt) && s.tokens[n] == prompt[n] {
+		n++
+	}
+	if n == len(prompt) {
+		n--
+	}
+	if err := s.Truncate(n); err != nil {
+		return nil, err
+	}
+	res.CachedTokens = n
+
+	t0 := time.Now()
+	if err := ctx.Err(); err != nil {
+		res.StopReason = "cancel"
+		return res, nil
+	}
+	if _, err := s.eval(prompt[n:], false); err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	res.PromptDuration = t1.Sub(t0)
+
+	smp := NewSampler(o.Sampler)
+	for _, id := range prompt {
+		smp.Accept(id)
+	}
+	dec := m.tok.NewStreamDecoder()
+	stop := stopMatcher{stops: o.Stop}
+	var text strings.Builder
+	emit := func(id int32, t string) error {
+		text.WriteString(t)
+		if onToken != nil {
+			return onToken(Token{ID: id, Text: t})
+		}
+		return nil
+	}
+	maxTok := o.MaxTokens
+	if maxTok <= 0 {
+		maxTok = -1
+	}
+	for {
+		if ctx.Err() != nil {
+			res.StopReason = "cancel"
+			text.WriteString(stop.pending + dec.Flush())
+			break
+		}
+		id := smp.Sample(s.last)
+		smp.Accept(id)
+		res.Tokens = append(res.Tokens, id)
+
+		if m.tok.IsEOG(id) {
+			res.StopReason = "stop"
+			if err := emit(id, stop.flush(dec.Flush())); err != nil {
+				res.Text = text.String()
+				return res, err
+			}
+			break
+		}
+		piece, hit := stop.add(dec.Add(id))
+		last := hit || len(res.Tokens) == maxTok || s.pos >= s.nCtx
+		if last && !hit {
+			piece += stop.flush(dec.Flush())
+		}
+		if err := emit(id, piece); err != nil {
+			res.Text = text.String()
+			return res, err
+		}
+		if hit {
+			res.StopReason = "stop"
+			break
+		}
+		if last {
+			res.StopReason = "length"
+			break
+		}
+		if _, err := s.eval([]int32{id}, false); err != nil {
+			res.Text = text.String()
+			return res, err
+		}
+	}
+	res.Text = text.String()
+	res.GenDuration = time.Since(t1)
+	return res, nil
+}
+
+// stopMatcher holds back text that could be the start of a stop string.
+type stopMatcher struct {
+	stops   []string
+	pending string
+}
+
+// add appends text and returns what can be emitted; hit reports that a stop
+// string was found (the returned text is everything before it).
+func (m *stopMatcher) add(text string) (out string, hit bool) {
+	m.pending += text
+	first := -1
+	for _, s := range m.stops {
+		if s == "" {
+			continue
+		}
+		if i := strings.Index(m.pending, s); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	if first >= 0 {
+		out, m.pending = m.pending[:first], ""
+		return out, true
+	}
+	hold := 0
+	for _, s := range m.stops {
+		for l := min(len(s)-1, len(m.pending)); l > hold; l-- {
+			if strings.HasSuffix(m.pending, s[:l]) {
+				hold = l
+				break
+			}
+		}
+	}
+	out = m.pending[:len(m.pending)-hold]
+	m.pending = m.pending[len(m.pending)-hold:]
+	return out, false
+}
+
+// flush returns the held-back text plus tail (no stop string can follow).
+func (m *stopMatcher) flush(tail string) string {
+	out := m.pending + tail
+	m.pending = ""
+	return out
+}

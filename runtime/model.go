@@ -1,0 +1,286 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/runtime/tokenizer"
+)
+
+// LoadOptions configure Load.
+type LoadOptions struct {
+	// Threads is the number of workers for matrix products and attention;
+	// 0 means the number of physical cores.
+	Threads int
+	// ContextLength is the default context of new sessions; 0 means the
+	// model's training context, capped at DefaultMaxContext.
+	ContextLength int
+}
+
+// DefaultMaxContext caps the default session context when the model's
+// training context is larger (llama.cpp's default n_ctx is 4096 too).
+const DefaultMaxContext = 4096
+
+// maxBatch is the largest number of tokens one forward pass evaluates.
+const maxBatch = 512
+
+// Model is a loaded GGUF model. Its methods are safe for concurrent use;
+// each Session is used by one goroutine at a time.
+type Model struct {
+	file *loader.File
+	cfg  *Config
+	w    *Weights
+	tok  *tokenizer.Tokenizer
+	pool *pool
+	info ModelInfo
+	nCtx int
+}
+
+// ModelInfo describes a loaded model.
+type ModelInfo struct {
+	Name          string // general.name, or the file's base name without .gguf
+	Path          string
+	Architecture  string
+	ContextLength int   // training context ({arch}.context_length)
+	NParams       int64 // number of weights
+	FileType      string
+	ChatTemplate  string // tokenizer.chat_template ("" when absent)
+	SizeBytes     int64
+	NEmbd         int
+	NLayer        int
+	NHead         int
+	NHeadKV       int
+	NVocab        int
+	Threads       int
+	DefaultCtx    int // context of NewSession(0)
+}
+
+// Load opens a GGUF file and prepares it for inference. The weights stay in
+// the file mapping.
+func Load(path string, o LoadOptions) (*Model, error) {
+	f, err := loader.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newModel(f, o)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st, err := os.Stat(path); err == nil {
+		m.info.SizeBytes = st.Size()
+	}
+	return m, nil
+}
+
+func newModel(f *loader.File, o LoadOptions) (*Model, error) {
+	if o.Threads < 0 || o.ContextLength < 0 {
+		return nil, errors.New("threads and context length must not be negative")
+	}
+	cfg, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	w, err := WeightsFromGGUF(f, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if tok.NumTokens() > cfg.NVocab {
+		return nil, fmt.Errorf("vocabulary has %d tokens but token_embd.weight has %d rows", tok.NumTokens(), cfg.NVocab)
+	}
+	threads := o.Threads
+	if threads == 0 {
+		threads = PhysicalCores()
+	}
+	m := &Model{file: f, cfg: cfg, w: w, tok: tok}
+	m.nCtx = o.ContextLength
+	if m.nCtx == 0 {
+		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)
+	}
+	m.info = ModelInfo{
+		Path: f.Path, Architecture: cfg.Arch, ContextLength: cfg.NCtxTrain,
+		NEmbd: cfg.NEmbd, NLayer: cfg.NLayer, NHead: cfg.NHead, NHeadKV: cfg.NHeadKV,
+		NVocab: cfg.NVocab, Threads: threads, DefaultCtx: m.nCtx,
+	}
+	m.info.Name, _ = f.String("general.name")
+	if m.info.Name == "" {
+		m.info.Name = strings.TrimSuffix(filepath.Base(f.Path), ".gguf")
+	}
+	m.info.ChatTemplate, _ = f.String("tokenizer.chat_template")
+	counts := map[kernels.Type]int64{}
+	for _, t := range f.Tensors {
+		n := int64(1)
+		for _, d := range t.Shape {
+			n *= d
+		}
+		m.info.NParams += n
+		if len(t.Shape) == 2 {
+			counts[t.Type] += n
+		}
+	}
+	m.info.FileType = fileTypeName(f, counts)
+	m.info.SizeBytes = f.Size
+	m.pool = newPool(threads)
+	return m, nil
+}
+
+// Close releases the workers and the file mapping.
+func (m *Model) Close() error {
+	m.pool.close()
+	return m.file.Close()
+}
+
+// Tokenizer returns the model's tokenizer.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// Info describes the model.
+func (m *Model) Info() ModelInfo { return m.info }
+
+// Config returns the model's hyperparameters.
+func (m *Model) Config() Config { return *m.cfg }
+
+// fileTypes maps general.file_type (llama_ftype) to its name.
+var fileTypes = map[uint64]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
+	10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
+	16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16",
+}
+
+func fileTypeName(f *loader.File, counts map[kernels.Type]int64) string {
+	if v, ok := f.Uint("general.file_type"); ok {
+		if s, ok := fileTypes[v]; ok {
+			return s
+		}
+	}
+	best, bestN := kernels.F32, int64(-1)
+	for t, n := range counts {
+		if n > bestN || (n == bestN && t < best) {
+			best, bestN = t, n
+		}
+	}
+	return best.String()
+}
+
+// Session is one sequence with its own KV cache. It is not safe for
+// concurrent use.
+type Session struct {
+	model  *Model
+	nCtx   int
+	pos    int
+	tokens []int32
+	kcache [][]float32 // per layer [nCtx][KVDim]
+	vcache [][]float32
+	st     *fwdState
+	last   []float32 // logits of the last evaluated position
+}
+
+// NewSession makes a session with a KV cache of nCtx positions (0: the
+// model's default context).
+func (m *Model) NewSession(nCtx int) (*Session, error) {
+	if nCtx < 0 {
+		return nil, fmt.Errorf("context length %d is negative", nCtx)
+	}
+	if nCtx == 0 {
+		nCtx = m.nCtx
+	}
+	c := m.cfg
+	s := &Session{model: m, nCtx: nCtx, kcache: make([][]float32, c.NLayer), vcache: make([][]float32, c.NLayer)}
+	for i := range s.kcache {
+		s.kcache[i] = make([]float32, nCtx*c.KVDim())
+		s.vcache[i] = make([]float32, nCtx*c.KVDim())
+	}
+	s.st = newFwdState(c, min(maxBatch, nCtx), nCtx, m.pool.n)
+	s.last = make([]float32, c.NVocab)
+	return s, nil
+}
+
+// Pos is the number of positions in the cache.
+func (s *Session) Pos() int { return s.pos }
+
+// NCtx is the capacity of the cache.
+func (s *Session) NCtx() int { return s.nCtx }
+
+// Tokens are the ids in the cache, in order (do not modify).
+func (s *Session) Tokens() []int32 { return s.tokens[:s.pos] }
+
+// Model returns the model the session belongs to.
+func (s *Session) Model() *Model { return s.model }
+
+// Reset empties the cache.
+func (s *Session) Reset() { s.pos, s.tokens = 0, s.tokens[:0] }
+
+// Truncate drops every position from pos on, keeping the first pos.
+func (s *Session) Truncate(pos int) error {
+	if pos < 0 || pos > s.pos {
+		return fmt.Errorf("truncate to %d: the cache holds %d positions", pos, s.pos)
+	}
+	s.pos = pos
+	s.tokens = s.tokens[:pos]
+	return nil
+}
+
+// Eval appends tokens to the sequence and returns logits: the last row
+// [NVocab], or with allLogits every row [len(tokens)][NVocab] (row i is the
+// distribution of the token after tokens[i]). The returned slice is new.
+func (s *Session) Eval(tokens []int32, allLogits bool) ([]float32, error) {
+	all, err := s.eval(tokens, allLogits)
+	if err != nil {
+		return nil, err
+	}
+	if allLogits {
+		return all, nil
+	}
+	return append([]float32(nil), s.last...), nil
+}
+
+// eval is Eval without the copy of the last row (kept in s.last).
+func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("no tokens to evaluate")
+	}
+	if s.pos+len(tokens) > s.nCtx {
+		return nil, fmt.Errorf("context full: %d positions used + %d new tokens > context length %d", s.pos, len(tokens), s.nCtx)
+	}
+	nv := s.model.cfg.NVocab
+	for _, t := range tokens {
+		if t < 0 || int(t) >= nv {
+			return nil, fmt.Errorf("token id %d out of range [0, %d)", t, nv)
+		}
+	}
+	var all []float32
+	if allLogits {
+		all = make([]float32, len(tokens)*nv)
+	}
+	nb := s.st.nBatch
+	for b := 0; b < len(tokens); b += nb {
+		chunk := tokens[b:min(b+nb, len(tokens))]
+		n := len(chunk)
+		var err error
+		switch {
+		case allLogits:
+			err = s.forward(chunk, 0, all[b*nv:(b+n)*nv])
+		case b+n == len(tokens):
+			err = s.forward(chunk, n-1, s.last)
+		default:
+			err = s.forward(chunk, n, nil)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.pos += n
+		s.tokens = append(s.tokens[:s.pos-n], chunk...)
+	}
+	if allLogits {
+		copy(s.last, all[(len(tokens)-1)*nv:])
+	}
+	return all, nil
+}

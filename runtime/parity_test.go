@@ -1,0 +1,313 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Parity with llama.cpp's outputs in ../shared/ref (see its README).
+
+func sharedDir(t testing.TB) string {
+	d := filepath.Join("..", "..", "shared")
+	if _, err := os.Stat(filepath.Join(d, "ref", "summary.json")); err != nil {
+		t.Skipf("shared reference data not found at %s (needs ../shared next to the repo): %v", d, err)
+	}
+	return d
+}
+
+// tolerance is contracts.md's max |Δlogit| per model.
+func tolerance(model string) float64 {
+	switch {
+	case strings.HasPrefix(model, "llama-2-tiny-random-F16"):
+		return 2e-3
+	case strings.HasPrefix(model, "synth-granite-mini"):
+		return 1e-2
+	case model == "synth-llama-mini-F16":
+		return 1e-2
+	case model == "stories260K-F32", model == "stories260K-F16":
+		return 2e-2
+	}
+	return 0.1
+}
+
+type refTop [][2]float64 // [id, logit]
+
+type refLogits struct {
+	Prompt    string  `json:"prompt"`
+	AddBOS    bool    `json:"add_bos"`
+	NVocab    int     `json:"n_vocab"`
+	PromptIDs []int32 `json:"prompt_ids"`
+	Positions []struct {
+		Top refTop `json:"top"`
+	} `json:"positions"`
+	Greedy struct {
+		IDs   []int32 `json:"ids"`
+		Steps []struct {
+			Top refTop `json:"top"`
+		} `json:"steps"`
+	} `json:"greedy"`
+}
+
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func modelNames(t testing.TB, shared string) []string {
+	files, _ := filepath.Glob(filepath.Join(shared, "models", "*.gguf"))
+	if len(files) == 0 {
+		t.Skip("no models in ../shared/models")
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".gguf"))
+	}
+	return names
+}
+
+// compareTop checks a row of logits against a reference top list and
+// returns max |Δ|. It fails when the top-1 differs while the reference's
+// top-1/top-2 margin exceeds tol.
+func compareTop(t *testing.T, what string, row []float32, top refTop, tol float64) float64 {
+	t.Helper()
+	md := 0.0
+	for _, e := range top {
+		md = max(md, math.Abs(float64(row[int(e[0])])-e[1]))
+	}
+	if len(top) >= 2 && top[0][1]-top[1][1] > tol {
+		if got := argmax(row); got != int32(top[0][0]) {
+			t.Errorf("%s: top-1 %d, reference %d (margin %.4g)", what, got, int32(top[0][0]), top[0][1]-top[1][1])
+		}
+	}
+	return md
+}
+
+type parityRow struct {
+	model           string
+	batch, perToken float64
+	tol             float64
+}
+
+func TestParityLogits(t *testing.T) {
+	shared := sharedDir(t)
+	var rows []*parityRow
+	for _, name := range modelNames(t, shared) {
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(filepath.Join(shared, "models", name+".gguf"), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			tol := tolerance(name)
+			pr := &parityRow{model: name, tol: tol}
+			rows = append(rows, pr)
+			refs, _ := filepath.Glob(filepath.Join(shared, "ref", "logits", name+".*.json"))
+			if len(refs) == 0 {
+				t.Fatalf("no reference logits for %s", name)
+			}
+			for _, rf := range refs {
+				var ref refLogits
+				readJSON(t, rf, &ref)
+				tag := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(rf), name+"."), ".json")
+
+				ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
+				if err != nil {
+					t.Errorf("%s: tokenize: %v", tag, err)
+				} else if !slices.Equal(ids, ref.PromptIDs) {
+					t.Errorf("%s: prompt ids %v, reference %v", tag, ids, ref.PromptIDs)
+				}
+
+				// Teacher forcing: prompt + greedy ids; row n-1+k is greedy step k.
+				n := len(ref.PromptIDs)
+				seq := append(slices.Clone(ref.PromptIDs), ref.Greedy.IDs[:len(ref.Greedy.IDs)-1]...)
+				tops := make([]refTop, len(seq))
+				for i, p := range ref.Positions {
+					tops[i] = p.Top
+				}
+				for k, st := range ref.Greedy.Steps {
+					if n-1+k < len(tops) {
+						tops[n-1+k] = st.Top
+					}
+				}
+				nv := m.Info().NVocab
+
+				s, err := m.NewSession(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, err := s.Eval(seq, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range seq {
+					d := compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol)
+					pr.batch = max(pr.batch, d)
+				}
+
+				s.Reset()
+				for i, id := range seq {
+					row, err := s.Eval([]int32{id}, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d := compareTop(t, fmt.Sprintf("%s token pos %d", tag, i), row, tops[i], tol)
+					pr.perToken = max(pr.perToken, d)
+				}
+			}
+			t.Logf("%s: max |Δlogit| batch %.3g, token by token %.3g (tolerance %g)", name, pr.batch, pr.perToken, tol)
+			if pr.batch > tol || pr.perToken > tol {
+				t.Errorf("%s: max |Δlogit| batch %.3g / token %.3g exceeds %g", name, pr.batch, pr.perToken, tol)
+			}
+		})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].model < rows[j].model })
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-28s %10s %10s %8s\n", "model", "batch", "per-token", "tol")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-28s %10.3g %10.3g %8g\n", r.model, r.batch, r.perToken, r.tol)
+	}
+	t.Log(b.String())
+}
+
+func TestParityGreedy(t *testing.T) {
+	shared := sharedDir(t)
+	for _, name := range []string{"stories260K-F32", "stories260K-F16", "stories260K-Q8_0"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(filepath.Join(shared, "models", name+".gguf"), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			refs, _ := filepath.Glob(filepath.Join(shared, "ref", "logits", name+".*.json"))
+			for _, rf := range refs {
+				var ref refLogits
+				readJSON(t, rf, &ref)
+				res, err := m.Generate(context.Background(), GenerateOptions{
+					Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512,
+				}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(res.PromptTokens, ref.PromptIDs) {
+					t.Errorf("%s: prompt ids %v, reference %v", rf, res.PromptTokens, ref.PromptIDs)
+				}
+				if !slices.Equal(res.Tokens, ref.Greedy.IDs) {
+					t.Errorf("%s: greedy ids %v, reference %v", rf, res.Tokens, ref.Greedy.IDs)
+				}
+				if res.StopReason != "length" {
+					t.Errorf("%s: stop reason %q, want length", rf, res.StopReason)
+				}
+			}
+		})
+	}
+}
+
+func TestParityFullRows(t *testing.T) {
+	shared := sharedDir(t)
+	var idx struct {
+		Entries []struct {
+			Model     string  `json:"model"`
+			File      string  `json:"file"`
+			PromptIDs []int32 `json:"prompt_ids"`
+			NPos      int     `json:"n_pos"`
+			NVocab    int     `json:"n_vocab"`
+		} `json:"entries"`
+	}
+	readJSON(t, filepath.Join(shared, "ref", "full", "index.json"), &idx)
+	for _, e := range idx.Entries {
+		name := strings.TrimSuffix(filepath.Base(e.Model), ".gguf")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(shared, e.File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(raw) != 4*e.NPos*e.NVocab {
+				t.Fatalf("%s: %d bytes, want %d", e.File, len(raw), 4*e.NPos*e.NVocab)
+			}
+			m, err := Load(filepath.Join(shared, e.Model), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			s, err := m.NewSession(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := s.Eval(e.PromptIDs[:e.NPos], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != len(raw)/4 {
+				t.Fatalf("got %d logits, want %d", len(all), len(raw)/4)
+			}
+			md := 0.0
+			for i := range all {
+				ref := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+				md = max(md, math.Abs(float64(all[i]-ref)))
+			}
+			tol := tolerance(name)
+			t.Logf("%s: full rows max |Δlogit| %.3g (tolerance %g)", name, md, tol)
+			if md > tol {
+				t.Errorf("%s: full rows max |Δlogit| %.3g exceeds %g", name, md, tol)
+			}
+		})
+	}
+}
+
+func TestParityPerplexity(t *testing.T) {
+	shared := sharedDir(t)
+	if testing.Short() {
+		t.Skip("perplexity of every model is slow; skipped with -short")
+	}
+	var sum []struct {
+		Model  string  `json:"model"`
+		PPL    float64 `json:"ppl"`
+		Chunks int     `json:"n_chunks"`
+		NCtx   int     `json:"n_ctx"`
+	}
+	readJSON(t, filepath.Join(shared, "ref", "ppl", "summary.json"), &sum)
+	text, err := os.ReadFile(filepath.Join(shared, "ref", "text", "dev.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := strings.TrimSuffix(string(text), "\n")
+	var report strings.Builder
+	for _, e := range sum {
+		name := strings.TrimSuffix(filepath.Base(e.Model), ".gguf")
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(filepath.Join(shared, e.Model), LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			res, err := m.Perplexity(context.Background(), txt, e.NCtx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := math.Abs(res.PPL-e.PPL) / e.PPL
+			fmt.Fprintf(&report, "%-28s %12.4f %12.4f %8.4f%% %d/%d chunks\n", name, res.PPL, e.PPL, 100*rel, res.Chunks, e.Chunks)
+			if res.Chunks != e.Chunks {
+				t.Errorf("%d chunks, reference %d", res.Chunks, e.Chunks)
+			}
+			if rel > 0.005 {
+				t.Errorf("PPL %.4f, reference %.4f (%.3f%% off, limit 0.5%%)", res.PPL, e.PPL, 100*rel)
+			}
+		})
+	}
+	t.Logf("\n%-28s %12s %12s %9s\n%s", "model", "woolly", "llama.cpp", "rel", report.String())
+}

@@ -1,0 +1,226 @@
+package runtime
+
+import (
+	"container/heap"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// SamplerOptions choose how the next token is picked from the logits. The
+// chain is llama.cpp's: penalties, top-k, top-p, min-p, temperature, then a
+// random draw. Temperature <= 0 is greedy: the argmax (lowest id on ties)
+// after penalties. Zero values switch a stage off, so SamplerOptions{} is
+// plain greedy decoding.
+type SamplerOptions struct {
+	Temperature      float32 // <= 0: greedy
+	TopP             float32 // 0 or >= 1: off
+	MinP             float32 // 0: off
+	RepeatPenalty    float32 // 0 or 1: off
+	FrequencyPenalty float32 // 0: off
+	PresencePenalty  float32 // 0: off
+	TopK             int     // <= 0: off
+	RepeatLastN      int     // tokens the penalties look back on; 0: 64, -1: all
+	Seed             int64   // < 0: random
+}
+
+// DefaultSamplerOptions are llama.cpp's defaults (temp 0.8, top-k 40,
+// top-p 0.95, min-p 0.05, no repetition penalty, random seed).
+func DefaultSamplerOptions() SamplerOptions {
+	return SamplerOptions{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64, Seed: -1}
+}
+
+// Sampler picks tokens from logits. Feed it every token of the sequence
+// (prompt and generated) with Accept so the penalties see them.
+type Sampler struct {
+	o       SamplerOptions
+	rng     *rand.Rand
+	history []int32
+	work    []float32
+	cands   candHeap
+	counts  map[int32]int
+}
+
+type cand struct {
+	id    int32
+	logit float32
+}
+
+// NewSampler makes a sampler; with a non-negative seed its draws are
+// reproducible.
+func NewSampler(o SamplerOptions) *Sampler {
+	seed := uint64(o.Seed)
+	if o.Seed < 0 {
+		seed = uint64(time.Now().UnixNano()) ^ rand.Uint64()
+	}
+	return &Sampler{o: o, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), counts: map[int32]int{}}
+}
+
+// Accept records a token of the sequence for the penalties.
+func (s *Sampler) Accept(id int32) { s.history = append(s.history, id) }
+
+// Reset forgets the history.
+func (s *Sampler) Reset() { s.history = s.history[:0] }
+
+func (s *Sampler) penaltiesOn() bool {
+	o := s.o
+	return (o.RepeatPenalty != 0 && o.RepeatPenalty != 1) || o.FrequencyPenalty != 0 || o.PresencePenalty != 0
+}
+
+// Sample picks the next token from logits (not modified).
+func (s *Sampler) Sample(logits []float32) int32 {
+	o := s.o
+	l := logits
+	if s.penaltiesOn() {
+		s.work = append(s.work[:0], logits...)
+		l = s.work
+		n := o.RepeatLastN
+		if n == 0 {
+			n = 64
+		}
+		h := s.history
+		if n > 0 && len(h) > n {
+			h = h[len(h)-n:]
+		}
+		clear(s.counts)
+		for _, id := range h {
+			if id >= 0 && int(id) < len(l) {
+				s.counts[id]++
+			}
+		}
+		for id, c := range s.counts {
+			v := l[id]
+			if o.RepeatPenalty != 0 && o.RepeatPenalty != 1 {
+				if v <= 0 {
+					v *= o.RepeatPenalty
+				} else {
+					v /= o.RepeatPenalty
+				}
+			}
+			v -= float32(c)*o.FrequencyPenalty + o.PresencePenalty
+			l[id] = v
+		}
+	}
+	if o.Temperature <= 0 {
+		return argmax(l)
+	}
+
+	// top-k: the k best candidates, sorted by logit (ties by id).
+	k := o.TopK
+	if k <= 0 || k > len(l) {
+		k = len(l)
+	}
+	c := s.topK(l, k)
+
+	// top-p: the smallest prefix whose probability reaches p.
+	if o.TopP > 0 && o.TopP < 1 {
+		p := softmaxOf(c)
+		cum, keep := 0.0, len(c)
+		for i, pi := range p {
+			cum += pi
+			if cum >= float64(o.TopP) {
+				keep = i + 1
+				break
+			}
+		}
+		c = c[:keep]
+	}
+	// min-p: drop tokens less likely than min_p times the best one.
+	if o.MinP > 0 && o.MinP <= 1 && len(c) > 1 {
+		thr := c[0].logit + float32(math.Log(float64(o.MinP)))
+		keep := 1
+		for keep < len(c) && c[keep].logit >= thr {
+			keep++
+		}
+		c = c[:keep]
+	}
+	// temperature, then a draw from the softmax.
+	for i := range c {
+		c[i].logit /= o.Temperature
+	}
+	p := softmaxOf(c)
+	r := s.rng.Float64()
+	cum := 0.0
+	for i, pi := range p {
+		cum += pi
+		if r < cum {
+			return c[i].id
+		}
+	}
+	return c[len(c)-1].id
+}
+
+// argmax returns the index of the largest value, the lowest on ties.
+func argmax(l []float32) int32 {
+	best := 0
+	for i, v := range l {
+		if v > l[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// better orders candidates by logit descending, then id ascending.
+func better(a, b cand) bool {
+	return a.logit > b.logit || (a.logit == b.logit && a.id < b.id)
+}
+
+// candHeap is a min-heap of the worst kept candidate (for top-k selection).
+type candHeap []cand
+
+func (h candHeap) Len() int           { return len(h) }
+func (h candHeap) Less(i, j int) bool { return better(h[j], h[i]) }
+func (h candHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(x any)        { *h = append(*h, x.(cand)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// topK returns the k best candidates of l, best first.
+func (s *Sampler) topK(l []float32, k int) []cand {
+	h := s.cands[:0]
+	if k >= len(l) {
+		for i, v := range l {
+			h = append(h, cand{int32(i), v})
+		}
+	} else {
+		for i, v := range l {
+			c := cand{int32(i), v}
+			if len(h) < k {
+				h = append(h, c)
+				if len(h) == k {
+					heap.Init(&h)
+				}
+			} else if better(c, h[0]) {
+				h[0] = c
+				heap.Fix(&h, 0)
+			}
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	s.cands = h
+	return h
+}
+
+// softmaxOf returns the probabilities of sorted candidates (best first).
+func softmaxOf(c []cand) []float64 {
+	p := make([]float64, len(c))
+	if len(c) == 0 {
+		return p
+	}
+	mx := float64(c[0].logit)
+	sum := 0.0
+	for i := range c {
+		p[i] = math.Exp(float64(c[i].logit) - mx)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	return p
+}
