@@ -124,8 +124,9 @@ int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
 void k_sgemm(int impl, int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
              const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 
-/* Bulk dequantization of several tensors in one call, with software
- * prefetch `prefetch_bytes` ahead of the read position (0 = no hints). */
+/* Bulk dequantization of several tensors in one call. prefetch_bytes was a
+ * software-prefetch distance; measured not to help (see dispatch.c), it is
+ * accepted and ignored. */
 typedef struct { int type; const void *src; float *dst; int64_t n; } k_dequant_task;
 int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t prefetch_bytes);
 
