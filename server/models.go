@@ -224,13 +224,10 @@ func (r *registry) acquire(ctx context.Context, name string, threads int) (*leas
 		r.mu.Unlock()
 		return nil, &httpError{http.StatusServiceUnavailable, "server shutting down"}
 	}
-	if r.waiting >= r.maxQueue {
-		e := r.loaded[n]
-		idle := e != nil && e.users == 0 && e.model != nil
-		if !idle { // an idle loaded model needs no queue slot
-			r.mu.Unlock()
-			return nil, errQueueFull
-		}
+	// Only a request that will wait behind another takes a queue slot.
+	if e := r.loaded[n]; e != nil && e.users > 0 && r.waiting >= r.maxQueue {
+		r.mu.Unlock()
+		return nil, errQueueFull
 	}
 	r.waiting++
 	r.metrics.queueDepth.Set(float64(r.waiting))
@@ -298,7 +295,6 @@ func (r *registry) load(e *entry, threads int) {
 		close(e.ready)
 		return
 	}
-	e.model = m
 	meta := m.Meta()
 	e.tmpl, e.tmplErr = chat.New(meta.ChatTemplate, meta.BOSText, meta.EOSText)
 	switch {
@@ -311,6 +307,14 @@ func (r *registry) load(e *entry, threads int) {
 	}
 	r.log.Printf("loaded model %s in %v", e.name, e.loadDur.Round(time.Millisecond))
 	r.mu.Lock()
+	if r.closed || r.loaded[e.name] != e { // shut down while loading
+		r.mu.Unlock()
+		m.Close()
+		e.err = &httpError{http.StatusServiceUnavailable, "server shutting down"}
+		close(e.ready)
+		return
+	}
+	e.model = m
 	r.metrics.modelsLoaded.Set(float64(r.countLoaded()))
 	r.mu.Unlock()
 	close(e.ready)

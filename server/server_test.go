@@ -672,6 +672,14 @@ func TestQueueFull503AndOneAtATime(t *testing.T) {
 	}
 }
 
+func TestNoQueue(t *testing.T) {
+	// --max-queue 0: nobody waits, but a free model still answers.
+	_, ts := newTestServer(t, Config{MaxQueue: -1}, newFakeBackend())
+	for range 2 {
+		wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`), 200)
+	}
+}
+
 func queueDepth(t *testing.T, ts *httptest.Server) int {
 	r := do(t, ts, "GET", "/metrics", "")
 	for _, line := range strings.Split(string(r.body), "\n") {

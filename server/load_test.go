@@ -1,0 +1,255 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Tests over a real model (../shared/models) through RuntimeBackend.
+
+const realModel = "stories260K-Q8_0"
+
+func realModelsDir(t testing.TB) string {
+	dir := filepath.Join("..", "..", "shared", "models")
+	if _, err := os.Stat(filepath.Join(dir, realModel+".gguf")); err != nil {
+		t.Skipf("shared models absent (%v): these tests need ../shared/models", err)
+	}
+	return dir
+}
+
+// startReal runs a real http.Server on loopback over the runtime backend.
+func startReal(t *testing.T, cfg Config) (string, func()) {
+	cfg.ModelsDir = realModelsDir(t)
+	cfg.Threads = 1
+	s, err := New(cfg, RuntimeBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, cancel := context.WithCancel(context.Background())
+	hs := &http.Server{Handler: s.Handler(), BaseContext: func(net.Listener) context.Context { return base }}
+	go hs.Serve(ln)
+	stop := func() {
+		ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		if hs.Shutdown(ctx) != nil {
+			cancel()
+			hs.Close()
+		}
+		cancel()
+		s.Close()
+	}
+	return "http://" + ln.Addr().String(), stop
+}
+
+func post(t testing.TB, url, body string) (int, []byte) {
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+func TestRealModel(t *testing.T) {
+	url, stop := startReal(t, Config{})
+	defer stop()
+	gen := `{"model":"` + realModel + `:latest","prompt":"Once upon a time","stream":false,"options":{"temperature":0,"num_predict":20}}`
+	st, b1 := post(t, url+"/api/generate", gen)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b1)
+	}
+	var r1, r2 struct {
+		Response        string
+		EvalCount       int    `json:"eval_count"`
+		PromptEvalCount int    `json:"prompt_eval_count"`
+		DoneReason      string `json:"done_reason"`
+	}
+	json.Unmarshal(b1, &r1)
+	if r1.Response == "" || r1.EvalCount != 20 || r1.DoneReason != "length" || r1.PromptEvalCount < 2 {
+		t.Fatalf("generate: %s", b1)
+	}
+	// The second run reuses the session's cache; greedy output is unchanged.
+	_, b2 := post(t, url+"/api/generate", gen)
+	json.Unmarshal(b2, &r2)
+	if r2.Response != r1.Response {
+		t.Errorf("greedy runs differ:\n%q\n%q", r1.Response, r2.Response)
+	}
+	// A stop string ends the answer before it.
+	words := strings.Fields(r1.Response)
+	if len(words) > 3 {
+		stopWord := words[2]
+		_, b := post(t, url+"/v1/completions", `{"model":"`+realModel+`","prompt":"Once upon a time","temperature":0,"max_tokens":20,"stop":`+mustJSON(stopWord)+`}`)
+		var c struct {
+			Choices []struct {
+				Text         string
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		json.Unmarshal(b, &c)
+		if len(c.Choices) != 1 || strings.Contains(c.Choices[0].Text, stopWord) || c.Choices[0].FinishReason != "stop" {
+			t.Errorf("stop %q: %s", stopWord, b)
+		}
+	}
+	// A prompt longer than the context: 400.
+	long := strings.Repeat("dog ", 600)
+	st, b := post(t, url+"/api/generate", `{"model":"`+realModel+`","prompt":"`+long+`","stream":false,"options":{"num_ctx":128}}`)
+	if st != 400 {
+		t.Errorf("overlong prompt: %d %s", st, b)
+	}
+	// Chat renders ChatML (the model has no template) and answers.
+	st, b = post(t, url+"/v1/chat/completions", `{"model":"`+realModel+`","messages":[{"role":"user","content":"Hi"}],"max_tokens":8}`)
+	if st != 200 || !strings.Contains(string(b), `"completion_tokens":`) {
+		t.Errorf("chat: %d %s", st, b)
+	}
+	// Tags list every shared model with real metadata.
+	res, _ := http.Get(url + "/api/tags")
+	var tags struct {
+		Models []struct {
+			Name    string
+			Details map[string]any
+		}
+	}
+	json.NewDecoder(res.Body).Decode(&tags)
+	res.Body.Close()
+	found := false
+	for _, m := range tags.Models {
+		if m.Name == realModel+":latest" {
+			found = m.Details["family"] == "llama" && m.Details["quantization_level"] == "Q8_0"
+		}
+	}
+	if !found {
+		t.Errorf("tags: %+v", tags)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestLoad: 32 concurrent streaming clients, 320 requests over the three
+// APIs against one real model; no errors, no goroutine left after shutdown.
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test skipped in -short mode")
+	}
+	realModelsDir(t)
+	model := realModel
+	if m := os.Getenv("WOOLLY_LOAD_MODEL"); m != "" { // e.g. synth-qwen2-mini-Q4_K_M
+		model = m
+	}
+	before := goruntime.NumGoroutine()
+	url, stop := startReal(t, Config{MaxQueue: 64})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+
+	const clients, perClient = 32, 10
+	bodies := []struct{ path, body string }{
+		{"/api/generate", `{"model":"` + model + `","prompt":"Once upon a time","options":{"num_predict":16}}`},
+		{"/v1/chat/completions", `{"model":"` + model + `","messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":16,"stream":true}`},
+		{"/api/v1/inference/complete", `{"model":"` + model + `","prompt":"The cat","max_tokens":16,"stream":true}`},
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var errs []string
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perClient {
+				b := bodies[(c+i)%len(bodies)]
+				t0 := time.Now()
+				err := streamOnce(client, url+b.path, b.body)
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s: %v", b.path, err))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond) }
+	t.Logf("load (%s): %d requests, %d errors, wall %v, p50 %v, p95 %v, max %v (%d clients)",
+		model, len(lat), len(errs), wall.Round(time.Millisecond), q(0.5), q(0.95), q(1), clients)
+	for i, e := range errs {
+		if i < 5 {
+			t.Error(e)
+		}
+	}
+
+	stop()
+	client.CloseIdleConnections()
+	http.DefaultClient.CloseIdleConnections()
+	var after int
+	for i := 0; i < 100; i++ {
+		if after = goruntime.NumGoroutine(); after <= before {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after > before {
+		buf := make([]byte, 1<<16)
+		n := goruntime.Stack(buf, true)
+		t.Errorf("goroutines: %d before, %d after shutdown\n%s", before, after, buf[:n])
+	}
+}
+
+// streamOnce posts a streaming request and checks that the stream ends
+// properly: NDJSON with a final done line, or SSE with data: [DONE].
+func streamOnce(client *http.Client, url, body string) error {
+	res, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		return fmt.Errorf("status %d: %s", res.StatusCode, b)
+	}
+	sc := bufio.NewScanner(res.Body)
+	var last string
+	n := 0
+	for sc.Scan() {
+		if line := sc.Text(); line != "" {
+			last, n = line, n+1
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		if last != "data: [DONE]" {
+			return fmt.Errorf("SSE stream ended with %q", last)
+		}
+	} else if !strings.Contains(last, `"done":true`) {
+		return fmt.Errorf("NDJSON stream ended with %q", last)
+	}
+	if n < 3 {
+		return fmt.Errorf("only %d frames", n)
+	}
+	return nil
+}
