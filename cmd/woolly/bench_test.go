@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"testing"
+)
+
+func TestBenchJSON(t *testing.T) {
+	sh := sharedDir(t)
+	var so, se bytes.Buffer
+	args := []string{"-m", filepath.Join(sh, "models", "synth-llama-mini-Q4_K_M.gguf"), "-p", "8,16", "-n", "4", "-t", "1,2", "-r", "2", "--json"}
+	if err := runBench(args, &so, &se); err != nil {
+		t.Fatalf("bench: %v\n%s", err, se.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(so.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, so.String())
+	}
+	want := []struct {
+		threads int
+		test    string
+	}{{1, "pp8"}, {1, "pp16"}, {1, "tg4"}, {2, "pp8"}, {2, "pp16"}, {2, "tg4"}}
+	if len(rep.Results) != len(want) {
+		t.Fatalf("%d results, want %d: %s", len(rep.Results), len(want), so.String())
+	}
+	for i, r := range rep.Results {
+		if r.Threads != want[i].threads || r.Test != want[i].test {
+			t.Errorf("result %d is %d/%s, want %d/%s", i, r.Threads, r.Test, want[i].threads, want[i].test)
+		}
+		if len(r.Samples) != 2 || !(r.TokensPerS > 0) || r.Stddev < 0 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+		m, sd := meanStddev(r.Samples)
+		if math.Abs(m-r.TokensPerS) > 1e-9*m || math.Abs(sd-r.Stddev) > 1e-9*m {
+			t.Errorf("result %d: mean/stddev do not match its samples", i)
+		}
+	}
+	if rep.Kernels == "" || rep.Params != 19400960 {
+		t.Errorf("report header: %+v", rep)
+	}
+}
+
+func TestMeanStddev(t *testing.T) {
+	m, sd := meanStddev([]float64{1, 2, 3, 4})
+	// sample stddev: sqrt(((1.5²+0.5²)·2)/3) = sqrt(5/3)
+	if m != 2.5 || math.Abs(sd-math.Sqrt(5.0/3)) > 1e-12 {
+		t.Errorf("mean %v stddev %v", m, sd)
+	}
+	if _, sd := meanStddev([]float64{7}); sd != 0 {
+		t.Errorf("one sample: stddev %v", sd)
+	}
+}
+
+func TestParseIntList(t *testing.T) {
+	v, err := parseIntList("1, 2,4", "-t", 1)
+	if err != nil || len(v) != 3 || v[2] != 4 {
+		t.Errorf("got %v, %v", v, err)
+	}
+	for _, bad := range []string{"0", "a", "1,,2", "-1"} {
+		if _, err := parseIntList(bad, "-t", 1); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestBandwidthProbe(t *testing.T) {
+	var so bytes.Buffer
+	if err := runBench([]string{"--bandwidth", "--bw-size", "16", "-t", "2", "--json"}, &so, &so); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		GBps    float64 `json:"bandwidth_gbps"`
+		Threads int     `json:"threads"`
+	}
+	if err := json.Unmarshal(so.Bytes(), &r); err != nil || !(r.GBps > 0) || r.Threads != 2 {
+		t.Errorf("bandwidth output %s (%v)", so.String(), err)
+	}
+}
