@@ -30,7 +30,8 @@ const MaxDims = 4
 // MaxNameLen is the longest tensor name in bytes (GGML_MAX_NAME - 1).
 const MaxNameLen = 63
 
-// MaxArrayDepth bounds how deeply arrays may nest inside one value.
+// MaxArrayDepth bounds the levels of arrays in one value (an array of
+// arrays of int32 has 2).
 const MaxArrayDepth = 8
 
 // ValueType is a GGUF metadata value type.
