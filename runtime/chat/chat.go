@@ -11,6 +11,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
@@ -66,8 +67,26 @@ func New(src, bos, eos string) (*Template, error) {
 	if kind == "" {
 		return nil, fmt.Errorf("chat template not supported: the Jinja engine failed (%v) and the text matches no built-in format", jerr)
 	}
-	return Builtin(kind, bos, eos)
+	t, err := Builtin(kind, bos, eos)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "chatml" { // Qwen's templates add a default system message
+		if m := defaultSystem.FindStringSubmatch(src); m != nil {
+			sys := strings.ReplaceAll(m[1], `\n`, "\n")
+			t.builtin = func(msgs []Message, addGen bool, bos, eos string) (string, error) {
+				if msgs[0].Role != "system" {
+					msgs = append([]Message{{Role: "system", Content: sys}}, msgs...)
+				}
+				return renderChatML(msgs, addGen, bos, eos)
+			}
+		}
+	}
+	return t, nil
 }
+
+// defaultSystem finds a literal default system turn in a ChatML template.
+var defaultSystem = regexp.MustCompile(`<\|im_start\|>system\\n([^'"{}<+]+)<\|im_end\|>`)
 
 // Builtin returns the built-in renderer kind (see Kind) directly.
 func Builtin(kind, bos, eos string) (*Template, error) {

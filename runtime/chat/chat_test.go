@@ -229,6 +229,16 @@ func TestFallbackAndErrors(t *testing.T) {
 	if tm.Kind() != "chatml" {
 		t.Fatalf("kind %q, want the chatml fallback", tm.Kind())
 	}
+	// A Qwen-style template the engine cannot run keeps its default system turn.
+	tm, err = New(strings.Replace(tmplQwen2, "message['content']", "message['content'] | no_such_filter", 1), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tm.Render([]Message{{"user", "Hi"}}, true)
+	want := "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+	if tm.Kind() != "chatml" || err != nil || got != want {
+		t.Errorf("qwen fallback (%s): %q %v", tm.Kind(), got, err)
+	}
 	// Neither path: a clear error.
 	_, err = New(`{% for m in messages %}{{ m | no_such_filter }}{% endfor %}`, "", "")
 	if err == nil || !strings.Contains(err.Error(), "not supported") {
