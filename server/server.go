@@ -137,8 +137,6 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		defer func() { s.metrics.request(route, rec.status, time.Since(start)) }()
-		ctx := context.WithValue(r.Context(), familyKey{}, fam)
-		r = r.WithContext(ctx)
 		if !open && !s.authorized(r) {
 			rec.Header().Set("WWW-Authenticate", "Bearer")
 			s.fail(rec, r, fam, http.StatusUnauthorized, "missing or invalid API key")
@@ -157,8 +155,6 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 		h(rec, r)
 	})
 }
-
-type familyKey struct{}
 
 func (s *Server) authorized(r *http.Request) bool {
 	if s.cfg.APIKey == "" {
