@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dlclark/regexp2"
 )
@@ -220,14 +221,14 @@ func ecmaDollar(expr string) string {
 }
 
 var (
-	pretokMu    = make(chan struct{}, 1)
+	pretokMu    sync.Mutex
 	pretokCache = map[string]*pretokenizer{}
 )
 
 // newPretokenizer compiles (once per kind, process-wide) the steps of a kind.
 func newPretokenizer(kind string) (*pretokenizer, error) {
-	pretokMu <- struct{}{}
-	defer func() { <-pretokMu }()
+	pretokMu.Lock()
+	defer pretokMu.Unlock()
 	if p, ok := pretokCache[kind]; ok {
 		return p, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/woolly-llm/woolly/loader"
@@ -19,8 +20,20 @@ func sharedDir(t testing.TB) string {
 	return d
 }
 
+var (
+	tokCacheMu sync.Mutex
+	tokCache   = map[string]*Tokenizer{}
+)
+
+// loadTok opens a GGUF and builds its tokenizer (cached per path: tests only
+// read tokenizers).
 func loadTok(t testing.TB, path string) *Tokenizer {
 	t.Helper()
+	tokCacheMu.Lock()
+	defer tokCacheMu.Unlock()
+	if tok, ok := tokCache[path]; ok {
+		return tok
+	}
 	f, err := loader.Open(path)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
@@ -30,6 +43,7 @@ func loadTok(t testing.TB, path string) *Tokenizer {
 	if err != nil {
 		t.Fatalf("tokenizer for %s: %v", path, err)
 	}
+	tokCache[path] = tok
 	return tok
 }
 
