@@ -1,9 +1,11 @@
 /*
  * kernels.h — the one public header of Woolly's C kernels.
  *
- * Naming: k_<op>_<type(s)>_<impl>, impl in {ref, avx2, neon, neon_dot}.
+ * Naming: k_<op>_<type(s)>_<impl>, impl in {ref, avx2, avx512, neon, neon_dot}.
  *   ref       portable scalar C, the reference every SIMD kernel is tested against
  *   avx2      x86-64 AVX2 + FMA + F16C, enabled per function with target attributes
+ *   avx512    x86-64 AVX-512 F/BW/VL + VNNI: VNNI integer dots and k_matmul_q
+ *             tiles, the avx2 kernels for everything else
  *   neon      arm64 Advanced SIMD (every arm64 CPU)
  *   neon_dot  arm64 with the dotprod extension (vdotq_s32), compiled in the
  *             csrc/dotprod package with -march=armv8.2-a+dotprod

@@ -18,6 +18,8 @@
 #include "kernels.h"
 
 #define K_AVX2 __attribute__((target("avx2,fma,f16c")))
+/* impl "avx512": AVX-512 VL + BW + VNNI (used on 256-bit vectors) */
+#define K_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 void k_dequant_f16_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q4_0_avx2(const void *src, float *dst, int64_t n);
@@ -51,6 +53,25 @@ void k_mm_q8_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, cons
                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q4_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+
+/* AVX-512 VNNI builds of the same bodies (*_avx512_amd64.c); every other
+ * kernel of impl "avx512" is the AVX2 one. */
+float k_dot_q4_k_q8_k_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q4_1_q8_0_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q5_1_q8_0_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a);
+void k_mm_q4_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q6_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q8_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q4_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
 void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
@@ -89,17 +110,9 @@ K_AVX2 static inline float k_hmax_avx2(__m256 v) {
 
 K_AVX2 static inline float k_h2f_avx2(k_half h) { return _cvtsh_ss(h); }
 
-/* signed x signed byte dot: 8 int32 lanes, each the sum of 4 products.
- * x may be -128; y must not be (activations are in [-127, 127]). */
-K_AVX2 static inline __m256i k_dot_i8_avx2(__m256i x, __m256i y) {
-    const __m256i ax = _mm256_sign_epi8(x, x);
-    const __m256i sy = _mm256_sign_epi8(y, x);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
-}
-
-/* unsigned x signed byte dot (x < 128): 8 int32 lanes */
-K_AVX2 static inline __m256i k_dot_u8i8_avx2(__m256i x, __m256i y) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
+/* int16 lane broadcast of entry k of a vector of 8 int16 (both 128-bit halves equal) */
+K_AVX2 static inline __m256i k_bcast16_avx2(__m256i v8, int k) {
+    return _mm256_shuffle_epi8(v8, _mm256_set1_epi16((short)(((2 * k + 1) << 8) | (2 * k))));
 }
 
 /* 16 bytes of packed nibbles -> 32 bytes 0..15: element j < 16 from the low

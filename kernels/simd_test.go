@@ -132,3 +132,52 @@ func TestDispatchFallback(t *testing.T) {
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "IMPL="+Available()[len(Available())-1])
 }
+
+// The VNNI build computes the same integer sums as the AVX2 build, so the
+// two give the same bits (a property of the x86 kernels, checked here so a
+// change that breaks it is noticed).
+func TestAVX512MatchesAVX2Bits(t *testing.T) {
+	av := Available()
+	has := func(s string) bool {
+		for _, a := range av {
+			if a == s {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("avx2") || !has("avx512") {
+		t.Skip("needs both avx2 and avx512")
+	}
+	rng := rand.New(rand.NewSource(13))
+	for _, wt := range quantTypes {
+		n := 8 * max(wt.BlockElems(), 32)
+		const rows, ntok = 19, 7
+		rb, _ := wt.RowBytes(int64(n))
+		var w []byte
+		for r := 0; r < rows; r++ {
+			w = append(w, randomRow(wt, n, rng, r%3)...)
+		}
+		ab, _ := wt.ActType().RowBytes(int64(n))
+		a := make([]byte, ntok*int(ab))
+		for tk := 0; tk < ntok; tk++ {
+			require.NoError(t, QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*int(ab):]))
+		}
+		var ys [2][]float32
+		var yv [2][]float32
+		for i, impl := range []string{"avx2", "avx512"} {
+			ys[i] = make([]float32, ntok*rows)
+			yv[i] = make([]float32, rows)
+			withImpl(t, impl, func() {
+				require.NoError(t, MatMulQ(wt, n, w, int(rb), 0, rows, a, int(ab), ntok, ys[i], rows))
+				require.NoError(t, MatVec(wt, n, w, int(rb), a, yv[i], 0, rows))
+			})
+		}
+		for i := range ys[0] {
+			require.Equal(t, math.Float32bits(ys[0][i]), math.Float32bits(ys[1][i]), "%v MatMulQ %d", wt, i)
+		}
+		for i := range yv[0] {
+			require.Equal(t, math.Float32bits(yv[0][i]), math.Float32bits(yv[1][i]), "%v MatVec %d", wt, i)
+		}
+	}
+}

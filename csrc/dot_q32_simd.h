@@ -1,0 +1,105 @@
+/* dot_q32_simd.h — body of the 32-element-block x Q8_0 dots, compiled once
+ * per x86 ISA level by dot_q32_<isa>_amd64.c (macros: see dot_kquant_simd.h).
+ * Specification: k_dot_q{4_0,4_1,5_0,5_1,8_0}_q8_0_ref in dot_ref.c. One
+ * exact int32 sum per block, scaled by d_w * d_a in f32. */
+
+#define LOADA(p) _mm256_loadu_si256((const __m256i *)(p))
+
+/* signed x signed bytes, 8 x i32 of 4-wise sums; x may be -128, y must not
+ * (activations are in [-127, 127]) */
+KT static inline __m256i dot_i8(__m256i x, __m256i y) {
+    return ACC_DOT_U8I8(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+/* Q4_0: (nibble - 8) */
+KT float KFN(k_dot_q4_0_q8_0)(int64_t n, const void *w, const void *a) {
+    const k_block_q4_0 *x = (const k_block_q4_0 *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / K_QK;
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const __m256i q0 = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
+        const __m256i q1 = _mm256_sub_epi8(k_nibbles32_avx2(x[i + 1].qs), off);
+        const __m256i s0 = dot_i8(q0, LOADA(y[i].qs));
+        const __m256i s1 = dot_i8(q1, LOADA(y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i + 1].d) * k_h2f_avx2(y[i + 1].d)), _mm256_cvtepi32_ps(s1), acc1);
+    }
+    for (; i < nb; i++) {
+        const __m256i q0 = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
+        const __m256i s0 = dot_i8(q0, LOADA(y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
+    }
+    return k_hsum_avx2(_mm256_add_ps(acc0, acc1));
+}
+
+/* Q5_0: (nibble | bit << 4) - 16 */
+KT float KFN(k_dot_q5_0_q8_0)(int64_t n, const void *w, const void *a) {
+    const k_block_q5_0 *x = (const k_block_q5_0 *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const __m256i b4 = _mm256_set1_epi8(0x10), off = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i hi = _mm256_and_si256(k_bits32_avx2(x[i].qh), b4);
+        const __m256i q = _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x[i].qs), hi), off);
+        const __m256i s = dot_i8(q, LOADA(y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s), acc);
+    }
+    return k_hsum_avx2(acc);
+}
+
+/* Q4_1 / Q5_1: d*da*<q,a> + m*da*sum(a); lanes hold <q,a> partials and
+ * sum(a) partials side by side, folded with two FMAs per block. */
+KT float KFN(k_dot_q4_1_q8_0)(int64_t n, const void *w, const void *a) {
+    const k_block_q4_1 *x = (const k_block_q4_1 *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i ya = LOADA(y[i].qs);
+        const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), k_nibbles32_avx2(x[i].qs), ya);
+        const __m256i sa = ACC_DOT_U8I8(_mm256_setzero_si256(), one, ya);
+        const float da = k_h2f_avx2(y[i].d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * da), _mm256_cvtepi32_ps(s), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].m) * da), _mm256_cvtepi32_ps(sa), accm);
+    }
+    return k_hsum_avx2(acc) + k_hsum_avx2(accm);
+}
+
+KT float KFN(k_dot_q5_1_q8_0)(int64_t n, const void *w, const void *a) {
+    const k_block_q5_1 *x = (const k_block_q5_1 *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const __m256i one = _mm256_set1_epi8(1), b4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i ya = LOADA(y[i].qs);
+        const __m256i q = _mm256_or_si256(k_nibbles32_avx2(x[i].qs), _mm256_and_si256(k_bits32_avx2(x[i].qh), b4));
+        const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), q, ya);
+        const __m256i sa = ACC_DOT_U8I8(_mm256_setzero_si256(), one, ya);
+        const float da = k_h2f_avx2(y[i].d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * da), _mm256_cvtepi32_ps(s), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].m) * da), _mm256_cvtepi32_ps(sa), accm);
+    }
+    return k_hsum_avx2(acc) + k_hsum_avx2(accm);
+}
+
+KT float KFN(k_dot_q8_0_q8_0)(int64_t n, const void *w, const void *a) {
+    const k_block_q8_0 *x = (const k_block_q8_0 *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / K_QK;
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const __m256i s0 = dot_i8(LOADA(x[i].qs), LOADA(y[i].qs));
+        const __m256i s1 = dot_i8(LOADA(x[i + 1].qs), LOADA(y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i + 1].d) * k_h2f_avx2(y[i + 1].d)), _mm256_cvtepi32_ps(s1), acc1);
+    }
+    for (; i < nb; i++) {
+        const __m256i s0 = dot_i8(LOADA(x[i].qs), LOADA(y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
+    }
+    return k_hsum_avx2(_mm256_add_ps(acc0, acc1));
+}

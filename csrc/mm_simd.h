@@ -1,0 +1,194 @@
+/* mm_simd.h — k_matmul_q tile kernels (one weight row x 4 tokens), compiled
+ * once per x86 ISA level by mm_<isa>_amd64.c (macros: see dot_kquant_simd.h).
+ * Specification: the single-token dots; each 4-token kernel performs the same
+ * per-token operations in the same order as its single-token kernel, so
+ * results are bit-identical; it only decodes every weight block once for 4
+ * tokens.
+ *
+ * The generic driver (k_matmul_q in dispatch.c) hands a tile of up to 16
+ * weight rows to mm_tile(): for each group of 4 tokens every row of the tile
+ * is run against them, so the tile's rows stay in L1/L2 across all tokens and
+ * the 4 activation rows stay in L1 across the tile. */
+
+#define NT 4
+
+typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
+
+static void mm_tile(dot4_fn dot4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                    const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    int64_t t = 0;
+    for (; t + NT <= ntok; t += NT) {
+        const char *at = ab + (size_t)t * a_row_bytes;
+        for (int64_t r = 0; r < nr; r++) {
+            float o[NT];
+            dot4(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) y[(t + k) * y_stride + r] = o[k];
+        }
+    }
+    for (; t < ntok; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * y_stride + r] = dot1(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
+}
+
+#define ACT(k, T) ((const T *)(a + (size_t)(k) * a_row_bytes))
+
+/* ---- Q4_K: see k_dot_q4_k_q8_k_avx2 ---- */
+KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[NT];
+    __m128 accm[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        uint32_t u[4];
+        k_q4k_unpack_scales(x[i].scales, u);
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const __m128i mins = _mm256_extracti128_si256(sm, 1);
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const k_block_q8_k *y[NT];
+        __m256i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
+            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            sumi[k] = _mm256_setzero_si256();
+        }
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            const __m256i lo = _mm256_and_si256(q4, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const int8_t *qa = y[k]->qs + 64 * c;
+                const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
+                const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
+                sumi[k] = ACC_MADD16(sumi[k], p0, s0);
+                sumi[k] = ACC_MADD16(sumi[k], p1, s1);
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+}
+
+/* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
+KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q6_k *x = (const k_block_q6_k *)w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const k_block_q8_k *y[NT];
+        __m256i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[k]->bsums));
+            sumi[k] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+        }
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h;
+            const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i H = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++) {
+                const int p = 4 * h + j;
+                const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * p + 1), 0x0101010101010101LL * (2 * p));
+                const __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < NT; k++) {
+                    const int8_t *qa = y[k]->qs + 128 * h + 32 * j;
+                    const __m256i pr = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)qa));
+                    sumi[k] = ACC_MADD16(sumi[k], pr, s);
+                }
+            }
+        }
+        const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+
+/* ---- Q8_0 and Q4_0: see dot_q32_simd.h (one accumulator per token
+ * here; the single-token kernels use two, so these differ from them in f32
+ * summation order only) ---- */
+KT static void dot4_q8_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q8_0 *x = (const k_block_q8_0 *)w;
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+
+KT static void dot4_q4_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q4_0 *x = (const k_block_q4_0 *)w;
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i qx = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+
+#define TILE(name, dot4, dot1)                                                                       \
+    void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
+              size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
+        mm_tile(dot4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);                 \
+    }
+
+TILE(KFN(k_mm_q4_k), dot4_q4_k, KFN(k_dot_q4_k_q8_k))
+TILE(KFN(k_mm_q6_k), dot4_q6_k, KFN(k_dot_q6_k_q8_k))
+TILE(KFN(k_mm_q8_0), dot4_q8_0, KFN(k_dot_q8_0_q8_0))
+TILE(KFN(k_mm_q4_0), dot4_q4_0, KFN(k_dot_q4_0_q8_0))
