@@ -397,3 +397,28 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+// TestAllPreTokenizersCompile compiles every supported pre-tokenizer and
+// splits a sample with it.
+func TestAllPreTokenizersCompile(t *testing.T) {
+	for kind := range preRegexes {
+		p, err := newPretokenizer(kind)
+		if err != nil {
+			t.Errorf("%s: %v", kind, err)
+			continue
+		}
+		words, err := p.split("Hello, world! 123 ünï 你好 \n\n end  ")
+		if err != nil || len(words) < 3 {
+			t.Errorf("%s: split gave %d words, %v", kind, len(words), err)
+		}
+	}
+	for _, pre := range []string{"default", "gpt-2", "llama-bpe", "qwen2", "starcoder", "refact", "deepseek-llm",
+		"deepseek-coder", "falcon", "mpt", "poro-chat", "bloom", "dbrx", "stablelm2", "command-r"} {
+		if _, err := lookupPre(pre); err != nil {
+			t.Errorf("pre %q: %v", pre, err)
+		}
+	}
+	if _, err := lookupPre("no-such-pre"); err == nil {
+		t.Error("unknown pre-tokenizer accepted")
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/loader"
 )
 
 // BenchmarkEncode tokenizes ref/text/dev.txt repeated to about 100 KB.
@@ -25,5 +27,23 @@ func BenchmarkEncode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkFromGGUF measures building a tokenizer from an open file.
+func BenchmarkFromGGUF(b *testing.B) {
+	for _, name := range []string{"llama-spm", "deepseek-llm"} {
+		f, err := loader.Open(vocabPath(b, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := FromGGUF(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		f.Close()
 	}
 }
