@@ -6,6 +6,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,12 +14,47 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
 const testModel = "stories260K-Q8_0"
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildWoolly builds the woolly command once per test run.
+func buildWoolly(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "woolly-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "woolly")
+		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/woolly").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
 
 // startServer builds woolly and runs `woolly serve` on a free loopback port;
 // it returns the base URL and the running command.
@@ -28,11 +64,7 @@ func startServer(t *testing.T, extra ...string) (string, *exec.Cmd) {
 	if _, err := os.Stat(filepath.Join(models, testModel+".gguf")); err != nil {
 		t.Skipf("shared models absent (%v); the e2e test needs ../shared/models", err)
 	}
-	bin := filepath.Join(t.TempDir(), "woolly")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/woolly")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildWoolly(t)
 	args := append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--models", models, "-t", "1"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
