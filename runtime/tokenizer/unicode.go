@@ -76,13 +76,12 @@ type cptInfo struct {
 	space bool
 }
 
-func (c cptInfo) any() bool          { return c.cat != 0 || c.space }
-func (c cptInfo) isLetter() bool     { return c.cat == flagLetter }
-func (c cptInfo) isNumber() bool     { return c.cat == flagNumber }
-func (c cptInfo) isSpace() bool      { return c.space }
-func (c cptInfo) isPunct() bool      { return c.cat == flagPunct }
-func (c cptInfo) isSymbol() bool     { return c.cat == flagSymbol }
-func (c cptInfo) category() cptFlags { return c.cat }
+func (c cptInfo) any() bool      { return c.cat != 0 || c.space }
+func (c cptInfo) isLetter() bool { return c.cat == flagLetter }
+func (c cptInfo) isNumber() bool { return c.cat == flagNumber }
+func (c cptInfo) isSpace() bool  { return c.space }
+func (c cptInfo) isPunct() bool  { return c.cat == flagPunct }
+func (c cptInfo) isSymbol() bool { return c.cat == flagSymbol }
 
 func infoOf(c uint32) cptInfo {
 	flagsOnce.Do(buildFlags)
