@@ -51,6 +51,7 @@ type refLogits struct {
 	} `json:"positions"`
 	Greedy struct {
 		IDs   []int32 `json:"ids"`
+		Text  string  `json:"text"`
 		Steps []struct {
 			Top refTop `json:"top"`
 		} `json:"steps"`
@@ -208,6 +209,9 @@ func TestParityGreedy(t *testing.T) {
 				}
 				if !slices.Equal(res.Tokens, ref.Greedy.IDs) {
 					t.Errorf("%s: greedy ids %v, reference %v", rf, res.Tokens, ref.Greedy.IDs)
+				}
+				if res.Text != ref.Greedy.Text {
+					t.Errorf("%s: greedy text %q, reference %q", rf, res.Text, ref.Greedy.Text)
 				}
 				if res.StopReason != "length" {
 					t.Errorf("%s: stop reason %q, want length", rf, res.StopReason)

@@ -1,0 +1,33 @@
+// Package runtime runs GGUF language models of the llama family (llama,
+// qwen2, granite) on the CPU with the numerics of llama.cpp's CPU backend.
+//
+// Load maps a file and binds its tensors: weight matrices stay in the
+// mapping and are multiplied in their stored format by the kernels package,
+// each activation row converted once per op to the weight's activation type
+// (Q8_K, Q8_0, F16 or F32) exactly as the reference build does. A Session
+// holds the KV cache of one sequence; Eval appends tokens and returns logits.
+// Generate samples a continuation (greedy, temperature, top-k, top-p, min-p,
+// repetition penalties, stop strings) and streams it token by token.
+// Perplexity reproduces llama-perplexity's figure.
+//
+// The forward pass lives in forward.go, written top to bottom like
+// llama2.c's run.c. Matrix products and attention are split across a
+// persistent pool of workers (one per physical core by default) with one
+// kernel call per worker per op.
+//
+// A minimal program:
+//
+//	m, err := runtime.Load("model.gguf", runtime.LoadOptions{})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer m.Close()
+//	res, err := m.Generate(context.Background(), runtime.GenerateOptions{
+//		Prompt:    "Once upon a time",
+//		MaxTokens: 32,
+//		Sampler:   runtime.SamplerOptions{Temperature: 0}, // greedy
+//	}, func(t runtime.Token) error {
+//		fmt.Print(t.Text)
+//		return nil
+//	})
+package runtime

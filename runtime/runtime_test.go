@@ -1,0 +1,377 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/loader"
+)
+
+func TestPhysicalCores(t *testing.T) {
+	if n := PhysicalCores(); n < 1 {
+		t.Fatalf("PhysicalCores() = %d", n)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct{ n, nw, align int }{{100, 3, 16}, {7, 4, 1}, {1, 8, 16}, {512, 2, 16}} {
+		covered := 0
+		prev := 0
+		for w := 0; w < c.nw; w++ {
+			r0, r1 := split(c.n, w, c.nw, c.align)
+			if r0 != prev && r0 < r1 {
+				t.Fatalf("%+v: worker %d starts at %d, want %d", c, w, r0, prev)
+			}
+			if r0 < r1 {
+				covered += r1 - r0
+				prev = r1
+			}
+		}
+		if covered != c.n {
+			t.Fatalf("%+v: covered %d rows", c, covered)
+		}
+	}
+}
+
+func TestSamplerGreedyTies(t *testing.T) {
+	s := NewSampler(SamplerOptions{})
+	if got := s.Sample([]float32{1, 3, 2, 3}); got != 1 {
+		t.Fatalf("greedy picked %d, want 1 (lowest id among ties)", got)
+	}
+}
+
+func TestSamplerSeed(t *testing.T) {
+	logits := make([]float32, 100)
+	for i := range logits {
+		logits[i] = float32(math.Sin(float64(i))) * 2
+	}
+	run := func(seed int64) []int32 {
+		s := NewSampler(SamplerOptions{Temperature: 1, Seed: seed})
+		var ids []int32
+		for i := 0; i < 50; i++ {
+			ids = append(ids, s.Sample(logits))
+		}
+		return ids
+	}
+	a, b, c := run(42), run(42), run(43)
+	if !slices.Equal(a, b) {
+		t.Fatal("same seed gave different draws")
+	}
+	if slices.Equal(a, c) {
+		t.Fatal("different seeds gave the same 50 draws")
+	}
+}
+
+func TestSamplerFilters(t *testing.T) {
+	logits := []float32{0, 5, 1, 4.9, -3}
+	for _, o := range []SamplerOptions{
+		{Temperature: 1, TopK: 1, Seed: 1},
+		{Temperature: 1, TopP: 0.01, Seed: 1},
+		{Temperature: 1, MinP: 0.99, Seed: 1},
+	} {
+		s := NewSampler(o)
+		for i := 0; i < 20; i++ {
+			if got := s.Sample(logits); got != 1 {
+				t.Fatalf("%+v: sampled %d, want 1", o, got)
+			}
+		}
+	}
+	// top-k 2 never yields anything outside {1, 3}.
+	s := NewSampler(SamplerOptions{Temperature: 5, TopK: 2, Seed: 7})
+	seen := map[int32]bool{}
+	for i := 0; i < 200; i++ {
+		seen[s.Sample(logits)] = true
+	}
+	if len(seen) != 2 || !seen[1] || !seen[3] {
+		t.Fatalf("top-k 2 sampled %v", seen)
+	}
+}
+
+func TestSamplerPenalties(t *testing.T) {
+	logits := []float32{2, 1.5, -1}
+	s := NewSampler(SamplerOptions{RepeatPenalty: 2})
+	s.Accept(0)
+	if got := s.Sample(logits); got != 1 {
+		t.Fatalf("repeat penalty: picked %d, want 1", got)
+	}
+	if logits[0] != 2 {
+		t.Fatal("Sample modified the logits")
+	}
+	s = NewSampler(SamplerOptions{FrequencyPenalty: 0.3})
+	s.Accept(0)
+	s.Accept(0)
+	if got := s.Sample(logits); got != 1 {
+		t.Fatalf("frequency penalty: picked %d, want 1", got)
+	}
+	s = NewSampler(SamplerOptions{PresencePenalty: 0.4, RepeatLastN: 1})
+	s.Accept(0)
+	s.Accept(2) // only the last token counts
+	if got := s.Sample(logits); got != 0 {
+		t.Fatalf("presence penalty over the last 1 token: picked %d, want 0", got)
+	}
+}
+
+func TestStopMatcher(t *testing.T) {
+	m := stopMatcher{stops: []string{"User:", "\n\n"}}
+	var out strings.Builder
+	for _, piece := range []string{"Hello", " wor", "ld U", "s"} {
+		o, hit := m.add(piece)
+		if hit {
+			t.Fatalf("early hit at %q", piece)
+		}
+		out.WriteString(o)
+	}
+	if out.String() != "Hello world " || m.pending != "Us" {
+		t.Fatalf("emitted %q, pending %q", out.String(), m.pending)
+	}
+	o, hit := m.add("er: hi")
+	if !hit || o != "" {
+		t.Fatalf("add = %q, %v; want hit with nothing emitted", o, hit)
+	}
+	m = stopMatcher{stops: []string{"User:"}}
+	o, _ = m.add("a Use")
+	if o != "a " || m.flush("") != "Use" {
+		t.Fatalf("partial match handling: %q", o)
+	}
+}
+
+func TestNumerics(t *testing.T) {
+	// roundF16 agrees with the kernels' f32 -> f16 -> f32 conversion.
+	for i := 0; i < 200000; i++ {
+		x := float32(math.Sin(float64(i)*0.37)) * float32(math.Pow(2, float64(i%40-24)))
+		want := kernels.F16ToF32(kernels.F32ToF16(x))
+		if got := roundF16(x); got != want && !(math.IsNaN(float64(got)) && math.IsNaN(float64(want))) {
+			t.Fatalf("roundF16(%g) = %g, want %g", x, got, want)
+		}
+	}
+	for _, x := range []float32{65504, 65519, 65520, 1e9, -1e9, 6e-8, 2.9e-8, 3e-8} {
+		if got, want := roundF16(x), kernels.F16ToF32(kernels.F32ToF16(x)); got != want {
+			t.Fatalf("roundF16(%g) = %g, want %g", x, got, want)
+		}
+	}
+	// expf and vexpf stay within 2.5 ulp (vexpf: 1.95 documented) of the exact exp.
+	for i := 0; i < 100000; i++ {
+		x := float32(i)/100000*160 - 100
+		e := math.Exp(float64(x))
+		for name, f := range map[string]func(float32) float32{"expf": expf, "vexpf": vexpf} {
+			got := float64(f(x))
+			ulp := float64(math.Nextafter32(float32(e), float32(math.Inf(1))) - float32(e))
+			if math.Abs(got-e) > 2.5*ulp {
+				t.Fatalf("%s(%g) = %g, exact %g", name, x, got, e)
+			}
+		}
+	}
+}
+
+// writeGGUF writes a small model file with the given tensors (F32 zeros).
+func writeGGUF(t *testing.T, arch string, tensors map[string][]int64) string {
+	t.Helper()
+	w := loader.NewWriter()
+	w.SetString("general.architecture", arch)
+	w.SetUint32(arch+".embedding_length", 8)
+	w.SetUint32(arch+".block_count", 1)
+	w.SetUint32(arch+".attention.head_count", 2)
+	w.SetUint32(arch+".feed_forward_length", 16)
+	w.SetUint32(arch+".context_length", 32)
+	w.SetFloat32(arch+".attention.layer_norm_rms_epsilon", 1e-5)
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		shape := tensors[n]
+		cnt := int64(1)
+		for _, d := range shape {
+			cnt *= d
+		}
+		data := make([]byte, 4*cnt)
+		binary.LittleEndian.PutUint32(data, math.Float32bits(1))
+		if err := w.AddTensor(n, kernels.F32, shape, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadErrors(t *testing.T) {
+	full := map[string][]int64{
+		"token_embd.weight": {8, 4}, "output_norm.weight": {8},
+		"blk.0.attn_norm.weight": {8}, "blk.0.attn_q.weight": {8, 8}, "blk.0.attn_k.weight": {8, 8},
+		"blk.0.attn_v.weight": {8, 8}, "blk.0.attn_output.weight": {8, 8}, "blk.0.ffn_norm.weight": {8},
+		"blk.0.ffn_gate.weight": {8, 16}, "blk.0.ffn_up.weight": {8, 16}, "blk.0.ffn_down.weight": {16, 8},
+	}
+	_, err := Load(writeGGUF(t, "gptj", full), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), `unknown architecture "gptj"`) {
+		t.Fatalf("unknown arch: err = %v", err)
+	}
+	missing := maps(full)
+	delete(missing, "blk.0.attn_v.weight")
+	_, err = Load(writeGGUF(t, "llama", missing), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "blk.0.attn_v.weight is missing") {
+		t.Fatalf("missing tensor: err = %v", err)
+	}
+	bad := maps(full)
+	bad["blk.0.ffn_up.weight"] = []int64{8, 15}
+	_, err = Load(writeGGUF(t, "llama", bad), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "blk.0.ffn_up.weight has shape") {
+		t.Fatalf("bad shape: err = %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.gguf"), LoadOptions{}); err == nil {
+		t.Fatal("loading a missing file succeeded")
+	}
+}
+
+func maps(m map[string][]int64) map[string][]int64 {
+	out := map[string][]int64{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func loadStories(t *testing.T) *Model {
+	t.Helper()
+	m, err := Load(filepath.Join(sharedDir(t), "models", "stories260K-F32.gguf"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func TestBadInput(t *testing.T) {
+	m := loadStories(t)
+	long := strings.Repeat("Once upon a time there was a dog. ", 10)
+	_, err := m.Generate(context.Background(), GenerateOptions{Prompt: long, NCtx: 16}, nil)
+	if err == nil || !strings.Contains(err.Error(), "more than the context length 16") {
+		t.Fatalf("long prompt: err = %v", err)
+	}
+	s, err := m.NewSession(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Eval([]int32{1, 2, 3, 4, 5}, false); err == nil || !strings.Contains(err.Error(), "context full") {
+		t.Fatalf("overfull eval: err = %v", err)
+	}
+	if _, err := s.Eval([]int32{1, 512}, false); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("bad token id: err = %v", err)
+	}
+	if s.Pos() != 0 {
+		t.Fatalf("failed evals moved the position to %d", s.Pos())
+	}
+	if err := s.Truncate(1); err == nil {
+		t.Fatal("truncating beyond the cache succeeded")
+	}
+	if _, err := s.Eval(nil, false); err == nil {
+		t.Fatal("evaluating no tokens succeeded")
+	}
+}
+
+func TestGenerateStopsAndReuse(t *testing.T) {
+	m := loadStories(t)
+	ctx := context.Background()
+	// Reference greedy: ", there was a little girl named Lily. She loved to play"
+	full, err := m.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.StopReason != "length" || len(full.Tokens) != 16 {
+		t.Fatalf("stop %q after %d tokens", full.StopReason, len(full.Tokens))
+	}
+	i := strings.Index(full.Text, "Lily")
+	if i < 0 {
+		t.Fatalf("greedy text %q has no Lily", full.Text)
+	}
+	var streamed strings.Builder
+	res, err := m.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 16, Stop: []string{"Lily"}},
+		func(tk Token) error { streamed.WriteString(tk.Text); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "stop" || res.Text != full.Text[:i] || streamed.String() != res.Text {
+		t.Fatalf("stop string: reason %q text %q streamed %q, want %q", res.StopReason, res.Text, streamed.String(), full.Text[:i])
+	}
+
+	// Cancellation is checked every token.
+	cctx, cancel := context.WithCancel(ctx)
+	n := 0
+	res, err = m.Generate(cctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 16}, func(Token) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || res.StopReason != "cancel" || len(res.Tokens) != 3 {
+		t.Fatalf("cancel: err %v reason %q tokens %d", err, res.StopReason, len(res.Tokens))
+	}
+
+	// A full context ends generation with "length".
+	res, err = m.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: -1, NCtx: 8}, nil)
+	if err != nil || res.StopReason != "length" || len(res.Tokens) != 8-len(res.PromptTokens)+1 {
+		t.Fatalf("context full: err %v reason %q tokens %d", err, res.StopReason, len(res.Tokens))
+	}
+	if !slices.Equal(res.Tokens, full.Tokens[:len(res.Tokens)]) {
+		t.Fatalf("context-limited run diverged: %v vs %v", res.Tokens, full.Tokens)
+	}
+
+	// A session reuses the cached prefix and gives the same tokens.
+	s, err := m.NewSession(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 4}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CachedTokens != len(res.PromptTokens)-1 || !slices.Equal(res.Tokens, full.Tokens) {
+		t.Fatalf("reuse: cached %d, tokens %v want %v", res.CachedTokens, res.Tokens, full.Tokens)
+	}
+}
+
+func TestBatchMatchesTokenByToken(t *testing.T) {
+	m := loadStories(t)
+	ids := []int32{1, 403, 407, 261, 378, 432, 383, 286, 261, 376}
+	s, _ := m.NewSession(0)
+	all, err := s.Eval(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Reset()
+	nv := m.Info().NVocab
+	for i, id := range ids {
+		row, err := s.Eval([]int32{id}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range row {
+			if d := math.Abs(float64(v - all[i*nv+j])); d > 1e-3 {
+				t.Fatalf("pos %d id %d: batch %g, token by token %g", i, j, all[i*nv+j], v)
+			}
+		}
+	}
+	// Truncate and re-evaluate gives the same last row.
+	if err := s.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	row, err := s.Eval(ids[5:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(row, all[(len(ids)-1)*nv:]) && math.Abs(float64(row[0]-all[(len(ids)-1)*nv])) > 1e-3 {
+		t.Fatal("re-evaluation after Truncate differs")
+	}
+}
