@@ -15,6 +15,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 
@@ -112,9 +113,8 @@ func checkWeights(op string, wt Type, n int, w []byte, rowBytes, r0, r1 int) (rb
 	if r0 < 0 || r1 < r0 {
 		return 0, 0, fmt.Errorf("kernels.%s: bad row range [%d, %d)", op, r0, r1)
 	}
-	if r1 > r0 && int64(len(w)) < int64(r1-1)*int64(rowBytes)+rb {
-		return 0, 0, fmt.Errorf("kernels.%s: weights have %d bytes, rows [%d, %d) need %d", op, len(w), r0, r1,
-			int64(r1-1)*int64(rowBytes)+rb)
+	if need := need2D(r1, int(rb), rowBytes); r1 > r0 && int64(len(w)) < need {
+		return 0, 0, fmt.Errorf("kernels.%s: weights have %d bytes, rows [%d, %d) need %d", op, len(w), r0, r1, need)
 	}
 	return rb, ab, nil
 }
@@ -159,14 +159,14 @@ func MatMulQ(wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowB
 	if int64(aRowBytes) < ab && ntok > 1 {
 		return fmt.Errorf("kernels.MatMulQ: activation stride %d < %d bytes per token", aRowBytes, ab)
 	}
-	if int64(len(a)) < int64(ntok-1)*int64(aRowBytes)+ab {
-		return fmt.Errorf("kernels.MatMulQ: activations have %d bytes, %d tokens need %d", len(a), ntok, int64(ntok-1)*int64(aRowBytes)+ab)
+	if need := need2D(ntok, int(ab), aRowBytes); int64(len(a)) < need {
+		return fmt.Errorf("kernels.MatMulQ: activations have %d bytes, %d tokens need %d", len(a), ntok, need)
 	}
 	if ntok > 1 && yStride < r1 {
 		return fmt.Errorf("kernels.MatMulQ: y stride %d < row end %d", yStride, r1)
 	}
-	if int64(len(y)) < int64(ntok-1)*int64(yStride)+int64(r1) {
-		return fmt.Errorf("kernels.MatMulQ: y has %d entries, need %d", len(y), int64(ntok-1)*int64(yStride)+int64(r1))
+	if need := need2D(ntok, r1, yStride); int64(len(y)) < need {
+		return fmt.Errorf("kernels.MatMulQ: y has %d entries, need %d", len(y), need)
 	}
 	if C.k_matmul_q(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), C.int64_t(r0), C.int64_t(r1),
 		bptr(a), C.size_t(aRowBytes), C.int64_t(ntok), fptr(y), C.int64_t(yStride)) != 0 {
@@ -176,10 +176,14 @@ func MatMulQ(wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowB
 }
 
 // need2D is the number of elements a row-major matrix of rows x cols with
-// leading dimension ld spans (0 when empty).
+// leading dimension ld spans (0 when empty); MaxInt64 when that overflows or
+// ld is negative, so a length check against it fails.
 func need2D(rows, cols, ld int) int64 {
 	if rows <= 0 || cols <= 0 {
 		return 0
+	}
+	if ld < 0 || cols < 0 || (rows > 1 && int64(rows-1) > (math.MaxInt64-int64(cols))/max(int64(ld), 1)) {
+		return math.MaxInt64
 	}
 	return int64(rows-1)*int64(ld) + int64(cols)
 }
@@ -289,6 +293,9 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
 		return fmt.Errorf("kernels.Attention: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
 	}
+	if p.HeadDim > 1<<20 || p.NHead > 1<<20 || p.NTok > 1<<30 || p.Pos0 > 1<<30 {
+		return fmt.Errorf("kernels.Attention: implausible shape ntok %d pos0 %d heads %d head_dim %d", p.NTok, p.Pos0, p.NHead, p.HeadDim)
+	}
 	if h0 < 0 || h1 < h0 || h1 > p.NHead {
 		return fmt.Errorf("kernels.Attention: bad head range [%d, %d) of %d", h0, h1, p.NHead)
 	}
@@ -337,7 +344,7 @@ func RoPE(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool)
 	if nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
 		return fmt.Errorf("kernels.RoPE: bad shape heads %d head_dim %d n_rot %d", nHeads, headDim, nRot)
 	}
-	if len(x) < nHeads*headDim || len(cos) < nRot/2 || len(sin) < nRot/2 {
+	if int64(len(x)) < need2D(nHeads, headDim, headDim) || len(cos) < nRot/2 || len(sin) < nRot/2 {
 		return fmt.Errorf("kernels.RoPE: slices too short (x %d, cos %d, sin %d)", len(x), len(cos), len(sin))
 	}
 	if nHeads == 0 || nRot == 0 {

@@ -401,3 +401,48 @@ func TestDispatch(t *testing.T) {
 	require.Equal(t, "ref", av[0])
 	require.Contains(t, av, Impl())
 }
+
+// Huge strides or counts that would overflow a naive size computation are
+// rejected, not passed to C.
+func TestOverflowChecks(t *testing.T) {
+	q := make([]byte, 144*4)
+	a := make([]byte, 292)
+	y := make([]float32, 8)
+	require.Error(t, MatVec(Q4_K, 256, q, 1<<62, a, y, 0, 5))
+	require.Error(t, MatVec(Q4_K, 256, q, math.MaxInt, a, y, 0, 2))
+	require.Error(t, MatMulQ(Q4_K, 256, q, 144, 0, 1, a, 1<<62, 5, y, 1))
+	require.Error(t, MatMulQ(Q4_K, 256, q, 144, 0, 1, a, 292, 1<<40, y, 1))
+	require.Error(t, Sgemm(false, 0, 3, 2, 2, make([]float32, 8), 1<<62, make([]float32, 4), 2, make([]float32, 8), 2))
+	require.Error(t, RoPE(make([]float32, 8), 1<<40, 1<<30, 2, make([]float32, 1), make([]float32, 1), false))
+	require.Error(t, Attention(&AttnParams{NTok: 2, NHead: 1, NHeadKV: 1, HeadDim: 4, Q: make([]float32, 8), QStride: 1 << 62,
+		K: make([]float32, 8), V: make([]float32, 8), KVStride: 4, Out: make([]float32, 8), OutStride: 4}, 0, 1, make([]float32, 2)))
+}
+
+// Concurrent calls on disjoint outputs (the runtime's worker pattern) give
+// the same results as one call.
+func TestConcurrentMatVec(t *testing.T) {
+	rng := rand.New(rand.NewSource(14))
+	const n, rows, workers = 512, 64, 4
+	w := make([]byte, 0)
+	for r := 0; r < rows; r++ {
+		w = append(w, randomRow(Q4_K, n, rng, 0)...)
+	}
+	a, _ := actFor(t, Q4_K, randomF32(n, rng))
+	want := make([]float32, rows)
+	require.NoError(t, MatVec(Q4_K, n, w, 144*2, a, want, 0, rows))
+	got := make([]float32, rows)
+	errs := make(chan error, workers)
+	for k := 0; k < workers; k++ {
+		go func(k int) {
+			var err error
+			for it := 0; it < 50 && err == nil; it++ {
+				err = MatVec(Q4_K, n, w, 144*2, a, got, k*rows/workers, (k+1)*rows/workers)
+			}
+			errs <- err
+		}(k)
+	}
+	for k := 0; k < workers; k++ {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, want, got)
+}
