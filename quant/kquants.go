@@ -27,6 +27,7 @@ const groupMaxEps = 1e-15
 // compiler drop bounds checks; the arithmetic is ggml's, step by step.)
 func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
 	var laux [32]uint8
+	var lauxF [32]float32 // laux as floats (int→float conversions are not free)
 	lo, hi := x[0], x[0]
 	sumW := w[0]
 	sumX := float32(sumW * x[0])
@@ -67,6 +68,7 @@ func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, n
 			l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
 			laux[i] = uint8(l)
 			fl := float32(l)
+			lauxF[i] = fl
 			wl := float32(w[i] * fl)
 			sumL += wl
 			sumL2 += float32(wl * fl)
@@ -82,7 +84,7 @@ func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, n
 			}
 			var cur float32
 			for i := range 32 {
-				diff := float32(thisScale*float32(laux[i])) + thisMin - x[i]
+				diff := float32(thisScale*lauxF[i]) + thisMin - x[i]
 				cur += float32(w[i] * float32(diff*diff))
 			}
 			if cur < bestErr {
