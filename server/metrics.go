@@ -2,11 +2,14 @@ package server
 
 import (
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -114,3 +117,71 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_]`)
 
 func sanitize(s string) string { return unsafeName.ReplaceAllString(s, "_") }
+
+// StatsMap flattens a statistics struct (such as cache.Stats) for
+// RegisterStats: numeric and bool fields become snake_case keys, durations
+// are in seconds with a "_seconds" suffix, embedded structs are flattened,
+// other fields are skipped.
+//
+//	srv.RegisterStats("dequant_cache", func() map[string]float64 { return server.StatsMap(dc.Stats()) })
+func StatsMap(v any) map[string]float64 {
+	out := map[string]float64{}
+	flatten(reflect.ValueOf(v), out)
+	return out
+}
+
+func flatten(v reflect.Value, out map[string]float64) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous { // promoted fields
+			flatten(fv, out)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		key := snake(f.Name)
+		switch {
+		case fv.Type() == reflect.TypeFor[time.Duration]():
+			out[key+"_seconds"] = time.Duration(fv.Int()).Seconds()
+		case fv.CanInt():
+			out[key] = float64(fv.Int())
+		case fv.CanUint():
+			out[key] = float64(fv.Uint())
+		case fv.CanFloat():
+			out[key] = fv.Float()
+		case fv.Kind() == reflect.Bool:
+			if fv.Bool() {
+				out[key] = 1
+			} else {
+				out[key] = 0
+			}
+		}
+	}
+}
+
+// snake turns "PeakBytes" into "peak_bytes" and "LoadTime" into "load_time".
+func snake(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		if unicode.IsUpper(r) {
+			if i > 0 && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))) {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

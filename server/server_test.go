@@ -775,3 +775,33 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Error("missing models dir accepted")
 	}
 }
+
+func TestStatsMap(t *testing.T) {
+	type inner struct {
+		Hits      int64
+		PeakBytes int64
+		HitRate   float64
+		LoadTime  time.Duration
+		note      string
+	}
+	type outer struct {
+		inner
+		Prefetches uint32
+		On         bool
+		LastError  string
+		TTLMs      int
+	}
+	got := StatsMap(&outer{inner: inner{Hits: 3, PeakBytes: 10, HitRate: 0.5, LoadTime: 1500 * time.Millisecond}, Prefetches: 2, On: true, TTLMs: 7})
+	want := map[string]float64{"hits": 3, "peak_bytes": 10, "hit_rate": 0.5, "load_time_seconds": 1.5, "prefetches": 2, "on": 1, "ttl_ms": 7}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if m := StatsMap(42); len(m) != 0 {
+		t.Errorf("non-struct: %v", m)
+	}
+}
