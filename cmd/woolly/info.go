@@ -25,6 +25,10 @@ func init() {
 // {"type": ..., "len": N}.
 const infoMaxArray = 16
 
+// infoMaxText is the longest string shown in full in the plain listing
+// (chat templates run to kilobytes); --json always prints them whole.
+const infoMaxText = 120
+
 func runInfo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("info", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -332,6 +336,9 @@ func infoJSONArray(a loader.Array) any {
 func infoTextValue(v loader.Value) string {
 	switch x := v.V.(type) {
 	case string:
+		if len(x) > infoMaxText {
+			return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(strings.ToValidUTF8(x[:infoMaxText], "")), len(x))
+		}
 		return strconv.Quote(x)
 	case loader.Array:
 		return infoTextArray(x)
@@ -357,7 +364,11 @@ func infoText(f *loader.File, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("file:\t%s\n", f.Path)
-	p("size:\t%d bytes (GGUF v%d, alignment %d, data at %d)\n", f.Size, f.Version, f.Alignment, f.DataOffset)
+	if len(f.Tensors) > 0 {
+		p("size:\t%d bytes (GGUF v%d, alignment %d, data at %d)\n", f.Size, f.Version, f.Alignment, f.DataOffset)
+	} else {
+		p("size:\t%d bytes (GGUF v%d, alignment %d, no tensor data)\n", f.Size, f.Version, f.Alignment)
+	}
 	p("architecture:\t%s\n", f.Architecture())
 	if name, ok := f.String("general.name"); ok {
 		p("name:\t%s\n", name)
@@ -375,7 +386,11 @@ func infoText(f *loader.File, w io.Writer) error {
 		}
 		p("tokenizer:\t%s, %d tokens\n", m, max(infoVocabSize(f), 0))
 	}
-	p("tensors:\t%d (%s)\n", len(f.Tensors), infoTypeMixString(infoTypeMix(f)))
+	if len(f.Tensors) > 0 {
+		p("tensors:\t%d (%s)\n", len(f.Tensors), infoTypeMixString(infoTypeMix(f)))
+	} else {
+		p("tensors:\t0\n")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
