@@ -55,6 +55,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	bandwidth := fs.Bool("bandwidth", false, "measure memory read bandwidth instead (all threads stream-read a buffer)")
 	bwMiB := fs.Int("bw-size", 1024, "buffer size for --bandwidth, MiB")
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: woolly bench -m MODEL [-p 128] [-n 64] [-t LIST] [-r 3] [--json]")
+		fmt.Fprintln(stderr, "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
+		fmt.Fprintln(stderr, "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both from an empty context,")
+		fmt.Fprintln(stderr, "after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -75,8 +82,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return benchBandwidth(stdout, t, int64(*bwMiB)<<20, *asJSON)
 	}
 	if *model == "" {
-		fmt.Fprintln(stderr, "usage: woolly bench -m MODEL [-p 128] [-n 64] [-t LIST] [-r 3] [--json]")
-		fs.PrintDefaults()
+		fs.Usage()
 		return errUsage
 	}
 	prompts, err := parseIntList(*pList, "-p", 0)

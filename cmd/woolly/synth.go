@@ -92,13 +92,17 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	outPath := fs.String("o", "", "output GGUF file (required)")
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
 	noBar := fs.Bool("no-progress", false, "do not draw a progress bar")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: woolly synth --preset tinyllama-1.1b|llama-7b|granite-8b|mini [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
+		fmt.Fprintln(stderr, "Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 || *outPath == "" || *presetName == "" {
-		fmt.Fprintln(stderr, "usage: woolly synth --preset NAME [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
-		fs.PrintDefaults()
+		fs.Usage()
 		return errUsage
 	}
 	var p synthPreset
