@@ -117,11 +117,13 @@ func validate(r *GenerateRequest) error {
 	case len(r.Stop) > 16:
 		return badRequest("at most 16 stop strings")
 	}
+	stops := r.Stop[:0:0]
 	for _, s := range r.Stop {
-		if s == "" {
-			return badRequest("empty stop string")
+		if s != "" { // an empty stop string would end every answer at once
+			stops = append(stops, s)
 		}
 	}
+	r.Stop = stops
 	if r.MaxTokens < -1 { // Ollama's -2 (fill the context) is -1 here
 		r.MaxTokens = -1
 	}

@@ -19,6 +19,10 @@ import (
 type stringList []string
 
 func (s *stringList) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
 		*s = stringList{one}

@@ -441,6 +441,9 @@ func TestOpenAIChat(t *testing.T) {
 			t.Errorf("frame %v", f)
 		}
 	}
+	// Explicit nulls are absent values.
+	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":null,"stop":null,"temperature":null,"stream_options":null,"seed":null}`)
+	wantStatus(t, r, 200)
 	// Without include_usage there is no usage chunk.
 	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":1,"stream":true}`)
 	if frames := sse(t, r.body); len(frames) != 2 {
