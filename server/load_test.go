@@ -253,3 +253,41 @@ func streamOnce(client *http.Client, url, body string) error {
 	}
 	return nil
 }
+
+// TestRealDisconnect: a client that leaves mid-stream stops its generation
+// (a random-weight model would otherwise talk until its context is full).
+func TestRealDisconnect(t *testing.T) {
+	url, stop := startReal(t, Config{})
+	defer stop()
+	const model = "synth-llama-mini-F16"
+	if _, err := os.Stat(filepath.Join(realModelsDir(t), model+".gguf")); err != nil {
+		t.Skip(err)
+	}
+	res, err := http.Post(url+"/api/generate", "application/json",
+		strings.NewReader(`{"model":"`+model+`","prompt":"Once upon a time","options":{"temperature":0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(res.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close() // leave after the first token
+	var generated float64 = -1
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && generated < 0; time.Sleep(10 * time.Millisecond) {
+		r, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, `woolly_generated_tokens_total{model="`+model+`"} `); ok {
+				fmt.Sscan(v, &generated)
+			}
+		}
+	}
+	t.Logf("%v tokens generated before the generation stopped", generated)
+	if generated < 0 || generated > 50 {
+		t.Errorf("generation did not stop soon after the client left: %v tokens", generated)
+	}
+}
