@@ -144,7 +144,7 @@ func mutations(t *testing.T, b []byte) []mutation {
 	size := uint64(len(b))
 	huge := []uint64{math.MaxUint64, 1 << 63, 1 << 62, size, size / 8}
 	nT, nKV := le.Uint64(b[8:]), le.Uint64(b[16:])
-	for _, v := range append([]uint64{nT + 1}, huge...) {
+	for _, v := range append([]uint64{nT - 1, nT + 1}, huge...) {
 		add(fmt.Sprintf("tensor count %d", v), 8, u64b(v))
 	}
 	for _, v := range append([]uint64{0, nKV - 1, nKV + 1}, huge...) {

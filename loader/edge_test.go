@@ -129,6 +129,9 @@ func TestParseEdgeCases(t *testing.T) {
 	if f, err := Parse(tensor("w", []uint64{256}, 0, 0)); err != nil || f.Tensors[0].Size != 1024 {
 		t.Errorf("valid tensor: %v", err)
 	}
+	junk := tensor("w", []uint64{8}, 0, 0)
+	junk[31] = 1 // padding before the data section
+	wantErr(t, "non-zero padding", junk, "padding")
 	wantErr(t, "n_dims 0", tensor("w", nil, 0, 0), `"w": n_dims 0`)
 	wantErr(t, "Q2_K", tensor("w", []uint64{256}, 10, 0), "Q2_K (id 10) is not supported")
 	wantErr(t, "row not whole blocks", tensor("w", []uint64{100}, 12, 0), "not a multiple of the block size")

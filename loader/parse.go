@@ -201,6 +201,15 @@ func (p *parser) file() (*File, error) {
 	infoEnd := uint64(p.off)
 	dataOff := (infoEnd + f.Alignment - 1) / f.Alignment * f.Alignment
 	f.DataOffset = int64(dataOff)
+	// Writers (llama.cpp, gguf-py) pad with zero bytes. Requiring that catches
+	// a tensor count that was lowered: the dropped tensor infos (which start
+	// with a non-zero name length) would otherwise pass for padding.
+	for o := infoEnd; o < dataOff && o < uint64(len(p.b)); o++ {
+		if p.b[o] != 0 {
+			return nil, p.errAt(int(o), "non-zero byte %#x in the padding before the data section at %d (tensor count %d too low?)",
+				p.b[o], dataOff, nTensors)
+		}
+	}
 	if len(f.Tensors) == 0 {
 		// A file without tensors (a vocabulary) may end right after its metadata.
 		return f, nil
