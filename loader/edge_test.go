@@ -130,7 +130,7 @@ func TestParseEdgeCases(t *testing.T) {
 		t.Errorf("valid tensor: %v", err)
 	}
 	junk := tensor("w", []uint64{8}, 0, 0)
-	junk[31] = 1 // padding before the data section
+	junk[60] = 1 // padding: the tensor info ends at 57, data starts at 64
 	wantErr(t, "non-zero padding", junk, "padding")
 	wantErr(t, "n_dims 0", tensor("w", nil, 0, 0), `"w": n_dims 0`)
 	wantErr(t, "Q2_K", tensor("w", []uint64{256}, 10, 0), "Q2_K (id 10) is not supported")
