@@ -84,7 +84,7 @@ static k_quantize_fn ref_quantize(int act) {
 static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
     .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref,
-    .add = k_add_ref, .scale = k_scale_ref,
+    .add = k_add_ref, .scale = k_scale_ref, .attention_f16acc = k_attention_f16acc_ref,
 };
 
 static int simd_impl(int impl) { return impl > K_IMPL_REF && impl < K_IMPL_MAX; }
@@ -213,6 +213,15 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
                  int64_t h0, int64_t h1, float *scratch) {
     OP(impl, attention)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
                         scale, out, out_stride, h0, h1, scratch);
+}
+
+void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                        int64_t head_dim, const float *q, int64_t q_stride,
+                        const float *k, const float *v, int64_t kv_stride,
+                        float scale, float *out, int64_t out_stride,
+                        int64_t h0, int64_t h1, float *scratch) {
+    OP(impl, attention_f16acc)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
+                               scale, out, out_stride, h0, h1, scratch);
 }
 
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps) {

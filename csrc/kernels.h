@@ -147,6 +147,29 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
                  float scale, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch);
 
+/* Causal GQA attention with the numerics of the reference build's CPU flash
+ * attention for fewer than 64 query rows (llama.cpp AVX-512 build, f16 KV):
+ * same arguments as k_attention; q, k, v must hold f16-representable values
+ * (the caller rounds them). Per (token, head):
+ *   s   = dot_f16(q, k[p]) * scale, where dot_f16 sums the first
+ *         np = head_dim & ~63 elements in 4 accumulators x 16 lanes of f32 FMA
+ *         (element i + 16j of each 64-step goes to accumulator j, lane i),
+ *         reduced as a0+a2, a1+a3, then their sum, then lanes halving 8,4,2,1;
+ *         the remaining elements are added in double; rounded to f32
+ *   online softmax over p = 0 .. pos0+t: M (running max), S (f32 sum):
+ *     s > M:  ms = expf(M_old - s), M = s, acc = f16(acc * ms), vs = 1
+ *     else:   ms = 1, vs = expf(s - M)
+ *     acc[i] = f16(fmaf(v[i], vs, acc[i]))  for i < np
+ *     acc[i] = f16(acc[i] + v[i] * vs)       for i >= np (product rounded)
+ *     S = (S * ms) + vs
+ *   out = acc * (S != 0 ? 1/S : 0)        f16(x) = x rounded to f16 and back
+ * scratch: head_dim floats. ref and SIMD impls give the same bits. */
+void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                        int64_t head_dim, const float *q, int64_t q_stride,
+                        const float *k, const float *v, int64_t kv_stride,
+                        float scale, float *out, int64_t out_stride,
+                        int64_t h0, int64_t h1, float *scratch);
+
 /* ---- small ops ---------------------------------------------------------- */
 /* out = x * (1 / sqrtf(mean(x^2) + eps)) * w   (w may be NULL: no weight).
  * The sum of squares is accumulated in double, as the reference build does. */
@@ -223,6 +246,11 @@ void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head
                      const float *k, const float *v, int64_t kv_stride,
                      float scale, float *out, int64_t out_stride,
                      int64_t h0, int64_t h1, float *scratch);
+void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                            int64_t head_dim, const float *q, int64_t q_stride,
+                            const float *k, const float *v, int64_t kv_stride,
+                            float scale, float *out, int64_t out_stride,
+                            int64_t h0, int64_t h1, float *scratch);
 void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps);
 void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                 const float *cos_t, const float *sin_t, int neox);
@@ -247,6 +275,7 @@ typedef struct {
     k_silu_mul_fn  silu_mul;
     k_add_fn       add;
     k_scale_fn     scale;
+    k_attention_fn attention_f16acc;
 } k_arch_ops;
 
 k_dequant_fn      k_arch_get_dequant(int impl, int type);

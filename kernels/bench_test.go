@@ -180,5 +180,8 @@ func BenchmarkAttention(b *testing.B) {
 		b.Run(fmt.Sprintf("decode-pos%d", pos), func(b *testing.B) {
 			timed(b, int64(2*4*(pos+1)*nkv*hd), func() error { return Attention(p, 0, nh, scratch) })
 		})
+		b.Run(fmt.Sprintf("f16acc-decode-pos%d", pos), func(b *testing.B) {
+			timed(b, int64(2*4*(pos+1)*nkv*hd), func() error { return AttentionF16Acc(p, 0, nh, scratch) })
+		})
 	})
 }

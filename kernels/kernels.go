@@ -8,6 +8,7 @@
 package kernels
 
 /*
+#include <math.h>
 #include "../csrc/kernels.h"
 */
 import "C"
@@ -283,21 +284,19 @@ type AttnParams struct {
 	OutStride                           int
 }
 
-// Attention runs causal grouped-query attention for query heads [h0, h1):
-// token t (position Pos0+t) attends to cache positions 0..Pos0+t, query head
-// h uses kv head h/(NHead/NHeadKV). scratch needs Pos0+NTok floats.
-func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
+// checkAttn validates p and the head range; the caller handles the empty case.
+func checkAttn(op string, p *AttnParams, h0, h1 int, scratch []float32, scratchNeed int) error {
 	if p == nil {
-		return errors.New("kernels.Attention: nil params")
+		return fmt.Errorf("kernels.%s: nil params", op)
 	}
 	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
-		return fmt.Errorf("kernels.Attention: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
+		return fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
 	}
 	if p.HeadDim > 1<<20 || p.NHead > 1<<20 || p.NTok > 1<<30 || p.Pos0 > 1<<30 {
-		return fmt.Errorf("kernels.Attention: implausible shape ntok %d pos0 %d heads %d head_dim %d", p.NTok, p.Pos0, p.NHead, p.HeadDim)
+		return fmt.Errorf("kernels.%s: implausible shape ntok %d pos0 %d heads %d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.HeadDim)
 	}
 	if h0 < 0 || h1 < h0 || h1 > p.NHead {
-		return fmt.Errorf("kernels.Attention: bad head range [%d, %d) of %d", h0, h1, p.NHead)
+		return fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, p.NHead)
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
@@ -306,23 +305,67 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	group := p.NHead / p.NHeadKV
 	gEnd := (h1-1)/group + 1
 	if (p.NTok > 1 && (p.QStride < h1*p.HeadDim || p.OutStride < h1*p.HeadDim)) || p.KVStride < gEnd*p.HeadDim {
-		return fmt.Errorf("kernels.Attention: strides q %d kv %d out %d too small", p.QStride, p.KVStride, p.OutStride)
+		return fmt.Errorf("kernels.%s: strides q %d kv %d out %d too small", op, p.QStride, p.KVStride, p.OutStride)
 	}
 	if int64(len(p.Q)) < need2D(p.NTok, h1*p.HeadDim, p.QStride) ||
 		int64(len(p.Out)) < need2D(p.NTok, h1*p.HeadDim, p.OutStride) ||
 		int64(len(p.K)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) ||
 		int64(len(p.V)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) {
-		return fmt.Errorf("kernels.Attention: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
-			len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0)
+		return fmt.Errorf("kernels.%s: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
+			op, len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0)
 	}
-	if len(scratch) < npos {
-		return fmt.Errorf("kernels.Attention: scratch has %d floats, need %d", len(scratch), npos)
+	if len(scratch) < scratchNeed {
+		return fmt.Errorf("kernels.%s: scratch has %d floats, need %d", op, len(scratch), scratchNeed)
+	}
+	return nil
+}
+
+// Attention runs causal grouped-query attention for query heads [h0, h1):
+// token t (position Pos0+t) attends to cache positions 0..Pos0+t, query head
+// h uses kv head h/(NHead/NHeadKV). Softmax and the V sum are in f32.
+// scratch needs Pos0+NTok floats.
+func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
+	if p != nil {
+		if err := checkAttn("Attention", p, h0, h1, scratch, p.Pos0+p.NTok); err != nil {
+			return err
+		}
+	} else {
+		return checkAttn("Attention", p, h0, h1, scratch, 0)
+	}
+	if p.NTok == 0 || h0 == h1 {
+		return nil
 	}
 	C.k_attention(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
 		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
+
+// AttentionF16Acc is Attention with the numerics of the reference build's CPU
+// flash attention for fewer than 64 query rows (llama.cpp, f16 KV cache): K.Q
+// in a fixed 4x16-lane FMA order, online softmax with glibc expf, and the V
+// accumulator rounded to f16 after every update (the exact rule is in
+// csrc/kernels.h, k_attention_f16acc). Q, K and V must hold f16-representable
+// values (the caller rounds them). Every kernel set gives the same bits.
+// scratch needs HeadDim floats.
+func AttentionF16Acc(p *AttnParams, h0, h1 int, scratch []float32) error {
+	if p == nil {
+		return checkAttn("AttentionF16Acc", p, h0, h1, scratch, 0)
+	}
+	if err := checkAttn("AttentionF16Acc", p, h0, h1, scratch, p.HeadDim); err != nil {
+		return err
+	}
+	if p.NTok == 0 || h0 == h1 {
+		return nil
+	}
+	C.k_attention_f16acc(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
+		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
+		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+	return nil
+}
+
+// cExpf is the C library's expf (tests re-derive AttentionF16Acc with it).
+func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
 
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.

@@ -446,3 +446,123 @@ func TestConcurrentMatVec(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 }
+
+func f16r(x float32) float32 { return F16ToF32(F32ToF16(x)) }
+
+// goAttentionF16Acc re-derives k_attention_f16acc from its description in
+// kernels.h (independent Go code; expf from the C library).
+func goAttentionF16Acc(p *AttnParams, h0, h1 int) []float32 {
+	out := append([]float32(nil), p.Out...)
+	hd := p.HeadDim
+	np := hd &^ 63
+	group := p.NHead / p.NHeadKV
+	fma := func(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
+	dot := func(x, y []float32) float32 {
+		sum := 0.0
+		if np > 0 {
+			var a [4][16]float32
+			for i := 0; i < np; i += 64 {
+				for j := 0; j < 4; j++ {
+					for l := 0; l < 16; l++ {
+						a[j][l] = fma(x[i+16*j+l], y[i+16*j+l], a[j][l])
+					}
+				}
+			}
+			var v [16]float32
+			for l := 0; l < 16; l++ {
+				v[l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l])
+			}
+			for w := 8; w >= 1; w /= 2 {
+				for l := 0; l < w; l++ {
+					v[l] += v[l+w]
+				}
+			}
+			sum = float64(v[0])
+		}
+		for i := np; i < hd; i++ {
+			sum += float64(x[i] * y[i])
+		}
+		return float32(sum)
+	}
+	acc := make([]float32, hd)
+	for tk := 0; tk < p.NTok; tk++ {
+		for h := h0; h < h1; h++ {
+			g := h / group
+			q := p.Q[tk*p.QStride+h*hd:]
+			S, M := float32(0), float32(math.Inf(-1))
+			clear(acc)
+			for pos := 0; pos <= p.Pos0+tk; pos++ {
+				k := p.K[pos*p.KVStride+g*hd:]
+				v := p.V[pos*p.KVStride+g*hd:]
+				s := dot(q, k) * p.Scale
+				ms, vs := float32(1), float32(1)
+				if s > M {
+					ms = cExpf(M - s)
+					M = s
+					for i := range acc {
+						acc[i] = f16r(acc[i] * ms)
+					}
+				} else {
+					vs = cExpf(s - M)
+				}
+				for i := 0; i < hd; i++ {
+					if i < np {
+						acc[i] = f16r(fma(v[i], vs, acc[i]))
+					} else {
+						pv := v[i] * vs
+						acc[i] = f16r(acc[i] + pv)
+					}
+				}
+				S = S*ms + vs
+			}
+			inv := float32(0)
+			if S != 0 {
+				inv = 1 / S
+			}
+			for i := 0; i < hd; i++ {
+				out[tk*p.OutStride+h*hd+i] = acc[i] * inv
+			}
+		}
+	}
+	return out
+}
+
+func TestAttentionF16Acc(t *testing.T) {
+	rng := rand.New(rand.NewSource(15))
+	rnd16 := func(n int) []float32 {
+		x := randomF32(n, rng)
+		for i := range x {
+			x[i] = f16r(x[i])
+		}
+		return x
+	}
+	cases := []struct{ ntok, pos0, nh, nkv, hd, h0, h1 int }{
+		{1, 0, 1, 1, 1, 0, 1},
+		{1, 7, 8, 2, 32, 0, 8},
+		{5, 0, 8, 2, 64, 2, 7},
+		{3, 20, 4, 4, 128, 0, 4},
+		{9, 3, 6, 3, 80, 1, 5},
+		{2, 100, 8, 1, 100, 0, 8},
+	}
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, c := range cases {
+			npos := c.pos0 + c.ntok
+			p := &AttnParams{NTok: c.ntok, Pos0: c.pos0, NHead: c.nh, NHeadKV: c.nkv, HeadDim: c.hd,
+				QStride: c.nh*c.hd + 5, KVStride: c.nkv*c.hd + 3, OutStride: c.nh*c.hd + 1, Scale: 1 / float32(math.Sqrt(float64(c.hd)))}
+			p.Q, p.K, p.V = rnd16(c.ntok*p.QStride), rnd16(npos*p.KVStride), rnd16(npos*p.KVStride)
+			for i := range p.Q {
+				p.Q[i] *= 3 // sharper softmax: more max changes
+			}
+			p.Out = randomF32(c.ntok*p.OutStride, rng)
+			want := goAttentionF16Acc(p, c.h0, c.h1)
+			f32 := naiveAttention(p, c.h0, c.h1)
+			require.NoError(t, AttentionF16Acc(p, c.h0, c.h1, make([]float32, c.hd)))
+			for i := range want {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]), "case %+v at %d: %g vs %g", c, i, p.Out[i], want[i])
+				require.InDelta(t, f32[i], p.Out[i], 2e-2, "f16 accumulation far from f32 attention: case %+v at %d", c, i)
+			}
+		}
+	})
+	require.Error(t, AttentionF16Acc(&AttnParams{NTok: 1, NHead: 1, NHeadKV: 1, HeadDim: 8, Q: make([]float32, 8),
+		K: make([]float32, 8), V: make([]float32, 8), KVStride: 8, Out: make([]float32, 8)}, 0, 1, make([]float32, 7)))
+}
