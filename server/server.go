@@ -1,6 +1,26 @@
 // Package server is Woolly's HTTP API: the Ollama API, the OpenAI API, the
 // routes of the Ole desktop client, and Prometheus metrics, over models
 // loaded on demand from one directory.
+//
+// Routes (one file per family):
+//
+//	ollama.go  GET|HEAD /  POST /api/generate /api/chat /api/show  GET /api/tags /api/ps /api/version
+//	openai.go  POST /v1/chat/completions /v1/completions  GET /v1/models[/{model}]
+//	ole.go     GET /api/v1/health /api/v1/models  POST /api/v1/models/{name}/load
+//	           POST /api/v1/inference/complete /api/v1/inference/chat
+//	metrics.go GET /metrics
+//
+// A model is named by its file: NAME (or NAME:latest) is DIR/NAME.gguf;
+// paths are refused. models.go loads models on demand, runs one generation
+// at a time per model behind a bounded queue (503 when full) and unloads a
+// model after its keep-alive. With an API key set, every route but /metrics
+// and /api/v1/health needs it (Bearer or x-api-key). Errors are JSON in each
+// family's shape with their status: 400 (malformed JSON, bad options), 401,
+// 404 (unknown model or route), 405, 413 (body too large), 503 (queue full,
+// timeout, shutting down), 500 (a model that fails to load).
+//
+// The server reaches models through the Backend and Model interfaces;
+// RuntimeBackend (runtime.go) is the real one.
 package server
 
 import (
