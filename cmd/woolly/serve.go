@@ -126,7 +126,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	base, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return base }, ErrorLog: logger}
 	logger.Printf("listening on http://%s (models in %s)", ln.Addr(), *models)
 
