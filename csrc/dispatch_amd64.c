@@ -71,6 +71,10 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     case K_Q6_K: return v ? k_mm_q6_k_avx512 : k_mm_q6_k_avx2;
     case K_Q8_0: return v ? k_mm_q8_0_avx512 : k_mm_q8_0_avx2;
     case K_Q4_0: return v ? k_mm_q4_0_avx512 : k_mm_q4_0_avx2;
+    case K_Q5_K: return v ? k_mm_q5_k_avx512 : k_mm_q5_k_avx2;
+    case K_Q5_0: return v ? k_mm_q5_0_avx512 : k_mm_q5_0_avx2;
+    case K_F16:  return k_mm_f16_avx2;
+    case K_F32:  return k_mm_f32_avx2;
     default:     return NULL; /* the driver runs rows x the single-token dot */
     }
 }

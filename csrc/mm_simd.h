@@ -82,6 +82,58 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
 }
 
+/* ---- Q5_K: Q4_K plus the 5th bits (bit 2c / 2c+1 of qh[l]) ---- */
+KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q5_k *x = (const k_block_q5_k *)w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
+    __m256 acc[NT];
+    __m128 accm[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        uint32_t u[4];
+        k_q4k_unpack_scales(x[i].scales, u);
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const __m128i mins = _mm256_extracti128_si256(sm, 1);
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const k_block_q8_k *y[NT];
+        __m256i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
+            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            sumi[k] = _mm256_setzero_si256();
+        }
+        __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4);
+            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4);
+            hb = _mm256_srli_epi16(hb, 2);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
+            const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const int8_t *qa = y[k]->qs + 64 * c;
+                const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
+                const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
+                sumi[k] = ACC_MADD16(sumi[k], p0, s0);
+                sumi[k] = ACC_MADD16(sumi[k], p1, s1);
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+}
+
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
 KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
@@ -182,6 +234,91 @@ KT static void dot4_q4_0(int64_t n, const void *w, const char *a, size_t a_row_b
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
+/* Q5_0: (nibble | bit << 4) - 16 */
+KT static void dot4_q5_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q5_0 *x = (const k_block_q5_0 *)w;
+    const __m256i off = _mm256_set1_epi8(16), b4 = _mm256_set1_epi8(0x10);
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i hi = _mm256_and_si256(k_bits32_avx2(x[i].qh), b4);
+        const __m256i qx = _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x[i].qs), hi), off);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+
+/* ---- F16 x F16 and F32 x F32: each weight vector converted/loaded once
+ * for the 4 tokens; 2 x 8 lanes per token (summation order differs from the
+ * single-token kernels, which use 4 x 8 lanes) ---- */
+#define LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+
+KT static void dot4_f16(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_half *x = (const k_half *)w;
+    const k_half *y[NT];
+    __m256 s0[NT], s1[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { y[k] = ACT(k, k_half); s0[k] = s1[k] = _mm256_setzero_ps(); }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 w0 = LOADH(x + i), w1 = LOADH(x + i + 8);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            s0[k] = _mm256_fmadd_ps(w0, LOADH(y[k] + i), s0[k]);
+            s1[k] = _mm256_fmadd_ps(w1, LOADH(y[k] + i + 8), s1[k]);
+        }
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 w0 = LOADH(x + i);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) s0[k] = _mm256_fmadd_ps(w0, LOADH(y[k] + i), s0[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) {
+        float s = k_hsum_avx2(_mm256_add_ps(s0[k], s1[k]));
+        for (int64_t j = i; j < n; j++) s += _cvtsh_ss(x[j]) * _cvtsh_ss(y[k][j]);
+        out[k] = s;
+    }
+}
+
+KT static void dot4_f32(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const float *x = (const float *)w;
+    const float *y[NT];
+    __m256 s0[NT], s1[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { y[k] = ACT(k, float); s0[k] = s1[k] = _mm256_setzero_ps(); }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 w0 = _mm256_loadu_ps(x + i), w1 = _mm256_loadu_ps(x + i + 8);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            s0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y[k] + i), s0[k]);
+            s1[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(y[k] + i + 8), s1[k]);
+        }
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 w0 = _mm256_loadu_ps(x + i);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) s0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y[k] + i), s0[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) {
+        float s = k_hsum_avx2(_mm256_add_ps(s0[k], s1[k]));
+        for (int64_t j = i; j < n; j++) s += x[j] * y[k][j];
+        out[k] = s;
+    }
+}
+
 #define TILE(name, dot4, dot1)                                                                       \
     void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
               size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
@@ -192,3 +329,7 @@ TILE(KFN(k_mm_q4_k), dot4_q4_k, KFN(k_dot_q4_k_q8_k))
 TILE(KFN(k_mm_q6_k), dot4_q6_k, KFN(k_dot_q6_k_q8_k))
 TILE(KFN(k_mm_q8_0), dot4_q8_0, KFN(k_dot_q8_0_q8_0))
 TILE(KFN(k_mm_q4_0), dot4_q4_0, KFN(k_dot_q4_0_q8_0))
+TILE(KFN(k_mm_q5_k), dot4_q5_k, KFN(k_dot_q5_k_q8_k))
+TILE(KFN(k_mm_q5_0), dot4_q5_0, KFN(k_dot_q5_0_q8_0))
+TILE(KFN(k_mm_f16), dot4_f16, k_dot_f16_f16_avx2)
+TILE(KFN(k_mm_f32), dot4_f32, k_dot_f32_f32_avx2)

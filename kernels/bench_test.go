@@ -89,7 +89,7 @@ func BenchmarkMatVec(b *testing.B) {
 func BenchmarkMatMulQ(b *testing.B) {
 	const n, rows, ntok = 4096, 256, 32
 	benchImpls(b, func(b *testing.B) {
-		for _, t := range []Type{Q4_K, Q6_K, Q8_0, Q4_0} {
+		for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, F16, F32} {
 			w, rb := benchMatrix(t, n, rows)
 			a, ab := benchAct(b, t, n, ntok)
 			y := make([]float32, ntok*rows)
