@@ -1,0 +1,77 @@
+# Woolly — build, test and benchmark.
+#
+# Portable to GNU make 3.81 (macOS) and newer: no GNU-make-4 features, POSIX
+# sh in recipes, every recipe line stands on its own.
+#
+#   make build          bin/woolly
+#   make test           everything this machine can run: test-go, test-c,
+#                       test-sanitize, test-arm64
+#   make test-go        go test ./...
+#   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
+#   make test-sanitize  the C tests under AddressSanitizer + UBSan
+#   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip)
+#   make bench          scripts/bench.sh (or the Go kernel benchmarks)
+#   make bench-c        the C microbenchmark
+#   make lint           gofmt and go vet
+#   make clean
+
+GO      ?= go
+CMAKE   ?= cmake
+CTEST   ?= ctest
+BUILD   ?= build
+BIN     ?= bin
+# parallel jobs for the C builds (nproc on Linux, sysctl on macOS)
+JOBS    ?= $(shell (nproc || sysctl -n hw.ncpu || echo 2) 2>/dev/null | head -n 1)
+GOFLAGS_TEST ?=
+
+.PHONY: all build test test-go test-c test-sanitize test-arm64 bench bench-go bench-c lint clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/woolly ./cmd/woolly
+
+test: test-go test-c test-sanitize test-arm64
+
+test-go:
+	$(GO) test $(GOFLAGS_TEST) ./...
+
+test-c:
+	$(CMAKE) -S . -B $(BUILD)/c -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD)/c -j $(JOBS)
+	cd $(BUILD)/c && $(CTEST) --output-on-failure
+
+test-sanitize:
+	$(CMAKE) -S . -B $(BUILD)/asan -DWOOLLY_SANITIZE=ON
+	$(CMAKE) --build $(BUILD)/asan -j $(JOBS)
+	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) --output-on-failure
+
+test-arm64:
+	sh scripts/test-arm64.sh
+
+# scripts/bench.sh is the project benchmark (owner: speed); until it exists,
+# the Go kernel benchmarks stand in.
+bench: build
+	@if [ -f scripts/bench.sh ]; then \
+		sh scripts/bench.sh; \
+	else \
+		echo "scripts/bench.sh not found: running the Go kernel benchmarks"; \
+		$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels; \
+	fi
+
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels
+
+bench-c:
+	$(CMAKE) -S . -B $(BUILD)/c -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD)/c -j $(JOBS)
+	$(BUILD)/c/bench_kernels
+
+lint:
+	@out=`gofmt -l . 2>&1`; \
+	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) $(BUILD)

@@ -1,0 +1,143 @@
+#!/bin/sh
+# test-arm64.sh — run Woolly's arm64 kernels (make test-arm64).
+#
+#   arm64 host   go test ./kernels natively, once as is and once with the
+#                dotprod kernels hidden (GODEBUG=cpu.asimddp=off), each time
+#                asserting which kernel set ran
+#   x86-64 host  when aarch64-linux-gnu-gcc and qemu-aarch64 are installed:
+#                cross-compile the Go test binaries of kernels (plus loader,
+#                and runtime's -run Parity tests once they exist) and the C
+#                tests, run them under qemu-aarch64 twice:
+#                  default CPU          has dotprod -> expects "neon-dotprod"
+#                  -cpu cortex-a53      no dotprod  -> expects "neon"
+#                otherwise print why and skip (exit 0)
+#
+# Environment: ARM64_CC (default aarch64-linux-gnu-gcc; e.g. "clang
+# --target=aarch64-linux-gnu"), ARM64_SYSROOT (default /usr/aarch64-linux-gnu),
+# ARM64_PARITY=0 to leave out the runtime parity subset, ARM64_PARITY_RUN (its
+# -run filter), ARM64_BUILD (default build/arm64).
+set -eu
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+log() { printf '%s\n' "test-arm64: $*"; }
+
+# ---- native arm64 -----------------------------------------------------------
+case "$(uname -m)" in
+arm64 | aarch64)
+	dot=0
+	if [ -r /proc/cpuinfo ] && grep -q asimddp /proc/cpuinfo; then dot=1; fi
+	if [ "$(sysctl -n hw.optional.arm.FEAT_DotProd 2>/dev/null || echo 0)" = 1 ]; then dot=1; fi
+	if [ "$dot" = 1 ]; then want=neon-dotprod; else want=neon; fi
+	log "native $(uname -m): go test ./kernels (expect $want)"
+	WOOLLY_EXPECT_IMPL=$want go test -count=1 ./kernels
+	log "native: go test ./kernels with dotprod hidden (expect neon)"
+	GODEBUG=cpu.asimddp=off WOOLLY_EXPECT_IMPL=neon go test -count=1 ./kernels
+	log "ok"
+	exit 0
+	;;
+esac
+
+# ---- x86-64 (or anything else): qemu ----------------------------------------
+cc=${ARM64_CC:-aarch64-linux-gnu-gcc}
+sysroot=${ARM64_SYSROOT:-/usr/aarch64-linux-gnu}
+cc_bin=${cc%% *}
+missing=""
+command -v "$cc_bin" >/dev/null 2>&1 || missing="$missing $cc_bin"
+command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-aarch64"
+[ -d "$sysroot" ] || missing="$missing $sysroot"
+if [ -n "$missing" ]; then
+	log "SKIP: not on arm64 and missing:$missing"
+	log "      (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
+	exit 0
+fi
+
+out=${ARM64_BUILD:-build/arm64}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# Go packages and the -run filter for each ("" = every test).
+pkgs="kernels"
+has_go() { ls "$1"/*.go >/dev/null 2>&1; }
+has_go loader && pkgs="$pkgs loader"
+if [ "${ARM64_PARITY:-1}" != 0 ] && has_go runtime && grep -qs 'func TestParity' runtime/*_test.go; then
+	pkgs="$pkgs runtime"
+fi
+# The parity subset: the logits, greedy and full-row checks on the small
+# quantized and F32/F16 files; the f16 "mini" model and the perplexity runs
+# take minutes under qemu (ARM64_PARITY_RUN overrides the filter).
+parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy|FullRows)/(stories260K|llama-2-tiny|synth-.*-Q)'}
+run_filter() { case "$1" in runtime) echo "$parity_run" ;; *) echo . ;; esac; }
+
+log "cross-compiling Go tests for arm64 with CC=\"$cc\": $pkgs"
+t0=$(date +%s)
+for p in $pkgs; do
+	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="$cc" go test -c -o "$out/$(echo "$p" | tr / _).test" "./$p"
+done
+
+log "cross-compiling the C tests"
+# A cache written by another compiler cannot be reused: keep one per CC.
+cdir="$out/c-$(echo "$cc_bin" | tr -c 'A-Za-z0-9_\n' '_')"
+if [ "$cc_bin" = clang ]; then
+	cmake_cc="-DCMAKE_C_COMPILER=clang -DCMAKE_C_COMPILER_TARGET=aarch64-linux-gnu"
+else
+	cmake_cc="-DCMAKE_C_COMPILER=$cc_bin"
+fi
+# shellcheck disable=SC2086
+cmake -S "$root" -B "$cdir" -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 $cmake_cc >/dev/null
+cmake --build "$cdir" -j 2 >/dev/null
+t1=$(date +%s)
+log "built in $((t1 - t0)) s"
+
+fail=0
+for cpu in default cortex-a53; do
+	if [ "$cpu" = default ]; then
+		qemu="qemu-aarch64 -L $sysroot"
+		want=neon-dotprod
+	else
+		qemu="qemu-aarch64 -cpu $cpu -L $sysroot"
+		want=neon
+	fi
+	for p in $pkgs; do
+		name=$(echo "$p" | tr / _)
+		t0=$(date +%s)
+		# run in the package directory, as go test does (tests find ../shared from there)
+		if (cd "$p" && WOOLLY_EXPECT_IMPL=$want $qemu "$out/$name.test" \
+			-test.count=1 -test.v -test.run "$(run_filter "$p")" >"$out/$name.$cpu.log" 2>&1); then
+			res=ok
+		else
+			res=FAIL
+		fi
+		# the kernels run must prove which set it used (TestExpectedImpl, not skipped)
+		if [ "$p" = kernels ] && ! grep -q -- "--- PASS: TestExpectedImpl" "$out/$name.$cpu.log"; then
+			res="FAIL (TestExpectedImpl did not pass with WOOLLY_EXPECT_IMPL=$want)"
+		fi
+		t1=$(date +%s)
+		summary=$(grep -c -- "^--- PASS" "$out/$name.$cpu.log" || true)
+		log "qemu cpu=$cpu ($want) $p: $res in $((t1 - t0)) s ($summary top-level tests passed)"
+		case $res in
+		ok) ;;
+		*)
+			fail=1
+			grep -E -- "^(--- FAIL|FAIL|panic)|_test.go:[0-9]+:" "$out/$name.$cpu.log" | tail -40
+			;;
+		esac
+	done
+	t0=$(date +%s)
+	if $qemu "$cdir/test_kernels" >"$out/c.$cpu.log" 2>&1 && grep -q "^  dot      $want " "$out/c.$cpu.log"; then
+		res=ok
+	else
+		res=FAIL
+		fail=1
+		tail -40 "$out/c.$cpu.log"
+	fi
+	t1=$(date +%s)
+	log "qemu cpu=$cpu ($want) C test_kernels: $res in $((t1 - t0)) s ($(tail -1 "$out/c.$cpu.log"))"
+done
+
+if [ $fail != 0 ]; then
+	log "FAILED (logs in $out)"
+	exit 1
+fi
+log "ok"
