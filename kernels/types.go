@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Type is a ggml tensor type id, as stored in GGUF tensor infos.
 type Type uint32
@@ -75,7 +78,11 @@ func (t Type) RowBytes(n int64) (int64, error) {
 	if n < 0 || n%int64(ti.blockElems) != 0 {
 		return 0, fmt.Errorf("%s: row length %d is not a multiple of the block size %d", ti.name, n, ti.blockElems)
 	}
-	return n / int64(ti.blockElems) * int64(ti.blockBytes), nil
+	blocks := n / int64(ti.blockElems)
+	if blocks > math.MaxInt64/int64(ti.blockBytes) {
+		return 0, fmt.Errorf("%s: row length %d overflows the byte size", ti.name, n)
+	}
+	return blocks * int64(ti.blockBytes), nil
 }
 
 // TypeByName returns the type whose ggml name is name (case-insensitive).
