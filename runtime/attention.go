@@ -41,13 +41,10 @@ func attendF16(p *kernels.AttnParams, h0, h1 int, acc []float32) {
 				} else {
 					vs = expf(s - M)
 				}
-				for i := 0; i < np; i++ { // fused multiply-add in the SIMD part
+				for i := range acc { // y = f16(y + v*vs), fused (the product is exact in f64)
 					acc[i] = roundF16(float32(float64(v[i])*float64(vs) + float64(acc[i])))
 				}
-				for i := np; i < hd; i++ {
-					acc[i] = roundF16(acc[i] + float32(v[i]*vs))
-				}
-				S = float32(S*ms) + vs
+				S = fma32(S, ms, vs)
 			}
 			inv := float32(0)
 			if S != 0 {

@@ -103,8 +103,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 				th /= w.RopeFreqs[i]
 			}
 			th *= c.RopeFreqScale
-			st.cos[t*half+i] = float32(math.Cos(float64(th)))
-			st.sin[t*half+i] = float32(math.Sin(float64(th)))
+			st.sin[t*half+i], st.cos[t*half+i] = sincosf(th) // glibc's sinf/cosf, bit for bit
 			theta *= thetaScale
 		}
 	}
@@ -139,11 +138,8 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		// Rotary position embedding of q and k.
 		for t := 0; t < ntok; t++ {
 			cs, sn := st.cos[t*half:(t+1)*half], st.sin[t*half:(t+1)*half]
-			if err := errors.Join(
-				kernels.RoPE(q[t*qd:(t+1)*qd], c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
-				kernels.RoPE(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
-				return err
-			}
+			rope(q[t*qd:(t+1)*qd], c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
+			rope(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
 		}
 
 		// The reference keeps K and V in f16 and, for fewer than 64 query

@@ -93,3 +93,47 @@ func TestKernelDotOrderQ0(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestKernelVecVsTiled reports where MatVec (one token) and MatMulQ (8
+// tokens) give different bits for the same row and activation: the
+// reference computes both with the same per-row dot product.
+func TestKernelVecVsTiled(t *testing.T) {
+	shared := sharedDir(t)
+	for _, name := range []string{"synth-llama-mini-Q4_K_M", "synth-llama-mini-Q5_K_M", "stories260K-Q8_0", "synth-llama-mini-F16"} {
+		m, err := Load(filepath.Join(shared, "models", name+".gguf"), LoadOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &m.w.Layers[len(m.w.Layers)-1]
+		for _, mt := range []*Mat{&l.Wq, &l.Wv, &l.Wdown, &m.w.Output} {
+			x := make([]float32, mt.Cols)
+			for i := range x {
+				x[i] = float32(math.Sin(float64(i)*1.7)) * 3
+			}
+			at := mt.Type.ActType()
+			rb, _ := at.RowBytes(int64(mt.Cols))
+			a := make([]byte, 8*rb)
+			for k := 0; k < 8; k++ {
+				if err := kernels.QuantizeAct(at, x, a[int64(k)*rb:int64(k+1)*rb]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			y := make([]float32, mt.Rows)
+			if err := kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a[:rb], y, 0, mt.Rows); err != nil {
+				t.Fatal(err)
+			}
+			y8 := make([]float32, 8*mt.Rows)
+			if err := kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, 0, mt.Rows, a, int(rb), 8, y8, mt.Rows); err != nil {
+				t.Fatal(err)
+			}
+			nd := 0
+			for r := range y {
+				if y[r] != y8[r] {
+					nd++
+				}
+			}
+			t.Logf("%s %s (%v, %s): MatVec vs MatMulQ(8 tokens) differ in %d/%d rows", name, mt.Name, mt.Type, kernels.Impl(), nd, mt.Rows)
+		}
+		m.Close()
+	}
+}

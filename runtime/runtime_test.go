@@ -358,7 +358,7 @@ func TestBatchMatchesTokenByToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j, v := range row {
-			if d := math.Abs(float64(v - all[i*nv+j])); d > 1e-3 {
+			if d := math.Abs(float64(v - all[i*nv+j])); d > 5e-3 { // F32 batch and vector products sum in different orders
 				t.Fatalf("pos %d id %d: batch %g, token by token %g", i, j, all[i*nv+j], v)
 			}
 		}
