@@ -146,7 +146,7 @@ R_MD="$OUT/report.md"
 	results "$OUT/woolly-bench.json" | while read -r th test ts sd; do
 		lts="" ratio=""
 		if [ -n "$llama" ]; then
-			lts=$(printf '%s\n' "$llama" | awk -v t="$test" '$1 == t { print $2 }')
+			lts=$(printf '%s\n' "$llama" | awk -v t="$test" '$1 == t { printf "%.2f", $2 }')
 			[ -n "$lts" ] && ratio=$(awk -v a="$ts" -v b="$lts" 'BEGIN { printf "%.2f", a / b }')
 		fi
 		printf '| %s | %s | %.2f | %.2f | %s | %s |\n' "$th" "$test" "$ts" "$sd" "${lts:--}" "${ratio:--}"
