@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/woolly-llm/woolly/loader"
+	wrt "github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/tokenizer"
 )
 
@@ -198,5 +199,57 @@ func TestSynthPresetParams(t *testing.T) {
 	}
 	if len(v) != 49159 || len(types) != 49159 || v[3] != "<0x00>" || v[258] != "<0xFF>" {
 		t.Errorf("byte vocabulary: %d tokens, %q %q", len(v), v[3], v[258])
+	}
+}
+
+// TestSynthGraniteRuns: a small model with granite-8b's structure (tied
+// embeddings, granite scales) loads in the runtime and gives finite logits;
+// the tied embedding is quantized like an output tensor (Q6_K).
+func TestSynthGraniteRuns(t *testing.T) {
+	small := synthPreset{name: "granite-test", arch: "granite", dim: 256, layers: 2, heads: 8, kvHeads: 2, ffn: 512,
+		vocab: 1000, ctx: 256, tied: true, ropeBase: 10000000, eps: 1e-5, granite: true}
+	synthPresets = append(synthPresets, small)
+	defer func() { synthPresets = synthPresets[:len(synthPresets)-1] }()
+	p := filepath.Join(t.TempDir(), "g.gguf")
+	var so, se bytes.Buffer
+	if err := runSynth([]string{"--preset", "granite-test", "--no-progress", "-o", p}, &so, &se); err != nil {
+		t.Fatalf("synth: %v\n%s", err, se.String())
+	}
+	f, err := loader.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embd, _ := f.Tensor("token_embd.weight")
+	_, hasOut := f.Tensor("output.weight")
+	if embd.Type.String() != "Q6_K" || hasOut {
+		t.Errorf("tied embedding: token_embd %v, output.weight present %v", embd.Type, hasOut)
+	}
+	for _, k := range []string{"granite.embedding_scale", "granite.residual_scale", "granite.attention.scale", "granite.logit_scale"} {
+		if _, ok := f.Float(k); !ok {
+			t.Errorf("metadata %s missing", k)
+		}
+	}
+	f.Close()
+
+	m, err := wrt.Load(p, wrt.LoadOptions{Threads: 2})
+	if err != nil {
+		t.Fatalf("runtime cannot load the synthesized granite model: %v", err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := s.Eval([]int32{1, 300, 301, 302}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logits) != 1000 {
+		t.Fatalf("%d logits, want 1000", len(logits))
+	}
+	for i, v := range logits {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("logit %d = %v", i, v)
+		}
 	}
 }
