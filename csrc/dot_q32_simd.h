@@ -1,7 +1,15 @@
 /* dot_q32_simd.h — body of the 32-element-block x Q8_0 dots, compiled once
  * per x86 ISA level by dot_q32_<isa>_amd64.c (macros: see dot_kquant_simd.h).
- * Specification: k_dot_q{4_0,4_1,5_0,5_1,8_0}_q8_0_ref in dot_ref.c. One
- * exact int32 sum per block, scaled by d_w * d_a in f32. */
+ * Specification: k_dot_q{4_0,4_1,5_0,5_1,8_0}_q8_0_ref in dot_ref.c.
+ *
+ * Summation order (Q4_0, Q5_0, Q8_0) is the reference build's (llama.cpp x86:
+ * ggml's AVX2 vec_dot and llamafile's tinyBLAS_Q0): one 8-lane f32
+ * accumulator; per block, lane l gets fma(d_w * d_a, int sum of the products
+ * of elements 4l..4l+3, lane l), blocks in order; then k_hsum_avx2
+ * ((l + l+4), (0+2) + (1+3)). Keeping exactly this order makes stories260K
+ * Q8_0/Q4_0 logits bit-identical to the reference (found by the runtime
+ * owner: any other order flips int8 roundings downstream). One chain per row
+ * is latency-bound, so MatVec runs 4 rows at a time (mm_simd.h). */
 
 #define LOADA(p) _mm256_loadu_si256((const __m256i *)(p))
 
@@ -16,23 +24,13 @@ KT float KFN(k_dot_q4_0_q8_0)(int64_t n, const void *w, const void *a) {
     const k_block_q4_0 *x = (const k_block_q4_0 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const int64_t nb = n / K_QK;
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const __m256i q0 = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
-        const __m256i q1 = _mm256_sub_epi8(k_nibbles32_avx2(x[i + 1].qs), off);
-        const __m256i s0 = dot_i8(q0, LOADA(y[i].qs));
-        const __m256i s1 = dot_i8(q1, LOADA(y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i + 1].d) * k_h2f_avx2(y[i + 1].d)), _mm256_cvtepi32_ps(s1), acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i q = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
+        const __m256i s = dot_i8(q, LOADA(y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s), acc);
     }
-    for (; i < nb; i++) {
-        const __m256i q0 = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
-        const __m256i s0 = dot_i8(q0, LOADA(y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
-    }
-    return k_hsum_avx2(_mm256_add_ps(acc0, acc1));
+    return k_hsum_avx2(acc);
 }
 
 /* Q5_0: (nibble | bit << 4) - 16 */
@@ -88,18 +86,10 @@ KT float KFN(k_dot_q5_1_q8_0)(int64_t n, const void *w, const void *a) {
 KT float KFN(k_dot_q8_0_q8_0)(int64_t n, const void *w, const void *a) {
     const k_block_q8_0 *x = (const k_block_q8_0 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const int64_t nb = n / K_QK;
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const __m256i s0 = dot_i8(LOADA(x[i].qs), LOADA(y[i].qs));
-        const __m256i s1 = dot_i8(LOADA(x[i + 1].qs), LOADA(y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i + 1].d) * k_h2f_avx2(y[i + 1].d)), _mm256_cvtepi32_ps(s1), acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i s = dot_i8(LOADA(x[i].qs), LOADA(y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s), acc);
     }
-    for (; i < nb; i++) {
-        const __m256i s0 = dot_i8(LOADA(x[i].qs), LOADA(y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * k_h2f_avx2(y[i].d)), _mm256_cvtepi32_ps(s0), acc0);
-    }
-    return k_hsum_avx2(_mm256_add_ps(acc0, acc1));
+    return k_hsum_avx2(acc);
 }
