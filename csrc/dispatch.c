@@ -153,6 +153,11 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     k_dot_fn f = dot_fn(impl, wtype);
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     const char *wb = (const char *)w;
+    k_mm_tile_fn tile = simd_impl(impl) ? k_arch_get_mm_tile(impl, wtype) : NULL;
+    if (tile) { /* one token: the tile kernel runs several rows at a time */
+        if (r1 > r0) tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
+        return 0;
+    }
     for (int64_t r = r0; r < r1; r++) y[r] = f(n, wb + (size_t)r * row_bytes, a);
     return 0;
 }

@@ -13,23 +13,40 @@
 #define NT 4
 
 typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
+/* 4 weight rows (row_bytes apart) x one token: out[r] = dot(row r, a) */
+typedef void (*rows4_fn)(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]);
 
-static void mm_tile(dot4_fn dot4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                    const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+/* Tokens in groups of NT through dot4 (NULL: none); the remaining tokens
+ * (all of them for MatVec, which calls with ntok = 1) row by row, four rows
+ * at a time through rows4 where given. */
+static void mm_tile(dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes,
+                    int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
-    for (; t + NT <= ntok; t += NT) {
-        const char *at = ab + (size_t)t * a_row_bytes;
-        for (int64_t r = 0; r < nr; r++) {
-            float o[NT];
-            dot4(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) y[(t + k) * y_stride + r] = o[k];
+    if (dot4) {
+        for (; t + NT <= ntok; t += NT) {
+            const char *at = ab + (size_t)t * a_row_bytes;
+            for (int64_t r = 0; r < nr; r++) {
+                float o[NT];
+                dot4(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < NT; k++) y[(t + k) * y_stride + r] = o[k];
+            }
         }
     }
-    for (; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++)
-            y[t * y_stride + r] = dot1(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
+    for (; t < ntok; t++) {
+        const char *at = ab + (size_t)t * a_row_bytes;
+        float *yt = y + t * y_stride;
+        int64_t r = 0;
+        if (rows4) {
+            for (; r + 4 <= nr; r += 4) {
+                float o[4];
+                rows4(n, wb + (size_t)r * row_bytes, row_bytes, at, o);
+                for (int k = 0; k < 4; k++) yt[r + k] = o[k];
+            }
+        }
+        for (; r < nr; r++) yt[r] = dot1(n, wb + (size_t)r * row_bytes, at);
+    }
 }
 
 #define ACT(k, T) ((const T *)(a + (size_t)(k) * a_row_bytes))
@@ -319,17 +336,66 @@ KT static void dot4_f32(int64_t n, const void *w, const char *a, size_t a_row_by
     }
 }
 
-#define TILE(name, dot4, dot1)                                                                       \
+/* ---- 4 rows x 1 token for the Q0 family (MatVec): each row keeps its own
+ * single accumulator in the reference order (see dot_q32_simd.h); four
+ * independent chains hide the FMA latency, and each activation block is
+ * loaded once for the four rows. d is the first field of every Q0 block. ---- */
+typedef __m256i (*q0_decode_fn)(const char *blk);
+
+KT static inline __m256i dec_q8_0(const char *b) { return _mm256_loadu_si256((const __m256i *)((const k_block_q8_0 *)b)->qs); }
+KT static inline __m256i dec_q4_0(const char *b) {
+    return _mm256_sub_epi8(k_nibbles32_avx2(((const k_block_q4_0 *)b)->qs), _mm256_set1_epi8(8));
+}
+KT static inline __m256i dec_q5_0(const char *b) {
+    const k_block_q5_0 *x = (const k_block_q5_0 *)b;
+    const __m256i hi = _mm256_and_si256(k_bits32_avx2(x->qh), _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x->qs), hi), _mm256_set1_epi8(16));
+}
+
+KT static inline __attribute__((always_inline)) void rows4_q0(q0_decode_fn dec, size_t bsize, int64_t n, const char *w,
+                                                             size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    __m256 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const __m256i ya = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        const float dy = k_h2f_avx2(y[i].d);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const char *blk = w + (size_t)r * row_bytes + (size_t)i * bsize;
+            const __m256i q = dec(blk);
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(ya, q));
+            k_half dh;
+            __builtin_memcpy(&dh, blk, 2);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(dh) * dy), _mm256_cvtepi32_ps(s), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
+}
+
+KT static void rows4_q8_0(int64_t n, const char *w, size_t rb, const void *a, float out[4]) {
+    rows4_q0(dec_q8_0, sizeof(k_block_q8_0), n, w, rb, a, out);
+}
+KT static void rows4_q4_0(int64_t n, const char *w, size_t rb, const void *a, float out[4]) {
+    rows4_q0(dec_q4_0, sizeof(k_block_q4_0), n, w, rb, a, out);
+}
+KT static void rows4_q5_0(int64_t n, const char *w, size_t rb, const void *a, float out[4]) {
+    rows4_q0(dec_q5_0, sizeof(k_block_q5_0), n, w, rb, a, out);
+}
+
+#define TILE(name, dot4, rows4, dot1)                                                                \
     void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
               size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
-        mm_tile(dot4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);                 \
+        mm_tile(dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);          \
     }
 
-TILE(KFN(k_mm_q4_k), dot4_q4_k, KFN(k_dot_q4_k_q8_k))
-TILE(KFN(k_mm_q6_k), dot4_q6_k, KFN(k_dot_q6_k_q8_k))
-TILE(KFN(k_mm_q8_0), dot4_q8_0, KFN(k_dot_q8_0_q8_0))
-TILE(KFN(k_mm_q4_0), dot4_q4_0, KFN(k_dot_q4_0_q8_0))
-TILE(KFN(k_mm_q5_k), dot4_q5_k, KFN(k_dot_q5_k_q8_k))
-TILE(KFN(k_mm_q5_0), dot4_q5_0, KFN(k_dot_q5_0_q8_0))
-TILE(KFN(k_mm_f16), dot4_f16, k_dot_f16_f16_avx2)
-TILE(KFN(k_mm_f32), dot4_f32, k_dot_f32_f32_avx2)
+TILE(KFN(k_mm_q4_k), dot4_q4_k, NULL, KFN(k_dot_q4_k_q8_k))
+TILE(KFN(k_mm_q5_k), dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
+TILE(KFN(k_mm_q6_k), dot4_q6_k, NULL, KFN(k_dot_q6_k_q8_k))
+TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
+TILE(KFN(k_mm_q4_0), dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
+TILE(KFN(k_mm_q5_0), dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
+TILE(KFN(k_mm_f16), dot4_f16, NULL, k_dot_f16_f16_avx2)
+TILE(KFN(k_mm_f32), dot4_f32, NULL, k_dot_f32_f32_avx2)
