@@ -66,7 +66,7 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		errs:   make([]error, nWorkers),
 	}
 	for i := range s.scr {
-		s.scr[i] = make([]float32, max(nCtx, c.HeadDim))
+		s.scr[i] = make([]float32, max(nCtx, 64+c.HeadDim))
 	}
 	return s
 }
@@ -142,14 +142,18 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			rope(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
 		}
 
-		// The reference keeps K and V in f16 and, for fewer than 64 query
-		// rows, rounds Q to f16 too: round the same values here.
+		// The reference keeps K and V in f16. Its attention has two paths: a
+		// tiled one in f32 for 64 or more query rows when the head size is a
+		// multiple of 16 (attendTiled, or kernels.Attention by default, see
+		// AttentionMode), and otherwise one that rounds Q to f16 and
+		// accumulates V in f16 (attendF16). Round the same values here.
+		f16path := ntok < 64 || c.HeadDim%16 != 0
 		kc := s.kcache[li][pos0*kvd : (pos0+ntok)*kvd]
 		vc := s.vcache[li][pos0*kvd : (pos0+ntok)*kvd]
 		for i := range kc {
 			kc[i], vc[i] = roundF16(k[i]), roundF16(v[i])
 		}
-		if ntok < 64 {
+		if f16path {
 			for i, x := range q {
 				q[i] = roundF16(x)
 			}
@@ -161,16 +165,17 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
 			Scale: c.KQScale, Out: att, OutStride: qd,
 		}
-		// Below 64 query rows the reference accumulates V in f16 (attendF16);
-		// from 64 rows on it uses a tiled f32 path, like kernels.Attention.
 		m.pool.run(func(wk int) {
 			h0, h1 := split(c.NHead, wk, m.pool.n, 1)
 			if h0 >= h1 {
 				return
 			}
-			if ntok < 64 {
+			switch mode := m.attn; {
+			case f16path && mode != AttentionFast:
 				attendF16(&p, h0, h1, st.scr[wk])
-			} else {
+			case mode == AttentionExact:
+				attendTiled(&p, h0, h1, st.scr[wk][:64], st.scr[wk][64:])
+			default:
 				st.errs[wk] = kernels.Attention(&p, h0, h1, st.scr[wk])
 			}
 		})

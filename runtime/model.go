@@ -20,7 +20,29 @@ type LoadOptions struct {
 	// ContextLength is the default context of new sessions; 0 means the
 	// model's training context, capped at DefaultMaxContext.
 	ContextLength int
+	// Attention chooses the attention numerics (default AttentionDefault).
+	Attention AttentionMode
 }
+
+// AttentionMode chooses how attention is computed. llama.cpp's CPU flash
+// attention has two numerical paths, and matching them is what keeps the
+// logits of quantized models within 1e-6 of the reference instead of ~0.2.
+type AttentionMode int
+
+const (
+	// AttentionDefault reproduces the reference bit for bit below 64 query
+	// rows (generation, short prompts: Q and V in f16, online softmax) and
+	// uses the f32 kernels.Attention for longer batches (perplexity within
+	// 0.2 % of the reference).
+	AttentionDefault AttentionMode = iota
+	// AttentionExact also reproduces the reference's tiled path for 64 or
+	// more rows (perplexity identical to llama.cpp), at the cost of a slower
+	// prefill: it runs in Go until the kernels package carries it.
+	AttentionExact
+	// AttentionFast uses kernels.Attention for everything: fastest at long
+	// contexts; quantized logits then differ from llama.cpp by up to ~0.25.
+	AttentionFast
+)
 
 // DefaultMaxContext caps the default session context when the model's
 // training context is larger (llama.cpp's default n_ctx is 4096 too).
@@ -39,6 +61,7 @@ type Model struct {
 	pool *pool
 	info ModelInfo
 	nCtx int
+	attn AttentionMode
 }
 
 // ModelInfo describes a loaded model.
@@ -82,6 +105,9 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if o.Threads < 0 || o.ContextLength < 0 {
 		return nil, errors.New("threads and context length must not be negative")
 	}
+	if o.Attention < AttentionDefault || o.Attention > AttentionFast {
+		return nil, fmt.Errorf("unknown attention mode %d", o.Attention)
+	}
 	cfg, err := ConfigFromGGUF(f)
 	if err != nil {
 		return nil, err
@@ -101,7 +127,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if threads == 0 {
 		threads = PhysicalCores()
 	}
-	m := &Model{file: f, cfg: cfg, w: w, tok: tok}
+	m := &Model{file: f, cfg: cfg, w: w, tok: tok, attn: o.Attention}
 	m.nCtx = o.ContextLength
 	if m.nCtx == 0 {
 		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)

@@ -293,25 +293,27 @@ func TestParityPerplexity(t *testing.T) {
 	var report strings.Builder
 	for _, e := range sum {
 		name := strings.TrimSuffix(filepath.Base(e.Model), ".gguf")
-		t.Run(name, func(t *testing.T) {
-			m, err := Load(filepath.Join(shared, e.Model), LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			res, err := m.Perplexity(context.Background(), txt, e.NCtx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel := math.Abs(res.PPL-e.PPL) / e.PPL
-			fmt.Fprintf(&report, "%-28s %12.4f %12.4f %8.4f%% %d/%d chunks\n", name, res.PPL, e.PPL, 100*rel, res.Chunks, e.Chunks)
-			if res.Chunks != e.Chunks {
-				t.Errorf("%d chunks, reference %d", res.Chunks, e.Chunks)
-			}
-			if rel > 0.005 {
-				t.Errorf("PPL %.4f, reference %.4f (%.3f%% off, limit 0.5%%)", res.PPL, e.PPL, 100*rel)
-			}
-		})
+		for _, mode := range []AttentionMode{AttentionDefault, AttentionExact} {
+			t.Run(fmt.Sprintf("%s/attention=%d", name, mode), func(t *testing.T) {
+				m, err := Load(filepath.Join(shared, e.Model), LoadOptions{Attention: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				res, err := m.Perplexity(context.Background(), txt, e.NCtx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rel := math.Abs(res.PPL-e.PPL) / e.PPL
+				fmt.Fprintf(&report, "%-28s %d %12.4f %12.4f %8.4f%% %d/%d chunks\n", name, mode, res.PPL, e.PPL, 100*rel, res.Chunks, e.Chunks)
+				if res.Chunks != e.Chunks {
+					t.Errorf("%d chunks, reference %d", res.Chunks, e.Chunks)
+				}
+				if rel > 0.005 {
+					t.Errorf("PPL %.4f, reference %.4f (%.3f%% off, limit 0.5%%)", res.PPL, e.PPL, 100*rel)
+				}
+			})
+		}
 	}
-	t.Logf("\n%-28s %12s %12s %9s\n%s", "model", "woolly", "llama.cpp", "rel", report.String())
+	t.Logf("\n%-28s %s %12s %12s %9s\n%s", "model", "attn", "woolly", "llama.cpp", "rel", report.String())
 }
