@@ -3,57 +3,57 @@
  *
  * The quantized kernels are the shared bodies of dotprod/dot_body_arm64.h with
  * the int8 dot built from widening multiplies (vmull_s8) and pairwise
- * accumulates (vpadalq_s16); the dotprod package instantiates the same bodies
+ * adds (vpaddlq_s16, vpaddq_s32); the dotprod package instantiates the same bodies
  * with vdotq_s32. The float kernels (f16 x f16, f32 x f32) live here only.
  */
 #include <arm_neon.h>
 
+/* lane l = a[4l]*b[4l] + ... + a[4l+3]*b[4l+3], as SDOT gives it: widening
+ * products (int16), pairwise sums to int32, pairwise again across the two. */
 static inline int32x4_t k_dot16_mull(int32x4_t acc, int8x16_t a, int8x16_t b) {
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
+    int32x4_t p0 = vpaddlq_s16(vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    int32x4_t p1 = vpaddlq_s16(vmull_high_s8(a, b));
+    return vaddq_s32(acc, vpaddq_s32(p0, p1));
 }
 
 #define K_DOT16(acc, a, b) k_dot16_mull((acc), (a), (b))
 #define K_NAME(f) f##_neon
 #include "dotprod/dot_body_arm64.h"
 
-/* f16 weights x f16 activations, products accumulated in f32. */
-float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a) {
-    const uint16_t *x = (const uint16_t *)w, *y = (const uint16_t *)a;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        float16x8_t x0 = vreinterpretq_f16_u16(vld1q_u16(x + i));
-        float16x8_t x1 = vreinterpretq_f16_u16(vld1q_u16(x + i + 8));
-        float16x8_t y0 = vreinterpretq_f16_u16(vld1q_u16(y + i));
-        float16x8_t y1 = vreinterpretq_f16_u16(vld1q_u16(y + i + 8));
-        s0 = vfmaq_f32(s0, vcvt_f32_f16(vget_low_f16(x0)), vcvt_f32_f16(vget_low_f16(y0)));
-        s1 = vfmaq_f32(s1, vcvt_high_f32_f16(x0), vcvt_high_f32_f16(y0));
-        s2 = vfmaq_f32(s2, vcvt_f32_f16(vget_low_f16(x1)), vcvt_f32_f16(vget_low_f16(y1)));
-        s3 = vfmaq_f32(s3, vcvt_high_f32_f16(x1), vcvt_high_f32_f16(y1));
+/* The float dots follow the reference build's ggml_vec_dot_f16 / _f32 order
+ * (as k_dot_{f16_f16,f32_f32}_avx2 does): np = n & ~63 elements in 4
+ * accumulators x 16 lanes (element i + 16j of each 64-step in accumulator j,
+ * lane i; here 16 float32x4, q[4j + i/4]), x0 += x2, x1 += x3, x0 += x1, the
+ * 16 lanes reduced (l + l+8, l + l+4, l + l+2, l + l+1), then the remaining
+ * n - np products (rounded to f32) added in double. */
+#define K_VECDOT(name, T, LOAD4)                                                            \
+    float name(int64_t n, const void *w, const void *a) {                                   \
+        const T *x = (const T *)w, *y = (const T *)a;                                       \
+        const int64_t np = n & ~(int64_t)63;                                                \
+        double sum = 0;                                                                     \
+        if (np > 0) {                                                                       \
+            float32x4_t q[16];                                                              \
+            for (int k = 0; k < 16; k++) q[k] = vdupq_n_f32(0);                             \
+            for (int64_t i = 0; i < np; i += 64)                                            \
+                for (int k = 0; k < 16; k++)                                                \
+                    q[k] = vfmaq_f32(q[k], LOAD4(x + i + 4 * k), LOAD4(y + i + 4 * k));     \
+            for (int k = 0; k < 8; k++) q[k] = vaddq_f32(q[k], q[k + 8]); /* x0+=x2, x1+=x3 */ \
+            for (int k = 0; k < 4; k++) q[k] = vaddq_f32(q[k], q[k + 4]); /* x0 += x1 */    \
+            /* lanes 0..15 of x0 are q[0..3]: l + l+8, then the 8-lane tree */              \
+            sum = (double)k_hsum8(vaddq_f32(q[0], q[2]), vaddq_f32(q[1], q[3]));            \
+        }                                                                                   \
+        for (int64_t i = np; i < n; i++) {                                                  \
+            const float p = K_SCALAR(x[i]) * K_SCALAR(y[i]); /* own statement: no FMA */    \
+            sum += (double)p;                                                               \
+        }                                                                                   \
+        return (float)sum;                                                                  \
     }
-    for (; i + 4 <= n; i += 4) {
-        float16x4_t x0 = vreinterpret_f16_u16(vld1_u16(x + i));
-        float16x4_t y0 = vreinterpret_f16_u16(vld1_u16(y + i));
-        s0 = vfmaq_f32(s0, vcvt_f32_f16(x0), vcvt_f32_f16(y0));
-    }
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) sum += k_h2f(x[i]) * k_h2f(y[i]);
-    return sum;
-}
 
-float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a) {
-    const float *x = (const float *)w, *y = (const float *)a;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(x + i), vld1q_f32(y + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(x + i + 8), vld1q_f32(y + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(x + i + 12), vld1q_f32(y + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(x + i), vld1q_f32(y + i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) sum += x[i] * y[i];
-    return sum;
-}
+#define K_LOAD4_F16(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+
+#define K_SCALAR(v) k_h2f(v)
+K_VECDOT(k_dot_f16_f16_neon, uint16_t, K_LOAD4_F16)
+#undef K_SCALAR
+#define K_SCALAR(v) (v)
+K_VECDOT(k_dot_f32_f32_neon, float, vld1q_f32)
+#undef K_SCALAR

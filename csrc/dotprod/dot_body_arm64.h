@@ -3,15 +3,22 @@
  * one primitive:
  *
  *   K_DOT16(acc, a, b)  acc (int32x4) += the 16 int8 products a[i]*b[i],
- *                       summed in groups of four into the four lanes
+ *                       lane l getting the products of elements 4l..4l+3
  *
  * and instantiated twice:
  *   csrc/dot_neon_arm64.c              K_DOT16 from vmull_s8 + vpadalq_s16  (_neon)
  *   csrc/dotprod/dot_neon_dot_arm64.c  K_DOT16 = vdotq_s32                  (_neon_dot)
  * K_NAME(f) appends the impl suffix to a function name.
  *
- * Products fit: |w| <= 32 (K-quants, Q4_0/Q5_0 after the offset) or 128
- * (Q8_0), |a| <= 127, so a pair of products fits int16 in the vmull path.
+ * Summation order: the same as the x86 kernels (dot_q32_simd.h,
+ * dot_kquant_simd.h and dot_float_avx2_amd64.c), which follow the reference
+ * build (llama.cpp's AVX2 path) because the stories260K parity depends on
+ * it: an 8-lane int32 sum per block, lane l holding the products of elements
+ * 4l..4l+3 of each 32-element group (here lanes 0..3 in one int32x4, 4..7 in
+ * another), folded into an 8-lane f32 accumulator with one FMA per block,
+ * and finally k_hsum8: (l + l+4), then (0+2) + (1+3). Integer lane sums are
+ * exact, so only the float steps must match, and they do: NEON and AVX2 give
+ * the same bits (csrc/tests checks both against one scalar model).
  *
  * Note for editors: csrc/ includes this file from a sub-directory, so the Go
  * build cache does not see edits here when rebuilding package csrc: run
@@ -25,18 +32,31 @@ static inline float k_h2f(k_half h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
-/* sum_s m[s] * (bsums[2s] + bsums[2s+1]) for the 8 sub-block mins of a
- * Q4_K / Q5_K block against a Q8_K block. */
-static inline int32_t k_mins_dot(const uint8_t m[8], const int16_t *bsums) {
-    int16x8_t bs = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8));
-    int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m)));
-    int32x4_t p = vmull_s16(vget_low_s16(bs), vget_low_s16(mv));
-    p = vmlal_high_s16(p, bs, mv);
-    return vaddvq_s32(p);
+/* ((v0 + v2) + (v1 + v3)), the tail of the x86 horizontal sum */
+static inline float k_hsum4(float32x4_t v) {
+    float32x2_t t = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+    return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
+}
+
+/* 8 lanes held as lo (0..3) and hi (4..7): (l + l+4), then k_hsum4 */
+static inline float k_hsum8(float32x4_t lo, float32x4_t hi) { return k_hsum4(vaddq_f32(lo, hi)); }
+
+/* Lane i of the result: a[2i]*b[2i] + a[2i+1]*b[2i+1] (int16 x int16 -> int32), i < 4:
+ * x86's _mm_madd_epi16. */
+static inline int32x4_t k_madd16(int16x8_t a, int16x8_t b) {
+    return vpaddq_s32(vmull_s16(vget_low_s16(a), vget_low_s16(b)), vmull_high_s16(a, b));
 }
 
 static inline void k_scales_mins(const uint8_t *scales, uint8_t sc[8], uint8_t m[8]) {
     for (int j = 0; j < 8; j++) k_q4k_scale_min(j, scales, &sc[j], &m[j]);
+}
+
+/* Min term of a Q4_K / Q5_K block: lane i = m[2i]*bsum[2i] + m[2i+1]*bsum[2i+1]
+ * with bsum[s] = bsums[2s] + bsums[2s+1] (the sub-block sums). */
+static inline int32x4_t k_mins4(const uint8_t m[8], const int16_t *bsums) {
+    int16x8_t bs = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8));
+    int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m)));
+    return k_madd16(mv, bs);
 }
 
 float K_NAME(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
@@ -44,28 +64,29 @@ float K_NAME(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15);
     const int32x4_t z = vdupq_n_s32(0);
-    float sumf = 0;
+    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo, accm = acc_lo;
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = y[i].d * k_h2f(x[i].d);
-        const float dmin = y[i].d * k_h2f(x[i].dmin);
+        const float yd = y[i].d;
         uint8_t sc[8], m[8];
         k_scales_mins(x[i].scales, sc, m);
-        const int32_t summs = k_mins_dot(m, y[i].bsums);
+        accm = vfmaq_f32(accm, vcvtq_f32_s32(k_mins4(m, y[i].bsums)), vdupq_n_f32(k_h2f(x[i].dmin) * yd));
         const uint8_t *q = x[i].qs;
         const int8_t *q8 = y[i].qs;
-        int32x4_t acc = z;
+        int32x4_t lo = z, hi = z; /* lanes 0..3 / 4..7: elements 0..15 / 16..31 of each sub-block */
         for (int c = 0; c < 4; c++, q += 32, q8 += 64) {
             uint8x16_t b0 = vld1q_u8(q), b1 = vld1q_u8(q + 16);
-            int32x4_t lo = K_DOT16(z, vreinterpretq_s8_u8(vandq_u8(b0, m4)), vld1q_s8(q8));
-            lo = K_DOT16(lo, vreinterpretq_s8_u8(vandq_u8(b1, m4)), vld1q_s8(q8 + 16));
-            int32x4_t hi = K_DOT16(z, vreinterpretq_s8_u8(vshrq_n_u8(b0, 4)), vld1q_s8(q8 + 32));
-            hi = K_DOT16(hi, vreinterpretq_s8_u8(vshrq_n_u8(b1, 4)), vld1q_s8(q8 + 48));
-            acc = vmlaq_n_s32(acc, lo, sc[2 * c]);
-            acc = vmlaq_n_s32(acc, hi, sc[2 * c + 1]);
+            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(vandq_u8(b0, m4)), vld1q_s8(q8));
+            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(vandq_u8(b1, m4)), vld1q_s8(q8 + 16));
+            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(vshrq_n_u8(b0, 4)), vld1q_s8(q8 + 32));
+            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(vshrq_n_u8(b1, 4)), vld1q_s8(q8 + 48));
+            lo = vmlaq_n_s32(vmlaq_n_s32(lo, l0, sc[2 * c]), h0, sc[2 * c + 1]);
+            hi = vmlaq_n_s32(vmlaq_n_s32(hi, l1, sc[2 * c]), h1, sc[2 * c + 1]);
         }
-        sumf += d * (float)vaddvq_s32(acc) - dmin * (float)summs;
+        const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * yd);
+        acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
+        acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
     }
-    return sumf;
+    return k_hsum8(acc_lo, acc_hi) - k_hsum4(accm);
 }
 
 float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
@@ -73,52 +94,62 @@ float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     const int32x4_t z = vdupq_n_s32(0);
-    float sumf = 0;
+    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo, accm = acc_lo;
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = y[i].d * k_h2f(x[i].d);
-        const float dmin = y[i].d * k_h2f(x[i].dmin);
+        const float yd = y[i].d;
         uint8_t sc[8], m[8];
         k_scales_mins(x[i].scales, sc, m);
-        const int32_t summs = k_mins_dot(m, y[i].bsums);
+        accm = vfmaq_f32(accm, vcvtq_f32_s32(k_mins4(m, y[i].bsums)), vdupq_n_f32(k_h2f(x[i].dmin) * yd));
         const uint8_t *q = x[i].qs;
         const int8_t *q8 = y[i].qs;
-        uint8x16_t h0 = vld1q_u8(x[i].qh), h1 = vld1q_u8(x[i].qh + 16);
-        int32x4_t acc = z;
+        uint8x16_t hb0 = vld1q_u8(x[i].qh), hb1 = vld1q_u8(x[i].qh + 16);
+        int32x4_t lo = z, hi = z;
         for (int c = 0; c < 4; c++, q += 32, q8 += 64) {
             uint8x16_t b0 = vld1q_u8(q), b1 = vld1q_u8(q + 16);
-            uint8x16_t l0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(h0, one), 4));
-            uint8x16_t l1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(h1, one), 4));
-            uint8x16_t u0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(h0, two), 3));
-            uint8x16_t u1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(h1, two), 3));
-            h0 = vshrq_n_u8(h0, 2);
-            h1 = vshrq_n_u8(h1, 2);
-            int32x4_t lo = K_DOT16(z, vreinterpretq_s8_u8(l0), vld1q_s8(q8));
-            lo = K_DOT16(lo, vreinterpretq_s8_u8(l1), vld1q_s8(q8 + 16));
-            int32x4_t hi = K_DOT16(z, vreinterpretq_s8_u8(u0), vld1q_s8(q8 + 32));
-            hi = K_DOT16(hi, vreinterpretq_s8_u8(u1), vld1q_s8(q8 + 48));
-            acc = vmlaq_n_s32(acc, lo, sc[2 * c]);
-            acc = vmlaq_n_s32(acc, hi, sc[2 * c + 1]);
+            /* bit 2c of qh adds 16 to the low nibbles, bit 2c+1 to the high */
+            uint8x16_t u0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(hb0, one), 4));
+            uint8x16_t u1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(hb1, one), 4));
+            uint8x16_t v0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(hb0, two), 3));
+            uint8x16_t v1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(hb1, two), 3));
+            hb0 = vshrq_n_u8(hb0, 2);
+            hb1 = vshrq_n_u8(hb1, 2);
+            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(u0), vld1q_s8(q8));
+            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(u1), vld1q_s8(q8 + 16));
+            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(v0), vld1q_s8(q8 + 32));
+            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(v1), vld1q_s8(q8 + 48));
+            lo = vmlaq_n_s32(vmlaq_n_s32(lo, l0, sc[2 * c]), h0, sc[2 * c + 1]);
+            hi = vmlaq_n_s32(vmlaq_n_s32(hi, l1, sc[2 * c]), h1, sc[2 * c + 1]);
         }
-        sumf += d * (float)vaddvq_s32(acc) - dmin * (float)summs;
+        const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * yd);
+        acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
+        acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
     }
-    return sumf;
+    return k_hsum8(acc_lo, acc_hi) - k_hsum4(accm);
 }
 
+/* Q6_K: unsigned 6-bit quants u (0..63); the -32 offset is folded once per
+ * block per lane as -32 * (scale[2l]*bsum[2l] + scale[2l+1]*bsum[2l+1]), the
+ * way the x86 kernels do (so the 8 integer lanes are the same numbers). The
+ * 32 quants of vector (h, k) are elements 128h + 32k + 0..31; its first 16
+ * (lanes 0..3) take scale 8h+2k, the next 16 (lanes 4..7) scale 8h+2k+1. */
 float K_NAME(k_dot_q6_k_q8_k)(int64_t n, const void *w, const void *a) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
-    const int8x16_t s32 = vdupq_n_s8(32);
     const int32x4_t z = vdupq_n_s32(0);
-    float sumf = 0;
+    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = y[i].d * k_h2f(x[i].d);
-        int32x4_t acc = z;
+        const int8x16_t sc8 = vld1q_s8(x[i].scales);
+        const int16x8_t s_lo = vmovl_s8(vget_low_s8(sc8)), s_hi = vmovl_high_s8(sc8);
+        int32x4_t lo = vshlq_n_s32(k_madd16(s_lo, vld1q_s16(y[i].bsums)), 5);
+        int32x4_t hi = vshlq_n_s32(k_madd16(s_hi, vld1q_s16(y[i].bsums + 8)), 5);
+        lo = vsubq_s32(z, lo);
+        hi = vsubq_s32(z, hi);
         for (int h = 0; h < 2; h++) {
             const uint8_t *L = x[i].ql + 64 * h, *H = x[i].qh + 32 * h;
             const int8_t *sc = x[i].scales + 8 * h;
             const int8_t *q8 = y[i].qs + 128 * h;
-            for (int j = 0; j < 2; j++) { /* l = 16j .. 16j+15: scale group j (+2, +4, +6) */
+            for (int j = 0; j < 2; j++) { /* j = 0: lanes 0..3, j = 1: lanes 4..7 */
                 uint8x16_t la = vld1q_u8(L + 16 * j), lb = vld1q_u8(L + 32 + 16 * j);
                 uint8x16_t hh = vld1q_u8(H + 16 * j);
                 uint8x16_t u1 = vorrq_u8(vandq_u8(la, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
@@ -126,54 +157,44 @@ float K_NAME(k_dot_q6_k_q8_k)(int64_t n, const void *w, const void *a) {
                 uint8x16_t u3 = vorrq_u8(vshrq_n_u8(la, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
                 uint8x16_t u4 = vorrq_u8(vshrq_n_u8(lb, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
                 const int8_t *p = q8 + 16 * j;
-                int32x4_t s1 = K_DOT16(z, vsubq_s8(vreinterpretq_s8_u8(u1), s32), vld1q_s8(p));
-                int32x4_t s2 = K_DOT16(z, vsubq_s8(vreinterpretq_s8_u8(u2), s32), vld1q_s8(p + 32));
-                int32x4_t s3 = K_DOT16(z, vsubq_s8(vreinterpretq_s8_u8(u3), s32), vld1q_s8(p + 64));
-                int32x4_t s4 = K_DOT16(z, vsubq_s8(vreinterpretq_s8_u8(u4), s32), vld1q_s8(p + 96));
-                acc = vmlaq_n_s32(acc, s1, sc[j + 0]);
-                acc = vmlaq_n_s32(acc, s2, sc[j + 2]);
-                acc = vmlaq_n_s32(acc, s3, sc[j + 4]);
-                acc = vmlaq_n_s32(acc, s4, sc[j + 6]);
+                int32x4_t s1 = K_DOT16(z, vreinterpretq_s8_u8(u1), vld1q_s8(p));
+                int32x4_t s2 = K_DOT16(z, vreinterpretq_s8_u8(u2), vld1q_s8(p + 32));
+                int32x4_t s3 = K_DOT16(z, vreinterpretq_s8_u8(u3), vld1q_s8(p + 64));
+                int32x4_t s4 = K_DOT16(z, vreinterpretq_s8_u8(u4), vld1q_s8(p + 96));
+                int32x4_t t = vmulq_n_s32(s1, sc[j + 0]);
+                t = vmlaq_n_s32(t, s2, sc[j + 2]);
+                t = vmlaq_n_s32(t, s3, sc[j + 4]);
+                t = vmlaq_n_s32(t, s4, sc[j + 6]);
+                if (j == 0) lo = vaddq_s32(lo, t);
+                else hi = vaddq_s32(hi, t);
             }
         }
-        sumf += d * (float)vaddvq_s32(acc);
+        const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * y[i].d);
+        acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
+        acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
     }
-    return sumf;
+    return k_hsum8(acc_lo, acc_hi);
 }
 
-/* 32-element formats: two blocks per step with independent accumulators. */
-static inline float32x4_t k_acc_block(float32x4_t acc, int32x4_t s, k_half dw, k_half da) {
-    return vmlaq_n_f32(acc, vcvtq_f32_s32(s), k_h2f(dw) * k_h2f(da));
-}
+/* 32-element formats: per block, 8 int32 lanes (lo: elements 0..15, hi:
+ * 16..31), acc = fma(d_w * d_a, lanes, acc) in block order, then k_hsum8. */
+typedef struct { int32x4_t lo, hi; } k_lanes8;
 
-static inline int32x4_t k_q4_0_dot(const k_block_q4_0 *x, const k_block_q8_0 *y) {
+static inline k_lanes8 k_q4_0_lanes(const k_block_q4_0 *x, const k_block_q8_0 *y) {
     const uint8x16_t m4 = vdupq_n_u8(15);
     const int8x16_t s8 = vdupq_n_s8(8);
+    const int32x4_t z = vdupq_n_s32(0);
     uint8x16_t q = vld1q_u8(x->qs);
     int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, m4)), s8);
     int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), s8);
-    int32x4_t s = K_DOT16(vdupq_n_s32(0), lo, vld1q_s8(y->qs));
-    return K_DOT16(s, hi, vld1q_s8(y->qs + 16));
+    return (k_lanes8){K_DOT16(z, lo, vld1q_s8(y->qs)), K_DOT16(z, hi, vld1q_s8(y->qs + 16))};
 }
 
-float K_NAME(k_dot_q4_0_q8_0)(int64_t n, const void *w, const void *a) {
-    const k_block_q4_0 *x = (const k_block_q4_0 *)w;
-    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const int64_t nb = n / K_QK;
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        acc0 = k_acc_block(acc0, k_q4_0_dot(&x[i], &y[i]), x[i].d, y[i].d);
-        acc1 = k_acc_block(acc1, k_q4_0_dot(&x[i + 1], &y[i + 1]), x[i + 1].d, y[i + 1].d);
-    }
-    if (i < nb) acc0 = k_acc_block(acc0, k_q4_0_dot(&x[i], &y[i]), x[i].d, y[i].d);
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
-}
-
-static inline int32x4_t k_q5_0_dot(const k_block_q5_0 *x, const k_block_q8_0 *y) {
+static inline k_lanes8 k_q5_0_lanes(const k_block_q5_0 *x, const k_block_q8_0 *y) {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
     const uint8x16_t m4 = vdupq_n_u8(15), b16 = vdupq_n_u8(16), bv = vld1q_u8(bit);
     const int8x16_t s16 = vdupq_n_s8(16);
+    const int32x4_t z = vdupq_n_s32(0);
     uint8x16_t q = vld1q_u8(x->qs);
     /* lane j of hl holds qh byte j/8 (elements 0..15), of hh byte 2 + j/8 (16..31) */
     uint8x16_t hl = vcombine_u8(vdup_n_u8(x->qh[0]), vdup_n_u8(x->qh[1]));
@@ -182,39 +203,29 @@ static inline int32x4_t k_q5_0_dot(const k_block_q5_0 *x, const k_block_q8_0 *y)
     uint8x16_t hi5 = vorrq_u8(vshrq_n_u8(q, 4), vandq_u8(vtstq_u8(hh, bv), b16));
     int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(lo5), s16);
     int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(hi5), s16);
-    int32x4_t s = K_DOT16(vdupq_n_s32(0), lo, vld1q_s8(y->qs));
-    return K_DOT16(s, hi, vld1q_s8(y->qs + 16));
+    return (k_lanes8){K_DOT16(z, lo, vld1q_s8(y->qs)), K_DOT16(z, hi, vld1q_s8(y->qs + 16))};
 }
 
-float K_NAME(k_dot_q5_0_q8_0)(int64_t n, const void *w, const void *a) {
-    const k_block_q5_0 *x = (const k_block_q5_0 *)w;
-    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const int64_t nb = n / K_QK;
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        acc0 = k_acc_block(acc0, k_q5_0_dot(&x[i], &y[i]), x[i].d, y[i].d);
-        acc1 = k_acc_block(acc1, k_q5_0_dot(&x[i + 1], &y[i + 1]), x[i + 1].d, y[i + 1].d);
+static inline k_lanes8 k_q8_0_lanes(const k_block_q8_0 *x, const k_block_q8_0 *y) {
+    const int32x4_t z = vdupq_n_s32(0);
+    return (k_lanes8){K_DOT16(z, vld1q_s8(x->qs), vld1q_s8(y->qs)),
+                      K_DOT16(z, vld1q_s8(x->qs + 16), vld1q_s8(y->qs + 16))};
+}
+
+#define K_Q32_DOT(name, wblock, lanes_fn)                                                      \
+    float K_NAME(name)(int64_t n, const void *w, const void *a) {                              \
+        const wblock *x = (const wblock *)w;                                                   \
+        const k_block_q8_0 *y = (const k_block_q8_0 *)a;                                       \
+        float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;                                  \
+        for (int64_t i = 0; i < n / K_QK; i++) {                                               \
+            const k_lanes8 s = lanes_fn(&x[i], &y[i]);                                         \
+            const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * k_h2f(y[i].d));                  \
+            acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(s.lo), d);                                \
+            acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(s.hi), d);                                \
+        }                                                                                      \
+        return k_hsum8(acc_lo, acc_hi);                                                        \
     }
-    if (i < nb) acc0 = k_acc_block(acc0, k_q5_0_dot(&x[i], &y[i]), x[i].d, y[i].d);
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
-}
 
-static inline int32x4_t k_q8_0_dot(const k_block_q8_0 *x, const k_block_q8_0 *y) {
-    int32x4_t s = K_DOT16(vdupq_n_s32(0), vld1q_s8(x->qs), vld1q_s8(y->qs));
-    return K_DOT16(s, vld1q_s8(x->qs + 16), vld1q_s8(y->qs + 16));
-}
-
-float K_NAME(k_dot_q8_0_q8_0)(int64_t n, const void *w, const void *a) {
-    const k_block_q8_0 *x = (const k_block_q8_0 *)w;
-    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const int64_t nb = n / K_QK;
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        acc0 = k_acc_block(acc0, k_q8_0_dot(&x[i], &y[i]), x[i].d, y[i].d);
-        acc1 = k_acc_block(acc1, k_q8_0_dot(&x[i + 1], &y[i + 1]), x[i + 1].d, y[i + 1].d);
-    }
-    if (i < nb) acc0 = k_acc_block(acc0, k_q8_0_dot(&x[i], &y[i]), x[i].d, y[i].d);
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
-}
+K_Q32_DOT(k_dot_q4_0_q8_0, k_block_q4_0, k_q4_0_lanes)
+K_Q32_DOT(k_dot_q5_0_q8_0, k_block_q5_0, k_q5_0_lanes)
+K_Q32_DOT(k_dot_q8_0_q8_0, k_block_q8_0, k_q8_0_lanes)

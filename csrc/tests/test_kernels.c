@@ -6,15 +6,19 @@
  *   dot        within a bound relative to sum |w_i * a_i| (summation order
  *              differs); the ref itself is checked against a double-precision
  *              dot of the dequantized rows
+ *   order      SIMD dots bit-identical to the scalar model of the reference
+ *              build's summation order (order_model.h), so every ISA gives
+ *              the same bits
  *   drivers    k_matvec / k_matmul_q / k_quantize_act / k_dequant_bulk,
  *              k_sgemm against a naive double product, the small ops
  *
  * Random inputs plus edge cases (zero blocks, all-0xFF quants, subnormal
  * scales, rounding ties), lengths 1, 2, 3, 5, 7, ... blocks to hit tails.
- * Usage: test_kernels [section]   (section: dequant quantize dot drivers ops;
+ * Usage: test_kernels [section]   (section: dequant quantize dot order drivers ops;
  * default all). Exit status 1 on any failure.
  */
 #include "testutil.h"
+#include "order_model.h"
 
 static int failures = 0, checks = 0;
 
@@ -183,6 +187,39 @@ static void test_dot(int impl) {
         }
     }
     printf("  dot      %-13s %2d kernels\n", impl_names[impl], kernels);
+}
+
+/* ------------------------------------------------------------------ order */
+
+static void test_order(int impl) {
+    int kernels = 0;
+    for (int ti = 0; ti < NWT; ti++) {
+        const int t = weight_types[ti], act = k_act_type(t);
+        k_dot_fn f = k_get_dot(impl, t);
+        int ok;
+        om_dot(t, 0, NULL, NULL, &ok);
+        if (!f || !ok) continue;
+        kernels++;
+        const int64_t be = block_elems(t) == 1 ? 64 : block_elems(t);
+        for (int k = 0; k < NNB; k++) {
+            for (int mode = 0; mode < 4; mode++) {
+                const int64_t n = nblocks_list[k] * be + (block_elems(t) == 1 ? 5 * k : 0);
+                void *w = malloc((size_t)k_row_bytes(t, n));
+                void *qa = malloc((size_t)k_row_bytes(act, n) + 1);
+                float *x = malloc((size_t)n * 4);
+                fill_weights(t, w, n / block_elems(t), mode);
+                fill_acts(x, n, mode == 2 ? 0 : mode);
+                k_quantize_act(K_IMPL_REF, act, x, qa, n);
+                const float want = om_dot(t, n, w, qa, &ok), got = f(n, w, qa);
+                checks++;
+                if (memcmp(&want, &got, 4) != 0)
+                    FAIL("order %s/%s n=%lld mode=%d: %.9g, the order model gives %.9g", impl_names[impl], tname(t),
+                         (long long)n, mode, got, want);
+                free(w); free(qa); free(x);
+            }
+        }
+    }
+    printf("  order    %-13s %2d kernels\n", impl_names[impl], kernels);
 }
 
 /* ---------------------------------------------------------------- drivers */
@@ -355,6 +392,7 @@ int main(int argc, char **argv) {
         if (!only || !strcmp(only, "dequant")) { if (impl != K_IMPL_REF) test_dequant(impl); }
         if (!only || !strcmp(only, "quantize")) { if (impl != K_IMPL_REF) test_quantize(impl); }
         if (!only || !strcmp(only, "dot")) test_dot(impl);
+        if (!only || !strcmp(only, "order")) { if (impl != K_IMPL_REF) test_order(impl); }
         if (!only || !strcmp(only, "drivers")) test_drivers(impl);
         if (!only || !strcmp(only, "ops")) { if (impl != K_IMPL_REF) test_ops(impl); }
     }

@@ -1,0 +1,169 @@
+/*
+ * order_model.h — scalar models of the SIMD dot products' exact float
+ * summation order, so every ISA can be checked bit for bit against one
+ * definition (and therefore against each other: AVX2, AVX-512 and NEON give
+ * the same bits, which keeps parity with the reference build on every CPU).
+ *
+ * The order is the reference build's (llama.cpp's x86 AVX2 path): per block
+ * 8 int32 lanes, lane l = the products of elements 4l..4l+3 of each
+ * 32-element group (times the group's scale for the K-quants), folded into
+ * 8 f32 lanes with one FMA per block; hsum8 = ((l0+l4) + (l2+l6)) +
+ * ((l1+l5) + (l3+l7)). Every float operation is its own statement (no
+ * compiler contraction), FMAs are explicit fmaf calls.
+ */
+#ifndef WOOLLY_ORDER_MODEL_H
+#define WOOLLY_ORDER_MODEL_H
+
+#include <math.h>
+#include "kernels.h"
+
+static float om_hsum4(const float v[4]) {
+    float a = v[0] + v[2];
+    float b = v[1] + v[3];
+    return a + b;
+}
+
+static float om_hsum8(const float v[8]) {
+    float r[4];
+    for (int l = 0; l < 4; l++) r[l] = v[l] + v[l + 4];
+    return om_hsum4(r);
+}
+
+/* 32 signed quants of one block of Q4_0 / Q5_0 / Q8_0 */
+static void om_q32(int t, const uint8_t *blk, int8_t q[32]) {
+    if (t == K_Q8_0) { memcpy(q, blk + 2, 32); return; }
+    uint32_t qh = 0;
+    const uint8_t *qs = blk + 2;
+    if (t == K_Q5_0) { memcpy(&qh, blk + 2, 4); qs = blk + 6; }
+    const int off = t == K_Q5_0 ? 16 : 8;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)((qs[j] & 15) + (int)(((qh >> j) & 1) << 4) - off);
+        q[j + 16] = (int8_t)((qs[j] >> 4) + (int)(((qh >> (j + 16)) & 1) << 4) - off);
+    }
+}
+
+static float om_dot_q32(int t, int64_t n, const void *w, const void *a) {
+    const int64_t bb = k_row_bytes(t, K_QK);
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    float acc[8] = {0};
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const uint8_t *blk = (const uint8_t *)w + i * bb;
+        k_half dw; memcpy(&dw, blk, 2);
+        int8_t q[32];
+        om_q32(t, blk, q);
+        const float d = k_f16_to_f32(dw) * k_f16_to_f32(y[i].d);
+        for (int l = 0; l < 8; l++) {
+            int32_t s = 0;
+            for (int e = 4 * l; e < 4 * l + 4; e++) s += q[e] * y[i].qs[e];
+            acc[l] = fmaf(d, (float)s, acc[l]);
+        }
+    }
+    return om_hsum8(acc);
+}
+
+/* Q4_K / Q5_K: lanes over the 8 sub-blocks; min term in 4 lanes, subtracted at the end */
+static float om_dot_q45k(int t, int64_t n, const void *w, const void *a) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    float acc[8] = {0}, accm[4] = {0};
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const uint8_t *scales, *qs, *qh = NULL;
+        k_half d, dmin;
+        if (t == K_Q4_K) {
+            const k_block_q4_k *x = (const k_block_q4_k *)w + i;
+            scales = x->scales; qs = x->qs; d = x->d; dmin = x->dmin;
+        } else {
+            const k_block_q5_k *x = (const k_block_q5_k *)w + i;
+            scales = x->scales; qs = x->qs; qh = x->qh; d = x->d; dmin = x->dmin;
+        }
+        uint8_t sc[8], m[8];
+        for (int s = 0; s < 8; s++) k_q4k_scale_min(s, scales, &sc[s], &m[s]);
+        int32_t lane[8] = {0};
+        for (int s = 0; s < 8; s++) {
+            const int c = s / 2, high = s & 1;
+            for (int e = 0; e < 32; e++) {
+                int q = high ? qs[32 * c + e] >> 4 : qs[32 * c + e] & 15;
+                if (qh) q += ((qh[e] >> s) & 1) << 4;
+                lane[e / 4] += sc[s] * q * y[i].qs[32 * s + e];
+            }
+        }
+        const float dd = k_f16_to_f32(d) * y[i].d, dm = k_f16_to_f32(dmin) * y[i].d;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(dd, (float)lane[l], acc[l]);
+        for (int l = 0; l < 4; l++) {
+            int32_t b0 = y[i].bsums[4 * l] + y[i].bsums[4 * l + 1];
+            int32_t b1 = y[i].bsums[4 * l + 2] + y[i].bsums[4 * l + 3];
+            int32_t pm = m[2 * l] * b0 + m[2 * l + 1] * b1;
+            accm[l] = fmaf(dm, (float)pm, accm[l]);
+        }
+    }
+    float s = om_hsum8(acc);
+    float sm = om_hsum4(accm);
+    return s - sm;
+}
+
+/* Q6_K: unsigned quants u in 0..63; lane l starts at
+ * -32 * (scale[2l]*bsum[2l] + scale[2l+1]*bsum[2l+1]) */
+static float om_dot_q6k(int64_t n, const void *w, const void *a) {
+    const k_block_q6_k *x = (const k_block_q6_k *)w;
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    float acc[8] = {0};
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        int32_t lane[8];
+        for (int l = 0; l < 8; l++)
+            lane[l] = -32 * (x[i].scales[2 * l] * y[i].bsums[2 * l] + x[i].scales[2 * l + 1] * y[i].bsums[2 * l + 1]);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *L = x[i].ql + 64 * h, *H = x[i].qh + 32 * h;
+            for (int e = 0; e < 32; e++) {
+                int u[4] = {(L[e] & 15) | (((H[e] >> 0) & 3) << 4), (L[e + 32] & 15) | (((H[e] >> 2) & 3) << 4),
+                            (L[e] >> 4) | (((H[e] >> 4) & 3) << 4), (L[e + 32] >> 4) | (((H[e] >> 6) & 3) << 4)};
+                for (int k = 0; k < 4; k++) {
+                    const int el = 128 * h + 32 * k + e; /* element; vector (h,k), position e */
+                    lane[e / 4] += x[i].scales[el / 16] * u[k] * y[i].qs[el];
+                }
+            }
+        }
+        const float d = k_f16_to_f32(x[i].d) * y[i].d;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+    }
+    return om_hsum8(acc);
+}
+
+/* F16 / F32 (ggml_vec_dot_f16 / _f32 of the reference build): np = n & ~63
+ * elements in 4 accumulators x 16 lanes (element i + 16j of each 64-step in
+ * accumulator j, lane i); x0 += x2, x1 += x3, x0 += x1; the 16 lanes reduced
+ * (l + l+8, l + l+4, l + l+2, l + l+1); the rest added in double. */
+static float om_dot_float(int t, int64_t n, const void *w, const void *a) {
+#define OM_V(p, i) (t == K_F16 ? k_f16_to_f32(((const k_half *)(p))[i]) : ((const float *)(p))[i])
+    const int64_t np = n & ~(int64_t)63;
+    double sum = 0;
+    if (np > 0) {
+        float acc[4][16] = {{0}};
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++) acc[j][l] = fmaf(OM_V(w, i + 16 * j + l), OM_V(a, i + 16 * j + l), acc[j][l]);
+        for (int l = 0; l < 16; l++) { acc[0][l] = acc[0][l] + acc[2][l]; acc[1][l] = acc[1][l] + acc[3][l]; }
+        for (int l = 0; l < 16; l++) acc[0][l] = acc[0][l] + acc[1][l];
+        for (int w2 = 8; w2 >= 1; w2 /= 2)
+            for (int l = 0; l < w2; l++) acc[0][l] = acc[0][l] + acc[0][l + w2];
+        sum = (double)acc[0][0];
+    }
+    for (int64_t i = np; i < n; i++) {
+        float p = OM_V(w, i) * OM_V(a, i);
+        sum += (double)p;
+    }
+#undef OM_V
+    return (float)sum;
+}
+
+/* The model for weight type t, or NULL-equivalent (returns 0 in *ok) */
+static float om_dot(int t, int64_t n, const void *w, const void *a, int *ok) {
+    *ok = 1;
+    switch (t) {
+    case K_Q4_0: case K_Q5_0: case K_Q8_0: return om_dot_q32(t, n, w, a);
+    case K_Q4_K: case K_Q5_K: return om_dot_q45k(t, n, w, a);
+    case K_Q6_K: return om_dot_q6k(n, w, a);
+    case K_F16: case K_F32: return om_dot_float(t, n, w, a);
+    default: *ok = 0; return 0;
+    }
+}
+
+#endif
