@@ -67,6 +67,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	prompt := fs.String("p", "", "prompt `text` (tokenized as run does)")
 	top := fs.Int("top", 10, "entries per position")
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	attn := fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,7 +84,11 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if *top < 1 {
 		return errors.New("--top must be at least 1")
 	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads})
+	mode, err := parseAttention(*attn)
+	if err != nil {
+		return err
+	}
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, Attention: mode})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("verbose", false, "print model details to stderr")
+	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -62,8 +63,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if *prompt == "" {
 		return errors.New("-p TEXT (or -f FILE) is required")
 	}
+	mode, err := parseAttention(*attn)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx})
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, Attention: mode})
 	if err != nil {
 		return err
 	}
@@ -130,4 +135,17 @@ func perSecond(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// parseAttention maps --attention to a runtime.AttentionMode.
+func parseAttention(s string) (runtime.AttentionMode, error) {
+	switch s {
+	case "default", "":
+		return runtime.AttentionDefault, nil
+	case "exact":
+		return runtime.AttentionExact, nil
+	case "fast":
+		return runtime.AttentionFast, nil
+	}
+	return 0, fmt.Errorf("--attention %q: want default, exact or fast", s)
 }
