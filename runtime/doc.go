@@ -15,6 +15,14 @@
 // persistent pool of workers (one per physical core by default) with one
 // kernel call per worker per op.
 //
+// Exactness: besides the activation quantization, the places where llama.cpp's
+// CPU backend rounds differently from textbook math are reproduced in
+// numerics.go and attention.go: f16 K/V cache values, the two flash-attention
+// paths (f16 accumulation below 64 query rows, tiled f32 above; see
+// AttentionMode), glibc's expf/sinf/cosf, ggml's vectorised exp in SiLU and
+// the compiler's fused multiply-adds in RoPE. With kernels that sum in
+// ggml's order, logits of the reference models match llama.cpp to ~1e-7.
+//
 // A minimal program:
 //
 //	m, err := runtime.Load("model.gguf", runtime.LoadOptions{})
