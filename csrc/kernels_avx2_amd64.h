@@ -84,10 +84,6 @@ void k_mm_q5_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, co
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q5_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_f16_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_f32_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
 void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);

@@ -275,67 +275,6 @@ KT static void dot4_q5_0(int64_t n, const void *w, const char *a, size_t a_row_b
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
-/* ---- F16 x F16 and F32 x F32: each weight vector converted/loaded once
- * for the 4 tokens; 2 x 8 lanes per token (summation order differs from the
- * single-token kernels, which use 4 x 8 lanes) ---- */
-#define LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
-
-KT static void dot4_f16(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_half *x = (const k_half *)w;
-    const k_half *y[NT];
-    __m256 s0[NT], s1[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { y[k] = ACT(k, k_half); s0[k] = s1[k] = _mm256_setzero_ps(); }
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m256 w0 = LOADH(x + i), w1 = LOADH(x + i + 8);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            s0[k] = _mm256_fmadd_ps(w0, LOADH(y[k] + i), s0[k]);
-            s1[k] = _mm256_fmadd_ps(w1, LOADH(y[k] + i + 8), s1[k]);
-        }
-    }
-    for (; i + 8 <= n; i += 8) {
-        const __m256 w0 = LOADH(x + i);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) s0[k] = _mm256_fmadd_ps(w0, LOADH(y[k] + i), s0[k]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) {
-        float s = k_hsum_avx2(_mm256_add_ps(s0[k], s1[k]));
-        for (int64_t j = i; j < n; j++) s += _cvtsh_ss(x[j]) * _cvtsh_ss(y[k][j]);
-        out[k] = s;
-    }
-}
-
-KT static void dot4_f32(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const float *x = (const float *)w;
-    const float *y[NT];
-    __m256 s0[NT], s1[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { y[k] = ACT(k, float); s0[k] = s1[k] = _mm256_setzero_ps(); }
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m256 w0 = _mm256_loadu_ps(x + i), w1 = _mm256_loadu_ps(x + i + 8);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            s0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y[k] + i), s0[k]);
-            s1[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(y[k] + i + 8), s1[k]);
-        }
-    }
-    for (; i + 8 <= n; i += 8) {
-        const __m256 w0 = _mm256_loadu_ps(x + i);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) s0[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(y[k] + i), s0[k]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) {
-        float s = k_hsum_avx2(_mm256_add_ps(s0[k], s1[k]));
-        for (int64_t j = i; j < n; j++) s += x[j] * y[k][j];
-        out[k] = s;
-    }
-}
-
 /* ---- 4 rows x 1 token for the Q0 family (MatVec): each row keeps its own
  * single accumulator in the reference order (see dot_q32_simd.h); four
  * independent chains hide the FMA latency, and each activation block is
@@ -397,5 +336,3 @@ TILE(KFN(k_mm_q6_k), dot4_q6_k, NULL, KFN(k_dot_q6_k_q8_k))
 TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
 TILE(KFN(k_mm_q4_0), dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
 TILE(KFN(k_mm_q5_0), dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
-TILE(KFN(k_mm_f16), dot4_f16, NULL, k_dot_f16_f16_avx2)
-TILE(KFN(k_mm_f32), dot4_f32, NULL, k_dot_f32_f32_avx2)

@@ -126,3 +126,4 @@ void k_add_ref(float *out, const float *a, const float *b, int64_t n) {
 void k_scale_ref(float *x, float s, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
+
