@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -398,6 +399,29 @@ func TestSinCosfMatchesGlibc(t *testing.T) {
 		s, c := sincosf(x)
 		if math.Float32bits(s) != e[1] || math.Float32bits(c) != e[2] {
 			t.Errorf("sincosf(%g) = %g, %g; glibc %g, %g", x, s, c, math.Float32frombits(e[1]), math.Float32frombits(e[2]))
+		}
+	}
+}
+
+func TestConcurrentGenerate(t *testing.T) {
+	m := loadStories(t)
+	ref, err := m.Generate(context.Background(), GenerateOptions{Prompt: "Lily wanted to", MaxTokens: 12}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			res, err := m.Generate(context.Background(), GenerateOptions{Prompt: "Lily wanted to", MaxTokens: 12}, nil)
+			if err == nil && !slices.Equal(res.Tokens, ref.Tokens) {
+				err = fmt.Errorf("concurrent run gave %v, want %v", res.Tokens, ref.Tokens)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
