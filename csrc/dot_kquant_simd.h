@@ -47,22 +47,20 @@ KT float KFN(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
     return k_hsum_avx2(acc) - k_hsum128_avx2(accm);
 }
 
-/* Q5_K: as Q4_K; bit 2c / 2c+1 of qh[l] adds 16 to the low / high nibble. */
+/* Q5_K: as Q4_K; bit 2c / 2c+1 of qh[l] adds 16 to the low / high nibble.
+ * The min term is summed in a scalar, as the reference does for Q5_K only. */
 KT float KFN(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
     const k_block_q5_k *x = (const k_block_q5_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
+    float summs = 0;
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float yd = y[i].d;
         uint32_t u[4];
         k_q4k_unpack_scales(x[i].scales, u);
         const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
-        accm = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[i].dmin) * yd), _mm_cvtepi32_ps(pm), accm);
+        summs = k_q5k_summs_avx2(summs, _mm256_extracti128_si256(sm, 1), y[i].bsums, yd * k_h2f_avx2(x[i].dmin));
 
         const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
         const uint8_t *q = x[i].qs;
@@ -84,7 +82,7 @@ KT float KFN(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * yd), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return k_hsum_avx2(acc) - k_hsum128_avx2(accm);
+    return k_hsum_avx2(acc) + summs;
 }
 
 /* Q6_K: per half, 4 vectors of 32 unsigned 6-bit quants q (0..63); the -32

@@ -151,6 +151,19 @@ K_AVX2 static inline __m256i k_bits32_avx2(const uint8_t *qh4) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
+/* Q5_K's min term the way the reference build sums it (ggml's AVX2 Q5_K dot:
+ * the exact integer sum_s m[s] * (bsum[2s] + bsum[2s+1]) per block, then a
+ * scalar f32 accumulator summs = fma(-(y.d * dmin), sum, summs), added to the
+ * hsum of the main accumulator at the end). Returns the updated summs. */
+K_AVX2 static inline float k_q5k_summs_avx2(float summs, __m128i mins16, const int16_t *bsums, float dmin_yd) {
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)bsums);
+    const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    const __m128i pm = _mm_madd_epi16(mins16, bsum);
+    const __m128i h = _mm_hadd_epi32(_mm_hadd_epi32(pm, pm), pm);
+    const float isum = (float)_mm_cvtsi128_si32(h);
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-dmin_yd), _mm_set_ss(isum), _mm_set_ss(summs)));
+}
+
 /* Q4_K/Q5_K packed scales -> 8 scales in bytes 0..7, 8 mins in bytes 8..15. */
 static inline void k_q4k_unpack_scales(const uint8_t *scales, uint32_t u[4]) {
     __builtin_memcpy(u, scales, 12);

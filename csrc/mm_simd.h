@@ -104,9 +104,9 @@ KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_b
     const k_block_q5_k *x = (const k_block_q5_k *)w;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
     __m256 acc[NT];
-    __m128 accm[NT];
+    float summs[NT];
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); summs[k] = 0; }
     for (int64_t i = 0; i < n / K_QKK; i++) {
         uint32_t u[4];
         k_q4k_unpack_scales(x[i].scales, u);
@@ -119,9 +119,7 @@ KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_b
         _Pragma("GCC unroll 4")
         for (int k = 0; k < NT; k++) {
             y[k] = ACT(k, k_block_q8_k) + i;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
-            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            summs[k] = k_q5k_summs_avx2(summs[k], mins, y[k]->bsums, y[k]->d * dmin);
             sumi[k] = _mm256_setzero_si256();
         }
         __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
@@ -148,7 +146,7 @@ KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_b
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
     }
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) + summs[k];
 }
 
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
