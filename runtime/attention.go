@@ -71,25 +71,19 @@ func attendF16(p *kernels.AttnParams, h0, h1 int, acc []float32) {
 func dotF16(x, y []float32, np int) float32 {
 	sum := 0.0
 	if np > 0 {
-		var a [4][16]float32
+		// lanes[16*j+l] is lane l of accumulator j.
+		var lanes [64]float32
 		for i := 0; i < np; i += 64 {
-			for j := 0; j < 4; j++ {
-				xs, ys := x[i+16*j:i+16*j+16], y[i+16*j:i+16*j+16]
-				aj := &a[j]
-				for l := 0; l < 16; l++ {
-					// The product of two f16 values is exact in f32, so a
-					// plain add rounds exactly like the fused one.
-					aj[l] += xs[l] * ys[l]
-				}
+			xs, ys := x[i:i+64], y[i:i+64]
+			for l := range lanes {
+				// The product of two f16 values is exact in f32, so a
+				// plain add rounds exactly like the fused one.
+				lanes[l] += xs[l] * ys[l]
 			}
 		}
-		for l := 0; l < 16; l++ {
-			a[0][l] += a[2][l]
-			a[1][l] += a[3][l]
-		}
-		v := &a[0]
-		for l := 0; l < 16; l++ {
-			v[l] += a[1][l]
+		var v [16]float32
+		for l := range v {
+			v[l] = (lanes[l] + lanes[32+l]) + (lanes[16+l] + lanes[48+l])
 		}
 		for w := 8; w >= 1; w /= 2 {
 			for l := 0; l < w; l++ {
