@@ -451,7 +451,8 @@ func TestConcurrentMatVec(t *testing.T) {
 func f16r(x float32) float32 { return F16ToF32(F32ToF16(x)) }
 
 // goAttentionF16Acc re-derives k_attention_f16acc from its description in
-// kernels.h (independent Go code; expf from the C library).
+// kernels.h (independent Go code; expf from the C library). Products that the
+// rule rounds are wrapped in float32() so that Go does not fuse them.
 func goAttentionF16Acc(p *AttnParams, h0, h1 int) []float32 {
 	out := append([]float32(nil), p.Out...)
 	hd := p.HeadDim
@@ -481,7 +482,7 @@ func goAttentionF16Acc(p *AttnParams, h0, h1 int) []float32 {
 			sum = float64(v[0])
 		}
 		for i := np; i < hd; i++ {
-			sum += float64(x[i] * y[i])
+			sum += float64(float32(x[i] * y[i]))
 		}
 		return float32(sum)
 	}
@@ -495,13 +496,13 @@ func goAttentionF16Acc(p *AttnParams, h0, h1 int) []float32 {
 			for pos := 0; pos <= p.Pos0+tk; pos++ {
 				k := p.K[pos*p.KVStride+g*hd:]
 				v := p.V[pos*p.KVStride+g*hd:]
-				s := dot(q, k) * p.Scale
+				s := float32(dot(q, k) * p.Scale)
 				ms, vs := float32(1), float32(1)
 				if s > M {
 					ms = cExpf(M - s)
 					M = s
 					for i := range acc {
-						acc[i] = f16r(acc[i] * ms)
+						acc[i] = f16r(float32(acc[i] * ms))
 					}
 				} else {
 					vs = cExpf(s - M)
@@ -510,11 +511,11 @@ func goAttentionF16Acc(p *AttnParams, h0, h1 int) []float32 {
 					if i < np {
 						acc[i] = f16r(fma(v[i], vs, acc[i]))
 					} else {
-						pv := v[i] * vs
+						pv := float32(v[i] * vs)
 						acc[i] = f16r(acc[i] + pv)
 					}
 				}
-				S = S*ms + vs
+				S = float32(S*ms) + vs // no fused multiply-add (Go fuses on arm64)
 			}
 			inv := float32(0)
 			if S != 0 {

@@ -46,7 +46,7 @@ func vecDotOrder(x, y []float32) float32 {
 		sum = float64(tree16(v))
 	}
 	for i := np; i < n; i++ {
-		sum += float64(x[i] * y[i])
+		sum += float64(float32(x[i] * y[i]))
 	}
 	return float32(sum)
 }
