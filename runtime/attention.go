@@ -1,10 +1,23 @@
 package runtime
 
-import (
-	"math"
+import "math"
 
-	"github.com/woolly-llm/woolly/kernels"
-)
+// attnArgs describes one attention op over the f16 KV cache of a layer:
+// query token t (position Pos0+t) attends to positions 0..Pos0+t.
+//
+//	q   [NTok][QStride]   head h at t*QStride + h*HeadDim (f32)
+//	k,v [nPos][KVStride]  kv head g at p*KVStride + g*HeadDim (f16 bits)
+//	out [NTok][OutStride]
+type attnArgs struct {
+	NTok, Pos0, NHead, NHeadKV, HeadDim int
+	Q                                   []float32
+	QStride                             int
+	K, V                                []uint16
+	KVStride                            int
+	Scale                               float32
+	Out                                 []float32
+	OutStride                           int
+}
 
 // attendF16 is causal grouped-query attention for query heads [h0, h1) with
 // the numerics of the reference's CPU flash attention for fewer than 64
@@ -12,9 +25,9 @@ import (
 // ggml_vec_dot_f16, and V is accumulated in f16 with an online softmax
 // (running max M and sum S, expf from glibc). acc needs HeadDim floats.
 //
-// With 64 or more rows the reference accumulates in f32 instead, which is
-// what kernels.Attention does; forward picks between the two.
-func attendF16(p *kernels.AttnParams, h0, h1 int, acc []float32) {
+// With 64 or more rows the reference uses a tiled f32 path instead
+// (attendTiled); forward picks between them.
+func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
 	group := p.NHead / p.NHeadKV
 	hd := p.HeadDim
 	np := hd &^ 63 // elements the reference handles in 64-wide SIMD steps
@@ -43,7 +56,7 @@ func attendF16(p *kernels.AttnParams, h0, h1 int, acc []float32) {
 				}
 				v = v[:len(acc)]
 				for i, a := range acc { // y = f16(y + v*vs), fused (the product is exact in f64)
-					x := float32(float64(v[i])*float64(vs) + float64(a))
+					x := float32(float64(halfTab[v[i]])*float64(vs) + float64(a))
 					if b := math.Float32bits(x); b&0x7fffffff-0x38800000 < 0x477ff000-0x38800000 {
 						b += 0xfff + (b>>13)&1 // f16 normal range: inline roundF16
 						acc[i] = math.Float32frombits(b &^ 0x1fff)
@@ -68,7 +81,7 @@ func attendF16(p *kernels.AttnParams, h0, h1 int, acc []float32) {
 // dotF16 is ggml_vec_dot_f16 on AVX-512 for vectors of f16 values: the
 // first np elements in 4 accumulators of 16 lanes (fused multiply-add),
 // reduced pairwise, then the rest added in double.
-func dotF16(x, y []float32, np int) float32 {
+func dotF16(x []float32, y []uint16, np int) float32 {
 	sum := 0.0
 	if np > 0 {
 		// lanes[16*j+l] is lane l of accumulator j.
@@ -78,7 +91,7 @@ func dotF16(x, y []float32, np int) float32 {
 			for l := range lanes {
 				// The product of two f16 values is exact in f32, so a
 				// plain add rounds exactly like the fused one.
-				lanes[l] += xs[l] * ys[l]
+				lanes[l] += xs[l] * halfTab[ys[l]]
 			}
 		}
 		var v [16]float32
@@ -93,7 +106,7 @@ func dotF16(x, y []float32, np int) float32 {
 		sum = float64(v[0])
 	}
 	for i := np; i < len(x); i++ {
-		sum += float64(x[i] * y[i])
+		sum += float64(x[i] * halfTab[y[i]])
 	}
 	return float32(sum)
 }
@@ -106,7 +119,7 @@ func dotF16(x, y []float32, np int) float32 {
 // (expf from glibc); the tile's exponentials come from ggml's vectorised exp
 // in 16-wide groups summed in double; V is accumulated in f32 with fused
 // multiply-add chains over the tile. kq needs 64 floats.
-func attendTiled(p *kernels.AttnParams, h0, h1 int, kq, acc []float32) {
+func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 	const tile = 64
 	group := p.NHead / p.NHeadKV
 	hd := p.HeadDim
@@ -132,10 +145,10 @@ func attendTiled(p *kernels.AttnParams, h0, h1 int, kq, acc []float32) {
 					var s0, s1, s2, s3 float32
 					for d, x := range q {
 						xd := float64(x)
-						s0 = float32(math.FMA(xd, float64(k0[d]), float64(s0)))
-						s1 = float32(math.FMA(xd, float64(k1[d]), float64(s1)))
-						s2 = float32(math.FMA(xd, float64(k2[d]), float64(s2)))
-						s3 = float32(math.FMA(xd, float64(k3[d]), float64(s3)))
+						s0 = float32(math.FMA(xd, float64(halfTab[k0[d]]), float64(s0)))
+						s1 = float32(math.FMA(xd, float64(halfTab[k1[d]]), float64(s1)))
+						s2 = float32(math.FMA(xd, float64(halfTab[k2[d]]), float64(s2)))
+						s3 = float32(math.FMA(xd, float64(halfTab[k3[d]]), float64(s3)))
 					}
 					kq[j], kq[j+1], kq[j+2], kq[j+3] = s0*p.Scale, s1*p.Scale, s2*p.Scale, s3*p.Scale
 					tmax = max(tmax, kq[j], kq[j+1], kq[j+2], kq[j+3])
@@ -144,7 +157,7 @@ func attendTiled(p *kernels.AttnParams, h0, h1 int, kq, acc []float32) {
 					k := p.K[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
 					s := float32(0)
 					for d, x := range q {
-						s = fma32(x, k[d], s)
+						s = fma32(x, halfTab[k[d]], s)
 					}
 					kq[j] = s * p.Scale
 					tmax = max(tmax, kq[j])
@@ -183,7 +196,7 @@ func attendTiled(p *kernels.AttnParams, h0, h1 int, kq, acc []float32) {
 					v = v[:len(acc)]
 					w := float64(kq[j])
 					for d, a := range acc {
-						acc[d] = float32(math.FMA(w, float64(v[d]), float64(a)))
+						acc[d] = float32(math.FMA(w, float64(halfTab[v[d]]), float64(a)))
 					}
 				}
 			}

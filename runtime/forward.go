@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -151,7 +152,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		kc := s.kcache[li][pos0*kvd : (pos0+ntok)*kvd]
 		vc := s.vcache[li][pos0*kvd : (pos0+ntok)*kvd]
 		for i := range kc {
-			kc[i], vc[i] = roundF16(k[i]), roundF16(v[i])
+			kc[i], vc[i] = toHalf(k[i]), toHalf(v[i])
 		}
 		if f16path {
 			for i, x := range q {
@@ -160,23 +161,32 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		}
 
 		// Causal attention over the cache, heads split across workers.
-		p := kernels.AttnParams{
+		p := attnArgs{
 			NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
 			Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
 			Scale: c.KQScale, Out: att, OutStride: qd,
+		}
+		mode := m.attn
+		var kp *kernels.AttnParams
+		if !(f16path && mode != AttentionFast) && mode != AttentionExact {
+			// kernels.Attention reads f32: widen the cache prefix once per op.
+			var err error
+			if kp, err = s.widenKV(li, pos0+ntok, p); err != nil {
+				return err
+			}
 		}
 		m.pool.run(func(wk int) {
 			h0, h1 := split(c.NHead, wk, m.pool.n, 1)
 			if h0 >= h1 {
 				return
 			}
-			switch mode := m.attn; {
+			switch {
 			case f16path && mode != AttentionFast:
 				attendF16(&p, h0, h1, st.scr[wk])
 			case mode == AttentionExact:
 				attendTiled(&p, h0, h1, st.scr[wk][:64], st.scr[wk][64:])
 			default:
-				st.errs[wk] = kernels.Attention(&p, h0, h1, st.scr[wk])
+				st.errs[wk] = kernels.Attention(kp, h0, h1, st.scr[wk])
 			}
 		})
 		if err := st.firstErr(); err != nil {
@@ -340,4 +350,34 @@ func (st *fwdState) firstErr() error {
 		st.errs[i] = nil
 	}
 	return first
+}
+
+// widenKV converts the first npos positions of layer li's f16 cache to f32
+// (into session scratch that is allocated on first use) and returns the
+// kernels.Attention parameters over them.
+func (s *Session) widenKV(li, npos int, a attnArgs) (*kernels.AttnParams, error) {
+	n := npos * a.KVStride
+	if s.kf == nil {
+		s.kf = make([]float32, s.nCtx*a.KVStride)
+		s.vf = make([]float32, s.nCtx*a.KVStride)
+	}
+	if err := kernels.Dequant(kernels.F16, halfBytes(s.kcache[li][:n]), s.kf[:n]); err != nil {
+		return nil, err
+	}
+	if err := kernels.Dequant(kernels.F16, halfBytes(s.vcache[li][:n]), s.vf[:n]); err != nil {
+		return nil, err
+	}
+	return &kernels.AttnParams{
+		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
+		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
+		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride,
+	}, nil
+}
+
+// halfBytes views f16 values as their little-endian bytes.
+func halfBytes(h []uint16) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
 }

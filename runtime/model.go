@@ -203,8 +203,9 @@ type Session struct {
 	nCtx   int
 	pos    int
 	tokens []int32
-	kcache [][]float32 // per layer [nCtx][KVDim]
-	vcache [][]float32
+	kcache [][]uint16 // per layer [nCtx][KVDim], f16 like the reference's cache
+	vcache [][]uint16
+	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
 	st     *fwdState
 	last   []float32 // logits of the last evaluated position
 }
@@ -219,10 +220,10 @@ func (m *Model) NewSession(nCtx int) (*Session, error) {
 		nCtx = m.nCtx
 	}
 	c := m.cfg
-	s := &Session{model: m, nCtx: nCtx, kcache: make([][]float32, c.NLayer), vcache: make([][]float32, c.NLayer)}
+	s := &Session{model: m, nCtx: nCtx, kcache: make([][]uint16, c.NLayer), vcache: make([][]uint16, c.NLayer)}
 	for i := range s.kcache {
-		s.kcache[i] = make([]float32, nCtx*c.KVDim())
-		s.vcache[i] = make([]float32, nCtx*c.KVDim())
+		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
+		s.vcache[i] = make([]uint16, nCtx*c.KVDim())
 	}
 	s.st = newFwdState(c, min(maxBatch, nCtx), nCtx, m.pool.n)
 	s.last = make([]float32, c.NVocab)

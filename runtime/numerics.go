@@ -224,3 +224,39 @@ func rope(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool)
 		}
 	}
 }
+
+// halfTab maps every f16 bit pattern to its f32 value.
+var halfTab = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for h := range t {
+		sign := uint32(h&0x8000) << 16
+		exp := uint32(h>>10) & 0x1f
+		man := uint32(h & 0x3ff)
+		switch {
+		case exp == 0x1f:
+			t[h] = math.Float32frombits(sign | 0x7f800000 | man<<13)
+		case exp == 0: // zero or subnormal: man * 2^-24
+			t[h] = math.Float32frombits(sign | math.Float32bits(float32(man)*0x1p-24))
+		default:
+			t[h] = math.Float32frombits(sign | (exp+112)<<23 | man<<13)
+		}
+	}
+	return &t
+}()
+
+// toHalf returns the f16 bits nearest to x (ties to even).
+func toHalf(x float32) uint16 {
+	r := roundF16(x)
+	b := math.Float32bits(r)
+	sign := uint16(b>>16) & 0x8000
+	a := b & 0x7fffffff
+	switch {
+	case a > 0x7f800000:
+		return sign | 0x7e00
+	case a >= 0x47800000: // Inf (roundF16 saturates to it)
+		return sign | 0x7c00
+	case a >= 0x38800000:
+		return sign | uint16((a>>23-112)<<10) | uint16(a>>13&0x3ff)
+	}
+	return sign | uint16(math.Float32frombits(a)*0x1p24) // subnormal: an exact multiple of 2^-24
+}

@@ -425,3 +425,24 @@ func TestConcurrentGenerate(t *testing.T) {
 		}
 	}
 }
+
+func TestHalfConversions(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		want := kernels.F16ToF32(uint16(h))
+		got := halfTab[h]
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("halfTab[%#04x] = %g, want %g", h, got, want)
+		}
+	}
+	for i := 0; i < 200000; i++ {
+		x := float32(math.Sin(float64(i)*0.37)) * float32(math.Pow(2, float64(i%44-26)))
+		if got, want := toHalf(x), kernels.F32ToF16(x); got != want {
+			t.Fatalf("toHalf(%g) = %#04x, want %#04x", x, got, want)
+		}
+	}
+	for _, x := range []float32{0, float32(math.Copysign(0, -1)), 65504, 65519, 65520, -1e9, float32(math.Inf(1)), 5.96e-8, 2.9e-8} {
+		if got, want := toHalf(x), kernels.F32ToF16(x); got != want {
+			t.Fatalf("toHalf(%g) = %#04x, want %#04x", x, got, want)
+		}
+	}
+}
