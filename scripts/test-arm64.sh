@@ -10,11 +10,12 @@
 #                tests, run them under qemu-aarch64 twice:
 #                  default CPU          has dotprod -> expects "neon-dotprod"
 #                  -cpu cortex-a53      no dotprod  -> expects "neon"
+#                and the kernels tests once more built by clang (as on a Mac);
 #                otherwise print why and skip (exit 0)
 #
 # Environment: ARM64_CC (default aarch64-linux-gnu-gcc; e.g. "clang
 # --target=aarch64-linux-gnu"), ARM64_SYSROOT (default /usr/aarch64-linux-gnu),
-# ARM64_PARITY=0 to leave out the runtime parity subset, ARM64_PARITY_RUN (its
+# ARM64_CLANG=0 to leave out the clang pass, ARM64_PARITY=0 to leave out the runtime parity subset, ARM64_PARITY_RUN (its
 # -run filter), ARM64_QEMU_SKIP (-test.skip under qemu), ARM64_BUILD (default
 # build/arm64).
 set -eu
@@ -77,7 +78,7 @@ qemu_skip=${ARM64_QEMU_SKIP:-'^TestDispatchFallback$'}
 log "cross-compiling Go tests for arm64 with CC=\"$cc\": $pkgs"
 t0=$(date +%s)
 for p in $pkgs; do
-	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="$cc" go test -c -o "$out/$(echo "$p" | tr / _).test" "./$p"
+	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="$cc" go test -vet=off -c -o "$out/$(echo "$p" | tr / _).test" "./$p"
 done
 
 log "cross-compiling the C tests"
@@ -139,6 +140,34 @@ for cpu in default cortex-a53; do
 	t1=$(date +%s)
 	log "qemu cpu=$cpu ($want) C test_kernels: $res in $((t1 - t0)) s ($(tail -1 "$out/c.$cpu.log"))"
 done
+
+# Apple builds with clang: the kernels package once more, compiled by clang
+# (its arm_neon.h and dotprod handling differ from gcc's), on both CPUs.
+if [ "$cc_bin" != clang ] && command -v clang >/dev/null 2>&1 && [ "${ARM64_CLANG:-1}" != 0 ]; then
+	t0=$(date +%s)
+	if CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="clang --target=aarch64-linux-gnu" \
+		go test -vet=off -c -o "$out/kernels.clang.test" ./kernels >"$out/clang-build.log" 2>&1; then
+		for cpu in default cortex-a53; do
+			if [ "$cpu" = default ]; then qemu="qemu-aarch64 -L $sysroot"; want=neon-dotprod; else qemu="qemu-aarch64 -cpu $cpu -L $sysroot"; want=neon; fi
+			if (cd kernels && WOOLLY_EXPECT_IMPL=$want $qemu "$out/kernels.clang.test" -test.count=1 -test.v \
+				-test.skip "$qemu_skip" >"$out/kernels.clang.$cpu.log" 2>&1) &&
+				grep -q -- "--- PASS: TestExpectedImpl" "$out/kernels.clang.$cpu.log"; then
+				res=ok
+			else
+				res=FAIL
+				fail=1
+				grep -E -- "^(--- FAIL|FAIL|panic)|_test.go:[0-9]+:" "$out/kernels.clang.$cpu.log" | tail -20
+			fi
+			log "qemu cpu=$cpu ($want) kernels built with clang: $res"
+		done
+	else
+		fail=1
+		tail -20 "$out/clang-build.log"
+		log "clang cross build of ./kernels: FAIL"
+	fi
+	t1=$(date +%s)
+	log "clang pass in $((t1 - t0)) s"
+fi
 
 if [ $fail != 0 ]; then
 	log "FAILED (logs in $out)"

@@ -25,6 +25,7 @@
  * `go clean -cache` (or touch csrc/dot_neon_arm64.c) after changing it.
  */
 #include <arm_neon.h>
+#include <math.h>
 #include <string.h>
 #include "../kernels_neon_arm64.h"
 
@@ -94,12 +95,16 @@ float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo, accm = acc_lo;
+    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
+    float summs = 0;
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float yd = y[i].d;
         uint8_t sc[8], m[8];
         k_scales_mins(x[i].scales, sc, m);
-        accm = vfmaq_f32(accm, vcvtq_f32_s32(k_mins4(m, y[i].bsums)), vdupq_n_f32(k_h2f(x[i].dmin) * yd));
+        /* the min term as the reference sums it for Q5_K: the exact integer
+         * sum per block, folded with one scalar FMA (Q4_K keeps 4 lanes) */
+        const float dmin_yd = yd * k_h2f(x[i].dmin);
+        summs = fmaf(-dmin_yd, (float)vaddvq_s32(k_mins4(m, y[i].bsums)), summs);
         const uint8_t *q = x[i].qs;
         const int8_t *q8 = y[i].qs;
         uint8x16_t hb0 = vld1q_u8(x[i].qh), hb1 = vld1q_u8(x[i].qh + 16);
@@ -124,7 +129,7 @@ float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
         acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
         acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
     }
-    return k_hsum8(acc_lo, acc_hi) - k_hsum4(accm);
+    return k_hsum8(acc_lo, acc_hi) + summs;
 }
 
 /* Q6_K: unsigned 6-bit quants u (0..63); the -32 offset is folded once per

@@ -64,7 +64,7 @@ static float om_dot_q32(int t, int64_t n, const void *w, const void *a) {
 /* Q4_K / Q5_K: lanes over the 8 sub-blocks; min term in 4 lanes, subtracted at the end */
 static float om_dot_q45k(int t, int64_t n, const void *w, const void *a) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    float acc[8] = {0}, accm[4] = {0};
+    float acc[8] = {0}, accm[4] = {0}, summs = 0;
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const uint8_t *scales, *qs, *qh = NULL;
         k_half d, dmin;
@@ -88,14 +88,20 @@ static float om_dot_q45k(int t, int64_t n, const void *w, const void *a) {
         }
         const float dd = k_f16_to_f32(d) * y[i].d, dm = k_f16_to_f32(dmin) * y[i].d;
         for (int l = 0; l < 8; l++) acc[l] = fmaf(dd, (float)lane[l], acc[l]);
+        int32_t pmsum = 0;
         for (int l = 0; l < 4; l++) {
             int32_t b0 = y[i].bsums[4 * l] + y[i].bsums[4 * l + 1];
             int32_t b1 = y[i].bsums[4 * l + 2] + y[i].bsums[4 * l + 3];
             int32_t pm = m[2 * l] * b0 + m[2 * l + 1] * b1;
             accm[l] = fmaf(dm, (float)pm, accm[l]);
+            pmsum += pm;
         }
+        /* Q5_K: the min term is the exact integer sum per block, one scalar FMA */
+        const float dmin_yd = y[i].d * k_f16_to_f32(dmin);
+        summs = fmaf(-dmin_yd, (float)pmsum, summs);
     }
     float s = om_hsum8(acc);
+    if (t == K_Q5_K) return s + summs;
     float sm = om_hsum4(accm);
     return s - sm;
 }
