@@ -63,6 +63,30 @@ k_quantize_fn k_arch_get_quantize(int impl, int act) {
     }
 }
 
-k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) { (void)impl; (void)wtype; return NULL; }
+/* k_matmul_q tiles (1 row x 4 tokens, same bits as the dots); also used by
+ * k_matvec with one token, where they run the single-token dot per row. */
+k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
+    if (impl == K_IMPL_NEON_DOT) {
+        switch (wtype) {
+        case K_Q4_K: return k_mm_q4_k_neon_dot;
+        case K_Q5_K: return k_mm_q5_k_neon_dot;
+        case K_Q6_K: return k_mm_q6_k_neon_dot;
+        case K_Q4_0: return k_mm_q4_0_neon_dot;
+        case K_Q5_0: return k_mm_q5_0_neon_dot;
+        case K_Q8_0: return k_mm_q8_0_neon_dot;
+        default:     return NULL;
+        }
+    }
+    if (impl != K_IMPL_NEON) return NULL;
+    switch (wtype) {
+    case K_Q4_K: return k_mm_q4_k_neon;
+    case K_Q5_K: return k_mm_q5_k_neon;
+    case K_Q6_K: return k_mm_q6_k_neon;
+    case K_Q4_0: return k_mm_q4_0_neon;
+    case K_Q5_0: return k_mm_q5_0_neon;
+    case K_Q8_0: return k_mm_q8_0_neon;
+    default:     return NULL;
+    }
+}
 
 const k_arch_ops *k_arch_get_ops(int impl) { (void)impl; return NULL; }

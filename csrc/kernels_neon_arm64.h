@@ -43,6 +43,32 @@ float k_dot_q4_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 
+/* k_matmul_q tiles (k_mm_tile_fn): 1 weight row x 4 tokens, same bits as the dots */
+void k_mm_q4_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q5_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q6_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q4_0_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q5_0_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q8_0_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q4_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q5_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q6_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q4_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q5_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q8_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+
 void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb,
                   float *C, int64_t ldc);

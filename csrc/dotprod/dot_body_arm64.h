@@ -234,3 +234,181 @@ static inline k_lanes8 k_q8_0_lanes(const k_block_q8_0 *x, const k_block_q8_0 *y
 K_Q32_DOT(k_dot_q4_0_q8_0, k_block_q4_0, k_q4_0_lanes)
 K_Q32_DOT(k_dot_q5_0_q8_0, k_block_q5_0, k_q5_0_lanes)
 K_Q32_DOT(k_dot_q8_0_q8_0, k_block_q8_0, k_q8_0_lanes)
+
+/* ---- k_matmul_q tiles: one weight row x 4 tokens -------------------------
+ * Each super-block / block of the weight row is decoded once into a small
+ * int8 buffer and used for 4 activation rows. Per token the integer lanes and
+ * the float steps are exactly those of the single-token kernel above, so the
+ * results are the same bits as K_NAME(k_dot_*) (tested). */
+
+#define K_NT 4
+#define K_ACT(k, T) ((const T *)((const char *)a + (size_t)(k) * a_row_bytes))
+
+/* lanes += scale[s] * products of 32-element group s (lo: elements 0..15, hi: 16..31) */
+static inline void k_lanes_groups(const int8_t *q, const int8_t *qa, const int32_t *scale, int ngroups,
+                                  int32x4_t *lo, int32x4_t *hi) {
+    const int32x4_t z = vdupq_n_s32(0);
+    for (int s = 0; s < ngroups; s++, q += 32, qa += 32) {
+        *lo = vmlaq_n_s32(*lo, K_DOT16(z, vld1q_s8(q), vld1q_s8(qa)), scale[s]);
+        *hi = vmlaq_n_s32(*hi, K_DOT16(z, vld1q_s8(q + 16), vld1q_s8(qa + 16)), scale[s]);
+    }
+}
+
+/* Q4_K / Q5_K weights of one super-block as 256 unsigned quants in element order */
+static inline void k_decode_q45k(int t, const void *blk, int8_t q[K_QKK]) {
+    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
+    const uint8_t *qs = t == K_Q4_K ? ((const k_block_q4_k *)blk)->qs : ((const k_block_q5_k *)blk)->qs;
+    uint8x16_t hb0 = vdupq_n_u8(0), hb1 = hb0;
+    if (t == K_Q5_K) {
+        hb0 = vld1q_u8(((const k_block_q5_k *)blk)->qh);
+        hb1 = vld1q_u8(((const k_block_q5_k *)blk)->qh + 16);
+    }
+    for (int c = 0; c < 4; c++, qs += 32) {
+        uint8x16_t b0 = vld1q_u8(qs), b1 = vld1q_u8(qs + 16);
+        uint8x16_t u0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(hb0, one), 4));
+        uint8x16_t u1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(hb1, one), 4));
+        uint8x16_t v0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(hb0, two), 3));
+        uint8x16_t v1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(hb1, two), 3));
+        hb0 = vshrq_n_u8(hb0, 2);
+        hb1 = vshrq_n_u8(hb1, 2);
+        vst1q_s8(q + 64 * c, vreinterpretq_s8_u8(u0));
+        vst1q_s8(q + 64 * c + 16, vreinterpretq_s8_u8(u1));
+        vst1q_s8(q + 64 * c + 32, vreinterpretq_s8_u8(v0));
+        vst1q_s8(q + 64 * c + 48, vreinterpretq_s8_u8(v1));
+    }
+}
+
+static inline void k_dot4_q45k(int t, int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]) {
+    const size_t bb = t == K_Q4_K ? sizeof(k_block_q4_k) : sizeof(k_block_q5_k);
+    float32x4_t acc_lo[K_NT], acc_hi[K_NT], accm[K_NT];
+    float summs[K_NT];
+    for (int k = 0; k < K_NT; k++) { acc_lo[k] = acc_hi[k] = accm[k] = vdupq_n_f32(0); summs[k] = 0; }
+    int8_t q[K_QKK];
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const char *blk = (const char *)w + (size_t)i * bb;
+        const k_block_q4_k *h = (const k_block_q4_k *)blk; /* d, dmin, scales: same offsets in Q5_K */
+        uint8_t sc8[8], m[8];
+        int32_t sc[8];
+        k_scales_mins(h->scales, sc8, m);
+        for (int s = 0; s < 8; s++) sc[s] = sc8[s];
+        k_decode_q45k(t, blk, q);
+        const float wd = k_h2f(h->d), wdmin = k_h2f(h->dmin);
+        for (int k = 0; k < K_NT; k++) {
+            const k_block_q8_k *y = K_ACT(k, k_block_q8_k) + i;
+            const float yd = y->d;
+            if (t == K_Q4_K) {
+                accm[k] = vfmaq_f32(accm[k], vcvtq_f32_s32(k_mins4(m, y->bsums)), vdupq_n_f32(wdmin * yd));
+            } else {
+                const float dmin_yd = yd * wdmin;
+                summs[k] = fmaf(-dmin_yd, (float)vaddvq_s32(k_mins4(m, y->bsums)), summs[k]);
+            }
+            int32x4_t lo = vdupq_n_s32(0), hi = lo;
+            k_lanes_groups(q, y->qs, sc, 8, &lo, &hi);
+            const float32x4_t d = vdupq_n_f32(wd * yd);
+            acc_lo[k] = vfmaq_f32(acc_lo[k], vcvtq_f32_s32(lo), d);
+            acc_hi[k] = vfmaq_f32(acc_hi[k], vcvtq_f32_s32(hi), d);
+        }
+    }
+    for (int k = 0; k < K_NT; k++)
+        out[k] = t == K_Q4_K ? k_hsum8(acc_lo[k], acc_hi[k]) - k_hsum4(accm[k]) : k_hsum8(acc_lo[k], acc_hi[k]) + summs[k];
+}
+
+static void K_NAME(k_dot4_q4_k)(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { k_dot4_q45k(K_Q4_K, n, w, a, s, out); }
+static void K_NAME(k_dot4_q5_k)(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { k_dot4_q45k(K_Q5_K, n, w, a, s, out); }
+
+static void K_NAME(k_dot4_q6_k)(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]) {
+    const k_block_q6_k *x = (const k_block_q6_k *)w;
+    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
+    float32x4_t acc_lo[K_NT], acc_hi[K_NT];
+    for (int k = 0; k < K_NT; k++) acc_lo[k] = acc_hi[k] = vdupq_n_f32(0);
+    int8_t q[K_QKK];
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        /* unsigned quants in element order: vector (h, k) = elements 128h + 32k .. */
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *L = x[i].ql + 64 * h, *H = x[i].qh + 32 * h;
+            for (int j = 0; j < 2; j++) {
+                uint8x16_t la = vld1q_u8(L + 16 * j), lb = vld1q_u8(L + 32 + 16 * j);
+                uint8x16_t hh = vld1q_u8(H + 16 * j);
+                int8_t *o = q + 128 * h + 16 * j;
+                vst1q_s8(o, vreinterpretq_s8_u8(vorrq_u8(vandq_u8(la, m4), vshlq_n_u8(vandq_u8(hh, m3), 4))));
+                vst1q_s8(o + 32, vreinterpretq_s8_u8(vorrq_u8(vandq_u8(lb, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4))));
+                vst1q_s8(o + 64, vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(la, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4))));
+                vst1q_s8(o + 96, vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(lb, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4))));
+            }
+        }
+        const int8x16_t sc8 = vld1q_s8(x[i].scales);
+        const int16x8_t s_lo = vmovl_s8(vget_low_s8(sc8)), s_hi = vmovl_high_s8(sc8);
+        /* lanes 0..3 of vector v take scale 2v, lanes 4..7 scale 2v+1 */
+        int32_t scl[8], sch[8];
+        for (int v = 0; v < 8; v++) { scl[v] = x[i].scales[2 * v]; sch[v] = x[i].scales[2 * v + 1]; }
+        const float wd = k_h2f(x[i].d);
+        for (int k = 0; k < K_NT; k++) {
+            const k_block_q8_k *y = K_ACT(k, k_block_q8_k) + i;
+            const int32x4_t z = vdupq_n_s32(0);
+            int32x4_t lo = vsubq_s32(z, vshlq_n_s32(k_madd16(s_lo, vld1q_s16(y->bsums)), 5));
+            int32x4_t hi = vsubq_s32(z, vshlq_n_s32(k_madd16(s_hi, vld1q_s16(y->bsums + 8)), 5));
+            const int8_t *qq = q, *qa = y->qs;
+            for (int v = 0; v < 8; v++, qq += 32, qa += 32) {
+                lo = vmlaq_n_s32(lo, K_DOT16(z, vld1q_s8(qq), vld1q_s8(qa)), scl[v]);
+                hi = vmlaq_n_s32(hi, K_DOT16(z, vld1q_s8(qq + 16), vld1q_s8(qa + 16)), sch[v]);
+            }
+            const float32x4_t d = vdupq_n_f32(wd * y->d);
+            acc_lo[k] = vfmaq_f32(acc_lo[k], vcvtq_f32_s32(lo), d);
+            acc_hi[k] = vfmaq_f32(acc_hi[k], vcvtq_f32_s32(hi), d);
+        }
+    }
+    for (int k = 0; k < K_NT; k++) out[k] = k_hsum8(acc_lo[k], acc_hi[k]);
+}
+
+/* 32-element formats: the block's lanes_fn works on one activation block;
+ * the weights are re-read from L1 per token (decoding them is a few ops). */
+#define K_Q32_DOT4(name, wblock, lanes_fn)                                                     \
+    static void K_NAME(name)(int64_t n, const void *w, const void *a, size_t a_row_bytes,       \
+                             float out[K_NT]) {                                                \
+        const wblock *x = (const wblock *)w;                                                   \
+        float32x4_t acc_lo[K_NT], acc_hi[K_NT];                                                \
+        for (int k = 0; k < K_NT; k++) acc_lo[k] = acc_hi[k] = vdupq_n_f32(0);                 \
+        for (int64_t i = 0; i < n / K_QK; i++) {                                               \
+            const float wd = k_h2f(x[i].d);                                                    \
+            for (int k = 0; k < K_NT; k++) {                                                   \
+                const k_block_q8_0 *y = K_ACT(k, k_block_q8_0) + i;                            \
+                const k_lanes8 s = lanes_fn(&x[i], y);                                         \
+                const float32x4_t d = vdupq_n_f32(wd * k_h2f(y->d));                           \
+                acc_lo[k] = vfmaq_f32(acc_lo[k], vcvtq_f32_s32(s.lo), d);                      \
+                acc_hi[k] = vfmaq_f32(acc_hi[k], vcvtq_f32_s32(s.hi), d);                      \
+            }                                                                                  \
+        }                                                                                      \
+        for (int k = 0; k < K_NT; k++) out[k] = k_hsum8(acc_lo[k], acc_hi[k]);                 \
+    }
+
+K_Q32_DOT4(k_dot4_q4_0, k_block_q4_0, k_q4_0_lanes)
+K_Q32_DOT4(k_dot4_q5_0, k_block_q5_0, k_q5_0_lanes)
+K_Q32_DOT4(k_dot4_q8_0, k_block_q8_0, k_q8_0_lanes)
+
+/* The tile: groups of 4 tokens against every row of the tile (the rows stay
+ * in cache across the tokens), the remaining tokens one at a time. */
+#define K_MM_TILE(tname, dot4, dot1)                                                           \
+    void K_NAME(tname)(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,  \
+                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {         \
+        const char *wb = (const char *)w, *ab = (const char *)a;                               \
+        int64_t t = 0;                                                                         \
+        for (; t + K_NT <= ntok; t += K_NT) {                                                  \
+            const char *at = ab + (size_t)t * a_row_bytes;                                     \
+            for (int64_t r = 0; r < nr; r++) {                                                 \
+                float o[K_NT];                                                                 \
+                K_NAME(dot4)(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);               \
+                for (int k = 0; k < K_NT; k++) y[(t + k) * y_stride + r] = o[k];               \
+            }                                                                                  \
+        }                                                                                      \
+        for (; t < ntok; t++)                                                                  \
+            for (int64_t r = 0; r < nr; r++)                                                   \
+                y[t * y_stride + r] = K_NAME(dot1)(n, wb + (size_t)r * row_bytes,              \
+                                                   ab + (size_t)t * a_row_bytes);              \
+    }
+
+K_MM_TILE(k_mm_q4_k, k_dot4_q4_k, k_dot_q4_k_q8_k)
+K_MM_TILE(k_mm_q5_k, k_dot4_q5_k, k_dot_q5_k_q8_k)
+K_MM_TILE(k_mm_q6_k, k_dot4_q6_k, k_dot_q6_k_q8_k)
+K_MM_TILE(k_mm_q4_0, k_dot4_q4_0, k_dot_q4_0_q8_0)
+K_MM_TILE(k_mm_q5_0, k_dot4_q5_0, k_dot_q5_0_q8_0)
+K_MM_TILE(k_mm_q8_0, k_dot4_q8_0, k_dot_q8_0_q8_0)

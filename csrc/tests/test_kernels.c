@@ -230,7 +230,7 @@ static int close_to(float a, float b, float rel, float abs_) {
 
 static void test_drivers(int impl) {
     /* k_matvec and k_matmul_q against rows x k_get_dot(ref) */
-    const int64_t nrows = 37, ntok = 5;
+    const int64_t nrows = 37, ntok = 9; /* two groups of 4 tokens and one more */
     for (int ti = 0; ti < NWT; ti++) {
         const int t = weight_types[ti], act = k_act_type(t);
         const int64_t n = block_elems(t) == 1 ? 96 : 2 * block_elems(t);
@@ -257,6 +257,17 @@ static void test_drivers(int impl) {
         for (int64_t i = 0; i < nrows * ntok; i++) y[i] = -1234.f;
         if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
             FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], tname(t));
+        /* the tiles promise the same bits as the impl's own dot, token by token */
+        k_dot_fn fi = k_get_dot(impl, t);
+        if (!fi) fi = r;
+        for (int64_t i = 0; i < nrows * ntok; i++) {
+            const int64_t tk = i / nrows, row = i % nrows;
+            const float e = fi(n, w + row * rb, a + tk * ab);
+            checks++;
+            if (memcmp(&e, &y[i], 4) != 0)
+                FAIL("k_matmul_q %s/%s tok %lld row %lld: %.9g, the impl's dot gives %.9g (not the same bits)",
+                     impl_names[impl], tname(t), (long long)tk, (long long)row, y[i], e);
+        }
         for (int64_t i = 0; i < nrows * ntok; i++) {
             checks++;
             if (!close_to(y[i], yr[i], 1e-4f, 1e-5f))
