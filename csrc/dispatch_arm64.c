@@ -89,4 +89,8 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     }
 }
 
-const k_arch_ops *k_arch_get_ops(int impl) { (void)impl; return NULL; }
+/* NEON sgemm; the other ops (attention, norms, softmax, ...) are the ref
+ * ones, which gcc/clang vectorize well enough for their share of the time. */
+static const k_arch_ops neon_ops = {.sgemm = k_sgemm_neon};
+
+const k_arch_ops *k_arch_get_ops(int impl) { return is_neon(impl) ? &neon_ops : NULL; }
