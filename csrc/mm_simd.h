@@ -301,6 +301,10 @@ KT static inline __attribute__((always_inline)) void rows4_q0(q0_decode_fn dec, 
         _Pragma("GCC unroll 4")
         for (int r = 0; r < 4; r++) {
             const char *blk = w + (size_t)r * row_bytes + (size_t)i * bsize;
+            /* the same block of the next group of 4 rows: four short row
+             * streams defeat the hardware prefetcher. Out of cache (68 MB
+             * Q8_0 matrix, one thread) 11 -> 42 GB/s; Q4_0 7 -> 16 GB/s. */
+            _mm_prefetch(blk + 4 * row_bytes, _MM_HINT_T0);
             const __m256i q = dec(blk);
             const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(ya, q));
             k_half dh;
