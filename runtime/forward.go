@@ -115,6 +115,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 
 	for li := range w.Layers {
 		l := &w.Layers[li]
+		s.prefetchLayer(li+1, ntok) // dequant cache (off by default): next layer in the background
 
 		// Attention: norm, q/k/v projections (+ biases).
 		for t := 0; t < ntok; t++ {
@@ -265,9 +266,18 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 		buf      []byte
 		rowBytes int
 	}
+	// Prompt batches may use f32 weights from the model's dequant cache
+	// (off by default): fw[i] != nil means op i runs kernels.Sgemm on them.
+	fw, err := s.dequantOps(ntok, ops)
+	if err != nil {
+		return err
+	}
 	var done []actBuf // activation types converted so far (at most 2-3)
 	acts := make([]actBuf, len(ops))
 	for i, op := range ops {
+		if fw != nil && fw[i] != nil {
+			continue // f32 weights take the f32 input as it is
+		}
 		at := op.m.Type.ActType()
 		found := false
 		for _, a := range done {
@@ -303,9 +313,12 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 				continue
 			}
 			var err error
-			if ntok == 1 {
+			switch {
+			case fw != nil && fw[i] != nil: // out[t][r] = dot(f32 row r, in row t)
+				err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, fw[i][r0*cols:], cols, op.out[r0:], mt.Rows)
+			case ntok == 1:
 				err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
-			} else {
+			default:
 				err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
 					acts[i].buf, acts[i].rowBytes, ntok, op.out, mt.Rows)
 			}

@@ -30,7 +30,7 @@ type GenerateResult struct {
 	Tokens         []int32 // generated ids, including the end-of-generation id if one stopped it
 	Text           string  // generated text without stop strings and end-of-generation text
 	StopReason     string  // "stop" (end of generation or stop string), "length", "cancel"
-	CachedTokens   int     // prompt tokens reused from the session's cache
+	CachedTokens   int     // prompt tokens reused (the session's cache or the model's prefix cache)
 	PromptDuration time.Duration
 	GenDuration    time.Duration
 }
@@ -89,29 +89,32 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	}
 	res := &GenerateResult{PromptTokens: prompt}
 
-	// Reuse the common prefix; always evaluate at least one token for logits.
-	n := 0
-	for n < s.pos && n < len(prompt) && s.tokens[n] == prompt[n] {
-		n++
-	}
-	if n == len(prompt) {
-		n--
-	}
-	if err := s.Truncate(n); err != nil {
-		return nil, err
-	}
-	res.CachedTokens = n
-
-	t0 := time.Now()
 	if err := ctx.Err(); err != nil {
 		res.StopReason = "cancel"
 		return res, nil
 	}
+	// Reuse the longest known prefix: the session's own cached positions or
+	// a snapshot from the model's prefix cache; always evaluate at least one
+	// token for logits.
+	t0 := time.Now()
+	n, fromCache, err := s.lookupPrefix(prompt)
+	if err != nil {
+		return nil, err
+	}
+	res.CachedTokens = n
 	if _, err := s.eval(prompt[n:], false); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
 	res.PromptDuration = t1.Sub(t0)
+	reused := 0
+	if fromCache {
+		reused = n
+	}
+	m.notePrompt(reused, len(prompt)-n, res.PromptDuration)
+	// Keep the conversation's state for later requests (the sequence as it
+	// stands when the generation ends: prompt and reply).
+	defer s.storePrefix()
 
 	smp := NewSampler(o.Sampler)
 	for _, id := range prompt {

@@ -22,6 +22,15 @@ type LoadOptions struct {
 	ContextLength int
 	// Attention chooses the attention numerics (default AttentionDefault).
 	Attention AttentionMode
+	// PrefixCache is the byte budget of the model's prefix KV cache, which
+	// keeps snapshots of recent sequences so that a request sharing a
+	// prefix with an earlier one evaluates only its new tokens: 0 means
+	// DefaultPrefixCache, a negative value turns reuse off.
+	PrefixCache int64
+	// DequantCache is the byte budget of the model's dequantized-weight
+	// cache (f32 copies of weight matrices for prompt batches of at least
+	// 32 tokens); 0, the default, turns it off. See Model.SetDequantCache.
+	DequantCache int64
 }
 
 // AttentionMode chooses how attention is computed. llama.cpp's CPU flash
@@ -62,6 +71,8 @@ type Model struct {
 	info ModelInfo
 	nCtx int
 	attn AttentionMode
+
+	caches modelCaches
 }
 
 // ModelInfo describes a loaded model.
@@ -155,12 +166,16 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	}
 	m.info.FileType = fileTypeName(f, counts)
 	m.info.SizeBytes = f.Size
+	if err := m.initCaches(o); err != nil {
+		return nil, err
+	}
 	m.pool = newPool(threads)
 	return m, nil
 }
 
 // Close releases the workers and the file mapping.
 func (m *Model) Close() error {
+	m.closeCaches()
 	m.pool.close()
 	return m.file.Close()
 }

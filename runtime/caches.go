@@ -1,0 +1,337 @@
+package runtime
+
+// The model-level caches: prefix KV reuse (cache.PrefixCache of Session
+// snapshots) and dequantized weights (cache.DequantCache) for the prompt
+// path. Both are made once per loaded model, shared by all its sessions and
+// requests, and live as long as the model; see package cache's documentation.
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/woolly-llm/woolly/cache"
+	"github.com/woolly-llm/woolly/kernels"
+)
+
+// DefaultPrefixCache is the prefix KV cache budget of a model loaded with
+// LoadOptions.PrefixCache == 0: 256 MiB of snapshots (TinyLlama-1.1B's f16
+// KV cache takes 22.5 KiB per token, so about 11,600 tokens, five full
+// 2048-token contexts). Memory is only used for what is stored.
+const DefaultPrefixCache = 256 << 20
+
+// dequantMinBatch is the smallest batch (tokens) whose matrix products use
+// cached f32 weights. Below it the quantized kernels always run (MatVec for
+// one token): f32 weights read 4-7x more bytes per token than quantized ones.
+const dequantMinBatch = 32
+
+// loadCounter makes the dequant cache's model ids unique per Load.
+var loadCounter atomic.Int64
+
+// Snapshot is a copy of a session's state after its first Len() tokens:
+// the f16 K and V rows of every layer, the tokens and the logits of the last
+// position. It is immutable once taken and may be restored into any session
+// of the same model (concurrently too: Restore copies out of it).
+type Snapshot struct {
+	model  *Model
+	tokens []int32
+	k, v   [][]uint16 // per layer [len(tokens) * KVDim]
+	last   []float32  // logits after the last token
+}
+
+// Bytes is the memory the snapshot holds (cache.Snapshot).
+func (sn *Snapshot) Bytes() int64 {
+	var n int64
+	for i := range sn.k {
+		n += 2 * int64(len(sn.k[i])+len(sn.v[i]))
+	}
+	return n + 4*int64(len(sn.tokens)+len(sn.last))
+}
+
+// Len is the number of positions in the snapshot.
+func (sn *Snapshot) Len() int { return len(sn.tokens) }
+
+// Tokens are the snapshot's token ids (do not modify).
+func (sn *Snapshot) Tokens() []int32 { return sn.tokens }
+
+// Snapshot copies the session's state (positions [0, Pos)). It never aliases
+// the session's buffers: later Evals do not change it.
+func (s *Session) Snapshot() *Snapshot {
+	kvd := s.model.cfg.KVDim()
+	n := s.pos * kvd
+	sn := &Snapshot{model: s.model, tokens: append([]int32(nil), s.tokens[:s.pos]...),
+		k: make([][]uint16, len(s.kcache)), v: make([][]uint16, len(s.vcache))}
+	for i := range s.kcache {
+		sn.k[i] = append([]uint16(nil), s.kcache[i][:n]...)
+		sn.v[i] = append([]uint16(nil), s.vcache[i][:n]...)
+	}
+	if s.pos > 0 {
+		sn.last = append([]float32(nil), s.last...)
+	}
+	return sn
+}
+
+// Restore replaces the session's state by a copy of the snapshot's: Pos
+// becomes sn.Len(), Tokens the snapshot's tokens, and the last logits those
+// of the snapshot. The snapshot must come from the same model and fit in the
+// session's context.
+func (s *Session) Restore(sn *Snapshot) error {
+	if sn == nil {
+		return fmt.Errorf("restore: nil snapshot")
+	}
+	return s.restore(sn, sn.Len())
+}
+
+// restore copies the first n positions of sn into the session. The last
+// logits are restored only when n is the whole snapshot; otherwise the caller
+// must evaluate at least one token before reading them.
+func (s *Session) restore(sn *Snapshot, n int) error {
+	if sn.model != s.model {
+		return fmt.Errorf("restore: the snapshot was taken from another model")
+	}
+	if n < 0 || n > sn.Len() {
+		return fmt.Errorf("restore: %d positions asked of a snapshot of %d", n, sn.Len())
+	}
+	if n > s.nCtx {
+		return fmt.Errorf("restore: snapshot of %d positions does not fit the context of %d", n, s.nCtx)
+	}
+	e := n * s.model.cfg.KVDim()
+	for i := range s.kcache {
+		copy(s.kcache[i][:e], sn.k[i][:e])
+		copy(s.vcache[i][:e], sn.v[i][:e])
+	}
+	s.tokens = append(s.tokens[:0], sn.tokens[:n]...)
+	s.pos = n
+	if n == sn.Len() && sn.last != nil {
+		copy(s.last, sn.last)
+	}
+	return nil
+}
+
+// modelCaches are a model's caches and the counters the runtime adds.
+type modelCaches struct {
+	prefix *cache.PrefixCache // nil: prefix reuse off
+
+	mu          sync.Mutex
+	prefixSaved time.Duration // estimated prompt time saved by prefix reuse
+	promptToks  int64         // prompt tokens evaluated by Generate, and the time it took:
+	promptTime  time.Duration // the average cost of a prompt token for the estimate
+
+	dequant   atomic.Pointer[cache.DequantCache] // nil: off
+	dequantID string                             // this load's model id in the dequant cache
+}
+
+func (m *Model) initCaches(o LoadOptions) error {
+	if o.DequantCache < 0 {
+		return fmt.Errorf("dequant cache budget %d is negative", o.DequantCache)
+	}
+	m.caches.dequantID = m.file.Path + "#" + strconv.FormatInt(loadCounter.Add(1), 10)
+	budget := o.PrefixCache
+	if budget == 0 {
+		budget = DefaultPrefixCache
+	}
+	if budget > 0 {
+		pc, err := cache.NewPrefixCache(budget)
+		if err != nil {
+			return err
+		}
+		m.caches.prefix = pc
+	}
+	return m.SetDequantCache(o.DequantCache)
+}
+
+func (m *Model) closeCaches() {
+	if dc := m.caches.dequant.Load(); dc != nil {
+		dc.Close()
+	}
+	if pc := m.caches.prefix; pc != nil {
+		pc.Purge()
+	}
+}
+
+// SetDequantCache sets the dequantized-weight cache's budget in bytes: 0
+// turns it off (dropping its contents), a positive budget makes the cache or
+// resizes it (its statistics are kept). Safe while sessions run.
+func (m *Model) SetDequantCache(budget int64) error {
+	if budget < 0 {
+		return fmt.Errorf("dequant cache budget %d is negative", budget)
+	}
+	m.caches.mu.Lock()
+	defer m.caches.mu.Unlock()
+	old := m.caches.dequant.Load()
+	if budget == 0 {
+		if old != nil {
+			m.caches.dequant.Store(nil)
+			old.Close()
+		}
+		return nil
+	}
+	if old != nil {
+		return old.SetBudget(budget)
+	}
+	dc, err := cache.NewDequantCache(budget)
+	if err != nil {
+		return err
+	}
+	m.caches.dequant.Store(dc)
+	return nil
+}
+
+// DequantWorkingSet is the f32 size in bytes of the weights the dequant
+// cache can hold: every matrix of every layer (the output matrix is used on
+// the prompt path for one row only, by the quantized kernels).
+func (m *Model) DequantWorkingSet() int64 {
+	var n int64
+	for i := range m.w.Layers {
+		for _, mt := range m.w.Layers[i].mats() {
+			n += 4 * int64(mt.Rows) * int64(mt.Cols)
+		}
+	}
+	return n
+}
+
+// mats lists a layer's weight matrices in the order the forward pass uses them.
+func (l *Layer) mats() []*Mat {
+	return []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown}
+}
+
+// CacheStats are a model's cache statistics since it was loaded.
+type CacheStats struct {
+	// PrefixEnabled reports whether prefix KV reuse is on. Prefix.TimeSaved
+	// is an estimate: reused tokens times the prompt time per evaluated
+	// token of the request that reused them.
+	PrefixEnabled bool
+	Prefix        cache.PrefixStats
+	// DequantEnabled reports whether the dequantized-weight cache is on.
+	DequantEnabled bool
+	Dequant        cache.DequantStats
+}
+
+// CacheStats returns the statistics of the model's caches.
+func (m *Model) CacheStats() CacheStats {
+	var cs CacheStats
+	if pc := m.caches.prefix; pc != nil {
+		cs.PrefixEnabled = true
+		cs.Prefix = pc.Stats()
+		m.caches.mu.Lock()
+		cs.Prefix.TimeSaved = m.caches.prefixSaved
+		m.caches.mu.Unlock()
+	}
+	if dc := m.caches.dequant.Load(); dc != nil {
+		cs.DequantEnabled = true
+		cs.Dequant = dc.Stats()
+	}
+	return cs
+}
+
+// lookupPrefix makes the session hold the longest prefix of prompt it can
+// get without evaluating: its own cached positions or a stored snapshot,
+// whichever is longer, and always leaves at least one prompt token to
+// evaluate. It returns the number of positions kept and whether they came
+// from the prefix cache.
+func (s *Session) lookupPrefix(prompt []int32) (int, bool, error) {
+	n := 0
+	for n < s.pos && n < len(prompt) && s.tokens[n] == prompt[n] {
+		n++
+	}
+	if n == len(prompt) {
+		n--
+	}
+	if pc := s.model.caches.prefix; pc != nil && len(prompt) > 1 {
+		// Only a longer prefix than the session's own is worth a copy. The
+		// lookup is counted in the statistics either way.
+		if c, snap, _ := pc.LongestCommon(prompt[:len(prompt)-1]); c > n {
+			if sn, ok := snap.(*Snapshot); ok && sn.model == s.model && c <= s.nCtx {
+				if err := s.restore(sn, c); err != nil {
+					return 0, false, err
+				}
+				return c, true, nil
+			}
+		}
+	}
+	if err := s.Truncate(n); err != nil {
+		return 0, false, err
+	}
+	return n, false, nil
+}
+
+// storePrefix keeps a snapshot of the session's current state for later
+// requests, unless one is stored for exactly these tokens.
+func (s *Session) storePrefix() {
+	pc := s.model.caches.prefix
+	if pc == nil || s.pos == 0 || pc.Contains(s.tokens[:s.pos]) {
+		return
+	}
+	sn := s.Snapshot()
+	pc.Put(sn.tokens, sn)
+}
+
+// notePrompt records that a Generate evaluated evaluated prompt tokens in d
+// after reusing reused positions from the prefix cache, and adds the
+// estimated time saved: reused tokens at the model's average prompt time per
+// token so far (an estimate: attention costs grow with the position, and
+// batch sizes change the per-token cost).
+func (m *Model) notePrompt(reused, evaluated int, d time.Duration) {
+	if m.caches.prefix == nil || evaluated <= 0 {
+		return
+	}
+	m.caches.mu.Lock()
+	defer m.caches.mu.Unlock()
+	m.caches.promptToks += int64(evaluated)
+	m.caches.promptTime += d
+	if reused > 0 {
+		perTok := float64(m.caches.promptTime) / float64(m.caches.promptToks)
+		m.caches.prefixSaved += time.Duration(perTok * float64(reused))
+	}
+}
+
+// dequantOps looks up the f32 weights of ops in the dequant cache for a
+// batch of ntok tokens: w[i] is nil where the quantized kernels must run.
+func (s *Session) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
+	dc := s.model.caches.dequant.Load()
+	if dc == nil || ntok < dequantMinBatch {
+		return nil, nil
+	}
+	var w [][]float32
+	for i, op := range ops {
+		mt := op.m
+		if mt.Type == kernels.F32 {
+			continue // already f32 in the file: nothing to gain
+		}
+		f, ok, err := dc.TryGet(s.model.caches.dequantID, mt.Name, mt.Rows*mt.Cols, func(dst []float32) error {
+			return kernels.Dequant(mt.Type, mt.Data, dst)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if w == nil {
+				w = make([][]float32, len(ops))
+			}
+			w[i] = f
+		}
+	}
+	return w, nil
+}
+
+// prefetchLayer starts the background dequantization of layer li's matrices
+// (when the dequant cache is on and the batch is large enough to use them).
+func (s *Session) prefetchLayer(li, ntok int) {
+	dc := s.model.caches.dequant.Load()
+	if dc == nil || ntok < dequantMinBatch || li >= len(s.model.w.Layers) {
+		return
+	}
+	mats := s.model.w.Layers[li].mats()
+	items := make([]cache.PrefetchItem, 0, len(mats))
+	for _, mt := range mats {
+		if mt.Type == kernels.F32 {
+			continue
+		}
+		items = append(items, cache.PrefetchItem{Tensor: mt.Name, Type: mt.Type, Data: mt.Data, N: mt.Rows * mt.Cols})
+	}
+	// Items are valid by construction (checked at load); an error here only
+	// means no prefetch, and TryGet loads the tensors itself.
+	_ = dc.Prefetch(s.model.caches.dequantID, items)
+}
