@@ -385,11 +385,44 @@ K_Q32_DOT4(k_dot4_q4_0, k_block_q4_0, k_q4_0_lanes)
 K_Q32_DOT4(k_dot4_q5_0, k_block_q5_0, k_q5_0_lanes)
 K_Q32_DOT4(k_dot4_q8_0, k_block_q8_0, k_q8_0_lanes)
 
+/* 4 weight rows x 1 token for the 32-element formats: four independent FMA
+ * chains instead of one (a single row is bound by the FMA latency: one
+ * dependent FMA pair per 34-byte block). Per row the same operations in the
+ * same order as the single-token dot. */
+#define K_Q32_ROWS4(name, wblock, lanes_fn)                                                    \
+    static void K_NAME(name)(int64_t n, const void *w, size_t row_bytes, const void *a,        \
+                             float out[4]) {                                                   \
+        const k_block_q8_0 *y = (const k_block_q8_0 *)a;                                       \
+        const wblock *x0 = (const wblock *)w;                                                  \
+        const wblock *x1 = (const wblock *)((const char *)w + row_bytes);                      \
+        const wblock *x2 = (const wblock *)((const char *)w + 2 * row_bytes);                  \
+        const wblock *x3 = (const wblock *)((const char *)w + 3 * row_bytes);                  \
+        float32x4_t l0 = vdupq_n_f32(0), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0; \
+        for (int64_t i = 0; i < n / K_QK; i++) {                                               \
+            const float yd = k_h2f(y[i].d);                                                    \
+            k_lanes8 s;                                                                        \
+            float32x4_t d;                                                                     \
+            s = lanes_fn(&x0[i], &y[i]); d = vdupq_n_f32(k_h2f(x0[i].d) * yd);                 \
+            l0 = vfmaq_f32(l0, vcvtq_f32_s32(s.lo), d); h0 = vfmaq_f32(h0, vcvtq_f32_s32(s.hi), d); \
+            s = lanes_fn(&x1[i], &y[i]); d = vdupq_n_f32(k_h2f(x1[i].d) * yd);                 \
+            l1 = vfmaq_f32(l1, vcvtq_f32_s32(s.lo), d); h1 = vfmaq_f32(h1, vcvtq_f32_s32(s.hi), d); \
+            s = lanes_fn(&x2[i], &y[i]); d = vdupq_n_f32(k_h2f(x2[i].d) * yd);                 \
+            l2 = vfmaq_f32(l2, vcvtq_f32_s32(s.lo), d); h2 = vfmaq_f32(h2, vcvtq_f32_s32(s.hi), d); \
+            s = lanes_fn(&x3[i], &y[i]); d = vdupq_n_f32(k_h2f(x3[i].d) * yd);                 \
+            l3 = vfmaq_f32(l3, vcvtq_f32_s32(s.lo), d); h3 = vfmaq_f32(h3, vcvtq_f32_s32(s.hi), d); \
+        }                                                                                      \
+        out[0] = k_hsum8(l0, h0); out[1] = k_hsum8(l1, h1);                                    \
+        out[2] = k_hsum8(l2, h2); out[3] = k_hsum8(l3, h3);                                    \
+    }
+
+K_Q32_ROWS4(k_rows4_q4_0, k_block_q4_0, k_q4_0_lanes)
+K_Q32_ROWS4(k_rows4_q5_0, k_block_q5_0, k_q5_0_lanes)
+K_Q32_ROWS4(k_rows4_q8_0, k_block_q8_0, k_q8_0_lanes)
+
 /* The tile: groups of 4 tokens against every row of the tile (the rows stay
- * in cache across the tokens), the remaining tokens one at a time. */
-#define K_MM_TILE(tname, dot4, dot1)                                                           \
-    void K_NAME(tname)(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,  \
-                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {         \
+ * in cache across the tokens); each remaining token (k_matvec: the only one)
+ * against the rows, 4 rows at a time where a rows4 kernel exists. */
+#define K_MM_TILE_BODY(dot4, dot1, ROWS4)                                                      \
         const char *wb = (const char *)w, *ab = (const char *)a;                               \
         int64_t t = 0;                                                                         \
         for (; t + K_NT <= ntok; t += K_NT) {                                                  \
@@ -400,15 +433,34 @@ K_Q32_DOT4(k_dot4_q8_0, k_block_q8_0, k_q8_0_lanes)
                 for (int k = 0; k < K_NT; k++) y[(t + k) * y_stride + r] = o[k];               \
             }                                                                                  \
         }                                                                                      \
-        for (; t < ntok; t++)                                                                  \
-            for (int64_t r = 0; r < nr; r++)                                                   \
-                y[t * y_stride + r] = K_NAME(dot1)(n, wb + (size_t)r * row_bytes,              \
-                                                   ab + (size_t)t * a_row_bytes);              \
+        for (; t < ntok; t++) {                                                                \
+            const char *at = ab + (size_t)t * a_row_bytes;                                     \
+            int64_t r = 0;                                                                     \
+            ROWS4                                                                              \
+            for (; r < nr; r++)                                                                \
+                y[t * y_stride + r] = K_NAME(dot1)(n, wb + (size_t)r * row_bytes, at);         \
+        }
+
+#define K_MM_TILE(tname, dot4, dot1)                                                           \
+    void K_NAME(tname)(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,  \
+                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {         \
+        K_MM_TILE_BODY(dot4, dot1, )                                                           \
+    }
+
+#define K_MM_TILE_R4(tname, dot4, dot1, rows4)                                                 \
+    void K_NAME(tname)(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,  \
+                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {         \
+        K_MM_TILE_BODY(dot4, dot1,                                                             \
+            for (; r + 4 <= nr; r += 4) {                                                      \
+                float o[4];                                                                    \
+                K_NAME(rows4)(n, wb + (size_t)r * row_bytes, row_bytes, at, o);                \
+                for (int k = 0; k < 4; k++) y[t * y_stride + r + k] = o[k];                    \
+            })                                                                                 \
     }
 
 K_MM_TILE(k_mm_q4_k, k_dot4_q4_k, k_dot_q4_k_q8_k)
 K_MM_TILE(k_mm_q5_k, k_dot4_q5_k, k_dot_q5_k_q8_k)
 K_MM_TILE(k_mm_q6_k, k_dot4_q6_k, k_dot_q6_k_q8_k)
-K_MM_TILE(k_mm_q4_0, k_dot4_q4_0, k_dot_q4_0_q8_0)
-K_MM_TILE(k_mm_q5_0, k_dot4_q5_0, k_dot_q5_0_q8_0)
-K_MM_TILE(k_mm_q8_0, k_dot4_q8_0, k_dot_q8_0_q8_0)
+K_MM_TILE_R4(k_mm_q4_0, k_dot4_q4_0, k_dot_q4_0_q8_0, k_rows4_q4_0)
+K_MM_TILE_R4(k_mm_q5_0, k_dot4_q5_0, k_dot_q5_0_q8_0, k_rows4_q5_0)
+K_MM_TILE_R4(k_mm_q8_0, k_dot4_q8_0, k_dot_q8_0_q8_0, k_rows4_q8_0)
