@@ -20,9 +20,9 @@
  * exact, so only the float steps must match, and they do: NEON and AVX2 give
  * the same bits (csrc/tests checks both against one scalar model).
  *
- * Note for editors: csrc/ includes this file from a sub-directory, so the Go
- * build cache does not see edits here when rebuilding package csrc: run
- * `go clean -cache` (or touch csrc/dot_neon_arm64.c) after changing it.
+ * Note for editors: csrc/ includes this file from a sub-directory, which the
+ * Go build cache would not hash for package csrc; csrc/dotbody_arm64.go
+ * embeds it so that edits here rebuild both packages.
  */
 #include <arm_neon.h>
 #include <math.h>
