@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/runtime"
@@ -13,6 +14,20 @@ import (
 type RuntimeBackend struct {
 	// ContextLength caps every model's context (0: the runtime's default).
 	ContextLength int
+	// PrefixCache is each model's prefix KV cache budget in bytes (0: the
+	// runtime's default, runtime.DefaultPrefixCache; negative: off). It lets
+	// a request that shares a prefix with an earlier one (another
+	// conversation's turn, a common system prompt) evaluate only its new
+	// tokens.
+	PrefixCache int64
+	// DequantCache is each model's dequantized-weight cache budget in bytes
+	// (0: off); DequantCacheFraction > 0 sizes it instead as that fraction
+	// of the model's f32 working set (runtime.Model.DequantWorkingSet).
+	DequantCache         int64
+	DequantCacheFraction float64
+	// Caches, if set, gathers the cache statistics of the models this
+	// backend loads, for Server.RegisterStats.
+	Caches *CacheStats
 }
 
 // Inspect reads the metadata of a GGUF file without loading its weights.
@@ -41,9 +56,16 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 
 // Load prepares a model for generation.
 func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
-	m, err := runtime.Load(path, runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength})
+	m, err := runtime.Load(path, runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength,
+		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache})
 	if err != nil {
 		return nil, err
+	}
+	if b.DequantCacheFraction > 0 {
+		if err := m.SetDequantCache(int64(b.DequantCacheFraction * float64(m.DequantWorkingSet()))); err != nil {
+			m.Close()
+			return nil, err
+		}
 	}
 	info, tok := m.Info(), m.Tokenizer()
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
@@ -54,20 +76,26 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	if id := tok.EOS(); id >= 0 {
 		meta.EOSText = tok.TokenText(id)
 	}
-	return &runtimeModel{m: m, meta: meta}, nil
+	b.Caches.add(m)
+	return &runtimeModel{m: m, meta: meta, caches: b.Caches}, nil
 }
 
 // runtimeModel adapts *runtime.Model. It keeps one session so that a
 // conversation's next turn reuses the KV cache of the shared prefix; the
 // server never runs two generations on one model at once.
 type runtimeModel struct {
-	m    *runtime.Model
-	meta ModelMeta
-	sess *runtime.Session
+	m      *runtime.Model
+	meta   ModelMeta
+	sess   *runtime.Session
+	caches *CacheStats
 }
 
 func (r *runtimeModel) Meta() ModelMeta { return r.meta }
-func (r *runtimeModel) Close() error    { return r.m.Close() }
+
+func (r *runtimeModel) Close() error {
+	r.caches.remove(r.m)
+	return r.m.Close()
+}
 
 func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText func(string) error) (*GenerateResult, error) {
 	tok := r.m.Tokenizer()
@@ -105,4 +133,112 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		r.sess = nil
 	}
 	return out, err
+}
+
+// CacheStats gathers the cache statistics of every model a RuntimeBackend
+// loads: Prefix and Dequant sum the counters of the loaded models plus
+// those of models already unloaded (hits, misses, evictions, time saved ...)
+// and report what the loaded models hold now (entries, bytes, budget).
+// Register them with Server.RegisterStats. A nil *CacheStats ignores models.
+type CacheStats struct {
+	mu      sync.Mutex
+	live    map[*runtime.Model]struct{}
+	retired map[string]map[string]float64 // "prefix", "dequant": counters of unloaded models
+}
+
+// NewCacheStats returns an empty collector.
+func NewCacheStats() *CacheStats {
+	return &CacheStats{live: map[*runtime.Model]struct{}{},
+		retired: map[string]map[string]float64{"prefix": {}, "dequant": {}}}
+}
+
+func (c *CacheStats) add(m *runtime.Model) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live[m] = struct{}{}
+}
+
+func (c *CacheStats) remove(m *runtime.Model) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.live[m]; !ok {
+		return
+	}
+	delete(c.live, m)
+	p, d := cacheMaps(m)
+	for k, v := range p {
+		if cumulativeStat[k] {
+			c.retired["prefix"][k] += v
+		}
+	}
+	for k, v := range d {
+		if cumulativeStat[k] {
+			c.retired["dequant"][k] += v
+		}
+	}
+}
+
+// cumulativeStat marks the counters that keep counting after a model is
+// unloaded; the others (entries, bytes, peak_bytes, budget) describe what
+// is held now.
+var cumulativeStat = map[string]bool{
+	"hits": true, "misses": true, "loads": true, "shared": true, "load_errors": true, "evictions": true,
+	"rejected": true, "uncacheable": true, "load_time_seconds": true, "time_saved_seconds": true,
+	"tokens_looked_up": true, "tokens_reused": true, "prefetches": true, "prefetched": true, "prefetch_errors": true,
+}
+
+// cacheMaps flattens a model's cache statistics (nil maps for caches that are off).
+func cacheMaps(m *runtime.Model) (prefix, dequant map[string]float64) {
+	cs := m.CacheStats()
+	if cs.PrefixEnabled {
+		prefix = StatsMap(cs.Prefix)
+	}
+	if cs.DequantEnabled {
+		dequant = StatsMap(cs.Dequant)
+	}
+	return prefix, dequant
+}
+
+// Prefix is the prefix KV cache's statistics provider for RegisterStats.
+func (c *CacheStats) Prefix() map[string]float64 { return c.sum("prefix") }
+
+// Dequant is the dequantized-weight cache's statistics provider for RegisterStats.
+func (c *CacheStats) Dequant() map[string]float64 { return c.sum("dequant") }
+
+func (c *CacheStats) sum(which string) map[string]float64 {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]float64{"models": 0}
+	for k, v := range c.retired[which] {
+		out[k] += v
+	}
+	for m := range c.live {
+		p, d := cacheMaps(m)
+		st := p
+		if which == "dequant" {
+			st = d
+		}
+		if st == nil {
+			continue
+		}
+		out["models"]++
+		for k, v := range st {
+			out[k] += v
+		}
+	}
+	if n := out["hits"] + out["misses"]; n > 0 {
+		out["hit_rate"] = out["hits"] / n
+	} else {
+		out["hit_rate"] = 0
+	}
+	return out
 }

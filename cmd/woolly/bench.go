@@ -28,6 +28,8 @@ type benchResult struct {
 	TokensPerS float64   `json:"tokens_per_s"`
 	Stddev     float64   `json:"stddev"`
 	Samples    []float64 `json:"samples"`
+	// DequantCacheBudget repeats the report's --dequant-cache budget (bytes, 0: off).
+	DequantCacheBudget int64 `json:"dequant_cache_budget"`
 }
 
 type benchReport struct {
@@ -42,6 +44,10 @@ type benchReport struct {
 	// the embedding is also the output matrix.
 	BytesPerToken int64         `json:"bytes_per_token"`
 	Results       []benchResult `json:"results"`
+	// DequantCacheBudget is the --dequant-cache budget in bytes (0: off);
+	// Caches the caches' statistics after the last thread count's tests.
+	DequantCacheBudget int64      `json:"dequant_cache_budget"`
+	Caches             *cacheJSON `json:"caches,omitempty"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -55,6 +61,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	bandwidth := fs.Bool("bandwidth", false, "measure memory read bandwidth instead (all threads stream-read a buffer)")
 	bwMiB := fs.Int("bw-size", 1024, "buffer size for --bandwidth, MiB")
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
+	dequantS := dequantFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: woolly bench -m MODEL [-p 128] [-n 64] [-t LIST] [-r 3] [--json]")
 		fmt.Fprintln(stderr, "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
@@ -93,6 +100,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	dq, err := parseDequantCache(*dequantS)
+	if err != nil {
+		return err
+	}
 	if *reps < 1 {
 		return fmt.Errorf("-r %d: need at least 1 repetition", *reps)
 	}
@@ -119,10 +130,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 7), strings.Repeat("-", 15))
 	}
 	for _, nt := range threads {
-		m, err := wrt.Load(*model, wrt.LoadOptions{Threads: nt})
+		m, err := wrt.Load(*model, wrt.LoadOptions{Threads: nt, PrefixCache: -1})
 		if err != nil {
 			return err
 		}
+		if err := dq.apply(m); err != nil {
+			m.Close()
+			return err
+		}
+		rep.DequantCacheBudget = dq.budget(m)
 		info := m.Info()
 		rep.Model, rep.FileType, rep.SizeBytes, rep.Params = info.Name, info.FileType, info.SizeBytes, info.NParams
 		// One session sized for the longest test; Reset empties it between runs.
@@ -205,13 +221,18 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				samples = append(samples, float64(ntok)/(float64(ns)/1e9))
 			}
 			mean, sd := meanStddev(samples)
-			res := benchResult{Threads: info.Threads, Test: tc.name, TokensPerS: mean, Stddev: sd, Samples: samples}
+			res := benchResult{Threads: info.Threads, Test: tc.name, TokensPerS: mean, Stddev: sd, Samples: samples, DequantCacheBudget: rep.DequantCacheBudget}
 			rep.Results = append(rep.Results, res)
 			if !*asJSON {
 				name := fmt.Sprintf("%s %s %s", info.Architecture, paramsLabel(info.NParams), info.FileType)
 				fmt.Fprintf(stdout, "| %-28s | %6.2f MiB | %6.2f B | %-12s | %7d | %8s | %8.2f ± %5.2f |\n",
 					name, float64(info.SizeBytes)/(1<<20), float64(info.NParams)/1e9, rep.Kernels, res.Threads, tc.name, mean, sd)
 			}
+		}
+		cj := cacheStatsJSON(m)
+		rep.Caches = &cj
+		if !*asJSON && rep.DequantCacheBudget > 0 {
+			printCacheStats(stdout, m)
 		}
 		m.Close()
 	}

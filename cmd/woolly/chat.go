@@ -34,6 +34,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
+	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
+	prefixS := prefixFlag(fs, "256M")
+	dequantS := dequantFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,11 +46,22 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx})
+	prefixB, err := parsePrefixCache(*prefixS)
+	if err != nil {
+		return err
+	}
+	dq, err := parseDequantCache(*dequantS)
+	if err != nil {
+		return err
+	}
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, PrefixCache: prefixB})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	if err := dq.apply(m); err != nil {
+		return err
+	}
 	tok := m.Tokenizer()
 	bos, eos := "", ""
 	if id := tok.BOS(); id >= 0 {
@@ -113,6 +127,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(stdout)
+		if *verbose {
+			printCacheStats(stderr, m)
+		}
 		switch reason {
 		case "cancel":
 			fmt.Fprintln(stderr, "woolly chat: answer stopped")

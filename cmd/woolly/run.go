@@ -40,7 +40,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	verbose := fs.Bool("verbose", false, "print model details to stderr")
+	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
+	prefixS := prefixFlag(fs, "0") // one generation per process: nothing to reuse unless asked
+	dequantS := dequantFlag(fs)
 	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
@@ -67,12 +69,24 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	prefixB, err := parsePrefixCache(*prefixS)
+	if err != nil {
+		return err
+	}
+	dq, err := parseDequantCache(*dequantS)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, Attention: mode})
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, Attention: mode,
+		PrefixCache: prefixB})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	if err := dq.apply(m); err != nil {
+		return err
+	}
 	if *verbose {
 		inf := m.Info()
 		fmt.Fprintf(stderr, "model: %s (%s, %s, %d params, %d layers, vocab %d), context %d, %d threads, loaded in %v\n",
@@ -101,6 +115,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	res, err := m.Generate(ctx, opts, onTok)
 	if err != nil {
 		return err
+	}
+	if *verbose {
+		defer printCacheStats(stderr, m)
 	}
 	pps := perSecond(len(res.PromptTokens)-res.CachedTokens, res.PromptDuration)
 	gps := perSecond(len(res.Tokens), res.GenDuration)

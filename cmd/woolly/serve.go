@@ -79,6 +79,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	keepS := fs.String("keep-alive", envOr("WOOLLY_KEEP_ALIVE", "5m"), "how long an idle model stays loaded (0: unload after each request, -1: forever; env WOOLLY_KEEP_ALIVE)")
 	threads := fs.Int("t", threadsDef, "threads per model (0: physical cores; env WOOLLY_THREADS)")
 	nctx := fs.Int("c", 0, "context length cap per model (0: the model's, at most the runtime's default)")
+	prefixS := prefixFlag(fs, envOr("WOOLLY_PREFIX_CACHE", "256M")) // env WOOLLY_PREFIX_CACHE
+	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
+		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,14 +111,28 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if maxQueue == 0 {
 		maxQueue = -1 // no waiting
 	}
+	prefixB, err := parsePrefixCache(*prefixS)
+	if err != nil {
+		return err
+	}
+	dq, err := parseDequantCache(*dequantS)
+	if err != nil {
+		return err
+	}
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
+	caches := server.NewCacheStats()
 	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue,
 		Timeout: timeout, KeepAlive: keep, Threads: *threads, Logger: logger},
-		server.RuntimeBackend{ContextLength: *nctx})
+		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefixB, DequantCache: dq.bytes,
+			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	// /metrics: woolly_prefix_cache_* and woolly_dequant_cache_* (hits,
+	// misses, hit_rate, evictions, bytes, budget, time_saved_seconds, ...).
+	srv.RegisterStats("prefix_cache", caches.Prefix)
+	srv.RegisterStats("dequant_cache", caches.Dequant)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(port)))
 	if err != nil {
