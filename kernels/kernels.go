@@ -5,6 +5,20 @@
 // short slice ever reaches C, and crosses the cgo boundary once per call.
 //
 // Functions are safe to call concurrently on disjoint outputs.
+//
+// Kernel sets (Impl, Available, Use; WOOLLY_KERNELS=ref forces ref): "ref"
+// (portable C), "avx2" (AVX2+FMA+F16C), "avx512" (adds AVX-512 VL/BW/VNNI
+// integer dots), "neon" / "neon-dotprod" on arm64. The best one is chosen at
+// init from golang.org/x/sys/cpu (GODEBUG=cpu.avx2=off disables the x86 sets).
+//
+// Numerics: dequantization is bit-identical to ggml on every set. Activation
+// quantization (Q8_K, Q8_0, F16) follows shared/docs/formats.md and gives the
+// same bytes on every set. Dot products (MatVec, MatMulQ) sum in the
+// reference build's order (llama.cpp x86: ggml vec_dot / tinyBLAS_Q0), so on
+// amd64 ref, avx2 and avx512 give the same bits, and MatMulQ equals MatVec
+// bit for bit. AttentionF16Acc reproduces the reference's f16-accumulating
+// flash attention; Attention, Softmax and SiLUMul on SIMD sets use a vector
+// exp (about 1 ulp) and differ from ref in the last bits.
 package kernels
 
 /*
