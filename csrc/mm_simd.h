@@ -326,15 +326,120 @@ KT static void rows4_q5_0(int64_t n, const char *w, size_t rb, const void *a, fl
     rows4_q0(dec_q5_0, sizeof(k_block_q5_0), n, w, rb, a, out);
 }
 
+/* ---- Q4_K, 4 rows x 1 token (MatVec): the activation loads and bsum
+ * pairs are shared by the 4 rows; per row the operations and their order are
+ * those of the single-row kernel (same bits). ---- */
+KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4];
+    __m128 accm[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) { acc[r] = _mm256_setzero_ps(); accm[r] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float yd = y[i].d;
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        const k_block_q4_k *x[4];
+        __m256i sc[4], sumi[4];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
+            const char *nx = (const char *)x[r] + 4 * row_bytes; /* next row group (see rows4_q0) */
+            _mm_prefetch(nx, _MM_HINT_T0);
+            _mm_prefetch(nx + 64, _MM_HINT_T0);
+            _mm_prefetch(nx + 128, _MM_HINT_T0);
+            uint32_t u[4];
+            k_q4k_unpack_scales(x[r]->scales, u);
+            const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
+            accm[r] = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[r]->dmin) * yd), _mm_cvtepi32_ps(pm), accm[r]);
+            sc[r] = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+            sumi[r] = _mm256_setzero_si256();
+        }
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m256i alo = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c));
+            const __m256i ahi = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32));
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < 4; r++) {
+                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * c));
+                const __m256i p0 = _mm256_maddubs_epi16(_mm256_and_si256(q4, m4), alo);
+                const __m256i p1 = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), ahi);
+                sumi[r] = ACC_MADD16(sumi[r], p0, k_bcast16_avx2(sc[r], 2 * c));
+                sumi[r] = ACC_MADD16(sumi[r], p1, k_bcast16_avx2(sc[r], 2 * c + 1));
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++)
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[r]->d) * yd), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
+}
+
+/* ---- Q6_K, 4 rows x 1 token (MatVec): per row the operations and their
+ * order are those of the single-row kernel (same bits); four independent
+ * rows per pass, the next row group prefetched (see rows4_q0). ---- */
+KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    __m256 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const k_block_q6_k *x = (const k_block_q6_k *)(w + (size_t)r * row_bytes) + i;
+            const char *nx = (const char *)x + 4 * row_bytes;
+            _mm_prefetch(nx, _MM_HINT_T0);
+            _mm_prefetch(nx + 64, _MM_HINT_T0);
+            _mm_prefetch(nx + 128, _MM_HINT_T0);
+            _mm_prefetch(nx + 192, _MM_HINT_T0);
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)x->scales);
+            const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), bs);
+            __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            _Pragma("GCC unroll 2")
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = x->ql + 64 * h;
+                const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
+                const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+                __m256i q[4];
+                q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+                q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+                const int8_t *qa = y[i].qs + 128 * h;
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < 4; k++) {
+                    const int j = 4 * h + k;
+                    const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
+                    const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+                    const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
+                    sumi = ACC_MADD16(sumi, p, sv);
+                }
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x->d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
+}
+
 #define TILE(name, dot4, rows4, dot1)                                                                \
     void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
               size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
         mm_tile(dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);          \
     }
 
-TILE(KFN(k_mm_q4_k), dot4_q4_k, NULL, KFN(k_dot_q4_k_q8_k))
+TILE(KFN(k_mm_q4_k), dot4_q4_k, rows4_q4_k, KFN(k_dot_q4_k_q8_k))
 TILE(KFN(k_mm_q5_k), dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
-TILE(KFN(k_mm_q6_k), dot4_q6_k, NULL, KFN(k_dot_q6_k_q8_k))
+TILE(KFN(k_mm_q6_k), dot4_q6_k, rows4_q6_k, KFN(k_dot_q6_k_q8_k))
 TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
 TILE(KFN(k_mm_q4_0), dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
 TILE(KFN(k_mm_q5_0), dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
