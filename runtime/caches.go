@@ -297,8 +297,11 @@ func (s *Session) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
 	var w [][]float32
 	for i, op := range ops {
 		mt := op.m
-		if mt.Type == kernels.F32 {
-			continue // already f32 in the file: nothing to gain
+		if mt.Type == kernels.F32 || mt == &s.model.w.Output {
+			// Already f32 in the file, or the output matrix (one row per
+			// prompt except for all-logits evaluations): the cache holds
+			// the layer matrices only (DequantWorkingSet).
+			continue
 		}
 		f, ok, err := dc.TryGet(s.model.caches.dequantID, mt.Name, mt.Rows*mt.Cols, func(dst []float32) error {
 			return kernels.Dequant(mt.Type, mt.Data, dst)

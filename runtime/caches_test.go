@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -279,5 +280,53 @@ func TestPrefixReuseTTFT(t *testing.T) {
 			}
 		}
 		t.Logf("prefix cache %d: follow-up of 20 tokens after 400: TTFT %v (best of 3; prefix cache: %v)", pc, best, m.CacheStats().Prefix)
+	}
+}
+
+// TestCachesConcurrent: sessions sharing a cache (restoring the same
+// snapshots; filling and reading the dequant cache) give the results of a
+// lone run. Run with -race. (The two caches are on different models: with
+// the dequant cache on, reuse changes which batches take the f32 path.)
+func TestCachesConcurrent(t *testing.T) {
+	plain := loadShared(t, "stories260K-Q8_0", LoadOptions{PrefixCache: -1})
+	pm := loadShared(t, "stories260K-Q8_0", LoadOptions{})
+	dm := loadShared(t, "stories260K-Q8_0", LoadOptions{PrefixCache: -1, DequantCache: 1 << 30})
+	o := GenerateOptions{Tokens: randomTokens(plain, 40, 21), MaxTokens: 6, Sampler: SamplerOptions{Temperature: 0}}
+	ctx := context.Background()
+	wantP, err := plain.Generate(ctx, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantD, err := dm.Generate(ctx, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pm.Generate(ctx, o, nil); err != nil { // stores the snapshot the others restore
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		m, want := pm, wantP
+		if i%2 == 1 {
+			m, want = dm, wantD
+		}
+		go func() {
+			res, err := m.Generate(ctx, o, nil)
+			if err == nil && !slices.Equal(res.Tokens, want.Tokens) {
+				err = fmt.Errorf("concurrent run gave %v, want %v (reused %d)", res.Tokens, want.Tokens, res.CachedTokens)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := pm.CacheStats(); st.Prefix.Hits == 0 {
+		t.Fatalf("prefix cache unused: %+v", st.Prefix)
+	}
+	if st := dm.CacheStats(); st.Dequant.Hits == 0 {
+		t.Fatalf("dequant cache unused: %+v", st.Dequant)
 	}
 }
