@@ -239,9 +239,10 @@ func (s *Session) lookupPrefix(prompt []int32) (int, bool, error) {
 	if n == len(prompt) {
 		n--
 	}
-	if pc := s.model.caches.prefix; pc != nil && len(prompt) > 1 {
-		// Only a longer prefix than the session's own is worth a copy. The
-		// lookup is counted in the statistics either way.
+	if pc := s.model.caches.prefix; pc != nil && n < len(prompt)-1 {
+		// Only a longer prefix than the session's own is worth a copy (the
+		// cache counts a hit whenever it finds a shared prefix; the time
+		// saved counts restores only).
 		if c, snap, _ := pc.LongestCommon(prompt[:len(prompt)-1]); c > n {
 			if sn, ok := snap.(*Snapshot); ok && sn.model == s.model && c <= s.nCtx {
 				if err := s.restore(sn, c); err != nil {
