@@ -1,21 +1,21 @@
 /* attn_f16_ref.c — reference of k_attention_f16acc (see kernels.h): causal
- * attention with the reference build's f16-accumulating flash-attention
- * numerics. Scalar, exact: fmaf for the fused steps, every f16 rounding
- * through k_f32_to_f16. */
-#include <math.h>
-#include "kernels.h"
+ * attention over an f16 KV cache with the reference build's f16-accumulating
+ * flash-attention numerics (fewer than 64 query rows). Scalar, exact: fmaf
+ * for the fused steps, every f16 rounding through k_f32_to_f16. */
+#include "attn_common.h"
 
 static inline float f16r(float x) { return k_f16_to_f32(k_f32_to_f16(x)); }
 
 /* dot_f16: 4 accumulators x 16 lanes of FMA over the first np elements
  * (np a multiple of 64), fixed reduction tree, the rest in double. */
-static float dot_f16(const float *x, const float *y, int64_t n, int64_t np) {
+static float dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
     double sum = 0;
     if (np > 0) {
         float a[4][16] = {{0}};
         for (int64_t i = 0; i < np; i += 64)
             for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 16; l++) a[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], a[j][l]);
+                for (int l = 0; l < 16; l++)
+                    a[j][l] = fmaf(x[i + 16 * j + l], k_f16_to_f32(y[i + 16 * j + l]), a[j][l]);
         for (int l = 0; l < 16; l++) {
             a[0][l] += a[2][l];
             a[1][l] += a[3][l];
@@ -26,7 +26,7 @@ static float dot_f16(const float *x, const float *y, int64_t n, int64_t np) {
         sum = (double)a[0][0];
     }
     for (int64_t i = np; i < n; i++) {
-        float p = x[i] * y[i];
+        float p = x[i] * k_f16_to_f32(y[i]);
         sum += (double)p;
     }
     return (float)sum;
@@ -34,7 +34,7 @@ static float dot_f16(const float *x, const float *y, int64_t n, int64_t np) {
 
 void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
-                            const float *k, const float *v, int64_t kv_stride,
+                            const k_half *k, const k_half *v, int64_t kv_stride,
                             float scale, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *acc) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
@@ -46,27 +46,22 @@ void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
             float S = 0, M = -INFINITY;
             for (int64_t i = 0; i < hd; i++) acc[i] = 0;
             for (int64_t p = 0; p < npos; p++) {
-                const float *kp = k + p * kv_stride + g * hd, *vp = v + p * kv_stride + g * hd;
+                const k_half *kp = k + p * kv_stride + g * hd, *vp = v + p * kv_stride + g * hd;
                 const float s = dot_f16(qh, kp, hd, np) * scale;
                 float ms = 1, vs = 1;
                 if (s > M) {
                     const float old = M;
                     M = s;
-                    ms = expf(old - M);
+                    ms = k_attn_expf(old - M);
                     for (int64_t i = 0; i < hd; i++) {
                         float m = acc[i] * ms;
                         acc[i] = f16r(m);
                     }
                 } else {
-                    vs = expf(s - M);
+                    vs = k_attn_expf(s - M);
                 }
-                for (int64_t i = 0; i < np; i++) acc[i] = f16r(fmaf(vp[i], vs, acc[i]));
-                for (int64_t i = np; i < hd; i++) {
-                    float pv = vp[i] * vs;
-                    acc[i] = f16r(acc[i] + pv);
-                }
-                float sm = S * ms;
-                S = sm + vs;
+                for (int64_t i = 0; i < hd; i++) acc[i] = f16r(fmaf(k_f16_to_f32(vp[i]), vs, acc[i]));
+                S = fmaf(S, ms, vs);
             }
             const float inv = S != 0 ? 1 / S : 0;
             float *o = out + t * out_stride + h * hd;

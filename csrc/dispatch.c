@@ -85,6 +85,7 @@ static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
     .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref,
     .add = k_add_ref, .scale = k_scale_ref, .attention_f16acc = k_attention_f16acc_ref,
+    .attention_tiled = k_attention_tiled_ref,
 };
 
 static int simd_impl(int impl) { return impl > K_IMPL_REF && impl < K_IMPL_MAX; }
@@ -222,12 +223,28 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
 
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
-                        const float *k, const float *v, int64_t kv_stride,
+                        const k_half *k, const k_half *v, int64_t kv_stride,
                         float scale, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch) {
     OP(impl, attention_f16acc)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
                                scale, out, out_stride, h0, h1, scratch);
 }
+
+void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                       int64_t head_dim, const float *q, int64_t q_stride,
+                       const k_half *k, const k_half *v, int64_t kv_stride,
+                       float scale, float *out, int64_t out_stride,
+                       int64_t h0, int64_t h1, float *scratch) {
+    OP(impl, attention_tiled)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
+                              scale, out, out_stride, h0, h1, scratch);
+}
+
+/* Scratch of the exact attention kernels, the largest any impl needs:
+ * f16acc: the accumulator plus scores / ms / vs of a 64-position chunk;
+ * tiled: a 64-position K tile (transposed) and V tile in f32, plus the
+ * accumulators, M and S of a block of 32 query rows and one tile of scores. */
+int64_t k_attention_f16acc_scratch(int64_t head_dim) { return head_dim + 3 * 64; }
+int64_t k_attention_tiled_scratch(int64_t head_dim) { return (2 * 64 + 32) * head_dim + 2 * 32 + 64; }
 
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps) {
     OP(impl, rmsnorm)(out, x, w, n, eps);

@@ -147,28 +147,49 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
                  float scale, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch);
 
-/* Causal GQA attention with the numerics of the reference build's CPU flash
- * attention for fewer than 64 query rows (llama.cpp AVX-512 build, f16 KV):
- * same arguments as k_attention; q, k, v must hold f16-representable values
- * (the caller rounds them). Per (token, head):
+/* Causal GQA attention over an f16 KV cache (k_half bits) with the numerics
+ * of the reference build's CPU flash attention for fewer than 64 query rows
+ * (llama.cpp AVX-512 build, f16 KV): arguments as k_attention, but k and v
+ * are f16 and q must hold f16-representable values (the caller rounds them).
+ * Per (token, head):
  *   s   = dot_f16(q, k[p]) * scale, where dot_f16 sums the first
  *         np = head_dim & ~63 elements in 4 accumulators x 16 lanes of f32 FMA
  *         (element i + 16j of each 64-step goes to accumulator j, lane i),
  *         reduced as a0+a2, a1+a3, then their sum, then lanes halving 8,4,2,1;
- *         the remaining elements are added in double; rounded to f32
+ *         the remaining elements' products are added in double; rounded to f32
  *   online softmax over p = 0 .. pos0+t: M (running max), S (f32 sum):
  *     s > M:  ms = expf(M_old - s), M = s, acc = f16(acc * ms), vs = 1
  *     else:   ms = 1, vs = expf(s - M)
- *     acc[i] = f16(fmaf(v[i], vs, acc[i]))  for i < np
- *     acc[i] = f16(acc[i] + v[i] * vs)       for i >= np (product rounded)
- *     S = (S * ms) + vs
+ *     acc[i] = f16(fmaf(v[i], vs, acc[i]))
+ *     S = fmaf(S, ms, vs)
  *   out = acc * (S != 0 ? 1/S : 0)        f16(x) = x rounded to f16 and back
- * scratch: head_dim floats. ref and SIMD impls give the same bits. */
+ * expf is glibc's algorithm (csrc/attn_common.h). scratch:
+ * k_attention_f16acc_scratch(head_dim) floats. Every impl gives the same bits. */
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
-                        const float *k, const float *v, int64_t kv_stride,
+                        const k_half *k, const k_half *v, int64_t kv_stride,
                         float scale, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch);
+int64_t k_attention_f16acc_scratch(int64_t head_dim);
+
+/* Causal GQA attention over an f16 KV cache with the numerics of the
+ * reference build's tiled CPU flash attention (64 or more query rows): same
+ * arguments as k_attention_f16acc, q in f32. Per (token, head), positions in
+ * tiles of 64 (the last one holds the n unmasked positions left):
+ *   kq[j] = (fmaf chain over d = 0..head_dim-1 of q[d] * k[j][d], from 0) * scale
+ *   tmax = max kq[j]; if tmax > M: ms = expf(M - tmax), acc *= ms, S *= ms, M = tmax
+ *   kq[j] = vexpf(kq[j] - M) (ggml_v_expf); per group of 16 lanes (lanes >= n
+ *           are 0) the lanes are reduced halving 8,4,2,1 in f32 and the group
+ *           sums added in double: S = (float)((double)S + sum)
+ *   acc[d] = fmaf(kq[j], v[j][d], acc[d]) for j = 0 .. n-1 in order
+ * out = acc * (S != 0 ? 1/S : 0). scratch: k_attention_tiled_scratch(head_dim)
+ * floats. Every impl gives the same bits. */
+void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                       int64_t head_dim, const float *q, int64_t q_stride,
+                       const k_half *k, const k_half *v, int64_t kv_stride,
+                       float scale, float *out, int64_t out_stride,
+                       int64_t h0, int64_t h1, float *scratch);
+int64_t k_attention_tiled_scratch(int64_t head_dim);
 
 /* ---- small ops ---------------------------------------------------------- */
 /* out = x * (1 / sqrtf(mean(x^2) + eps)) * w   (w may be NULL: no weight).
@@ -225,6 +246,11 @@ typedef void (*k_attention_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int6
                                const float *k, const float *v, int64_t kv_stride,
                                float scale, float *out, int64_t out_stride,
                                int64_t h0, int64_t h1, float *scratch);
+typedef void (*k_attn_h_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                            int64_t head_dim, const float *q, int64_t q_stride,
+                            const k_half *k, const k_half *v, int64_t kv_stride,
+                            float scale, float *out, int64_t out_stride,
+                            int64_t h0, int64_t h1, float *scratch);
 typedef void (*k_rmsnorm_fn)(float *out, const float *x, const float *w, int64_t n, float eps);
 typedef void (*k_rope_fn)(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                           const float *cos_t, const float *sin_t, int neox);
@@ -248,9 +274,14 @@ void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head
                      int64_t h0, int64_t h1, float *scratch);
 void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
-                            const float *k, const float *v, int64_t kv_stride,
+                            const k_half *k, const k_half *v, int64_t kv_stride,
                             float scale, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *scratch);
+void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                           int64_t head_dim, const float *q, int64_t q_stride,
+                           const k_half *k, const k_half *v, int64_t kv_stride,
+                           float scale, float *out, int64_t out_stride,
+                           int64_t h0, int64_t h1, float *scratch);
 void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps);
 void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                 const float *cos_t, const float *sin_t, int neox);
@@ -275,7 +306,8 @@ typedef struct {
     k_silu_mul_fn  silu_mul;
     k_add_fn       add;
     k_scale_fn     scale;
-    k_attention_fn attention_f16acc;
+    k_attn_h_fn    attention_f16acc;
+    k_attn_h_fn    attention_tiled;
 } k_arch_ops;
 
 k_dequant_fn      k_arch_get_dequant(int impl, int type);

@@ -168,20 +168,35 @@ func BenchmarkSgemm(b *testing.B) {
 	})
 }
 
-// Attention: one decode token at position 511, 32 heads / 8 kv heads, head_dim 128.
+// Attention: one decode token at position 511, 32 heads / 8 kv heads,
+// head_dim 128 (f32 and f16 caches), and a 512-row prompt for the tiled kernel.
 func BenchmarkAttention(b *testing.B) {
 	rng := rand.New(rand.NewSource(5))
 	const nh, nkv, hd, pos = 32, 8, 128, 511
 	p := &AttnParams{NTok: 1, Pos0: pos, NHead: nh, NHeadKV: nkv, HeadDim: hd, QStride: nh * hd, KVStride: nkv * hd,
 		OutStride: nh * hd, Scale: 0.088}
 	p.Q, p.K, p.V, p.Out = randomF32(nh*hd, rng), randomF32((pos+1)*nkv*hd, rng), randomF32((pos+1)*nkv*hd, rng), make([]float32, nh*hd)
-	scratch := make([]float32, pos+1)
+	h := &AttnF16Params{NTok: 1, Pos0: pos, NHead: nh, NHeadKV: nkv, HeadDim: hd, Q: p.Q, QStride: nh * hd,
+		K: make([]uint16, len(p.K)), V: make([]uint16, len(p.V)), KVStride: nkv * hd, Scale: 0.088, Out: p.Out, OutStride: nh * hd}
+	for i := range p.K {
+		h.K[i], h.V[i] = F32ToF16(p.K[i]), F32ToF16(p.V[i])
+	}
+	for i := range h.Q {
+		h.Q[i] = F16ToF32(F32ToF16(h.Q[i]))
+	}
+	scratch := make([]float32, max(pos+1, AttentionF16AccScratch(hd), AttentionTiledScratch(hd)))
+	prompt := *h
+	prompt.NTok, prompt.Pos0 = pos+1, 0
+	prompt.Q, prompt.Out = randomF32((pos+1)*nh*hd, rng), make([]float32, (pos+1)*nh*hd)
 	benchImpls(b, func(b *testing.B) {
 		b.Run(fmt.Sprintf("decode-pos%d", pos), func(b *testing.B) {
 			timed(b, int64(2*4*(pos+1)*nkv*hd), func() error { return Attention(p, 0, nh, scratch) })
 		})
 		b.Run(fmt.Sprintf("f16acc-decode-pos%d", pos), func(b *testing.B) {
-			timed(b, int64(2*4*(pos+1)*nkv*hd), func() error { return AttentionF16Acc(p, 0, nh, scratch) })
+			timed(b, int64(2*2*(pos+1)*nkv*hd), func() error { return AttentionF16Acc(h, 0, nh, scratch) })
+		})
+		b.Run(fmt.Sprintf("tiled-prompt%d", pos+1), func(b *testing.B) {
+			timed(b, int64(2*2*(pos+1)*nkv*hd), func() error { return AttentionTiled(&prompt, 0, nh, scratch) })
 		})
 	})
 }

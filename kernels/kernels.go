@@ -303,6 +303,15 @@ func checkAttn(op string, p *AttnParams, h0, h1 int, scratch []float32, scratchN
 	if p == nil {
 		return fmt.Errorf("kernels.%s: nil params", op)
 	}
+	return checkAttnLens(op, p, len(p.K), len(p.V), h0, h1, scratch, scratchNeed)
+}
+
+// checkAttnLens is checkAttn with the lengths of K and V given (their
+// element type varies); p.K and p.V are not read.
+func checkAttnLens(op string, p *AttnParams, lenK, lenV, h0, h1 int, scratch []float32, scratchNeed int) error {
+	if p == nil {
+		return fmt.Errorf("kernels.%s: nil params", op)
+	}
 	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
 		return fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
 	}
@@ -323,10 +332,10 @@ func checkAttn(op string, p *AttnParams, h0, h1 int, scratch []float32, scratchN
 	}
 	if int64(len(p.Q)) < need2D(p.NTok, h1*p.HeadDim, p.QStride) ||
 		int64(len(p.Out)) < need2D(p.NTok, h1*p.HeadDim, p.OutStride) ||
-		int64(len(p.K)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) ||
-		int64(len(p.V)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) {
+		int64(lenK) < need2D(npos, gEnd*p.HeadDim, p.KVStride) ||
+		int64(lenV) < need2D(npos, gEnd*p.HeadDim, p.KVStride) {
 		return fmt.Errorf("kernels.%s: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
-			op, len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0)
+			op, len(p.Q), lenK, lenV, len(p.Out), p.NTok, p.Pos0)
 	}
 	if len(scratch) < scratchNeed {
 		return fmt.Errorf("kernels.%s: scratch has %d floats, need %d", op, len(scratch), scratchNeed)
@@ -355,30 +364,93 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	return nil
 }
 
-// AttentionF16Acc is Attention with the numerics of the reference build's CPU
-// flash attention for fewer than 64 query rows (llama.cpp, f16 KV cache): K.Q
-// in a fixed 4x16-lane FMA order, online softmax with glibc expf, and the V
-// accumulator rounded to f16 after every update (the exact rule is in
-// csrc/kernels.h, k_attention_f16acc). Q, K and V must hold f16-representable
-// values (the caller rounds them). Every kernel set gives the same bits.
-// scratch needs HeadDim floats.
-func AttentionF16Acc(p *AttnParams, h0, h1 int, scratch []float32) error {
+// AttnF16Params describes one causal attention call over an f16 KV cache:
+// the fields of AttnParams, with K and V holding IEEE half-precision bits
+// (the layout of a llama.cpp-style f16 cache, read in place).
+type AttnF16Params struct {
+	NTok, Pos0, NHead, NHeadKV, HeadDim int
+	Q                                   []float32
+	QStride                             int
+	K, V                                []uint16
+	KVStride                            int
+	Scale                               float32
+	Out                                 []float32
+	OutStride                           int
+}
+
+func (p *AttnF16Params) check(op string, h0, h1 int, scratch []float32, scratchNeed int) error {
 	if p == nil {
-		return checkAttn("AttentionF16Acc", p, h0, h1, scratch, 0)
+		return fmt.Errorf("kernels.%s: nil params", op)
 	}
-	if err := checkAttn("AttentionF16Acc", p, h0, h1, scratch, p.HeadDim); err != nil {
+	shape := AttnParams{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
+		Q: p.Q, QStride: p.QStride, KVStride: p.KVStride, Out: p.Out, OutStride: p.OutStride}
+	return checkAttnLens(op, &shape, len(p.K), len(p.V), h0, h1, scratch, scratchNeed)
+}
+
+func hptr(h []uint16) *C.k_half {
+	if len(h) == 0 {
+		return nil
+	}
+	return (*C.k_half)(unsafe.Pointer(&h[0]))
+}
+
+// AttentionF16AccScratch is the scratch AttentionF16Acc needs (floats).
+func AttentionF16AccScratch(headDim int) int {
+	return int(C.k_attention_f16acc_scratch(C.int64_t(max(headDim, 0))))
+}
+
+// AttentionTiledScratch is the scratch AttentionTiled needs (floats).
+func AttentionTiledScratch(headDim int) int {
+	return int(C.k_attention_tiled_scratch(C.int64_t(max(headDim, 0))))
+}
+
+// AttentionF16Acc is causal grouped-query attention over an f16 KV cache
+// with the numerics of the reference build's CPU flash attention for fewer
+// than 64 query rows (llama.cpp, f16 KV cache): K.Q in a fixed 4x16-lane FMA
+// order, online softmax with glibc's expf, and the V accumulator rounded to
+// f16 after every update (the exact rule is in csrc/kernels.h,
+// k_attention_f16acc). Q must hold f16-representable values (the caller
+// rounds them). Every kernel set gives the same bits. scratch needs
+// AttentionF16AccScratch(HeadDim) floats.
+func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
+	if p == nil {
+		return p.check("AttentionF16Acc", h0, h1, scratch, 0)
+	}
+	if err := p.check("AttentionF16Acc", h0, h1, scratch, AttentionF16AccScratch(p.HeadDim)); err != nil {
 		return err
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
 	}
 	C.k_attention_f16acc(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
-		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
+		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), hptr(p.K), hptr(p.V), C.int64_t(p.KVStride),
 		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
 
-// cExpf is the C library's expf (tests re-derive AttentionF16Acc with it).
+// AttentionTiled is causal grouped-query attention over an f16 KV cache with
+// the numerics of the reference build's tiled CPU flash attention (64 or
+// more query rows): Q in f32, positions in tiles of 64, f32 FMA chains for
+// the scores and the V sums, ggml's vector exp inside a tile (the exact rule
+// is in csrc/kernels.h, k_attention_tiled). Every kernel set gives the same
+// bits. scratch needs AttentionTiledScratch(HeadDim) floats.
+func AttentionTiled(p *AttnF16Params, h0, h1 int, scratch []float32) error {
+	if p == nil {
+		return p.check("AttentionTiled", h0, h1, scratch, 0)
+	}
+	if err := p.check("AttentionTiled", h0, h1, scratch, AttentionTiledScratch(p.HeadDim)); err != nil {
+		return err
+	}
+	if p.NTok == 0 || h0 == h1 {
+		return nil
+	}
+	C.k_attention_tiled(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
+		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), hptr(p.K), hptr(p.V), C.int64_t(p.KVStride),
+		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+	return nil
+}
+
+// cExpf is the C library's expf (tests compare the kernels' expf with it).
 func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
 
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of

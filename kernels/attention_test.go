@@ -1,0 +1,314 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The exact attention kernels (AttentionF16Acc, AttentionTiled) are checked
+// bit for bit against Go re-derivations of their rules in csrc/kernels.h.
+// Every product that a rule rounds on its own is wrapped in float32() so that
+// Go never fuses it (it does on arm64); fused steps use fma32 (order_test.go).
+
+// goExpf is glibc's expf algorithm (32-entry table, cubic in double).
+func goExpf(x float32) float32 {
+	if !(x > -103) || x > 88 {
+		return float32(math.Exp(float64(x)))
+	}
+	z := float64(0x1.71547652b82fep+0*32) * float64(x)
+	kd := z + 0x1.8p+52
+	ki := math.Float64bits(kd)
+	kd -= 0x1.8p+52
+	r := z - kd
+	i := ki % 32
+	s := math.Float64frombits(math.Float64bits(math.Exp2(float64(i)/32)) - i<<47 + ki<<47)
+	p := float64(0x1.c6af84b912394p-5/32/32/32*r) + 0x1.ebfce50fac4f3p-3/32/32
+	y := float64(0x1.62e42ff0c52d6p-1/32*r) + 1
+	y = float64(p*float64(r*r)) + y
+	return float32(y * s)
+}
+
+// goVexpf is ggml_v_expf for one lane.
+func goVexpf(x float32) float32 {
+	const r = 0x1.8p23
+	z := fma32(x, 0x1.715476p+0, r)
+	n := z - r
+	if n > 192 || n < -192 {
+		return float32(math.Exp(float64(x)))
+	}
+	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	u := float32(b * b)
+	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
+		fma32(0x1.ffffecp-1, b, 1))
+	return float32(float64(j) * math.Ldexp(1, int(n)))
+}
+
+func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
+	out := append([]float32(nil), p.Out...)
+	hd, group := p.HeadDim, p.NHead/p.NHeadKV
+	np := hd &^ 63
+	dot := func(x []float32, y []uint16) float32 {
+		sum := 0.0
+		if np > 0 {
+			var a [4][16]float32
+			for i := 0; i < np; i += 64 {
+				for j := 0; j < 4; j++ {
+					for l := 0; l < 16; l++ {
+						a[j][l] = fma32(x[i+16*j+l], F16ToF32(y[i+16*j+l]), a[j][l])
+					}
+				}
+			}
+			var v [16]float32
+			for l := 0; l < 16; l++ {
+				v[l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l])
+			}
+			for w := 8; w >= 1; w /= 2 {
+				for l := 0; l < w; l++ {
+					v[l] += v[l+w]
+				}
+			}
+			sum = float64(v[0])
+		}
+		for i := np; i < hd; i++ {
+			sum += float64(float32(x[i] * F16ToF32(y[i])))
+		}
+		return float32(sum)
+	}
+	acc := make([]float32, hd)
+	for tk := 0; tk < p.NTok; tk++ {
+		for h := h0; h < h1; h++ {
+			g := h / group
+			q := p.Q[tk*p.QStride+h*hd:]
+			S, M := float32(0), float32(math.Inf(-1))
+			clear(acc)
+			for pos := 0; pos <= p.Pos0+tk; pos++ {
+				k, v := p.K[pos*p.KVStride+g*hd:], p.V[pos*p.KVStride+g*hd:]
+				s := float32(dot(q, k) * p.Scale)
+				ms, vs := float32(1), float32(1)
+				if s > M {
+					ms = goExpf(M - s)
+					M = s
+					for i := range acc {
+						acc[i] = f16r(float32(acc[i] * ms))
+					}
+				} else {
+					vs = goExpf(s - M)
+				}
+				for i := range acc {
+					acc[i] = f16r(fma32(F16ToF32(v[i]), vs, acc[i]))
+				}
+				S = fma32(S, ms, vs)
+			}
+			inv := float32(0)
+			if S != 0 {
+				inv = 1 / S
+			}
+			for i := range acc {
+				out[tk*p.OutStride+h*hd+i] = acc[i] * inv
+			}
+		}
+	}
+	return out
+}
+
+func goTiled(p *AttnF16Params, h0, h1 int) []float32 {
+	out := append([]float32(nil), p.Out...)
+	hd, group := p.HeadDim, p.NHead/p.NHeadKV
+	acc := make([]float32, hd)
+	var kq [64]float32
+	for tk := 0; tk < p.NTok; tk++ {
+		npos := p.Pos0 + tk + 1
+		for h := h0; h < h1; h++ {
+			g := h / group
+			q := p.Q[tk*p.QStride+h*hd:]
+			S, M := float32(0), float32(math.Inf(-1))
+			clear(acc)
+			for ic := 0; ic < npos; ic += 64 {
+				n := min(64, npos-ic)
+				tmax := float32(math.Inf(-1))
+				for j := 0; j < n; j++ {
+					k := p.K[(ic+j)*p.KVStride+g*hd:]
+					s := float32(0)
+					for d := 0; d < hd; d++ {
+						s = fma32(q[d], F16ToF32(k[d]), s)
+					}
+					kq[j] = float32(s * p.Scale)
+					tmax = max(tmax, kq[j])
+				}
+				if tmax > M {
+					ms := goExpf(M - tmax)
+					for d := range acc {
+						acc[d] = float32(acc[d] * ms)
+					}
+					S = float32(S * ms)
+					M = tmax
+				}
+				sum := 0.0
+				for b := 0; b < n; b += 16 {
+					var lanes [16]float32
+					for l := 0; l < 16 && b+l < n; l++ {
+						lanes[l] = goVexpf(kq[b+l] - M)
+						kq[b+l] = lanes[l]
+					}
+					for w := 8; w >= 1; w /= 2 {
+						for l := 0; l < w; l++ {
+							lanes[l] += lanes[l+w]
+						}
+					}
+					sum += float64(lanes[0])
+				}
+				S = float32(float64(S) + sum)
+				for j := 0; j < n; j++ {
+					v := p.V[(ic+j)*p.KVStride+g*hd:]
+					for d := range acc {
+						acc[d] = fma32(kq[j], F16ToF32(v[d]), acc[d])
+					}
+				}
+			}
+			inv := float32(0)
+			if S != 0 {
+				inv = 1 / S
+			}
+			for d := range acc {
+				out[tk*p.OutStride+h*hd+d] = acc[d] * inv
+			}
+		}
+	}
+	return out
+}
+
+type attnCase struct{ ntok, pos0, nh, nkv, hd, h0, h1 int }
+
+// attnCases: single tokens, an empty cache, GQA ratios 1/4/8, head sizes
+// 8..128 and odd ones, positions crossing 64-position tiles and 32-row
+// blocks, partial head ranges.
+var attnCases = []attnCase{
+	{1, 0, 1, 1, 1, 0, 1},
+	{1, 0, 4, 4, 8, 0, 4},
+	{1, 7, 8, 2, 32, 0, 8},
+	{1, 63, 8, 1, 64, 0, 8},
+	{1, 64, 8, 1, 64, 3, 8},
+	{1, 200, 8, 8, 128, 0, 8},
+	{5, 0, 8, 2, 64, 2, 7},
+	{3, 20, 4, 4, 128, 0, 4},
+	{9, 3, 6, 3, 80, 1, 5},
+	{2, 100, 8, 1, 100, 0, 8},
+	{7, 60, 8, 2, 16, 0, 8},
+	{70, 0, 4, 1, 64, 0, 4},
+	{66, 61, 8, 2, 32, 1, 8},
+	{40, 130, 2, 2, 128, 0, 2},
+	{64, 0, 8, 8, 8, 0, 8},
+	{33, 31, 4, 4, 24, 0, 4},
+	{65, 3, 2, 1, 12, 0, 2},
+}
+
+func attnFixture(c attnCase, rng *rand.Rand, qf16 bool, qmul float32) *AttnF16Params {
+	npos := c.pos0 + c.ntok
+	p := &AttnF16Params{NTok: c.ntok, Pos0: c.pos0, NHead: c.nh, NHeadKV: c.nkv, HeadDim: c.hd,
+		QStride: c.nh*c.hd + 5, KVStride: c.nkv*c.hd + 3, OutStride: c.nh*c.hd + 1, Scale: 1 / float32(math.Sqrt(float64(c.hd)))}
+	p.Q = randomF32(c.ntok*p.QStride, rng)
+	for i := range p.Q {
+		p.Q[i] *= qmul // sharper softmax: more max changes
+		if qf16 {
+			p.Q[i] = f16r(p.Q[i])
+		}
+	}
+	half := func(n int) []uint16 {
+		h := make([]uint16, n)
+		for i, x := range randomF32(n, rng) {
+			h[i] = F32ToF16(x)
+		}
+		return h
+	}
+	p.K, p.V = half(npos*p.KVStride), half(npos*p.KVStride)
+	p.Out = randomF32(c.ntok*p.OutStride, rng)
+	return p
+}
+
+// widen returns the f32 AttnParams of p, for the f32 kernel.
+func widen(p *AttnF16Params) *AttnParams {
+	w := &AttnParams{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
+		Q: p.Q, QStride: p.QStride, KVStride: p.KVStride, Scale: p.Scale, Out: append([]float32(nil), p.Out...), OutStride: p.OutStride}
+	w.K, w.V = make([]float32, len(p.K)), make([]float32, len(p.V))
+	for i := range p.K {
+		w.K[i], w.V[i] = F16ToF32(p.K[i]), F16ToF32(p.V[i])
+	}
+	return w
+}
+
+func testExactAttention(t *testing.T, name string, qf16 bool, tol float64,
+	kernel func(*AttnF16Params, int, int, []float32) error, oracle func(*AttnF16Params, int, int) []float32, scratch func(int) int) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		rng := rand.New(rand.NewSource(15))
+		for _, c := range attnCases {
+			for _, qmul := range []float32{1, 4} {
+				p := attnFixture(c, rng, qf16, qmul)
+				want := oracle(p, c.h0, c.h1)
+				f32 := naiveAttention(widen(p), c.h0, c.h1)
+				require.NoError(t, kernel(p, c.h0, c.h1, make([]float32, scratch(c.hd))))
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]),
+						"%s %s case %+v q*%g at %d: %g, want %g", name, impl, c, qmul, i, p.Out[i], want[i])
+					require.InDelta(t, f32[i], p.Out[i], tol, "%s far from f32 attention: case %+v at %d", name, c, i)
+				}
+			}
+		}
+	})
+}
+
+func TestAttentionF16Acc(t *testing.T) {
+	testExactAttention(t, "AttentionF16Acc", true, 2e-2, AttentionF16Acc, goF16Acc, AttentionF16AccScratch)
+}
+
+func TestAttentionTiled(t *testing.T) {
+	testExactAttention(t, "AttentionTiled", false, 1e-4, AttentionTiled, goTiled, AttentionTiledScratch)
+}
+
+func TestAttentionExactErrors(t *testing.T) {
+	for name, f := range map[string]func(*AttnF16Params, int, int, []float32) error{
+		"f16acc": AttentionF16Acc, "tiled": AttentionTiled,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ok := func() *AttnF16Params {
+				return &AttnF16Params{NTok: 1, NHead: 1, NHeadKV: 1, HeadDim: 8, Q: make([]float32, 8),
+					K: make([]uint16, 8), V: make([]uint16, 8), KVStride: 8, Out: make([]float32, 8)}
+			}
+			scr := make([]float32, AttentionTiledScratch(8))
+			require.NoError(t, f(ok(), 0, 1, scr))
+			require.Error(t, f(nil, 0, 1, scr))
+			require.Error(t, f(ok(), 0, 1, scr[:7]), "short scratch")
+			require.Error(t, f(ok(), 0, 2, scr), "head range")
+			p := ok()
+			p.V = p.V[:7]
+			require.Error(t, f(p, 0, 1, scr), "short V")
+			p = ok()
+			p.Pos0 = 1
+			require.Error(t, f(p, 0, 1, scr), "cache shorter than pos0+ntok")
+			p = ok()
+			p.NHead = 3
+			p.NHeadKV = 2
+			require.Error(t, f(p, 0, 1, scr), "heads not a multiple of kv heads")
+		})
+	}
+}
+
+// The vector exp of the tiled kernel over its whole input range, including
+// the lanes that leave the fast path (|n| > 126).
+func TestAttentionTiledExpRange(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, spread := range []float32{10, 100, 300} {
+			c := attnCase{20, 80, 2, 1, 16, 0, 2}
+			rng := rand.New(rand.NewSource(int64(spread)))
+			p := attnFixture(c, rng, false, spread)
+			want := goTiled(p, 0, 2)
+			require.NoError(t, AttentionTiled(p, 0, 2, make([]float32, AttentionTiledScratch(16))))
+			for i := range want {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]), fmt.Sprintf("%s spread %g at %d", impl, spread, i))
+			}
+		}
+	})
+}
