@@ -1,213 +1,89 @@
 package runtime
 
-import "math"
+import (
+	"unsafe"
 
-// attnArgs describes one attention op over the f16 KV cache of a layer:
-// query token t (position Pos0+t) attends to positions 0..Pos0+t.
-//
-//	q   [NTok][QStride]   head h at t*QStride + h*HeadDim (f32)
-//	k,v [nPos][KVStride]  kv head g at p*KVStride + g*HeadDim (f16 bits)
-//	out [NTok][OutStride]
-type attnArgs struct {
-	NTok, Pos0, NHead, NHeadKV, HeadDim int
-	Q                                   []float32
-	QStride                             int
-	K, V                                []uint16
-	KVStride                            int
-	Scale                               float32
-	Out                                 []float32
-	OutStride                           int
+	"github.com/woolly-llm/woolly/kernels"
+)
+
+// Attention over the f16 KV cache of a layer, reproducing the reference's CPU
+// flash attention: below 64 query rows (or with a head size that is not a
+// multiple of 16) Q is rounded to f16 and V is accumulated in f16 with an
+// online softmax (kernels.AttentionF16Acc); otherwise positions go in tiles
+// of 64 in f32 (kernels.AttentionTiled). Both read the cache in place. The
+// Go transcriptions they were checked against are in attention_test.go.
+
+// attnScratch is the per-worker attention scratch (floats) for a context of
+// nCtx positions: the largest need of the kernels any mode may call.
+func attnScratch(c *Config, nCtx int) int {
+	return max(nCtx, kernels.AttentionF16AccScratch(c.HeadDim), kernels.AttentionTiledScratch(c.HeadDim))
 }
 
-// attendF16 is causal grouped-query attention for query heads [h0, h1) with
-// the numerics of the reference's CPU flash attention for fewer than 64
-// query rows: Q, K and V hold f16 values (the caller rounds them), K·Q is
-// ggml_vec_dot_f16, and V is accumulated in f16 with an online softmax
-// (running max M and sum S, expf from glibc). acc needs HeadDim floats.
-//
-// With 64 or more rows the reference uses a tiled f32 path instead
-// (attendTiled); forward picks between them.
-func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
-	group := p.NHead / p.NHeadKV
-	hd := p.HeadDim
-	np := hd &^ 63 // elements the reference handles in 64-wide SIMD steps
-	acc = acc[:hd]
-	for t := 0; t < p.NTok; t++ {
-		npos := p.Pos0 + t + 1
-		for h := h0; h < h1; h++ {
-			g := h / group
-			q := p.Q[t*p.QStride+h*hd : t*p.QStride+(h+1)*hd]
-			S, M := float32(0), float32(math.Inf(-1))
-			clear(acc)
-			for pos := 0; pos < npos; pos++ {
-				k := p.K[pos*p.KVStride+g*hd : pos*p.KVStride+(g+1)*hd]
-				v := p.V[pos*p.KVStride+g*hd : pos*p.KVStride+(g+1)*hd]
-				s := dotF16(q, k, np) * p.Scale
-				ms, vs := float32(1), float32(1)
-				if s > M {
-					old := M
-					M = s
-					ms = expf(old - M)
-					for i := range acc {
-						acc[i] = roundF16(acc[i] * ms)
-					}
-				} else {
-					vs = expf(s - M)
-				}
-				v = v[:len(acc)]
-				for i, a := range acc { // y = f16(y + v*vs), fused (the product is exact in f64)
-					x := float32(float64(halfTab[v[i]])*float64(vs) + float64(a))
-					if b := math.Float32bits(x); b&0x7fffffff-0x38800000 < 0x477ff000-0x38800000 {
-						b += 0xfff + (b>>13)&1 // f16 normal range: inline roundF16
-						acc[i] = math.Float32frombits(b &^ 0x1fff)
-					} else {
-						acc[i] = roundF16(x)
-					}
-				}
-				S = fma32(S, ms, vs)
-			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
-			for i := range out {
-				out[i] = acc[i] * inv
-			}
+// attention computes att = causal attention of the ntok query rows q
+// (positions pos0..) over layer li's cache, whose rows pos0..pos0+ntok-1
+// are already written; f16path tells which of the reference's paths applies
+// (the caller has rounded q to f16 for it). Query heads are split across
+// the workers, one kernel call each.
+func (s *Session) attention(li, ntok, pos0 int, f16path bool, q, att []float32) error {
+	m, c, st := s.model, s.model.cfg, s.st
+	qd, kvd := c.QDim(), c.KVDim()
+	p := kernels.AttnF16Params{
+		NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
+		Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
+		Scale: c.KQScale, Out: att, OutStride: qd,
+	}
+	mode := m.attn
+	var kp *kernels.AttnParams
+	if mode == AttentionFast {
+		// kernels.Attention reads f32: widen the cache prefix once per op.
+		var err error
+		if kp, err = s.widenKV(li, &p); err != nil {
+			return err
 		}
 	}
+	m.pool.run(func(wk int) {
+		h0, h1 := split(c.NHead, wk, m.pool.n, 1)
+		if h0 >= h1 {
+			return
+		}
+		switch {
+		case mode == AttentionFast:
+			st.errs[wk] = kernels.Attention(kp, h0, h1, st.scr[wk])
+		case f16path:
+			st.errs[wk] = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
+		default:
+			st.errs[wk] = kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
+		}
+	})
+	return st.firstErr()
 }
 
-// dotF16 is ggml_vec_dot_f16 on AVX-512 for vectors of f16 values: the
-// first np elements in 4 accumulators of 16 lanes (fused multiply-add),
-// reduced pairwise, then the rest added in double.
-func dotF16(x []float32, y []uint16, np int) float32 {
-	sum := 0.0
-	if np > 0 {
-		// lanes[16*j+l] is lane l of accumulator j.
-		var lanes [64]float32
-		for i := 0; i < np; i += 64 {
-			xs, ys := x[i:i+64], y[i:i+64]
-			for l := range lanes {
-				// The product of two f16 values is exact in f32, so a
-				// plain add rounds exactly like the fused one.
-				lanes[l] += xs[l] * halfTab[ys[l]]
-			}
-		}
-		var v [16]float32
-		for l := range v {
-			v[l] = (lanes[l] + lanes[32+l]) + (lanes[16+l] + lanes[48+l])
-		}
-		for w := 8; w >= 1; w /= 2 {
-			for l := 0; l < w; l++ {
-				v[l] += v[l+w]
-			}
-		}
-		sum = float64(v[0])
+// widenKV converts the first Pos0+NTok positions of layer li's f16 cache to
+// f32 (into session scratch that is allocated on first use) and returns the
+// kernels.Attention parameters over them.
+func (s *Session) widenKV(li int, a *kernels.AttnF16Params) (*kernels.AttnParams, error) {
+	n := (a.Pos0 + a.NTok) * a.KVStride
+	if s.kf == nil {
+		s.kf = make([]float32, s.nCtx*a.KVStride)
+		s.vf = make([]float32, s.nCtx*a.KVStride)
 	}
-	for i := np; i < len(x); i++ {
-		sum += float64(x[i] * halfTab[y[i]])
+	if err := kernels.Dequant(kernels.F16, halfBytes(s.kcache[li][:n]), s.kf[:n]); err != nil {
+		return nil, err
 	}
-	return float32(sum)
+	if err := kernels.Dequant(kernels.F16, halfBytes(s.vcache[li][:n]), s.vf[:n]); err != nil {
+		return nil, err
+	}
+	return &kernels.AttnParams{
+		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
+		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
+		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride,
+	}, nil
 }
 
-// attendTiled is causal attention for query heads [h0, h1) with the numerics
-// of the reference's tiled CPU flash attention (64 or more query rows, head
-// size a multiple of 16): Q in f32, K and V holding f16 values, positions
-// processed in tiles of 64. Per tile: scores are fused multiply-add chains
-// over the head dimension, scaled; the running max M and sum S are updated
-// (expf from glibc); the tile's exponentials come from ggml's vectorised exp
-// in 16-wide groups summed in double; V is accumulated in f32 with fused
-// multiply-add chains over the tile. kq needs 64 floats.
-func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
-	const tile = 64
-	group := p.NHead / p.NHeadKV
-	hd := p.HeadDim
-	acc = acc[:hd]
-	kq = kq[:tile]
-	for t := 0; t < p.NTok; t++ {
-		npos := p.Pos0 + t + 1
-		for h := h0; h < h1; h++ {
-			g := h / group
-			q := p.Q[t*p.QStride+h*hd : t*p.QStride+(h+1)*hd]
-			S, M := float32(0), float32(math.Inf(-1))
-			clear(acc)
-			for ic := 0; ic < npos; ic += tile {
-				n := min(tile, npos-ic) // unmasked positions in this tile
-				tmax := float32(math.Inf(-1))
-				j := 0
-				for ; j+4 <= n; j += 4 { // four independent chains at a time
-					base := (ic+j)*p.KVStride + g*hd
-					k0 := p.K[base : base+hd]
-					k1 := p.K[base+p.KVStride : base+p.KVStride+hd]
-					k2 := p.K[base+2*p.KVStride : base+2*p.KVStride+hd]
-					k3 := p.K[base+3*p.KVStride : base+3*p.KVStride+hd]
-					var s0, s1, s2, s3 float32
-					for d, x := range q {
-						xd := float64(x)
-						s0 = float32(math.FMA(xd, float64(halfTab[k0[d]]), float64(s0)))
-						s1 = float32(math.FMA(xd, float64(halfTab[k1[d]]), float64(s1)))
-						s2 = float32(math.FMA(xd, float64(halfTab[k2[d]]), float64(s2)))
-						s3 = float32(math.FMA(xd, float64(halfTab[k3[d]]), float64(s3)))
-					}
-					kq[j], kq[j+1], kq[j+2], kq[j+3] = s0*p.Scale, s1*p.Scale, s2*p.Scale, s3*p.Scale
-					tmax = max(tmax, kq[j], kq[j+1], kq[j+2], kq[j+3])
-				}
-				for ; j < n; j++ {
-					k := p.K[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
-					s := float32(0)
-					for d, x := range q {
-						s = fma32(x, halfTab[k[d]], s)
-					}
-					kq[j] = s * p.Scale
-					tmax = max(tmax, kq[j])
-				}
-				if tmax > M {
-					ms := expf(M - tmax)
-					for d := range acc {
-						acc[d] *= ms
-					}
-					S *= ms
-					M = tmax
-				}
-				// Exponentials in groups of 16 lanes, each group's sum
-				// reduced pairwise in f32 and added in double; masked
-				// lanes are exactly 0.
-				sum := 0.0
-				for b := 0; b < tile; b += 16 {
-					var lanes [16]float32
-					for l := 0; l < 16 && b+l < n; l++ {
-						lanes[l] = vexpf(kq[b+l] - M)
-						kq[b+l] = lanes[l]
-					}
-					for w := 8; w >= 1; w /= 2 {
-						for l := 0; l < w; l++ {
-							lanes[l] += lanes[l+w]
-						}
-					}
-					sum += float64(lanes[0])
-					if b+16 >= n {
-						break
-					}
-				}
-				S = float32(float64(S) + sum)
-				for j := 0; j < n; j++ {
-					v := p.V[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
-					v = v[:len(acc)]
-					w := float64(kq[j])
-					for d, a := range acc {
-						acc[d] = float32(math.FMA(w, float64(halfTab[v[d]]), float64(a)))
-					}
-				}
-			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
-			for d := range out {
-				out[d] = acc[d] * inv
-			}
-		}
+// halfBytes views f16 values as their little-endian bytes.
+func halfBytes(h []uint16) []byte {
+	if len(h) == 0 {
+		return nil
 	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
 }

@@ -2,66 +2,366 @@ package runtime
 
 import (
 	"math"
+	"math/rand"
 	"testing"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
 
-func attnFixture(ntok, npos, nh, nkv, hd int) (*attnArgs, *kernels.AttnParams) {
+// The Go transcriptions of the reference's two flash-attention paths that
+// matched llama.cpp's logits before the kernels carried them; they are the
+// oracle for kernels.AttentionF16Acc and kernels.AttentionTiled, which the
+// forward pass calls (bit for bit on amd64).
+
+// attnArgs describes one attention op over the f16 KV cache of a layer:
+// query token t (position Pos0+t) attends to positions 0..Pos0+t.
+//
+//	q   [NTok][QStride]   head h at t*QStride + h*HeadDim (f32)
+//	k,v [nPos][KVStride]  kv head g at p*KVStride + g*HeadDim (f16 bits)
+//	out [NTok][OutStride]
+type attnArgs struct {
+	NTok, Pos0, NHead, NHeadKV, HeadDim int
+	Q                                   []float32
+	QStride                             int
+	K, V                                []uint16
+	KVStride                            int
+	Scale                               float32
+	Out                                 []float32
+	OutStride                           int
+}
+
+// attendF16 is causal grouped-query attention for query heads [h0, h1) with
+// the numerics of the reference's CPU flash attention for fewer than 64
+// query rows: Q, K and V hold f16 values (the caller rounds them), K·Q is
+// ggml_vec_dot_f16, and V is accumulated in f16 with an online softmax
+// (running max M and sum S, expf from glibc). acc needs HeadDim floats.
+//
+// With 64 or more rows the reference uses a tiled f32 path instead
+// (attendTiled).
+func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
+	group := p.NHead / p.NHeadKV
+	hd := p.HeadDim
+	np := hd &^ 63 // elements the reference handles in 64-wide SIMD steps
+	acc = acc[:hd]
+	for t := 0; t < p.NTok; t++ {
+		npos := p.Pos0 + t + 1
+		for h := h0; h < h1; h++ {
+			g := h / group
+			q := p.Q[t*p.QStride+h*hd : t*p.QStride+(h+1)*hd]
+			S, M := float32(0), float32(math.Inf(-1))
+			clear(acc)
+			for pos := 0; pos < npos; pos++ {
+				k := p.K[pos*p.KVStride+g*hd : pos*p.KVStride+(g+1)*hd]
+				v := p.V[pos*p.KVStride+g*hd : pos*p.KVStride+(g+1)*hd]
+				s := dotF16(q, k, np) * p.Scale
+				ms, vs := float32(1), float32(1)
+				if s > M {
+					old := M
+					M = s
+					ms = expf(old - M)
+					for i := range acc {
+						acc[i] = roundF16(acc[i] * ms)
+					}
+				} else {
+					vs = expf(s - M)
+				}
+				v = v[:len(acc)]
+				for i, a := range acc { // y = f16(y + v*vs), fused (the product is exact in f64)
+					x := float32(float64(halfTab[v[i]])*float64(vs) + float64(a))
+					if b := math.Float32bits(x); b&0x7fffffff-0x38800000 < 0x477ff000-0x38800000 {
+						b += 0xfff + (b>>13)&1 // f16 normal range: inline roundF16
+						acc[i] = math.Float32frombits(b &^ 0x1fff)
+					} else {
+						acc[i] = roundF16(x)
+					}
+				}
+				S = fma32(S, ms, vs)
+			}
+			inv := float32(0)
+			if S != 0 {
+				inv = 1 / S
+			}
+			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
+			for i := range out {
+				out[i] = acc[i] * inv
+			}
+		}
+	}
+}
+
+// dotF16 is ggml_vec_dot_f16 on AVX-512 for vectors of f16 values: the
+// first np elements in 4 accumulators of 16 lanes (fused multiply-add),
+// reduced pairwise, then the rest added in double.
+func dotF16(x []float32, y []uint16, np int) float32 {
+	sum := 0.0
+	if np > 0 {
+		// lanes[16*j+l] is lane l of accumulator j.
+		var lanes [64]float32
+		for i := 0; i < np; i += 64 {
+			xs, ys := x[i:i+64], y[i:i+64]
+			for l := range lanes {
+				// The product of two f16 values is exact in f32, so a
+				// plain add rounds exactly like the fused one.
+				lanes[l] += xs[l] * halfTab[ys[l]]
+			}
+		}
+		var v [16]float32
+		for l := range v {
+			v[l] = (lanes[l] + lanes[32+l]) + (lanes[16+l] + lanes[48+l])
+		}
+		for w := 8; w >= 1; w /= 2 {
+			for l := 0; l < w; l++ {
+				v[l] += v[l+w]
+			}
+		}
+		sum = float64(v[0])
+	}
+	for i := np; i < len(x); i++ {
+		sum += float64(x[i] * halfTab[y[i]])
+	}
+	return float32(sum)
+}
+
+// attendTiled is causal attention for query heads [h0, h1) with the numerics
+// of the reference's tiled CPU flash attention (64 or more query rows, head
+// size a multiple of 16): Q in f32, K and V holding f16 values, positions
+// processed in tiles of 64. Per tile: scores are fused multiply-add chains
+// over the head dimension, scaled; the running max M and sum S are updated
+// (expf from glibc); the tile's exponentials come from ggml's vectorised exp
+// in 16-wide groups summed in double; V is accumulated in f32 with fused
+// multiply-add chains over the tile. kq needs 64 floats.
+func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
+	const tile = 64
+	group := p.NHead / p.NHeadKV
+	hd := p.HeadDim
+	acc = acc[:hd]
+	kq = kq[:tile]
+	for t := 0; t < p.NTok; t++ {
+		npos := p.Pos0 + t + 1
+		for h := h0; h < h1; h++ {
+			g := h / group
+			q := p.Q[t*p.QStride+h*hd : t*p.QStride+(h+1)*hd]
+			S, M := float32(0), float32(math.Inf(-1))
+			clear(acc)
+			for ic := 0; ic < npos; ic += tile {
+				n := min(tile, npos-ic) // unmasked positions in this tile
+				tmax := float32(math.Inf(-1))
+				j := 0
+				for ; j+4 <= n; j += 4 { // four independent chains at a time
+					base := (ic+j)*p.KVStride + g*hd
+					k0 := p.K[base : base+hd]
+					k1 := p.K[base+p.KVStride : base+p.KVStride+hd]
+					k2 := p.K[base+2*p.KVStride : base+2*p.KVStride+hd]
+					k3 := p.K[base+3*p.KVStride : base+3*p.KVStride+hd]
+					var s0, s1, s2, s3 float32
+					for d, x := range q {
+						xd := float64(x)
+						s0 = float32(math.FMA(xd, float64(halfTab[k0[d]]), float64(s0)))
+						s1 = float32(math.FMA(xd, float64(halfTab[k1[d]]), float64(s1)))
+						s2 = float32(math.FMA(xd, float64(halfTab[k2[d]]), float64(s2)))
+						s3 = float32(math.FMA(xd, float64(halfTab[k3[d]]), float64(s3)))
+					}
+					kq[j], kq[j+1], kq[j+2], kq[j+3] = s0*p.Scale, s1*p.Scale, s2*p.Scale, s3*p.Scale
+					tmax = max(tmax, kq[j], kq[j+1], kq[j+2], kq[j+3])
+				}
+				for ; j < n; j++ {
+					k := p.K[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
+					s := float32(0)
+					for d, x := range q {
+						s = fma32(x, halfTab[k[d]], s)
+					}
+					kq[j] = s * p.Scale
+					tmax = max(tmax, kq[j])
+				}
+				if tmax > M {
+					ms := expf(M - tmax)
+					for d := range acc {
+						acc[d] *= ms
+					}
+					S *= ms
+					M = tmax
+				}
+				// Exponentials in groups of 16 lanes, each group's sum
+				// reduced pairwise in f32 and added in double; masked
+				// lanes are exactly 0.
+				sum := 0.0
+				for b := 0; b < tile; b += 16 {
+					var lanes [16]float32
+					for l := 0; l < 16 && b+l < n; l++ {
+						lanes[l] = vexpf(kq[b+l] - M)
+						kq[b+l] = lanes[l]
+					}
+					for w := 8; w >= 1; w /= 2 {
+						for l := 0; l < w; l++ {
+							lanes[l] += lanes[l+w]
+						}
+					}
+					sum += float64(lanes[0])
+					if b+16 >= n {
+						break
+					}
+				}
+				S = float32(float64(S) + sum)
+				for j := 0; j < n; j++ {
+					v := p.V[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
+					v = v[:len(acc)]
+					w := float64(kq[j])
+					for d, a := range acc {
+						acc[d] = float32(math.FMA(w, float64(halfTab[v[d]]), float64(a)))
+					}
+				}
+			}
+			inv := float32(0)
+			if S != 0 {
+				inv = 1 / S
+			}
+			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
+			for d := range out {
+				out[d] = acc[d] * inv
+			}
+		}
+	}
+}
+
+func attnFixture(ntok, npos, nh, nkv, hd int, seed int64) *attnArgs {
+	rng := rand.New(rand.NewSource(seed))
 	kvd := nkv * hd
 	p := &attnArgs{NTok: ntok, Pos0: npos - ntok, NHead: nh, NHeadKV: nkv, HeadDim: hd,
 		Q: make([]float32, ntok*nh*hd), QStride: nh * hd, K: make([]uint16, npos*kvd), V: make([]uint16, npos*kvd),
 		KVStride: kvd, Scale: 1 / float32(math.Sqrt(float64(hd))), Out: make([]float32, ntok*nh*hd), OutStride: nh * hd}
-	kp := &kernels.AttnParams{NTok: ntok, Pos0: npos - ntok, NHead: nh, NHeadKV: nkv, HeadDim: hd,
-		Q: p.Q, QStride: nh * hd, K: make([]float32, npos*kvd), V: make([]float32, npos*kvd),
-		KVStride: kvd, Scale: p.Scale, OutStride: nh * hd}
 	for i := range p.K {
-		p.K[i] = toHalf(float32(math.Sin(float64(i) * 0.37)))
-		p.V[i] = toHalf(float32(math.Cos(float64(i) * 0.11)))
-		kp.K[i], kp.V[i] = halfTab[p.K[i]], halfTab[p.V[i]]
+		p.K[i] = toHalf(float32(rng.NormFloat64()))
+		p.V[i] = toHalf(float32(rng.NormFloat64()))
 	}
 	for i := range p.Q {
-		p.Q[i] = roundF16(float32(math.Sin(float64(i)*0.73)) * 2)
+		p.Q[i] = float32(rng.NormFloat64()) * 2
 	}
-	return p, kp
+	return p
 }
 
-// The exact attention paths agree with the f32 kernel within f16 rounding.
-func TestAttentionPathsAgree(t *testing.T) {
-	for _, c := range []struct{ ntok, npos, hd int }{{1, 7, 32}, {3, 70, 64}, {70, 140, 32}, {1, 300, 128}} {
-		p, kp := attnFixture(c.ntok, c.npos, 8, 2, c.hd)
-		want := make([]float32, len(p.Out))
-		kp.Out = want
-		if err := kernels.Attention(kp, 0, 8, make([]float32, c.npos)); err != nil {
+func (p *attnArgs) kernelParams(out []float32) *kernels.AttnF16Params {
+	return &kernels.AttnF16Params{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
+		Q: p.Q, QStride: p.QStride, K: p.K, V: p.V, KVStride: p.KVStride, Scale: p.Scale, Out: out, OutStride: p.OutStride}
+}
+
+func (p *attnArgs) widened(out []float32) *kernels.AttnParams {
+	w := &kernels.AttnParams{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
+		Q: p.Q, QStride: p.QStride, K: make([]float32, len(p.K)), V: make([]float32, len(p.V)), KVStride: p.KVStride,
+		Scale: p.Scale, Out: out, OutStride: p.OutStride}
+	for i := range p.K {
+		w.K[i], w.V[i] = halfTab[p.K[i]], halfTab[p.V[i]]
+	}
+	return w
+}
+
+// The attention kernels the forward pass uses give the bits of the Go
+// transcriptions (split over head ranges as the workers do), and both stay
+// within f16 rounding of the f32 kernel.
+func TestAttentionKernelsMatchGo(t *testing.T) {
+	for _, c := range []struct{ ntok, npos, nh, nkv, hd int }{
+		{1, 1, 4, 4, 8}, {1, 7, 8, 2, 32}, {3, 70, 8, 2, 64}, {1, 300, 32, 4, 64}, {1, 129, 8, 1, 128},
+		{64, 64, 4, 1, 64}, {70, 140, 8, 2, 32}, {100, 300, 8, 8, 128}, {65, 65, 2, 2, 16}, {9, 9, 8, 4, 8},
+	} {
+		p := attnFixture(c.ntok, c.npos, c.nh, c.nkv, c.hd, int64(c.npos*c.hd))
+		ref := make([]float32, len(p.Out))
+		if err := kernels.Attention(p.widened(ref), 0, c.nh, make([]float32, c.npos)); err != nil {
 			t.Fatal(err)
 		}
-		for name, f := range map[string]func(*attnArgs){
-			"f16":   func(p *attnArgs) { attendF16(p, 0, 8, make([]float32, c.hd)) },
-			"tiled": func(p *attnArgs) { attendTiled(p, 0, 8, make([]float32, 64), make([]float32, c.hd)) },
-		} {
-			p.Out = make([]float32, len(want))
-			f(p)
+		f16q := append([]float32(nil), p.Q...)
+		for i, x := range f16q {
+			f16q[i] = roundF16(x)
+		}
+		scr := make([]float32, max(kernels.AttentionF16AccScratch(c.hd), kernels.AttentionTiledScratch(c.hd)))
+		for _, path := range []string{"f16", "tiled"} {
+			q := p.Q
+			if path == "f16" {
+				q = f16q
+			}
+			pp := *p
+			pp.Q = q
+			want := make([]float32, len(p.Out))
+			pp.Out = want
+			if path == "f16" {
+				attendF16(&pp, 0, c.nh, make([]float32, c.hd))
+			} else {
+				attendTiled(&pp, 0, c.nh, make([]float32, 64), make([]float32, c.hd))
+			}
+			got := make([]float32, len(p.Out))
+			kp := pp.kernelParams(got)
+			for _, hr := range [][2]int{{0, c.nh / 2}, {c.nh / 2, c.nh}} {
+				var err error
+				if path == "f16" {
+					err = kernels.AttentionF16Acc(kp, hr[0], hr[1], scr)
+				} else {
+					err = kernels.AttentionTiled(kp, hr[0], hr[1], scr)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			for i := range want {
-				if d := math.Abs(float64(p.Out[i] - want[i])); d > 2e-3 {
-					t.Fatalf("%+v %s: out[%d] = %g, kernel %g", c, name, i, p.Out[i], want[i])
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v %s (kernels %s): out[%d] = %g, Go %g", c, path, kernels.Impl(), i, got[i], want[i])
+				}
+				if d := math.Abs(float64(got[i] - ref[i])); d > 2e-2 {
+					t.Fatalf("%+v %s: out[%d] = %g, f32 kernel %g", c, path, i, got[i], ref[i])
 				}
 			}
 		}
 	}
 }
 
+// Decode at position 500 (TinyLlama's shape: 32 heads, 4 kv heads, head 64)
+// and a 512-row prompt, Go transcription vs kernel, one thread.
 func BenchmarkAttention(b *testing.B) {
-	p, kp := attnFixture(1, 500, 32, 8, 64)
-	kp.Out = make([]float32, len(p.Out))
-	scr := make([]float32, 1024)
-	b.Run("f16-exact", func(b *testing.B) {
+	p := attnFixture(1, 500, 32, 4, 64, 1)
+	for i, x := range p.Q {
+		p.Q[i] = roundF16(x)
+	}
+	out := make([]float32, len(p.Out))
+	scr := make([]float32, kernels.AttentionTiledScratch(64)+kernels.AttentionF16AccScratch(64)+1024)
+	b.Run("decode500-go", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			attendF16(p, 0, 32, scr)
 		}
 	})
-	b.Run("kernel", func(b *testing.B) {
+	b.Run("decode500-kernel", func(b *testing.B) {
+		kp := p.kernelParams(out)
 		for i := 0; i < b.N; i++ {
-			kernels.Attention(kp, 0, 32, scr)
+			if err := kernels.AttentionF16Acc(kp, 0, 32, scr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode500-f32kernel", func(b *testing.B) {
+		kp := p.widened(out)
+		for i := 0; i < b.N; i++ {
+			if err := kernels.Attention(kp, 0, 32, scr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	pr := attnFixture(512, 512, 32, 4, 64, 2)
+	pout := make([]float32, len(pr.Out))
+	b.Run("prompt512-go", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			attendTiled(pr, 0, 32, scr[:64], scr[64:])
+		}
+	})
+	b.Run("prompt512-kernel", func(b *testing.B) {
+		kp := pr.kernelParams(pout)
+		for i := 0; i < b.N; i++ {
+			if err := kernels.AttentionTiled(kp, 0, 32, scr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("prompt512-f32kernel", func(b *testing.B) {
+		kp := pr.widened(pout)
+		for i := 0; i < b.N; i++ {
+			if err := kernels.Attention(kp, 0, 32, scr); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

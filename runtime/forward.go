@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -67,7 +66,7 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		errs:   make([]error, nWorkers),
 	}
 	for i := range s.scr {
-		s.scr[i] = make([]float32, max(nCtx, 64+c.HeadDim))
+		s.scr[i] = make([]float32, attnScratch(c, nCtx))
 	}
 	return s
 }
@@ -146,9 +145,9 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 
 		// The reference keeps K and V in f16. Its attention has two paths: a
 		// tiled one in f32 for 64 or more query rows when the head size is a
-		// multiple of 16 (attendTiled, or kernels.Attention by default, see
-		// AttentionMode), and otherwise one that rounds Q to f16 and
-		// accumulates V in f16 (attendF16). Round the same values here.
+		// multiple of 16 (kernels.AttentionTiled), and otherwise one that
+		// rounds Q to f16 and accumulates V in f16 (kernels.AttentionF16Acc).
+		// Round the same values here; see attention.go.
 		f16path := ntok < 64 || c.HeadDim%16 != 0
 		kc := s.kcache[li][pos0*kvd : (pos0+ntok)*kvd]
 		vc := s.vcache[li][pos0*kvd : (pos0+ntok)*kvd]
@@ -160,37 +159,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 				q[i] = roundF16(x)
 			}
 		}
-
-		// Causal attention over the cache, heads split across workers.
-		p := attnArgs{
-			NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
-			Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
-			Scale: c.KQScale, Out: att, OutStride: qd,
-		}
-		mode := m.attn
-		var kp *kernels.AttnParams
-		if !(f16path && mode != AttentionFast) && mode != AttentionExact {
-			// kernels.Attention reads f32: widen the cache prefix once per op.
-			var err error
-			if kp, err = s.widenKV(li, pos0+ntok, p); err != nil {
-				return err
-			}
-		}
-		m.pool.run(func(wk int) {
-			h0, h1 := split(c.NHead, wk, m.pool.n, 1)
-			if h0 >= h1 {
-				return
-			}
-			switch {
-			case f16path && mode != AttentionFast:
-				attendF16(&p, h0, h1, st.scr[wk])
-			case mode == AttentionExact:
-				attendTiled(&p, h0, h1, st.scr[wk][:64], st.scr[wk][64:])
-			default:
-				st.errs[wk] = kernels.Attention(kp, h0, h1, st.scr[wk])
-			}
-		})
-		if err := st.firstErr(); err != nil {
+		if err := s.attention(li, ntok, pos0, f16path, q, att); err != nil {
 			return err
 		}
 
@@ -363,34 +332,4 @@ func (st *fwdState) firstErr() error {
 		st.errs[i] = nil
 	}
 	return first
-}
-
-// widenKV converts the first npos positions of layer li's f16 cache to f32
-// (into session scratch that is allocated on first use) and returns the
-// kernels.Attention parameters over them.
-func (s *Session) widenKV(li, npos int, a attnArgs) (*kernels.AttnParams, error) {
-	n := npos * a.KVStride
-	if s.kf == nil {
-		s.kf = make([]float32, s.nCtx*a.KVStride)
-		s.vf = make([]float32, s.nCtx*a.KVStride)
-	}
-	if err := kernels.Dequant(kernels.F16, halfBytes(s.kcache[li][:n]), s.kf[:n]); err != nil {
-		return nil, err
-	}
-	if err := kernels.Dequant(kernels.F16, halfBytes(s.vcache[li][:n]), s.vf[:n]); err != nil {
-		return nil, err
-	}
-	return &kernels.AttnParams{
-		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
-		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
-		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride,
-	}, nil
-}
-
-// halfBytes views f16 values as their little-endian bytes.
-func halfBytes(h []uint16) []byte {
-	if len(h) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
 }

@@ -39,17 +39,18 @@ type LoadOptions struct {
 type AttentionMode int
 
 const (
-	// AttentionDefault reproduces the reference bit for bit below 64 query
-	// rows (generation, short prompts: Q and V in f16, online softmax) and
-	// uses the f32 kernels.Attention for longer batches (perplexity within
-	// 0.2 % of the reference).
+	// AttentionDefault reproduces the reference bit for bit: below 64 query
+	// rows (generation, short prompts) Q and V in f16 with an online softmax
+	// (kernels.AttentionF16Acc), from 64 rows on its tiled f32 path
+	// (kernels.AttentionTiled); perplexity identical to llama.cpp. Both
+	// kernels read the f16 cache in place.
 	AttentionDefault AttentionMode = iota
-	// AttentionExact also reproduces the reference's tiled path for 64 or
-	// more rows (perplexity identical to llama.cpp), at the cost of a slower
-	// prefill: it runs in Go until the kernels package carries it.
+	// AttentionExact is AttentionDefault (kept for callers that ask for the
+	// exact numerics by name).
 	AttentionExact
-	// AttentionFast uses kernels.Attention for everything: fastest at long
-	// contexts; quantized logits then differ from llama.cpp by up to ~0.25.
+	// AttentionFast uses the f32 kernels.Attention for everything (on an f32
+	// copy of the cache); quantized logits then differ from llama.cpp by up
+	// to ~0.25. It is not faster than the exact kernels on x86-64.
 	AttentionFast
 )
 
