@@ -274,26 +274,41 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 		acts[i] = a
 		done = append(done, a)
 	}
-	p.run(func(wk int) {
-		for i, op := range ops {
-			mt := op.m
-			r0, r1 := split(mt.Rows, wk, p.n, 16)
-			if r0 >= r1 {
-				continue
-			}
-			var err error
-			switch {
-			case fw != nil && fw[i] != nil: // out[t][r] = dot(f32 row r, in row t)
-				err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, fw[i][r0*cols:], cols, op.out[r0:], mt.Rows)
-			case ntok == 1:
-				err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
-			default:
-				err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
-					acts[i].buf, acts[i].rowBytes, ntok, op.out, mt.Rows)
-			}
-			if err != nil && st.errs[wk] == nil {
-				st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
-			}
+	// Rows are cut into chunks (multiples of 16 rows) that the workers claim
+	// one at a time, about 8 per worker per matrix: a late or preempted
+	// worker leaves its share to the others instead of stalling the op.
+	var first, rowsPer [8]int // op i: its first chunk, rows per chunk
+	if len(ops) > len(first) {
+		return fmt.Errorf("matmul: %d matrices in one op (at most %d)", len(ops), len(first))
+	}
+	nch := 0
+	for i, op := range ops {
+		rp := (op.m.Rows + 8*p.n - 1) / (8 * p.n)
+		rp = max(64, (rp+15)/16*16)
+		first[i], rowsPer[i] = nch, rp
+		nch += (op.m.Rows + rp - 1) / rp
+	}
+	p.runChunks(nch, func(wk, c int) {
+		i := len(ops) - 1
+		for i > 0 && first[i] > c {
+			i--
+		}
+		op := ops[i]
+		mt := op.m
+		r0 := (c - first[i]) * rowsPer[i]
+		r1 := min(r0+rowsPer[i], mt.Rows)
+		var err error
+		switch {
+		case fw != nil && fw[i] != nil: // out[t][r] = dot(f32 row r, in row t)
+			err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, fw[i][r0*cols:], cols, op.out[r0:], mt.Rows)
+		case ntok == 1:
+			err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
+		default:
+			err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
+				acts[i].buf, acts[i].rowBytes, ntok, op.out, mt.Rows)
+		}
+		if err != nil && st.errs[wk] == nil {
+			st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
 		}
 	})
 	return st.firstErr()

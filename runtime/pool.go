@@ -7,57 +7,178 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// pool is a persistent set of worker goroutines. run hands the same
-// function to every worker (worker 0 is the caller) and waits for all of
-// them; each worker picks its share of the op from its index. One op runs at
-// a time; callers from several sessions are serialized.
+// pool is a persistent set of worker goroutines that share out the chunks
+// of one op at a time. The caller is worker 0 and works too; idle workers
+// spin briefly on the job sequence number before they park, so the short
+// gaps between the ops of a token (norms, activation quantization) cost no
+// wake-up. Chunks are claimed dynamically: a worker that is late (woken
+// slowly, or preempted on a busy machine) finds the chunks already done by
+// the others instead of holding up the op. One op runs at a time; callers
+// from several sessions are serialized.
 type pool struct {
-	n    int
-	mu   sync.Mutex
-	work []chan func(int)
-	wg   sync.WaitGroup
+	n        int
+	mu       sync.Mutex
+	seq      atomic.Uint64       // bumped for every published job
+	cur      atomic.Pointer[job] // the latest job
+	quit     atomic.Bool
+	sleeping []atomic.Bool   // worker i is parked (or about to) on wake[i]
+	wake     []chan struct{} // capacity 1
 }
+
+// job is one op split into n chunks; f(wk, c) runs chunk c on worker wk
+// (wk < pool.n, distinct for concurrently running chunks).
+type job struct {
+	f    func(wk, c int)
+	n    int64
+	next atomic.Int64
+	done atomic.Int64
+	fin  chan struct{} // capacity 1: sent by whoever finishes the last chunk
+}
+
+func (j *job) work(wk int) {
+	for {
+		c := j.next.Add(1) - 1
+		if c >= j.n {
+			return
+		}
+		j.f(wk, int(c))
+		if j.done.Add(1) == j.n {
+			j.fin <- struct{}{}
+		}
+	}
+}
+
+// spinFor is how long an idle worker polls for the next job, and the caller
+// for the last chunks, before parking. Between the ops of one token the
+// gaps are a few microseconds; longer spins only burn CPU that other
+// processes on a busy machine could use (100 us measured no better).
+const spinFor = 20 * time.Microsecond
 
 func newPool(n int) *pool {
 	if n < 1 {
 		n = 1
 	}
-	p := &pool{n: n, work: make([]chan func(int), n)}
+	p := &pool{n: n, sleeping: make([]atomic.Bool, n), wake: make([]chan struct{}, n)}
 	for i := 1; i < n; i++ {
-		ch := make(chan func(int), 1)
-		p.work[i] = ch
-		go func(id int) {
-			for f := range ch {
-				f(id)
-				p.wg.Done()
-			}
-		}(i)
+		p.wake[i] = make(chan struct{}, 1)
+		go p.worker(i)
 	}
 	return p
 }
 
-// run calls f(0) .. f(n-1) concurrently and returns when all have returned.
-func (p *pool) run(f func(worker int)) {
+func (p *pool) worker(id int) {
+	var seen uint64
+	for {
+		s := p.seq.Load()
+		if s == seen {
+			s = p.spinSeq(seen)
+		}
+		if s == seen { // park; announce it, then re-check so a publish in between is not missed
+			p.sleeping[id].Store(true)
+			if s = p.seq.Load(); s == seen {
+				<-p.wake[id]
+			}
+			p.sleeping[id].Store(false)
+			continue
+		}
+		seen = s
+		if p.quit.Load() {
+			return
+		}
+		if j := p.cur.Load(); j != nil {
+			j.work(id)
+		}
+	}
+}
+
+// spinSeq polls the job sequence number for up to spinFor.
+func (p *pool) spinSeq(seen uint64) uint64 {
+	var t0 time.Time
+	for i := 1; ; i++ {
+		if s := p.seq.Load(); s != seen {
+			return s
+		}
+		if i%64 == 0 {
+			if t0.IsZero() {
+				t0 = time.Now()
+			} else if time.Since(t0) > spinFor {
+				return seen
+			}
+		}
+	}
+}
+
+// publish makes j the current job and wakes parked workers.
+func (p *pool) publish(j *job) {
+	p.cur.Store(j)
+	p.seq.Add(1)
+	for i := 1; i < p.n; i++ {
+		if p.sleeping[i].Load() {
+			select {
+			case p.wake[i] <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// runChunks calls f(wk, c) once for every chunk c in [0, n), spread over the
+// workers, and returns when all have returned. Workers running at the same
+// time have distinct wk (< p.n), so wk may index per-worker scratch.
+func (p *pool) runChunks(n int, f func(wk, c int)) {
+	if n <= 0 {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.wg.Add(p.n - 1)
-	for i := 1; i < p.n; i++ {
-		p.work[i] <- f
+	if p.n == 1 || n == 1 {
+		for c := 0; c < n; c++ {
+			f(0, c)
+		}
+		return
 	}
-	f(0)
-	p.wg.Wait()
+	j := &job{f: f, n: int64(n), fin: make(chan struct{}, 1)}
+	p.publish(j)
+	j.work(0)
+	if j.done.Load() == j.n {
+		return
+	}
+	t0 := time.Now()
+	for i := 1; ; i++ {
+		if j.done.Load() == j.n {
+			return
+		}
+		if i%64 == 0 && time.Since(t0) > spinFor {
+			break
+		}
+	}
+	<-j.fin
+}
+
+// run calls f(0) .. f(n-1) concurrently and returns when all have returned.
+// Each index is run once, by whichever worker claims it first (the caller
+// included), so f must not assume which goroutine runs it.
+func (p *pool) run(f func(worker int)) {
+	p.runChunks(p.n, func(_, c int) { f(c) })
 }
 
 // close stops the workers.
 func (p *pool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.quit.Swap(true) {
+		return
+	}
+	p.cur.Store(nil)
+	p.seq.Add(1)
 	for i := 1; i < p.n; i++ {
-		if p.work[i] != nil {
-			close(p.work[i])
-			p.work[i] = nil
+		select {
+		case p.wake[i] <- struct{}{}:
+		default:
 		}
 	}
 }
