@@ -11,6 +11,8 @@
 #                  default CPU          has dotprod -> expects "neon-dotprod"
 #                  -cpu cortex-a53      no dotprod  -> expects "neon"
 #                and the kernels tests once more built by clang (as on a Mac);
+#                and `woolly logits` on small models must print the same bytes
+#                as the x86-64 build (ARM64_XARCH=0 leaves that out);
 #                otherwise print why and skip (exit 0)
 #
 # Environment: ARM64_CC (default aarch64-linux-gnu-gcc; e.g. "clang
@@ -140,6 +142,40 @@ for cpu in default cortex-a53; do
 	t1=$(date +%s)
 	log "qemu cpu=$cpu ($want) C test_kernels: $res in $((t1 - t0)) s ($(tail -1 "$out/c.$cpu.log"))"
 done
+
+# Cross-architecture check: `woolly logits` on small models must print the
+# same bytes from the x86-64 build and from the arm64 build under qemu (both
+# CPUs): the kernels follow one summation order on every ISA.
+xarch_models="stories260K-Q4_K_M stories260K-Q4_0 stories260K-Q6_K stories260K-Q8_0 stories260K-F16 synth-llama-mini-Q5_K_M synth-qwen2-mini-Q4_K_M"
+shared=../shared/models
+if [ "${ARM64_XARCH:-1}" != 0 ] && [ -d "$shared" ] && [ -d cmd/woolly ]; then
+	t0=$(date +%s)
+	if go build -o "$out/woolly-host" ./cmd/woolly >"$out/xarch-build.log" 2>&1 &&
+		CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="$cc" go build -o "$out/woolly-arm64" ./cmd/woolly >>"$out/xarch-build.log" 2>&1; then
+		prompt="Once upon a time there was a little dog"
+		nx=0
+		for m in $xarch_models; do
+			[ -f "$shared/$m.gguf" ] || continue
+			"$out/woolly-host" logits --json --top 20 -t 1 -m "$shared/$m.gguf" -p "$prompt" >"$out/xarch.$m.host" 2>/dev/null || true
+			for cpu in default cortex-a53; do
+				if [ "$cpu" = default ]; then qemu="qemu-aarch64 -L $sysroot"; else qemu="qemu-aarch64 -cpu $cpu -L $sysroot"; fi
+				$qemu "$out/woolly-arm64" logits --json --top 20 -t 1 -m "$shared/$m.gguf" -p "$prompt" >"$out/xarch.$m.$cpu" 2>/dev/null || true
+				if [ -s "$out/xarch.$m.host" ] && cmp -s "$out/xarch.$m.host" "$out/xarch.$m.$cpu"; then
+					nx=$((nx + 1))
+				else
+					fail=1
+					log "cross-arch: $m logits differ between x86-64 and arm64 (cpu=$cpu): $out/xarch.$m.host vs $out/xarch.$m.$cpu"
+				fi
+			done
+		done
+		t1=$(date +%s)
+		log "cross-arch: $nx model x CPU runs print the same logits as x86-64 ($((t1 - t0)) s)"
+	else
+		fail=1
+		tail -20 "$out/xarch-build.log"
+		log "cross-arch: building cmd/woolly failed"
+	fi
+fi
 
 # Apple builds with clang: the kernels package once more, compiled by clang
 # (its arm_neon.h and dotprod handling differ from gcc's), on both CPUs.
