@@ -9,4 +9,5 @@
 #define ACC_MADD16(acc, p, s) _mm256_dpwssd_epi32((acc), (p), (s))
 #define ACC_DOT_U8I8(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
 
+#define MM_ZMM 1 /* 512-bit variants of the hottest tiles */
 #include "mm_simd.h"

@@ -99,6 +99,67 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
 }
 
+#ifdef MM_ZMM
+/* Q4_K x 4 tokens on 512-bit vectors (Zen 5 and the Intel cores run them
+ * full width): the low 256 bits take the low nibbles against activations
+ * 64c..64c+31 with scale 2c, the high 256 bits the high nibbles against
+ * 64c+32..64c+63 with scale 2c+1 — one maddubs and one dpwssd per token
+ * where dot4_q4_k has two of each. Folding the halves at the end of a block
+ * gives the same exact int32 lane sums as dot4_q4_k, and the f32 part is the
+ * same code, so the bits are the same. */
+KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i sidx[4];
+    _Pragma("GCC unroll 4")
+    for (int c = 0; c < 4; c++)
+        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m256 acc[NT];
+    __m128 accm[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        uint32_t u[4];
+        k_q4k_unpack_scales(x[i].scales, u);
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const __m128i mins = _mm256_extracti128_si256(sm, 1);
+        const __m512i sm512 = _mm512_castsi256_si512(sm);
+        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const k_block_q8_k *y[NT];
+        __m512i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
+            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            sumi[k] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
+            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
+            const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k]->qs + 64 * c)));
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, s);
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[k]), _mm512_extracti64x4_epi64(sumi[k], 1));
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(s8), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+}
+#define DOT4_Q4_K dot4_q4_k_zmm
+#else
+#define DOT4_Q4_K dot4_q4_k
+#endif
+
 /* ---- Q5_K: Q4_K plus the 5th bits (bit 2c / 2c+1 of qh[l]) ---- */
 KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     const k_block_q5_k *x = (const k_block_q5_k *)w;
@@ -437,7 +498,7 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
         mm_tile(dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);          \
     }
 
-TILE(KFN(k_mm_q4_k), dot4_q4_k, rows4_q4_k, KFN(k_dot_q4_k_q8_k))
+TILE(KFN(k_mm_q4_k), DOT4_Q4_K, rows4_q4_k, KFN(k_dot_q4_k_q8_k))
 TILE(KFN(k_mm_q5_k), dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
 TILE(KFN(k_mm_q6_k), dot4_q6_k, rows4_q6_k, KFN(k_dot_q6_k_q8_k))
 TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
