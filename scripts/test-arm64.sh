@@ -148,7 +148,12 @@ done
 # CPUs): the kernels follow one summation order on every ISA.
 xarch_models="stories260K-Q4_K_M stories260K-Q4_0 stories260K-Q6_K stories260K-Q8_0 stories260K-F16 synth-llama-mini-Q5_K_M synth-qwen2-mini-Q4_K_M"
 shared=../shared/models
-if [ "${ARM64_XARCH:-1}" != 0 ] && [ -d "$shared" ] && [ -d cmd/woolly ]; then
+# (the x86 side must run SIMD kernels: the scalar ref sums in another order)
+host_simd=0
+if [ -r /proc/cpuinfo ] && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
+	host_simd=1
+fi
+if [ "${ARM64_XARCH:-1}" != 0 ] && [ "$host_simd" = 1 ] && [ -d "$shared" ] && [ -d cmd/woolly ]; then
 	t0=$(date +%s)
 	if go build -o "$out/woolly-host" ./cmd/woolly >"$out/xarch-build.log" 2>&1 &&
 		CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="$cc" go build -o "$out/woolly-arm64" ./cmd/woolly >>"$out/xarch-build.log" 2>&1; then
