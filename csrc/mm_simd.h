@@ -439,6 +439,65 @@ KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
 }
 
+#ifdef MM_ZMM
+/* rows4_q4_k on 512-bit vectors, the layout of dot4_q4_k_zmm: same int32
+ * lane sums after the per-block fold, same f32 code, same bits. */
+KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i sidx[4];
+    _Pragma("GCC unroll 4")
+    for (int c = 0; c < 4; c++)
+        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m256 acc[4];
+    __m128 accm[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) { acc[r] = _mm256_setzero_ps(); accm[r] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float yd = y[i].d;
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        const k_block_q4_k *x[4];
+        __m512i sc[4], sumi[4];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
+            const char *nx = (const char *)x[r] + 4 * row_bytes; /* next row group (see rows4_q0) */
+            _mm_prefetch(nx, _MM_HINT_T0);
+            _mm_prefetch(nx + 64, _MM_HINT_T0);
+            _mm_prefetch(nx + 128, _MM_HINT_T0);
+            uint32_t u[4];
+            k_q4k_unpack_scales(x[r]->scales, u);
+            const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
+            accm[r] = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[r]->dmin) * yd), _mm_cvtepi32_ps(pm), accm[r]);
+            sc[r] = _mm512_castsi256_si512(sm);
+            sumi[r] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m512i av = _mm512_loadu_si512((const void *)(y[i].qs + 64 * c));
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < 4; r++) {
+                const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * c)));
+                const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
+                sumi[r] = _mm512_dpwssd_epi32(sumi[r], _mm512_maddubs_epi16(q, av), _mm512_permutexvar_epi16(sidx[c], sc[r]));
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[r]), _mm512_extracti64x4_epi64(sumi[r], 1));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[r]->d) * yd), _mm256_cvtepi32_ps(s8), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
+}
+#define ROWS4_Q4_K rows4_q4_k_zmm
+#else
+#define ROWS4_Q4_K rows4_q4_k
+#endif
+
 /* ---- Q6_K, 4 rows x 1 token (MatVec): per row the operations and their
  * order are those of the single-row kernel (same bits); four independent
  * rows per pass, the next row group prefetched (see rows4_q0). ---- */
@@ -498,7 +557,7 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
         mm_tile(dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);          \
     }
 
-TILE(KFN(k_mm_q4_k), DOT4_Q4_K, rows4_q4_k, KFN(k_dot_q4_k_q8_k))
+TILE(KFN(k_mm_q4_k), DOT4_Q4_K, ROWS4_Q4_K, KFN(k_dot_q4_k_q8_k))
 TILE(KFN(k_mm_q5_k), dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
 TILE(KFN(k_mm_q6_k), dot4_q6_k, rows4_q6_k, KFN(k_dot_q6_k_q8_k))
 TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
