@@ -264,6 +264,83 @@ KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_b
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
+#ifdef MM_ZMM
+/* Q6_K on 512-bit vectors: ql+64h is loaded as one 64-byte vector, so the
+ * low / high 256 bits decode q[0] / q[1] (low nibbles) and q[2] / q[3] (high
+ * nibbles) of dot4_q6_k, against 64 contiguous activation bytes each, with
+ * scales 8h+0..3 and 8h+4..7 in 8-word groups. The halves are folded per
+ * block (plus the same -32 * scales . bsums start), giving the same int32
+ * lane sums as the 256-bit kernels, and the same f32 code: same bits. */
+struct q6z_scales { __m512i s[4]; }; /* h=0: q01, q23; h=1: q01, q23 */
+
+KT static inline void q6z_make_scales(const int8_t *scales, struct q6z_scales *o) {
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)scales));
+    _Pragma("GCC unroll 4")
+    for (int g = 0; g < 4; g++) { /* scales 4g .. 4g+3, 8 words each */
+        const __m256i idx = _mm256_set_epi64x(0x0101010101010101LL * (4 * g + 3), 0x0101010101010101LL * (4 * g + 2),
+                                              0x0101010101010101LL * (4 * g + 1), 0x0101010101010101LL * (4 * g));
+        o->s[g] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(sc, idx));
+    }
+}
+
+/* q01 (low nibbles of ql+64h with qh bits 0-1 / 2-3) and q23 (high nibbles, bits 4-5 / 6-7) */
+KT static inline void q6z_decode(const k_block_q6_k *x, int h, __m512i *q01, __m512i *q23) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i LL = _mm512_loadu_si512((const void *)(x->ql + 64 * h));
+    const __m512i HH = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
+    const __m512i H01 = _mm512_mask_srli_epi16(HH, (__mmask32)0xFFFF0000u, HH, 2); /* bits 0-1 | 2-3 at 0-1 */
+    const __m512i H23 = _mm512_srli_epi16(H01, 4);                                 /* bits 4-5 | 6-7 at 0-1 */
+    *q01 = _mm512_or_si512(_mm512_and_si512(LL, m4), _mm512_and_si512(_mm512_slli_epi16(H01, 4), m30));
+    *q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(LL, 4), m4), _mm512_and_si512(_mm512_slli_epi16(H23, 4), m30));
+}
+
+KT static inline __m256i q6z_fold(__m512i v, __m256i start) {
+    return _mm256_add_epi32(start, _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+
+KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q6_k *x = (const k_block_q6_k *)w;
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        struct q6z_scales S;
+        q6z_make_scales(x[i].scales, &S);
+        const k_block_q8_k *y[NT];
+        __m256i start[NT];
+        __m512i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[k]->bsums));
+            start[k] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            sumi[k] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            __m512i q01, q23;
+            q6z_decode(&x[i], h, &q01, &q23);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const int8_t *qa = y[k]->qs + 128 * h;
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q01, _mm512_loadu_si512((const void *)qa)), S.s[2 * h]);
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q23, _mm512_loadu_si512((const void *)(qa + 64))), S.s[2 * h + 1]);
+            }
+        }
+        const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(q6z_fold(sumi[k], start[k])), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+#define DOT4_Q6_K dot4_q6_k_zmm
+#else
+#define DOT4_Q6_K dot4_q6_k
+#endif
+
 /* ---- Q8_0 and Q4_0: see dot_q32_simd.h (one accumulator per token
  * here; the single-token kernels use two, so these differ from them in f32
  * summation order only) ---- */
@@ -551,6 +628,47 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
 }
 
+#ifdef MM_ZMM
+/* rows4_q6_k in the dot4_q6_k_zmm layout (same bits) */
+KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    __m256 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m512i a0 = _mm512_loadu_si512((const void *)y[i].qs), a1 = _mm512_loadu_si512((const void *)(y[i].qs + 64));
+        const __m512i a2 = _mm512_loadu_si512((const void *)(y[i].qs + 128)), a3 = _mm512_loadu_si512((const void *)(y[i].qs + 192));
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const k_block_q6_k *x = (const k_block_q6_k *)(w + (size_t)r * row_bytes) + i;
+            const char *nx = (const char *)x + 4 * row_bytes; /* next row group (see rows4_q0) */
+            _mm_prefetch(nx, _MM_HINT_T0);
+            _mm_prefetch(nx + 64, _MM_HINT_T0);
+            _mm_prefetch(nx + 128, _MM_HINT_T0);
+            _mm_prefetch(nx + 192, _MM_HINT_T0);
+            const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)), bs);
+            const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            struct q6z_scales S;
+            q6z_make_scales(x->scales, &S);
+            __m512i q01, q23, sumi;
+            q6z_decode(x, 0, &q01, &q23);
+            sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(q01, a0), S.s[0]);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a1), S.s[1]);
+            q6z_decode(x, 1, &q01, &q23);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a2), S.s[2]);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a3), S.s[3]);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x->d) * y[i].d), _mm256_cvtepi32_ps(q6z_fold(sumi, start)), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
+}
+#define ROWS4_Q6_K rows4_q6_k_zmm
+#else
+#define ROWS4_Q6_K rows4_q6_k
+#endif
+
 #define TILE(name, dot4, rows4, dot1)                                                                \
     void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
               size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
@@ -559,7 +677,7 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
 
 TILE(KFN(k_mm_q4_k), DOT4_Q4_K, ROWS4_Q4_K, KFN(k_dot_q4_k_q8_k))
 TILE(KFN(k_mm_q5_k), dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
-TILE(KFN(k_mm_q6_k), dot4_q6_k, rows4_q6_k, KFN(k_dot_q6_k_q8_k))
+TILE(KFN(k_mm_q6_k), DOT4_Q6_K, ROWS4_Q6_K, KFN(k_dot_q6_k_q8_k))
 TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
 TILE(KFN(k_mm_q4_0), dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
 TILE(KFN(k_mm_q5_0), dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
