@@ -8,6 +8,12 @@
 #include <string.h>
 #include "kernels.h"
 
+/* Every rounding below is meant: no contraction into FMAs (gcc -std=c11
+ * already keeps them apart; clang contracts within an expression unless told). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* Query rows per block of k_attention_tiled: they share a converted K/V tile. */
 #define K_ATTN_TILED_ROWS 32
 #define K_ATTN_TILE 64

@@ -69,6 +69,18 @@ void k_mm_q5_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, 
 void k_mm_q8_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
+/* exact attention over the f16 KV cache (attn_neon_arm64.c), k_attn_h_fn */
+void k_attention_f16acc_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                             int64_t head_dim, const float *q, int64_t q_stride,
+                             const k_half *k, const k_half *v, int64_t kv_stride,
+                             float scale, float *out, int64_t out_stride,
+                             int64_t h0, int64_t h1, float *scratch);
+void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                            int64_t head_dim, const float *q, int64_t q_stride,
+                            const k_half *k, const k_half *v, int64_t kv_stride,
+                            float scale, float *out, int64_t out_stride,
+                            int64_t h0, int64_t h1, float *scratch);
+
 void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb,
                   float *C, int64_t ldc);

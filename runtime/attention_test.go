@@ -1,9 +1,13 @@
 package runtime
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -364,4 +368,68 @@ func BenchmarkAttention(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Prompt and generation speed against the context length on TinyLlama
+// (models/ of the repo; skipped when absent): a 512-token prompt in one
+// batch, and 16 single-token steps after a prompt of pos random tokens.
+// Reports tokens/s and process CPU milliseconds per token (steadier than
+// wall time on a shared machine).
+func BenchmarkContext(b *testing.B) {
+	path := filepath.Join("..", "models", "tinyllama-1.1b-q4_k_m.gguf")
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("%s not found (woolly synth --preset tinyllama-1.1b --type q4_k_m makes it)", path)
+	}
+	m, err := Load(path, LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	rng := rand.New(rand.NewSource(1))
+	prompt := make([]int32, 512)
+	for i := range prompt {
+		prompt[i] = int32(3 + rng.Intn(m.Info().NVocab-3))
+	}
+	s, err := m.NewSession(1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	report := func(b *testing.B, ntok int, cpu time.Duration) {
+		b.ReportMetric(float64(ntok)/b.Elapsed().Seconds(), "tokens/s")
+		b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(ntok), "cpu-ms/token")
+	}
+	b.Run("prompt512", func(b *testing.B) {
+		var cpu time.Duration
+		for i := 0; i < b.N; i++ {
+			s.Reset()
+			c0 := processCPU()
+			if _, err := s.Eval(prompt, false); err != nil {
+				b.Fatal(err)
+			}
+			cpu += processCPU() - c0
+		}
+		report(b, 512*b.N, cpu)
+	})
+	for _, pos := range []int{16, 512} {
+		b.Run(fmt.Sprintf("decode-pos%d", pos), func(b *testing.B) {
+			const steps = 16
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s.Reset()
+				if _, err := s.Eval(prompt[:pos], false); err != nil {
+					b.Fatal(err)
+				}
+				c0 := processCPU()
+				b.StartTimer()
+				for j := 0; j < steps; j++ {
+					if _, err := s.Eval(prompt[j:j+1], false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu += processCPU() - c0
+			}
+			report(b, steps*b.N, cpu)
+		})
+	}
 }
