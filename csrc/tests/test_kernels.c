@@ -383,6 +383,31 @@ static void test_ops(int impl) {
         cmp_vec("attention", impl, o2, o1, ntok * os, 1e-5f, 1e-6f);
         free(q); free(k); free(v); free(o1); free(o2); free(scr);
     }
+    /* exact attention over an f16 cache (same bits as ref): f16acc (q rounded
+     * to f16) and tiled, positions crossing 64-position tiles, row blocks of 32 */
+    for (int tiled = 0; tiled < 2; tiled++) {
+        const int64_t ntok = tiled ? 70 : 3, pos0 = tiled ? 10 : 70, nhead = 8, nkv = 2, hd = tiled ? 32 : 64;
+        const int64_t npos = pos0 + ntok, qs = nhead * hd + 3, kvs = nkv * hd + 1, os = nhead * hd + 2;
+        const int64_t ns = tiled ? k_attention_tiled_scratch(hd) : k_attention_f16acc_scratch(hd);
+        float *q = malloc((size_t)(ntok * qs) * 4), *f = malloc((size_t)(npos * kvs) * 4);
+        k_half *k = malloc((size_t)(npos * kvs) * 2), *v = malloc((size_t)(npos * kvs) * 2);
+        float *o1 = calloc((size_t)(ntok * os), 4), *o2 = calloc((size_t)(ntok * os), 4), *scr = malloc((size_t)ns * 4);
+        fill_acts(q, ntok * qs, 0);
+        if (!tiled)
+            for (int64_t i = 0; i < ntok * qs; i++) q[i] = k_f16_to_f32(k_f32_to_f16(q[i]));
+        fill_acts(f, npos * kvs, 0);
+        for (int64_t i = 0; i < npos * kvs; i++) k[i] = k_f32_to_f16(f[i]);
+        fill_acts(f, npos * kvs, 1);
+        for (int64_t i = 0; i < npos * kvs; i++) v[i] = k_f32_to_f16(f[i]);
+        void (*fn)(int, int64_t, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, const k_half *,
+                   const k_half *, int64_t, float, float *, int64_t, int64_t, int64_t, float *) =
+            tiled ? k_attention_tiled : k_attention_f16acc;
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, o2, os, 3, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, o2, os, 0, 3, scr);
+        cmp_vec(tiled ? "attention_tiled" : "attention_f16acc", impl, o2, o1, ntok * os, 0, 0);
+        free(q); free(f); free(k); free(v); free(o1); free(o2); free(scr);
+    }
     printf("  ops      %-13s ok\n", impl_names[impl]);
 }
 
