@@ -305,10 +305,11 @@ func TestAttentionKernelsMatchGo(t *testing.T) {
 				}
 			}
 			for i := range want {
-				// Go fuses a*b+c on arm64 (the transcriptions' expf polynomial):
-				// bits on amd64, a 1e-6 relative tolerance elsewhere.
+				// Go fuses a*b+c on arm64 (the transcriptions' expf polynomial),
+				// which can move an f16 accumulator by one ulp: bits on amd64,
+				// 2e-3 elsewhere.
 				if goruntime.GOARCH == "amd64" && math.Float32bits(got[i]) != math.Float32bits(want[i]) ||
-					math.Abs(float64(got[i]-want[i])) > 1e-6*math.Abs(float64(want[i]))+1e-30 {
+					math.Abs(float64(got[i]-want[i])) > 2e-3 {
 					t.Fatalf("%+v %s (kernels %s): out[%d] = %g, Go %g", c, path, kernels.Impl(), i, got[i], want[i])
 				}
 				if d := math.Abs(float64(got[i] - ref[i])); d > 2e-2 {
