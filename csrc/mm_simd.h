@@ -19,10 +19,21 @@ typedef void (*rows4_fn)(int64_t n, const char *w, size_t row_bytes, const void 
 /* Tokens in groups of NT through dot4 (NULL: none); the remaining tokens
  * (all of them for MatVec, which calls with ntok = 1) row by row, four rows
  * at a time through rows4 where given. */
-static void mm_tile(dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes,
+static void mm_tile(dot4_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes,
                     int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
+    if (dot8) { /* groups of 8 tokens where the type has such a kernel (dot4_fn shape, out[8]) */
+        for (; t + 8 <= ntok; t += 8) {
+            const char *at = ab + (size_t)t * a_row_bytes;
+            for (int64_t r = 0; r < nr; r++) {
+                float o[8];
+                dot8(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
+                _Pragma("GCC unroll 8")
+                for (int k = 0; k < 8; k++) y[(t + k) * y_stride + r] = o[k];
+            }
+        }
+    }
     if (dot4) {
         for (; t + NT <= ntok; t += NT) {
             const char *at = ab + (size_t)t * a_row_bytes;
@@ -107,17 +118,18 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
  * where dot4_q4_k has two of each. Folding the halves at the end of a block
  * gives the same exact int32 lane sums as dot4_q4_k, and the f32 part is the
  * same code, so the bits are the same. */
-KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+KT static inline __attribute__((always_inline)) void q4k_zmm_tokens(const int NTK, int64_t n, const void *w, const char *a,
+                                                                  size_t a_row_bytes, float *out) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512i sidx[4];
-    _Pragma("GCC unroll 4")
+    _Pragma("GCC unroll 8")
     for (int c = 0; c < 4; c++)
         sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
-    __m256 acc[NT];
-    __m128 accm[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    __m256 acc[NTK];
+    __m128 accm[NTK];
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < NTK; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
     for (int64_t i = 0; i < n / K_QKK; i++) {
         uint32_t u[4];
         k_q4k_unpack_scales(x[i].scales, u);
@@ -125,39 +137,48 @@ KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
         const __m512i sm512 = _mm512_castsi256_si512(sm);
         const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
-        const k_block_q8_k *y[NT];
-        __m512i sumi[NT];
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
+        const k_block_q8_k *y[NTK];
+        __m512i sumi[NTK];
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < NTK; k++) {
             y[k] = ACT(k, k_block_q8_k) + i;
             const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
             const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
             accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
             sumi[k] = _mm512_setzero_si512();
         }
-        _Pragma("GCC unroll 4")
+        _Pragma("GCC unroll 8")
         for (int c = 0; c < 4; c++) {
             const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
             const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
             const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < NTK; k++) {
                 const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k]->qs + 64 * c)));
                 sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, s);
             }
         }
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < NTK; k++) {
             const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[k]), _mm512_extracti64x4_epi64(sumi[k], 1));
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(s8), acc[k]);
         }
     }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < NTK; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+}
+KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    q4k_zmm_tokens(NT, n, w, a, a_row_bytes, out);
+}
+/* 8 tokens: the weight decode (scales, nibbles) is shared by twice as many tokens */
+KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[8]) {
+    q4k_zmm_tokens(8, n, w, a, a_row_bytes, out);
 }
 #define DOT4_Q4_K dot4_q4_k_zmm
+#define DOT8_Q4_K dot8_q4_k_zmm
 #else
 #define DOT4_Q4_K dot4_q4_k
+#define DOT8_Q4_K NULL
 #endif
 
 /* ---- Q5_K: Q4_K plus the 5th bits (bit 2c / 2c+1 of qh[l]) ---- */
@@ -669,15 +690,15 @@ KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
 #define ROWS4_Q6_K rows4_q6_k
 #endif
 
-#define TILE(name, dot4, rows4, dot1)                                                                \
+#define TILE(name, dot8, dot4, rows4, dot1)                                                          \
     void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
               size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
-        mm_tile(dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);          \
+        mm_tile(dot8, dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);    \
     }
 
-TILE(KFN(k_mm_q4_k), DOT4_Q4_K, ROWS4_Q4_K, KFN(k_dot_q4_k_q8_k))
-TILE(KFN(k_mm_q5_k), dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
-TILE(KFN(k_mm_q6_k), DOT4_Q6_K, ROWS4_Q6_K, KFN(k_dot_q6_k_q8_k))
-TILE(KFN(k_mm_q8_0), dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
-TILE(KFN(k_mm_q4_0), dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
-TILE(KFN(k_mm_q5_0), dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
+TILE(KFN(k_mm_q4_k), DOT8_Q4_K, DOT4_Q4_K, ROWS4_Q4_K, KFN(k_dot_q4_k_q8_k))
+TILE(KFN(k_mm_q5_k), NULL, dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
+TILE(KFN(k_mm_q6_k), NULL, DOT4_Q6_K, ROWS4_Q6_K, KFN(k_dot_q6_k_q8_k))
+TILE(KFN(k_mm_q8_0), NULL, dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
+TILE(KFN(k_mm_q4_0), NULL, dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
+TILE(KFN(k_mm_q5_0), NULL, dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
