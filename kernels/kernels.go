@@ -16,9 +16,10 @@
 // same bytes on every set. Dot products (MatVec, MatMulQ) sum in the
 // reference build's order (llama.cpp x86: ggml vec_dot / tinyBLAS_Q0), so on
 // amd64 ref, avx2 and avx512 give the same bits, and MatMulQ equals MatVec
-// bit for bit. AttentionF16Acc reproduces the reference's f16-accumulating
-// flash attention; Attention, Softmax and SiLUMul on SIMD sets use a vector
-// exp (about 1 ulp) and differ from ref in the last bits.
+// bit for bit. AttentionF16Acc and AttentionTiled reproduce the reference's
+// two CPU flash-attention paths over an f16 KV cache, with the same bits on
+// every set; Attention (f32 cache), Softmax and SiLUMul on SIMD sets use a
+// vector exp (about 1 ulp) and differ from ref in the last bits.
 package kernels
 
 /*
