@@ -3,6 +3,7 @@
  * as ref: rounding is _mm256_round_ps(_MM_FROUND_TO_NEAREST_INT), i.e. the
  * half-to-even of ref's nearest_int(); dequant multiplies and subtracts in two
  * rounded steps like ref (no FMA). */
+#include <math.h>
 #include <string.h>
 #include "kernels_avx2_amd64.h"
 
@@ -47,6 +48,12 @@ K_AVX2 void k_quantize_q8_k_avx2(const float *x, void *dst, int64_t n) {
             if (x[j] == amax || x[j] == -amax) { max = x[j]; break; }
         }
         const float iscale = -127.f / max;
+        if (!isfinite(iscale)) {
+            /* a subnormal max overflows the scale: the quants are then not
+             * round()s but what the ref's integer trick gives; take them from it */
+            k_quantize_q8_k_ref(x, &y[i], K_QKK);
+            continue;
+        }
         const __m256 s = _mm256_set1_ps(iscale);
         const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
         for (int j = 0; j < K_QKK; j += 32) {
@@ -72,6 +79,10 @@ K_AVX2 void k_quantize_q8_0_avx2(const float *x, void *dst, int64_t n) {
         const float amax = k_hmax_avx2(absmax32(x, _mm256_setzero_ps()));
         const float d = amax / 127.f;
         const float id = amax != 0 ? 127.f / amax : 0.f;
+        if (!isfinite(id)) { /* subnormal amax: see the Q8_K note above */
+            k_quantize_q8_0_ref(x, &y[i], K_QK);
+            continue;
+        }
         y[i].d = (k_half)_cvtss_sh(d, 0);
         _mm256_storeu_si256((__m256i *)y[i].qs, round_pack32(x, _mm256_set1_ps(id), hi));
     }
