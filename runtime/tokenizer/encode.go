@@ -140,17 +140,19 @@ type spmBigram struct {
 	size        int
 }
 
-// spmQueue is a max-heap: highest score first, leftmost on ties.
-type spmQueue []spmBigram
-
-func (b *spmBigram) before(o *spmBigram) bool {
+// spmBigram.before orders the SPM queue: highest score first, leftmost on ties.
+func (b spmBigram) before(o *spmBigram) bool {
 	if b.score != o.score {
 		return b.score > o.score
 	}
 	return b.left < o.left
 }
 
-func (q *spmQueue) push(x spmBigram) {
+// mergeQueue is a binary heap of merge candidates (SPM bigrams by score,
+// BPE bigrams by rank) with the one that merges first on top.
+type mergeQueue[T interface{ before(*T) bool }] []T
+
+func (q *mergeQueue[T]) push(x T) {
 	h := append(*q, x)
 	i := len(h) - 1
 	for i > 0 {
@@ -164,7 +166,7 @@ func (q *spmQueue) push(x spmBigram) {
 	*q = h
 }
 
-func (q *spmQueue) pop() spmBigram {
+func (q *mergeQueue[T]) pop() T {
 	h := *q
 	top := h[0]
 	n := len(h) - 1
@@ -193,7 +195,7 @@ type spmSession struct {
 	t     *Tokenizer
 	text  string
 	syms  []spmSym
-	queue spmQueue
+	queue mergeQueue[spmBigram]
 	rev   map[string][2]int
 }
 
@@ -298,53 +300,12 @@ type bpeBigram struct {
 	size        int // bytes of left+right when queued
 }
 
-// bpeQueue is a min-heap: lowest merge rank first, leftmost on ties.
-type bpeQueue []bpeBigram
-
-func (b *bpeBigram) before(o *bpeBigram) bool {
+// bpeBigram.before orders the BPE queue: lowest merge rank first, leftmost on ties.
+func (b bpeBigram) before(o *bpeBigram) bool {
 	if b.rank != o.rank {
 		return b.rank < o.rank
 	}
 	return b.left < o.left
-}
-
-func (q *bpeQueue) push(x bpeBigram) {
-	h := append(*q, x)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h[i].before(&h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	*q = h
-}
-
-func (q *bpeQueue) pop() bpeBigram {
-	h := *q
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h[r].before(&h[l]) {
-			m = r
-		}
-		if !h[m].before(&h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
 }
 
 // PreTokenize returns the pre-tokenizer's split of text (BPE vocabularies;
@@ -376,7 +337,7 @@ func (t *Tokenizer) bpe(text string, out []int32) ([]int32, error) {
 	var raw []byte
 	var enc strings.Builder
 	var syms []bpeSym
-	var q bpeQueue
+	var q mergeQueue[bpeBigram]
 	for _, w := range words {
 		if len(w) == 0 {
 			continue
