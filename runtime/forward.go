@@ -180,13 +180,19 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 				return err
 			}
 		}
-		if err := s.matmul(xb, ntok, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2}); err != nil {
+		// Gate and up in one op; each chunk applies SiLU(gate)*up to its
+		// rows as soon as it has both (element-wise, so the same bits as
+		// siluMul over whole rows), saving a pool op per layer.
+		fused, err := s.matmulOps(xb, ntok, true, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
+		if err != nil {
 			return err
 		}
-		m.pool.run(func(wk int) { // SiLU with the reference's exp, rows split across workers
-			t0, t1 := split(ntok, wk, m.pool.n, 1)
-			siluMul(hb[t0*ff:t1*ff], hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], ff)
-		})
+		if !fused {
+			m.pool.run(func(wk int) { // SiLU with the reference's exp, rows split across workers
+				t0, t1 := split(ntok, wk, m.pool.n, 1)
+				siluMul(hb[t0*ff:t1*ff], hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], ff)
+			})
+		}
 		if err := s.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
 			return err
 		}
@@ -228,6 +234,14 @@ type matOp struct {
 // same row length). The input is converted to each activation type once and
 // shared; each worker makes one kernel call per matrix on its rows.
 func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
+	_, err := s.matmulOps(in, ntok, false, ops...)
+	return err
+}
+
+// matmulOps is matmul; with glu set and ops = gate, up of the same shape on
+// the quantized kernels, each chunk computes the same rows of both and then
+// replaces its gate rows by SiLU(gate)*up (fused reports that it did).
+func (s *Session) matmulOps(in []float32, ntok int, glu bool, ops ...matOp) (fused bool, _ error) {
 	p, st := s.model.pool, s.st
 	cols := ops[0].m.Cols
 	type actBuf struct {
@@ -239,8 +253,9 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 	// (off by default): fw[i] != nil means op i runs kernels.Sgemm on them.
 	fw, err := s.dequantOps(ntok, ops)
 	if err != nil {
-		return err
+		return false, err
 	}
+	glu = glu && fw == nil && len(ops) == 2 && ops[0].m.Rows == ops[1].m.Rows && ops[0].m.Cols == ops[1].m.Cols
 	var done []actBuf // activation types converted so far (at most 2-3)
 	acts := make([]actBuf, len(ops))
 	for i, op := range ops {
@@ -260,7 +275,7 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 		}
 		rb, err := at.RowBytes(int64(cols))
 		if err != nil {
-			return fmt.Errorf("%s: %v", op.m.Name, err)
+			return false, fmt.Errorf("%s: %v", op.m.Name, err)
 		}
 		buf := st.act[at]
 		if len(buf) < ntok*int(rb) {
@@ -269,7 +284,7 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 		}
 		a := actBuf{at, buf[:ntok*int(rb)], int(rb)}
 		if err := s.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes); err != nil {
-			return fmt.Errorf("%s: %v", op.m.Name, err)
+			return false, fmt.Errorf("%s: %v", op.m.Name, err)
 		}
 		acts[i] = a
 		done = append(done, a)
@@ -279,7 +294,37 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 	// worker leaves its share to the others instead of stalling the op.
 	var first, rowsPer [8]int // op i: its first chunk, rows per chunk
 	if len(ops) > len(first) {
-		return fmt.Errorf("matmul: %d matrices in one op (at most %d)", len(ops), len(first))
+		return false, fmt.Errorf("matmul: %d matrices in one op (at most %d)", len(ops), len(first))
+	}
+	if glu {
+		rows := ops[0].m.Rows
+		rp := (rows + 8*p.n - 1) / (8 * p.n)
+		rp = max(64, (rp+15)/16*16)
+		p.runChunks((rows+rp-1)/rp, func(wk, c int) {
+			r0 := c * rp
+			r1 := min(r0+rp, rows)
+			for i, op := range ops {
+				mt := op.m
+				var err error
+				if ntok == 1 {
+					err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
+				} else {
+					err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
+						acts[i].buf, acts[i].rowBytes, ntok, op.out, rows)
+				}
+				if err != nil {
+					if st.errs[wk] == nil {
+						st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
+					}
+					return
+				}
+			}
+			g, u := ops[0].out, ops[1].out
+			for t := 0; t < ntok; t++ {
+				siluMulRange(g[t*rows:(t+1)*rows], g[t*rows:(t+1)*rows], u[t*rows:(t+1)*rows], r0, r1)
+			}
+		})
+		return true, st.firstErr()
 	}
 	nch := 0
 	for i, op := range ops {
@@ -311,7 +356,7 @@ func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
 			st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
 		}
 	})
-	return st.firstErr()
+	return false, st.firstErr()
 }
 
 // quantizeRows converts ntok rows of cols activations to type at.

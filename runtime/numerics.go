@@ -99,6 +99,22 @@ func siluMul(out, gate, up []float32, n int) {
 	}
 }
 
+// siluMulRange is siluMul on elements [i0, i1) of one row (len(out) its
+// length): each element gets exactly the value siluMul gives it.
+func siluMulRange(out, gate, up []float32, i0, i1 int) {
+	nb := len(out) &^ 15
+	o, g, u := out[:i1], gate[:i1], up[:i1]
+	i := i0
+	for ; i < min(nb, i1); i++ {
+		x := g[i]
+		o[i] = x / (1 + vexpf(-x)) * u[i]
+	}
+	for ; i < i1; i++ {
+		x := g[i]
+		o[i] = x / (1 + expf(-x)) * u[i]
+	}
+}
+
 // glibc's single-precision sine and cosine (the optimized-routines
 // algorithm, as built for x86-64 with FMA): reduction by pi/2 in double, then
 // a polynomial in double. Its results differ from the correctly rounded ones
