@@ -74,6 +74,8 @@ type Model struct {
 	attn AttentionMode
 
 	caches modelCaches
+
+	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
 }
 
 // ModelInfo describes a loaded model.
@@ -95,8 +97,10 @@ type ModelInfo struct {
 	DefaultCtx    int // context of NewSession(0)
 }
 
-// Load opens a GGUF file and prepares it for inference. The weights stay in
-// the file mapping.
+// Load opens a GGUF file and prepares it for inference. On Linux the layer
+// and output matrices are moved to transparent huge pages (same bytes, same
+// resident size; see moveToHugePages); everything else stays in the file
+// mapping.
 func Load(path string, o LoadOptions) (*Model, error) {
 	f, err := loader.Open(path)
 	if err != nil {
@@ -110,6 +114,7 @@ func Load(path string, o LoadOptions) (*Model, error) {
 	if st, err := os.Stat(path); err == nil {
 		m.info.SizeBytes = st.Size()
 	}
+	m.releaseHuge = moveToHugePages(m.w)
 	return m, nil
 }
 
@@ -178,7 +183,12 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 func (m *Model) Close() error {
 	m.closeCaches()
 	m.pool.close()
-	return m.file.Close()
+	var err error
+	if m.releaseHuge != nil {
+		err = m.releaseHuge()
+		m.releaseHuge = nil
+	}
+	return errors.Join(err, m.file.Close())
 }
 
 // Tokenizer returns the model's tokenizer.

@@ -1,0 +1,67 @@
+//go:build linux
+
+package runtime
+
+import (
+	"os"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// moveToHugePages copies the matrices that every token streams through (all
+// layer matrices and the output matrix) out of the file mapping into one
+// anonymous mapping backed by transparent huge pages, and drops their pages
+// from the file mapping so the resident size stays that of the file. With
+// 4 KiB file pages the matrix-vector products stall on TLB misses: tg64 at
+// -t 2 on TinyLlama Q4_K_M measured ~5 % faster from huge pages. The bytes
+// are unchanged. It returns the function that releases the copy, or nil
+// (weights left in the file mapping) where huge pages are unavailable.
+func moveToHugePages(w *Weights) func() error {
+	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil ||
+		strings.Contains(string(thp), "[never]") {
+		return nil
+	}
+	mats := []*Mat{&w.Output}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		mats = append(mats, &l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown)
+	}
+	const huge = 2 << 20
+	total := 0
+	for _, m := range mats {
+		total += (len(m.Data) + 63) &^ 63
+	}
+	if total < 4*huge {
+		return nil
+	}
+	n := (total + huge - 1) &^ (huge - 1)
+	b, err := unix.Mmap(-1, 0, n+huge, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil
+	}
+	off := (huge - int(uintptr(unsafe.Pointer(&b[0]))&(huge-1))) & (huge - 1)
+	a := b[off : off+n]
+	if unix.Madvise(a, unix.MADV_HUGEPAGE) != nil {
+		unix.Munmap(b)
+		return nil
+	}
+	page := os.Getpagesize()
+	pos := 0
+	for _, m := range mats {
+		d := a[pos : pos+len(m.Data) : pos+len(m.Data)]
+		copy(d, m.Data)
+		// Drop the file pages wholly inside this matrix (they are read
+		// back from the page cache if anything touches them again).
+		p0 := int(uintptr(unsafe.Pointer(unsafe.SliceData(m.Data))))
+		lo := (page - p0%page) % page
+		hi := (p0+len(m.Data))/page*page - p0
+		if hi > lo {
+			unix.Madvise(m.Data[lo:hi], unix.MADV_DONTNEED)
+		}
+		m.Data = d
+		pos += (len(d) + 63) &^ 63
+	}
+	return func() error { return unix.Munmap(b) }
+}
