@@ -1,0 +1,62 @@
+//go:build linux
+
+package runtime
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The huge-page copy must keep every matrix byte for byte, including
+// matrices that start and end off page boundaries.
+func TestMoveToHugePagesKeepsBytes(t *testing.T) {
+	const size = 20<<20 + 12345
+	want := make([]byte, size)
+	rand.New(rand.NewSource(1)).Read(want)
+	path := filepath.Join(t.TempDir(), "w.bin")
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	mapped, err := unix.Mmap(int(fh.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mapped)
+	// Output and one layer of odd-sized, unaligned slices of the mapping.
+	cuts := []int{0, 100, 5<<20 + 7, 5<<20 + 9, 9<<20 + 1, 12 << 20, 15<<20 + 3000, 18 << 20, size}
+	w := &Weights{Layers: make([]Layer, 1)}
+	l := &w.Layers[0]
+	mats := []*Mat{&w.Output, &l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown}
+	for i, m := range mats {
+		m.Data = mapped[cuts[i]:cuts[i+1]]
+	}
+	release := moveToHugePages(w)
+	if release == nil {
+		t.Skip("transparent huge pages unavailable")
+	}
+	for i, m := range mats {
+		if &m.Data[0] == &mapped[cuts[i]] {
+			t.Errorf("matrix %d still in the file mapping", i)
+		}
+		if !bytes.Equal(m.Data, want[cuts[i]:cuts[i+1]]) {
+			t.Errorf("matrix %d: bytes differ after the copy", i)
+		}
+	}
+	// The dropped file pages read back from the page cache.
+	if !bytes.Equal(mapped, want) {
+		t.Error("file mapping changed")
+	}
+	if err := release(); err != nil {
+		t.Error(err)
+	}
+}
