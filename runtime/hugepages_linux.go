@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -33,7 +34,10 @@ func moveToHugePages(w *Weights) func() error {
 	for _, m := range mats {
 		total += (len(m.Data) + 63) &^ 63
 	}
-	if total < 4*huge {
+	if total < 4*huge || total > memAvailable()/2 {
+		// Tiny models gain nothing; and anonymous memory, unlike file
+		// pages, cannot simply be dropped under memory pressure, so a
+		// model that does not fit comfortably stays in the file mapping.
 		return nil
 	}
 	n := (total + huge - 1) &^ (huge - 1)
@@ -64,4 +68,23 @@ func moveToHugePages(w *Weights) func() error {
 		pos += (len(d) + 63) &^ 63
 	}
 	return func() error { return unix.Munmap(b) }
+}
+
+// memAvailable is MemAvailable from /proc/meminfo in bytes (0 if unknown).
+func memAvailable() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.Atoi(f[0]); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
 }
