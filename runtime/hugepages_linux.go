@@ -18,8 +18,12 @@ import (
 // 4 KiB file pages the matrix-vector products stall on TLB misses: tg64 at
 // -t 2 on TinyLlama Q4_K_M measured ~5 % faster from huge pages. The bytes
 // are unchanged. It returns the function that releases the copy, or nil
-// (weights left in the file mapping) where huge pages are unavailable.
+// (weights left in the file mapping) where huge pages are unavailable or
+// WOOLLY_NO_HUGEPAGES=1 is set.
 func moveToHugePages(w *Weights) func() error {
+	if os.Getenv("WOOLLY_NO_HUGEPAGES") == "1" {
+		return nil
+	}
 	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil ||
 		strings.Contains(string(thp), "[never]") {
 		return nil

@@ -60,3 +60,18 @@ func TestMoveToHugePagesKeepsBytes(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// WOOLLY_NO_HUGEPAGES=1 keeps every matrix in the file mapping.
+func TestMoveToHugePagesOptOut(t *testing.T) {
+	t.Setenv("WOOLLY_NO_HUGEPAGES", "1")
+	data := make([]byte, 20<<20)
+	w := &Weights{Layers: make([]Layer, 1)}
+	w.Output.Data = data
+	if release := moveToHugePages(w); release != nil {
+		release()
+		t.Fatal("weights were copied out of the mapping with WOOLLY_NO_HUGEPAGES=1")
+	}
+	if &w.Output.Data[0] != &data[0] {
+		t.Fatal("output matrix moved")
+	}
+}
