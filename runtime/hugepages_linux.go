@@ -15,13 +15,15 @@ import (
 // layer matrices and the output matrix) out of the file mapping into one
 // anonymous mapping backed by transparent huge pages, and drops their pages
 // from the file mapping so the resident size stays that of the file. With
-// 4 KiB file pages the matrix-vector products stall on TLB misses: tg64 at
-// -t 2 on TinyLlama Q4_K_M measured ~5 % faster from huge pages. The bytes
-// are unchanged. It returns the function that releases the copy, or nil
-// (weights left in the file mapping) where huge pages are unavailable or
-// WOOLLY_NO_HUGEPAGES=1 is set.
+// 4 KiB file pages the matrix-vector products can stall on TLB misses.
+// It is opt-in (WOOLLY_HUGEPAGES=1): it copies the weights out of the mmap,
+// and its gain did not hold up in same-run measurements on TinyLlama Q4_K_M
+// at -t 2 (one set of paired runs: tg64 +5-13 %; a later interleaved run:
+// 50.0 t/s with it, 51.9 without). The bytes are unchanged. It returns the
+// function that releases the copy, or nil (weights left in the file
+// mapping) when it is not enabled or huge pages are unavailable.
 func moveToHugePages(w *Weights) func() error {
-	if os.Getenv("WOOLLY_NO_HUGEPAGES") == "1" {
+	if os.Getenv("WOOLLY_HUGEPAGES") != "1" {
 		return nil
 	}
 	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil ||

@@ -15,6 +15,7 @@ import (
 // The huge-page copy must keep every matrix byte for byte, including
 // matrices that start and end off page boundaries.
 func TestMoveToHugePagesKeepsBytes(t *testing.T) {
+	t.Setenv("WOOLLY_HUGEPAGES", "1")
 	const size = 20<<20 + 12345
 	want := make([]byte, size)
 	rand.New(rand.NewSource(1)).Read(want)
@@ -61,15 +62,15 @@ func TestMoveToHugePagesKeepsBytes(t *testing.T) {
 	}
 }
 
-// WOOLLY_NO_HUGEPAGES=1 keeps every matrix in the file mapping.
-func TestMoveToHugePagesOptOut(t *testing.T) {
-	t.Setenv("WOOLLY_NO_HUGEPAGES", "1")
+// Without WOOLLY_HUGEPAGES=1 every matrix stays in the file mapping.
+func TestMoveToHugePagesOptIn(t *testing.T) {
+	t.Setenv("WOOLLY_HUGEPAGES", "")
 	data := make([]byte, 20<<20)
 	w := &Weights{Layers: make([]Layer, 1)}
 	w.Output.Data = data
 	if release := moveToHugePages(w); release != nil {
 		release()
-		t.Fatal("weights were copied out of the mapping with WOOLLY_NO_HUGEPAGES=1")
+		t.Fatal("weights were copied out of the mapping without WOOLLY_HUGEPAGES=1")
 	}
 	if &w.Output.Data[0] != &data[0] {
 		t.Fatal("output matrix moved")

@@ -97,10 +97,10 @@ type ModelInfo struct {
 	DefaultCtx    int // context of NewSession(0)
 }
 
-// Load opens a GGUF file and prepares it for inference. On Linux the layer
-// and output matrices are moved to transparent huge pages (same bytes, same
-// resident size; see moveToHugePages); everything else stays in the file
-// mapping.
+// Load opens a GGUF file and prepares it for inference. The weights stay
+// in the file mapping; on Linux, WOOLLY_HUGEPAGES=1 moves the layer and
+// output matrices to transparent huge pages instead (same bytes, same
+// resident size; see moveToHugePages).
 func Load(path string, o LoadOptions) (*Model, error) {
 	f, err := loader.Open(path)
 	if err != nil {
