@@ -144,3 +144,11 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	_, err = io.WriteString(stdout, b.String())
 	return err
 }
+
+// shortF64 widens a float32 default to the float64 with the same shortest
+// decimal text (0.8, not 0.800000011920929), so flag help prints it as
+// written; converting back to float32 gives the same value.
+func shortF64(v float32) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
+	return f
+}
