@@ -400,11 +400,7 @@ func (p *parser) array(depth int, key string) (Array, error) {
 		copy(v, b)
 		a.Values = v
 	case TypeInt8:
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(b[i])
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 1, func(e []byte) int8 { return int8(e[0]) })
 	case TypeBool:
 		v := make([]bool, n)
 		for i := range v {
@@ -415,53 +411,21 @@ func (p *parser) array(depth int, key string) (Array, error) {
 		}
 		a.Values = v
 	case TypeUint16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(b[2*i:])
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 2, le.Uint16)
 	case TypeInt16:
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(le.Uint16(b[2*i:]))
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 2, func(e []byte) int16 { return int16(le.Uint16(e)) })
 	case TypeUint32:
-		v := make([]uint32, n)
-		for i := range v {
-			v[i] = le.Uint32(b[4*i:])
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 4, le.Uint32)
 	case TypeInt32:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(le.Uint32(b[4*i:]))
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 4, func(e []byte) int32 { return int32(le.Uint32(e)) })
 	case TypeFloat32:
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 4, func(e []byte) float32 { return math.Float32frombits(le.Uint32(e)) })
 	case TypeUint64:
-		v := make([]uint64, n)
-		for i := range v {
-			v[i] = le.Uint64(b[8*i:])
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 8, le.Uint64)
 	case TypeInt64:
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = int64(le.Uint64(b[8*i:]))
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 8, func(e []byte) int64 { return int64(le.Uint64(e)) })
 	case TypeFloat64:
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		a.Values = v
+		a.Values = decodeArray(b, n, 8, func(e []byte) float64 { return math.Float64frombits(le.Uint64(e)) })
 	case TypeString:
 		v, err := p.strings(n, key)
 		if err != nil {
@@ -530,4 +494,14 @@ func rowBytes(t kernels.Type, n int64) (int64, error) {
 		}
 	}
 	return t.RowBytes(n)
+}
+
+// decodeArray reads n little-endian elements of size bytes each from b
+// (the caller has checked that b holds them).
+func decodeArray[T any](b []byte, n, size int, get func([]byte) T) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = get(b[size*i:])
+	}
+	return v
 }
