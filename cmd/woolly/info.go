@@ -274,59 +274,45 @@ func infoJSONArray(a loader.Array) any {
 	if n > infoMaxArray {
 		return infoObject{{"type", a.Elem.String()}, {"len", n}}
 	}
-	out := make([]any, 0, n)
 	switch vs := a.Values.(type) {
 	case []uint8:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []int8:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []uint16:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []int16:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []uint32:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []int32:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []float32:
-		for _, x := range vs {
-			out = append(out, infoFloat(float64(x), 32))
-		}
+		return anySlice(vs, func(x float32) any { return infoFloat(float64(x), 32) })
 	case []bool:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []string:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []uint64:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []int64:
-		for _, x := range vs {
-			out = append(out, x)
-		}
+		return anySlice(vs, nil)
 	case []float64:
-		for _, x := range vs {
-			out = append(out, infoFloat(x, 64))
-		}
+		return anySlice(vs, func(x float64) any { return infoFloat(x, 64) })
 	case []loader.Array:
-		for _, x := range vs {
-			out = append(out, infoJSONArray(x))
+		return anySlice(vs, infoJSONArray)
+	}
+	return []any{}
+}
+
+// anySlice converts vs element by element (with conv, or as it is when conv is nil).
+func anySlice[T any](vs []T, conv func(T) any) []any {
+	out := make([]any, len(vs))
+	for i, x := range vs {
+		if conv != nil {
+			out[i] = conv(x)
+		} else {
+			out[i] = x
 		}
 	}
 	return out
