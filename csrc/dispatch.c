@@ -83,7 +83,7 @@ static k_quantize_fn ref_quantize(int act) {
 
 static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
-    .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref,
+    .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref, .swiglu = k_swiglu_ref,
     .add = k_add_ref, .scale = k_scale_ref, .attention_f16acc = k_attention_f16acc_ref,
     .attention_tiled = k_attention_tiled_ref,
 };
@@ -256,6 +256,10 @@ void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot
 void k_softmax(int impl, float *x, int64_t n) { OP(impl, softmax)(x, n); }
 void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n) {
     OP(impl, silu_mul)(out, gate, up, n);
+}
+void k_swiglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1) {
+    const k_swiglu_fn f = OP(impl, swiglu);
+    for (int64_t t = 0; t < ntok; t++) f(out + t * n, gate + t * n, up + t * n, n, i0, i1);
 }
 void k_add(int impl, float *out, const float *a, const float *b, int64_t n) { OP(impl, add)(out, a, b, n); }
 void k_scale(int impl, float *x, float s, int64_t n) { OP(impl, scale)(x, s, n); }

@@ -89,10 +89,10 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     }
 }
 
-/* NEON sgemm and exact attention; the other ops (f32 attention, norms,
+/* NEON sgemm, exact attention and swiglu; the other ops (f32 attention, norms,
  * softmax, ...) are the ref ones, which gcc/clang vectorize well enough for
  * their share of the time. */
 static const k_arch_ops neon_ops = {.sgemm = k_sgemm_neon, .attention_f16acc = k_attention_f16acc_neon,
-                                    .attention_tiled = k_attention_tiled_neon};
+                                    .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon};
 
 const k_arch_ops *k_arch_get_ops(int impl) { return is_neon(impl) ? &neon_ops : NULL; }

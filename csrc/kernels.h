@@ -197,11 +197,21 @@ int64_t k_attention_tiled_scratch(int64_t head_dim);
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps);
 /* Rotate the first n_rot dims of each of n_heads heads of x [n_heads][head_dim]
  * with cos/sin tables of n_rot/2 entries for this position.
- * neox = 0: pairs (2i, 2i+1) ("normal");  neox = 1: pairs (i, i + n_rot/2). */
+ * neox = 0: pairs (2i, 2i+1) ("normal");  neox = 1: pairs (i, i + n_rot/2).
+ * Rounding as the reference build (its compiler contracts each output into
+ * one FMA with the other product rounded): for a pair (x0, x1),
+ *   x0' = fma(x0, cos, -(x1 * sin)),  x1' = fma(x0, sin, x1 * cos);
+ * every impl gives the same bits. */
 void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
             const float *cos_t, const float *sin_t, int neox);
 void k_softmax(int impl, float *x, int64_t n);                     /* in place */
 void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n);
+/* The reference build's SwiGLU on elements [i0, i1) of each of ntok rows of
+ * n values ([ntok][n] arrays):
+ *   out[i] = gate[i] / (1 + e) * up[i],  e = vexpf(-gate[i]) for i < n & ~15
+ * (ggml_v_expf, the 16-lane blocks) and glibc's expf(-gate[i]) for the tail
+ * (attn_common.h). Every impl gives the same bits; out may be gate. */
+void k_swiglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1);
 void k_add(int impl, float *out, const float *a, const float *b, int64_t n);
 void k_scale(int impl, float *x, float s, int64_t n);             /* in place */
 
@@ -256,6 +266,7 @@ typedef void (*k_rope_fn)(float *x, int64_t n_heads, int64_t head_dim, int64_t n
                           const float *cos_t, const float *sin_t, int neox);
 typedef void (*k_softmax_fn)(float *x, int64_t n);
 typedef void (*k_silu_mul_fn)(float *out, const float *gate, const float *up, int64_t n);
+typedef void (*k_swiglu_fn)(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
 typedef void (*k_add_fn)(float *out, const float *a, const float *b, int64_t n);
 typedef void (*k_scale_fn)(float *x, float s, int64_t n);
 /* Tile kernel of k_matmul_q: nr weight rows starting at w, times ntok tokens:
@@ -287,6 +298,7 @@ void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                 const float *cos_t, const float *sin_t, int neox);
 void k_softmax_ref(float *x, int64_t n);
 void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n);
+void k_swiglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
 void k_add_ref(float *out, const float *a, const float *b, int64_t n);
 void k_scale_ref(float *x, float s, int64_t n);
 
@@ -304,6 +316,7 @@ typedef struct {
     k_rope_fn      rope;
     k_softmax_fn   softmax;
     k_silu_mul_fn  silu_mul;
+    k_swiglu_fn    swiglu;
     k_add_fn       add;
     k_scale_fn     scale;
     k_attn_h_fn    attention_f16acc;

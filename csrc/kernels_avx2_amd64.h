@@ -28,6 +28,10 @@ void k_dequant_q4_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n);
 
+void k_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                 const float *cos_t, const float *sin_t, int neox);
+void k_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
+
 void k_quantize_q8_k_avx2(const float *x, void *dst, int64_t n);
 void k_quantize_q8_0_avx2(const float *x, void *dst, int64_t n);
 void k_quantize_f16_avx2(const float *x, void *dst, int64_t n);

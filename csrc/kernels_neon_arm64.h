@@ -69,6 +69,9 @@ void k_mm_q5_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, 
 void k_mm_q8_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
+/* ops_neon_arm64.c */
+void k_swiglu_neon(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
+
 /* exact attention over the f16 KV cache (attn_neon_arm64.c), k_attn_h_fn */
 void k_attention_f16acc_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,

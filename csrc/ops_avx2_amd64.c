@@ -1,9 +1,11 @@
-/* ops_avx2_amd64.c — attention, rmsnorm, softmax, silu*mul, add, scale, AVX2.
- * Specification: ops_ref.c. exp is a vector polynomial (Cephes-style range
- * reduction, degree-6, about 1 ulp), so results match ref to ~1e-6
- * relative, not bit for bit. */
+/* ops_avx2_amd64.c — attention, rmsnorm, rope, softmax, silu*mul, swiglu,
+ * add, scale, AVX2. Specification: ops_ref.c. rope and swiglu give the ref's
+ * bits; softmax and silu_mul use a vector polynomial exp (Cephes-style range
+ * reduction, degree-6, about 1 ulp), so they match ref to ~1e-6 relative,
+ * not bit for bit. */
 #include <math.h>
 #include "kernels_avx2_amd64.h"
+#include "vexp_avx2_amd64.h"
 
 /* e^x for 8 lanes; x below -87.3 gives 0, above 88.7 is clamped. */
 K_AVX2 static inline __m256 vexp(__m256 x) {
@@ -160,4 +162,62 @@ K_AVX2 void k_scale_avx2(float *x, float s, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
     for (; i < n; i++) x[i] *= s;
+}
+
+/* k_rope_ref's roundings on 8 lanes. Pairs (2i, 2i+1): with a = x0 in both
+ * lanes of a pair and b = x1, lane 2i is fma(a, c, b * -s) and lane 2i+1 is
+ * fma(a, s, b * c) (negating s is exact, so b * -s = -(x1 * s)). */
+K_AVX2 void k_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                        const float *cos_t, const float *sin_t, int neox) {
+    const int64_t half = n_rot / 2;
+    for (int64_t h = 0; h < n_heads; h++) {
+        float *xh = x + h * head_dim;
+        int64_t i = 0;
+        if (neox) {
+            for (; i + 8 <= half; i += 8) {
+                const __m256 x0 = _mm256_loadu_ps(xh + i), x1 = _mm256_loadu_ps(xh + i + half);
+                const __m256 c = _mm256_loadu_ps(cos_t + i), s = _mm256_loadu_ps(sin_t + i);
+                _mm256_storeu_ps(xh + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+                _mm256_storeu_ps(xh + i + half, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
+            }
+        } else {
+            const __m256 negeven = _mm256_setr_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f);
+            const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+            for (; i + 4 <= half; i += 4) {
+                const __m256 v = _mm256_loadu_ps(xh + 2 * i);
+                const __m256 a = _mm256_moveldup_ps(v), b = _mm256_movehdup_ps(v);
+                const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos_t + i)), dup);
+                const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin_t + i)), dup);
+                const __m256 cs = _mm256_blend_ps(c, s, 0xAA);                         /* c, s, c, s, ... */
+                const __m256 sc = _mm256_xor_ps(_mm256_blend_ps(s, c, 0xAA), negeven); /* -s, c, -s, c, ... */
+                _mm256_storeu_ps(xh + 2 * i, _mm256_fmadd_ps(a, cs, _mm256_mul_ps(b, sc)));
+            }
+        }
+        for (; i < half; i++) {
+            const int64_t i0 = neox ? i : 2 * i;
+            const int64_t i1 = neox ? i + half : 2 * i + 1;
+            const float c = cos_t[i], s = sin_t[i];
+            const float x0 = xh[i0], x1 = xh[i1];
+            const float b = x1 * s, f = x1 * c;
+            xh[i0] = fmaf(x0, c, -b);
+            xh[i1] = fmaf(x0, s, f);
+        }
+    }
+}
+
+/* k_swiglu_ref with vexpf8 over the ggml_v_expf part of the range. */
+K_AVX2 void k_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1) {
+    const int64_t nv = n & ~(int64_t)15, v1 = i1 < nv ? i1 : nv;
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    int64_t i = i0;
+    for (; i + 8 <= v1; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 e = vexpf8(_mm256_sub_ps(zero, g));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < i1; i++) {
+        const float g = gate[i];
+        const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
+        out[i] = g / (1.0f + e) * up[i];
+    }
 }

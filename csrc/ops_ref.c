@@ -2,6 +2,7 @@
  * rope, softmax, silu*mul, add, scale. */
 #include <math.h>
 #include <string.h>
+#include "attn_common.h"
 #include "kernels.h"
 
 /* C[m][j] for m in [m0,m1), j < N; see k_sgemm in kernels.h. */
@@ -90,9 +91,9 @@ void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
             const int64_t i1 = neox ? i + half : 2 * i + 1;
             const float c = cos_t[i], s = sin_t[i];
             const float x0 = xh[i0], x1 = xh[i1];
-            float a = x0 * c, b = x1 * s, e = x0 * s, f = x1 * c;
-            xh[i0] = a - b;
-            xh[i1] = e + f;
+            const float b = x1 * s, f = x1 * c; /* the products rounded on their own */
+            xh[i0] = fmaf(x0, c, -b);
+            xh[i1] = fmaf(x0, s, f);
         }
     }
 }
@@ -116,6 +117,15 @@ void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         const float g = gate[i];
         out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+void k_swiglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1) {
+    const int64_t nv = n & ~(int64_t)15;
+    for (int64_t i = i0; i < i1; i++) {
+        const float g = gate[i];
+        const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
+        out[i] = g / (1.0f + e) * up[i];
     }
 }
 

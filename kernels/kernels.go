@@ -18,8 +18,9 @@
 // amd64 ref, avx2 and avx512 give the same bits, and MatMulQ equals MatVec
 // bit for bit. AttentionF16Acc and AttentionTiled reproduce the reference's
 // two CPU flash-attention paths over an f16 KV cache, with the same bits on
-// every set; Attention (f32 cache), Softmax and SiLUMul on SIMD sets use a
-// vector exp (about 1 ulp) and differ from ref in the last bits.
+// every set, and so do RoPE and SwiGLU (the reference's roundings and
+// exponentials); Attention (f32 cache), Softmax and SiLUMul on SIMD sets use
+// a vector exp (about 1 ulp) and differ from ref in the last bits.
 package kernels
 
 /*
@@ -469,7 +470,9 @@ func RMSNorm(out, x, w []float32, eps float32) error {
 
 // RoPE rotates the first nRot dims of each of nHeads heads of x
 // ([nHeads][headDim]) with cos/sin tables of nRot/2 entries for one position.
-// neox=false: pairs (2i, 2i+1); neox=true: pairs (i, i+nRot/2).
+// neox=false: pairs (2i, 2i+1); neox=true: pairs (i, i+nRot/2). Each output
+// is one FMA with the other product rounded, as the reference build computes
+// it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos).
 func RoPE(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
 	if nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
 		return fmt.Errorf("kernels.RoPE: bad shape heads %d head_dim %d n_rot %d", nHeads, headDim, nRot)
@@ -501,6 +504,25 @@ func SiLUMul(out, gate, up []float32) error {
 		return nil
 	}
 	C.k_silu_mul(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)))
+	return nil
+}
+
+// SwiGLU sets out[t*n+i] = silu(gate[t*n+i]) * up[t*n+i] for ntok rows of n
+// values and i in [i0, i1), with the reference build's numerics: silu(g) =
+// g / (1 + exp(-g)), exp being ggml's vector exp on the row's 16-lane blocks
+// (i < n &^ 15) and glibc's expf on the tail. out may be gate.
+func SwiGLU(out, gate, up []float32, ntok, n, i0, i1 int) error {
+	if ntok < 0 || n < 0 || i0 < 0 || i1 > n || i0 > i1 {
+		return fmt.Errorf("kernels.SwiGLU: bad range [%d, %d) of %d rows of %d", i0, i1, ntok, n)
+	}
+	if ntok == 0 || i0 == i1 {
+		return nil
+	}
+	need := (ntok-1)*n + i1
+	if len(out) < need || len(gate) < need || len(up) < need {
+		return fmt.Errorf("kernels.SwiGLU: out %d / gate %d / up %d shorter than %d rows of %d", len(out), len(gate), len(up), ntok, n)
+	}
+	C.k_swiglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
 	return nil
 }
 

@@ -248,7 +248,7 @@ func TestRoPE(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	forEachImpl(t, func(t *testing.T, impl string) {
 		for _, neox := range []bool{false, true} {
-			for _, sh := range [][3]int{{1, 2, 2}, {8, 32, 32}, {4, 64, 32}, {3, 128, 128}, {2, 80, 40}} {
+			for _, sh := range [][3]int{{1, 2, 2}, {8, 32, 32}, {4, 64, 32}, {3, 128, 128}, {2, 80, 40}, {2, 64, 6}, {32, 64, 64}} {
 				nh, hd, nrot := sh[0], sh[1], sh[2]
 				x := randomF32(nh*hd, rng)
 				cs, sn := make([]float32, nrot/2), make([]float32, nrot/2)
@@ -263,14 +263,16 @@ func TestRoPE(t *testing.T) {
 						if neox {
 							i0, i1 = h*hd+i, h*hd+i+nrot/2
 						}
-						x0, x1 := float64(x[i0]), float64(x[i1])
-						want[i0] = float32(x0*float64(cs[i]) - x1*float64(sn[i]))
-						want[i1] = float32(x0*float64(sn[i]) + x1*float64(cs[i]))
+						// one FMA, the other product rounded (float64 holds
+						// x0*c exactly, so this is fmaf barring double rounding)
+						x0, x1 := x[i0], x[i1]
+						want[i0] = float32(math.FMA(float64(x0), float64(cs[i]), -float64(x1*sn[i])))
+						want[i1] = float32(math.FMA(float64(x0), float64(sn[i]), float64(x1*cs[i])))
 					}
 				}
 				require.NoError(t, RoPE(x, nh, hd, nrot, cs, sn, neox))
 				for i := range x {
-					require.InDelta(t, want[i], x[i], 1e-6, "neox=%v %v at %d", neox, sh, i)
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(x[i]), "neox=%v %v at %d: %g vs %g", neox, sh, i, x[i], want[i])
 				}
 			}
 		}

@@ -23,7 +23,7 @@ func attnScratch(c *Config, nCtx int) int {
 // (positions pos0..) over layer li's cache, whose rows pos0..pos0+ntok-1
 // are already written; f16path tells which of the reference's paths applies
 // (the caller has rounded q to f16 for it). Query heads are split across
-// the workers, one kernel call each.
+// the workers, one kernel call per chunk of heads.
 func (s *Session) attention(li, ntok, pos0 int, f16path bool, q, att []float32) error {
 	m, c, st := s.model, s.model.cfg, s.st
 	qd, kvd := c.QDim(), c.KVDim()
@@ -41,18 +41,23 @@ func (s *Session) attention(li, ntok, pos0 int, f16path bool, q, att []float32) 
 			return err
 		}
 	}
-	m.pool.run(func(wk int) {
-		h0, h1 := split(c.NHead, wk, m.pool.n, 1)
-		if h0 >= h1 {
-			return
-		}
+	// Heads go in chunks, about four per worker, claimed dynamically like
+	// the rows of a matrix product: a worker that starts late leaves its
+	// heads to the others.
+	hp := max(1, (c.NHead+4*m.pool.n-1)/(4*m.pool.n))
+	m.pool.runChunks((c.NHead+hp-1)/hp, func(wk, ch int) {
+		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
+		var err error
 		switch {
 		case mode == AttentionFast:
-			st.errs[wk] = kernels.Attention(kp, h0, h1, st.scr[wk])
+			err = kernels.Attention(kp, h0, h1, st.scr[wk])
 		case f16path:
-			st.errs[wk] = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
+			err = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
 		default:
-			st.errs[wk] = kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
+			err = kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
+		}
+		if err != nil && st.errs[wk] == nil {
+			st.errs[wk] = err
 		}
 	})
 	return st.firstErr()

@@ -41,7 +41,7 @@ type fwdState struct {
 	hb2    []float32 // [nBatch][NFF]
 	cos    []float32 // rope tables [nBatch][NRot/2]
 	sin    []float32
-	f16    []byte                  // f16 rounding buffer
+	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	act    map[kernels.Type][]byte // quantized activations by activation type
 	scr    [][]float32             // attention scratch per worker [nCtx]
 	errs   []error                 // per-worker errors
@@ -61,6 +61,7 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		hb2:    make([]float32, nBatch*c.NFF),
 		cos:    make([]float32, nBatch*c.NRot/2),
 		sin:    make([]float32, nBatch*c.NRot/2),
+		f16:    make([]uint16, nBatch*c.QDim()),
 		act:    map[kernels.Type][]byte{},
 		scr:    make([][]float32, nWorkers),
 		errs:   make([]error, nWorkers),
@@ -139,8 +140,11 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		// Rotary position embedding of q and k.
 		for t := 0; t < ntok; t++ {
 			cs, sn := st.cos[t*half:(t+1)*half], st.sin[t*half:(t+1)*half]
-			rope(q[t*qd:(t+1)*qd], c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
-			rope(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
+			if err := errors.Join(
+				kernels.RoPE(q[t*qd:(t+1)*qd], c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
+				kernels.RoPE(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
+				return err
+			}
 		}
 
 		// The reference keeps K and V in f16. Its attention has two paths: a
@@ -151,12 +155,16 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		f16path := ntok < 64 || c.HeadDim%16 != 0
 		kc := s.kcache[li][pos0*kvd : (pos0+ntok)*kvd]
 		vc := s.vcache[li][pos0*kvd : (pos0+ntok)*kvd]
-		for i := range kc {
-			kc[i], vc[i] = toHalf(k[i]), toHalf(v[i])
+		if err := errors.Join(
+			kernels.QuantizeAct(kernels.F16, k, halfBytes(kc)),
+			kernels.QuantizeAct(kernels.F16, v, halfBytes(vc))); err != nil {
+			return err
 		}
-		if f16path {
-			for i, x := range q {
-				q[i] = roundF16(x)
+		if f16path { // q = f16(q), through the f16 scratch
+			if err := errors.Join(
+				kernels.QuantizeAct(kernels.F16, q, halfBytes(st.f16[:len(q)])),
+				kernels.Dequant(kernels.F16, halfBytes(st.f16[:len(q)]), q)); err != nil {
+				return err
 			}
 		}
 		if err := s.attention(li, ntok, pos0, f16path, q, att); err != nil {
@@ -182,16 +190,21 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		}
 		// Gate and up in one op; each chunk applies SiLU(gate)*up to its
 		// rows as soon as it has both (element-wise, so the same bits as
-		// siluMul over whole rows), saving a pool op per layer.
+		// SwiGLU over whole rows), saving a pool op per layer.
 		fused, err := s.matmulOps(xb, ntok, true, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 		if err != nil {
 			return err
 		}
 		if !fused {
-			m.pool.run(func(wk int) { // SiLU with the reference's exp, rows split across workers
+			m.pool.run(func(wk int) { // SwiGLU with the reference's exp, rows split across workers
 				t0, t1 := split(ntok, wk, m.pool.n, 1)
-				siluMul(hb[t0*ff:t1*ff], hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], ff)
+				if err := kernels.SwiGLU(hb[t0*ff:t1*ff], hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
+					st.errs[wk] = err
+				}
 			})
+			if err := st.firstErr(); err != nil {
+				return err
+			}
 		}
 		if err := s.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
 			return err
@@ -320,8 +333,8 @@ func (s *Session) matmulOps(in []float32, ntok int, glu bool, ops ...matOp) (fus
 				}
 			}
 			g, u := ops[0].out, ops[1].out
-			for t := 0; t < ntok; t++ {
-				siluMulRange(g[t*rows:(t+1)*rows], g[t*rows:(t+1)*rows], u[t*rows:(t+1)*rows], r0, r1)
+			if err := kernels.SwiGLU(g, g, u, ntok, rows, r0, r1); err != nil && st.errs[wk] == nil {
+				st.errs[wk] = err
 			}
 		})
 		return true, st.firstErr()

@@ -352,6 +352,22 @@ static void test_ops(int impl) {
         cmp_vec("softmax", impl, o2, o1, n, 1e-5f, 1e-7f);
         k_silu_mul(K_IMPL_REF, o1, x, u, n); k_silu_mul(impl, o2, x, u, n);
         cmp_vec("silu_mul", impl, o2, o1, n, 1e-5f, 1e-6f);
+        /* swiglu: same bits as ref, whole rows and inner ranges; large
+         * |gate| reaches the scalar lanes of the vector exp */
+        for (int big = 0; big < 2; big++) {
+            float *g = malloc((size_t)n * 4);
+            for (int64_t i = 0; i < n; i++) g[i] = big ? x[i] * 300.0f : x[i] * 8.0f;
+            if (big && n > 2) { g[0] = 0.0f; g[1] = -0.0f; }
+            const int64_t r0[] = {0, 1, n / 3}, r1[] = {n, n - 1, n / 3 + 9};
+            for (int k = 0; k < 3; k++) {
+                const int64_t a0 = r0[k], a1 = r1[k] < n ? r1[k] : n;
+                if (a0 > a1) continue;
+                memset(o1, 0, (size_t)n * 4); memset(o2, 0, (size_t)n * 4);
+                k_swiglu(K_IMPL_REF, o1, g, u, 1, n, a0, a1); k_swiglu(impl, o2, g, u, 1, n, a0, a1);
+                cmp_vec("swiglu", impl, o2, o1, n, 0, 0);
+            }
+            free(g);
+        }
         k_add(K_IMPL_REF, o1, x, u, n); k_add(impl, o2, x, u, n);
         cmp_vec("add", impl, o2, o1, n, 0, 0);
         memcpy(o1, x, (size_t)n * 4); memcpy(o2, x, (size_t)n * 4);
@@ -359,17 +375,19 @@ static void test_ops(int impl) {
         cmp_vec("scale", impl, o2, o1, n, 0, 0);
         free(x); free(w); free(u); free(o1); free(o2);
     }
-    /* rope, both pair layouts, partial rotation */
-    for (int neox = 0; neox < 2; neox++) {
-        const int64_t nh = 3, hd = 64, nrot = 32;
-        float x1[3 * 64], x2[3 * 64], c[16], s[16];
-        fill_acts(x1, nh * hd, 0);
-        memcpy(x2, x1, sizeof x1);
-        for (int i = 0; i < nrot / 2; i++) { float th = 0.3f * (float)i + 0.1f; c[i] = cosf(th); s[i] = sinf(th); }
-        k_rope(K_IMPL_REF, x1, nh, hd, nrot, c, s, neox);
-        k_rope(impl, x2, nh, hd, nrot, c, s, neox);
-        cmp_vec(neox ? "rope(neox)" : "rope", impl, x2, x1, nh * hd, 1e-6f, 1e-6f);
-    }
+    /* rope, both pair layouts, full and partial rotation, vector tails: same bits */
+    const int64_t rope_rot[] = {32, 64, 40, 6, 2};
+    for (int neox = 0; neox < 2; neox++)
+        for (int ri = 0; ri < 5; ri++) {
+            const int64_t nh = 3, hd = 64, nrot = rope_rot[ri];
+            float x1[3 * 64], x2[3 * 64], c[32], s[32];
+            fill_acts(x1, nh * hd, 0);
+            memcpy(x2, x1, sizeof x1);
+            for (int i = 0; i < nrot / 2; i++) { float th = 0.3f * (float)i + 0.1f; c[i] = cosf(th); s[i] = sinf(th); }
+            k_rope(K_IMPL_REF, x1, nh, hd, nrot, c, s, neox);
+            k_rope(impl, x2, nh, hd, nrot, c, s, neox);
+            cmp_vec(neox ? "rope(neox)" : "rope", impl, x2, x1, nh * hd, 0, 0);
+        }
     /* attention: GQA, a prefix in the cache, several tokens */
     {
         const int64_t ntok = 3, pos0 = 5, nhead = 4, nkv = 2, hd = 16;
