@@ -253,6 +253,12 @@ void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot
             const float *cos_t, const float *sin_t, int neox) {
     OP(impl, rope)(x, n_heads, head_dim, n_rot, cos_t, sin_t, neox);
 }
+void k_rope_rows(int impl, float *x, int64_t ntok, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                 const float *cos_t, const float *sin_t, int neox) {
+    const k_rope_fn f = OP(impl, rope);
+    const int64_t half = n_rot / 2, stride = n_heads * head_dim;
+    for (int64_t t = 0; t < ntok; t++) f(x + t * stride, n_heads, head_dim, n_rot, cos_t + t * half, sin_t + t * half, neox);
+}
 void k_softmax(int impl, float *x, int64_t n) { OP(impl, softmax)(x, n); }
 void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n) {
     OP(impl, silu_mul)(out, gate, up, n);

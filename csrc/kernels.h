@@ -204,6 +204,10 @@ void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, 
  * every impl gives the same bits. */
 void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
             const float *cos_t, const float *sin_t, int neox);
+/* k_rope on ntok rows of x ([ntok][n_heads * head_dim]), row t with the
+ * tables cos_t / sin_t + t * (n_rot / 2) (its position's). */
+void k_rope_rows(int impl, float *x, int64_t ntok, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                 const float *cos_t, const float *sin_t, int neox);
 void k_softmax(int impl, float *x, int64_t n);                     /* in place */
 void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n);
 /* The reference build's SwiGLU on elements [i0, i1) of each of ntok rows of

@@ -474,16 +474,25 @@ func RMSNorm(out, x, w []float32, eps float32) error {
 // is one FMA with the other product rounded, as the reference build computes
 // it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos).
 func RoPE(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
-	if nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
-		return fmt.Errorf("kernels.RoPE: bad shape heads %d head_dim %d n_rot %d", nHeads, headDim, nRot)
+	return RoPERows(x, 1, nHeads, headDim, nRot, cos, sin, neox)
+}
+
+// RoPERows is RoPE on ntok rows of x ([ntok][nHeads*headDim]); row t uses
+// the tables cos[t*nRot/2:] and sin[t*nRot/2:] (its own position's). One
+// call into C for all rows.
+func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
+	if ntok < 0 || nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
+		return fmt.Errorf("kernels.RoPE: bad shape rows %d heads %d head_dim %d n_rot %d", ntok, nHeads, headDim, nRot)
 	}
-	if int64(len(x)) < need2D(nHeads, headDim, headDim) || len(cos) < nRot/2 || len(sin) < nRot/2 {
-		return fmt.Errorf("kernels.RoPE: slices too short (x %d, cos %d, sin %d)", len(x), len(cos), len(sin))
+	rowLen := need2D(nHeads, headDim, headDim)
+	if int64(len(x)) < need2D(ntok, int(rowLen), int(rowLen)) ||
+		int64(len(cos)) < need2D(ntok, nRot/2, nRot/2) || int64(len(sin)) < need2D(ntok, nRot/2, nRot/2) {
+		return fmt.Errorf("kernels.RoPE: slices too short for %d rows (x %d, cos %d, sin %d)", ntok, len(x), len(cos), len(sin))
 	}
-	if nHeads == 0 || nRot == 0 {
+	if ntok == 0 || nHeads == 0 || nRot == 0 {
 		return nil
 	}
-	C.k_rope(C.int(implID()), fptr(x), C.int64_t(nHeads), C.int64_t(headDim), C.int64_t(nRot), fptr(cos), fptr(sin), boolInt(neox))
+	C.k_rope_rows(C.int(implID()), fptr(x), C.int64_t(ntok), C.int64_t(nHeads), C.int64_t(headDim), C.int64_t(nRot), fptr(cos), fptr(sin), boolInt(neox))
 	return nil
 }
 

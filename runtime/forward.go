@@ -137,14 +137,12 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			}
 		}
 
-		// Rotary position embedding of q and k.
-		for t := 0; t < ntok; t++ {
-			cs, sn := st.cos[t*half:(t+1)*half], st.sin[t*half:(t+1)*half]
-			if err := errors.Join(
-				kernels.RoPE(q[t*qd:(t+1)*qd], c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
-				kernels.RoPE(k[t*kvd:(t+1)*kvd], c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
-				return err
-			}
+		// Rotary position embedding of q and k (row t with position pos0+t's tables).
+		cs, sn := st.cos[:ntok*half], st.sin[:ntok*half]
+		if err := errors.Join(
+			kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
+			kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
+			return err
 		}
 
 		// The reference keeps K and V in f16. Its attention has two paths: a

@@ -72,6 +72,9 @@ func TestSwiGLUMatchesReference(t *testing.T) {
 	require.Error(t, kernels.SwiGLU(make([]float32, 8), make([]float32, 8), make([]float32, 8), 1, 8, 2, 9))
 	require.Error(t, kernels.SwiGLU(make([]float32, 8), make([]float32, 8), make([]float32, 7), 1, 8, 0, 8))
 	require.Error(t, kernels.SwiGLU(make([]float32, 16), make([]float32, 16), make([]float32, 16), 2, 8, 3, 2))
+	// RoPERows: one table short, x one row short
+	require.Error(t, kernels.RoPERows(make([]float32, 2*64), 2, 1, 64, 64, make([]float32, 63), make([]float32, 64), false))
+	require.Error(t, kernels.RoPERows(make([]float32, 2*64-1), 2, 1, 64, 64, make([]float32, 64), make([]float32, 64), false))
 }
 
 func TestRoPEMatchesReference(t *testing.T) {
@@ -93,6 +96,25 @@ func TestRoPEMatchesReference(t *testing.T) {
 				require.NoError(t, kernels.RoPE(x, nh, hd, nrot, cs, sn, neox))
 				for i := range x {
 					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(x[i]), "neox=%v %v [%d]", neox, sh, i)
+				}
+				// several rows at once, each with its own tables
+				const ntok = 3
+				xs := make([]float32, ntok*nh*hd)
+				cs3, sn3 := make([]float32, ntok*nrot/2), make([]float32, ntok*nrot/2)
+				for i := range xs {
+					xs[i] = float32(rng.NormFloat64() * 3)
+				}
+				for i := range cs3 {
+					sn3[i], cs3[i] = sincosf(float32(rng.Intn(4096)) * 0.37)
+				}
+				wants := append([]float32(nil), xs...)
+				for tk := 0; tk < ntok; tk++ {
+					h := nrot / 2
+					rope(wants[tk*nh*hd:(tk+1)*nh*hd], nh, hd, nrot, cs3[tk*h:(tk+1)*h], sn3[tk*h:(tk+1)*h], neox)
+				}
+				require.NoError(t, kernels.RoPERows(xs, ntok, nh, hd, nrot, cs3, sn3, neox))
+				for i := range xs {
+					require.Equal(t, math.Float32bits(wants[i]), math.Float32bits(xs[i]), "rows: neox=%v %v [%d]", neox, sh, i)
 				}
 			}
 		}
