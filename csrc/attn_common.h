@@ -12,6 +12,22 @@
  * already keeps them apart; clang contracts within an expression unless told). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
+/* One element of the reference's SwiGLU (k_swiglu): element i of a row whose
+ * 16-lane blocks end at nv. */
+static inline float k_swiglu1(int64_t i, int64_t nv, float g, float u) {
+    const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
+    return g / (1.0f + e) * u;
+}
+
+/* One pair of the reference's RoPE (k_rope): each output one FMA with the
+ * other product rounded on its own. */
+static inline void k_rope_pair(float *xh, int64_t i0, int64_t i1, float c, float s) {
+    const float x0 = xh[i0], x1 = xh[i1];
+    const float b = x1 * s, f = x1 * c;
+    xh[i0] = fmaf(x0, c, -b);
+    xh[i1] = fmaf(x0, s, f);
+}
+
 #endif
 
 /* Query rows per block of k_attention_tiled: they share a converted K/V tile. */
@@ -72,6 +88,22 @@ static inline float k_attn_vexpf(float x) {
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                          fmaf(0x1.ffffecp-1f, b, 1.0f));
     return (float)((double)j * k_attn_pow2((int)n));
+}
+
+/* One element of the reference's SwiGLU (k_swiglu): element i of a row whose
+ * 16-lane blocks end at nv. */
+static inline float k_swiglu1(int64_t i, int64_t nv, float g, float u) {
+    const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
+    return g / (1.0f + e) * u;
+}
+
+/* One pair of the reference's RoPE (k_rope): each output one FMA with the
+ * other product rounded on its own. */
+static inline void k_rope_pair(float *xh, int64_t i0, int64_t i1, float c, float s) {
+    const float x0 = xh[i0], x1 = xh[i1];
+    const float b = x1 * s, f = x1 * c;
+    xh[i0] = fmaf(x0, c, -b);
+    xh[i1] = fmaf(x0, s, f);
 }
 
 #endif

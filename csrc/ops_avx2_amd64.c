@@ -196,11 +196,7 @@ K_AVX2 void k_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_r
         for (; i < half; i++) {
             const int64_t i0 = neox ? i : 2 * i;
             const int64_t i1 = neox ? i + half : 2 * i + 1;
-            const float c = cos_t[i], s = sin_t[i];
-            const float x0 = xh[i0], x1 = xh[i1];
-            const float b = x1 * s, f = x1 * c;
-            xh[i0] = fmaf(x0, c, -b);
-            xh[i1] = fmaf(x0, s, f);
+            k_rope_pair(xh, i0, i1, cos_t[i], sin_t[i]);
         }
     }
 }
@@ -216,8 +212,6 @@ K_AVX2 void k_swiglu_avx2(float *out, const float *gate, const float *up, int64_
         _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
     }
     for (; i < i1; i++) {
-        const float g = gate[i];
-        const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
-        out[i] = g / (1.0f + e) * up[i];
+        out[i] = k_swiglu1(i, nv, gate[i], up[i]);
     }
 }

@@ -14,8 +14,6 @@ void k_swiglu_neon(float *out, const float *gate, const float *up, int64_t n, in
         vst1q_f32(out + i, vmulq_f32(vdivq_f32(g, vaddq_f32(one, e)), vld1q_f32(up + i)));
     }
     for (; i < i1; i++) {
-        const float g = gate[i];
-        const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
-        out[i] = g / (1.0f + e) * up[i];
+        out[i] = k_swiglu1(i, nv, gate[i], up[i]);
     }
 }

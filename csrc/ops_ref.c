@@ -89,11 +89,7 @@ void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
         for (int64_t i = 0; i < half; i++) {
             const int64_t i0 = neox ? i : 2 * i;
             const int64_t i1 = neox ? i + half : 2 * i + 1;
-            const float c = cos_t[i], s = sin_t[i];
-            const float x0 = xh[i0], x1 = xh[i1];
-            const float b = x1 * s, f = x1 * c; /* the products rounded on their own */
-            xh[i0] = fmaf(x0, c, -b);
-            xh[i1] = fmaf(x0, s, f);
+            k_rope_pair(xh, i0, i1, cos_t[i], sin_t[i]);
         }
     }
 }
@@ -123,9 +119,7 @@ void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n) {
 void k_swiglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1) {
     const int64_t nv = n & ~(int64_t)15;
     for (int64_t i = i0; i < i1; i++) {
-        const float g = gate[i];
-        const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
-        out[i] = g / (1.0f + e) * up[i];
+        out[i] = k_swiglu1(i, nv, gate[i], up[i]);
     }
 }
 
