@@ -12,22 +12,6 @@
  * already keeps them apart; clang contracts within an expression unless told). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
-/* One element of the reference's SwiGLU (k_swiglu): element i of a row whose
- * 16-lane blocks end at nv. */
-static inline float k_swiglu1(int64_t i, int64_t nv, float g, float u) {
-    const float e = i < nv ? k_attn_vexpf(-g) : k_attn_expf(-g);
-    return g / (1.0f + e) * u;
-}
-
-/* One pair of the reference's RoPE (k_rope): each output one FMA with the
- * other product rounded on its own. */
-static inline void k_rope_pair(float *xh, int64_t i0, int64_t i1, float c, float s) {
-    const float x0 = xh[i0], x1 = xh[i1];
-    const float b = x1 * s, f = x1 * c;
-    xh[i0] = fmaf(x0, c, -b);
-    xh[i1] = fmaf(x0, s, f);
-}
-
 #endif
 
 /* Query rows per block of k_attention_tiled: they share a converted K/V tile. */
