@@ -269,3 +269,15 @@ void k_swiglu(int impl, float *out, const float *gate, const float *up, int64_t 
 }
 void k_add(int impl, float *out, const float *a, const float *b, int64_t n) { OP(impl, add)(out, a, b, n); }
 void k_scale(int impl, float *x, float s, int64_t n) { OP(impl, scale)(x, s, n); }
+
+void k_rmsnorm_rows(int impl, float *out, const float *x, const float *w, int64_t rows, int64_t n, float eps) {
+    const k_rmsnorm_fn f = OP(impl, rmsnorm);
+    for (int64_t r = 0; r < rows; r++) f(out + r * n, x + r * n, w, n, eps);
+}
+/* The element-wise ops of ffn_ref.c have one portable version for every set. */
+void k_geglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1) {
+    (void)impl;
+    for (int64_t t = 0; t < ntok; t++) k_geglu_ref(out + t * n, gate + t * n, up + t * n, n, i0, i1);
+}
+void k_softcap(int impl, float *x, int64_t n, float cap) { (void)impl; k_softcap_ref(x, n, cap); }
+void k_softmax_exact(int impl, float *x, int64_t n) { (void)impl; k_softmax_exact_ref(x, n); }

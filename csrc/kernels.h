@@ -218,6 +218,23 @@ void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_
 void k_swiglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1);
 void k_add(int impl, float *out, const float *a, const float *b, int64_t n);
 void k_scale(int impl, float *x, float s, int64_t n);             /* in place */
+/* k_rmsnorm on each of rows rows of n values ([rows][n] arrays; the per-head
+ * q/k norms of qwen3 and gemma3 are rows of head_dim). */
+void k_rmsnorm_rows(int impl, float *out, const float *x, const float *w, int64_t rows, int64_t n, float eps);
+/* The reference's GeGLU on elements [i0, i1) of each of ntok rows of n values:
+ *   out[i] = 0 for gate[i] <= -10,  gate[i] * up[i] for gate[i] >= 10,  else
+ *   f32(G[f16(gate[i])]) * up[i],  G[h] = f16(0.5x(1 + tanhf(sqrt(2/pi) x (1 + 0.044715 x^2)))), x = f32(h)
+ * (ggml's f16 GELU table; tanhf from the C library). out may be gate. */
+void k_geglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1);
+/* Soft-capping as the reference's graph does it: x = tanhf(x * (1/cap)) * cap. */
+void k_softcap(int impl, float *x, int64_t n, float cap);
+/* Softmax of one row with the reference build's numerics (ggml soft_max,
+ * AVX-512 build): see k_softmax_exact_ref in ffn_ref.c. In place. */
+void k_softmax_exact(int impl, float *x, int64_t n);
+/* Fills the GELU table of k_geglu (idempotent; call once before use, as
+ * package kernels does in init: without it k_geglu evaluates the same values
+ * element by element, slowly). */
+void k_init_tables(void);
 
 /* ---- reference kernels (portable scalar C, csrc/..._ref.c) ----------------- */
 void k_dequant_f32_ref(const void *src, float *dst, int64_t n);
@@ -305,6 +322,9 @@ void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n);
 void k_swiglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
 void k_add_ref(float *out, const float *a, const float *b, int64_t n);
 void k_scale_ref(float *x, float s, int64_t n);
+void k_geglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
+void k_softcap_ref(float *x, int64_t n, float cap);
+void k_softmax_exact_ref(float *x, int64_t n);
 
 /* ---- per-architecture hooks ---------------------------------------------
  * csrc/dispatch.c (generic) owns the tables of ref kernels and the drivers.

@@ -192,9 +192,30 @@ func (m *Model) DequantWorkingSet() int64 {
 	return n
 }
 
-// mats lists a layer's weight matrices in the order the forward pass uses them.
+// mats lists a layer's dense weight matrices in the order the forward pass
+// uses them (a mixture-of-experts layer has no gate/up/down among them).
 func (l *Layer) mats() []*Mat {
-	return []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown}
+	var out []*Mat
+	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown} {
+		if m.Data != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// allMats is mats plus the router and every expert's matrices.
+func (l *Layer) allMats() []*Mat {
+	out := l.mats()
+	if l.GateInp.Data != nil {
+		out = append(out, &l.GateInp)
+	}
+	for _, ex := range [][]Mat{l.ExpGate, l.ExpUp, l.ExpDown} {
+		for i := range ex {
+			out = append(out, &ex[i])
+		}
+	}
+	return out
 }
 
 // CacheStats are a model's cache statistics since it was loaded.

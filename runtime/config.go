@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/woolly-llm/woolly/loader"
 )
@@ -26,18 +27,69 @@ type Config struct {
 	RopeNeox      bool    // rotate (i, i+n/2) pairs instead of (2i, 2i+1)
 	Eps           float32 // attention.layer_norm_rms_epsilon
 
-	// Granite scales (1, 1, 1/sqrt(HeadDim), 1 for other archs).
+	// Granite scales (1, 1, 1/sqrt(HeadDim), 1 for other archs); gemma's
+	// EmbeddingScale is sqrt(NEmbd).
 	EmbeddingScale float32
 	ResidualScale  float32
-	KQScale        float32
+	KQScale        float32 // scale of q.k inside attention (1 when QScale is used)
 	LogitScale     float32
+
+	// Features of the newer architectures (zero values: off).
+	QKNorm       bool    // RMSNorm of every q and k head (attn_q_norm, attn_k_norm) before RoPE: qwen3, qwen3moe, gemma3
+	PostNorms    bool    // post_attention_norm and post_ffw_norm on the block outputs: gemma2, gemma3
+	GELU         bool    // GeGLU feed-forward (tanh GELU via the f16 table) instead of SwiGLU: gemma
+	QScale       float32 // q is multiplied by this after RoPE, KQScale is 1 (gemma, phi3); 0: unused
+	AttnSoftCap  float32 // attention-logit soft-cap (gemma2); 0: off
+	FinalSoftCap float32 // final-logit soft-cap (gemma2); 0: off
+
+	// Sliding-window attention: layer il attends to the last SlidingWindow
+	// positions when SWALayers[il] (gemma2: even layers; gemma3: 5 of 6).
+	SlidingWindow int
+	SWALayers     []bool
+	// RoPE of the sliding-window layers (gemma3: rope.freq_base_swa).
+	RopeBaseSWA      float32
+	RopeFreqScaleSWA float32
+	// RopeAttnFactor multiplies the RoPE tables (rope.scaling.attn_factor,
+	// Phi-3 128k's LongRoPE); NCtxOrig chooses its long or short factors
+	// (rope.scaling.original_context_length, default the training context).
+	RopeAttnFactor float32
+	NCtxOrig       int
+
+	// Mixture of experts (qwen3moe; llama with expert_count, Mixtral-style):
+	// a softmax router over NExpert experts picks NExpertUsed per token.
+	NExpert            int
+	NExpertUsed        int
+	NFFExp             int     // rows of each expert's gate/up (expert_feed_forward_length, else feed_forward_length)
+	ExpertWeightsNorm  bool    // renormalize the chosen experts' weights to sum 1
+	ExpertWeightsScale float32 // multiply the weights by this (expert_weights_scale; 0 or 1: none)
+}
+
+// archSpec is what an architecture's graph does, as llama.cpp builds it.
+type archSpec struct {
+	neox      bool // NeoX RoPE (rotate (i, i+n/2))
+	biases    bool // q/k/v biases (qwen2)
+	qkNorm    bool
+	postNorms bool
+	gelu      bool
+	gemma     bool // embedding * sqrt(n_embd), q scaled by 1/sqrt(head_dim) before attention
+	moe       int  // 0: dense only, 1: experts when expert_count > 0, 2: experts required
 }
 
 // archInfo lists the architectures the forward pass implements.
-var archInfo = map[string]struct{ neox bool }{
-	"llama":   {neox: false},
-	"granite": {neox: false},
-	"qwen2":   {neox: true},
+var archInfo = map[string]archSpec{
+	"llama":    {moe: 1},
+	"granite":  {},
+	"qwen2":    {neox: true, biases: true},
+	"qwen3":    {neox: true, qkNorm: true},
+	"qwen3moe": {neox: true, qkNorm: true, moe: 2},
+	"gemma2":   {neox: true, postNorms: true, gelu: true, gemma: true},
+	"gemma3":   {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true},
+	"phi3":     {neox: true},
+}
+
+// SupportedArchitectures lists the general.architecture values Woolly runs.
+func SupportedArchitectures() []string {
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
@@ -49,7 +101,7 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	}
 	ai, ok := archInfo[arch]
 	if !ok {
-		return nil, fmt.Errorf("unknown architecture %q (supported: llama, qwen2, granite)", arch)
+		return nil, fmt.Errorf("unknown architecture %q (supported: %s)", arch, strings.Join(SupportedArchitectures(), ", "))
 	}
 	c := &Config{Arch: arch, RopeNeox: ai.neox}
 	req := func(key string) (int, error) {
@@ -167,7 +219,162 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 			c.LogitScale = float32(v)
 		}
 	}
+	if err := c.readArchFeatures(f, ai, req, opt); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// readArchFeatures reads the keys of the newer architectures' features
+// (see Config), with llama.cpp's defaults.
+func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) (int, error), opt func(string, int) (int, error)) error {
+	arch := c.Arch
+	c.QKNorm, c.PostNorms, c.GELU = ai.qkNorm, ai.postNorms, ai.gelu
+	optFloat := func(key string, def float32) (float32, error) {
+		if _, present := f.Get(arch + "." + key); !present {
+			return def, nil
+		}
+		v, ok := f.Float(arch + "." + key)
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("key %s.%s is not a finite number", arch, key)
+		}
+		return float32(v), nil
+	}
+	var err error
+	if c.RopeAttnFactor, err = optFloat("rope.scaling.attn_factor", 1); err != nil {
+		return err
+	}
+	if c.NCtxOrig, err = opt("rope.scaling.original_context_length", c.NCtxTrain); err != nil {
+		return err
+	}
+	c.RopeBaseSWA, c.RopeFreqScaleSWA = 10000, 1
+
+	switch arch {
+	case "gemma2", "gemma3":
+		c.EmbeddingScale = float32(math.Sqrt(float64(c.NEmbd)))
+		// Q is scaled before attention by 1/sqrt(head_dim), or for the
+		// 27B models (46 / 62 layers) by 1/sqrt(n_embd/n_head).
+		big := (arch == "gemma2" && c.NLayer == 46) || (arch == "gemma3" && c.NLayer == 62)
+		if big {
+			c.QScale = 1 / float32(math.Sqrt(float64(float32(c.NEmbd/c.NHead))))
+		} else {
+			c.QScale = 1 / float32(math.Sqrt(float64(float32(c.HeadDim))))
+		}
+		c.KQScale = 1
+	case "phi3":
+		c.QScale = 1 / float32(math.Sqrt(float64(float32(c.HeadDim))))
+		c.KQScale = 1
+	}
+
+	switch arch {
+	case "gemma2":
+		// Sliding window on every other layer (default window 4096), soft
+		// caps 50 and 30 unless the file says otherwise (llama.cpp's defaults).
+		if c.SlidingWindow, err = opt("attention.sliding_window", 4096); err != nil {
+			return err
+		}
+		if c.SWALayers, err = c.swaPattern(f, 2); err != nil {
+			return err
+		}
+		c.RopeBaseSWA, c.RopeFreqScaleSWA = c.RopeBase, c.RopeFreqScale
+		if c.RopeBaseSWA, err = optFloat("rope.freq_base_swa", c.RopeBaseSWA); err != nil {
+			return err
+		}
+		if c.AttnSoftCap, err = optFloat("attn_logit_softcapping", 50); err != nil {
+			return err
+		}
+		if c.FinalSoftCap, err = optFloat("final_logit_softcapping", 30); err != nil {
+			return err
+		}
+		if !(c.AttnSoftCap > 0) || !(c.FinalSoftCap > 0) {
+			return fmt.Errorf("gemma2 soft-capping values must be positive (attn_logit_softcapping %v, final_logit_softcapping %v)", c.AttnSoftCap, c.FinalSoftCap)
+		}
+	case "gemma3":
+		// A sliding window only when the file gives one (local layers: 5 of 6).
+		if c.SlidingWindow, err = opt("attention.sliding_window", 0); err != nil {
+			return err
+		}
+		if c.SlidingWindow > 0 {
+			if c.SWALayers, err = c.swaPattern(f, 6); err != nil {
+				return err
+			}
+			if c.RopeBaseSWA, err = optFloat("rope.freq_base_swa", 10000); err != nil {
+				return err
+			}
+		}
+		if c.FinalSoftCap, err = optFloat("final_logit_softcapping", 0); err != nil {
+			return err
+		}
+		if c.FinalSoftCap < 0 {
+			return fmt.Errorf("key gemma3.final_logit_softcapping %v is negative", c.FinalSoftCap)
+		}
+	}
+	if c.SWALayers != nil && !(c.RopeBaseSWA > 0) {
+		return fmt.Errorf("rope.freq_base_swa %v is invalid", c.RopeBaseSWA)
+	}
+
+	// Experts.
+	if c.NExpert, err = opt("expert_count", 0); err != nil {
+		return err
+	}
+	if c.NExpertUsed, err = opt("expert_used_count", 0); err != nil {
+		return err
+	}
+	switch {
+	case c.NExpert == 0 && ai.moe == 2:
+		return fmt.Errorf("key %s.expert_count is missing (required for %s)", arch, arch)
+	case c.NExpert > 0 && ai.moe == 0:
+		return fmt.Errorf("key %s.expert_count is %d, but Woolly runs %s only as a dense model", arch, c.NExpert, arch)
+	}
+	if c.NExpert > 0 {
+		if c.NExpert > 512 {
+			return fmt.Errorf("key %s.expert_count %d exceeds 512", arch, c.NExpert)
+		}
+		if c.NExpertUsed == 0 {
+			return fmt.Errorf("key %s.expert_used_count is missing or 0 with expert_count %d", arch, c.NExpert)
+		}
+		if c.NExpertUsed > c.NExpert {
+			return fmt.Errorf("key %s.expert_used_count %d exceeds expert_count %d", arch, c.NExpertUsed, c.NExpert)
+		}
+		if c.NFFExp, err = opt("expert_feed_forward_length", c.NFF); err != nil {
+			return err
+		}
+		c.ExpertWeightsNorm = true // every MoE graph Woolly runs renormalizes (llama.cpp norm_w)
+		if c.ExpertWeightsScale, err = optFloat("expert_weights_scale", 0); err != nil {
+			return err
+		}
+	} else if c.NExpertUsed > 0 {
+		return fmt.Errorf("key %s.expert_used_count is %d without expert_count", arch, c.NExpertUsed)
+	}
+	return nil
+}
+
+// swaPattern reads {arch}.attention.sliding_window_pattern, a period n (layer
+// il is local when il % n < n-1) or one boolean per layer, with default
+// period def.
+func (c *Config) swaPattern(f *loader.File, def int) ([]bool, error) {
+	key := c.Arch + ".attention.sliding_window_pattern"
+	out := make([]bool, c.NLayer)
+	period := def
+	if v, present := f.Get(key); present {
+		arr, isArr := v.V.(loader.Array)
+		bools, isBools := arr.Values.([]bool)
+		if n, ok := f.Uint(key); ok && n <= 1<<20 {
+			period = int(n)
+		} else if isArr && isBools {
+			if len(bools) != c.NLayer {
+				return nil, fmt.Errorf("key %s has %d entries for %d layers", key, len(bools), c.NLayer)
+			}
+			copy(out, bools)
+			return out, nil
+		} else {
+			return nil, fmt.Errorf("key %s is neither a layer period nor an array of booleans", key)
+		}
+	}
+	for il := range out {
+		out[il] = period == 0 || il%period < period-1
+	}
+	return out, nil
 }
 
 // KVDim is the width of one position of the K (or V) cache.

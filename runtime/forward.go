@@ -1,20 +1,30 @@
 package runtime
 
-// The forward pass of a llama-family transformer (llama, qwen2, granite), in
-// the spirit of llama2.c's run.c: one function, top to bottom, with every
-// heavy op handed to the kernels package and split across the worker pool.
+// The forward pass of a llama-family transformer (llama, qwen2, qwen3,
+// qwen3moe, granite, gemma2, gemma3, phi3), in the spirit of llama2.c's
+// run.c: one function, top to bottom, with every heavy op handed to the
+// kernels package and split across the worker pool. Architecture features
+// are switches of Config; a bracketed step runs only where it is on.
 //
 // For a batch of ntok tokens at positions pos0 .. pos0+ntok-1:
 //
-//	x = embed(tokens) * embedding_scale
+//	x = embed(tokens) * embedding_scale            (gemma: sqrt(n_embd))
 //	for each layer:
 //	    h = rmsnorm(x) * attn_norm
-//	    q, k, v = Wq h + bq, Wk h + bk, Wv h + bv
-//	    rope(q), rope(k); append k, v to the cache (rounded to f16)
-//	    x += residual_scale * Wo attention(q, kcache, vcache)
+//	    q, k, v = Wq h + bq, Wk h + bk, Wv h + bv   (phi3: one fused Wqkv)
+//	    [q, k = rmsnorm(each head) * q_norm / k_norm]
+//	    rope(q), rope(k)                            (per-layer base for sliding-window layers)
+//	    [q *= q_scale]; append k, v to the cache (rounded to f16)
+//	    a = Wo attention(q, kcache, vcache)         (window, logit soft-cap)
+//	    [a = rmsnorm(a) * post_attention_norm]
+//	    x += residual_scale * a
 //	    h = rmsnorm(x) * ffn_norm
-//	    x += residual_scale * Wdown (silu(Wgate h) * Wup h)
+//	    f = Wdown (act(Wgate h) * Wup h)            (act: silu, or gemma's gelu;
+//	                                                 MoE: sum of the routed experts' outputs)
+//	    [f = rmsnorm(f) * post_ffw_norm]
+//	    x += residual_scale * f
 //	logits = Wout (rmsnorm(x) * output_norm) / logit_scale
+//	[logits = cap * tanh(logits / cap)]
 //
 // Activations feeding a matrix product are converted once per op to the
 // weight's activation type (Q8_K, Q8_0, F16 or F32) exactly as the
@@ -41,6 +51,9 @@ type fwdState struct {
 	hb2    []float32 // [nBatch][NFF]
 	cos    []float32 // rope tables [nBatch][NRot/2]
 	sin    []float32
+	cosW   []float32 // rope tables of the sliding-window layers when they differ [nBatch][NRot/2]
+	sinW   []float32
+	moe    *moeState // mixture-of-experts scratch (nil for dense models)
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	act    map[kernels.Type][]byte // quantized activations by activation type
 	scr    [][]float32             // attention scratch per worker [nCtx]
@@ -69,7 +82,55 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 	for i := range s.scr {
 		s.scr[i] = make([]float32, attnScratch(c, nCtx))
 	}
+	if c.SWALayers != nil && (c.RopeBaseSWA != c.RopeBase || c.RopeFreqScaleSWA != c.RopeFreqScale) {
+		s.cosW = make([]float32, nBatch*c.NRot/2)
+		s.sinW = make([]float32, nBatch*c.NRot/2)
+	}
+	if c.NExpert > 0 {
+		s.moe = newMoEState(c, nBatch)
+	}
 	return s
+}
+
+// ropeTables fills cos and sin ([ntok][NRot/2]) for positions pos0.. the way
+// ggml does it: theta starts at the position and is multiplied by
+// base^(-2/n_rot) per pair, divided by the pair's frequency factor, times
+// freqScale; the table holds cosf / sinf (glibc's, bit for bit) times mscale.
+func ropeTables(c *Config, base, freqScale float32, factors []float32, pos0, ntok int, cos, sin []float32) {
+	half := c.NRot / 2
+	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(c.NRot))))
+	mscale := c.RopeAttnFactor
+	for t := 0; t < ntok; t++ {
+		theta := float32(pos0 + t)
+		for i := 0; i < half; i++ {
+			th := theta
+			if factors != nil {
+				th /= factors[i]
+			}
+			th *= freqScale
+			sn, cs := sincosf(th) // glibc's sinf/cosf, bit for bit
+			if mscale != 1 {
+				sn, cs = sn*mscale, cs*mscale
+			}
+			st, ct := &sin[t*half+i], &cos[t*half+i]
+			*st, *ct = sn, cs
+			theta *= thetaScale
+		}
+	}
+}
+
+// ropeFactors are the frequency factors of the global layers: rope_freqs, or
+// Phi-3's long factors when the context exceeds the original one, else its
+// short ones (nil: none).
+func (s *Session) ropeFactors() []float32 {
+	w, c := s.model.w, s.model.cfg
+	switch {
+	case w.RopeFreqs != nil:
+		return w.RopeFreqs
+	case w.RopeLong != nil && s.nCtx > c.NCtxOrig:
+		return w.RopeLong
+	}
+	return w.RopeShort
 }
 
 // forward runs tokens (len ≤ nBatch) at positions s.pos .. s.pos+ntok-1
@@ -92,21 +153,12 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		kernels.Scale(x, c.EmbeddingScale)
 	}
 
-	// RoPE tables for this batch's positions, computed like ggml does it:
-	// theta starts at the position and is multiplied by base^(-2/n_rot) per pair.
+	// RoPE tables for this batch's positions (and for the sliding-window
+	// layers when they rotate with another base).
 	half := c.NRot / 2
-	thetaScale := float32(math.Pow(float64(c.RopeBase), float64(float32(-2)/float32(c.NRot))))
-	for t := 0; t < ntok; t++ {
-		theta := float32(pos0 + t)
-		for i := 0; i < half; i++ {
-			th := theta
-			if w.RopeFreqs != nil {
-				th /= w.RopeFreqs[i]
-			}
-			th *= c.RopeFreqScale
-			st.sin[t*half+i], st.cos[t*half+i] = sincosf(th) // glibc's sinf/cosf, bit for bit
-			theta *= thetaScale
-		}
+	ropeTables(c, c.RopeBase, c.RopeFreqScale, s.ropeFactors(), pos0, ntok, st.cos, st.sin)
+	if st.cosW != nil {
+		ropeTables(c, c.RopeBaseSWA, c.RopeFreqScaleSWA, nil, pos0, ntok, st.cosW, st.sinW)
 	}
 
 	xb, xb2 := st.xb[:ntok*d], st.xb2[:ntok*d]
@@ -137,12 +189,27 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			}
 		}
 
+		if l.QNorm != nil { // per-head norms of q and k (qwen3, gemma3)
+			if err := errors.Join(
+				kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps),
+				kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)); err != nil {
+				return err
+			}
+		}
+
 		// Rotary position embedding of q and k (row t with position pos0+t's tables).
+		swa := c.SWALayers != nil && c.SWALayers[li]
 		cs, sn := st.cos[:ntok*half], st.sin[:ntok*half]
+		if swa && st.cosW != nil {
+			cs, sn = st.cosW[:ntok*half], st.sinW[:ntok*half]
+		}
 		if err := errors.Join(
 			kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
 			kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
 			return err
+		}
+		if c.QScale != 0 { // gemma, phi3: q is scaled here and attention uses scale 1
+			kernels.Scale(q, c.QScale)
 		}
 
 		// The reference keeps K and V in f16. Its attention has two paths: a
@@ -173,6 +240,11 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		if err := s.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
 		}
+		if l.PostAttn != nil {
+			if err := kernels.RMSNormRows(xb2, xb2, l.PostAttn, ntok, d, c.Eps); err != nil {
+				return err
+			}
+		}
 		if c.ResidualScale != 1 {
 			kernels.Scale(xb2, c.ResidualScale)
 		}
@@ -186,26 +258,41 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 				return err
 			}
 		}
-		// Gate and up in one op; each chunk applies SiLU(gate)*up to its
-		// rows as soon as it has both (element-wise, so the same bits as
-		// SwiGLU over whole rows), saving a pool op per layer.
-		fused, err := s.matmulOps(xb, ntok, true, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-		if err != nil {
-			return err
-		}
-		if !fused {
-			m.pool.run(func(wk int) { // SwiGLU with the reference's exp, rows split across workers
-				t0, t1 := split(ntok, wk, m.pool.n, 1)
-				if err := kernels.SwiGLU(hb[t0*ff:t1*ff], hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
-					st.errs[wk] = err
+		if l.ExpGate != nil {
+			if err := s.moe(l, xb, ntok, xb2); err != nil {
+				return err
+			}
+		} else {
+			// Gate and up in one op; each chunk applies act(gate)*up to its
+			// rows as soon as it has both (element-wise, so the same bits as
+			// over whole rows), saving a pool op per layer.
+			act := gluSiLU
+			if c.GELU {
+				act = gluGELU
+			}
+			fused, err := s.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
+			if err != nil {
+				return err
+			}
+			if !fused {
+				m.pool.run(func(wk int) { // the activation, rows split across workers
+					t0, t1 := split(ntok, wk, m.pool.n, 1)
+					if err := act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
+						st.errs[wk] = err
+					}
+				})
+				if err := st.firstErr(); err != nil {
+					return err
 				}
-			})
-			if err := st.firstErr(); err != nil {
+			}
+			if err := s.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
 				return err
 			}
 		}
-		if err := s.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
-			return err
+		if l.PostFFN != nil {
+			if err := kernels.RMSNormRows(xb2, xb2, l.PostFFN, ntok, d, c.Eps); err != nil {
+				return err
+			}
 		}
 		if c.ResidualScale != 1 {
 			kernels.Scale(xb2, c.ResidualScale)
@@ -232,7 +319,27 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 	if c.LogitScale != 1 {
 		kernels.Scale(out[:nout*c.NVocab], 1/c.LogitScale)
 	}
+	if c.FinalSoftCap != 0 {
+		return kernels.SoftCap(out[:nout*c.NVocab], c.FinalSoftCap)
+	}
 	return nil
+}
+
+// gluKind is the gated activation fused into a gate/up product.
+type gluKind int
+
+const (
+	gluNone gluKind = iota
+	gluSiLU         // SwiGLU: silu(gate) * up
+	gluGELU         // GeGLU: gelu(gate) * up (gemma)
+)
+
+// apply replaces gate by act(gate) * up on elements [i0, i1) of ntok rows of n.
+func (g gluKind) apply(gate, up []float32, ntok, n, i0, i1 int) error {
+	if g == gluGELU {
+		return kernels.GeGLU(gate, gate, up, ntok, n, i0, i1)
+	}
+	return kernels.SwiGLU(gate, gate, up, ntok, n, i0, i1)
 }
 
 // matOp is one matrix product: out[t][r] = dot(row r of m, input row t).
@@ -245,14 +352,14 @@ type matOp struct {
 // same row length). The input is converted to each activation type once and
 // shared; each worker makes one kernel call per matrix on its rows.
 func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
-	_, err := s.matmulOps(in, ntok, false, ops...)
+	_, err := s.matmulOps(in, ntok, gluNone, ops...)
 	return err
 }
 
 // matmulOps is matmul; with glu set and ops = gate, up of the same shape on
 // the quantized kernels, each chunk computes the same rows of both and then
-// replaces its gate rows by SiLU(gate)*up (fused reports that it did).
-func (s *Session) matmulOps(in []float32, ntok int, glu bool, ops ...matOp) (fused bool, _ error) {
+// replaces its gate rows by act(gate)*up (fused reports that it did).
+func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool, _ error) {
 	p, st := s.model.pool, s.st
 	cols := ops[0].m.Cols
 	type actBuf struct {
@@ -266,7 +373,7 @@ func (s *Session) matmulOps(in []float32, ntok int, glu bool, ops ...matOp) (fus
 	if err != nil {
 		return false, err
 	}
-	glu = glu && fw == nil && len(ops) == 2 && ops[0].m.Rows == ops[1].m.Rows && ops[0].m.Cols == ops[1].m.Cols
+	glu := act != gluNone && fw == nil && len(ops) == 2 && ops[0].m.Rows == ops[1].m.Rows && ops[0].m.Cols == ops[1].m.Cols
 	var done []actBuf // activation types converted so far (at most 2-3)
 	acts := make([]actBuf, len(ops))
 	for i, op := range ops {
@@ -330,8 +437,7 @@ func (s *Session) matmulOps(in []float32, ntok int, glu bool, ops ...matOp) (fus
 					return
 				}
 			}
-			g, u := ops[0].out, ops[1].out
-			if err := kernels.SwiGLU(g, g, u, ntok, rows, r0, r1); err != nil && st.errs[wk] == nil {
+			if err := act.apply(ops[0].out, ops[1].out, ntok, rows, r0, r1); err != nil && st.errs[wk] == nil {
 				st.errs[wk] = err
 			}
 		})

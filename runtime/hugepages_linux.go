@@ -32,8 +32,7 @@ func moveToHugePages(w *Weights) func() error {
 	}
 	mats := []*Mat{&w.Output}
 	for i := range w.Layers {
-		l := &w.Layers[i]
-		mats = append(mats, &l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown)
+		mats = append(mats, w.Layers[i].allMats()...)
 	}
 	const huge = 2 << 20
 	total := 0

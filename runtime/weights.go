@@ -23,10 +23,27 @@ type Layer struct {
 	AttnNorm   []float32
 	Wq, Wk, Wv Mat
 	Bq, Bk, Bv []float32 // nil when the architecture has no q/k/v biases
+	QNorm      []float32 // per-head RMSNorm weights of q and k [HeadDim] (nil: none)
+	KNorm      []float32
 	Wo         Mat
+	PostAttn   []float32 // post_attention_norm [NEmbd] (nil: none)
 	FFNNorm    []float32
 	Wgate, Wup Mat
 	Wdown      Mat
+	PostFFN    []float32 // post_ffw_norm [NEmbd] (nil: none)
+
+	// Mixture of experts (nil Experts: the dense FFN above). Router:
+	// GateInp [NExpert rows][NEmbd]; expert e: ExpGate[e], ExpUp[e]
+	// [NFFExp rows][NEmbd] and ExpDown[e] [NEmbd rows][NFFExp], views into
+	// the 3-D ffn_{gate,up,down}_exps tensors.
+	GateInp                  Mat
+	ExpGate, ExpUp, ExpDown []Mat
+}
+
+// rows returns rows [r0, r1) of m as a matrix of its own (a view).
+func (m Mat) rows(name string, r0, r1 int) Mat {
+	return Mat{Name: name, Type: m.Type, Rows: r1 - r0, Cols: m.Cols, RowBytes: m.RowBytes,
+		Data: m.Data[r0*m.RowBytes : r1*m.RowBytes]}
 }
 
 // Weights are all tensors of a model. Matrices point into the mapping; only
@@ -37,6 +54,9 @@ type Weights struct {
 	OutNorm   []float32
 	Output    Mat       // output.weight, or token_embd.weight when tied
 	RopeFreqs []float32 // rope_freqs.weight (nil when absent)
+	// Phi-3 LongRoPE frequency factors [NRot/2] (nil when absent): long for
+	// contexts above Config.NCtxOrig, short otherwise.
+	RopeLong, RopeShort []float32
 }
 
 // WeightsFromGGUF binds the tensors of f to the shapes c expects.
@@ -63,6 +83,33 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		}
 		return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
 	}
+	// experts binds a 3-D [cols, rows, n] stack of expert matrices as n views.
+	experts := func(name string, cols, rows, n int) ([]Mat, error) {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			return nil, fmt.Errorf("tensor %s is missing", name)
+		}
+		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
+			return nil, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
+		}
+		if len(ti.Shape) != 3 || ti.Shape[0] != int64(cols) || ti.Shape[1] != int64(rows) || ti.Shape[2] != int64(n) {
+			return nil, fmt.Errorf("tensor %s has shape %v, want [%d %d %d]", name, ti.Shape, cols, rows, n)
+		}
+		rb, err := ti.Type.RowBytes(int64(cols))
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %v", name, err)
+		}
+		data := f.Data(ti)
+		if int64(len(data)) < rb*int64(rows)*int64(n) {
+			return nil, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows)*int64(n))
+		}
+		all := Mat{Name: name, Type: ti.Type, Rows: rows * n, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)*int64(n)]}
+		out := make([]Mat, n)
+		for e := range out {
+			out[e] = all.rows(fmt.Sprintf("%s[%d]", name, e), e*rows, (e+1)*rows)
+		}
+		return out, nil
+	}
 	vec := func(name string, n int) ([]float32, error) {
 		m, err := mat(name, n, 1)
 		if err != nil {
@@ -88,7 +135,7 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	if w.TokEmbd, err = mat("token_embd.weight", c.NEmbd, c.NVocab); err != nil {
 		return nil, err
 	}
-	if _, ok := f.Tensor("output.weight"); ok {
+	if _, ok := f.Tensor("output.weight"); ok && c.Arch != "gemma2" { // gemma2 always ties
 		if w.Output, err = mat("output.weight", c.NEmbd, c.NVocab); err != nil {
 			return nil, err
 		}
@@ -103,6 +150,16 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 			return nil, err
 		}
 	}
+	_, hasLong := f.Tensor("rope_factors_long.weight")
+	_, hasShort := f.Tensor("rope_factors_short.weight")
+	if hasLong || hasShort {
+		if w.RopeLong, err = vec("rope_factors_long.weight", c.NRot/2); err != nil {
+			return nil, err
+		}
+		if w.RopeShort, err = vec("rope_factors_short.weight", c.NRot/2); err != nil {
+			return nil, err
+		}
+	}
 	qd, kvd := c.QDim(), c.KVDim()
 	w.Layers = make([]Layer, c.NLayer)
 	for i := range w.Layers {
@@ -110,14 +167,68 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		p := fmt.Sprintf("blk.%d.", i)
 		steps := []func() error{
 			func() (e error) { l.AttnNorm, e = vec(p+"attn_norm.weight", c.NEmbd); return },
-			func() (e error) { l.Wq, e = mat(p+"attn_q.weight", c.NEmbd, qd); return },
-			func() (e error) { l.Wk, e = mat(p+"attn_k.weight", c.NEmbd, kvd); return },
-			func() (e error) { l.Wv, e = mat(p+"attn_v.weight", c.NEmbd, kvd); return },
+		}
+		if _, fused := f.Tensor(p + "attn_qkv.weight"); fused {
+			// One matrix holds q, k and v one after another (phi3): bind
+			// its row ranges, so each product is the same row dot products.
+			steps = append(steps, func() error {
+				qkv, e := mat(p+"attn_qkv.weight", c.NEmbd, qd+2*kvd)
+				if e == nil {
+					l.Wq = qkv.rows(p+"attn_qkv.weight[q]", 0, qd)
+					l.Wk = qkv.rows(p+"attn_qkv.weight[k]", qd, qd+kvd)
+					l.Wv = qkv.rows(p+"attn_qkv.weight[v]", qd+kvd, qd+2*kvd)
+				}
+				return e
+			})
+		} else {
+			steps = append(steps,
+				func() (e error) { l.Wq, e = mat(p+"attn_q.weight", c.NEmbd, qd); return },
+				func() (e error) { l.Wk, e = mat(p+"attn_k.weight", c.NEmbd, kvd); return },
+				func() (e error) { l.Wv, e = mat(p+"attn_v.weight", c.NEmbd, kvd); return },
+			)
+		}
+		if c.QKNorm {
+			steps = append(steps,
+				func() (e error) { l.QNorm, e = vec(p+"attn_q_norm.weight", c.HeadDim); return },
+				func() (e error) { l.KNorm, e = vec(p+"attn_k_norm.weight", c.HeadDim); return },
+			)
+		}
+		steps = append(steps,
 			func() (e error) { l.Wo, e = mat(p+"attn_output.weight", qd, c.NEmbd); return },
 			func() (e error) { l.FFNNorm, e = vec(p+"ffn_norm.weight", c.NEmbd); return },
-			func() (e error) { l.Wgate, e = mat(p+"ffn_gate.weight", c.NEmbd, c.NFF); return },
-			func() (e error) { l.Wup, e = mat(p+"ffn_up.weight", c.NEmbd, c.NFF); return },
-			func() (e error) { l.Wdown, e = mat(p+"ffn_down.weight", c.NFF, c.NEmbd); return },
+		)
+		switch {
+		case c.NExpert > 0:
+			steps = append(steps,
+				func() (e error) { l.GateInp, e = mat(p+"ffn_gate_inp.weight", c.NEmbd, c.NExpert); return },
+				func() (e error) { l.ExpGate, e = experts(p+"ffn_gate_exps.weight", c.NEmbd, c.NFFExp, c.NExpert); return },
+				func() (e error) { l.ExpUp, e = experts(p+"ffn_up_exps.weight", c.NEmbd, c.NFFExp, c.NExpert); return },
+				func() (e error) { l.ExpDown, e = experts(p+"ffn_down_exps.weight", c.NFFExp, c.NEmbd, c.NExpert); return },
+			)
+		case c.Arch == "phi3":
+			// ffn_up holds the gate rows, then the up rows.
+			steps = append(steps, func() error {
+				up, e := mat(p+"ffn_up.weight", c.NEmbd, 2*c.NFF)
+				if e == nil {
+					l.Wgate = up.rows(p+"ffn_up.weight[gate]", 0, c.NFF)
+					l.Wup = up.rows(p+"ffn_up.weight[up]", c.NFF, 2*c.NFF)
+				}
+				return e
+			})
+		default:
+			steps = append(steps,
+				func() (e error) { l.Wgate, e = mat(p+"ffn_gate.weight", c.NEmbd, c.NFF); return },
+				func() (e error) { l.Wup, e = mat(p+"ffn_up.weight", c.NEmbd, c.NFF); return },
+			)
+		}
+		if c.NExpert == 0 {
+			steps = append(steps, func() (e error) { l.Wdown, e = mat(p+"ffn_down.weight", c.NFF, c.NEmbd); return })
+		}
+		if c.PostNorms {
+			steps = append(steps,
+				func() (e error) { l.PostAttn, e = vec(p+"post_attention_norm.weight", c.NEmbd); return },
+				func() (e error) { l.PostFFN, e = vec(p+"post_ffw_norm.weight", c.NEmbd); return },
+			)
 		}
 		if c.Arch == "qwen2" {
 			steps = append(steps,
