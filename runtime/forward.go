@@ -53,7 +53,7 @@ type fwdState struct {
 	sin    []float32
 	cosW   []float32 // rope tables of the sliding-window layers when they differ [nBatch][NRot/2]
 	sinW   []float32
-	moe    *moeState // mixture-of-experts scratch (nil for dense models)
+	moe    *moeState               // mixture-of-experts scratch (nil for dense models)
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	act    map[kernels.Type][]byte // quantized activations by activation type
 	scr    [][]float32             // attention scratch per worker [nCtx]

@@ -36,7 +36,7 @@ type Layer struct {
 	// GateInp [NExpert rows][NEmbd]; expert e: ExpGate[e], ExpUp[e]
 	// [NFFExp rows][NEmbd] and ExpDown[e] [NEmbd rows][NFFExp], views into
 	// the 3-D ffn_{gate,up,down}_exps tensors.
-	GateInp                  Mat
+	GateInp                 Mat
 	ExpGate, ExpUp, ExpDown []Mat
 }
 
@@ -201,9 +201,15 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		case c.NExpert > 0:
 			steps = append(steps,
 				func() (e error) { l.GateInp, e = mat(p+"ffn_gate_inp.weight", c.NEmbd, c.NExpert); return },
-				func() (e error) { l.ExpGate, e = experts(p+"ffn_gate_exps.weight", c.NEmbd, c.NFFExp, c.NExpert); return },
+				func() (e error) {
+					l.ExpGate, e = experts(p+"ffn_gate_exps.weight", c.NEmbd, c.NFFExp, c.NExpert)
+					return
+				},
 				func() (e error) { l.ExpUp, e = experts(p+"ffn_up_exps.weight", c.NEmbd, c.NFFExp, c.NExpert); return },
-				func() (e error) { l.ExpDown, e = experts(p+"ffn_down_exps.weight", c.NFFExp, c.NEmbd, c.NExpert); return },
+				func() (e error) {
+					l.ExpDown, e = experts(p+"ffn_down_exps.weight", c.NFFExp, c.NEmbd, c.NExpert)
+					return
+				},
 			)
 		case c.Arch == "phi3":
 			// ffn_up holds the gate rows, then the up rows.
