@@ -39,6 +39,16 @@ type synthPreset struct {
 	ropeBase float32
 	eps      float32
 	granite  bool // granite scales
+
+	headDim    int  // attention head size (0: dim / heads)
+	qkNorm     bool // per-head q/k norms (qwen3, gemma3)
+	postNorms  bool // gemma's post-attention and post-FFN norms
+	fused      bool // phi3: attn_qkv and a gate+up ffn_up
+	experts    int  // mixture of experts: expert count (0: dense)
+	expertsUse int  // experts used per token
+	expertFF   int  // rows of each expert's gate/up
+	window     int  // sliding window (gemma3)
+	ropeSWA    float32
 }
 
 var synthPresets = []synthPreset{
@@ -50,6 +60,23 @@ var synthPresets = []synthPreset{
 	{name: "granite-8b", arch: "granite", dim: 4096, layers: 40, heads: 32, kvHeads: 8, ffn: 12800, vocab: 49159, ctx: 4096, tied: true, ropeBase: 10000000, eps: 1e-5, granite: true},
 	// The shared synthetic minis' shape (../shared/ref/README.md §1a).
 	{name: "mini", arch: "llama", dim: 256, layers: 4, heads: 8, kvHeads: 2, ffn: 768, vocab: 32000, ctx: 512, ropeBase: 10000, eps: 1e-5},
+	// Qwen3-0.6B: head size 128 (q width 2048 > n_embd), q/k norms, tied.
+	{name: "qwen3-0.6b", arch: "qwen3", dim: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ffn: 3072, vocab: 151936, ctx: 40960, tied: true, ropeBase: 1000000, eps: 1e-6, qkNorm: true},
+	// Gemma-3-1B: 5 local (window 512, RoPE base 10^4) then 1 global layer (10^6), GeGLU, post-norms.
+	{name: "gemma3-1b", arch: "gemma3", dim: 1152, layers: 26, heads: 4, kvHeads: 1, headDim: 256, ffn: 6912, vocab: 262144, ctx: 32768, tied: true, ropeBase: 1000000, eps: 1e-6, qkNorm: true, postNorms: true, window: 512, ropeSWA: 10000},
+	// Phi-3-mini-4k: fused attn_qkv and gate+up, NeoX RoPE.
+	{name: "phi3-mini", arch: "phi3", dim: 3072, layers: 32, heads: 32, kvHeads: 32, ffn: 8192, vocab: 32064, ctx: 4096, ropeBase: 10000, eps: 1e-5, fused: true},
+	// A Qwen3-MoE with 7B weights of which ~1B are read per token: 64
+	// experts of which 8 are used, each 1024 wide.
+	{name: "qwen3moe-7b-a1b", arch: "qwen3moe", dim: 2048, layers: 16, heads: 16, kvHeads: 4, headDim: 128, ffn: 6144, vocab: 151936, ctx: 40960, ropeBase: 1000000, eps: 1e-6, qkNorm: true, experts: 64, expertsUse: 8, expertFF: 1024},
+}
+
+// hd is the attention head size.
+func (p synthPreset) hd() int {
+	if p.headDim > 0 {
+		return p.headDim
+	}
+	return p.dim / p.heads
 }
 
 // synthTensor is one tensor of a synthesized model.
@@ -59,22 +86,54 @@ type synthTensor struct {
 	norm  bool    // 1 + 0.1·N(0,1) instead of N(0,1)/sqrt(fan_in)
 }
 
+// tensors lists the model's tensors in the order llama.cpp's converters
+// write them.
 func (p synthPreset) tensors() []synthTensor {
-	d, kv, f, v := int64(p.dim), int64(p.dim/p.heads*p.kvHeads), int64(p.ffn), int64(p.vocab)
+	hd := int64(p.hd())
+	d, q, kv, f, v := int64(p.dim), hd*int64(p.heads), hd*int64(p.kvHeads), int64(p.ffn), int64(p.vocab)
 	ts := []synthTensor{{"token_embd.weight", []int64{d, v}, false}}
 	for l := 0; l < p.layers; l++ {
 		b := fmt.Sprintf("blk.%d.", l)
-		ts = append(ts,
-			synthTensor{b + "attn_norm.weight", []int64{d}, true},
-			synthTensor{b + "attn_q.weight", []int64{d, d}, false},
-			synthTensor{b + "attn_k.weight", []int64{d, kv}, false},
-			synthTensor{b + "attn_v.weight", []int64{d, kv}, false},
-			synthTensor{b + "attn_output.weight", []int64{d, d}, false},
-			synthTensor{b + "ffn_norm.weight", []int64{d}, true},
-			synthTensor{b + "ffn_gate.weight", []int64{d, f}, false},
-			synthTensor{b + "ffn_up.weight", []int64{d, f}, false},
-			synthTensor{b + "ffn_down.weight", []int64{f, d}, false},
-		)
+		ts = append(ts, synthTensor{b + "attn_norm.weight", []int64{d}, true})
+		if p.fused {
+			ts = append(ts, synthTensor{b + "attn_qkv.weight", []int64{d, q + 2*kv}, false})
+		} else {
+			ts = append(ts,
+				synthTensor{b + "attn_q.weight", []int64{d, q}, false},
+				synthTensor{b + "attn_k.weight", []int64{d, kv}, false},
+				synthTensor{b + "attn_v.weight", []int64{d, kv}, false})
+		}
+		if p.qkNorm {
+			ts = append(ts,
+				synthTensor{b + "attn_q_norm.weight", []int64{hd}, true},
+				synthTensor{b + "attn_k_norm.weight", []int64{hd}, true})
+		}
+		ts = append(ts, synthTensor{b + "attn_output.weight", []int64{q, d}, false})
+		if p.postNorms {
+			ts = append(ts, synthTensor{b + "post_attention_norm.weight", []int64{d}, true})
+		}
+		ts = append(ts, synthTensor{b + "ffn_norm.weight", []int64{d}, true})
+		switch {
+		case p.experts > 0:
+			ne, fe := int64(p.experts), int64(p.expertFF)
+			ts = append(ts,
+				synthTensor{b + "ffn_gate_inp.weight", []int64{d, ne}, false},
+				synthTensor{b + "ffn_gate_exps.weight", []int64{d, fe, ne}, false},
+				synthTensor{b + "ffn_up_exps.weight", []int64{d, fe, ne}, false},
+				synthTensor{b + "ffn_down_exps.weight", []int64{fe, d, ne}, false})
+		case p.fused:
+			ts = append(ts,
+				synthTensor{b + "ffn_up.weight", []int64{d, 2 * f}, false},
+				synthTensor{b + "ffn_down.weight", []int64{f, d}, false})
+		default:
+			ts = append(ts,
+				synthTensor{b + "ffn_gate.weight", []int64{d, f}, false},
+				synthTensor{b + "ffn_up.weight", []int64{d, f}, false},
+				synthTensor{b + "ffn_down.weight", []int64{f, d}, false})
+		}
+		if p.postNorms {
+			ts = append(ts, synthTensor{b + "post_ffw_norm.weight", []int64{d}, true})
+		}
 	}
 	ts = append(ts, synthTensor{"output_norm.weight", []int64{d}, true})
 	if !p.tied {
@@ -83,9 +142,17 @@ func (p synthPreset) tensors() []synthTensor {
 	return ts
 }
 
+func synthPresetNames() string {
+	var names []string
+	for _, p := range synthPresets {
+		names = append(names, p.name)
+	}
+	return strings.Join(names, ", ")
+}
+
 func runSynth(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("synth", stderr)
-	presetName := fs.String("preset", "", "model shape: tinyllama-1.1b, llama-7b, granite-8b or mini")
+	presetName := fs.String("preset", "", "model shape: "+synthPresetNames())
 	typeName := fs.String("type", "q4_k_m", "file type: q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...")
 	vocabPath := fs.String("vocab", "", "copy the tokenizer.* keys from this GGUF (default: a built-in byte-level vocabulary)")
 	seed := fs.Uint64("seed", 1, "random seed")
@@ -93,7 +160,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
 	noBar := fs.Bool("no-progress", false, "do not draw a progress bar")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: woolly synth --preset tinyllama-1.1b|llama-7b|granite-8b|mini [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
+		fmt.Fprintln(stderr, "usage: woolly synth --preset "+strings.ReplaceAll(synthPresetNames(), ", ", "|")+" [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
 		fmt.Fprintln(stderr, "Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
 		fs.PrintDefaults()
 	}
@@ -203,7 +270,7 @@ func synthMetadata(w *loader.Writer, p *synthPreset, ft quant.FileType, vocabPat
 	w.SetUint32(a+".feed_forward_length", uint32(p.ffn))
 	w.SetUint32(a+".attention.head_count", uint32(p.heads))
 	w.SetUint32(a+".attention.head_count_kv", uint32(p.kvHeads))
-	hd := uint32(p.dim / p.heads)
+	hd := uint32(p.hd())
 	w.SetUint32(a+".attention.key_length", hd)
 	w.SetUint32(a+".attention.value_length", hd)
 	w.SetUint32(a+".rope.dimension_count", hd)
@@ -214,6 +281,15 @@ func synthMetadata(w *loader.Writer, p *synthPreset, ft quant.FileType, vocabPat
 		w.SetFloat32(a+".residual_scale", 0.22)
 		w.SetFloat32(a+".attention.scale", 1/float32(hd))
 		w.SetFloat32(a+".logit_scale", 16)
+	}
+	if p.experts > 0 {
+		w.SetUint32(a+".expert_count", uint32(p.experts))
+		w.SetUint32(a+".expert_used_count", uint32(p.expertsUse))
+		w.SetUint32(a+".expert_feed_forward_length", uint32(p.expertFF))
+	}
+	if p.window > 0 {
+		w.SetUint32(a+".attention.sliding_window", uint32(p.window))
+		w.SetFloat32(a+".rope.freq_base_swa", p.ropeSWA)
 	}
 	w.SetUint32("general.file_type", uint32(ft))
 	if ft.DefaultType().BlockElems() > 1 {
