@@ -13,6 +13,8 @@ type renderFunc func(msgs []Message, addGen bool, bos, eos string) (string, erro
 
 var builtins_ = map[string]renderFunc{
 	"chatml":  renderChatML,
+	"qwen3":   renderQwen3,
+	"gemma3":  renderGemma3,
 	"llama2":  renderLlama2,
 	"llama3":  renderLlama3,
 	"mistral": renderMistral,
@@ -170,6 +172,85 @@ func renderZephyr(msgs []Message, addGen bool, _, eos string) (string, error) {
 	}
 	if addGen {
 		b.WriteString("<|assistant|>\n")
+	}
+	return b.String(), nil
+}
+
+// renderQwen3 follows Qwen3's template without tools: ChatML, and an
+// assistant turn's reasoning (<think>...</think>) is dropped from every
+// assistant message before the last user message; after it, the reasoning is
+// kept, re-wrapped as "<think>\nR\n</think>\n\n" (on the final turn, also
+// when empty). The enable_thinking switch is applied by RenderOptions.
+func renderQwen3(msgs []Message, addGen bool, _, _ string) (string, error) {
+	last := len(msgs) - 1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role == "user" && !(strings.HasPrefix(m.Content, "<tool_response>") && strings.HasSuffix(m.Content, "</tool_response>")) {
+			last = i
+			break
+		}
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		switch {
+		case m.Role == "user" || m.Role == "system":
+			b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+		case m.Role == "assistant":
+			content, reasoning := m.Content, ""
+			if j := strings.LastIndex(content, "</think>"); j >= 0 {
+				before := content[:strings.Index(content, "</think>")]
+				if k := strings.LastIndex(before, "<think>"); k >= 0 {
+					before = before[k+len("<think>"):]
+				}
+				reasoning = strings.TrimLeft(strings.TrimRight(before, "\n"), "\n")
+				content = strings.TrimLeft(content[j+len("</think>"):], "\n")
+			}
+			if i > last && (i == len(msgs)-1 || reasoning != "") {
+				b.WriteString("<|im_start|>assistant\n<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + content)
+			} else {
+				b.WriteString("<|im_start|>assistant\n" + content)
+			}
+			b.WriteString("<|im_end|>\n")
+		case m.Role == "tool":
+			if i == 0 || msgs[i-1].Role != "tool" {
+				b.WriteString("<|im_start|>user")
+			}
+			b.WriteString("\n<tool_response>\n" + m.Content + "\n</tool_response>")
+			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
+				b.WriteString("<|im_end|>\n")
+			}
+		}
+	}
+	if addGen {
+		b.WriteString("<|im_start|>assistant\n")
+	}
+	return b.String(), nil
+}
+
+// renderGemma3 follows Gemma 3's template: like Gemma 2's, but a system
+// message is put at the start of the first user turn, followed by a blank line.
+func renderGemma3(msgs []Message, addGen bool, bos, _ string) (string, error) {
+	prefix := ""
+	if msgs[0].Role == "system" {
+		prefix, msgs = msgs[0].Content+"\n\n", msgs[1:]
+	}
+	if err := alternates(msgs); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(bos)
+	for i, m := range msgs {
+		role := m.Role
+		if role == "assistant" {
+			role = "model"
+		}
+		if i > 0 {
+			prefix = ""
+		}
+		b.WriteString("<start_of_turn>" + role + "\n" + prefix + strings.TrimSpace(m.Content) + "<end_of_turn>\n")
+	}
+	if addGen {
+		b.WriteString("<start_of_turn>model\n")
 	}
 	return b.String(), nil
 }

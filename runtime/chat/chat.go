@@ -4,8 +4,9 @@
 // A template is rendered with a Jinja engine (gonja) configured like Hugging
 // Face transformers (trim_blocks, lstrip_blocks, raise_exception). When the
 // engine cannot render a template, a built-in Go equivalent is chosen from the
-// template text (ChatML/Qwen, Llama 2, Llama 3, Mistral, Granite, Phi-3,
-// Gemma, Zephyr). A model without a template gets ChatML.
+// template text (ChatML/Qwen, Qwen3 with its thinking tags, Llama 2, Llama 3,
+// Mistral, Granite, Phi-3, Gemma 2, Gemma 3, Zephyr). A model without a
+// template gets ChatML.
 package chat
 
 import (
@@ -39,7 +40,8 @@ type Template struct {
 }
 
 // Kind names the renderer in use: "jinja", or the built-in format
-// ("chatml", "llama2", "llama3", "mistral", "granite", "phi3", "gemma", "zephyr").
+// ("chatml", "qwen3", "llama2", "llama3", "mistral", "granite", "phi3",
+// "gemma", "gemma3", "zephyr").
 func (t *Template) Kind() string { return t.kind }
 
 // New prepares the template src (the model's tokenizer.chat_template; empty
@@ -57,7 +59,7 @@ func New(src, bos, eos string) (*Template, error) {
 		// Probe with a plain conversation: a template the engine parses but
 		// cannot execute (an unsupported filter or method) falls back.
 		probe := []Message{{"user", "a"}, {"assistant", "b"}, {"user", "c"}}
-		if _, err := t.renderJinja(probe, true); err == nil {
+		if _, err := t.renderJinja(probe, Options{AddGenerationPrompt: true}); err == nil {
 			return t, nil
 		} else {
 			jerr = err
@@ -71,6 +73,7 @@ func New(src, bos, eos string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.src = src
 	if kind == "chatml" { // Qwen's templates add a default system message
 		if m := defaultSystem.FindStringSubmatch(src); m != nil {
 			sys := strings.ReplaceAll(m[1], `\n`, "\n")
@@ -101,8 +104,12 @@ func Builtin(kind, bos, eos string) (*Template, error) {
 func Detect(src string) string {
 	has := func(s string) bool { return strings.Contains(src, s) }
 	switch {
+	case has("<|im_start|>") && has("<think>"):
+		return "qwen3"
 	case has("<|im_start|>"):
 		return "chatml"
+	case has("<start_of_turn>") && has("first_user_prefix"):
+		return "gemma3"
 	case has("<|start_header_id|>"):
 		return "llama3"
 	case has("<start_of_turn>"):
@@ -124,13 +131,38 @@ func Detect(src string) string {
 // Render formats msgs; addGenerationPrompt appends the opening of the
 // assistant's turn.
 func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	return t.RenderOptions(msgs, Options{AddGenerationPrompt: addGenerationPrompt})
+}
+
+// Options are the variables a conversation is rendered with.
+type Options struct {
+	// AddGenerationPrompt appends the opening of the assistant's turn.
+	AddGenerationPrompt bool
+	// EnableThinking sets the template variable enable_thinking (Qwen3's
+	// switch: false makes the model answer without a <think> block); nil
+	// leaves it undefined, the template's default (thinking on).
+	EnableThinking *bool
+}
+
+// RenderOptions formats msgs with o.
+func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 	if len(msgs) == 0 {
 		return "", errors.New("chat: no messages")
 	}
 	if t.jinja != nil {
-		return t.renderJinja(msgs, addGenerationPrompt)
+		return t.renderJinja(msgs, o)
 	}
-	return t.builtin(msgs, addGenerationPrompt, t.bos, t.eos)
+	out, err := t.builtin(msgs, o.AddGenerationPrompt, t.bos, t.eos)
+	if err == nil && t.kind == "qwen3" && o.AddGenerationPrompt && o.EnableThinking != nil && !*o.EnableThinking {
+		out += "<think>\n\n</think>\n\n" // Qwen3's template with enable_thinking false
+	}
+	return out, err
+}
+
+// SupportsThinking reports whether the template has a thinking switch
+// (it mentions enable_thinking, or it is the built-in Qwen3 format).
+func (t *Template) SupportsThinking() bool {
+	return t.kind == "qwen3" || strings.Contains(t.src, "enable_thinking")
 }
 
 // templateError is what raise_exception produces.
@@ -161,17 +193,21 @@ func compile(src string) (*exec.Template, error) {
 	return exec.NewTemplate("/chat_template", cfg, loader, environment)
 }
 
-func (t *Template) renderJinja(msgs []Message, addGen bool) (out string, err error) {
+func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error) {
 	list := make([]map[string]any, len(msgs))
 	for i, m := range msgs {
 		list[i] = map[string]any{"role": m.Role, "content": m.Content}
 	}
-	ctx := exec.NewContext(map[string]any{
+	vars := map[string]any{
 		"messages":              list,
-		"add_generation_prompt": addGen,
+		"add_generation_prompt": o.AddGenerationPrompt,
 		"bos_token":             t.bos,
 		"eos_token":             t.eos,
-	})
+	}
+	if o.EnableThinking != nil {
+		vars["enable_thinking"] = *o.EnableThinking
+	}
+	ctx := exec.NewContext(vars)
 	defer func() { // the engine must never take the server down
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("chat template: engine failure: %v", r)

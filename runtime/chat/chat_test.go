@@ -59,6 +59,139 @@ const (
 
 	tmplGemma = `{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}`
 
+	// Qwen3's template (Qwen/Qwen3-0.6B): ChatML, tools, and the reasoning
+	// of earlier assistant turns dropped; enable_thinking=false pre-fills an
+	// empty <think> block.
+	tmplQwen3 = `{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}`
+
+	// Gemma 3's template (google/gemma-3-*-it): Gemma 2's turns, with the
+	// system message put at the start of the first user turn.
+	tmplGemma3 = `{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+`
+
 	tmplZephyr = `{% for message in messages %}
 {% if message['role'] == 'user' %}
 {{ '<|user|>
@@ -83,8 +216,50 @@ var (
 		{"assistant", "  Hi there  "},
 		{"user", "Who are you"},
 	}
-	noSystem = withSystem[1:]
+	noSystem     = withSystem[1:]
+	withThinking = []Message{
+		{"system", "You are a helpful assistant"},
+		{"user", "Hello"},
+		{"assistant", "<think>\nThe user greets.\n</think>\n\nHi there"},
+		{"user", "Who are you"},
+	}
 )
+
+// TestQwen3EnableThinking: enable_thinking=false pre-fills an empty think
+// block after the generation prompt, in the Jinja template and the built-in;
+// true and unset leave the prompt open.
+func TestQwen3EnableThinking(t *testing.T) {
+	off, on := false, true
+	jt, err := New(tmplQwen3, "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := Builtin("qwen3", "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range []*Template{jt, bt} {
+		if !tm.SupportsThinking() {
+			t.Errorf("%s: SupportsThinking false", tm.Kind())
+		}
+		for _, c := range []struct {
+			think *bool
+			tail  string
+		}{{&off, "<|im_start|>assistant\n<think>\n\n</think>\n\n"}, {&on, "<|im_start|>assistant\n"}, {nil, "<|im_start|>assistant\n"}} {
+			got, err := tm.RenderOptions(noSystem[:1], Options{AddGenerationPrompt: true, EnableThinking: c.think})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "<|im_start|>user\nHello<|im_end|>\n" + c.tail
+			if got != want {
+				t.Errorf("%s think=%v: got %q want %q", tm.Kind(), c.think, got, want)
+			}
+		}
+	}
+	if g, _ := New(tmplGemma, "<s>", "</s>"); g.SupportsThinking() {
+		t.Error("gemma template claims a thinking switch")
+	}
+}
 
 type renderCase struct {
 	name, kind, src string
@@ -116,9 +291,24 @@ var cases = []renderCase{
 		"<|user|>\nHello<|end|>\n</s>"},
 	{"gemma", "gemma", tmplGemma, noSystem, true,
 		"<s><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
+	{"qwen3", "qwen3", tmplQwen3, withThinking, true,
+		"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+	{"qwen3-last-turn", "qwen3", tmplQwen3, withThinking[1:3], false,
+		"<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\nThe user greets.\n</think>\n\nHi there<|im_end|>\n"},
+	{"qwen3-plain", "qwen3", tmplQwen3, withSystem, true,
+		"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  Hi there  <|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+	{"gemma3", "gemma3", tmplGemma3, withSystem, true,
+		"<s><start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
+	{"gemma3-nosys", "gemma3", tmplGemma3, noSystem, true,
+		"<s><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
 	{"zephyr", "zephyr", tmplZephyr, withSystem, true,
 		"<|system|>\nYou are a helpful assistant</s>\n<|user|>\nHello</s>\n<|assistant|>\n  Hi there  </s>\n<|user|>\nWho are you</s>\n<|assistant|>\n"},
 }
+
+// engineFallback lists the cases whose template the Jinja engine cannot
+// run (gonja does not parse a parenthesized conditional expression, which
+// Gemma 3's template uses): New must choose the built-in renderer instead.
+var engineFallback = map[string]bool{"gemma3": true, "gemma3-nosys": true}
 
 func TestJinjaRendersReferenceTemplates(t *testing.T) {
 	for _, c := range cases {
@@ -127,8 +317,12 @@ func TestJinjaRendersReferenceTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tm.Kind() != "jinja" {
-				t.Fatalf("kind %q, want the Jinja engine", tm.Kind())
+			want := "jinja"
+			if engineFallback[c.name] {
+				want = c.kind
+			}
+			if tm.Kind() != want {
+				t.Fatalf("kind %q, want %q", tm.Kind(), want)
 			}
 			got, err := tm.Render(c.msgs, c.addGen)
 			if err != nil {
