@@ -20,6 +20,7 @@ type fakeBackend struct {
 	delay    time.Duration // per generated token
 	gate     chan struct{} // when set, each Generate waits for a value first
 	template string        // chat template of every model
+	script   []string      // when set, the pieces every model generates instead of w0 w1 ...
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -133,6 +134,12 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		piece := fmt.Sprintf(" w%d", i)
 		if i == 0 {
 			piece = "w0"
+		}
+		if m.b.script != nil {
+			if i >= len(m.b.script) {
+				break
+			}
+			piece = m.b.script[i]
 		}
 		res.Tokens++
 		m.produced.Add(1)

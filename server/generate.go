@@ -20,6 +20,7 @@ type job struct {
 	req       GenerateRequest
 	threads   int
 	keepAlive *time.Duration
+	think     *bool // Ollama's think: the template's enable_thinking (nil: its default)
 }
 
 // outcome is what a finished generation reports.
@@ -82,7 +83,10 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		}
 		return j.prompt, nil
 	}
-	p, err := e.tmpl.Render(msgs, true)
+	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
+		return "", badRequest("%q does not support thinking", j.model)
+	}
+	p, err := e.tmpl.RenderOptions(msgs, chat.Options{AddGenerationPrompt: true, EnableThinking: j.think})
 	if err != nil {
 		return "", badRequest("%v", err)
 	}
@@ -164,7 +168,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			text.WriteString(t)
 			return nil
 		}
-		sendErr = st.send(sh.piece(t))
+		if b := sh.piece(t); b != nil { // nil: the shape holds the text back for now
+			sendErr = st.send(b)
+		}
 		return sendErr
 	}
 	out, err := s.run(ctx, j, begin, onText)

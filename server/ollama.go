@@ -77,6 +77,7 @@ type ollamaRequest struct {
 	Tools     json.RawMessage `json:"tools"`
 	Options   json.RawMessage `json:"options"`
 	KeepAlive keepAlive       `json:"keep_alive"`
+	Think     json.RawMessage `json:"think"`
 }
 
 // job checks the request and makes its job (messages nil for generate).
@@ -93,7 +94,11 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	if t := strings.TrimSpace(string(q.Tools)); t != "" && t != "null" && t != "[]" {
 		return nil, badRequest("tools are not supported")
 	}
-	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d}
+	think, err := parseThink(q.Think)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d, think: think}
 	if chatReq {
 		j.messages = q.Messages
 		if j.messages == nil {
@@ -178,24 +183,55 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		return
 	}
 	model := q.Model
-	body := func(text string) map[string]any {
+	thinking := j.think != nil && *j.think // return the reasoning apart, in "thinking"
+	body := func(thought, text string) map[string]any {
 		m := map[string]any{"model": model, "created_at": nowStamp()}
 		if chatReq {
-			m["message"] = map[string]any{"role": "assistant", "content": text}
+			msg := map[string]any{"role": "assistant", "content": text}
+			if thinking {
+				msg["thinking"] = thought
+			}
+			m["message"] = msg
 		} else {
 			m["response"] = text
+			if thinking {
+				m["thinking"] = thought
+			}
 		}
 		return m
 	}
+	var sp thinkSplitter
 	s.serve(w, r, j, q.Stream == nil || *q.Stream, shapes{
 		fam: famOllama,
 		piece: func(t string) any {
-			m := body(t)
+			th := ""
+			if thinking {
+				if th, t = sp.feed(t); th == "" && t == "" {
+					return nil // held back: maybe part of a tag
+				}
+			}
+			m := body(th, t)
 			m["done"] = false
 			return m
 		},
-		final: func(o *outcome, reason string) []any { return []any{ollamaStats(body(""), o, reason)} },
-		whole: func(o *outcome, text, reason string) any { return ollamaStats(body(text), o, reason) },
+		final: func(o *outcome, reason string) []any {
+			var out []any
+			if thinking {
+				if th, t := sp.flush(); th != "" || t != "" {
+					m := body(th, t)
+					m["done"] = false
+					out = append(out, m)
+				}
+			}
+			return append(out, ollamaStats(body("", ""), o, reason))
+		},
+		whole: func(o *outcome, text, reason string) any {
+			th := ""
+			if thinking {
+				th, text = splitThinking(text)
+			}
+			return ollamaStats(body(th, text), o, reason)
+		},
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/woolly-llm/woolly/runtime"
@@ -35,6 +36,8 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
+	var think triBool
+	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
 	prefixS := prefixFlag(fs, "256M")
 	dequantS := dequantFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -111,7 +114,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		turn := append(history, chat.Message{Role: "user", Content: line})
-		prompt, err := tmpl.Render(turn, true)
+		prompt, err := tmpl.RenderOptions(turn, chat.Options{AddGenerationPrompt: true, EnableThinking: think.v})
 		if err != nil {
 			fmt.Fprintf(stderr, "woolly chat: %v\n", err)
 			continue
@@ -174,3 +177,24 @@ func chatTurn(sess *runtime.Session, o runtime.GenerateOptions, prompt string, i
 	}
 	return res.Text, res.StopReason, nil
 }
+
+// triBool is a boolean flag that can also be unset (v nil).
+type triBool struct{ v *bool }
+
+func (b *triBool) String() string {
+	if b == nil || b.v == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b.v)
+}
+
+func (b *triBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false, not %q", s)
+	}
+	b.v = &v
+	return nil
+}
+
+func (b *triBool) IsBoolFlag() bool { return true }
