@@ -9,6 +9,9 @@
 #    generation bound: bandwidth / weight bytes read per token.
 # 5. With LLAMA_BENCH=/path/to/llama-bench, llama-bench on the same file and
 #    the Woolly / llama.cpp ratio per test.
+# 5b. With BENCH_MOE=1, the same (woolly bench, and llama-bench when given)
+#    on a mixture-of-experts model: models/qwen3moe-7b-a1b-q4_k_m.gguf
+#    (BENCH_MOE_MODEL), synthesized if absent (64 experts, 8 used).
 # 6. The dequantized-weight cache: woolly bench with --dequant-cache off and
 #    at 25%, 100% and 400% of the f32 size of the weights it caches, on
 #    BENCH_CACHE_MODEL (default: the model above). A budget is skipped, with
@@ -121,6 +124,48 @@ if [ -n "${LLAMA_BENCH:-}" ]; then
 	}')
 fi
 
+# --- 5b. mixture of experts (BENCH_MOE=1) -------------------------------
+moe_md=""
+if [ "${BENCH_MOE:-0}" = 1 ]; then
+	MOE=${BENCH_MOE_MODEL:-models/qwen3moe-7b-a1b-q4_k_m.gguf}
+	if [ ! -f "$MOE" ]; then
+		mkdir -p "$(dirname "$MOE")"
+		echo "bench.sh: synthesizing $MOE" >&2
+		"$WOOLLY" synth --preset qwen3moe-7b-a1b --type q4_k_m -o "$MOE" >"$OUT/synth-moe.txt"
+	fi
+	echo "bench.sh: woolly bench -m $MOE -p $P -n $N -t $THREADS -r $R" >&2
+	"$WOOLLY" bench -m "$MOE" -p "$P" -n "$N" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench-moe.json"
+	moe_llama=""
+	if [ -n "${LLAMA_BENCH:-}" ]; then
+		echo "bench.sh: $LLAMA_BENCH -m $MOE -p $P -n $N -t $THREADS -r $R -o json" >&2
+		"$LLAMA_BENCH" -m "$MOE" -p "$P" -n "$N" -t "$THREADS" -r "$R" -o json >"$OUT/llama-bench-moe.json" 2>"$OUT/llama-bench-moe.log"
+		moe_llama=$(tr -d ' \n' <"$OUT/llama-bench-moe.json" | tr '{' '\n' | grep '"n_prompt"' | awk -F, '{
+			np = ng = ts = ""
+			for (i = 1; i <= NF; i++) {
+				split($i, kv, ":"); k = kv[1]; gsub(/"/, "", k)
+				if (k == "n_prompt") np = kv[2]; else if (k == "n_gen") ng = kv[2]; else if (k == "avg_ts") ts = kv[2]
+			}
+			if (np + 0 > 0 && ng + 0 == 0) print "pp" np, ts
+			else if (ng + 0 > 0 && np + 0 == 0) print "tg" ng, ts
+		}')
+	fi
+	moe_bpt=$(jfield "$OUT/woolly-bench-moe.json" bytes_per_token)
+	moe_md="$OUT/moe.md"
+	{
+		echo "\`$MOE\`: $(jfield "$OUT/woolly-bench-moe.json" params) parameters; a generated token reads $moe_bpt bytes of weights"
+		echo "(the 8 used experts of 64), so generation is bound by $(awk -v bw="$bw" -v b="$moe_bpt" 'BEGIN { printf "%.1f", bw * 1e9 / b }') tokens/s at $bw GB/s."
+		echo
+		echo "| threads | test | tokens/s | ± stddev | llama.cpp t/s | Woolly / llama.cpp |"
+		echo "|---:|---:|---:|---:|---:|---:|"
+		results "$OUT/woolly-bench-moe.json" | while read -r th test ts sd; do
+			lts=$(printf '%s\n' "$moe_llama" | awk -v t="$test" '$1 == t { printf "%.2f", $2 }')
+			ratio=""
+			[ -n "$lts" ] && ratio=$(awk -v a="$ts" -v b="$lts" 'BEGIN { printf "%.2f", a / b }')
+			printf '| %s | %s | %.2f | %.2f | %s | %s |\n' "$th" "$test" "$ts" "$sd" "${lts:--}" "${ratio:--}"
+		done
+	} >"$moe_md"
+fi
+
 # --- 6. dequantized-weight cache ---------------------------------------
 CACHE=${BENCH_CACHE:-run}
 CMODEL=${BENCH_CACHE_MODEL:-$MODEL}
@@ -209,6 +254,12 @@ R_MD="$OUT/report.md"
 	if [ -z "${LLAMA_BENCH:-}" ]; then
 		echo
 		echo "(Set LLAMA_BENCH=/path/to/llama-bench to compare with llama.cpp on the same file.)"
+	fi
+	if [ -n "$moe_md" ]; then
+		echo
+		echo "## Mixture of experts (BENCH_MOE=1)"
+		echo
+		cat "$moe_md"
 	fi
 	if [ -n "$cache_md" ]; then
 		echo

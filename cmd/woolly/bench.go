@@ -244,7 +244,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// weightBytesPerToken sums the tensor bytes a single-token forward pass reads.
+// weightBytesPerToken sums the tensor bytes a single-token forward pass
+// reads: of a mixture-of-experts stack (ffn_*_exps) only the used experts'
+// share, expert_used_count / expert_count.
 func weightBytesPerToken(path string) (int64, error) {
 	f, err := loader.Open(path)
 	if err != nil {
@@ -252,13 +254,19 @@ func weightBytesPerToken(path string) (int64, error) {
 	}
 	defer f.Close()
 	_, hasOutput := f.Tensor("output.weight")
+	arch := f.Architecture()
+	nExp, _ := f.Uint(arch + ".expert_count")
+	nUsed, _ := f.Uint(arch + ".expert_used_count")
 	var n int64
 	for _, t := range f.Tensors {
-		if t.Name == "token_embd.weight" && hasOutput {
+		switch {
+		case t.Name == "token_embd.weight" && hasOutput:
 			n += t.RowBytes()
-			continue
+		case strings.HasSuffix(t.Name, "_exps.weight") && nExp > 0 && nUsed <= nExp:
+			n += t.Size / int64(nExp) * int64(nUsed)
+		default:
+			n += t.Size
 		}
-		n += t.Size
 	}
 	return n, nil
 }
