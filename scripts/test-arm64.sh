@@ -153,7 +153,7 @@ done
 # Cross-architecture check: `woolly logits` on small models must print the
 # same bytes from the x86-64 build and from the arm64 build under qemu (both
 # CPUs): the kernels follow one summation order on every ISA.
-xarch_models="stories260K-Q4_K_M stories260K-Q4_0 stories260K-Q6_K stories260K-Q8_0 stories260K-F16 synth-llama-mini-Q5_K_M synth-qwen2-mini-Q4_K_M"
+xarch_models="stories260K-Q4_K_M stories260K-Q4_0 stories260K-Q6_K stories260K-Q8_0 stories260K-F16 synth-llama-mini-Q5_K_M synth-qwen2-mini-Q4_K_M synth-qwen3-mini-Q4_K_M synth-qwen3moe-mini-Q4_K_M synth-phi3-mini-Q4_K_M"
 shared=../shared/models
 # (the x86 side must run SIMD kernels: the scalar ref sums in another order)
 host_simd=0
