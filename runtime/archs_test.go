@@ -1,10 +1,14 @@
 package runtime
 
 import (
+	"encoding/binary"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 )
 
@@ -12,6 +16,12 @@ import (
 // (set: key -> value, a nil value deletes the key) and the tensor drop left
 // out, and returns its path.
 func variant(t *testing.T, name string, set map[string]*loader.Value, drop string) string {
+	t.Helper()
+	return variantWith(t, name, set, drop, nil)
+}
+
+// variantWith is variant with F32 tensors added.
+func variantWith(t *testing.T, name string, set map[string]*loader.Value, drop string, add map[string][]float32) string {
 	t.Helper()
 	f, err := loader.Open(filepath.Join(sharedDir(t), "models", name+".gguf"))
 	if err != nil {
@@ -39,6 +49,15 @@ func variant(t *testing.T, name string, set map[string]*loader.Value, drop strin
 			continue
 		}
 		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n, vals := range add {
+		b := make([]byte, 4*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		if err := w.AddTensor(n, kernels.F32, []int64{int64(len(vals))}, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,5 +174,59 @@ func TestGemma3Layers(t *testing.T) {
 	}
 	if got != "LLLLLG" || c.RopeBase != 1e6 || c.RopeBaseSWA != 1e4 || c.AttnSoftCap != 0 || c.FinalSoftCap != 0 || !c.QKNorm {
 		t.Errorf("gemma3 layers %s, bases %v / %v, caps %v %v, qk norm %v", got, c.RopeBase, c.RopeBaseSWA, c.AttnSoftCap, c.FinalSoftCap, c.QKNorm)
+	}
+}
+
+// TestPhi3LongRoPE: Phi-3-128k's frequency factors, as llama.cpp applies
+// them: the short factors up to rope.scaling.original_context_length, the
+// long ones for a longer context, and the tables scaled by
+// rope.scaling.attn_factor.
+func TestPhi3LongRoPE(t *testing.T) {
+	const name = "synth-phi3-mini-Q4_K_M" // head_dim 16: 8 factors
+	fill := func(v float32) []float32 { return slices.Repeat([]float32{v}, 8) }
+	toks := []int32{1, 9038, 2501, 263, 931, 29892, 727, 471}
+	logits := func(path string, nCtx int) []float32 {
+		m, err := Load(path, LoadOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		s, err := m.NewSession(nCtx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.Eval(toks, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	orig := map[string]*loader.Value{"phi3.rope.scaling.original_context_length": u32(256)}
+	base := logits(filepath.Join(sharedDir(t), "models", name+".gguf"), 128)
+	// Short factors of 1 at a short context: the same bits as no factors.
+	ones := variantWith(t, name, orig, "", map[string][]float32{"rope_factors_short.weight": fill(1), "rope_factors_long.weight": fill(2)})
+	if n, d := sameBits(base, logits(ones, 128)); n != 0 {
+		t.Fatalf("short factors 1: %d logits differ (max %g)", n, d)
+	}
+	// Above the original context the long factors (2) apply: the same as
+	// short factors of 2 at a short context, and not the same as 1.
+	long := logits(ones, 512)
+	twos := variantWith(t, name, orig, "", map[string][]float32{"rope_factors_short.weight": fill(2), "rope_factors_long.weight": fill(1)})
+	if n, d := sameBits(logits(twos, 128), long); n != 0 {
+		t.Fatalf("long factors: %d logits differ from the same factors as short ones (max %g)", n, d)
+	}
+	if n, _ := sameBits(base, long); n == 0 {
+		t.Fatal("factors of 2 changed nothing")
+	}
+	// attn_factor scales the rotation: not a no-op.
+	scaled := map[string]*loader.Value{"phi3.rope.scaling.original_context_length": u32(256), "phi3.rope.scaling.attn_factor": f32(1.19)}
+	p := variantWith(t, name, scaled, "", map[string][]float32{"rope_factors_short.weight": fill(1), "rope_factors_long.weight": fill(1)})
+	if n, _ := sameBits(base, logits(p, 128)); n == 0 {
+		t.Fatal("attn_factor 1.19 changed nothing")
+	}
+	// Only one of the two factor tensors: an error naming the other.
+	half := variantWith(t, name, orig, "", map[string][]float32{"rope_factors_long.weight": fill(2)})
+	if err := loadErr(half); err == nil || !strings.Contains(err.Error(), "rope_factors_short.weight is missing") {
+		t.Errorf("long factors without short ones: %v", err)
 	}
 }
