@@ -222,7 +222,7 @@ func fallback(t TensorDesc, c Choice) Choice {
 }
 
 // layerRank returns, for each tensor index whose name matches, its rank in
-// (layer number, name) order.
+// llama-quantize's processing order (see WriteOrder).
 func layerRank(tensors []TensorDesc, match func(string) bool) map[int]int {
 	var idx []int
 	for k, t := range tensors {
@@ -230,13 +230,7 @@ func layerRank(tensors []TensorDesc, match func(string) bool) map[int]int {
 			idx = append(idx, k)
 		}
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		la, lb := layerOf(tensors[idx[a]].Name), layerOf(tensors[idx[b]].Name)
-		if la != lb {
-			return la < lb
-		}
-		return tensors[idx[a]].Name < tensors[idx[b]].Name
-	})
+	sort.SliceStable(idx, func(a, b int) bool { return loaderLess(tensors[idx[a]].Name, tensors[idx[b]].Name) })
 	r := make(map[int]int, len(idx))
 	for i, k := range idx {
 		r[k] = i
@@ -244,17 +238,46 @@ func layerRank(tensors []TensorDesc, match func(string) bool) map[int]int {
 	return r
 }
 
-// layerOf parses "blk.N." (−1 for tensors outside the blocks).
+// WriteOrder returns the indices of names in the order llama-quantize
+// processes and writes tensors: llama.cpp's model loader keeps them in a map
+// ordered by layer number (−1, i.e. first, for tensors outside "blk.N."),
+// then by name, so the output file's tensor order is not the input's.
+func WriteOrder(names []string) []int {
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return loaderLess(names[idx[a]], names[idx[b]]) })
+	return idx
+}
+
+func loaderLess(a, b string) bool {
+	if la, lb := layerOf(a), layerOf(b); la != lb {
+		return la < lb
+	}
+	return a < b
+}
+
+// layerOf reads the layer number of "blk.N..." the way llama.cpp's
+// sscanf(name, "blk.%d.") does: an optionally signed run of digits after
+// "blk." (−1 when there is none).
 func layerOf(name string) int {
 	rest, ok := strings.CutPrefix(name, "blk.")
 	if !ok {
 		return -1
 	}
-	num, _, ok := strings.Cut(rest, ".")
-	if !ok {
+	end := 0
+	if end < len(rest) && (rest[end] == '-' || rest[end] == '+') {
+		end++
+	}
+	digits := end
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	if end == digits {
 		return -1
 	}
-	n, err := strconv.Atoi(num)
+	n, err := strconv.Atoi(rest[:end])
 	if err != nil {
 		return -1
 	}

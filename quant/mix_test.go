@@ -152,3 +152,34 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// TestWriteOrder: llama-quantize's files list their tensors in the order
+// WriteOrder gives for the input's tensors.
+func TestWriteOrder(t *testing.T) {
+	tt := loadTensorTypes(t)
+	for _, c := range [][2]string{
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q4_K_M.gguf"},
+		{"stories260K-F32.gguf", "stories260K-Q8_0.gguf"},
+	} {
+		in, out := descs(t, tt[c[0]]), descs(t, tt[c[1]])
+		names := make([]string, len(in))
+		for i, d := range in {
+			names[i] = d.Name
+		}
+		order := WriteOrder(names)
+		if len(order) != len(out) {
+			t.Fatalf("%s: %d tensors, reference has %d", c[1], len(order), len(out))
+		}
+		for i, k := range order {
+			if names[k] != out[i].Name {
+				t.Fatalf("%s: tensor %d is %s, llama-quantize wrote %s", c[1], i, names[k], out[i].Name)
+			}
+		}
+	}
+	if got := layerOf("blk.12.attn_q.weight"); got != 12 {
+		t.Errorf("layerOf(blk.12.attn_q.weight) = %d", got)
+	}
+	if got := layerOf("blk.x.attn_q.weight"); got != -1 {
+		t.Errorf("layerOf(blk.x.attn_q.weight) = %d", got)
+	}
+}

@@ -75,8 +75,12 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 
 	w := loader.NewWriter()
 	for _, kv := range in.KV {
-		w.Set(kv.Key, kv.Value)
+		if !replacedKeys[kv.Key] {
+			w.Set(kv.Key, kv.Value)
+		}
 	}
+	// llama-quantize sets these two by removing the key and appending it, so
+	// they come last, in this order, whatever their place in the input.
 	w.SetUint32("general.quantization_version", 2)
 	w.SetUint32("general.file_type", uint32(ft))
 
@@ -84,7 +88,13 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	var notes []string
 	counts := map[kernels.Type]int{}
 	var bar *progressbar.ProgressBar // created once the total is known; used at write time
-	for i := range in.Tensors {
+	names := make([]string, len(in.Tensors))
+	for i, t := range in.Tensors {
+		names[i] = t.Name
+	}
+	// Tensors are written in llama-quantize's order, so the file can be
+	// byte-identical to its output.
+	for _, i := range quant.WriteOrder(names) {
 		t := &in.Tensors[i]
 		c := plan[i]
 		counts[c.Type]++
@@ -159,6 +169,17 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// replacedKeys are the input's metadata keys llama-quantize does not copy
+// as they are: the two it rewrites at the end and the split keys it drops
+// (Woolly writes a single file).
+var replacedKeys = map[string]bool{
+	"general.quantization_version": true,
+	"general.file_type":            true,
+	"split.no":                     true,
+	"split.count":                  true,
+	"split.tensors.count":          true,
 }
 
 func isQuantType(t kernels.Type) bool { return t.BlockElems() > 1 }
