@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register("quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q4_0, ...) like llama-quantize", runQuantize)
+	register("quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q3_k_m, iq4_xs, ...) like llama-quantize", runQuantize)
 }
 
 // quantChunkElems bounds the float32 buffer used per tensor while
@@ -33,7 +33,8 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	allowReq := fs.Bool("allow-requantize", false, "allow quantized input tensors (quality suffers)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE")
-		fmt.Fprintln(stderr, "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32)")
+		fmt.Fprintln(stderr, "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs")
+		fmt.Fprintln(stderr, "      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -64,11 +65,7 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	for i, t := range in.Tensors {
 		descs[i] = quant.TensorDesc{Name: t.Name, Type: t.Type, Shape: t.Shape}
 	}
-	nLayer := 0
-	if n, ok := in.Uint(in.Architecture() + ".block_count"); ok {
-		nLayer = int(n)
-	}
-	plan, err := quant.Plan(ft, descs, nLayer)
+	plan, err := quant.Plan(ft, descs, quant.ModelOf(in))
 	if err != nil {
 		return err
 	}

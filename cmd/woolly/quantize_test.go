@@ -31,6 +31,11 @@ func TestQuantizeLikeLlamaQuantize(t *testing.T) {
 	}{
 		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q4_K_M.gguf", "q4_k_m", 15},
 		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q5_K_M.gguf", "q5_k_m", 17},
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q2_K.gguf", "q2_k", 10},
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q3_K_S.gguf", "q3_k_s", 11},
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q3_K_M.gguf", "q3_k_m", 12},
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-IQ4_XS.gguf", "iq4_xs", 30},
+		{"synth-llama-mini-F16.gguf", "synth-llama-mini-IQ4_NL.gguf", "iq4_nl", 25},
 		{"stories260K-F32.gguf", "stories260K-Q4_K_M.gguf", "q4_k_m", 15},
 		{"stories260K-F32.gguf", "stories260K-Q4_0.gguf", "q4_0", 2},
 		{"stories260K-F32.gguf", "stories260K-Q6_K.gguf", "q6_k", 18},
