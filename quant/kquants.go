@@ -166,7 +166,7 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 		if dd == 0 {
 			continue
 		}
-		dm := dmin * float32(m)
+		dm := float32(dmin * float32(m)) // rounded: x+dm must not become an FMA
 		for i := 32 * j; i < 32*j+32; i++ {
 			L[i] = uint8(min(nmax, max(0, nearestInt((x[i]+dm)/dd))))
 		}

@@ -69,7 +69,7 @@ func rowQ2K(x []float32, y []byte) {
 			if dd == 0 {
 				continue
 			}
-			dm := dmin * float32(sc[j]>>4)
+			dm := float32(dmin * float32(sc[j]>>4)) // rounded: x+dm must not become an FMA
 			for i := 16 * j; i < 16*j+16; i++ {
 				L[i] = uint8(min(3, max(0, nearestInt((xb[i]+dm)/dd))))
 			}
