@@ -17,11 +17,17 @@ const (
 	Q5_0 Type = 6
 	Q5_1 Type = 7
 	Q8_0 Type = 8
+	Q2_K Type = 10
+	Q3_K Type = 11
 	Q4_K Type = 12
 	Q5_K Type = 13
 	Q6_K Type = 14
 	Q8_K Type = 15
 	BF16 Type = 30
+
+	// Non-linear 4-bit quants (16-entry table kvalues_iq4nl).
+	IQ4_NL Type = 20
+	IQ4_XS Type = 23
 )
 
 type typeInfo struct {
@@ -39,11 +45,16 @@ var types = map[Type]typeInfo{
 	Q5_0: {"Q5_0", 32, 22, Q8_0},
 	Q5_1: {"Q5_1", 32, 24, Q8_0},
 	Q8_0: {"Q8_0", 32, 34, Q8_0},
+	Q2_K: {"Q2_K", 256, 84, Q8_K},
+	Q3_K: {"Q3_K", 256, 110, Q8_K},
 	Q4_K: {"Q4_K", 256, 144, Q8_K},
 	Q5_K: {"Q5_K", 256, 176, Q8_K},
 	Q6_K: {"Q6_K", 256, 210, Q8_K},
 	Q8_K: {"Q8_K", 256, 292, Q8_K},
 	BF16: {"BF16", 1, 2, F32},
+
+	IQ4_NL: {"IQ4_NL", 32, 18, Q8_0},
+	IQ4_XS: {"IQ4_XS", 256, 136, Q8_K},
 }
 
 // Known reports whether t is a type Woolly can read.

@@ -97,6 +97,53 @@ func testDequant(t kernels.Type, src []byte, dst []float32) error {
 					}
 				}
 			}
+		case kernels.Q2_K:
+			// scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
+			d, dmin := f16(x[80:]), f16(x[82:])
+			for e := 0; e < 256; e++ {
+				sc := x[e/16]
+				q := x[16+32*(e/128)+e%32] >> (2 * (e % 128 / 32)) & 3
+				dl, ml := d*float32(sc&15), dmin*float32(sc>>4)
+				y[e] = float32(dl*float32(q)) - ml
+			}
+		case kernels.Q3_K:
+			// hmask[32], qs[64], scales[12] (6-bit, packed), d.
+			d := f16(x[108:])
+			sc := x[96:108]
+			for e := 0; e < 256; e++ {
+				j := e / 16
+				var s6 int
+				if j < 8 {
+					s6 = int(sc[j] & 15)
+				} else {
+					s6 = int(sc[j-8] >> 4)
+				}
+				s6 |= int(sc[8+j%4]>>(2*(j/4))&3) << 4
+				q := int(x[32+32*(e/128)+e%32] >> (2 * (e % 128 / 32)) & 3)
+				if x[e%32]>>(e/32)&1 == 0 {
+					q -= 4
+				}
+				y[e] = d * float32(s6-32) * float32(q)
+			}
+		case kernels.IQ4_NL:
+			d := f16(x)
+			for j := 0; j < 16; j++ {
+				y[j] = d * float32(kvaluesIQ4NL[x[2+j]&15])
+				y[j+16] = d * float32(kvaluesIQ4NL[x[2+j]>>4])
+			}
+		case kernels.IQ4_XS:
+			// d, scales_h u16, scales_l[4], qs[128].
+			d := f16(x)
+			sh := binary.LittleEndian.Uint16(x[2:])
+			for ib := 0; ib < 8; ib++ {
+				ls := int(x[4+ib/2]>>(4*(ib%2))&15) | int(sh>>(2*ib)&3)<<4
+				dl := d * float32(ls-32)
+				qs := x[8+16*ib:]
+				for j := 0; j < 16; j++ {
+					y[32*ib+j] = dl * float32(kvaluesIQ4NL[qs[j]&15])
+					y[32*ib+j+16] = dl * float32(kvaluesIQ4NL[qs[j]>>4])
+				}
+			}
 		default:
 			return fmt.Errorf("no test dequantizer for %v", t)
 		}

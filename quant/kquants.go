@@ -19,19 +19,29 @@ import "math"
 
 const groupMaxEps = 1e-15
 
-// makeQKX2 quantizes the 32 values of x to L in [0, nmax] as
-// x ≈ scale·L − theMin, choosing scale and min to minimise
-// Σ w·(scale·L + min − x)² over nstep+1 trial inverse scales
-// (nmax + rmin + rdelta·is) / (max − min). min ≤ 0 always (theMin ≥ 0).
-// L is left with the best trial's values. (Fixed-size arrays let the
-// compiler drop bounds checks; the arithmetic is ggml's, step by step.)
-func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, nstep int) (scale, theMin float32) {
+// makeQKX2 is ggml's make_qkx2_quants: it quantizes the n values of x
+// (n = len(x) ≤ 32) to L in [0, nmax] as x ≈ scale·L − theMin, choosing scale
+// and min to minimise Σ w·err over nstep+1 trial inverse scales
+// (nmax + rmin + rdelta·is) / (max − min), where err is the squared
+// difference, or its absolute value when mad is set (Q2_K). min ≤ 0 always
+// (theMin ≥ 0). L is left with the best trial's values.
+func makeQKX2(nmax int, x, w []float32, L []uint8, rmin, rdelta float32, nstep int, mad bool) (scale, theMin float32) {
+	n := len(x)
+	w, L = w[:n], L[:n] // one bounds check here instead of one per access
 	var laux [32]uint8
 	var lauxF [32]float32 // laux as floats (int→float conversions are not free)
+	lf := lauxF[:n]
+	// errOf is one element's contribution to the error sum.
+	errOf := func(wi, diff float32) float32 {
+		if mad {
+			return float32(wi * abs32(diff))
+		}
+		return float32(wi * float32(diff*diff))
+	}
 	lo, hi := x[0], x[0]
 	sumW := w[0]
 	sumX := float32(sumW * x[0])
-	for i := 1; i < 32; i++ {
+	for i := 1; i < n; i++ {
 		if x[i] < lo {
 			lo = x[i]
 		}
@@ -45,18 +55,18 @@ func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, n
 		lo = 0
 	}
 	if hi == lo {
-		*L = [32]uint8{}
+		clear(L)
 		return 0, -lo
 	}
 	fmax := float32(nmax)
 	iscale := fmax / (hi - lo)
 	scale = 1 / iscale
 	var bestErr float32
-	for i := range 32 {
-		l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
+	for i, v := range x {
+		l := min(nmax, max(0, nearestInt(iscale*(v-lo))))
 		L[i] = uint8(l)
-		diff := float32(scale*float32(l)) + lo - x[i]
-		bestErr += float32(w[i] * float32(diff*diff))
+		diff := float32(scale*float32(l)) + lo - v
+		bestErr += errOf(w[i], diff)
 	}
 	if nstep < 1 {
 		return scale, -lo
@@ -64,15 +74,15 @@ func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, n
 	for is := 0; is <= nstep; is++ {
 		iscale = (float32(rmin+float32(rdelta*float32(is))) + fmax) / (hi - lo)
 		var sumL, sumL2, sumXL float32
-		for i := range 32 {
-			l := min(nmax, max(0, nearestInt(iscale*(x[i]-lo))))
+		for i, v := range x {
+			l := min(nmax, max(0, nearestInt(iscale*(v-lo))))
 			laux[i] = uint8(l)
 			fl := float32(l)
-			lauxF[i] = fl
+			lf[i] = fl
 			wl := float32(w[i] * fl)
 			sumL += wl
 			sumL2 += float32(wl * fl)
-			sumXL += float32(wl * x[i])
+			sumXL += float32(wl * v)
 		}
 		D := float32(sumW*sumL2) - float32(sumL*sumL)
 		if D > 0 {
@@ -83,12 +93,12 @@ func makeQKX2(nmax int, x, w *[32]float32, L *[32]uint8, rmin, rdelta float32, n
 				thisScale = sumXL / sumL2
 			}
 			var cur float32
-			for i := range 32 {
-				diff := float32(thisScale*lauxF[i]) + thisMin - x[i]
-				cur += float32(w[i] * float32(diff*diff))
+			for i, v := range x {
+				diff := float32(thisScale*lf[i]) + thisMin - v
+				cur += errOf(w[i], diff)
 			}
 			if cur < bestErr {
-				*L = laux
+				copy(L, laux[:n])
 				bestErr = cur
 				scale = thisScale
 				lo = thisMin
@@ -106,7 +116,7 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 	var weights [32]float32
 	var maxScale, maxMin float32
 	for j := range 8 {
-		xs := (*[32]float32)(x[32*j : 32*j+32])
+		xs := x[32*j : 32*j+32]
 		var sumX2 float32
 		for _, v := range xs {
 			sumX2 += float32(v * v)
@@ -115,7 +125,7 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2(nmax, xs, &weights, (*[32]uint8)(L[32*j:32*j+32]), rmin, rdelta, nstep)
+		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], rmin, rdelta, nstep, false)
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}
@@ -156,7 +166,7 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 		if dd == 0 {
 			continue
 		}
-		dm := dmin * float32(m)
+		dm := float32(dmin * float32(m)) // rounded: x+dm must not become an FMA
 		for i := 32 * j; i < 32*j+32; i++ {
 			L[i] = uint8(min(nmax, max(0, nearestInt((x[i]+dm)/dd))))
 		}

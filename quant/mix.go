@@ -21,11 +21,17 @@ const (
 	FileQ8_0   FileType = 7
 	FileQ5_0   FileType = 8
 	FileQ5_1   FileType = 9
+	FileQ2_K   FileType = 10
+	FileQ3_K_S FileType = 11
+	FileQ3_K_M FileType = 12
+	FileQ3_K_L FileType = 13
 	FileQ4_K_S FileType = 14
 	FileQ4_K_M FileType = 15
 	FileQ5_K_S FileType = 16
 	FileQ5_K_M FileType = 17
 	FileQ6_K   FileType = 18
+	FileIQ4_NL FileType = 25
+	FileIQ4_XS FileType = 30
 	FileBF16   FileType = 32
 )
 
@@ -42,6 +48,12 @@ var fileTypes = []struct {
 	{FileQ5_0, "Q5_0", kernels.Q5_0},
 	{FileQ5_1, "Q5_1", kernels.Q5_1},
 	{FileQ8_0, "Q8_0", kernels.Q8_0},
+	{FileQ2_K, "Q2_K", kernels.Q2_K},
+	{FileQ3_K_S, "Q3_K_S", kernels.Q3_K},
+	{FileQ3_K_M, "Q3_K_M", kernels.Q3_K},
+	{FileQ3_K_L, "Q3_K_L", kernels.Q3_K},
+	{FileIQ4_NL, "IQ4_NL", kernels.IQ4_NL},
+	{FileIQ4_XS, "IQ4_XS", kernels.IQ4_XS},
 	{FileQ4_K_S, "Q4_K_S", kernels.Q4_K},
 	{FileQ4_K_M, "Q4_K_M", kernels.Q4_K},
 	{FileQ5_K_S, "Q5_K_S", kernels.Q5_K},
@@ -49,12 +61,19 @@ var fileTypes = []struct {
 	{FileQ6_K, "Q6_K", kernels.Q6_K},
 }
 
-// ParseFileType accepts names like "q4_k_m" or "Q8_0" (case-insensitive).
+// fileTypeAliases are llama-quantize's short names for the _M mixes.
+var fileTypeAliases = map[string]FileType{"Q3_K": FileQ3_K_M, "Q4_K": FileQ4_K_M, "Q5_K": FileQ5_K_M}
+
+// ParseFileType accepts names like "q4_k_m" or "Q8_0" (case-insensitive),
+// and llama-quantize's aliases q3_k, q4_k and q5_k for the _M mixes.
 func ParseFileType(s string) (FileType, error) {
 	for _, f := range fileTypes {
 		if strings.EqualFold(f.name, s) {
 			return f.ft, nil
 		}
+	}
+	if ft, ok := fileTypeAliases[strings.ToUpper(s)]; ok {
+		return ft, nil
 	}
 	names := make([]string, len(fileTypes))
 	for i, f := range fileTypes {
@@ -97,39 +116,130 @@ type Choice struct {
 	Note     string // why the type differs from the rule's first pick (row-length fallbacks)
 }
 
+// Model holds the hyperparameters llama-quantize's type rules look at.
+type Model struct {
+	Arch    string // general.architecture
+	NLayer  int    // {arch}.block_count (0: count the ffn_down tensors)
+	NHead   int    // {arch}.attention.head_count (of layer 0)
+	NHeadKV int    // {arch}.attention.head_count_kv (0: absent, = NHead)
+	NExpert int    // {arch}.expert_count (0: none)
+}
+
+// gqa is llama.cpp's n_gqa(): query heads per KV head (0 when unknown).
+func (m Model) gqa() int {
+	kv := m.NHeadKV
+	if kv <= 0 {
+		kv = m.NHead
+	}
+	if kv <= 0 {
+		return 0
+	}
+	return m.NHead / kv
+}
+
+// is70B is llama.cpp's LLM_TYPE_70B, the one model size its rules single
+// out (attn_v gets Q5_K instead of Q3_K/Q4_K): 80-layer llama with grouped
+// KV heads (and not 8 experts), deci, olmo and qwen2, and 68-layer jais2.
+func (m Model) is70B() bool {
+	switch m.Arch {
+	case "llama":
+		return m.NExpert != 8 && m.NLayer == 80 && m.gqa() != 1
+	case "deci", "olmo", "qwen2":
+		return m.NLayer == 80
+	case "jais2":
+		return m.NLayer == 68
+	}
+	return false
+}
+
+// category is llama-quantize's tensor_category: the role a tensor's name
+// gives it, tested in this order.
+type category int
+
+const (
+	catOther category = iota
+	catOutput
+	catTokenEmbd
+	catAttnV // attn_v, attn_qkv and attn_kv_b: the "attn_v-like" tensors
+	catAttnK
+	catAttnQ
+	catAttnOutput
+	catFFNUp
+	catFFNGate
+	catFFNDown
+)
+
+// categoryNames are the name fragments of the categories after output and
+// token_embd, in the order llama-quantize tests them.
+var categoryNames = []struct {
+	sub string
+	cat category
+}{
+	{"attn_qkv.weight", catAttnV}, {"attn_kv_b.weight", catAttnV}, {"attn_v.weight", catAttnV},
+	{"attn_k.weight", catAttnK}, {"attn_q.weight", catAttnQ}, {"attn_output.weight", catAttnOutput},
+	{"ffn_up", catFFNUp}, {"ffn_gate", catFFNGate}, {"ffn_down", catFFNDown},
+}
+
+func categoryOf(name string) category {
+	switch name {
+	case "output.weight":
+		return catOutput
+	case "token_embd.weight", "per_layer_token_embd.weight":
+		return catTokenEmbd
+	}
+	for _, c := range categoryNames {
+		if strings.Contains(name, c.sub) {
+			return c.cat
+		}
+	}
+	return catOther
+}
+
 // Plan picks every tensor's type the way llama-quantize does with its
-// default rules and no importance matrix:
+// default rules and no importance matrix (llama_tensor_get_type):
 //
 //   - only tensors of ≥ 2 dimensions whose name ends in "weight" (and not
-//     "_norm.weight") are quantized; everything else keeps its type;
+//     "_norm.weight", routers and a few other small tensors) are quantized;
+//     everything else keeps its type;
 //   - output.weight, and token_embd.weight when there is no output.weight
 //     (tied embeddings), become Q6_K (Q8_0 stays Q8_0; rows that are not a
-//     whole number of the default type's blocks give Q8_0);
-//   - Q4_K_M and Q5_K_M: attn_v and ffn_down are Q6_K on "use_more_bits"
-//     layers: i < n/8, i ≥ 7n/8, or (i − n/8) % 3 == 2;
-//     Q4_K_S: attn_v Q5_K for the first 4, ffn_down Q5_K for i < n/8;
+//     whole number of the default type's blocks, and falcon, give Q8_0);
+//   - attn_v (and attn_qkv, attn_kv_b), counted in layer order i of n:
+//     Q2_K: Q4_K with GQA ≥ 4, else Q3_K; Q3_K_M: Q5_K for i < 2, else Q4_K;
+//     Q3_K_L: Q5_K; IQ4_NL, IQ4_XS: Q5_K with GQA ≥ 4; Q4_K_M, Q5_K_M: Q6_K
+//     on "use_more_bits" layers (i < n/8, i ≥ 7n/8, or (i − n/8) % 3 == 2);
+//     Q4_K_S: Q5_K for i < 4; then a 70B model's Q3_K/Q4_K become Q5_K and
+//     8-expert models get Q8_0;
+//   - attn_k: Q8_0 for 8-expert models;
+//   - ffn_down of layer i of n: Q2_K: Q3_K; Q3_K_M: Q5_K for i < n/16, else
+//     Q4_K; Q3_K_L: Q5_K; Q4_K_M, Q5_K_M: Q6_K on use_more_bits layers;
+//     IQ4_NL, IQ4_XS, Q4_K_S: Q5_K for i < n/8 (falcon has its own rules);
+//   - attn_output: Q2_K: Q3_K; Q3_K_M: Q4_K; Q3_K_L: Q5_K; with 8 experts
+//     Q5_K for Q2_K, Q3_K_S/M, Q4_K_S/M, IQ4_NL and IQ4_XS;
 //   - rows that are not a multiple of the chosen type's block size fall back:
-//     Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, and to F16 when even 32 does
-//     not divide the row.
+//     IQ4_XS → IQ4_NL, Q2_K/Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1,
+//     Q6_K → Q8_0, and to F16 when even 32 does not divide the row.
 //
-// nLayer is {arch}.block_count (0: count the ffn_down tensors). Counters run
-// in layer order, as llama.cpp's loader sorts tensors by layer number.
-func Plan(ft FileType, tensors []TensorDesc, nLayer int) ([]Choice, error) {
+// Counters run in llama-quantize's processing order (WriteOrder). With more
+// than one expert, ffn_down's layer is read from its name instead.
+func Plan(ft FileType, tensors []TensorDesc, m Model) ([]Choice, error) {
 	def := ft.DefaultType()
 	out := make([]Choice, len(tensors))
 	tied := true
 	for _, t := range tensors {
-		if t.Name == "output.weight" {
+		if categoryOf(t.Name) == catOutput {
 			tied = false
 		}
 	}
-	// Layer-ordered counters for attn_v (and attn_qkv) and ffn_down.
-	vIndex := layerRank(tensors, isAttnV)
-	downIndex := layerRank(tensors, func(n string) bool { return strings.Contains(n, "ffn_down") })
+	// Counters for attn_v-like tensors and ffn_down, in processing order.
+	vIndex := layerRank(tensors, func(n string) bool { return categoryOf(n) == catAttnV })
+	downIndex := layerRank(tensors, func(n string) bool { return categoryOf(n) == catFFNDown })
 	nV := len(vIndex)
+	nLayer := m.NLayer
 	if nLayer <= 0 {
 		nLayer = len(downIndex)
 	}
+	falcon := m.Arch == "falcon"
 	moreBits := func(i, n int) bool { return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
 
 	for k, t := range tensors {
@@ -138,47 +248,124 @@ func Plan(ft FileType, tensors []TensorDesc, nLayer int) ([]Choice, error) {
 			continue
 		}
 		c := Choice{Type: def, Quantize: true}
-		if isQuantized(def) {
-			nx := t.Shape[0]
-			switch {
-			case t.Name == "output.weight" || (tied && t.Name == "token_embd.weight"):
-				if nx%int64(def.BlockElems()) != 0 {
-					c.Type = kernels.Q8_0
-				} else if def != kernels.Q8_0 {
-					c.Type = kernels.Q6_K
-				}
-			case isAttnV(t.Name):
-				i := vIndex[k]
-				switch {
-				case (ft == FileQ4_K_M || ft == FileQ5_K_M) && moreBits(i, nV):
-					c.Type = kernels.Q6_K
-				case ft == FileQ4_K_S && i < 4:
-					c.Type = kernels.Q5_K
-				}
-			case strings.Contains(t.Name, "ffn_down"):
-				i := downIndex[k]
-				switch {
-				case (ft == FileQ4_K_M || ft == FileQ5_K_M) && moreBits(i, nLayer):
-					c.Type = kernels.Q6_K
-				case ft == FileQ4_K_S && i < nLayer/8:
-					c.Type = kernels.Q5_K
+		if !isQuantized(def) {
+			out[k] = c
+			continue
+		}
+		nx := t.Shape[0]
+		cat := categoryOf(t.Name)
+		switch {
+		case cat == catOutput || (tied && cat == catTokenEmbd):
+			if falcon || nx%int64(def.BlockElems()) != 0 {
+				c.Type = kernels.Q8_0
+			} else if def != kernels.Q8_0 {
+				c.Type = kernels.Q6_K
+			}
+		case cat == catAttnV:
+			c.Type = attnVType(ft, c.Type, vIndex[k], nV, m)
+		case cat == catAttnK:
+			if m.NExpert == 8 {
+				c.Type = kernels.Q8_0
+			}
+		case cat == catFFNDown:
+			i, n := downIndex[k], nLayer
+			if m.NExpert > 1 {
+				i = layerOf(t.Name)
+				if i < 0 || i >= n {
+					return nil, fmt.Errorf("quant: %s: layer %d outside [0, %d)", t.Name, i, n)
 				}
 			}
-			c = fallback(t, c)
+			switch {
+			case ft == FileQ2_K:
+				c.Type = kernels.Q3_K
+			case ft == FileQ3_K_M:
+				switch {
+				case i < n/16:
+					c.Type = kernels.Q5_K
+				case !falcon || moreBits(i, n):
+					c.Type = kernels.Q4_K
+				default:
+					c.Type = kernels.Q3_K
+				}
+			case ft == FileQ3_K_L:
+				c.Type = kernels.Q5_K
+				if falcon {
+					c.Type = kernels.Q4_K
+				}
+			case ft == FileQ4_K_M && falcon:
+				switch {
+				case i < n/16:
+					c.Type = kernels.Q6_K
+				case moreBits(i, n):
+					c.Type = kernels.Q5_K
+				}
+			case (ft == FileQ4_K_M || ft == FileQ5_K_M) && moreBits(i, n):
+				c.Type = kernels.Q6_K
+			case (ft == FileIQ4_NL || ft == FileIQ4_XS) && i < n/8:
+				c.Type = kernels.Q5_K
+			case ft == FileQ4_K_S && !falcon && i < n/8:
+				c.Type = kernels.Q5_K
+			}
+		case cat == catAttnOutput:
+			switch {
+			case falcon:
+				if ft == FileQ3_K_L {
+					c.Type = kernels.Q4_K
+				}
+			case m.NExpert == 8:
+				switch ft {
+				case FileQ2_K, FileQ3_K_S, FileQ3_K_M, FileIQ4_NL, FileQ4_K_S, FileQ4_K_M, FileIQ4_XS:
+					c.Type = kernels.Q5_K
+				}
+			case ft == FileQ2_K:
+				c.Type = kernels.Q3_K
+			case ft == FileQ3_K_M:
+				c.Type = kernels.Q4_K
+			case ft == FileQ3_K_L:
+				c.Type = kernels.Q5_K
+			}
 		}
-		out[k] = c
+		out[k] = fallback(t, c)
 	}
 	return out, nil
 }
 
-func isQuantized(t kernels.Type) bool { return t.BlockElems() > 1 }
-
-func isAttnV(name string) bool {
-	return strings.Contains(name, "attn_v.weight") || strings.Contains(name, "attn_qkv.weight") ||
-		strings.Contains(name, "attn_kv_b.weight")
+// attnVType is the attn_v rule for the i-th of n attn_v-like tensors.
+func attnVType(ft FileType, ty kernels.Type, i, n int, m Model) kernels.Type {
+	moreBits := i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+	switch {
+	case ft == FileQ2_K:
+		ty = kernels.Q3_K
+		if m.gqa() >= 4 {
+			ty = kernels.Q4_K
+		}
+	case ft == FileQ3_K_M:
+		ty = kernels.Q4_K
+		if i < 2 {
+			ty = kernels.Q5_K
+		}
+	case ft == FileQ3_K_L:
+		ty = kernels.Q5_K
+	case (ft == FileIQ4_NL || ft == FileIQ4_XS) && m.gqa() >= 4:
+		ty = kernels.Q5_K
+	case (ft == FileQ4_K_M || ft == FileQ5_K_M) && moreBits:
+		ty = kernels.Q6_K
+	case ft == FileQ4_K_S && i < 4:
+		ty = kernels.Q5_K
+	}
+	if m.is70B() && (ty == kernels.Q3_K || ty == kernels.Q4_K) {
+		ty = kernels.Q5_K
+	}
+	if m.NExpert == 8 {
+		ty = kernels.Q8_0
+	}
+	return ty
 }
 
-// allowsQuantization mirrors llama-quantize's choice of tensors to quantize.
+func isQuantized(t kernels.Type) bool { return t.BlockElems() > 1 }
+
+// allowsQuantization mirrors llama-quantize's choice of tensors to quantize
+// (tensor_allows_quantization).
 func allowsQuantization(t TensorDesc) bool {
 	dims := len(t.Shape)
 	for dims > 1 && t.Shape[dims-1] == 1 {
@@ -187,17 +374,25 @@ func allowsQuantization(t TensorDesc) bool {
 	if dims < 2 || !strings.HasSuffix(t.Name, "weight") {
 		return false
 	}
-	for _, s := range []string{"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel",
-		"per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "attn_rel_b.weight",
-		".position_embd", ".rel_pos", ".patch_embd"} {
+	for _, s := range []string{"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+		"per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+		"indexer.q_proj.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
+		"sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd"} {
 		if strings.Contains(t.Name, s) {
 			return false
+		}
+	}
+	for _, s := range []string{"first", "w0", "w1", "w2", "v0", "v1", "v2", "a0", "a1", "a2", "g1", "g2",
+		"decay_w1", "decay_w2", "lerp_fused"} {
+		if strings.Contains(t.Name, "time_mix_"+s+".weight") {
+			return false // RWKV's small 2-D weights
 		}
 	}
 	return t.Name != "position_embd.weight" && t.Name != "token_types.weight"
 }
 
-// fallback replaces a type whose block size does not divide the row length.
+// fallback replaces a type whose block size does not divide the row length
+// (llama-quantize's tensor_type_fallback).
 func fallback(t TensorDesc, c Choice) Choice {
 	nx := t.Shape[0]
 	if nx%int64(c.Type.BlockElems()) == 0 {
@@ -205,6 +400,10 @@ func fallback(t TensorDesc, c Choice) Choice {
 	}
 	from := c.Type
 	switch c.Type {
+	case kernels.IQ4_XS:
+		c.Type = kernels.IQ4_NL
+	case kernels.Q2_K, kernels.Q3_K:
+		c.Type = kernels.Q4_0
 	case kernels.Q4_K:
 		c.Type = kernels.Q5_0
 	case kernels.Q5_K:
@@ -222,7 +421,7 @@ func fallback(t TensorDesc, c Choice) Choice {
 }
 
 // layerRank returns, for each tensor index whose name matches, its rank in
-// (layer number, name) order.
+// llama-quantize's processing order (see WriteOrder).
 func layerRank(tensors []TensorDesc, match func(string) bool) map[int]int {
 	var idx []int
 	for k, t := range tensors {
@@ -230,13 +429,7 @@ func layerRank(tensors []TensorDesc, match func(string) bool) map[int]int {
 			idx = append(idx, k)
 		}
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		la, lb := layerOf(tensors[idx[a]].Name), layerOf(tensors[idx[b]].Name)
-		if la != lb {
-			return la < lb
-		}
-		return tensors[idx[a]].Name < tensors[idx[b]].Name
-	})
+	sort.SliceStable(idx, func(a, b int) bool { return loaderLess(tensors[idx[a]].Name, tensors[idx[b]].Name) })
 	r := make(map[int]int, len(idx))
 	for i, k := range idx {
 		r[k] = i
@@ -244,17 +437,46 @@ func layerRank(tensors []TensorDesc, match func(string) bool) map[int]int {
 	return r
 }
 
-// layerOf parses "blk.N." (−1 for tensors outside the blocks).
+// WriteOrder returns the indices of names in the order llama-quantize
+// processes and writes tensors: llama.cpp's model loader keeps them in a map
+// ordered by layer number (−1, i.e. first, for tensors outside "blk.N."),
+// then by name, so the output file's tensor order is not the input's.
+func WriteOrder(names []string) []int {
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return loaderLess(names[idx[a]], names[idx[b]]) })
+	return idx
+}
+
+func loaderLess(a, b string) bool {
+	if la, lb := layerOf(a), layerOf(b); la != lb {
+		return la < lb
+	}
+	return a < b
+}
+
+// layerOf reads the layer number of "blk.N..." the way llama.cpp's
+// sscanf(name, "blk.%d.") does: an optionally signed run of digits after
+// "blk." (−1 when there is none).
 func layerOf(name string) int {
 	rest, ok := strings.CutPrefix(name, "blk.")
 	if !ok {
 		return -1
 	}
-	num, _, ok := strings.Cut(rest, ".")
-	if !ok {
+	end := 0
+	if end < len(rest) && (rest[end] == '-' || rest[end] == '+') {
+		end++
+	}
+	digits := end
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	if end == digits {
 		return -1
 	}
-	n, err := strconv.Atoi(num)
+	n, err := strconv.Atoi(rest[:end])
 	if err != nil {
 		return -1
 	}

@@ -33,6 +33,11 @@ var rowFuncs = map[kernels.Type]rowFunc{
 	kernels.Q4_K: rowQ4K,
 	kernels.Q5_K: rowQ5K,
 	kernels.Q6_K: rowQ6K,
+	kernels.Q2_K: rowQ2K,
+	kernels.Q3_K: rowQ3K,
+
+	kernels.IQ4_NL: rowIQ4NL,
+	kernels.IQ4_XS: rowIQ4XS,
 }
 
 // Supported reports whether Woolly can write tensors of type t.
@@ -118,9 +123,10 @@ func check(t kernels.Type, src []float32, rowLen int, dst []byte) (rowFunc, erro
 
 // nearestInt rounds to the nearest integer, ties to even, exactly as ggml's
 // nearest_int does (by adding 1.5·2^23 and reading the mantissa). Valid for
-// |f| < 2^22.
+// |f| < 2^22. The explicit float32(f) keeps a caller's product, once this is
+// inlined, from being fused with the addition into an FMA.
 func nearestInt(f float32) int {
-	v := f + 12582912
+	v := float32(f) + 12582912
 	return int(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
@@ -192,6 +198,9 @@ func F16ToF32(h uint16) float32 {
 // roundF16 returns f rounded through half precision, the value a reader
 // will see for an f16 scale.
 func roundF16(f float32) float32 { return F16ToF32(F32ToF16(f)) }
+
+// getF16 reads a little-endian f16 as float32.
+func getF16(b []byte) float32 { return F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
 
 func putF16(b []byte, f float32) {
 	h := F32ToF16(f)

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register("quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q4_0, ...) like llama-quantize", runQuantize)
+	register("quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q3_k_m, iq4_xs, ...) like llama-quantize", runQuantize)
 }
 
 // quantChunkElems bounds the float32 buffer used per tensor while
@@ -33,7 +33,8 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	allowReq := fs.Bool("allow-requantize", false, "allow quantized input tensors (quality suffers)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE")
-		fmt.Fprintln(stderr, "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32)")
+		fmt.Fprintln(stderr, "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs")
+		fmt.Fprintln(stderr, "      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -64,19 +65,19 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	for i, t := range in.Tensors {
 		descs[i] = quant.TensorDesc{Name: t.Name, Type: t.Type, Shape: t.Shape}
 	}
-	nLayer := 0
-	if n, ok := in.Uint(in.Architecture() + ".block_count"); ok {
-		nLayer = int(n)
-	}
-	plan, err := quant.Plan(ft, descs, nLayer)
+	plan, err := quant.Plan(ft, descs, quant.ModelOf(in))
 	if err != nil {
 		return err
 	}
 
 	w := loader.NewWriter()
 	for _, kv := range in.KV {
-		w.Set(kv.Key, kv.Value)
+		if !replacedKeys[kv.Key] {
+			w.Set(kv.Key, kv.Value)
+		}
 	}
+	// llama-quantize sets these two by removing the key and appending it, so
+	// they come last, in this order, whatever their place in the input.
 	w.SetUint32("general.quantization_version", 2)
 	w.SetUint32("general.file_type", uint32(ft))
 
@@ -84,7 +85,13 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	var notes []string
 	counts := map[kernels.Type]int{}
 	var bar *progressbar.ProgressBar // created once the total is known; used at write time
-	for i := range in.Tensors {
+	names := make([]string, len(in.Tensors))
+	for i, t := range in.Tensors {
+		names[i] = t.Name
+	}
+	// Tensors are written in llama-quantize's order, so the file can be
+	// byte-identical to its output.
+	for _, i := range quant.WriteOrder(names) {
 		t := &in.Tensors[i]
 		c := plan[i]
 		counts[c.Type]++
@@ -159,6 +166,17 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// replacedKeys are the input's metadata keys llama-quantize does not copy
+// as they are: the two it rewrites at the end and the split keys it drops
+// (Woolly writes a single file).
+var replacedKeys = map[string]bool{
+	"general.quantization_version": true,
+	"general.file_type":            true,
+	"split.no":                     true,
+	"split.count":                  true,
+	"split.tensors.count":          true,
 }
 
 func isQuantType(t kernels.Type) bool { return t.BlockElems() > 1 }

@@ -204,7 +204,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	for i, t := range ts {
 		descs[i] = quant.TensorDesc{Name: t.name, Type: kernels.F32, Shape: t.shape}
 	}
-	plan, err := quant.Plan(ft, descs, p.layers)
+	plan, err := quant.Plan(ft, descs, quant.Model{Arch: p.arch, NLayer: p.layers, NHead: p.heads, NHeadKV: p.kvHeads})
 	if err != nil {
 		return err
 	}
