@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,6 +23,21 @@ import (
 // so their exponentials are 0 and V gets 0*v), skips a tile only when all
 // its lanes are masked and otherwise leaves a row alone whose tile max is
 // -inf.
+
+// h2f is F16ToF32 from a table (the models call it in their inner loops).
+var h2f = func() func(uint16) float32 {
+	var tab []float32
+	var once sync.Once
+	return func(h uint16) float32 {
+		once.Do(func() {
+			tab = make([]float32, 1<<16)
+			for i := range tab {
+				tab[i] = F16ToF32(uint16(i))
+			}
+		})
+		return tab[h]
+	}
+}()
 
 // attnMask is llama.cpp's KQ mask entry for the query at position p and the
 // key at position j: 0 when seen, -inf when in the future or, with a window
@@ -90,7 +106,7 @@ func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 			for i := 0; i < np; i += 64 {
 				for j := 0; j < 4; j++ {
 					for l := 0; l < 16; l++ {
-						a[j][l] = fma32(x[i+16*j+l], F16ToF32(y[i+16*j+l]), a[j][l])
+						a[j][l] = fma32(x[i+16*j+l], h2f(y[i+16*j+l]), a[j][l])
 					}
 				}
 			}
@@ -106,7 +122,7 @@ func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 			sum = float64(v[0])
 		}
 		for i := np; i < hd; i++ {
-			sum += float64(float32(x[i] * F16ToF32(y[i])))
+			sum += float64(float32(x[i] * h2f(y[i])))
 		}
 		return float32(sum)
 	}
@@ -137,7 +153,7 @@ func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 					vs = goExpf(s - M)
 				}
 				for i := range acc {
-					acc[i] = f16r(fma32(F16ToF32(v[i]), vs, acc[i]))
+					acc[i] = f16r(fma32(h2f(v[i]), vs, acc[i]))
 				}
 				S = fma32(S, ms, vs)
 			}
@@ -188,7 +204,7 @@ func goTiled(p *AttnF16Params, h0, h1 int) []float32 {
 						k := p.K[(ic+j)*p.KVStride+g*hd:]
 						d := float32(0)
 						for i := 0; i < hd; i++ {
-							d = fma32(q[i], F16ToF32(k[i]), d)
+							d = fma32(q[i], h2f(k[i]), d)
 						}
 						// the tile is scaled, then tanh'd, then multiplied by the cap
 						s = float32(d * sc)
@@ -236,7 +252,7 @@ func goTiled(p *AttnF16Params, h0, h1 int) []float32 {
 					}
 					v := p.V[(ic+j)*p.KVStride+g*hd:]
 					for d := range acc {
-						acc[d] = fma32(kq[j], F16ToF32(v[d]), acc[d])
+						acc[d] = fma32(kq[j], h2f(v[d]), acc[d])
 					}
 				}
 			}
@@ -377,52 +393,92 @@ var windowCases = []struct {
 // The sliding window and the soft-cap: the exact kernels give the bits of
 // the llama.cpp-structured models on every kernel set, stay close to the
 // f32 kernel, which stays close to a double model; a window covering every
-// position changes no bit.
+// position changes no bit. The models run once per case, the kernels once
+// per case and kernel set.
 func TestAttentionWindowSoftCap(t *testing.T) {
+	type path struct {
+		name   string
+		kernel func(*AttnF16Params, int, int, []float32) error
+		scr    int
+	}
+	type run struct {
+		c         attnCase
+		window    int
+		cap       float32
+		qmul      float32
+		path      path
+		p         *AttnF16Params
+		out0      []float32 // Out before the call
+		want, f32 []float32
+		tol       float64
+	}
+	type f32run struct {
+		c     attnCase
+		p     *AttnParams
+		out0  []float32
+		want  []float32
+		label string
+	}
+	rng := rand.New(rand.NewSource(16))
+	var runs []run
+	var f32runs []f32run
+	for _, c := range windowCases {
+		for _, ph := range []struct {
+			path
+			qf16   bool
+			tol    float64
+			oracle func(*AttnF16Params, int, int) []float32
+		}{
+			{path{"AttentionF16Acc", AttentionF16Acc, AttentionF16AccScratch(c.hd)}, true, 2e-2, goF16Acc},
+			{path{"AttentionTiled", AttentionTiled, AttentionTiledScratch(c.hd)}, false, 1e-4, goTiled},
+		} {
+			for _, qmul := range []float32{1, 4} {
+				p := attnFixture(c.attnCase, rng, ph.qf16, qmul)
+				p.Window, p.SoftCap = c.window, c.cap
+				runs = append(runs, run{c: c.attnCase, window: c.window, cap: c.cap, qmul: qmul, path: ph.path, p: p,
+					out0: append([]float32(nil), p.Out...), want: ph.oracle(p, c.h0, c.h1),
+					f32: naiveAttention(widen(p), c.h0, c.h1), tol: ph.tol})
+			}
+		}
+		w := widen(attnFixture(c.attnCase, rng, false, 2))
+		w.Window, w.SoftCap = c.window, c.cap
+		f32runs = append(f32runs, f32run{c: c.attnCase, p: w, out0: append([]float32(nil), w.Out...),
+			want: naiveAttention(w, c.h0, c.h1), label: fmt.Sprintf("case %+v window %d cap %g", c.attnCase, c.window, c.cap)})
+	}
 	forEachImpl(t, func(t *testing.T, impl string) {
-		rng := rand.New(rand.NewSource(16))
-		for _, c := range windowCases {
-			for _, path := range []struct {
-				name    string
-				qf16    bool
-				tol     float64
-				kernel  func(*AttnF16Params, int, int, []float32) error
-				oracle  func(*AttnF16Params, int, int) []float32
-				scratch func(int) int
-			}{
-				{"AttentionF16Acc", true, 2e-2, AttentionF16Acc, goF16Acc, AttentionF16AccScratch},
-				{"AttentionTiled", false, 1e-4, AttentionTiled, goTiled, AttentionTiledScratch},
-			} {
-				for _, qmul := range []float32{1, 4} {
-					p := attnFixture(c.attnCase, rng, path.qf16, qmul)
-					p.Window, p.SoftCap = c.window, c.cap
-					out0 := append([]float32(nil), p.Out...)
-					want := path.oracle(p, c.h0, c.h1)
-					f32 := naiveAttention(widen(p), c.h0, c.h1)
-					scr := make([]float32, path.scratch(c.hd))
-					require.NoError(t, path.kernel(p, c.h0, c.h1, scr))
-					for i := range want {
-						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]),
-							"%s %s case %+v window %d cap %g q*%g at %d: %g, want %g", path.name, impl, c.attnCase, c.window, c.cap, qmul, i, p.Out[i], want[i])
-						require.InDelta(t, f32[i], p.Out[i], path.tol, "%s far from f32 attention: case %+v window %d cap %g at %d", path.name, c.attnCase, c.window, c.cap, i)
-					}
-					if c.window >= c.pos0+c.ntok {
-						got := append([]float32(nil), p.Out...)
-						p.Out, p.Window = out0, 0
-						require.NoError(t, path.kernel(p, c.h0, c.h1, scr))
-						for i := range got {
-							require.Equal(t, math.Float32bits(got[i]), math.Float32bits(p.Out[i]), "%s %s: window %d >= positions is not a no-op at %d", path.name, impl, c.window, i)
-						}
+		for _, r := range runs {
+			c, p := r.c, *r.p
+			p.Out = append([]float32(nil), r.out0...)
+			scr := make([]float32, r.path.scr)
+			require.NoError(t, r.path.kernel(&p, c.h0, c.h1, scr))
+			for i := range r.want {
+				if math.Float32bits(r.want[i]) != math.Float32bits(p.Out[i]) {
+					t.Fatalf("%s %s case %+v window %d cap %g q*%g at %d: %g, want %g", r.path.name, impl, c, r.window, r.cap, r.qmul, i, p.Out[i], r.want[i])
+				}
+				if math.Abs(float64(r.f32[i]-p.Out[i])) > r.tol {
+					t.Fatalf("%s far from f32 attention: case %+v window %d cap %g at %d: %g vs %g", r.path.name, c, r.window, r.cap, i, p.Out[i], r.f32[i])
+				}
+			}
+			if r.window >= c.pos0+c.ntok {
+				got := p.Out
+				p.Out, p.Window = append([]float32(nil), r.out0...), 0
+				require.NoError(t, r.path.kernel(&p, c.h0, c.h1, scr))
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(p.Out[i]) {
+						t.Fatalf("%s %s: window %d >= positions is not a no-op at %d", r.path.name, impl, r.window, i)
 					}
 				}
 			}
-			// the f32 kernel against the double model
-			p := widen(attnFixture(c.attnCase, rng, false, 2))
-			p.Window, p.SoftCap = c.window, c.cap
-			want := naiveAttention(p, c.h0, c.h1)
-			require.NoError(t, Attention(p, c.h0, c.h1, make([]float32, c.pos0+c.ntok)))
-			for i := range want {
-				require.InDelta(t, want[i], p.Out[i], 2e-5, "Attention %s case %+v window %d cap %g at %d", impl, c.attnCase, c.window, c.cap, i)
+		}
+		// the f32 kernel against the double model
+		for _, r := range f32runs {
+			p := *r.p
+			p.Out = append([]float32(nil), r.out0...)
+			require.NoError(t, Attention(&p, r.c.h0, r.c.h1, make([]float32, r.c.pos0+r.c.ntok)))
+			for i := range r.want {
+				if math.Abs(float64(r.want[i]-p.Out[i])) > 2e-5 {
+					t.Fatalf("Attention %s %s at %d: %g, double model %g", impl, r.label, i, p.Out[i], r.want[i])
+				}
 			}
 		}
 	})
