@@ -39,6 +39,45 @@ var h2f = func() func(uint16) float32 {
 	}
 }()
 
+// roundHalf is f16r without a cgo call: x rounded to the nearest f16 value
+// (ties to even; overflow to inf), as f32. TestRoundHalf checks it against
+// the C conversion.
+func roundHalf(x float32) float32 {
+	b := math.Float32bits(x)
+	sign, a := b&0x80000000, b&0x7fffffff
+	switch {
+	case a >= 0x7f800000: // inf, NaN
+		return x
+	case a >= 0x477ff000: // at or past 65520: inf
+		return math.Float32frombits(sign | 0x7f800000)
+	case a >= 0x38800000: // f16 normal: keep 10 mantissa bits
+		a += 0xfff + (a>>13)&1
+		return math.Float32frombits(sign | a&^0x1fff)
+	}
+	r := math.RoundToEven(float64(math.Float32frombits(a))*(1<<24)) / (1 << 24) // f16 subnormal: multiples of 2^-24
+	return math.Float32frombits(sign | math.Float32bits(float32(r)))
+}
+
+func TestRoundHalf(t *testing.T) {
+	rng := rand.New(rand.NewSource(18))
+	xs := []float32{0, 1, 65504, 65519.996, 65520, 6.1035156e-05, 6.1e-05, 5.9604645e-08, 2.9802322e-08, 2.9802326e-08,
+		float32(math.Inf(1)), 1e-30, 0.33325195, 0.33337402}
+	for i := 0; i < 200000; i++ {
+		xs = append(xs, math.Float32frombits(rng.Uint32()&0x7fffffff))
+		xs = append(xs, float32(rng.NormFloat64()*math.Pow(2, float64(rng.Intn(48)-30))))
+	}
+	for _, x := range xs {
+		for _, v := range []float32{x, -x} {
+			if math.IsNaN(float64(v)) {
+				continue
+			}
+			if got, want := roundHalf(v), f16r(v); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("roundHalf(%g) = %g, C conversion %g", v, got, want)
+			}
+		}
+	}
+}
+
 // attnMask is llama.cpp's KQ mask entry for the query at position p and the
 // key at position j: 0 when seen, -inf when in the future or, with a window
 // w > 0, when p - j >= w (LLAMA_SWA_TYPE_STANDARD).
@@ -147,13 +186,13 @@ func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 					ms = goExpf(M - s)
 					M = s
 					for i := range acc {
-						acc[i] = f16r(float32(acc[i] * ms))
+						acc[i] = roundHalf(float32(acc[i] * ms))
 					}
 				} else {
 					vs = goExpf(s - M)
 				}
 				for i := range acc {
-					acc[i] = f16r(fma32(h2f(v[i]), vs, acc[i]))
+					acc[i] = roundHalf(fma32(h2f(v[i]), vs, acc[i]))
 				}
 				S = fma32(S, ms, vs)
 			}
