@@ -23,6 +23,19 @@ static inline double k_attn_bitsd(uint64_t u) { double d; memcpy(&d, &u, 8); ret
 static inline uint32_t k_attn_fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float k_attn_bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
+/* First cache position that the query at position p attends to: with a
+ * window (> 0) the keys p' with p - p' < window, i.e. llama.cpp's standard
+ * sliding-window mask; otherwise position 0. */
+static inline int64_t k_attn_first(int64_t p, int64_t window) {
+    return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+}
+
+/* The multiplier of q.k: the reference folds the soft-cap into the scale
+ * (scale / cap, one f32 division) and caps the scaled score with tanhf. */
+static inline float k_attn_score_scale(float scale, float softcap) {
+    return softcap != 0 ? scale / softcap : scale;
+}
+
 /* 2^e for -1022 <= e <= 1023 */
 static inline double k_attn_pow2(int e) { return k_attn_bitsd((uint64_t)(e + 1023) << 52); }
 

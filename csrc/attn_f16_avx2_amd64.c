@@ -2,8 +2,9 @@
  * bits as k_attention_f16acc_ref (attn_f16_ref.c): the same FMAs, the same
  * reduction tree, f16 rounding by vcvtps2ph (round to nearest even).
  *
- * Positions go in chunks of 64: first the chunk's scores (independent dots,
- * pipelined), then the scalar online-softmax recurrence (ms, vs, S), then
+ * Positions (from the window's first one) go in chunks of 64: first the
+ * chunk's scores (independent dots, pipelined; soft-capped with the C
+ * library's tanhf), then the scalar online-softmax recurrence (ms, vs, S), then
  * the V accumulation, 64 head lanes at a time held in registers across the
  * chunk. scratch: head_dim + 3*64 floats. */
 #include "attn_common.h"
@@ -77,21 +78,24 @@ VBLOCK(1)
 K_AVX2 void k_attention_f16acc_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                                     int64_t head_dim, const float *q, int64_t q_stride,
                                     const k_half *k, const k_half *v, int64_t kv_stride,
-                                    float scale, float *out, int64_t out_stride,
+                                    float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                                     int64_t h0, int64_t h1, float *scratch) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
+    const float ksc = k_attn_score_scale(scale, softcap);
     float *acc = scratch, *sc = scratch + hd, *msv = sc + CHUNK, *vsv = msv + CHUNK;
     for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t npos = pos0 + t + 1;
+        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
         for (int64_t h = h0; h < h1; h++) {
             const int64_t g = h / group;
             const float *qh = q + t * q_stride + h * hd;
             const k_half *kh = k + g * hd, *vh = v + g * hd;
             float S = 0, M = -INFINITY;
             for (int64_t i = 0; i < hd; i++) acc[i] = 0;
-            for (int64_t c0 = 0; c0 < npos; c0 += CHUNK) {
+            for (int64_t c0 = first; c0 < npos; c0 += CHUNK) {
                 const int64_t cn = npos - c0 < CHUNK ? npos - c0 : CHUNK;
-                for (int64_t j = 0; j < cn; j++) sc[j] = dot_f16(qh, kh + (c0 + j) * kv_stride, hd, np) * scale;
+                for (int64_t j = 0; j < cn; j++) sc[j] = dot_f16(qh, kh + (c0 + j) * kv_stride, hd, np) * ksc;
+                if (softcap != 0)
+                    for (int64_t j = 0; j < cn; j++) sc[j] = softcap * tanhf(sc[j]);
                 for (int64_t j = 0; j < cn; j++) {
                     const float s = sc[j];
                     float ms = 1, vs = 1;

@@ -35,19 +35,21 @@ static float dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
 void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *acc) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
+    const float sc = k_attn_score_scale(scale, softcap);
     for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t npos = pos0 + t + 1;
+        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
         for (int64_t h = h0; h < h1; h++) {
             const int64_t g = h / group;
             const float *qh = q + t * q_stride + h * hd;
             float S = 0, M = -INFINITY;
             for (int64_t i = 0; i < hd; i++) acc[i] = 0;
-            for (int64_t p = 0; p < npos; p++) {
+            for (int64_t p = first; p < npos; p++) {
                 const k_half *kp = k + p * kv_stride + g * hd, *vp = v + p * kv_stride + g * hd;
-                const float s = dot_f16(qh, kp, hd, np) * scale;
+                float s = dot_f16(qh, kp, hd, np) * sc;
+                if (softcap != 0) s = softcap * tanhf(s);
                 float ms = 1, vs = 1;
                 if (s > M) {
                     const float old = M;

@@ -6,6 +6,8 @@
  * (attn_f16_avx2_amd64.c, attn_tiled_avx2_amd64.c) with 4-lane vectors:
  * vfmaq is the fused step, vcvt_f16_f32 rounds to nearest even (default
  * FPCR), and the 16-lane reduction trees are spelled out lane for lane.
+ * Both skip the positions before the sliding window (the tiled one by whole
+ * tiles) and soft-cap with the C library's tanhf, as the ref kernels do.
  */
 #include <arm_neon.h>
 #include "attn_common.h"
@@ -77,21 +79,24 @@ VBLOCK(1)
 void k_attention_f16acc_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,
                              const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, float *out, int64_t out_stride,
+                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
+    const float ksc = k_attn_score_scale(scale, softcap);
     float *acc = scratch, *sc = scratch + hd, *msv = sc + CHUNK, *vsv = msv + CHUNK;
     for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t npos = pos0 + t + 1;
+        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
         for (int64_t h = h0; h < h1; h++) {
             const int64_t g = h / group;
             const float *qh = q + t * q_stride + h * hd;
             const k_half *kh = k + g * hd, *vh = v + g * hd;
             float S = 0, M = -INFINITY;
             for (int64_t i = 0; i < hd; i++) acc[i] = 0;
-            for (int64_t c0 = 0; c0 < npos; c0 += CHUNK) {
+            for (int64_t c0 = first; c0 < npos; c0 += CHUNK) {
                 const int64_t cn = npos - c0 < CHUNK ? npos - c0 : CHUNK;
-                for (int64_t j = 0; j < cn; j++) sc[j] = dot_f16(qh, kh + (c0 + j) * kv_stride, hd, np) * scale;
+                for (int64_t j = 0; j < cn; j++) sc[j] = dot_f16(qh, kh + (c0 + j) * kv_stride, hd, np) * ksc;
+                if (softcap != 0)
+                    for (int64_t j = 0; j < cn; j++) sc[j] = softcap * tanhf(sc[j]);
                 for (int64_t j = 0; j < cn; j++) {
                     const float s = sc[j];
                     float ms = 1, vs = 1;
@@ -152,18 +157,19 @@ VACC(1)
 void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *scratch) {
     const int64_t group = n_head / n_head_kv, hd = head_dim;
     if (hd % 4 != 0) {
         k_attention_tiled_ref(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                              scale, out, out_stride, h0, h1, scratch);
+                              scale, window, softcap, out, out_stride, h0, h1, scratch);
         return;
     }
     float *kt = scratch;               /* [hd][TILE] K tile, transposed */
     float *vf = kt + hd * TILE;        /* [TILE][hd] V tile */
     float *accs = vf + TILE * hd;      /* [ROWS][hd] */
     float *Ms = accs + ROWS * hd, *Ss = Ms + ROWS, *kq = Ss + ROWS;
+    const float sc = k_attn_score_scale(scale, softcap);
     const uint32x4_t lane = {0, 1, 2, 3};
     for (int64_t h = h0; h < h1; h++) {
         const int64_t g = h / group;
@@ -172,14 +178,17 @@ void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
             const int64_t rn = n_tok - t0 < ROWS ? n_tok - t0 : ROWS;
             for (int64_t i = 0; i < rn * hd; i++) accs[i] = 0;
             for (int64_t r = 0; r < rn; r++) Ms[r] = -INFINITY, Ss[r] = 0;
-            const int64_t npmax = pos0 + t0 + rn;
-            for (int64_t ic = 0; ic < npmax; ic += TILE) {
+            /* the block's positions: first0 (its first row's window) .. npmax - 1 */
+            const int64_t npmax = pos0 + t0 + rn, first0 = k_attn_first(pos0 + t0, window);
+            for (int64_t ic = first0 - first0 % TILE; ic < npmax; ic += TILE) {
                 const int64_t n = npmax - ic < TILE ? npmax - ic : TILE;
+                const int64_t n0 = first0 > ic ? first0 - ic : 0;
+                /* widen the tile's lanes [n0, n): K transposed (other lanes 0), V as is */
                 for (int64_t j0 = 0; j0 < TILE; j0 += 4) {
                     for (int64_t d0 = 0; d0 < hd; d0 += 4) {
                         float32x4_t b[4];
                         for (int jj = 0; jj < 4; jj++)
-                            b[jj] = j0 + jj < n ? ldh4(kh + (ic + j0 + jj) * kv_stride + d0) : vdupq_n_f32(0);
+                            b[jj] = j0 + jj >= n0 && j0 + jj < n ? ldh4(kh + (ic + j0 + jj) * kv_stride + d0) : vdupq_n_f32(0);
                         const float32x4x2_t t01 = vtrnq_f32(b[0], b[1]), t23 = vtrnq_f32(b[2], b[3]);
                         vst1q_f32(kt + (d0 + 0) * TILE + j0, vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])));
                         vst1q_f32(kt + (d0 + 1) * TILE + j0, vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])));
@@ -187,12 +196,14 @@ void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
                         vst1q_f32(kt + (d0 + 3) * TILE + j0, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
                     }
                 }
-                for (int64_t j = 0; j < n; j++)
+                for (int64_t j = n0; j < n; j++)
                     for (int64_t d = 0; d < hd; d += 4) vst1q_f32(vf + j * hd + d, ldh4(vh + (ic + j) * kv_stride + d));
                 for (int64_t r = 0; r < rn; r++) {
-                    const int64_t nr0 = pos0 + t0 + r + 1 - ic;
-                    if (nr0 <= 0) continue;
-                    const int64_t nr = nr0 < TILE ? nr0 : TILE;
+                    /* this row's unmasked lanes [jlo, jhi); none: skip the tile */
+                    const int64_t p = pos0 + t0 + r, first = k_attn_first(p, window);
+                    const int64_t jhi = p + 1 - ic < TILE ? p + 1 - ic : TILE;
+                    const int64_t jlo = first > ic ? first - ic : 0;
+                    if (jhi <= jlo) continue;
                     const float *qh = q + (t0 + r) * q_stride + h * hd;
                     float *acc = accs + r * hd;
                     float32x4_t s[16];
@@ -202,9 +213,11 @@ void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
                         const float *kd = kt + d * TILE;
                         for (int c = 0; c < 16; c++) s[c] = vfmaq_n_f32(s[c], vld1q_f32(kd + 4 * c), qd);
                     }
-                    for (int c = 0; c < 16; c++) vst1q_f32(kq + 4 * c, vmulq_n_f32(s[c], scale));
+                    for (int c = 0; c < 16; c++) vst1q_f32(kq + 4 * c, vmulq_n_f32(s[c], sc));
+                    if (softcap != 0)
+                        for (int64_t j = jlo; j < jhi; j++) kq[j] = tanhf(kq[j]) * softcap;
                     float tmax = -INFINITY;
-                    for (int64_t j = 0; j < nr; j++) tmax = kq[j] > tmax ? kq[j] : tmax;
+                    for (int64_t j = jlo; j < jhi; j++) tmax = kq[j] > tmax ? kq[j] : tmax;
                     float M = Ms[r], S = Ss[r];
                     if (tmax > M) {
                         const float ms = k_attn_expf(M - tmax);
@@ -212,13 +225,16 @@ void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
                         S *= ms;
                         M = tmax;
                     }
+                    /* exponentials of the lanes [jlo, jhi), 0 elsewhere, by
+                     * groups of 16 (the groups outside would add 0) */
                     const float32x4_t vM = vdupq_n_f32(M);
                     double sum = 0;
-                    for (int64_t b = 0; b < nr; b += 16) {
+                    for (int64_t b = jlo - jlo % 16; b < jhi; b += 16) {
                         float32x4_t e[4];
                         for (int c = 0; c < 4; c++) {
-                            const uint32x4_t m = vcltq_u32(vaddq_u32(lane, vdupq_n_u32((uint32_t)(4 * c))),
-                                                           vdupq_n_u32((uint32_t)(nr - b)));
+                            /* lane l + b + 4c in [jlo, jhi): (l + b + 4c - jlo) unsigned < jhi - jlo */
+                            const uint32x4_t m = vcltq_u32(vaddq_u32(lane, vdupq_n_u32((uint32_t)(b + 4 * c - jlo))),
+                                                           vdupq_n_u32((uint32_t)(jhi - jlo)));
                             e[c] = vreinterpretq_f32_u32(vandq_u32(m, vreinterpretq_u32_f32(
                                                                          vexpf4(vsubq_f32(vld1q_f32(kq + b + 4 * c), vM)))));
                             vst1q_f32(kq + b + 4 * c, e[c]);
@@ -227,12 +243,14 @@ void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
                     }
                     S = (float)((double)S + sum);
                     Ms[r] = M, Ss[r] = S;
+                    const int64_t nj = jhi - jlo;
+                    const float *kqj = kq + jlo, *vfj = vf + jlo * hd;
                     int64_t d = 0;
-                    for (; d + 64 <= hd; d += 64) vacc16(acc + d, vf + d, hd, kq, nr);
-                    if (d + 32 <= hd) { vacc8(acc + d, vf + d, hd, kq, nr); d += 32; }
-                    if (d + 16 <= hd) { vacc4(acc + d, vf + d, hd, kq, nr); d += 16; }
-                    if (d + 8 <= hd) { vacc2(acc + d, vf + d, hd, kq, nr); d += 8; }
-                    if (d + 4 <= hd) { vacc1(acc + d, vf + d, hd, kq, nr); d += 4; }
+                    for (; d + 64 <= hd; d += 64) vacc16(acc + d, vfj + d, hd, kqj, nj);
+                    if (d + 32 <= hd) { vacc8(acc + d, vfj + d, hd, kqj, nj); d += 32; }
+                    if (d + 16 <= hd) { vacc4(acc + d, vfj + d, hd, kqj, nj); d += 16; }
+                    if (d + 8 <= hd) { vacc2(acc + d, vfj + d, hd, kqj, nj); d += 8; }
+                    if (d + 4 <= hd) { vacc1(acc + d, vfj + d, hd, kqj, nj); d += 4; }
                 }
             }
             for (int64_t r = 0; r < rn; r++) {

@@ -6,25 +6,30 @@
 void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                            int64_t head_dim, const float *q, int64_t q_stride,
                            const k_half *k, const k_half *v, int64_t kv_stride,
-                           float scale, float *out, int64_t out_stride,
+                           float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                            int64_t h0, int64_t h1, float *scratch) {
     const int64_t group = n_head / n_head_kv, hd = head_dim;
+    const float sc = k_attn_score_scale(scale, softcap);
     float *kq = scratch, *acc = scratch + K_ATTN_TILE;
     for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t npos = pos0 + t + 1;
+        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
         for (int64_t h = h0; h < h1; h++) {
             const int64_t g = h / group;
             const float *qh = q + t * q_stride + h * hd;
             float S = 0, M = -INFINITY;
             for (int64_t d = 0; d < hd; d++) acc[d] = 0;
-            for (int64_t ic = 0; ic < npos; ic += K_ATTN_TILE) {
-                const int64_t n = npos - ic < K_ATTN_TILE ? npos - ic : K_ATTN_TILE;
+            /* tiles at multiples of 64 from the one holding the window's
+             * first position; lanes [jlo, jhi) are unmasked */
+            for (int64_t ic = first - first % K_ATTN_TILE; ic < npos; ic += K_ATTN_TILE) {
+                const int64_t jlo = first > ic ? first - ic : 0;
+                const int64_t jhi = npos - ic < K_ATTN_TILE ? npos - ic : K_ATTN_TILE;
                 float tmax = -INFINITY;
-                for (int64_t j = 0; j < n; j++) {
+                for (int64_t j = jlo; j < jhi; j++) {
                     const k_half *kp = k + (ic + j) * kv_stride + g * hd;
                     float s = 0;
                     for (int64_t d = 0; d < hd; d++) s = fmaf(qh[d], k_f16_to_f32(kp[d]), s);
-                    kq[j] = s * scale;
+                    kq[j] = s * sc;
+                    if (softcap != 0) kq[j] = tanhf(kq[j]) * softcap;
                     if (kq[j] > tmax) tmax = kq[j];
                 }
                 if (tmax > M) {
@@ -34,11 +39,13 @@ void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
                     M = tmax;
                 }
                 /* exponentials in groups of 16 lanes (masked lanes 0), each
-                 * group reduced pairwise in f32 and added in double */
+                 * group reduced pairwise in f32 and added in double; groups
+                 * without an unmasked lane would add 0 */
                 double sum = 0;
-                for (int64_t b = 0; b < n; b += 16) {
+                for (int64_t b = jlo - jlo % 16; b < jhi; b += 16) {
                     float lanes[16] = {0};
-                    for (int64_t l = 0; l < 16 && b + l < n; l++) {
+                    for (int64_t l = 0; l < 16; l++) {
+                        if (b + l < jlo || b + l >= jhi) continue;
                         lanes[l] = k_attn_vexpf(kq[b + l] - M);
                         kq[b + l] = lanes[l];
                     }
@@ -47,7 +54,7 @@ void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
                     sum += (double)lanes[0];
                 }
                 S = (float)((double)S + sum);
-                for (int64_t j = 0; j < n; j++) {
+                for (int64_t j = jlo; j < jhi; j++) {
                     const k_half *vp = v + (ic + j) * kv_stride + g * hd;
                     const float w = kq[j];
                     for (int64_t d = 0; d < hd; d++) acc[d] = fmaf(w, k_f16_to_f32(vp[d]), acc[d]);

@@ -215,28 +215,28 @@ int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t pr
 void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                  int64_t head_dim, const float *q, int64_t q_stride,
                  const float *k, const float *v, int64_t kv_stride,
-                 float scale, float *out, int64_t out_stride,
+                 float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch) {
     OP(impl, attention)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                        scale, out, out_stride, h0, h1, scratch);
+                        scale, window, softcap, out, out_stride, h0, h1, scratch);
 }
 
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
                         const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, float *out, int64_t out_stride,
+                        float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch) {
     OP(impl, attention_f16acc)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                               scale, out, out_stride, h0, h1, scratch);
+                               scale, window, softcap, out, out_stride, h0, h1, scratch);
 }
 
 void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                        int64_t head_dim, const float *q, int64_t q_stride,
                        const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, float *out, int64_t out_stride,
+                       float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                        int64_t h0, int64_t h1, float *scratch) {
     OP(impl, attention_tiled)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                              scale, out, out_stride, h0, h1, scratch);
+                              scale, window, softcap, out, out_stride, h0, h1, scratch);
 }
 
 /* Scratch of the exact attention kernels, the largest any impl needs:

@@ -133,61 +133,86 @@ typedef struct { int type; const void *src; float *dst; int64_t n; } k_dequant_t
 int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t prefetch_bytes);
 
 /* Causal multi-head attention with grouped KV heads, for query heads [h0, h1).
- * Query token t (t < n_tok) sits at position pos0 + t and attends to cache
- * positions 0 .. pos0 + t.
+ * Query token t (t < n_tok) sits at position p = pos0 + t and attends to the
+ * cache positions first(p) .. p, where
+ *   first(p) = window > 0 ? max(0, p - window + 1) : 0
+ * (llama.cpp's standard sliding window: p' is seen when p - p' < window;
+ * window <= 0 = no window).
  *   q   [n_tok][q_stride]       head h at q + t*q_stride + h*head_dim
  *   k,v [n_pos][kv_stride]      kv head g at k + p*kv_stride + g*head_dim
  *   out [n_tok][out_stride]     head h written at out + t*out_stride + h*head_dim
  *   scratch: at least (pos0 + n_tok) floats per call
- * Query head h uses kv head h / (n_head / n_head_kv). scores = scale * q.k,
- * softmax in f32 (max subtracted), out = sum p * v. */
+ * Query head h uses kv head h / (n_head / n_head_kv). Scores: with
+ * softcap == 0, s = scale * q.k; otherwise the reference's soft-cap with
+ * the cap folded into the scale: s = softcap * tanhf(q.k * (scale / softcap))
+ * (scale / softcap one f32 division, tanhf the C library's). Softmax in f32
+ * (max subtracted), out = sum p * v. */
 void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                  int64_t head_dim, const float *q, int64_t q_stride,
                  const float *k, const float *v, int64_t kv_stride,
-                 float scale, float *out, int64_t out_stride,
+                 float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch);
 
 /* Causal GQA attention over an f16 KV cache (k_half bits) with the numerics
  * of the reference build's CPU flash attention for fewer than 64 query rows
  * (llama.cpp AVX-512 build, f16 KV): arguments as k_attention, but k and v
  * are f16 and q must hold f16-representable values (the caller rounds them).
- * Per (token, head):
- *   s   = dot_f16(q, k[p]) * scale, where dot_f16 sums the first
+ * Window and soft-cap as k_attention. Per (token t, head), p = pos0 + t,
+ * with sc = softcap != 0 ? scale / softcap : scale (one f32 division):
+ *   s   = dot_f16(q, k[p']) * sc, where dot_f16 sums the first
  *         np = head_dim & ~63 elements in 4 accumulators x 16 lanes of f32 FMA
  *         (element i + 16j of each 64-step goes to accumulator j, lane i),
  *         reduced as a0+a2, a1+a3, then their sum, then lanes halving 8,4,2,1;
  *         the remaining elements' products are added in double; rounded to f32
- *   online softmax over p = 0 .. pos0+t: M (running max), S (f32 sum):
+ *   if softcap != 0: s = softcap * tanhf(s)
+ *   online softmax over p' = first(p) .. p in order (the reference skips the
+ *   -inf entries of its mask, i.e. the positions outside the window and
+ *   after p, without touching M, S or acc; it adds the mask's 0 to the other
+ *   scores, which changes only the sign of a zero score, and nothing after
+ *   it sees that sign): M (running max), S (f32 sum):
  *     s > M:  ms = expf(M_old - s), M = s, acc = f16(acc * ms), vs = 1
  *     else:   ms = 1, vs = expf(s - M)
  *     acc[i] = f16(fmaf(v[i], vs, acc[i]))
  *     S = fmaf(S, ms, vs)
  *   out = acc * (S != 0 ? 1/S : 0)        f16(x) = x rounded to f16 and back
- * expf is glibc's algorithm (csrc/attn_common.h). scratch:
- * k_attention_f16acc_scratch(head_dim) floats. Every impl gives the same bits. */
+ * expf is glibc's algorithm (csrc/attn_common.h); tanhf is the C library's
+ * (on glibc the function the reference build calls; another libm, e.g.
+ * macOS's, may differ in the last bit, and so may the capped results).
+ * scratch: k_attention_f16acc_scratch(head_dim) floats. Every impl gives the
+ * same bits. */
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
                         const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, float *out, int64_t out_stride,
+                        float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_f16acc_scratch(int64_t head_dim);
 
 /* Causal GQA attention over an f16 KV cache with the numerics of the
  * reference build's tiled CPU flash attention (64 or more query rows): same
- * arguments as k_attention_f16acc, q in f32. Per (token, head), positions in
- * tiles of 64 (the last one holds the n unmasked positions left):
- *   kq[j] = (fmaf chain over d = 0..head_dim-1 of q[d] * k[j][d], from 0) * scale
- *   tmax = max kq[j]; if tmax > M: ms = expf(M - tmax), acc *= ms, S *= ms, M = tmax
- *   kq[j] = vexpf(kq[j] - M) (ggml_v_expf); per group of 16 lanes (lanes >= n
- *           are 0) the lanes are reduced halving 8,4,2,1 in f32 and the group
- *           sums added in double: S = (float)((double)S + sum)
- *   acc[d] = fmaf(kq[j], v[j][d], acc[d]) for j = 0 .. n-1 in order
- * out = acc * (S != 0 ? 1/S : 0). scratch: k_attention_tiled_scratch(head_dim)
- * floats. Every impl gives the same bits. */
+ * arguments as k_attention_f16acc (window and soft-cap as k_attention), q in
+ * f32. Per (token t, head), p = pos0 + t: cache positions in tiles of 64
+ * aligned at position 0; lane j of the tile at ic is position ic + j and is
+ * unmasked when first(p) <= ic + j <= p. Tiles without an unmasked lane are
+ * skipped (the reference skips them too when its whole block of query rows
+ * is masked, and otherwise finds the row's max -inf and leaves M and S
+ * alone). For the others, with sc = softcap != 0 ? scale / softcap : scale:
+ *   kq[j] = (fmaf chain over d = 0..head_dim-1 of q[d] * k[j][d], from 0) * sc
+ *   if softcap != 0: kq[j] = tanhf(kq[j]) * softcap
+ *   tmax = max of the unmasked kq[j]
+ *   if tmax > M: ms = expf(M - tmax), acc *= ms, S *= ms, M = tmax
+ *   kq[j] = vexpf(kq[j] - M) (ggml_v_expf) on the unmasked lanes, 0 on the
+ *           masked ones (the reference's exp of -inf); per group of 16 lanes
+ *           the lanes are reduced halving 8,4,2,1 in f32 and the group sums
+ *           added in double: S = (float)((double)S + sum)
+ *   acc[d] = fmaf(kq[j], v[j][d], acc[d]) for the unmasked j in order (the
+ *           reference also adds 0 * v for the masked lanes, which changes
+ *           nothing but, at most, the sign of an accumulator that is zero)
+ * out = acc * (S != 0 ? 1/S : 0). tanhf as in k_attention_f16acc. scratch:
+ * k_attention_tiled_scratch(head_dim) floats. Every impl gives the same bits. */
 void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                        int64_t head_dim, const float *q, int64_t q_stride,
                        const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, float *out, int64_t out_stride,
+                       float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                        int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_tiled_scratch(int64_t head_dim);
 
@@ -275,12 +300,12 @@ typedef void (*k_sgemm_fn)(int trans_b, int64_t m0, int64_t m1, int64_t N, int64
 typedef void (*k_attention_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                                int64_t head_dim, const float *q, int64_t q_stride,
                                const float *k, const float *v, int64_t kv_stride,
-                               float scale, float *out, int64_t out_stride,
+                               float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                                int64_t h0, int64_t h1, float *scratch);
 typedef void (*k_attn_h_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *scratch);
 typedef void (*k_rmsnorm_fn)(float *out, const float *x, const float *w, int64_t n, float eps);
 typedef void (*k_rope_fn)(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
@@ -302,17 +327,17 @@ void k_sgemm_ref(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
 void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                      int64_t head_dim, const float *q, int64_t q_stride,
                      const float *k, const float *v, int64_t kv_stride,
-                     float scale, float *out, int64_t out_stride,
+                     float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                      int64_t h0, int64_t h1, float *scratch);
 void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *scratch);
 void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                            int64_t head_dim, const float *q, int64_t q_stride,
                            const k_half *k, const k_half *v, int64_t kv_stride,
-                           float scale, float *out, int64_t out_stride,
+                           float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                            int64_t h0, int64_t h1, float *scratch);
 void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps);
 void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,

@@ -94,17 +94,17 @@ void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
 void k_attention_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                       int64_t head_dim, const float *q, int64_t q_stride,
                       const float *k, const float *v, int64_t kv_stride,
-                      float scale, float *out, int64_t out_stride,
+                      float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                       int64_t h0, int64_t h1, float *scratch);
 void k_attention_f16acc_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,
                              const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, float *out, int64_t out_stride,
+                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch);
 void k_attention_tiled_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *scratch);
 void k_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps);
 void k_softmax_avx2(float *x, int64_t n);

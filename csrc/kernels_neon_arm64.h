@@ -76,12 +76,12 @@ void k_swiglu_neon(float *out, const float *gate, const float *up, int64_t n, in
 void k_attention_f16acc_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,
                              const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, float *out, int64_t out_stride,
+                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch);
 void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *scratch);
 
 void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,

@@ -198,5 +198,21 @@ func BenchmarkAttention(b *testing.B) {
 		b.Run(fmt.Sprintf("tiled-prompt%d", pos+1), func(b *testing.B) {
 			timed(b, int64(2*2*(pos+1)*nkv*hd), func() error { return AttentionTiled(&prompt, 0, nh, scratch) })
 		})
+		// Gemma 2 style: soft-cap 50 and / or a 128-position window (bytes
+		// as without them, so the ns/op compare)
+		for _, v := range []struct {
+			name   string
+			window int
+			cap    float32
+		}{{"cap", 0, 50}, {"window128", 128, 0}, {"cap-window128", 128, 50}} {
+			hv, pv := *h, prompt
+			hv.Window, hv.SoftCap, pv.Window, pv.SoftCap = v.window, v.cap, v.window, v.cap
+			b.Run(fmt.Sprintf("f16acc-decode-pos%d-%s", pos, v.name), func(b *testing.B) {
+				timed(b, int64(2*2*(pos+1)*nkv*hd), func() error { return AttentionF16Acc(&hv, 0, nh, scratch) })
+			})
+			b.Run(fmt.Sprintf("tiled-prompt%d-%s", pos+1, v.name), func(b *testing.B) {
+				timed(b, int64(2*2*(pos+1)*nkv*hd), func() error { return AttentionTiled(&pv, 0, nh, scratch) })
+			})
+		}
 	})
 }

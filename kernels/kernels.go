@@ -289,6 +289,14 @@ func DequantBulk(tasks []DequantTask, prefetchBytes int) error {
 //	Q   [NTok][QStride]      head h at Q[t*QStride + h*HeadDim:]
 //	K,V [Pos0+NTok][KVStride] kv head g at K[p*KVStride + g*HeadDim:]
 //	Out [NTok][OutStride]    head h written at Out[t*OutStride + h*HeadDim:]
+//
+// Window > 0 is a sliding window (llama.cpp's standard SWA): the query at
+// position p attends only to the positions p' with p-Window < p' <= p
+// (Window keys including its own); 0 attends to every earlier position.
+// SoftCap > 0 caps the scores as the reference does (Gemma 2), folding the
+// cap into the scale: s = SoftCap * tanhf(q.k * (Scale/SoftCap)), with
+// Scale/SoftCap one f32 division and tanhf the C library's; 0 is off.
+// The zero values of both keep plain causal attention.
 type AttnParams struct {
 	NTok, Pos0, NHead, NHeadKV, HeadDim int
 	Q                                   []float32
@@ -298,6 +306,8 @@ type AttnParams struct {
 	Scale                               float32
 	Out                                 []float32
 	OutStride                           int
+	Window                              int
+	SoftCap                             float32
 }
 
 // checkAttn validates p and the head range; the caller handles the empty case.
@@ -323,6 +333,12 @@ func checkAttnLens(op string, p *AttnParams, lenK, lenV, h0, h1 int, scratch []f
 	if h0 < 0 || h1 < h0 || h1 > p.NHead {
 		return fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, p.NHead)
 	}
+	if p.Window < 0 {
+		return fmt.Errorf("kernels.%s: negative sliding window %d (0 = no window)", op, p.Window)
+	}
+	if c := float64(p.SoftCap); !(c >= 0) || math.IsInf(c, 1) {
+		return fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c)
+	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
 	}
@@ -346,9 +362,10 @@ func checkAttnLens(op string, p *AttnParams, lenK, lenV, h0, h1 int, scratch []f
 }
 
 // Attention runs causal grouped-query attention for query heads [h0, h1):
-// token t (position Pos0+t) attends to cache positions 0..Pos0+t, query head
-// h uses kv head h/(NHead/NHeadKV). Softmax and the V sum are in f32.
-// scratch needs Pos0+NTok floats.
+// token t (position Pos0+t) attends to cache positions 0..Pos0+t (only the
+// last Window of them with a window), query head h uses kv head
+// h/(NHead/NHeadKV); scores soft-capped when SoftCap > 0. Softmax and the V
+// sum are in f32. scratch needs Pos0+NTok floats.
 func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	if p != nil {
 		if err := checkAttn("Attention", p, h0, h1, scratch, p.Pos0+p.NTok); err != nil {
@@ -362,13 +379,15 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	}
 	C.k_attention(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
+		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
 
 // AttnF16Params describes one causal attention call over an f16 KV cache:
-// the fields of AttnParams, with K and V holding IEEE half-precision bits
-// (the layout of a llama.cpp-style f16 cache, read in place).
+// the fields of AttnParams (Window and SoftCap included), with K and V
+// holding IEEE half-precision bits (the layout of a llama.cpp-style f16
+// cache, read in place).
 type AttnF16Params struct {
 	NTok, Pos0, NHead, NHeadKV, HeadDim int
 	Q                                   []float32
@@ -378,6 +397,8 @@ type AttnF16Params struct {
 	Scale                               float32
 	Out                                 []float32
 	OutStride                           int
+	Window                              int
+	SoftCap                             float32
 }
 
 func (p *AttnF16Params) check(op string, h0, h1 int, scratch []float32, scratchNeed int) error {
@@ -385,7 +406,8 @@ func (p *AttnF16Params) check(op string, h0, h1 int, scratch []float32, scratchN
 		return fmt.Errorf("kernels.%s: nil params", op)
 	}
 	shape := AttnParams{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
-		Q: p.Q, QStride: p.QStride, KVStride: p.KVStride, Out: p.Out, OutStride: p.OutStride}
+		Q: p.Q, QStride: p.QStride, KVStride: p.KVStride, Out: p.Out, OutStride: p.OutStride,
+		Window: p.Window, SoftCap: p.SoftCap}
 	return checkAttnLens(op, &shape, len(p.K), len(p.V), h0, h1, scratch, scratchNeed)
 }
 
@@ -411,9 +433,12 @@ func AttentionTiledScratch(headDim int) int {
 // than 64 query rows (llama.cpp, f16 KV cache): K.Q in a fixed 4x16-lane FMA
 // order, online softmax with glibc's expf, and the V accumulator rounded to
 // f16 after every update (the exact rule is in csrc/kernels.h,
-// k_attention_f16acc). Q must hold f16-representable values (the caller
-// rounds them). Every kernel set gives the same bits. scratch needs
-// AttentionF16AccScratch(HeadDim) floats.
+// k_attention_f16acc); positions outside the sliding window are skipped as
+// the reference skips its -inf mask entries, and SoftCap follows the
+// reference's order (scale, then cap * tanhf, then the mask). Q must hold
+// f16-representable values (the caller rounds them). Every kernel set gives
+// the same bits (tanhf is the C library's: glibc's is the reference's).
+// scratch needs AttentionF16AccScratch(HeadDim) floats.
 func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 	if p == nil {
 		return p.check("AttentionF16Acc", h0, h1, scratch, 0)
@@ -426,7 +451,8 @@ func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 	}
 	C.k_attention_f16acc(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), hptr(p.K), hptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
+		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
 
@@ -434,8 +460,10 @@ func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 // the numerics of the reference build's tiled CPU flash attention (64 or
 // more query rows): Q in f32, positions in tiles of 64, f32 FMA chains for
 // the scores and the V sums, ggml's vector exp inside a tile (the exact rule
-// is in csrc/kernels.h, k_attention_tiled). Every kernel set gives the same
-// bits. scratch needs AttentionTiledScratch(HeadDim) floats.
+// is in csrc/kernels.h, k_attention_tiled); with a sliding window the
+// positions outside it are masked lanes of their tiles, and tiles with no
+// position in the window are skipped. Every kernel set gives the same bits.
+// scratch needs AttentionTiledScratch(HeadDim) floats.
 func AttentionTiled(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 	if p == nil {
 		return p.check("AttentionTiled", h0, h1, scratch, 0)
@@ -448,12 +476,19 @@ func AttentionTiled(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 	}
 	C.k_attention_tiled(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), hptr(p.K), hptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
+		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
 
 // cExpf is the C library's expf (tests compare the kernels' expf with it).
 func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
+
+// Tanhf is the C library's tanhf, the one the attention kernels soft-cap
+// with (and ggml's tanh op calls): on glibc the reference build's function,
+// so Go code can reproduce a capped score or logit bit for bit. One cgo
+// call per value; meant for tests and scalar use.
+func Tanhf(x float32) float32 { return float32(C.tanhf(C.float(x))) }
 
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.

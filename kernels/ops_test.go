@@ -179,34 +179,43 @@ func TestSgemm(t *testing.T) {
 	})
 }
 
+// naiveAttention is attention in double precision: positions first..p of the
+// window (all 0..p without one), scores soft-capped as cap*tanh(s/cap).
 func naiveAttention(p *AttnParams, h0, h1 int) []float32 {
 	out := append([]float32(nil), p.Out...)
 	group := p.NHead / p.NHeadKV
 	for tk := 0; tk < p.NTok; tk++ {
 		npos := p.Pos0 + tk + 1
+		first := 0
+		if p.Window > 0 {
+			first = max(0, npos-p.Window)
+		}
 		for h := h0; h < h1; h++ {
 			g := h / group
 			q := p.Q[tk*p.QStride+h*p.HeadDim:]
 			s := make([]float64, npos)
 			mx := math.Inf(-1)
-			for pos := 0; pos < npos; pos++ {
+			for pos := first; pos < npos; pos++ {
 				k := p.K[pos*p.KVStride+g*p.HeadDim:]
 				var d float64
 				for i := 0; i < p.HeadDim; i++ {
 					d += float64(q[i]) * float64(k[i])
 				}
 				s[pos] = d * float64(p.Scale)
+				if c := float64(p.SoftCap); c != 0 {
+					s[pos] = c * math.Tanh(s[pos]/c)
+				}
 				mx = math.Max(mx, s[pos])
 			}
 			var sum float64
-			for pos := range s {
+			for pos := first; pos < npos; pos++ {
 				s[pos] = math.Exp(s[pos] - mx)
 				sum += s[pos]
 			}
 			o := out[tk*p.OutStride+h*p.HeadDim:]
 			for i := 0; i < p.HeadDim; i++ {
 				var acc float64
-				for pos := 0; pos < npos; pos++ {
+				for pos := first; pos < npos; pos++ {
 					acc += s[pos] / sum * float64(p.V[pos*p.KVStride+g*p.HeadDim+i])
 				}
 				o[i] = float32(acc)

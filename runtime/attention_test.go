@@ -19,7 +19,12 @@ import (
 // forward pass calls (bit for bit on amd64).
 
 // attnArgs describes one attention op over the f16 KV cache of a layer:
-// query token t (position Pos0+t) attends to positions 0..Pos0+t.
+// query token t (position p = Pos0+t) attends to positions 0..p, or with
+// Window > 0 to the positions p' with p-Window < p' <= p (llama.cpp's
+// standard sliding window; the other positions are -inf in its mask and the
+// flash-attention paths skip them). SoftCap > 0 caps each score before the
+// mask as the reference's flash attention does: the scale is divided by
+// the cap (one f32 division), then s = cap*tanhf(s) (Gemma 2).
 //
 //	q   [NTok][QStride]   head h at t*QStride + h*HeadDim (f32)
 //	k,v [nPos][KVStride]  kv head g at p*KVStride + g*HeadDim (f16 bits)
@@ -33,6 +38,34 @@ type attnArgs struct {
 	Scale                               float32
 	Out                                 []float32
 	OutStride                           int
+	Window                              int
+	SoftCap                             float32
+}
+
+// first is the first position the query at position p sees.
+func (p *attnArgs) first(pos int) int {
+	if p.Window > 0 {
+		return max(0, pos-p.Window+1)
+	}
+	return 0
+}
+
+// kqScale is the multiplier of q·k: the scale, divided by the cap when
+// capping (the reference folds the cap into it).
+func (p *attnArgs) kqScale() float32 {
+	if p.SoftCap != 0 {
+		return p.Scale / p.SoftCap
+	}
+	return p.Scale
+}
+
+// capScore applies the soft-cap to a scaled score: cap*tanhf(s) with the C
+// library's tanhf (glibc's is the reference's); the identity without a cap.
+func (p *attnArgs) capScore(s float32) float32 {
+	if p.SoftCap != 0 {
+		return p.SoftCap * kernels.Tanhf(s)
+	}
+	return s
 }
 
 // attendF16 is causal grouped-query attention for query heads [h0, h1) with
@@ -48,6 +81,7 @@ func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
 	hd := p.HeadDim
 	np := hd &^ 63 // elements the reference handles in 64-wide SIMD steps
 	acc = acc[:hd]
+	sc := p.kqScale()
 	for t := 0; t < p.NTok; t++ {
 		npos := p.Pos0 + t + 1
 		for h := h0; h < h1; h++ {
@@ -55,10 +89,12 @@ func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
 			q := p.Q[t*p.QStride+h*hd : t*p.QStride+(h+1)*hd]
 			S, M := float32(0), float32(math.Inf(-1))
 			clear(acc)
-			for pos := 0; pos < npos; pos++ {
+			// the masked positions (before the window) are skipped: they
+			// leave M, S and acc as they are
+			for pos := p.first(npos - 1); pos < npos; pos++ {
 				k := p.K[pos*p.KVStride+g*hd : pos*p.KVStride+(g+1)*hd]
 				v := p.V[pos*p.KVStride+g*hd : pos*p.KVStride+(g+1)*hd]
-				s := dotF16(q, k, np) * p.Scale
+				s := p.capScore(dotF16(q, k, np) * sc)
 				ms, vs := float32(1), float32(1)
 				if s > M {
 					old := M
@@ -130,28 +166,35 @@ func dotF16(x []float32, y []uint16, np int) float32 {
 // attendTiled is causal attention for query heads [h0, h1) with the numerics
 // of the reference's tiled CPU flash attention (64 or more query rows, head
 // size a multiple of 16): Q in f32, K and V holding f16 values, positions
-// processed in tiles of 64. Per tile: scores are fused multiply-add chains
-// over the head dimension, scaled; the running max M and sum S are updated
-// (expf from glibc); the tile's exponentials come from ggml's vectorised exp
-// in 16-wide groups summed in double; V is accumulated in f32 with fused
-// multiply-add chains over the tile. kq needs 64 floats.
+// processed in tiles of 64 (from position 0). Per tile: scores are fused
+// multiply-add chains over the head dimension, scaled (and capped); the
+// running max M and sum S are updated (expf from glibc); the tile's
+// exponentials come from ggml's vectorised exp in 16-wide groups summed in
+// double; V is accumulated in f32 with fused multiply-add chains over the
+// tile. Masked lanes (after the query, before its window) are -inf in the
+// reference: their exponentials are exactly 0, so they are left out of the
+// max and add nothing (0·v to V); a tile with no unmasked lane leaves M, S
+// and acc alone. kq needs 64 floats.
 func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 	const tile = 64
 	group := p.NHead / p.NHeadKV
 	hd := p.HeadDim
 	acc = acc[:hd]
 	kq = kq[:tile]
+	sc := p.kqScale()
 	for t := 0; t < p.NTok; t++ {
 		npos := p.Pos0 + t + 1
+		first := p.first(npos - 1)
 		for h := h0; h < h1; h++ {
 			g := h / group
 			q := p.Q[t*p.QStride+h*hd : t*p.QStride+(h+1)*hd]
 			S, M := float32(0), float32(math.Inf(-1))
 			clear(acc)
-			for ic := 0; ic < npos; ic += tile {
-				n := min(tile, npos-ic) // unmasked positions in this tile
+			for ic := first - first%tile; ic < npos; ic += tile {
+				j0 := max(first-ic, 0)  // unmasked lanes of this tile:
+				n := min(tile, npos-ic) // [j0, n)
 				tmax := float32(math.Inf(-1))
-				j := 0
+				j := j0
 				for ; j+4 <= n; j += 4 { // four independent chains at a time
 					base := (ic+j)*p.KVStride + g*hd
 					k0 := p.K[base : base+hd]
@@ -166,7 +209,7 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 						s2 = float32(math.FMA(xd, float64(halfTab[k2[d]]), float64(s2)))
 						s3 = float32(math.FMA(xd, float64(halfTab[k3[d]]), float64(s3)))
 					}
-					kq[j], kq[j+1], kq[j+2], kq[j+3] = s0*p.Scale, s1*p.Scale, s2*p.Scale, s3*p.Scale
+					kq[j], kq[j+1], kq[j+2], kq[j+3] = p.capScore(s0*sc), p.capScore(s1*sc), p.capScore(s2*sc), p.capScore(s3*sc)
 					tmax = max(tmax, kq[j], kq[j+1], kq[j+2], kq[j+3])
 				}
 				for ; j < n; j++ {
@@ -175,7 +218,7 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 					for d, x := range q {
 						s = fma32(x, halfTab[k[d]], s)
 					}
-					kq[j] = s * p.Scale
+					kq[j] = p.capScore(s * sc)
 					tmax = max(tmax, kq[j])
 				}
 				if tmax > M {
@@ -190,9 +233,9 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 				// reduced pairwise in f32 and added in double; masked
 				// lanes are exactly 0.
 				sum := 0.0
-				for b := 0; b < tile; b += 16 {
+				for b := j0 &^ 15; b < tile; b += 16 {
 					var lanes [16]float32
-					for l := 0; l < 16 && b+l < n; l++ {
+					for l := max(j0-b, 0); l < 16 && b+l < n; l++ {
 						lanes[l] = vexpf(kq[b+l] - M)
 						kq[b+l] = lanes[l]
 					}
@@ -207,7 +250,7 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 					}
 				}
 				S = float32(float64(S) + sum)
-				for j := 0; j < n; j++ {
+				for j := j0; j < n; j++ {
 					v := p.V[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
 					v = v[:len(acc)]
 					w := float64(kq[j])
@@ -246,13 +289,14 @@ func attnFixture(ntok, npos, nh, nkv, hd int, seed int64) *attnArgs {
 
 func (p *attnArgs) kernelParams(out []float32) *kernels.AttnF16Params {
 	return &kernels.AttnF16Params{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
-		Q: p.Q, QStride: p.QStride, K: p.K, V: p.V, KVStride: p.KVStride, Scale: p.Scale, Out: out, OutStride: p.OutStride}
+		Q: p.Q, QStride: p.QStride, K: p.K, V: p.V, KVStride: p.KVStride, Scale: p.Scale, Out: out, OutStride: p.OutStride,
+		Window: p.Window, SoftCap: p.SoftCap}
 }
 
 func (p *attnArgs) widened(out []float32) *kernels.AttnParams {
 	w := &kernels.AttnParams{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
 		Q: p.Q, QStride: p.QStride, K: make([]float32, len(p.K)), V: make([]float32, len(p.V)), KVStride: p.KVStride,
-		Scale: p.Scale, Out: out, OutStride: p.OutStride}
+		Scale: p.Scale, Out: out, OutStride: p.OutStride, Window: p.Window, SoftCap: p.SoftCap}
 	for i := range p.K {
 		w.K[i], w.V[i] = halfTab[p.K[i]], halfTab[p.V[i]]
 	}
@@ -261,13 +305,23 @@ func (p *attnArgs) widened(out []float32) *kernels.AttnParams {
 
 // The attention kernels the forward pass uses give the bits of the Go
 // transcriptions (split over head ranges as the workers do), and both stay
-// within f16 rounding of the f32 kernel.
+// within f16 rounding of the f32 kernel; with and without a sliding window
+// (1, inside the new rows, wholly in the cached prefix, across 64-position
+// tiles, at least the position count) and a soft-cap (Gemma 2's 50 and the
+// synthetic mini's 3).
 func TestAttentionKernelsMatchGo(t *testing.T) {
-	for _, c := range []struct{ ntok, npos, nh, nkv, hd int }{
-		{1, 1, 4, 4, 8}, {1, 7, 8, 2, 32}, {3, 70, 8, 2, 64}, {1, 300, 32, 4, 64}, {1, 129, 8, 1, 128},
-		{64, 64, 4, 1, 64}, {70, 140, 8, 2, 32}, {100, 300, 8, 8, 128}, {65, 65, 2, 2, 16}, {9, 9, 8, 4, 8},
+	for _, c := range []struct {
+		ntok, npos, nh, nkv, hd, window int
+		cap                             float32
+	}{
+		{1, 1, 4, 4, 8, 0, 0}, {1, 7, 8, 2, 32, 0, 0}, {3, 70, 8, 2, 64, 0, 0}, {1, 300, 32, 4, 64, 0, 0}, {1, 129, 8, 1, 128, 0, 0},
+		{64, 64, 4, 1, 64, 0, 0}, {70, 140, 8, 2, 32, 0, 0}, {100, 300, 8, 8, 128, 0, 0}, {65, 65, 2, 2, 16, 0, 0}, {9, 9, 8, 4, 8, 0, 0},
+		{5, 5, 4, 2, 64, 16, 3}, {5, 40, 4, 2, 64, 16, 3}, {1, 300, 4, 2, 64, 16, 50}, {3, 70, 8, 2, 64, 1, 0},
+		{64, 64, 4, 2, 64, 16, 3}, {70, 140, 8, 2, 32, 100, 0}, {100, 300, 8, 8, 128, 70, 50}, {65, 200, 2, 2, 16, 130, 3},
+		{80, 80, 4, 2, 64, 80, 3}, {80, 90, 4, 2, 64, 1000, 0}, {70, 140, 8, 2, 32, 0, 3},
 	} {
 		p := attnFixture(c.ntok, c.npos, c.nh, c.nkv, c.hd, int64(c.npos*c.hd))
+		p.Window, p.SoftCap = c.window, c.cap
 		ref := make([]float32, len(p.Out))
 		if err := kernels.Attention(p.widened(ref), 0, c.nh, make([]float32, c.npos)); err != nil {
 			t.Fatal(err)

@@ -11,11 +11,13 @@
  *              the same bits
  *   drivers    k_matvec / k_matmul_q / k_quantize_act / k_dequant_bulk,
  *              k_sgemm against a naive double product, the small ops
+ *   attn       the attention kernels' sliding window and soft-cap (same
+ *              bits as ref, window = cut cache, close to a double model)
  *
  * Random inputs plus edge cases (zero blocks, all-0xFF quants, subnormal
  * scales, rounding ties), lengths 1, 2, 3, 5, 7, ... blocks to hit tails.
- * Usage: test_kernels [section]   (section: dequant quantize dot order drivers ops;
- * default all). Exit status 1 on any failure.
+ * Usage: test_kernels [section]   (section: dequant quantize dot order drivers ops
+ * attn, ops running attn too; default all). Exit status 1 on any failure.
  */
 #include "testutil.h"
 #include "order_model.h"
@@ -336,6 +338,10 @@ static void cmp_vec(const char *what, int impl, const float *a, const float *r, 
     }
 }
 
+/* k_attention_f16acc / k_attention_tiled as one pointer type */
+typedef void (*attn_h_fn)(int, int64_t, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, const k_half *,
+                          const k_half *, int64_t, float, int64_t, float, float *, int64_t, int64_t, int64_t, float *);
+
 static void test_ops(int impl) {
     const int64_t lens[] = {1, 3, 8, 17, 64, 100, 1023};
     for (int li = 0; li < 7; li++) {
@@ -395,9 +401,9 @@ static void test_ops(int impl) {
         float *q = malloc((size_t)(ntok * qs) * 4), *k = malloc((size_t)(npos * kvs) * 4), *v = malloc((size_t)(npos * kvs) * 4);
         float *o1 = calloc((size_t)(ntok * os), 4), *o2 = calloc((size_t)(ntok * os), 4), *scr = malloc((size_t)npos * 4);
         fill_acts(q, ntok * qs, 0); fill_acts(k, npos * kvs, 0); fill_acts(v, npos * kvs, 0);
-        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, o1, os, 0, nhead, scr);
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, o2, os, 1, nhead, scr);
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, o2, os, 0, 1, scr);
+        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o1, os, 0, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o2, os, 1, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o2, os, 0, 1, scr);
         cmp_vec("attention", impl, o2, o1, ntok * os, 1e-5f, 1e-6f);
         free(q); free(k); free(v); free(o1); free(o2); free(scr);
     }
@@ -417,16 +423,123 @@ static void test_ops(int impl) {
         for (int64_t i = 0; i < npos * kvs; i++) k[i] = k_f32_to_f16(f[i]);
         fill_acts(f, npos * kvs, 1);
         for (int64_t i = 0; i < npos * kvs; i++) v[i] = k_f32_to_f16(f[i]);
-        void (*fn)(int, int64_t, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, const k_half *,
-                   const k_half *, int64_t, float, float *, int64_t, int64_t, int64_t, float *) =
-            tiled ? k_attention_tiled : k_attention_f16acc;
-        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, o1, os, 0, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, o2, os, 3, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, o2, os, 0, 3, scr);
+        attn_h_fn fn = tiled ? k_attention_tiled : k_attention_f16acc;
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o2, os, 3, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o2, os, 0, 3, scr);
         cmp_vec(tiled ? "attention_tiled" : "attention_f16acc", impl, o2, o1, ntok * os, 0, 0);
         free(q); free(f); free(k); free(v); free(o1); free(o2); free(scr);
     }
     printf("  ops      %-13s ok\n", impl_names[impl]);
+}
+
+/* ------------------------------------------- sliding window and soft-cap */
+
+/* Double-precision model of k_attention with a window and a soft-cap, one
+ * (token, head): out[hd]. */
+static void attn_model(const float *qh, const float *k, const float *v, int64_t kvs, int64_t g, int64_t hd,
+                       int64_t first, int64_t p, float scale, float cap, double *out) {
+    double mx = -INFINITY, sum = 0, s[1024];
+    for (int64_t j = first; j <= p; j++) {
+        double d = 0;
+        for (int64_t i = 0; i < hd; i++) d += (double)qh[i] * k[j * kvs + g * hd + i];
+        d *= scale;
+        if (cap != 0) d = cap * tanh(d / cap);
+        s[j - first] = d;
+        if (d > mx) mx = d;
+    }
+    for (int64_t i = 0; i < hd; i++) out[i] = 0;
+    for (int64_t j = first; j <= p; j++) sum += exp(s[j - first] - mx);
+    for (int64_t j = first; j <= p; j++)
+        for (int64_t i = 0; i < hd; i++) out[i] += exp(s[j - first] - mx) / sum * v[j * kvs + g * hd + i];
+}
+
+/* The sliding window and the soft-cap of the three attention kernels:
+ *   - every impl gives the ref's bits for the exact kernels (f16acc, tiled),
+ *     split over head ranges;
+ *   - a window equals attention over the cache with its first positions cut
+ *     off (bits, same impl): always for f16acc and f32, and for tiled when
+ *     the window starts on a 64-position tile boundary;
+ *   - a window of at least pos0 + n_tok positions changes no bit;
+ *   - the f32 kernel is close to a double model, and the exact kernels to
+ *     the f32 kernel (so the cap and the window really apply). */
+static void test_attn(int impl) {
+    static const struct { int tiled; int64_t ntok, pos0, hd, window; float cap; } cs[] = {
+        {0, 3, 70, 64, 5, 0}, {0, 3, 70, 64, 5, 3.0f}, {0, 4, 0, 32, 1, 0}, {0, 5, 60, 64, 64, 2.5f},
+        {0, 2, 100, 96, 16, 3.0f}, {0, 3, 10, 64, 200, 0}, {0, 1, 200, 128, 70, 50.0f}, {0, 6, 3, 24, 4, 1.0f},
+        {1, 70, 10, 32, 16, 0}, {1, 70, 10, 32, 16, 3.0f}, {1, 80, 100, 64, 70, 0}, {1, 66, 61, 32, 1, 2.0f},
+        {1, 64, 0, 16, 64, 3.0f}, {1, 65, 130, 64, 130, 0}, {1, 70, 0, 32, 1000, 3.0f}, {1, 100, 30, 12, 33, 5.0f},
+        {1, 64, 200, 32, 100, 0}, {1, 40, 150, 128, 65, 1.0f},
+    };
+    const int nc = (int)(sizeof cs / sizeof cs[0]);
+    for (int ci = 0; ci < nc; ci++) {
+        const int tiled = cs[ci].tiled;
+        const int64_t ntok = cs[ci].ntok, pos0 = cs[ci].pos0, hd = cs[ci].hd, win = cs[ci].window;
+        const float cap = cs[ci].cap, scale = 1.0f / sqrtf((float)hd);
+        const int64_t nhead = 4, nkv = 2, npos = pos0 + ntok;
+        const int64_t qs = nhead * hd + 3, kvs = nkv * hd + 1, os = nhead * hd + 2;
+        const int64_t ns = (tiled ? k_attention_tiled_scratch(hd) : k_attention_f16acc_scratch(hd)) + npos;
+        float *q = malloc((size_t)(ntok * qs) * 4), *kf = malloc((size_t)(npos * kvs) * 4), *vf = malloc((size_t)(npos * kvs) * 4);
+        k_half *k = malloc((size_t)(npos * kvs) * 2), *v = malloc((size_t)(npos * kvs) * 2);
+        float *o1 = calloc((size_t)(ntok * os), 4), *o2 = calloc((size_t)(ntok * os), 4), *o3 = calloc((size_t)(ntok * os), 4);
+        float *of = calloc((size_t)(ntok * os), 4), *scr = malloc((size_t)ns * 4);
+        fill_acts(q, ntok * qs, 0);
+        for (int64_t i = 0; i < ntok * qs; i++) q[i] = k_f16_to_f32(k_f32_to_f16(q[i] * 2)); /* sharper scores */
+        fill_acts(kf, npos * kvs, 0);
+        fill_acts(vf, npos * kvs, 0);
+        for (int64_t i = 0; i < npos * kvs; i++) {
+            k[i] = k_f32_to_f16(kf[i]), kf[i] = k_f16_to_f32(k[i]);
+            v[i] = k_f32_to_f16(vf[i]), vf[i] = k_f16_to_f32(v[i]);
+        }
+        attn_h_fn fn = tiled ? k_attention_tiled : k_attention_f16acc;
+        const char *name = tiled ? "attention_tiled" : "attention_f16acc";
+        char what[160];
+        snprintf(what, sizeof what, "%s ntok %lld pos0 %lld hd %lld window %lld cap %g", name, (long long)ntok,
+                 (long long)pos0, (long long)hd, (long long)win, (double)cap);
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o2, os, 1, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o2, os, 0, 1, scr);
+        cmp_vec(what, impl, o2, o1, ntok * os, 0, 0);
+        /* the f32 kernel, and both against the double model */
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, kf, vf, kvs, scale, win, cap, of, os, 0, nhead, scr);
+        for (int64_t t = 0; t < ntok; t++)
+            for (int64_t h = 0; h < nhead; h++) {
+                const int64_t p = pos0 + t, first = win > 0 && p - win + 1 > 0 ? p - win + 1 : 0;
+                double m[128];
+                attn_model(q + t * qs + h * hd, kf, vf, kvs, h / (nhead / nkv), hd, first, p, scale, cap, m);
+                for (int64_t i = 0; i < hd; i++) {
+                    const float want = (float)m[i], f = of[t * os + h * hd + i], e = o2[t * os + h * hd + i];
+                    checks++;
+                    if (!close_to(f, want, 1e-4f, 1e-5f) || !close_to(e, want, tiled ? 1e-4f : 1e-2f, tiled ? 1e-5f : 1e-2f)) {
+                        FAIL("%s %s t %lld h %lld [%lld]: f32 %.9g exact %.9g, model %.9g", what, impl_names[impl],
+                             (long long)t, (long long)h, (long long)i, f, e, want);
+                        t = ntok, h = nhead;
+                        break;
+                    }
+                }
+            }
+        /* a window covering the whole cache is no window */
+        if (win >= npos) {
+            fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, 0, cap, o3, os, 0, nhead, scr);
+            cmp_vec(what, impl, o3, o2, ntok * os, 0, 0);
+        }
+        /* row by row over the cache cut at the window's first position */
+        for (int64_t t = 0; t < ntok; t++) {
+            const int64_t p = pos0 + t, first = win > 0 && p - win + 1 > 0 ? p - win + 1 : 0;
+            if (tiled && first % 64 != 0) continue;
+            float r1[4 * 128 + 8], rf[4 * 128 + 8];
+            fn(impl, 1, p - first, nhead, nkv, hd, q + t * qs, qs, k + first * kvs, v + first * kvs, kvs, scale, 0, cap,
+               r1, os, 0, nhead, scr);
+            k_attention(impl, 1, p - first, nhead, nkv, hd, q + t * qs, qs, kf + first * kvs, vf + first * kvs, kvs, scale,
+                        0, cap, rf, os, 0, nhead, scr);
+            char w2[200];
+            snprintf(w2, sizeof w2, "%s, cut cache at t %lld", what, (long long)t);
+            cmp_vec(w2, impl, r1, o2 + t * os, nhead * hd, 0, 0);
+            cmp_vec(w2, impl, rf, of + t * os, nhead * hd, 0, 0);
+        }
+        free(q); free(kf); free(vf); free(k); free(v); free(o1); free(o2); free(o3); free(of); free(scr);
+    }
+    printf("  attn     %-13s ok (window, soft-cap)\n", impl_names[impl]);
 }
 
 int main(int argc, char **argv) {
@@ -444,6 +557,8 @@ int main(int argc, char **argv) {
         if (!only || !strcmp(only, "order")) { if (impl != K_IMPL_REF) test_order(impl); }
         if (!only || !strcmp(only, "drivers")) test_drivers(impl);
         if (!only || !strcmp(only, "ops")) { if (impl != K_IMPL_REF) test_ops(impl); }
+        /* the "ops" ctest runs attn too (the ref included) */
+        if (!only || !strcmp(only, "ops") || !strcmp(only, "attn")) test_attn(impl);
     }
     printf("%d impls, %d checks, %d failures\n", tested, checks, failures);
     return failures ? 1 : 0;
