@@ -1,7 +1,6 @@
 package kernels
 
 /*
-#include <math.h>
 #include "../csrc/kernels.h"
 */
 import "C"
@@ -74,6 +73,3 @@ func SoftmaxExact(x []float32) {
 	}
 	C.k_softmax_exact(C.int(implID()), fptr(x), C.int64_t(len(x)))
 }
-
-// cTanhf is the C library's tanhf (tests transcribe the kernels with it).
-func cTanhf(x float32) float32 { return float32(C.tanhf(C.float(x))) }
