@@ -17,6 +17,8 @@ const (
 	Q5_0 Type = 6
 	Q5_1 Type = 7
 	Q8_0 Type = 8
+	Q2_K Type = 10
+	Q3_K Type = 11
 	Q4_K Type = 12
 	Q5_K Type = 13
 	Q6_K Type = 14
@@ -39,6 +41,8 @@ var types = map[Type]typeInfo{
 	Q5_0: {"Q5_0", 32, 22, Q8_0},
 	Q5_1: {"Q5_1", 32, 24, Q8_0},
 	Q8_0: {"Q8_0", 32, 34, Q8_0},
+	Q2_K: {"Q2_K", 256, 84, Q8_K},
+	Q3_K: {"Q3_K", 256, 110, Q8_K},
 	Q4_K: {"Q4_K", 256, 144, Q8_K},
 	Q5_K: {"Q5_K", 256, 176, Q8_K},
 	Q6_K: {"Q6_K", 256, 210, Q8_K},
