@@ -21,41 +21,63 @@ typedef struct {
     __mmask64 neg;
 } q23_pair;
 
-/* the 16 scale bytes of a block (q23_scale_bytes) in all four 128-bit lanes */
-K_AVX512 static inline __m512i q23_scales_x4(int type, const void *blk) {
-    return _mm512_broadcast_i32x4(q23_scale_bytes(type, blk));
+/* Per-block inputs of q23_pair_weights: the 16 scale bytes (q23_scale_bytes)
+ * in all four 128-bit lanes, their absolute values (Q3_K), and hmask in both
+ * 256-bit halves (Q3_K). */
+typedef struct {
+    __m512i s, abs_s, hm;
+} q23_blk_x4;
+
+K_AVX512 static inline __attribute__((always_inline)) q23_blk_x4 q23_block_x4(int type, const void *blk) {
+    q23_blk_x4 b;
+    b.s = _mm512_broadcast_i32x4(q23_scale_bytes(type, blk));
+    b.abs_s = b.s;
+    b.hm = b.s;
+    if (type == K_Q3_K) {
+        b.abs_s = _mm512_abs_epi8(b.s);
+        b.hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const k_block_q3_k *)blk)->hmask));
+    }
+    return b;
 }
 
-/* shifts right of the 16-bit words: s0 in the low 256 bits, s1 in the high */
-K_AVX512 static inline __m512i q23_srl2(__m512i x, int s0, int s1) {
-    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1);
-    return _mm512_srlv_epi16(x, cnt);
+/* shifts of the 16-bit words, s0 in the low 256 bits and s1 in the high;
+ * a negative pair shifts left by -s0, -s1 */
+K_AVX512 static inline __attribute__((always_inline)) __m512i q23_shift2(__m512i x, int s0, int s1) {
+    if (s0 < 0)
+        return _mm512_sllv_epi16(x, _mm512_inserti64x4(_mm512_set1_epi16((short)-s0), _mm256_set1_epi16((short)-s1), 1));
+    return _mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1));
 }
 
-K_AVX512 static inline q23_pair q23_pair_weights(int type, const void *blk, __m512i scales_x4, int p) {
+/* pshufb index: in 128-bit lane L, byte 4p + L of each lane (in every byte,
+ * or with word = 1: in the low byte of each word and 0 in the high one) */
+K_AVX512 static inline __attribute__((always_inline)) __m512i q23_group_idx(int p, int word) {
+    const short hi = word ? (short)0x8000 : 0;
+    __m128i l[4];
+    for (int L = 0; L < 4; L++)
+        l[L] = _mm_set1_epi16((short)(hi | ((word ? 0 : (4 * p + L) << 8)) | (4 * p + L)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(l[1], l[0])), _mm256_set_m128i(l[3], l[2]), 1);
+}
+
+K_AVX512 static inline __attribute__((always_inline)) q23_pair q23_pair_weights(int type, const void *blk, q23_blk_x4 b, int p) {
     const uint8_t *qs = type == K_Q2_K ? ((const k_block_q2_k *)blk)->qs : ((const k_block_q3_k *)blk)->qs;
     const int k = 2 * (p % 2); /* vectors 2p, 2p+1 are vectors k, k+1 of half p/2 */
     const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * (p / 2))));
-    __m512i q = _mm512_and_si512(q23_srl2(bits, 2 * k, 2 * k + 2), _mm512_set1_epi8(3));
-    /* byte j of lane L: scale of group 4p + L */
-    const __m512i idx = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi8((char)(4 * p + 1)), _mm_set1_epi8((char)(4 * p)))),
-        _mm256_set_m128i(_mm_set1_epi8((char)(4 * p + 3)), _mm_set1_epi8((char)(4 * p + 2))), 1);
-    const __m512i s = _mm512_shuffle_epi8(scales_x4, idx);
-    const __m512i lowbyte = _mm512_set1_epi16(0x00FF);
+    __m512i q = _mm512_and_si512(q23_shift2(bits, 2 * k, 2 * k + 2), _mm512_set1_epi8(3));
+    /* |scale| of group 4p + L in the low byte of each word of lane L: the
+     * word-wise multiply below then gives |q| * |s| <= 4 * 32 per byte, with
+     * nothing carried into the high byte */
+    const __m512i s_words = _mm512_shuffle_epi8(b.abs_s, q23_group_idx(p, 1));
     q23_pair r;
     if (type == K_Q2_K) {
-        /* word-wise multiply of two quant bytes by the scale: each product
-         * is at most 45, so nothing carries into the high byte */
-        r.u = _mm512_mullo_epi16(q, _mm512_and_si512(s, lowbyte));
+        r.u = _mm512_mullo_epi16(q, s_words);
         r.neg = 0;
         return r;
     }
-    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const k_block_q3_k *)blk)->hmask));
-    const __m512i hb = _mm512_and_si512(q23_srl2(hm, 2 * p, 2 * p + 1), _mm512_set1_epi8(1));
-    q = _mm512_sub_epi8(_mm512_or_si512(q, _mm512_slli_epi16(hb, 2)), _mm512_set1_epi8(4)); /* -4..3 */
-    r.u = _mm512_mullo_epi16(_mm512_abs_epi8(q), _mm512_and_si512(_mm512_abs_epi8(s), lowbyte)); /* <= 4 * 32 */
-    r.neg = _mm512_movepi8_mask(q) ^ _mm512_movepi8_mask(s);
+    /* bit 2p / 2p+1 of hmask[l] moved to bit 2: +4 */
+    const __m512i h4 = _mm512_and_si512(q23_shift2(b.hm, 2 * p - 2, 2 * p - 1), _mm512_set1_epi8(4));
+    q = _mm512_sub_epi8(_mm512_or_si512(q, h4), _mm512_set1_epi8(4)); /* -4..3 */
+    r.u = _mm512_mullo_epi16(_mm512_abs_epi8(q), s_words);
+    r.neg = _mm512_movepi8_mask(q) ^ _mm512_movepi8_mask(_mm512_shuffle_epi8(b.s, q23_group_idx(p, 0)));
     return r;
 }
 
@@ -79,13 +101,13 @@ K_AVX512 static inline __attribute__((always_inline)) void q23_tile_avx512(const
                 _mm_prefetch(blk + Q23_PF_ROWS * row_bytes + 64, _MM_HINT_T0);
             }
             const float d = q23_block_start(type, blk, T, y, acc + r * T);
-            const __m512i sx4 = q23_scales_x4(type, blk);
+            const q23_blk_x4 bx4 = q23_block_x4(type, blk);
             __m512i sumi[8];
             _Pragma("GCC unroll 8")
             for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
             _Pragma("GCC unroll 4")
             for (int p = 0; p < 4; p++) {
-                const q23_pair wq = q23_pair_weights(type, blk, sx4, p);
+                const q23_pair wq = q23_pair_weights(type, blk, bx4, p);
                 _Pragma("GCC unroll 8")
                 for (int t = 0; t < T; t++) {
                     __m512i av = _mm512_loadu_si512((const void *)(y[t]->qs + 64 * p));
