@@ -18,6 +18,8 @@ static type_info info_of(int type) {
     case K_Q5_0: return (type_info){K_QK, sizeof(k_block_q5_0), K_Q8_0};
     case K_Q5_1: return (type_info){K_QK, sizeof(k_block_q5_1), K_Q8_0};
     case K_Q8_0: return (type_info){K_QK, sizeof(k_block_q8_0), K_Q8_0};
+    case K_Q2_K: return (type_info){K_QKK, sizeof(k_block_q2_k), K_Q8_K};
+    case K_Q3_K: return (type_info){K_QKK, sizeof(k_block_q3_k), K_Q8_K};
     case K_Q4_K: return (type_info){K_QKK, sizeof(k_block_q4_k), K_Q8_K};
     case K_Q5_K: return (type_info){K_QKK, sizeof(k_block_q5_k), K_Q8_K};
     case K_Q6_K: return (type_info){K_QKK, sizeof(k_block_q6_k), K_Q8_K};
@@ -48,6 +50,8 @@ static k_dequant_fn ref_dequant(int type) {
     case K_Q5_0: return k_dequant_q5_0_ref;
     case K_Q5_1: return k_dequant_q5_1_ref;
     case K_Q8_0: return k_dequant_q8_0_ref;
+    case K_Q2_K: return k_dequant_q2_k_ref;
+    case K_Q3_K: return k_dequant_q3_k_ref;
     case K_Q4_K: return k_dequant_q4_k_ref;
     case K_Q5_K: return k_dequant_q5_k_ref;
     case K_Q6_K: return k_dequant_q6_k_ref;
@@ -65,6 +69,8 @@ static k_dot_fn ref_dot(int wtype) {
     case K_Q5_0: return k_dot_q5_0_q8_0_ref;
     case K_Q5_1: return k_dot_q5_1_q8_0_ref;
     case K_Q8_0: return k_dot_q8_0_q8_0_ref;
+    case K_Q2_K: return k_dot_q2_k_q8_k_ref;
+    case K_Q3_K: return k_dot_q3_k_q8_k_ref;
     case K_Q4_K: return k_dot_q4_k_q8_k_ref;
     case K_Q5_K: return k_dot_q5_k_q8_k_ref;
     case K_Q6_K: return k_dot_q6_k_q8_k_ref;

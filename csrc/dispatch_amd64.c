@@ -13,6 +13,8 @@ k_dequant_fn k_arch_get_dequant(int impl, int type) {
     case K_F16:  return k_dequant_f16_avx2;
     case K_Q4_0: return k_dequant_q4_0_avx2;
     case K_Q8_0: return k_dequant_q8_0_avx2;
+    case K_Q2_K: return k_dequant_q2_k_avx2;
+    case K_Q3_K: return k_dequant_q3_k_avx2;
     case K_Q4_K: return k_dequant_q4_k_avx2;
     case K_Q5_K: return k_dequant_q5_k_avx2;
     case K_Q6_K: return k_dequant_q6_k_avx2;
@@ -27,6 +29,8 @@ static k_dot_fn dot_avx512(int wtype) {
     case K_Q5_0: return k_dot_q5_0_q8_0_avx512;
     case K_Q5_1: return k_dot_q5_1_q8_0_avx512;
     case K_Q8_0: return k_dot_q8_0_q8_0_avx512;
+    case K_Q2_K: return k_dot_q2_k_q8_k_avx512;
+    case K_Q3_K: return k_dot_q3_k_q8_k_avx512;
     case K_Q4_K: return k_dot_q4_k_q8_k_avx512;
     case K_Q5_K: return k_dot_q5_k_q8_k_avx512;
     case K_Q6_K: return k_dot_q6_k_q8_k_avx512;
@@ -46,6 +50,8 @@ k_dot_fn k_arch_get_dot(int impl, int wtype) {
     case K_Q5_0: return k_dot_q5_0_q8_0_avx2;
     case K_Q5_1: return k_dot_q5_1_q8_0_avx2;
     case K_Q8_0: return k_dot_q8_0_q8_0_avx2;
+    case K_Q2_K: return k_dot_q2_k_q8_k_avx2;
+    case K_Q3_K: return k_dot_q3_k_q8_k_avx2;
     case K_Q4_K: return k_dot_q4_k_q8_k_avx2;
     case K_Q5_K: return k_dot_q5_k_q8_k_avx2;
     case K_Q6_K: return k_dot_q6_k_q8_k_avx2;
@@ -67,6 +73,8 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     if (!is_x86_simd(impl)) return NULL;
     const int v = impl == K_IMPL_AVX512;
     switch (wtype) {
+    case K_Q2_K: return v ? k_mm_q2_k_avx512 : k_mm_q2_k_avx2;
+    case K_Q3_K: return v ? k_mm_q3_k_avx512 : k_mm_q3_k_avx2;
     case K_Q4_K: return v ? k_mm_q4_k_avx512 : k_mm_q4_k_avx2;
     case K_Q6_K: return v ? k_mm_q6_k_avx512 : k_mm_q6_k_avx2;
     case K_Q8_0: return v ? k_mm_q8_0_avx512 : k_mm_q8_0_avx2;

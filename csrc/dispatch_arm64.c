@@ -20,6 +20,8 @@ k_dequant_fn k_arch_get_dequant(int impl, int type) {
     case K_F16:  return k_dequant_f16_neon;
     case K_Q4_0: return k_dequant_q4_0_neon;
     case K_Q8_0: return k_dequant_q8_0_neon;
+    case K_Q2_K: return k_dequant_q2_k_neon;
+    case K_Q3_K: return k_dequant_q3_k_neon;
     case K_Q4_K: return k_dequant_q4_k_neon;
     case K_Q5_K: return k_dequant_q5_k_neon;
     case K_Q6_K: return k_dequant_q6_k_neon;
@@ -30,6 +32,8 @@ k_dequant_fn k_arch_get_dequant(int impl, int type) {
 k_dot_fn k_arch_get_dot(int impl, int wtype) {
     if (impl == K_IMPL_NEON_DOT) {
         switch (wtype) {
+        case K_Q2_K: return k_dot_q2_k_q8_k_neon_dot;
+        case K_Q3_K: return k_dot_q3_k_q8_k_neon_dot;
         case K_Q4_K: return k_dot_q4_k_q8_k_neon_dot;
         case K_Q5_K: return k_dot_q5_k_q8_k_neon_dot;
         case K_Q6_K: return k_dot_q6_k_q8_k_neon_dot;
@@ -41,6 +45,8 @@ k_dot_fn k_arch_get_dot(int impl, int wtype) {
     }
     if (!is_neon(impl)) return NULL;
     switch (wtype) {
+    case K_Q2_K: return k_dot_q2_k_q8_k_neon;
+    case K_Q3_K: return k_dot_q3_k_q8_k_neon;
     case K_Q4_K: return k_dot_q4_k_q8_k_neon;
     case K_Q5_K: return k_dot_q5_k_q8_k_neon;
     case K_Q6_K: return k_dot_q6_k_q8_k_neon;
@@ -68,6 +74,8 @@ k_quantize_fn k_arch_get_quantize(int impl, int act) {
 k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     if (impl == K_IMPL_NEON_DOT) {
         switch (wtype) {
+        case K_Q2_K: return k_mm_q2_k_neon_dot;
+        case K_Q3_K: return k_mm_q3_k_neon_dot;
         case K_Q4_K: return k_mm_q4_k_neon_dot;
         case K_Q5_K: return k_mm_q5_k_neon_dot;
         case K_Q6_K: return k_mm_q6_k_neon_dot;
@@ -79,6 +87,8 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     }
     if (impl != K_IMPL_NEON) return NULL;
     switch (wtype) {
+    case K_Q2_K: return k_mm_q2_k_neon;
+    case K_Q3_K: return k_mm_q3_k_neon;
     case K_Q4_K: return k_mm_q4_k_neon;
     case K_Q5_K: return k_mm_q5_k_neon;
     case K_Q6_K: return k_mm_q6_k_neon;

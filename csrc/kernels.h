@@ -31,6 +31,7 @@ extern "C" {
 enum {
     K_F32 = 0, K_F16 = 1, K_Q4_0 = 2, K_Q4_1 = 3, K_Q5_0 = 6, K_Q5_1 = 7,
     K_Q8_0 = 8, K_Q4_K = 12, K_Q5_K = 13, K_Q6_K = 14, K_Q8_K = 15, K_BF16 = 30,
+    K_Q2_K = 10, K_Q3_K = 11,
     K_TYPE_MAX = 31
 };
 
@@ -49,6 +50,10 @@ typedef struct { k_half d; k_half m; uint8_t qs[16]; } k_block_q4_1;
 typedef struct { k_half d; uint8_t qh[4]; uint8_t qs[16]; } k_block_q5_0;
 typedef struct { k_half d; k_half m; uint8_t qh[4]; uint8_t qs[16]; } k_block_q5_1;
 typedef struct { k_half d; int8_t qs[32]; } k_block_q8_0;
+/* Q2_K: 16 groups of 16; scales[g] low nibble = scale, high nibble = min of group g */
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; k_half d; k_half dmin; } k_block_q2_k;
+/* Q3_K: 2 low bits in qs, the 3rd bit in hmask; 16 6-bit scales (offset 32) packed in scales[12] */
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; k_half d; } k_block_q3_k;
 typedef struct { k_half d; k_half dmin; uint8_t scales[12]; uint8_t qs[128]; } k_block_q4_k;
 typedef struct { k_half d; k_half dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } k_block_q5_k;
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; k_half d; } k_block_q6_k;
@@ -59,6 +64,8 @@ _Static_assert(sizeof(k_block_q4_1) == 20, "q4_1 block is 20 bytes");
 _Static_assert(sizeof(k_block_q5_0) == 22, "q5_0 block is 22 bytes");
 _Static_assert(sizeof(k_block_q5_1) == 24, "q5_1 block is 24 bytes");
 _Static_assert(sizeof(k_block_q8_0) == 34, "q8_0 block is 34 bytes");
+_Static_assert(sizeof(k_block_q2_k) == 84, "q2_K block is 84 bytes");
+_Static_assert(sizeof(k_block_q3_k) == 110, "q3_K block is 110 bytes");
 _Static_assert(sizeof(k_block_q4_k) == 144, "q4_K block is 144 bytes");
 _Static_assert(sizeof(k_block_q5_k) == 176, "q5_K block is 176 bytes");
 _Static_assert(sizeof(k_block_q6_k) == 210, "q6_K block is 210 bytes");
@@ -82,6 +89,7 @@ float  k_bf16_to_f32(k_bf16 h);
  * <w>_<a> pairs: q4_k_q8_k q5_k_q8_k q6_k_q8_k q4_0_q8_0 q4_1_q8_0 q5_0_q8_0
  *               q5_1_q8_0 q8_0_q8_0 f16_f16 f32_f32 bf16_f32
  * <a>  in q8_k (with bsums) q8_0 f16
+ * and q2_k q3_k (<t>) with q2_k_q8_k q3_k_q8_k (<w>_<a>).
  */
 typedef void  (*k_dequant_fn)(const void *src, float *dst, int64_t n);
 typedef float (*k_dot_fn)(int64_t n, const void *w, const void *a);
@@ -270,6 +278,8 @@ void k_dequant_q4_1_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q5_0_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q5_1_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q8_0_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q2_k_ref(const void *src, float *dst, int64_t n);
+void k_dequant_q3_k_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_ref(const void *src, float *dst, int64_t n);
@@ -278,6 +288,8 @@ void k_quantize_q8_k_ref(const float *x, void *dst, int64_t n);
 void k_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
 void k_quantize_f16_ref(const float *x, void *dst, int64_t n);
 
+float k_dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *a);
+float k_dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *a);
 float k_dot_q4_k_q8_k_ref(int64_t n, const void *w, const void *a);
 float k_dot_q5_k_q8_k_ref(int64_t n, const void *w, const void *a);
 float k_dot_q6_k_q8_k_ref(int64_t n, const void *w, const void *a);

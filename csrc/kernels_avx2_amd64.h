@@ -24,6 +24,8 @@
 void k_dequant_f16_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q4_0_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q8_0_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q2_k_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_q3_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q4_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n);
@@ -36,6 +38,8 @@ void k_quantize_q8_k_avx2(const float *x, void *dst, int64_t n);
 void k_quantize_q8_0_avx2(const float *x, void *dst, int64_t n);
 void k_quantize_f16_avx2(const float *x, void *dst, int64_t n);
 
+float k_dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *a);
+float k_dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *a);
 float k_dot_q4_k_q8_k_avx2(int64_t n, const void *w, const void *a);
 float k_dot_q5_k_q8_k_avx2(int64_t n, const void *w, const void *a);
 float k_dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *a);
@@ -48,7 +52,11 @@ float k_dot_f16_f16_avx2(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_avx2(int64_t n, const void *w, const void *a);
 float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a);
 
-/* k_matmul_q tiles (k_mm_tile_fn), mm_avx2_amd64.c */
+/* k_matmul_q tiles (k_mm_tile_fn), mm_avx2_amd64.c and q2k_q3k_avx2_amd64.c */
+void k_mm_q2_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q3_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q4_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q6_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
@@ -68,6 +76,8 @@ void k_mm_f32_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const
 
 /* AVX-512 VNNI builds of the same bodies (*_avx512_amd64.c); every other
  * kernel of impl "avx512" is the AVX2 one. */
+float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a);
+float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a);
 float k_dot_q4_k_q8_k_avx512(int64_t n, const void *w, const void *a);
 float k_dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *a);
 float k_dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *a);
@@ -76,6 +86,10 @@ float k_dot_q4_1_q8_0_avx512(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
 float k_dot_q5_1_q8_0_avx512(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a);
+void k_mm_q2_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q3_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q4_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q6_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,

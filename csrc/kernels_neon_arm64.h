@@ -18,6 +18,8 @@ extern "C" {
 
 void k_dequant_q4_0_neon(const void *src, float *dst, int64_t n);
 void k_dequant_q8_0_neon(const void *src, float *dst, int64_t n);
+void k_dequant_q2_k_neon(const void *src, float *dst, int64_t n);
+void k_dequant_q3_k_neon(const void *src, float *dst, int64_t n);
 void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n);
@@ -27,6 +29,8 @@ void k_quantize_q8_k_neon(const float *x, void *dst, int64_t n);
 void k_quantize_q8_0_neon(const float *x, void *dst, int64_t n);
 void k_quantize_f16_neon(const float *x, void *dst, int64_t n);
 
+float k_dot_q2_k_q8_k_neon(int64_t n, const void *w, const void *a);
+float k_dot_q3_k_q8_k_neon(int64_t n, const void *w, const void *a);
 float k_dot_q4_k_q8_k_neon(int64_t n, const void *w, const void *a);
 float k_dot_q5_k_q8_k_neon(int64_t n, const void *w, const void *a);
 float k_dot_q6_k_q8_k_neon(int64_t n, const void *w, const void *a);
@@ -36,6 +40,12 @@ float k_dot_q8_0_q8_0_neon(int64_t n, const void *w, const void *a);
 float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a);
 
+/* csrc/dotprod/q2k_q3k_neon_dot_arm64.c (prototypes also in q2k_q3k_neon_dot.h there);
+ * k_dot4_*: one row x 4 tokens a_row_bytes apart, out[t] = the dot with token t */
+float k_dot_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
+void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
 float k_dot_q4_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q5_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q6_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
@@ -44,6 +54,14 @@ float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 
 /* k_matmul_q tiles (k_mm_tile_fn): 1 weight row x 4 tokens, same bits as the dots */
+void k_mm_q2_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q3_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q2_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_q3_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q4_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q5_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,

@@ -32,7 +32,8 @@ func withImpl(t testing.TB, name string, f func()) {
 	f()
 }
 
-var quantTypes = []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K}
+var quantTypes = []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K,
+	Q2_K, Q3_K}
 var weightTypes = append([]Type{F32, F16, BF16}, quantTypes...)
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
@@ -102,6 +103,11 @@ func randomRow(t Type, n int, rng *rand.Rand, style int) []byte {
 		case Q4_1, Q5_1, Q4_K, Q5_K:
 			putF16(blk, scale())
 			putF16(blk[2:], scale())
+		case Q2_K: // d, dmin last
+			putF16(blk[80:], scale())
+			putF16(blk[82:], scale())
+		case Q3_K: // d last
+			putF16(blk[108:], scale())
 		}
 	}
 	return b

@@ -12,6 +12,9 @@ func TestRowBytes(t *testing.T) {
 		{F32, 3, 12, true},
 		{Q4_K, 512, 288, true},
 		{Q4_K, 100, 0, false},
+		{Q2_K, 512, 168, true},
+		{Q3_K, 768, 330, true},
+		{Q3_K, 128, 0, false},
 		{Q8_0, 64, 68, true},
 		{F32, 1 << 62, 0, false}, // overflows int64 bytes
 		{Type(99), 32, 0, false},

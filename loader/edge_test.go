@@ -133,7 +133,10 @@ func TestParseEdgeCases(t *testing.T) {
 	junk[60] = 1 // padding: the tensor info ends at 57, data starts at 64
 	wantErr(t, "non-zero padding", junk, "padding")
 	wantErr(t, "n_dims 0", tensor("w", nil, 0, 0), `"w": n_dims 0`)
-	wantErr(t, "Q2_K", tensor("w", []uint64{256}, 10, 0), "Q2_K (id 10) is not supported")
+	wantErr(t, "IQ2_XXS", tensor("w", []uint64{256}, 16, 0), "IQ2_XXS (id 16) is not supported")
+	if f, err := Parse(tensor("w", []uint64{256}, 10, 0)); err != nil || f.Tensors[0].Size != 84 { // Q2_K
+		t.Errorf("Q2_K tensor: %v", err)
+	}
 	wantErr(t, "row not whole blocks", tensor("w", []uint64{100}, 12, 0), "not a multiple of the block size")
 	wantErr(t, "beyond end", tensor("w", []uint64{257}, 0, 0), "past the end")
 	wantErr(t, "misaligned", tensor("w", []uint64{8}, 0, 16), "not a multiple of the alignment")

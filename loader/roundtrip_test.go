@@ -306,7 +306,7 @@ func TestWriterErrors(t *testing.T) {
 		"bad row length": func(w *Writer) error { return w.AddTensor("a", kernels.Q4_K, []int64{128}, make([]byte, 72)) },
 		"zero dim":       func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{4, 0}, nil) },
 		"five dims":      func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{1, 1, 1, 1, 1}, make([]byte, 4)) },
-		"unknown type":   func(w *Writer) error { return w.AddTensor("a", kernels.Type(10), []int64{256}, make([]byte, 84)) },
+		"unknown type":   func(w *Writer) error { return w.AddTensor("a", kernels.Type(16), []int64{256}, make([]byte, 66)) },
 		"long name": func(w *Writer) error {
 			return w.AddTensor(strings.Repeat("x", 64), kernels.F32, []int64{1}, make([]byte, 4))
 		},

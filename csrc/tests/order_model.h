@@ -133,6 +133,45 @@ static float om_dot_q6k(int64_t n, const void *w, const void *a) {
     return om_hsum8(acc);
 }
 
+/* Q2_K / Q3_K: element e = 128h + 32k + l takes bits 2k, 2k+1 of
+ * qs[32h + l] and (Q3_K) bit 4h + k of hmask[l]; its 16-element group is
+ * e / 16 and it adds scale * q * a to lane (e % 32) / 4. Q2_K folds its min
+ * term, lane l = m[2l] * bsums[2l] + m[2l+1] * bsums[2l+1], into the same
+ * accumulators before the block's lanes. */
+static float om_dot_q23k(int t, int64_t n, const void *w, const void *a) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    float acc[8] = {0};
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const k_block_q2_k *x2 = (const k_block_q2_k *)w + i;
+        const k_block_q3_k *x3 = (const k_block_q3_k *)w + i;
+        const uint8_t *qs = t == K_Q2_K ? x2->qs : x3->qs;
+        int32_t lane[8] = {0};
+        for (int e = 0; e < K_QKK; e++) {
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32, g = e / 16;
+            int q = (qs[32 * h + l] >> (2 * k)) & 3, sc;
+            if (t == K_Q2_K) {
+                sc = x2->scales[g] & 15;
+            } else {
+                q += 4 * ((x3->hmask[l] >> (4 * h + k)) & 1) - 4;
+                const int lo = g < 8 ? x3->scales[g] & 15 : x3->scales[g - 8] >> 4;
+                const int hi = (x3->scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+                sc = (lo | (hi << 4)) - 32;
+            }
+            lane[l / 4] += sc * q * y[i].qs[e];
+        }
+        if (t == K_Q2_K) {
+            const float dm = -(y[i].d * k_f16_to_f32(x2->dmin));
+            for (int l = 0; l < 8; l++) {
+                const int32_t pm = (x2->scales[2 * l] >> 4) * y[i].bsums[2 * l] + (x2->scales[2 * l + 1] >> 4) * y[i].bsums[2 * l + 1];
+                acc[l] = fmaf(dm, (float)pm, acc[l]);
+            }
+        }
+        const float d = k_f16_to_f32(t == K_Q2_K ? x2->d : x3->d) * y[i].d;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+    }
+    return om_hsum8(acc);
+}
+
 /* F16 / F32 (ggml_vec_dot_f16 / _f32 of the reference build): np = n & ~63
  * elements in 4 accumulators x 16 lanes (element i + 16j of each 64-step in
  * accumulator j, lane i); x0 += x2, x1 += x3, x0 += x1; the 16 lanes reduced
@@ -167,6 +206,7 @@ static float om_dot(int t, int64_t n, const void *w, const void *a, int *ok) {
     case K_Q4_0: case K_Q5_0: case K_Q8_0: return om_dot_q32(t, n, w, a);
     case K_Q4_K: case K_Q5_K: return om_dot_q45k(t, n, w, a);
     case K_Q6_K: return om_dot_q6k(n, w, a);
+    case K_Q2_K: case K_Q3_K: return om_dot_q23k(t, n, w, a);
     case K_F16: case K_F32: return om_dot_float(t, n, w, a);
     default: *ok = 0; return 0;
     }

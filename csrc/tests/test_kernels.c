@@ -27,7 +27,8 @@ static int failures = 0, checks = 0;
 #define FAIL(...) do { failures++; if (failures <= 40) { fprintf(stderr, "FAIL: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1,
-                                   K_Q8_0, K_Q4_K, K_Q5_K, K_Q6_K};
+                                   K_Q8_0, K_Q4_K, K_Q5_K, K_Q6_K,
+                                   K_Q2_K, K_Q3_K};
 #define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
 static const char *tname(int t) {
     switch (t) {
@@ -35,6 +36,7 @@ static const char *tname(int t) {
     case K_Q4_0: return "Q4_0"; case K_Q4_1: return "Q4_1"; case K_Q5_0: return "Q5_0";
     case K_Q5_1: return "Q5_1"; case K_Q8_0: return "Q8_0"; case K_Q4_K: return "Q4_K";
     case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K"; case K_Q8_K: return "Q8_K";
+    case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
     default: return "?";
     }
 }
@@ -222,6 +224,59 @@ static void test_order(int impl) {
         }
     }
     printf("  order    %-13s %2d kernels\n", impl_names[impl], kernels);
+}
+
+/* Q2_K / Q3_K edge blocks: zero, largest, negative and subnormal d / dmin,
+ * quant bytes all 0x00 (Q3_K: q = -4 with scale -32, the largest product)
+ * or all 0xFF (every quant and scale at its maximum), 1 to 33 blocks; dots
+ * must give the order model's bits (ref included), dequant the ref's. */
+static void test_q23_edges(int impl) {
+    static const k_half scales[] = {0x0000, 0x7bff, 0xfbff, 0x0001, 0xbc00, 0x3c00};
+    static const int64_t nbs[] = {1, 2, 33};
+    const int types[] = {K_Q2_K, K_Q3_K};
+    for (int ti = 0; ti < 2; ti++) {
+        const int t = types[ti];
+        const size_t bb = (size_t)k_row_bytes(t, K_QKK);
+        const size_t off_d = t == K_Q2_K ? offsetof(k_block_q2_k, d) : offsetof(k_block_q3_k, d);
+        k_dot_fn f = k_get_dot(impl, t);
+        k_dequant_fn dq = k_get_dequant(impl, t);
+        if (!f) f = k_get_dot(K_IMPL_REF, t);
+        for (int ni = 0; ni < 3; ni++) {
+            const int64_t nb = nbs[ni], n = nb * K_QKK;
+            uint8_t *w = malloc(bb * (size_t)nb), *qa = malloc((size_t)k_row_bytes(K_Q8_K, n));
+            float *x = malloc((size_t)n * 4), *d1 = malloc((size_t)n * 4), *d2 = malloc((size_t)n * 4);
+            for (int fill = 0; fill < 3; fill++)
+                for (int si = 0; si < 6; si++)
+                    for (int act = 0; act < 3; act++) {
+                        if (fill == 2) rng_bytes(w, bb * (size_t)nb);
+                        else memset(w, fill ? 0xFF : 0x00, bb * (size_t)nb);
+                        for (int64_t i = 0; i < nb; i++) {
+                            memcpy(w + i * bb + off_d, &scales[si], 2);
+                            if (t == K_Q2_K) memcpy(w + i * bb + offsetof(k_block_q2_k, dmin), &scales[(si + i) % 6], 2);
+                        }
+                        fill_acts(x, n, act);
+                        if (act == 2) /* +-127 after scaling, a negative max first */
+                            for (int64_t j = 0; j < n; j++) x[j] = j % K_QKK == 0 ? -127.f : (float)((int)(rng_u64() % 255) - 127);
+                        k_quantize_act(K_IMPL_REF, K_Q8_K, x, qa, n);
+                        int ok;
+                        const float want = om_dot(t, n, w, qa, &ok), got = f(n, w, qa);
+                        checks++;
+                        if (!ok || memcmp(&want, &got, 4) != 0)
+                            FAIL("q23 edges %s/%s n=%lld fill=%d d=%04x act=%d: %.9g, the order model gives %.9g",
+                                 impl_names[impl], tname(t), (long long)n, fill, scales[si], act, got, want);
+                        if (dq) {
+                            k_get_dequant(K_IMPL_REF, t)(w, d1, n);
+                            dq(w, d2, n);
+                            checks++;
+                            if (memcmp(d1, d2, (size_t)n * 4) != 0)
+                                FAIL("q23 edges dequant %s/%s n=%lld fill=%d d=%04x: differs from ref", impl_names[impl],
+                                     tname(t), (long long)n, fill, scales[si]);
+                        }
+                    }
+            free(w); free(qa); free(x); free(d1); free(d2);
+        }
+    }
+    printf("  q23edge  %-13s ok\n", impl_names[impl]);
 }
 
 /* ---------------------------------------------------------------- drivers */
@@ -554,7 +609,7 @@ int main(int argc, char **argv) {
         if (!only || !strcmp(only, "dequant")) { if (impl != K_IMPL_REF) test_dequant(impl); }
         if (!only || !strcmp(only, "quantize")) { if (impl != K_IMPL_REF) test_quantize(impl); }
         if (!only || !strcmp(only, "dot")) test_dot(impl);
-        if (!only || !strcmp(only, "order")) { if (impl != K_IMPL_REF) test_order(impl); }
+        if (!only || !strcmp(only, "order")) { if (impl != K_IMPL_REF) test_order(impl); test_q23_edges(impl); }
         if (!only || !strcmp(only, "drivers")) test_drivers(impl);
         if (!only || !strcmp(only, "ops")) { if (impl != K_IMPL_REF) test_ops(impl); }
         /* the "ops" ctest runs attn too (the ref included) */

@@ -102,7 +102,7 @@ static inline k_half rng_scale(float lo, float hi, int signed_ok) {
  * 1: every quant byte 0xFF (extreme quants); 2: all zero bytes; 3: tiny
  * (subnormal f16) scales. */
 static void fill_weights(int t, void *buf, int64_t nb, int mode) {
-    int64_t bb = k_row_bytes(t, t == K_Q4_K || t == K_Q5_K || t == K_Q6_K ? K_QKK :
+    int64_t bb = k_row_bytes(t, t == K_Q4_K || t == K_Q5_K || t == K_Q6_K || t == K_Q2_K || t == K_Q3_K ? K_QKK :
                                 (t == K_F16 || t == K_F32 || t == K_BF16 ? 1 : K_QK));
     uint8_t *p = (uint8_t *)buf;
     if (mode == 2) { memset(p, 0, (size_t)(bb * nb)); return; }
@@ -119,6 +119,8 @@ static void fill_weights(int t, void *buf, int64_t nb, int mode) {
         case K_Q4_1: case K_Q5_1: memcpy(p, &d, 2); memcpy(p + 2, &m, 2); break;
         case K_Q4_K: case K_Q5_K: memcpy(p, &d, 2); memcpy(p + 2, &m, 2); break;
         case K_Q6_K: memcpy(p + offsetof(k_block_q6_k, d), &d, 2); break;
+        case K_Q2_K: memcpy(p + offsetof(k_block_q2_k, d), &d, 2); memcpy(p + offsetof(k_block_q2_k, dmin), &m, 2); break;
+        case K_Q3_K: memcpy(p + offsetof(k_block_q3_k, d), &d, 2); break;
         default: break;
         }
     }
@@ -142,6 +144,7 @@ static int64_t block_elems(int t) {
     switch (t) {
     case K_F32: case K_F16: case K_BF16: return 1;
     case K_Q4_K: case K_Q5_K: case K_Q6_K: case K_Q8_K: return K_QKK;
+    case K_Q2_K: case K_Q3_K: return K_QKK;
     default: return K_QK;
     }
 }

@@ -1,0 +1,170 @@
+/* q2k_q3k_avx512_amd64.c — Q2_K and Q3_K dots and k_matmul_q tiles with
+ * AVX-512 BW + VNNI (impl "avx512"; dequantization is the AVX2 kernel).
+ * Specification: q2k_q3k_ref.c, same bits (tested against ref and AVX2).
+ *
+ * One 512-bit vector holds two 32-element vectors of a block (v = 2p, 2p+1:
+ * elements 64p .. 64p+63, 16-element groups 4p .. 4p+3, one per 128-bit
+ * lane). The group scale is multiplied into the weights as bytes, q * s with
+ * |q * s| <= 128 (an unsigned byte), the sign of q * s moved onto the
+ * activation, and vpdpbusd adds the 4-element products straight into int32
+ * lanes: int32 lane L gets (q * s) . a over elements 4L .. 4L+3 of the
+ * vector pair. Folding lanes L and L+8 at the end of a block gives lane l of
+ * the reference (element 4l .. 4l+3 of every 32-element vector), exactly: the
+ * same integers, summed in another order. The weight-side work (bits, scale
+ * products, sign mask) is done once per row and reused by every token. */
+#include "q2k_q3k_x86.h"
+
+/* Weights of vector pair p of a block: u = |q * s| bytes, neg = lanes where
+ * q * s < 0 (Q3_K; 0 for Q2_K, whose quants and scales are not negative). */
+typedef struct {
+    __m512i u;
+    __mmask64 neg;
+} q23_pair;
+
+/* Per-block inputs of q23_pair_weights: the 16 scale bytes (q23_scale_bytes)
+ * in all four 128-bit lanes, their absolute values (Q3_K), and hmask in both
+ * 256-bit halves (Q3_K). */
+typedef struct {
+    __m512i s, abs_s, hm;
+} q23_blk_x4;
+
+K_AVX512 static inline __attribute__((always_inline)) q23_blk_x4 q23_block_x4(int type, const void *blk) {
+    q23_blk_x4 b;
+    b.s = _mm512_broadcast_i32x4(q23_scale_bytes(type, blk));
+    b.abs_s = b.s;
+    b.hm = b.s;
+    if (type == K_Q3_K) {
+        b.abs_s = _mm512_abs_epi8(b.s);
+        b.hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const k_block_q3_k *)blk)->hmask));
+    }
+    return b;
+}
+
+/* shifts of the 16-bit words, s0 in the low 256 bits and s1 in the high;
+ * a negative pair shifts left by -s0, -s1 */
+K_AVX512 static inline __attribute__((always_inline)) __m512i q23_shift2(__m512i x, int s0, int s1) {
+    if (s0 < 0)
+        return _mm512_sllv_epi16(x, _mm512_inserti64x4(_mm512_set1_epi16((short)-s0), _mm256_set1_epi16((short)-s1), 1));
+    return _mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1));
+}
+
+/* pshufb index: in 128-bit lane L, byte 4p + L of each lane (in every byte,
+ * or with word = 1: in the low byte of each word and 0 in the high one) */
+K_AVX512 static inline __attribute__((always_inline)) __m512i q23_group_idx(int p, int word) {
+    const short hi = word ? (short)0x8000 : 0;
+    __m128i l[4];
+    for (int L = 0; L < 4; L++)
+        l[L] = _mm_set1_epi16((short)(hi | ((word ? 0 : (4 * p + L) << 8)) | (4 * p + L)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(l[1], l[0])), _mm256_set_m128i(l[3], l[2]), 1);
+}
+
+K_AVX512 static inline __attribute__((always_inline)) q23_pair q23_pair_weights(int type, const void *blk, q23_blk_x4 b, int p) {
+    const uint8_t *qs = type == K_Q2_K ? ((const k_block_q2_k *)blk)->qs : ((const k_block_q3_k *)blk)->qs;
+    const int k = 2 * (p % 2); /* vectors 2p, 2p+1 are vectors k, k+1 of half p/2 */
+    const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * (p / 2))));
+    __m512i q = _mm512_and_si512(q23_shift2(bits, 2 * k, 2 * k + 2), _mm512_set1_epi8(3));
+    /* |scale| of group 4p + L in the low byte of each word of lane L: the
+     * word-wise multiply below then gives |q| * |s| <= 4 * 32 per byte, with
+     * nothing carried into the high byte */
+    const __m512i s_words = _mm512_shuffle_epi8(b.abs_s, q23_group_idx(p, 1));
+    q23_pair r;
+    if (type == K_Q2_K) {
+        r.u = _mm512_mullo_epi16(q, s_words);
+        r.neg = 0;
+        return r;
+    }
+    /* bit 2p / 2p+1 of hmask[l] moved to bit 2: +4 */
+    const __m512i h4 = _mm512_and_si512(q23_shift2(b.hm, 2 * p - 2, 2 * p - 1), _mm512_set1_epi8(4));
+    q = _mm512_sub_epi8(_mm512_or_si512(q, h4), _mm512_set1_epi8(4)); /* -4..3 */
+    r.u = _mm512_mullo_epi16(_mm512_abs_epi8(q), s_words);
+    r.neg = _mm512_movepi8_mask(q) ^ _mm512_movepi8_mask(_mm512_shuffle_epi8(b.s, q23_group_idx(p, 0)));
+    return r;
+}
+
+/* out[r * T + t] = dot(row r, token t), R * T <= 8 */
+K_AVX512 static inline __attribute__((always_inline)) void q23_tile_avx512(const int type, const int R, const int T, int64_t n,
+                                                                          const char *w, size_t row_bytes, const char *a,
+                                                                          size_t a_row_bytes, float *out) {
+    const size_t bsz = type == K_Q2_K ? sizeof(k_block_q2_k) : sizeof(k_block_q3_k);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < R * T; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const k_block_q8_k *y[8];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < T; t++) y[t] = (const k_block_q8_k *)(a + (size_t)t * a_row_bytes) + i;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < R; r++) {
+            const char *blk = w + (size_t)r * row_bytes + (size_t)i * bsz;
+            if (R > 1) {
+                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes, _MM_HINT_T0);
+                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes + 64, _MM_HINT_T0);
+            }
+            const float d = q23_block_start(type, blk, T, y, acc + r * T);
+            const q23_blk_x4 bx4 = q23_block_x4(type, blk);
+            __m512i sumi[8];
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 4")
+            for (int p = 0; p < 4; p++) {
+                const q23_pair wq = q23_pair_weights(type, blk, bx4, p);
+                _Pragma("GCC unroll 8")
+                for (int t = 0; t < T; t++) {
+                    __m512i av = _mm512_loadu_si512((const void *)(y[t]->qs + 64 * p));
+                    if (type == K_Q3_K) av = _mm512_mask_sub_epi8(av, wq.neg, _mm512_setzero_si512(), av);
+                    sumi[t] = _mm512_dpbusd_epi32(sumi[t], wq.u, av);
+                }
+            }
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < T; t++) {
+                const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
+                acc[r * T + t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t]->d * d), _mm256_cvtepi32_ps(s8), acc[r * T + t]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < R * T; j++) out[j] = k_hsum_avx2(acc[j]);
+}
+
+K_AVX512 float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a) {
+    float o;
+    q23_tile_avx512(K_Q2_K, 1, 1, n, (const char *)w, 0, (const char *)a, 0, &o);
+    return o;
+}
+
+K_AVX512 float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a) {
+    float o;
+    q23_tile_avx512(K_Q3_K, 1, 1, n, (const char *)w, 0, (const char *)a, 0, &o);
+    return o;
+}
+
+K_AVX512 static void q2k_tokens8_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
+    q23_tile_avx512(K_Q2_K, 1, 8, n, w, 0, a, a_row_bytes, out);
+}
+K_AVX512 static void q3k_tokens8_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
+    q23_tile_avx512(K_Q3_K, 1, 8, n, w, 0, a, a_row_bytes, out);
+}
+K_AVX512 static void q2k_tokens4_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
+    q23_tile_avx512(K_Q2_K, 1, 4, n, w, 0, a, a_row_bytes, out);
+}
+K_AVX512 static void q3k_tokens4_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
+    q23_tile_avx512(K_Q3_K, 1, 4, n, w, 0, a, a_row_bytes, out);
+}
+K_AVX512 static void q2k_rows4_avx512(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]) {
+    q23_tile_avx512(K_Q2_K, 4, 1, n, w, row_bytes, a, 0, out);
+}
+K_AVX512 static void q3k_rows4_avx512(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]) {
+    q23_tile_avx512(K_Q3_K, 4, 1, n, w, row_bytes, a, 0, out);
+}
+
+void k_mm_q2_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    q23_mm_tile(q2k_tokens8_avx512, q2k_tokens4_avx512, q2k_rows4_avx512, k_dot_q2_k_q8_k_avx512, n, w, row_bytes, nr,
+                a, a_row_bytes, ntok, y, y_stride);
+}
+
+void k_mm_q3_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    q23_mm_tile(q3k_tokens8_avx512, q3k_tokens4_avx512, q3k_rows4_avx512, k_dot_q3_k_q8_k_avx512, n, w, row_bytes, nr,
+                a, a_row_bytes, ntok, y, y_stride);
+}
