@@ -105,9 +105,26 @@ func TestDequantKnownAnswers(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(raw, &idx))
 	require.NotEmpty(t, idx.Entries)
+	// Every type Woolly reads that has files here must be checked; entries
+	// of types it does not read (yet) are skipped, by name.
+	mustCover := []Type{F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS}
+	covered := map[Type]bool{}
+	for _, e := range idx.Entries {
+		if ty := Type(e.TypeID); ty.Known() {
+			covered[ty] = true
+		} else {
+			t.Logf("skipping %s: type %s (id %d) is not supported", e.RawFile, e.Type, e.TypeID)
+		}
+	}
+	for _, ty := range mustCover {
+		require.True(t, covered[ty], "no known-answer entry of type %v in the index", ty)
+	}
 	forEachImpl(t, func(t *testing.T, impl string) {
 		for _, e := range idx.Entries {
 			ty := Type(e.TypeID)
+			if !ty.Known() {
+				continue
+			}
 			require.Equal(t, e.Type, ty.String())
 			src, err := os.ReadFile(filepath.Join(dir, e.RawFile))
 			require.NoError(t, err)
