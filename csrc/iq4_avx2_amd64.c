@@ -74,12 +74,14 @@ K_AVX2 K_INLINE void iq4nl_rows_avx2(const int R, int64_t n, const char *w, size
     const __m256i table = iq4_table_avx2(), one = _mm256_set1_epi16(1);
     const int64_t nb = n / K_QK;
     __m256 even[4], odd[4];
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++) even[r] = odd[r] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
         const __m256i a0 = _mm256_loadu_si256((const __m256i *)y[i].qs);
         const __m256i a1 = _mm256_loadu_si256((const __m256i *)y[i + 1].qs);
         const float dy0 = k_h2f_avx2(y[i].d), dy1 = k_h2f_avx2(y[i + 1].d);
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             if (R > 1) _mm_prefetch((const char *)x + 4 * row_bytes, _MM_HINT_T0); /* the next group of rows */
@@ -89,10 +91,12 @@ K_AVX2 K_INLINE void iq4nl_rows_avx2(const int R, int64_t n, const char *w, size
             odd[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[1].d) * dy1), _mm256_cvtepi32_ps(s1), odd[r]);
         }
     }
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++) out[r] = k_hsum_avx2(_mm256_add_ps(even[r], odd[r]));
     if (i < nb) {
         const __m256i al = _mm256_loadu_si256((const __m256i *)y[i].qs);
         const float dy = k_h2f_avx2(y[i].d);
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             const int32_t isum = iq4_isum_avx2(_mm256_madd_epi16(iq4_pairs_avx2(iq4_levels_avx2(table, x->qs), al), one));
@@ -107,10 +111,12 @@ K_AVX2 K_INLINE void iq4nl_toks_avx2(const int T, int64_t n, const void *w, cons
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const __m256i table = iq4_table_avx2(), one = _mm256_set1_epi16(1);
     __m256 acc[4];
+    _Pragma("GCC unroll 8")
     for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / K_QK; i++) {
         const __m256i q = iq4_levels_avx2(table, x[i].qs), aq = _mm256_sign_epi8(q, q);
         const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
             const __m256i sa = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), q);
@@ -118,6 +124,7 @@ K_AVX2 K_INLINE void iq4nl_toks_avx2(const int T, int64_t n, const void *w, cons
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
         }
     }
+    _Pragma("GCC unroll 8")
     for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
@@ -147,6 +154,12 @@ void k_mm_iq4_nl_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, co
 
 /* ---- IQ4_XS x Q8_K ---- */
 
+/* the 8 sub-block scales minus 32 as int16, in both 128-bit halves */
+K_AVX2 K_INLINE __m256i iq4xs_scales16_avx2(const k_block_iq4_xs *x) {
+    const __m128i s = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)k_iq4xs_scales8(x)));
+    return _mm256_broadcastsi128_si256(_mm_sub_epi16(s, _mm_set1_epi16(32)));
+}
+
 /* R rows x T tokens: out[k * R + r] = dot(row r, token k). Per super-block
  * the 8 sub-blocks' lanes are summed in int32 (madd with the scale), then
  * one FMA with d * y.d; hsum at the end (one order for any R, T). */
@@ -154,35 +167,49 @@ K_AVX2 K_INLINE void iq4xs_tile_avx2(const int R, const int T, int64_t n, const 
                                      const char *a, size_t a_row_bytes, float *out) {
     const __m256i table = iq4_table_avx2();
     __m256 acc[4][4];
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) acc[r][k] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const k_block_iq4_xs *x[4];
         const k_block_q8_k *y[4];
-        __m256i sumi[4][4];
+        __m256i sumi[4][4], sc[4];
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             x[r] = (const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i;
+            sc[r] = iq4xs_scales16_avx2(x[r]);
             if (R > 1) k_prefetch_lines((const char *)x[r] + 4 * row_bytes, 3); /* the next group of rows */
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) sumi[r][k] = _mm256_setzero_si256();
         }
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) y[k] = (const k_block_q8_k *)(a + (size_t)k * a_row_bytes) + i;
+        _Pragma("GCC unroll 8")
         for (int s = 0; s < 8; s++) {
             __m256i av[4];
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) av[k] = _mm256_loadu_si256((const __m256i *)(y[k]->qs + 32 * s));
+            _Pragma("GCC unroll 8")
             for (int r = 0; r < R; r++) {
                 const __m256i q = iq4_levels_avx2(table, x[r]->qs + 16 * s);
-                const __m256i ls = _mm256_set1_epi16((short)k_iq4xs_scale(x[r], s));
+                const __m256i ls = k_bcast16_avx2(sc[r], s);
+                _Pragma("GCC unroll 8")
                 for (int k = 0; k < T; k++)
                     sumi[r][k] = _mm256_add_epi32(sumi[r][k], _mm256_madd_epi16(iq4_pairs_avx2(q, av[k]), ls));
             }
         }
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const float d = k_h2f_avx2(x[r]->d);
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++)
                 acc[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[r][k]), acc[r][k]);
         }
     }
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(acc[r][k]);
 }
 

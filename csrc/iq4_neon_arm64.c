@@ -58,12 +58,16 @@ K_INLINE void iq4nl_rows_neon(const int R, int64_t n, const char *w, size_t row_
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int64_t nb = n / K_QK;
     float32x4_t acc[4][2][2]; /* [row][even/odd block][lanes 0..3 / 4..7] */
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int h = 0; h < 2; h++) acc[r][h][0] = acc[r][h][1] = vdupq_n_f32(0);
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
+        _Pragma("GCC unroll 8")
         for (int h = 0; h < 2; h++) {
             const float dy = iq4_h2f(y[i + h].d);
+            _Pragma("GCC unroll 8")
             for (int r = 0; r < R; r++) {
                 const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i + h;
                 int32x4_t lo, hi;
@@ -74,10 +78,12 @@ K_INLINE void iq4nl_rows_neon(const int R, int64_t n, const char *w, size_t row_
             }
         }
     }
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
         out[r] = iq4_hsum8(vaddq_f32(acc[r][0][0], acc[r][1][0]), vaddq_f32(acc[r][0][1], acc[r][1][1]));
     if (i < nb) {
         const float dy = iq4_h2f(y[i].d);
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             int32x4_t lo, hi;
@@ -93,11 +99,13 @@ K_INLINE void iq4nl_toks_neon(const int T, int64_t n, const void *w, const char 
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     float32x4_t lo_acc[4], hi_acc[4];
+    _Pragma("GCC unroll 8")
     for (int k = 0; k < T; k++) lo_acc[k] = hi_acc[k] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / K_QK; i++) {
         int8x16_t qlo, qhi;
         iq4_levels(table, x[i].qs, &qlo, &qhi);
         const float dx = iq4_h2f(x[i].d);
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
             const float32x4_t d = vdupq_n_f32(dx * iq4_h2f(y->d));
@@ -105,6 +113,7 @@ K_INLINE void iq4nl_toks_neon(const int T, int64_t n, const void *w, const char 
             hi_acc[k] = vfmaq_f32(hi_acc[k], vcvtq_f32_s32(iq4_dot16(qhi, vld1q_s8(y->qs + 16))), d);
         }
     }
+    _Pragma("GCC unroll 8")
     for (int k = 0; k < T; k++) out[k] = iq4_hsum8(lo_acc[k], hi_acc[k]);
 }
 
@@ -140,18 +149,28 @@ K_INLINE void iq4xs_tile_neon(const int R, const int T, int64_t n, const char *w
                               const char *a, size_t a_row_bytes, float *out) {
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     float32x4_t acc[4][4][2];
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) acc[r][k][0] = acc[r][k][1] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / K_QKK; i++) {
         int32x4_t sum[4][4][2];
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++)
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) sum[r][k][0] = sum[r][k][1] = vdupq_n_s32(0);
+        uint64_t sc[4];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) sc[r] = k_iq4xs_scales8((const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i);
+        _Pragma("GCC unroll 8")
         for (int s = 0; s < 8; s++) {
+            _Pragma("GCC unroll 8")
             for (int r = 0; r < R; r++) {
                 const k_block_iq4_xs *x = (const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i;
-                const int32_t ls = k_iq4xs_scale(x, s);
+                const int32_t ls = (int32_t)((sc[r] >> (8 * s)) & 63) - 32;
                 int8x16_t qlo, qhi;
                 iq4_levels(table, x->qs + 16 * s, &qlo, &qhi);
+                _Pragma("GCC unroll 8")
                 for (int k = 0; k < T; k++) {
                     const int8_t *ya = ((const k_block_q8_k *)(a + (size_t)k * a_row_bytes) + i)->qs + 32 * s;
                     sum[r][k][0] = vmlaq_n_s32(sum[r][k][0], iq4_dot16(qlo, vld1q_s8(ya)), ls);
@@ -159,8 +178,10 @@ K_INLINE void iq4xs_tile_neon(const int R, const int T, int64_t n, const char *w
                 }
             }
         }
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const float dx = iq4_h2f(((const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i)->d);
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) {
                 const float32x4_t d = vdupq_n_f32(dx * ((const k_block_q8_k *)(a + (size_t)k * a_row_bytes) + i)->d);
                 acc[r][k][0] = vfmaq_f32(acc[r][k][0], vcvtq_f32_s32(sum[r][k][0]), d);
@@ -168,7 +189,9 @@ K_INLINE void iq4xs_tile_neon(const int R, const int T, int64_t n, const char *w
             }
         }
     }
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) out[k * R + r] = iq4_hsum8(acc[r][k][0], acc[r][k][1]);
 }
 

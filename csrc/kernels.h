@@ -83,6 +83,22 @@ static inline int k_iq4xs_scale(const k_block_iq4_xs *b, int j) {
     return (((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32;
 }
 
+/* All 8 scales of an IQ4_XS block at once: byte j of the result is the
+ * 6-bit scale of sub-block j (0..63, not yet minus 32). The nibbles of
+ * scales_l and the 2-bit fields of scales_h are spread to one per byte. */
+static inline uint64_t k_iq4xs_scales8(const k_block_iq4_xs *b) {
+    uint64_t l = (uint64_t)b->scales_l[0] | (uint64_t)b->scales_l[1] << 8 | (uint64_t)b->scales_l[2] << 16 |
+                 (uint64_t)b->scales_l[3] << 24;
+    l = (l | l << 16) & 0x0000FFFF0000FFFFull;
+    l = (l | l << 8) & 0x00FF00FF00FF00FFull;
+    l = (l | l << 4) & 0x0F0F0F0F0F0F0F0Full;
+    uint64_t h = b->scales_h;
+    h = (h | h << 24) & 0x000000FF000000FFull;
+    h = (h | h << 12) & 0x000F000F000F000Full;
+    h = (h | h << 6) & 0x0303030303030303ull;
+    return l | h << 4;
+}
+
 /* ---- scalar conversions (portable, exact) ---- */
 float  k_f16_to_f32(k_half h);
 k_half k_f32_to_f16(float f);           /* round to nearest even, subnormals kept */

@@ -63,10 +63,12 @@ K_INLINE void nl_one_token(const int R, int64_t n, const char *w, size_t row_byt
     const int32x4_t zero = vdupq_n_s32(0);
     const int64_t nb = n / 32, npair = nb & ~(int64_t)1;
     float32x4_t f[4][2][2];
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++) f[r][0][0] = f[r][0][1] = f[r][1][0] = f[r][1][1] = vdupq_n_f32(0);
     for (int64_t i = 0; i < nb; i++) {
         const int8x16_t a0 = vld1q_s8(y[i].qs), a1 = vld1q_s8(y[i].qs + 16);
         const float dy = h2f(y[i].d);
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const blk_iq4_nl *x = (const blk_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             const struct lv32 q = levels32(table, x->qs);
@@ -83,6 +85,7 @@ K_INLINE void nl_one_token(const int R, int64_t n, const char *w, size_t row_byt
         }
     }
     if (npair == nb)
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++)
             out[r] = hsum_lanes8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
 }
@@ -93,10 +96,12 @@ K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, siz
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int32x4_t zero = vdupq_n_s32(0);
     float32x4_t f[4][2];
+    _Pragma("GCC unroll 8")
     for (int k = 0; k < T; k++) f[k][0] = f[k][1] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / 32; i++) {
         const struct lv32 q = levels32(table, x[i].qs);
         const float dx = h2f(x[i].d);
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const blk_q8_0 *y = (const blk_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
             const float32x4_t d = vdupq_n_f32(dx * h2f(y->d));
@@ -104,6 +109,7 @@ K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, siz
             f[k][1] = vfmaq_f32(f[k][1], vcvtq_f32_s32(vdotq_s32(zero, q.hi, vld1q_s8(y->qs + 16))), d);
         }
     }
+    _Pragma("GCC unroll 8")
     for (int k = 0; k < T; k++) out[k] = hsum_lanes8(f[k][0], f[k][1]);
 }
 
@@ -138,25 +144,34 @@ K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, s
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int32x4_t zero = vdupq_n_s32(0);
     float32x4_t f[4][4][2];
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) f[r][k][0] = f[r][k][1] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / 256; i++) {
         const blk_iq4_xs *x[4];
         const blk_q8_k *y[4];
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) x[r] = (const blk_iq4_xs *)(w + (size_t)r * row_bytes) + i;
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) y[k] = (const blk_q8_k *)(a + (size_t)k * a_row_bytes) + i;
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             int32x4_t lo[4], hi[4];
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) lo[k] = hi[k] = zero;
+            _Pragma("GCC unroll 8")
             for (int s = 0; s < 8; s++) {
                 const struct lv32 q = levels32(table, x[r]->qs + 16 * s);
                 const int32_t ls = xs_scale(x[r], s);
+                _Pragma("GCC unroll 8")
                 for (int k = 0; k < T; k++) {
                     lo[k] = vmlaq_n_s32(lo[k], vdotq_s32(zero, q.lo, vld1q_s8(y[k]->qs + 32 * s)), ls);
                     hi[k] = vmlaq_n_s32(hi[k], vdotq_s32(zero, q.hi, vld1q_s8(y[k]->qs + 32 * s + 16)), ls);
                 }
             }
             const float dx = h2f(x[r]->d);
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) {
                 const float32x4_t d = vdupq_n_f32(dx * y[k]->d);
                 f[r][k][0] = vfmaq_f32(f[r][k][0], vcvtq_f32_s32(lo[k]), d);
@@ -164,7 +179,9 @@ K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, s
             }
         }
     }
+    _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) out[k * R + r] = hsum_lanes8(f[r][k][0], f[r][k][1]);
 }
 
