@@ -24,6 +24,8 @@ static type_info info_of(int type) {
     case K_Q5_K: return (type_info){K_QKK, sizeof(k_block_q5_k), K_Q8_K};
     case K_Q6_K: return (type_info){K_QKK, sizeof(k_block_q6_k), K_Q8_K};
     case K_Q8_K: return (type_info){K_QKK, sizeof(k_block_q8_k), K_Q8_K};
+    case K_IQ4_NL: return (type_info){K_QK, sizeof(k_block_iq4_nl), K_Q8_0};
+    case K_IQ4_XS: return (type_info){K_QKK, sizeof(k_block_iq4_xs), K_Q8_K};
     default:     return (type_info){0, 0, -1};
     }
 }
@@ -55,6 +57,8 @@ static k_dequant_fn ref_dequant(int type) {
     case K_Q4_K: return k_dequant_q4_k_ref;
     case K_Q5_K: return k_dequant_q5_k_ref;
     case K_Q6_K: return k_dequant_q6_k_ref;
+    case K_IQ4_NL: return k_dequant_iq4_nl_ref;
+    case K_IQ4_XS: return k_dequant_iq4_xs_ref;
     default:     return NULL;
     }
 }
@@ -74,6 +78,8 @@ static k_dot_fn ref_dot(int wtype) {
     case K_Q4_K: return k_dot_q4_k_q8_k_ref;
     case K_Q5_K: return k_dot_q5_k_q8_k_ref;
     case K_Q6_K: return k_dot_q6_k_q8_k_ref;
+    case K_IQ4_NL: return k_dot_iq4_nl_q8_0_ref;
+    case K_IQ4_XS: return k_dot_iq4_xs_q8_k_ref;
     default:     return NULL;
     }
 }
@@ -86,6 +92,11 @@ static k_quantize_fn ref_quantize(int act) {
     default:     return NULL;
     }
 }
+
+/* ref tile kernels: only where a batch is summed in another order than the
+ * one-token dot (IQ4_NL, see kernels.h); also the fallback of a SIMD impl
+ * without its own tile for such a type */
+static k_mm_tile_fn ref_mm_tile(int wtype) { return wtype == K_IQ4_NL ? k_mm_iq4_nl_ref : NULL; }
 
 static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
@@ -161,6 +172,7 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     const char *wb = (const char *)w;
     k_mm_tile_fn tile = simd_impl(impl) ? k_arch_get_mm_tile(impl, wtype) : NULL;
+    if (!tile) tile = ref_mm_tile(wtype);
     if (tile) { /* one token: the tile kernel runs several rows at a time */
         if (r1 > r0) tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
         return 0;
@@ -180,6 +192,7 @@ int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     k_dot_fn f = dot_fn(impl, wtype);
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     k_mm_tile_fn tile = simd_impl(impl) ? k_arch_get_mm_tile(impl, wtype) : NULL;
+    if (!tile) tile = ref_mm_tile(wtype);
     const char *wb = (const char *)w, *ab = (const char *)a;
     for (int64_t rt = r0; rt < r1; rt += MM_ROWS) {
         const int64_t nr = r1 - rt < MM_ROWS ? r1 - rt : MM_ROWS;

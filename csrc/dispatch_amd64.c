@@ -18,6 +18,8 @@ k_dequant_fn k_arch_get_dequant(int impl, int type) {
     case K_Q4_K: return k_dequant_q4_k_avx2;
     case K_Q5_K: return k_dequant_q5_k_avx2;
     case K_Q6_K: return k_dequant_q6_k_avx2;
+    case K_IQ4_NL: return k_dequant_iq4_nl_avx2;
+    case K_IQ4_XS: return k_dequant_iq4_xs_avx2;
     default:     return NULL;
     }
 }
@@ -34,6 +36,8 @@ static k_dot_fn dot_avx512(int wtype) {
     case K_Q4_K: return k_dot_q4_k_q8_k_avx512;
     case K_Q5_K: return k_dot_q5_k_q8_k_avx512;
     case K_Q6_K: return k_dot_q6_k_q8_k_avx512;
+    case K_IQ4_NL: return k_dot_iq4_nl_q8_0_avx512;
+    case K_IQ4_XS: return k_dot_iq4_xs_q8_k_avx512;
     default:     return NULL;
     }
 }
@@ -55,6 +59,8 @@ k_dot_fn k_arch_get_dot(int impl, int wtype) {
     case K_Q4_K: return k_dot_q4_k_q8_k_avx2;
     case K_Q5_K: return k_dot_q5_k_q8_k_avx2;
     case K_Q6_K: return k_dot_q6_k_q8_k_avx2;
+    case K_IQ4_NL: return k_dot_iq4_nl_q8_0_avx2;
+    case K_IQ4_XS: return k_dot_iq4_xs_q8_k_avx2;
     default:     return NULL;
     }
 }
@@ -81,6 +87,8 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     case K_Q4_0: return v ? k_mm_q4_0_avx512 : k_mm_q4_0_avx2;
     case K_Q5_K: return v ? k_mm_q5_k_avx512 : k_mm_q5_k_avx2;
     case K_Q5_0: return v ? k_mm_q5_0_avx512 : k_mm_q5_0_avx2;
+    case K_IQ4_NL: return v ? k_mm_iq4_nl_avx512 : k_mm_iq4_nl_avx2;
+    case K_IQ4_XS: return v ? k_mm_iq4_xs_avx512 : k_mm_iq4_xs_avx2;
     case K_F16:  return k_mm_f16_avx2;
     case K_F32:  return k_mm_f32_avx2;
     default:     return NULL; /* the driver runs rows x the single-token dot */

@@ -25,6 +25,8 @@ k_dequant_fn k_arch_get_dequant(int impl, int type) {
     case K_Q4_K: return k_dequant_q4_k_neon;
     case K_Q5_K: return k_dequant_q5_k_neon;
     case K_Q6_K: return k_dequant_q6_k_neon;
+    case K_IQ4_NL: return k_dequant_iq4_nl_neon;
+    case K_IQ4_XS: return k_dequant_iq4_xs_neon;
     default:     return NULL;
     }
 }
@@ -40,6 +42,8 @@ k_dot_fn k_arch_get_dot(int impl, int wtype) {
         case K_Q4_0: return k_dot_q4_0_q8_0_neon_dot;
         case K_Q5_0: return k_dot_q5_0_q8_0_neon_dot;
         case K_Q8_0: return k_dot_q8_0_q8_0_neon_dot;
+        case K_IQ4_NL: return k_dot_iq4_nl_q8_0_neon_dot;
+        case K_IQ4_XS: return k_dot_iq4_xs_q8_k_neon_dot;
         default:     break; /* the float dots are the same in both sets */
         }
     }
@@ -53,6 +57,8 @@ k_dot_fn k_arch_get_dot(int impl, int wtype) {
     case K_Q4_0: return k_dot_q4_0_q8_0_neon;
     case K_Q5_0: return k_dot_q5_0_q8_0_neon;
     case K_Q8_0: return k_dot_q8_0_q8_0_neon;
+    case K_IQ4_NL: return k_dot_iq4_nl_q8_0_neon;
+    case K_IQ4_XS: return k_dot_iq4_xs_q8_k_neon;
     case K_F16:  return k_dot_f16_f16_neon;
     case K_F32:  return k_dot_f32_f32_neon;
     default:     return NULL;
@@ -69,7 +75,8 @@ k_quantize_fn k_arch_get_quantize(int impl, int act) {
     }
 }
 
-/* k_matmul_q tiles (1 row x 4 tokens, same bits as the dots); also used by
+/* k_matmul_q tiles (1 row x 4 tokens, same bits as the dots; IQ4_NL
+ * batches in the reference's batch order, see kernels.h); also used by
  * k_matvec with one token, where they run the single-token dot per row. */
 k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     if (impl == K_IMPL_NEON_DOT) {
@@ -82,6 +89,8 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
         case K_Q4_0: return k_mm_q4_0_neon_dot;
         case K_Q5_0: return k_mm_q5_0_neon_dot;
         case K_Q8_0: return k_mm_q8_0_neon_dot;
+        case K_IQ4_NL: return k_mm_iq4_nl_neon_dot;
+        case K_IQ4_XS: return k_mm_iq4_xs_neon_dot;
         default:     return NULL;
         }
     }
@@ -95,6 +104,8 @@ k_mm_tile_fn k_arch_get_mm_tile(int impl, int wtype) {
     case K_Q4_0: return k_mm_q4_0_neon;
     case K_Q5_0: return k_mm_q5_0_neon;
     case K_Q8_0: return k_mm_q8_0_neon;
+    case K_IQ4_NL: return k_mm_iq4_nl_neon;
+    case K_IQ4_XS: return k_mm_iq4_xs_neon;
     default:     return NULL;
     }
 }

@@ -31,7 +31,7 @@ extern "C" {
 enum {
     K_F32 = 0, K_F16 = 1, K_Q4_0 = 2, K_Q4_1 = 3, K_Q5_0 = 6, K_Q5_1 = 7,
     K_Q8_0 = 8, K_Q4_K = 12, K_Q5_K = 13, K_Q6_K = 14, K_Q8_K = 15, K_BF16 = 30,
-    K_Q2_K = 10, K_Q3_K = 11,
+    K_Q2_K = 10, K_Q3_K = 11, K_IQ4_NL = 20, K_IQ4_XS = 23,
     K_TYPE_MAX = 31
 };
 
@@ -58,6 +58,14 @@ typedef struct { k_half d; k_half dmin; uint8_t scales[12]; uint8_t qs[128]; } k
 typedef struct { k_half d; k_half dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } k_block_q5_k;
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; k_half d; } k_block_q6_k;
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } k_block_q8_k;
+/* IQ4_NL: 32 elements, qs as in Q4_0 (element j < 16: low nibble of qs[j],
+ * j+16: its high nibble); value = d * k_iq4nl_values[nibble]. */
+typedef struct { k_half d; uint8_t qs[16]; } k_block_iq4_nl;
+/* IQ4_XS: 256 elements in 8 sub-blocks of 32, each laid out like an IQ4_NL
+ * block in qs[16j .. 16j+15]; sub-block j has the 6-bit scale
+ * (scales_l[j/2] >> 4*(j%2) & 15) | (scales_h >> 2j & 3) << 4, and
+ * value = d * (scale - 32) * k_iq4nl_values[nibble]. */
+typedef struct { k_half d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } k_block_iq4_xs;
 
 _Static_assert(sizeof(k_block_q4_0) == 18, "q4_0 block is 18 bytes");
 _Static_assert(sizeof(k_block_q4_1) == 20, "q4_1 block is 20 bytes");
@@ -70,6 +78,32 @@ _Static_assert(sizeof(k_block_q4_k) == 144, "q4_K block is 144 bytes");
 _Static_assert(sizeof(k_block_q5_k) == 176, "q5_K block is 176 bytes");
 _Static_assert(sizeof(k_block_q6_k) == 210, "q6_K block is 210 bytes");
 _Static_assert(sizeof(k_block_q8_k) == 292, "q8_K block is 292 bytes");
+_Static_assert(sizeof(k_block_iq4_nl) == 18, "iq4_nl block is 18 bytes");
+_Static_assert(sizeof(k_block_iq4_xs) == 136, "iq4_xs block is 136 bytes");
+
+/* The 16 levels of IQ4_NL / IQ4_XS quants (ggml's kvalues_iq4nl). */
+extern const int8_t k_iq4nl_values[16];
+
+/* Scale of IQ4_XS sub-block j (0..7), already minus 32: -32 .. 31. */
+static inline int k_iq4xs_scale(const k_block_iq4_xs *b, int j) {
+    return (((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
+/* All 8 scales of an IQ4_XS block at once: byte j of the result is the
+ * 6-bit scale of sub-block j (0..63, not yet minus 32). The nibbles of
+ * scales_l and the 2-bit fields of scales_h are spread to one per byte. */
+static inline uint64_t k_iq4xs_scales8(const k_block_iq4_xs *b) {
+    uint64_t l = (uint64_t)b->scales_l[0] | (uint64_t)b->scales_l[1] << 8 | (uint64_t)b->scales_l[2] << 16 |
+                 (uint64_t)b->scales_l[3] << 24;
+    l = (l | l << 16) & 0x0000FFFF0000FFFFull;
+    l = (l | l << 8) & 0x00FF00FF00FF00FFull;
+    l = (l | l << 4) & 0x0F0F0F0F0F0F0F0Full;
+    uint64_t h = b->scales_h;
+    h = (h | h << 24) & 0x000000FF000000FFull;
+    h = (h | h << 12) & 0x000F000F000F000Full;
+    h = (h | h << 6) & 0x0303030303030303ull;
+    return l | h << 4;
+}
 
 /* ---- scalar conversions (portable, exact) ---- */
 float  k_f16_to_f32(k_half h);
@@ -85,9 +119,9 @@ float  k_bf16_to_f32(k_bf16 h);
  *   float k_dot_<w>_<a>_<impl>(int64_t n, const void *w, const void *a);
  *   void  k_quantize_<a>_<impl>(const float *x, void *dst, int64_t n);
  *
- * <t>  in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k
+ * <t>  in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs
  * <w>_<a> pairs: q4_k_q8_k q5_k_q8_k q6_k_q8_k q4_0_q8_0 q4_1_q8_0 q5_0_q8_0
- *               q5_1_q8_0 q8_0_q8_0 f16_f16 f32_f32 bf16_f32
+ *               q5_1_q8_0 q8_0_q8_0 iq4_nl_q8_0 iq4_xs_q8_k f16_f16 f32_f32 bf16_f32
  * <a>  in q8_k (with bsums) q8_0 f16
  * and q2_k q3_k (<t>) with q2_k_q8_k q3_k_q8_k (<w>_<a>).
  */
@@ -283,6 +317,8 @@ void k_dequant_q3_k_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_ref(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_ref(const void *src, float *dst, int64_t n);
+void k_dequant_iq4_nl_ref(const void *src, float *dst, int64_t n);
+void k_dequant_iq4_xs_ref(const void *src, float *dst, int64_t n);
 
 void k_quantize_q8_k_ref(const float *x, void *dst, int64_t n);
 void k_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
@@ -298,6 +334,8 @@ float k_dot_q4_1_q8_0_ref(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_ref(int64_t n, const void *w, const void *a);
 float k_dot_q5_1_q8_0_ref(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_iq4_nl_q8_0_ref(int64_t n, const void *w, const void *a);
+float k_dot_iq4_xs_q8_k_ref(int64_t n, const void *w, const void *a);
 float k_dot_f16_f16_ref(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_ref(int64_t n, const void *w, const void *a);
 float k_dot_bf16_f32_ref(int64_t n, const void *w, const void *a);
@@ -333,6 +371,31 @@ typedef void (*k_scale_fn)(float *x, float s, int64_t n);
 typedef void (*k_mm_tile_fn)(int64_t n, const void *w, size_t row_bytes, int64_t nr,
                              const void *a, size_t a_row_bytes, int64_t ntok,
                              float *y, int64_t y_stride);
+
+/* IQ4_NL is the one format that the reference build sums in two orders: one
+ * token at a time with ggml's vec_dot (k_dot_iq4_nl_q8_0_*: even and odd
+ * blocks in two accumulators), two or more tokens with llamafile's
+ * tinyBLAS_Q0 (one accumulator, blocks in order; see iq4_ref.c). Its tile
+ * kernels follow the first order when ntok == 1 (k_matvec) and the second
+ * when ntok >= 2 (k_matmul_q of a batch), so their results equal the dot
+ * only for one token. The generic drivers use this ref tile where an impl
+ * has none. */
+void k_mm_iq4_nl_ref(int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                     const void *a, size_t a_row_bytes, int64_t ntok,
+                     float *y, int64_t y_stride);
+
+/* The row and token loops of a tile kernel made of a per-format piece
+ * (csrc/mm_drive.c; the IQ4 tiles of every ISA use it). A piece computes
+ * `rows` weight rows (row_bytes apart) x `toks` tokens (a_row_bytes apart)
+ * into out[k * rows + r]; k_mm_drive calls it with
+ *   ntok == 1   (4, 1) for each group of 4 rows, then (1, 1) per row;
+ *   ntok >= 2   for each group of 4 tokens, (1, 4) for every row of the
+ *               tile, then (1, 1) per (row, token) for the rest;
+ * and batch = (ntok >= 2), which selects IQ4_NL's batch order (above). */
+typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
+                              const char *a, size_t a_row_bytes, float *out);
+void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
 void k_sgemm_ref(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                  const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);

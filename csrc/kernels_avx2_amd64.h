@@ -29,6 +29,8 @@ void k_dequant_q3_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q4_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_iq4_nl_avx2(const void *src, float *dst, int64_t n);
+void k_dequant_iq4_xs_avx2(const void *src, float *dst, int64_t n);
 
 void k_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                  const float *cos_t, const float *sin_t, int neox);
@@ -48,6 +50,8 @@ float k_dot_q4_1_q8_0_avx2(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_avx2(int64_t n, const void *w, const void *a);
 float k_dot_q5_1_q8_0_avx2(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a);
+float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a);
 float k_dot_f16_f16_avx2(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_avx2(int64_t n, const void *w, const void *a);
 float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a);
@@ -69,6 +73,10 @@ void k_mm_q5_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, cons
                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q5_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                     size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_nl_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_xs_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_f16_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_f32_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
@@ -90,6 +98,8 @@ void k_mm_q2_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, co
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q3_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+float k_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a);
+float k_dot_iq4_xs_q8_k_avx512(int64_t n, const void *w, const void *a);
 void k_mm_q4_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q6_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
@@ -102,6 +112,10 @@ void k_mm_q5_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, co
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q5_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_nl_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_xs_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
 void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
@@ -149,6 +163,11 @@ K_AVX2 static inline float k_hmax_avx2(__m256 v) {
 }
 
 K_AVX2 static inline float k_h2f_avx2(k_half h) { return _cvtsh_ss(h); }
+
+/* prefetch `lines` cache lines from p on (SSE: no target attribute needed) */
+static inline void k_prefetch_lines(const void *p, int lines) {
+    for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T0);
+}
 
 /* int16 lane broadcast of entry k of a vector of 8 int16 (both 128-bit halves equal) */
 K_AVX2 static inline __m256i k_bcast16_avx2(__m256i v8, int k) {

@@ -24,6 +24,8 @@ void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n);
 void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n);
 void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n);
 void k_dequant_f16_neon(const void *src, float *dst, int64_t n);
+void k_dequant_iq4_nl_neon(const void *src, float *dst, int64_t n);
+void k_dequant_iq4_xs_neon(const void *src, float *dst, int64_t n);
 
 void k_quantize_q8_k_neon(const float *x, void *dst, int64_t n);
 void k_quantize_q8_0_neon(const float *x, void *dst, int64_t n);
@@ -37,6 +39,8 @@ float k_dot_q6_k_q8_k_neon(int64_t n, const void *w, const void *a);
 float k_dot_q4_0_q8_0_neon(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_neon(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_neon(int64_t n, const void *w, const void *a);
+float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a);
+float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a);
 float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a);
 
@@ -52,6 +56,9 @@ float k_dot_q6_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q4_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
+/* csrc/dotprod/iq4_neon_dot_arm64.c */
+float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a);
+float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 
 /* k_matmul_q tiles (k_mm_tile_fn): 1 weight row x 4 tokens, same bits as the dots */
 void k_mm_q2_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
@@ -86,6 +93,16 @@ void k_mm_q5_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, 
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q8_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+/* IQ4 tiles (iq4_neon_arm64.c, dotprod/iq4_neon_dot_arm64.c): 4 rows x 1 token
+ * or 1 row x 4 tokens through k_mm_drive; IQ4_NL batches in the batch order */
+void k_mm_iq4_nl_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_xs_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_nl_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+void k_mm_iq4_xs_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
 /* ops_neon_arm64.c */
 void k_swiglu_neon(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);

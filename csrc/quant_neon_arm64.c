@@ -225,3 +225,29 @@ void k_quantize_f16_neon(const float *x, void *dst, int64_t n) {
     }
     for (; i < n; i++) y[i] = k_f32_to_f16(x[i]);
 }
+
+/* ---- IQ4_NL / IQ4_XS: d (times the IQ4_XS sub-block factor) x level ---- */
+
+static inline void store32_iq4(float *dst, int8x16_t table, const uint8_t *qs, float32x4_t d) {
+    const uint8x16_t q = vld1q_u8(qs);
+    store16_s8(dst, vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(15))), d);
+    store16_s8(dst + 16, vqtbl1q_s8(table, vshrq_n_u8(q, 4)), d);
+}
+
+void k_dequant_iq4_nl_neon(const void *src, float *dst, int64_t n) {
+    const k_block_iq4_nl *b = (const k_block_iq4_nl *)src;
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) store32_iq4(dst, table, b[i].qs, vdupq_n_f32(h2f(b[i].d)));
+}
+
+void k_dequant_iq4_xs_neon(const void *src, float *dst, int64_t n) {
+    const k_block_iq4_xs *b = (const k_block_iq4_xs *)src;
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float d = h2f(b[i].d);
+        for (int s = 0; s < 8; s++, dst += 32) {
+            const float dl = d * (float)k_iq4xs_scale(&b[i], s); /* rounded to f32 first, as ref */
+            store32_iq4(dst, table, b[i].qs + 16 * s, vdupq_n_f32(dl));
+        }
+    }
+}

@@ -33,7 +33,7 @@ func withImpl(t testing.TB, name string, f func()) {
 }
 
 var quantTypes = []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K,
-	Q2_K, Q3_K}
+	Q2_K, Q3_K, IQ4_NL, IQ4_XS}
 var weightTypes = append([]Type{F32, F16, BF16}, quantTypes...)
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
@@ -94,7 +94,7 @@ func randomRow(t Type, n int, rng *rand.Rand, style int) []byte {
 		case BF16:
 			v := float32(rng.NormFloat64())
 			binary.LittleEndian.PutUint16(blk, uint16(math.Float32bits(v)>>16))
-		case Q4_0, Q5_0, Q8_0, Q6_K:
+		case Q4_0, Q5_0, Q8_0, Q6_K, IQ4_NL, IQ4_XS:
 			at := 0
 			if t == Q6_K {
 				at = 208

@@ -16,7 +16,10 @@
 // same bytes on every set. Dot products (MatVec, MatMulQ) sum in the
 // reference build's order (llama.cpp x86: ggml vec_dot / tinyBLAS_Q0), so on
 // amd64 ref, avx2 and avx512 give the same bits, and MatMulQ equals MatVec
-// bit for bit. AttentionF16Acc and AttentionTiled reproduce the reference's
+// bit for bit — except IQ4_NL, which the reference sums in one order for one
+// token (vec_dot) and in another for two or more (tinyBLAS_Q0): MatVec and
+// MatMulQ with one token follow the first, MatMulQ of a batch the second
+// (csrc/kernels.h). AttentionF16Acc and AttentionTiled reproduce the reference's
 // two CPU flash-attention paths over an f16 KV cache, with the same bits on
 // every set, and so do RoPE and SwiGLU (the reference's roundings and
 // exponentials); Attention (f32 cache), Softmax and SiLUMul on SIMD sets use

@@ -51,10 +51,11 @@ var types = map[Type]typeInfo{
 	Q5_K: {"Q5_K", 256, 176, Q8_K},
 	Q6_K: {"Q6_K", 256, 210, Q8_K},
 	Q8_K: {"Q8_K", 256, 292, Q8_K},
-	BF16: {"BF16", 1, 2, F32},
 
 	IQ4_NL: {"IQ4_NL", 32, 18, Q8_0},
 	IQ4_XS: {"IQ4_XS", 256, 136, Q8_K},
+
+	BF16: {"BF16", 1, 2, F32},
 }
 
 // Known reports whether t is a type Woolly can read.
@@ -75,8 +76,9 @@ func (t Type) BlockElems() int { return types[t].blockElems }
 func (t Type) BlockBytes() int { return types[t].blockBytes }
 
 // ActType is the type the activation vector is converted to before a dot
-// product with a weight row of type t: Q8_K for K-quants, Q8_0 for the
-// 32-element quants, F16 for F16 weights, F32 for F32 and BF16.
+// product with a weight row of type t: Q8_K for K-quants and IQ4_XS, Q8_0
+// for the 32-element quants and IQ4_NL, F16 for F16 weights, F32 for F32 and
+// BF16.
 func (t Type) ActType() Type { return types[t].act }
 
 // RowBytes is the byte size of n elements of type t. It fails for unknown

@@ -1,6 +1,9 @@
 package kernels
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRowBytes(t *testing.T) {
 	cases := []struct {
@@ -19,11 +22,40 @@ func TestRowBytes(t *testing.T) {
 		{F32, 1 << 62, 0, false}, // overflows int64 bytes
 		{Type(99), 32, 0, false},
 		{Q4_0, -32, 0, false},
+		{IQ4_NL, 96, 54, true},
+		{IQ4_NL, 48, 0, false},
+		{IQ4_XS, 512, 272, true},
+		{IQ4_XS, 128, 0, false},
 	}
 	for _, c := range cases {
 		got, err := c.t.RowBytes(c.n)
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("%v.RowBytes(%d) = %d, %v; want %d, ok=%v", c.t, c.n, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// The IQ4 types by id and name, with the activation type their dots take.
+func TestIQ4Types(t *testing.T) {
+	for _, c := range []struct {
+		t         Type
+		id        uint32
+		name      string
+		act       Type
+		elems, by int
+	}{
+		{IQ4_NL, 20, "IQ4_NL", Q8_0, 32, 18},
+		{IQ4_XS, 23, "IQ4_XS", Q8_K, 256, 136},
+	} {
+		if uint32(c.t) != c.id || !c.t.Known() || c.t.String() != c.name || c.t.ActType() != c.act ||
+			c.t.BlockElems() != c.elems || c.t.BlockBytes() != c.by {
+			t.Errorf("%v: id %d known %v act %v block %d/%d; want id %d, %s, act %v, block %d/%d", c.t, uint32(c.t),
+				c.t.Known(), c.t.ActType(), c.t.BlockElems(), c.t.BlockBytes(), c.id, c.name, c.act, c.elems, c.by)
+		}
+		for _, name := range []string{c.name, strings.ToLower(c.name)} {
+			if got, ok := TypeByName(name); !ok || got != c.t {
+				t.Errorf("TypeByName(%q) = %v, %v; want %v", name, got, ok, c.t)
+			}
 		}
 	}
 }

@@ -72,7 +72,7 @@ fi
 # The parity subset: the logits, greedy and full-row checks on the small
 # quantized and F32/F16 files; the f16 "mini" model and the perplexity runs
 # take minutes under qemu (ARM64_PARITY_RUN overrides the filter).
-parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy|FullRows)/(stories260K|llama-2-tiny|synth-.*-Q)'}
+parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy|FullRows|IQ4AsReference)/(stories260K|llama-2-tiny|synth-.*-I?Q)'}
 run_filter() { case "$1" in runtime) echo "$parity_run" ;; *) echo . ;; esac; }
 # qemu-user cannot run a test that re-executes its own (arm64) binary unless
 # binfmt_misc is set up for it; those tests are skipped here.
@@ -153,7 +153,7 @@ done
 # Cross-architecture check: `woolly logits` on small models must print the
 # same bytes from the x86-64 build and from the arm64 build under qemu (both
 # CPUs): the kernels follow one summation order on every ISA.
-xarch_models="stories260K-Q4_K_M stories260K-Q4_0 stories260K-Q6_K stories260K-Q8_0 stories260K-F16 synth-llama-mini-Q5_K_M synth-qwen2-mini-Q4_K_M synth-qwen3-mini-Q4_K_M synth-qwen3moe-mini-Q4_K_M synth-phi3-mini-Q4_K_M"
+xarch_models="stories260K-Q4_K_M stories260K-Q4_0 stories260K-Q6_K stories260K-Q8_0 stories260K-F16 synth-llama-mini-Q5_K_M synth-qwen2-mini-Q4_K_M synth-qwen3-mini-Q4_K_M synth-qwen3moe-mini-Q4_K_M synth-phi3-mini-Q4_K_M synth-llama-mini-IQ4_NL synth-llama-mini-IQ4_XS"
 shared=../shared/models
 # (the x86 side must run SIMD kernels: the scalar ref sums in another order)
 host_simd=0

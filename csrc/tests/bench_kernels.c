@@ -30,13 +30,14 @@ static int want(const char *name) { return !filter || strstr(name, filter); }
     secs = t_ / (double)it_; } while (0)
 
 static const int btypes[] = {K_Q4_K, K_Q5_K, K_Q6_K, K_Q4_0, K_Q5_0, K_Q8_0, K_F16, K_F32,
-                             K_Q2_K, K_Q3_K};
+                             K_Q2_K, K_Q3_K, K_IQ4_NL, K_IQ4_XS};
 static const char *bname(int t) {
     switch (t) {
     case K_Q4_K: return "Q4_K"; case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K";
     case K_Q4_0: return "Q4_0"; case K_Q5_0: return "Q5_0"; case K_Q8_0: return "Q8_0";
     case K_F16: return "F16"; case K_F32: return "F32"; case K_Q8_K: return "Q8_K";
     case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
+    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS";
     default: return "?";
     }
 }

@@ -199,6 +199,66 @@ static float om_dot_float(int t, int64_t n, const void *w, const void *a) {
     return (float)sum;
 }
 
+/* ---- IQ4_NL / IQ4_XS: 4-bit indices into ggml's 16 levels (kvalues_iq4nl) ---- */
+static const int8_t om_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* lane l of one 32-group: sum over e in 4l..4l+3 of level(e) * a[e], where
+ * element e < 16 is the low nibble of qs[e] and e >= 16 the high nibble of qs[e-16] */
+static int32_t om_iq4_lane(const uint8_t *qs, const int8_t *a, int l) {
+    int32_t s = 0;
+    for (int e = 4 * l; e < 4 * l + 4; e++) {
+        const int nib = e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
+        s += om_iq4_levels[nib] * a[e];
+    }
+    return s;
+}
+
+/* IQ4_NL x Q8_0. batch = 0: ggml's vec_dot (one token): blocks 0, 2, 4 ...
+ * into one 8-lane accumulator, 1, 3, 5 ... into another, added lane by lane,
+ * hsum8, then an odd last block as fmaf(d, integer block sum, total).
+ * batch = 1: tinyBLAS_Q0 (two or more tokens): one accumulator, in order. */
+static float om_dot_iq4nl(int64_t n, const void *w, const void *a, int batch) {
+    const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const int64_t nb = n / K_QK, paired = batch ? nb : nb & ~(int64_t)1;
+    float acc[2][8] = {{0}};
+    for (int64_t i = 0; i < paired; i++) {
+        const float d = k_f16_to_f32(x[i].d) * k_f16_to_f32(y[i].d);
+        float *ac = acc[batch ? 0 : i & 1];
+        for (int l = 0; l < 8; l++) ac[l] = fmaf(d, (float)om_iq4_lane(x[i].qs, y[i].qs, l), ac[l]);
+    }
+    float v[8];
+    for (int l = 0; l < 8; l++) v[l] = acc[0][l] + acc[1][l];
+    float s = om_hsum8(v);
+    if (paired < nb) {
+        int32_t isum = 0;
+        for (int l = 0; l < 8; l++) isum += om_iq4_lane(x[nb - 1].qs, y[nb - 1].qs, l);
+        const float d = k_f16_to_f32(x[nb - 1].d) * k_f16_to_f32(y[nb - 1].d);
+        s = fmaf(d, (float)isum, s);
+    }
+    return s;
+}
+
+/* IQ4_XS x Q8_K: lanes summed in int32 over the 8 sub-blocks times their
+ * scale (6 bits: low nibble of scales_l[j/2] for even j, high for odd, bits
+ * 2j..2j+1 of scales_h on top; minus 32), one FMA with d * y.d per super-block */
+static float om_dot_iq4xs(int64_t n, const void *w, const void *a) {
+    const k_block_iq4_xs *x = (const k_block_iq4_xs *)w;
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    float acc[8] = {0};
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        int32_t lane[8] = {0};
+        for (int j = 0; j < 8; j++) {
+            const int lo = j % 2 ? x[i].scales_l[j / 2] >> 4 : x[i].scales_l[j / 2] & 15;
+            const int ls = (lo | (((x[i].scales_h >> (2 * j)) & 3) << 4)) - 32;
+            for (int l = 0; l < 8; l++) lane[l] += ls * om_iq4_lane(x[i].qs + 16 * j, y[i].qs + 32 * j, l);
+        }
+        const float d = k_f16_to_f32(x[i].d) * y[i].d;
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
+    }
+    return om_hsum8(acc);
+}
+
 /* The model for weight type t, or NULL-equivalent (returns 0 in *ok) */
 static float om_dot(int t, int64_t n, const void *w, const void *a, int *ok) {
     *ok = 1;
@@ -208,6 +268,8 @@ static float om_dot(int t, int64_t n, const void *w, const void *a, int *ok) {
     case K_Q6_K: return om_dot_q6k(n, w, a);
     case K_Q2_K: case K_Q3_K: return om_dot_q23k(t, n, w, a);
     case K_F16: case K_F32: return om_dot_float(t, n, w, a);
+    case K_IQ4_NL: return om_dot_iq4nl(n, w, a, 0);
+    case K_IQ4_XS: return om_dot_iq4xs(n, w, a);
     default: *ok = 0; return 0;
     }
 }

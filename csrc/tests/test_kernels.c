@@ -13,11 +13,14 @@
  *              k_sgemm against a naive double product, the small ops
  *   attn       the attention kernels' sliding window and soft-cap (same
  *              bits as ref, window = cut cache, close to a double model)
+ *   iq4        IQ4_NL / IQ4_XS edge blocks: every nibble and every IQ4_XS
+ *              scale, zero / max / negative / subnormal d, dequant against
+ *              the format's formula and dots / tiles against the order model
  *
  * Random inputs plus edge cases (zero blocks, all-0xFF quants, subnormal
  * scales, rounding ties), lengths 1, 2, 3, 5, 7, ... blocks to hit tails.
  * Usage: test_kernels [section]   (section: dequant quantize dot order drivers ops
- * attn, ops running attn too; default all). Exit status 1 on any failure.
+ * attn iq4, ops running attn too; default all). Exit status 1 on any failure.
  */
 #include "testutil.h"
 #include "order_model.h"
@@ -28,7 +31,7 @@ static int failures = 0, checks = 0;
 
 static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1,
                                    K_Q8_0, K_Q4_K, K_Q5_K, K_Q6_K,
-                                   K_Q2_K, K_Q3_K};
+                                   K_Q2_K, K_Q3_K, K_IQ4_NL, K_IQ4_XS};
 #define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
 static const char *tname(int t) {
     switch (t) {
@@ -37,6 +40,7 @@ static const char *tname(int t) {
     case K_Q5_1: return "Q5_1"; case K_Q8_0: return "Q8_0"; case K_Q4_K: return "Q4_K";
     case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K"; case K_Q8_K: return "Q8_K";
     case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
+    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS";
     default: return "?";
     }
 }
@@ -317,10 +321,11 @@ static void test_drivers(int impl) {
         for (int64_t i = 0; i < nrows * ntok; i++) y[i] = -1234.f;
         if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
             FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], tname(t));
-        /* the tiles promise the same bits as the impl's own dot, token by token */
+        /* the tiles promise the same bits as the impl's own dot, token by
+         * token; IQ4_NL batches (ntok >= 2) the reference's batch order */
         for (int64_t i = 0; i < nrows * ntok; i++) {
             const int64_t tk = i / nrows, row = i % nrows;
-            const float e = fi(n, w + row * rb, a + tk * ab);
+            const float e = t == K_IQ4_NL ? om_dot_iq4nl(n, w + row * rb, a + tk * ab, 1) : fi(n, w + row * rb, a + tk * ab);
             checks++;
             if (memcmp(&e, &y[i], 4) != 0)
                 FAIL("k_matmul_q %s/%s tok %lld row %lld: %.9g, the impl's dot gives %.9g (not the same bits)",
@@ -595,6 +600,105 @@ static void test_attn(int impl) {
         free(q); free(kf); free(vf); free(k); free(v); free(o1); free(o2); free(o3); free(of); free(scr);
     }
     printf("  attn     %-13s ok (window, soft-cap)\n", impl_names[impl]);
+
+/* ------------------------------------------------------------------- iq4 */
+
+/* dst[k] = the format's value of element k, from the layout alone */
+static void iq4_formula(int t, const uint8_t *src, float *dst, int64_t n) {
+    const int64_t bs = t == K_IQ4_NL ? K_QK : K_QKK, bb = k_row_bytes(t, bs);
+    for (int64_t k = 0; k < n; k++) {
+        const uint8_t *b = src + k / bs * bb;
+        const int e = (int)(k % bs), g = e / 32, j = e % 32;     /* 32-group, element in it */
+        const uint8_t *qs = b + (t == K_IQ4_NL ? 2 : 8) + 16 * g;
+        const int nib = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+        k_half dh; memcpy(&dh, b, 2);
+        float f = k_f16_to_f32(dh);
+        if (t == K_IQ4_XS) {
+            uint16_t sh; memcpy(&sh, b + 2, 2);
+            const int lo = (b[4 + g / 2] >> (4 * (g % 2))) & 15, hi = (sh >> (2 * g)) & 3;
+            f = f * (float)((lo | hi << 4) - 32);
+        }
+        dst[k] = f * (float)om_iq4_levels[nib];
+    }
+}
+
+static void test_iq4(int impl) {
+    static const float dvals[] = {0.0123f, -0.0371f, 0.0f, 65504.0f, -65504.0f, 5.96e-8f /* subnormal */, -2.0f};
+    const int nd = (int)(sizeof dvals / sizeof dvals[0]);
+    for (int ti = 0; ti < 2; ti++) {
+        const int t = ti ? K_IQ4_XS : K_IQ4_NL, act = k_act_type(t);
+        /* IQ4_XS: 8 super-blocks x 8 sub-blocks, sub-block j of block i has
+         * scale 8i + j: all 64 values; IQ4_NL: 1, 2, 3, 8, 33 blocks */
+        const int64_t ns[] = {1, 2, 3, 8, 33}, nn = ti ? 1 : 5;
+        for (int64_t ni = 0; ni < nn; ni++) {
+            const int64_t nb = ti ? 8 : ns[ni], n = nb * block_elems(t), rb = k_row_bytes(t, n), ab = k_row_bytes(act, n);
+            const int64_t nrows = 6, ntok = 5;
+            uint8_t *w = malloc((size_t)(rb * nrows)), *a = malloc((size_t)(ab * ntok));
+            float *x = malloc((size_t)(n * ntok) * 4), *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+            float *y = malloc((size_t)(nrows * ntok) * 4);
+            fill_acts(x, n * ntok, 0);
+            for (int64_t k = 0; k < ntok; k++) k_quantize_act(K_IMPL_REF, act, x + k * n, a + k * ab, n);
+            for (int di = 0; di < nd; di++) {
+                /* rows: every block has d = dvals[di] (row 0) or a random signed
+                 * scale (the others); row 0 uses every nibble in each group */
+                fill_weights(t, w, nb * nrows, 0);
+                for (int64_t b = 0; b < nb * nrows; b++) {
+                    uint8_t *blk = w + b * (rb / nb);
+                    if (b < nb) {
+                        const k_half dh = k_f32_to_f16(dvals[di]);
+                        memcpy(blk, &dh, 2);
+                        uint8_t *qs = blk + (t == K_IQ4_NL ? 2 : 8);
+                        for (int g = 0; g < (t == K_IQ4_NL ? 1 : 8); g++)
+                            for (int j = 0; j < 16; j++) qs[16 * g + j] = (uint8_t)(j | (15 - j) << 4);
+                    }
+                    if (t == K_IQ4_XS) { /* scales 8i + j of sub-block j of block i (i = b % 8) */
+                        uint16_t sh = 0;
+                        memset(blk + 4, 0, 4);
+                        for (int j = 0; j < 8; j++) {
+                            const int v = (int)(b % 8) * 8 + j;
+                            blk[4 + j / 2] |= (uint8_t)((v & 15) << (4 * (j % 2)));
+                            sh |= (uint16_t)((v >> 4) << (2 * j));
+                        }
+                        memcpy(blk + 2, &sh, 2);
+                    }
+                }
+                for (int64_t r = 0; r < nrows; r++) {
+                    const uint8_t *row = w + r * rb;
+                    iq4_formula(t, row, want, n);
+                    memset(got, 0xAA, (size_t)n * 4);
+                    if (k_dequant(impl, t, row, got, n) != 0) FAIL("k_dequant(%s, %s) failed", impl_names[impl], tname(t));
+                    checks++;
+                    if (memcmp(want, got, (size_t)n * 4) != 0)
+                        FAIL("iq4 dequant %s/%s n=%lld d=%g row %lld differs from the formula", impl_names[impl], tname(t), (long long)n, dvals[di], (long long)r);
+                }
+                /* one token (k_matvec) and a batch (k_matmul_q) against the model */
+                for (int64_t k = 0; k < ntok; k++) {
+                    if (k_matvec(impl, t, n, w, (size_t)rb, a + k * ab, y, 0, nrows) != 0) FAIL("k_matvec(%s, %s)", impl_names[impl], tname(t));
+                    for (int64_t r = 0; r < nrows; r++) {
+                        int ok;
+                        const float e = om_dot(t, n, w + r * rb, a + k * ab, &ok);
+                        checks++;
+                        if (memcmp(&e, &y[r], 4) != 0)
+                            FAIL("iq4 matvec %s/%s n=%lld d=%g tok %lld row %lld: %.9g, model %.9g", impl_names[impl], tname(t),
+                                 (long long)n, dvals[di], (long long)k, (long long)r, y[r], e);
+                    }
+                }
+                if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
+                    FAIL("k_matmul_q(%s, %s)", impl_names[impl], tname(t));
+                for (int64_t i = 0; i < nrows * ntok; i++) {
+                    const int64_t k = i / nrows, r = i % nrows;
+                    int ok;
+                    const float e = t == K_IQ4_NL ? om_dot_iq4nl(n, w + r * rb, a + k * ab, 1) : om_dot(t, n, w + r * rb, a + k * ab, &ok);
+                    checks++;
+                    if (memcmp(&e, &y[i], 4) != 0)
+                        FAIL("iq4 matmul_q %s/%s n=%lld d=%g tok %lld row %lld: %.9g, model %.9g", impl_names[impl], tname(t),
+                             (long long)n, dvals[di], (long long)k, (long long)r, y[i], e);
+                }
+            }
+            free(w); free(a); free(x); free(want); free(got); free(y);
+        }
+    }
+    printf("  iq4      %-13s ok\n", impl_names[impl]);
 }
 
 int main(int argc, char **argv) {
@@ -614,6 +718,7 @@ int main(int argc, char **argv) {
         if (!only || !strcmp(only, "ops")) { if (impl != K_IMPL_REF) test_ops(impl); }
         /* the "ops" ctest runs attn too (the ref included) */
         if (!only || !strcmp(only, "ops") || !strcmp(only, "attn")) test_attn(impl);
+        if (!only || !strcmp(only, "iq4")) test_iq4(impl);
     }
     printf("%d impls, %d checks, %d failures\n", tested, checks, failures);
     return failures ? 1 : 0;

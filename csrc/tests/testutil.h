@@ -102,7 +102,7 @@ static inline k_half rng_scale(float lo, float hi, int signed_ok) {
  * 1: every quant byte 0xFF (extreme quants); 2: all zero bytes; 3: tiny
  * (subnormal f16) scales. */
 static void fill_weights(int t, void *buf, int64_t nb, int mode) {
-    int64_t bb = k_row_bytes(t, t == K_Q4_K || t == K_Q5_K || t == K_Q6_K || t == K_Q2_K || t == K_Q3_K ? K_QKK :
+    int64_t bb = k_row_bytes(t, t == K_Q4_K || t == K_Q5_K || t == K_Q6_K || t == K_Q2_K || t == K_Q3_K || t == K_IQ4_XS ? K_QKK :
                                 (t == K_F16 || t == K_F32 || t == K_BF16 ? 1 : K_QK));
     uint8_t *p = (uint8_t *)buf;
     if (mode == 2) { memset(p, 0, (size_t)(bb * nb)); return; }
@@ -115,7 +115,7 @@ static void fill_weights(int t, void *buf, int64_t nb, int mode) {
         case K_F16: { float v = rng_sym() * 4; k_half h = k_f32_to_f16(v); memcpy(p, &h, 2); break; }
         case K_BF16: { float v = rng_sym() * 4; uint32_t u; memcpy(&u, &v, 4); uint16_t h = (uint16_t)(u >> 16); memcpy(p, &h, 2); break; }
         case K_F32: { float v = rng_sym() * 4; memcpy(p, &v, 4); break; }
-        case K_Q4_0: case K_Q5_0: case K_Q8_0: memcpy(p, &d, 2); break;
+        case K_Q4_0: case K_Q5_0: case K_Q8_0: case K_IQ4_NL: case K_IQ4_XS: memcpy(p, &d, 2); break;
         case K_Q4_1: case K_Q5_1: memcpy(p, &d, 2); memcpy(p + 2, &m, 2); break;
         case K_Q4_K: case K_Q5_K: memcpy(p, &d, 2); memcpy(p + 2, &m, 2); break;
         case K_Q6_K: memcpy(p + offsetof(k_block_q6_k, d), &d, 2); break;
@@ -143,7 +143,7 @@ static void fill_acts(float *x, int64_t n, int mode) {
 static int64_t block_elems(int t) {
     switch (t) {
     case K_F32: case K_F16: case K_BF16: return 1;
-    case K_Q4_K: case K_Q5_K: case K_Q6_K: case K_Q8_K: return K_QKK;
+    case K_Q4_K: case K_Q5_K: case K_Q6_K: case K_Q8_K: case K_IQ4_XS: return K_QKK;
     case K_Q2_K: case K_Q3_K: return K_QKK;
     default: return K_QK;
     }

@@ -1,0 +1,205 @@
+/*
+ * iq4_neon_dot_arm64.c — IQ4_NL and IQ4_XS dots and tiles with the dotprod
+ * extension (SDOT, vdotq_s32); the plain-NEON twins and the description of
+ * the summation orders are in csrc/iq4_neon_arm64.c and csrc/iq4_ref.c.
+ * SDOT gives lane l = the products of elements 4l..4l+3 directly, the
+ * integer lanes of every other IQ4 kernel, so the results have their bits.
+ *
+ * This package may not include csrc's headers: the block layouts, the
+ * level table and k_mm_drive are declared here as in csrc/kernels.h (the
+ * static asserts pin the sizes; the table and k_mm_drive are csrc's, linked
+ * in; the kernels' prototypes are in csrc/kernels_neon_arm64.h). Handed out
+ * only when the CPU has dotprod (csrc/dispatch_arm64.c).
+ */
+#include <arm_neon.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct { uint16_t d; uint8_t qs[16]; } blk_iq4_nl;                                        /* k_block_iq4_nl */
+typedef struct { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } blk_iq4_xs; /* k_block_iq4_xs */
+typedef struct { uint16_t d; int8_t qs[32]; } blk_q8_0;                                           /* k_block_q8_0 */
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } blk_q8_k;                          /* k_block_q8_k */
+_Static_assert(sizeof(blk_iq4_nl) == 18 && sizeof(blk_iq4_xs) == 136, "IQ4 block sizes");
+_Static_assert(sizeof(blk_q8_0) == 34 && sizeof(blk_q8_k) == 292, "Q8 block sizes");
+
+extern const int8_t k_iq4nl_values[16];
+typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
+                              const char *a, size_t a_row_bytes, float *out);
+void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+
+#define K_INLINE static inline __attribute__((always_inline))
+
+K_INLINE float h2f(uint16_t h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
+
+/* (l + l+4) over lo = lanes 0..3, hi = 4..7, then (0+2) + (1+3) */
+K_INLINE float hsum_lanes8(float32x4_t lo, float32x4_t hi) {
+    const float32x4_t t = vaddq_f32(lo, hi);
+    return (vgetq_lane_f32(t, 0) + vgetq_lane_f32(t, 2)) + (vgetq_lane_f32(t, 1) + vgetq_lane_f32(t, 3));
+}
+
+/* IQ4_XS sub-block scale minus 32 (layout: csrc/kernels.h) */
+K_INLINE int32_t xs_scale(const blk_iq4_xs *b, int j) {
+    return (((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
+/* levels of the 16 low nibbles (elements 0..15) and 16 high nibbles (16..31) */
+struct lv32 { int8x16_t lo, hi; };
+
+K_INLINE struct lv32 levels32(int8x16_t table, const uint8_t *qs) {
+    const uint8x16_t b = vld1q_u8(qs);
+    struct lv32 v = {vqtbl1q_s8(table, vandq_u8(b, vdupq_n_u8(15))), vqtbl1q_s8(table, vshrq_n_u8(b, 4))};
+    return v;
+}
+
+/* ---- IQ4_NL x Q8_0 ---- */
+
+/* one token, vec_dot's order: f[r][0] even blocks, f[r][1] odd blocks (each
+ * as lanes 0..3 | 4..7), summed before the hsum; odd last block by fmaf */
+K_INLINE void nl_one_token(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
+    const blk_q8_0 *y = (const blk_q8_0 *)a;
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int64_t nb = n / 32, npair = nb & ~(int64_t)1;
+    float32x4_t f[4][2][2];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) f[r][0][0] = f[r][0][1] = f[r][1][0] = f[r][1][1] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < nb; i++) {
+        const int8x16_t a0 = vld1q_s8(y[i].qs), a1 = vld1q_s8(y[i].qs + 16);
+        const float dy = h2f(y[i].d);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const blk_iq4_nl *x = (const blk_iq4_nl *)(w + (size_t)r * row_bytes) + i;
+            const struct lv32 q = levels32(table, x->qs);
+            const int32x4_t s0 = vdotq_s32(zero, q.lo, a0), s1 = vdotq_s32(zero, q.hi, a1);
+            const float d = h2f(x->d) * dy;
+            if (i < npair) {
+                float32x4_t *g = f[r][i & 1];
+                g[0] = vfmaq_f32(g[0], vcvtq_f32_s32(s0), vdupq_n_f32(d));
+                g[1] = vfmaq_f32(g[1], vcvtq_f32_s32(s1), vdupq_n_f32(d));
+            } else { /* the odd last block, after the pairs' total */
+                const float total = hsum_lanes8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
+                out[r] = fmaf(d, (float)vaddvq_s32(vaddq_s32(s0, s1)), total);
+            }
+        }
+    }
+    if (npair == nb)
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++)
+            out[r] = hsum_lanes8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
+}
+
+/* one row x T tokens of a batch, tinyBLAS_Q0's order */
+K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
+    const blk_iq4_nl *x = (const blk_iq4_nl *)w;
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const int32x4_t zero = vdupq_n_s32(0);
+    float32x4_t f[4][2];
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < T; k++) f[k][0] = f[k][1] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / 32; i++) {
+        const struct lv32 q = levels32(table, x[i].qs);
+        const float dx = h2f(x[i].d);
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) {
+            const blk_q8_0 *y = (const blk_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+            const float32x4_t d = vdupq_n_f32(dx * h2f(y->d));
+            f[k][0] = vfmaq_f32(f[k][0], vcvtq_f32_s32(vdotq_s32(zero, q.lo, vld1q_s8(y->qs))), d);
+            f[k][1] = vfmaq_f32(f[k][1], vcvtq_f32_s32(vdotq_s32(zero, q.hi, vld1q_s8(y->qs + 16))), d);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < T; k++) out[k] = hsum_lanes8(f[k][0], f[k][1]);
+}
+
+float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) {
+    float out;
+    nl_one_token(1, n, (const char *)w, 0, a, &out);
+    return out;
+}
+
+static void nl_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
+                     const char *a, size_t a_row_bytes, float *out) {
+    if (batch) {
+        if (toks == 4) nl_batch(4, n, w, a, a_row_bytes, out);
+        else nl_batch(1, n, w, a, a_row_bytes, out);
+        return;
+    }
+    if (rows == 4) nl_one_token(4, n, w, row_bytes, a, out);
+    else nl_one_token(1, n, w, row_bytes, a, out);
+}
+
+void k_mm_iq4_nl_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    k_mm_drive(nl_piece, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
+}
+
+/* ---- IQ4_XS x Q8_K ---- */
+
+/* R rows x T tokens into out[k * R + r]: int32 lanes over the 8 sub-blocks
+ * (SDOT, then times the scale), one FMA per super-block */
+K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+                           const char *a, size_t a_row_bytes, float *out) {
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const int32x4_t zero = vdupq_n_s32(0);
+    float32x4_t f[4][4][2];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) f[r][k][0] = f[r][k][1] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / 256; i++) {
+        const blk_iq4_xs *x[4];
+        const blk_q8_k *y[4];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) x[r] = (const blk_iq4_xs *)(w + (size_t)r * row_bytes) + i;
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) y[k] = (const blk_q8_k *)(a + (size_t)k * a_row_bytes) + i;
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            int32x4_t lo[4], hi[4];
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < T; k++) lo[k] = hi[k] = zero;
+            _Pragma("GCC unroll 8")
+            for (int s = 0; s < 8; s++) {
+                const struct lv32 q = levels32(table, x[r]->qs + 16 * s);
+                const int32_t ls = xs_scale(x[r], s);
+                _Pragma("GCC unroll 8")
+                for (int k = 0; k < T; k++) {
+                    lo[k] = vmlaq_n_s32(lo[k], vdotq_s32(zero, q.lo, vld1q_s8(y[k]->qs + 32 * s)), ls);
+                    hi[k] = vmlaq_n_s32(hi[k], vdotq_s32(zero, q.hi, vld1q_s8(y[k]->qs + 32 * s + 16)), ls);
+                }
+            }
+            const float dx = h2f(x[r]->d);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < T; k++) {
+                const float32x4_t d = vdupq_n_f32(dx * y[k]->d);
+                f[r][k][0] = vfmaq_f32(f[r][k][0], vcvtq_f32_s32(lo[k]), d);
+                f[r][k][1] = vfmaq_f32(f[r][k][1], vcvtq_f32_s32(hi[k]), d);
+            }
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) out[k * R + r] = hsum_lanes8(f[r][k][0], f[r][k][1]);
+}
+
+float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) {
+    float out;
+    xs_rows_toks(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
+    return out;
+}
+
+static void xs_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
+                     const char *a, size_t a_row_bytes, float *out) {
+    (void)batch; /* one order */
+    if (toks == 4) xs_rows_toks(1, 4, n, w, 0, a, a_row_bytes, out);
+    else if (rows == 4) xs_rows_toks(4, 1, n, w, row_bytes, a, 0, out);
+    else xs_rows_toks(1, 1, n, w, 0, a, 0, out);
+}
+
+void k_mm_iq4_xs_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
+                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    k_mm_drive(xs_piece, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
+}
