@@ -239,11 +239,7 @@ func TestGaussianRoundTrip(t *testing.T) {
 		// kernels.Dequant (the engine's reader) must see the same values.
 		yk := make([]float32, len(x))
 		if err := kernels.Dequant(ty, q, yk); err != nil {
-			if !kernelsPending[ty] {
-				t.Fatalf("kernels.Dequant(%v): %v", ty, err)
-			}
-			t.Logf("kernels.Dequant(%v) not available yet: %v", ty, err)
-			copy(yk, y)
+			t.Fatalf("kernels.Dequant(%v): %v", ty, err)
 		}
 		for i := range y {
 			if math.Float32bits(y[i]) != math.Float32bits(yk[i]) {
@@ -257,10 +253,6 @@ func TestGaussianRoundTrip(t *testing.T) {
 		}
 	}
 }
-
-// kernelsPending are types whose C dequantizers come from other branches;
-// until they are merged, TestGaussianRoundTrip only logs their absence.
-var kernelsPending = map[kernels.Type]bool{kernels.Q2_K: true, kernels.Q3_K: true, kernels.IQ4_NL: true, kernels.IQ4_XS: true}
 
 func TestThreadsDoNotChangeBytes(t *testing.T) {
 	x := gaussianRows(256*100, 3)
