@@ -600,6 +600,7 @@ static void test_attn(int impl) {
         free(q); free(kf); free(vf); free(k); free(v); free(o1); free(o2); free(o3); free(of); free(scr);
     }
     printf("  attn     %-13s ok (window, soft-cap)\n", impl_names[impl]);
+}
 
 /* ------------------------------------------------------------------- iq4 */
 
