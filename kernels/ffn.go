@@ -35,15 +35,8 @@ func RMSNormRows(out, x, w []float32, rows, n int, eps float32) error {
 // tanh approximation looked up in an f16 table at f16(gate) (0 at or below
 // -10, the identity at or above 10). out may be gate.
 func GeGLU(out, gate, up []float32, ntok, n, i0, i1 int) error {
-	if ntok < 0 || n < 0 || i0 < 0 || i1 > n || i0 > i1 {
-		return fmt.Errorf("kernels.GeGLU: bad range [%d, %d) of %d rows of %d", i0, i1, ntok, n)
-	}
-	if ntok == 0 || i0 == i1 {
-		return nil
-	}
-	need := (ntok-1)*n + i1
-	if len(out) < need || len(gate) < need || len(up) < need {
-		return fmt.Errorf("kernels.GeGLU: out %d / gate %d / up %d shorter than %d rows of %d", len(out), len(gate), len(up), ntok, n)
+	if empty, err := checkGLU("GeGLU", out, gate, up, ntok, n, i0, i1); empty || err != nil {
+		return err
 	}
 	C.k_geglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
 	return nil

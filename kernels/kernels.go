@@ -559,15 +559,8 @@ func SiLUMul(out, gate, up []float32) error {
 // g / (1 + exp(-g)), exp being ggml's vector exp on the row's 16-lane blocks
 // (i < n &^ 15) and glibc's expf on the tail. out may be gate.
 func SwiGLU(out, gate, up []float32, ntok, n, i0, i1 int) error {
-	if ntok < 0 || n < 0 || i0 < 0 || i1 > n || i0 > i1 {
-		return fmt.Errorf("kernels.SwiGLU: bad range [%d, %d) of %d rows of %d", i0, i1, ntok, n)
-	}
-	if ntok == 0 || i0 == i1 {
-		return nil
-	}
-	need := (ntok-1)*n + i1
-	if len(out) < need || len(gate) < need || len(up) < need {
-		return fmt.Errorf("kernels.SwiGLU: out %d / gate %d / up %d shorter than %d rows of %d", len(out), len(gate), len(up), ntok, n)
+	if empty, err := checkGLU("SwiGLU", out, gate, up, ntok, n, i0, i1); empty || err != nil {
+		return err
 	}
 	C.k_swiglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
 	return nil
@@ -591,4 +584,20 @@ func Scale(x []float32, s float32) {
 		return
 	}
 	C.k_scale(C.int(implID()), fptr(x), C.float(s), C.int64_t(len(x)))
+}
+
+// checkGLU validates the arguments of a gated activation over elements
+// [i0, i1) of ntok rows of n; empty reports that there is nothing to do.
+func checkGLU(op string, out, gate, up []float32, ntok, n, i0, i1 int) (empty bool, err error) {
+	if ntok < 0 || n < 0 || i0 < 0 || i1 > n || i0 > i1 {
+		return false, fmt.Errorf("kernels.%s: bad range [%d, %d) of %d rows of %d", op, i0, i1, ntok, n)
+	}
+	if ntok == 0 || i0 == i1 {
+		return true, nil
+	}
+	need := (ntok-1)*n + i1
+	if len(out) < need || len(gate) < need || len(up) < need {
+		return false, fmt.Errorf("kernels.%s: out %d / gate %d / up %d shorter than %d rows of %d", op, len(out), len(gate), len(up), ntok, n)
+	}
+	return false, nil
 }

@@ -144,17 +144,26 @@ func renderGemma(msgs []Message, addGen bool, bos, _ string) (string, error) {
 	if msgs[0].Role == "system" {
 		return "", &templateError{"System role not supported"}
 	}
+	return gemmaTurns(msgs, "", addGen, bos)
+}
+
+// gemmaTurns writes Gemma's alternating user/model turns, prefix put at the
+// start of the first one.
+func gemmaTurns(msgs []Message, prefix string, addGen bool, bos string) (string, error) {
 	if err := alternates(msgs); err != nil {
 		return "", err
 	}
 	var b strings.Builder
 	b.WriteString(bos)
-	for _, m := range msgs {
+	for i, m := range msgs {
 		role := m.Role
 		if role == "assistant" {
 			role = "model"
 		}
-		b.WriteString("<start_of_turn>" + role + "\n" + strings.TrimSpace(m.Content) + "<end_of_turn>\n")
+		if i > 0 {
+			prefix = ""
+		}
+		b.WriteString("<start_of_turn>" + role + "\n" + prefix + strings.TrimSpace(m.Content) + "<end_of_turn>\n")
 	}
 	if addGen {
 		b.WriteString("<start_of_turn>model\n")
@@ -234,23 +243,5 @@ func renderGemma3(msgs []Message, addGen bool, bos, _ string) (string, error) {
 	if msgs[0].Role == "system" {
 		prefix, msgs = msgs[0].Content+"\n\n", msgs[1:]
 	}
-	if err := alternates(msgs); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	b.WriteString(bos)
-	for i, m := range msgs {
-		role := m.Role
-		if role == "assistant" {
-			role = "model"
-		}
-		if i > 0 {
-			prefix = ""
-		}
-		b.WriteString("<start_of_turn>" + role + "\n" + prefix + strings.TrimSpace(m.Content) + "<end_of_turn>\n")
-	}
-	if addGen {
-		b.WriteString("<start_of_turn>model\n")
-	}
-	return b.String(), nil
+	return gemmaTurns(msgs, prefix, addGen, bos)
 }
