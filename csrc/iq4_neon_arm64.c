@@ -118,7 +118,7 @@ K_INLINE void iq4nl_toks_neon(const int T, int64_t n, const void *w, const char 
 }
 
 float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a) {
-    float out;
+    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
     iq4nl_rows_neon(1, n, (const char *)w, 0, a, &out);
     return out;
 }
@@ -196,7 +196,7 @@ K_INLINE void iq4xs_tile_neon(const int R, const int T, int64_t n, const char *w
 }
 
 float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a) {
-    float out;
+    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
     iq4xs_tile_neon(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
     return out;
 }

@@ -114,7 +114,7 @@ K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, siz
 }
 
 float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) {
-    float out;
+    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
     nl_one_token(1, n, (const char *)w, 0, a, &out);
     return out;
 }
@@ -186,7 +186,7 @@ K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, s
 }
 
 float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) {
-    float out;
+    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
     xs_rows_toks(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
     return out;
 }
