@@ -16,15 +16,26 @@ import (
 // anonymous mapping backed by transparent huge pages, and drops their pages
 // from the file mapping so the resident size stays that of the file. With
 // 4 KiB file pages the matrix-vector products can stall on TLB misses.
-// It is opt-in (WOOLLY_HUGEPAGES=1): it copies the weights out of the mmap,
-// and its gain did not hold up in same-run measurements on TinyLlama Q4_K_M
-// at -t 2 (one set of paired runs: tg64 +5-13 %; a later interleaved run:
-// 50.0 t/s with it, 51.9 without). The bytes are unchanged. It returns the
-// function that releases the copy, or nil (weights left in the file
-// mapping) when it is not enabled or huge pages are unavailable.
+// For dense models it is opt-in (WOOLLY_HUGEPAGES=1): it copies the weights
+// out of the mmap, and its gain did not hold up in same-run measurements on
+// TinyLlama Q4_K_M at -t 2 (one set of paired runs: tg64 +5-13 %; a later
+// interleaved run: 50.0 t/s with it, 51.9 without). A mixture-of-experts
+// model reads a few scattered experts per token, where the TLB misses of
+// 4 KiB pages dominate: there it is on by default (qwen3moe-7b-a1b Q4_K_M,
+// woolly bench -p 0 -n 64 -t 1 -r 2, two interleaved pairs: 25.8 / 22.5
+// tokens/s with it, 16.0 / 17.5 without); WOOLLY_HUGEPAGES=0 turns it off.
+// The bytes are unchanged. It returns the function that releases the copy,
+// or nil (weights left in the file mapping) when it is not enabled or huge
+// pages are unavailable.
 func moveToHugePages(w *Weights) func() error {
-	if os.Getenv("WOOLLY_HUGEPAGES") != "1" {
+	switch os.Getenv("WOOLLY_HUGEPAGES") {
+	case "1":
+	case "0":
 		return nil
+	default:
+		if !w.hasExperts() {
+			return nil
+		}
 	}
 	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil ||
 		strings.Contains(string(thp), "[never]") {

@@ -76,3 +76,38 @@ func TestMoveToHugePagesOptIn(t *testing.T) {
 		t.Fatal("output matrix moved")
 	}
 }
+
+// A mixture-of-experts model's matrices move to huge pages by default, and
+// WOOLLY_HUGEPAGES=0 keeps them in the mapping.
+func TestMoveToHugePagesMoE(t *testing.T) {
+	for _, env := range []string{"", "0"} {
+		t.Setenv("WOOLLY_HUGEPAGES", env)
+		data := make([]byte, 24<<20)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		want := bytes.Clone(data) // (the move drops the source pages: this is heap memory, they read back as zeros)
+		w := &Weights{Layers: make([]Layer, 1)}
+		w.Output.Data = data[:4<<20]
+		l := &w.Layers[0]
+		l.ExpGate = []Mat{{Data: data[4<<20 : 12<<20]}, {Data: data[12<<20 : 20<<20]}}
+		l.ExpUp = []Mat{{Data: data[20<<20:]}}
+		release := moveToHugePages(w)
+		moved := release != nil
+		if env == "0" && moved {
+			release()
+			t.Fatal("WOOLLY_HUGEPAGES=0: weights were copied")
+		}
+		if env == "" {
+			if !moved {
+				t.Skip("transparent huge pages unavailable")
+			}
+			if &l.ExpGate[1].Data[0] == &data[12<<20] || !bytes.Equal(l.ExpGate[1].Data, want[12<<20:20<<20]) {
+				t.Error("expert matrix not moved, or its bytes differ")
+			}
+			if err := release(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}

@@ -259,3 +259,13 @@ func (m *Mat) embedRow(tok int, dst []float32) error {
 	}
 	return kernels.Dequant(m.Type, m.Data[tok*m.RowBytes:(tok+1)*m.RowBytes], dst)
 }
+
+// hasExperts reports whether a layer has a mixture of experts.
+func (w *Weights) hasExperts() bool {
+	for i := range w.Layers {
+		if w.Layers[i].ExpGate != nil {
+			return true
+		}
+	}
+	return false
+}
