@@ -21,6 +21,11 @@ type job struct {
 	threads   int
 	keepAlive *time.Duration
 	think     *bool // Ollama's think: the template's enable_thinking (nil: its default)
+	// splitReasoning asks for a thinking model's reasoning apart (OpenAI
+	// chat); thinking is set when the prompt is rendered with a template
+	// that has the switch, before any text is generated.
+	splitReasoning bool
+	thinking       bool
 }
 
 // outcome is what a finished generation reports.
@@ -86,6 +91,7 @@ func buildPrompt(e *entry, j *job) (string, error) {
 	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
 		return "", badRequest("%q does not support thinking", j.model)
 	}
+	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
 	p, err := e.tmpl.RenderOptions(msgs, chat.Options{AddGenerationPrompt: true, EnableThinking: j.think})
 	if err != nil {
 		return "", badRequest("%v", err)

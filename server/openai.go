@@ -90,6 +90,11 @@ type openaiRequest struct {
 	RepeatPenalty       *float32        `json:"repeat_penalty"`
 	N                   *int            `json:"n"`
 	Tools               json.RawMessage `json:"tools"`
+	// llama-server's switches for thinking models (Qwen3):
+	// chat_template_kwargs {"enable_thinking": false} and reasoning_format
+	// ("auto"/"deepseek": the reasoning in reasoning_content; "none": inline).
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+	ReasoningFormat    *string                    `json:"reasoning_format"`
 }
 
 func (q *openaiRequest) job(chatReq bool) (*job, error) {
@@ -102,7 +107,26 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	if t := strings.TrimSpace(string(q.Tools)); t != "" && t != "null" && t != "[]" {
 		return nil, badRequest("tools are not supported")
 	}
-	j := &job{model: q.Model, req: defaultRequest()}
+	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
+	for k, v := range q.ChatTemplateKwargs {
+		if k != "enable_thinking" {
+			return nil, badRequest("chat_template_kwargs: %q is not supported (only enable_thinking)", k)
+		}
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return nil, badRequest("chat_template_kwargs.enable_thinking must be true or false")
+		}
+		j.think = &b
+	}
+	if f := q.ReasoningFormat; f != nil {
+		switch *f {
+		case "auto", "deepseek":
+		case "none":
+			j.splitReasoning = false
+		default:
+			return nil, badRequest("reasoning_format must be auto, deepseek or none, not %q", *f)
+		}
+	}
 	if chatReq {
 		if len(q.Messages) == 0 {
 			return nil, badRequest("messages must not be empty")
@@ -181,21 +205,50 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 			"choices": []any{choice}}
 	}
 	first := true
+	var sp thinkSplitter
+	// chatDelta is a streamed chat chunk: reasoning apart when the model's
+	// template has a thinking switch (j.thinking, known once the prompt is
+	// rendered, before any text), as llama-server returns it.
+	chatDelta := func(t string, flush bool) map[string]any {
+		delta := map[string]any{}
+		if j.thinking {
+			var th string
+			if flush {
+				th, t = sp.flush()
+			} else {
+				th, t = sp.feed(t)
+			}
+			if th != "" {
+				delta["reasoning_content"] = th
+			}
+		}
+		if t != "" || (!j.thinking && !flush) {
+			delta["content"] = t
+		}
+		if first && len(delta) > 0 {
+			delta["role"], first = "assistant", false
+		}
+		return delta
+	}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famOpenAI, sse: true,
 		piece: func(t string) any {
 			if !chatReq {
 				return frame(map[string]any{"index": 0, "text": t, "logprobs": nil, "finish_reason": nil})
 			}
-			delta := map[string]any{"content": t}
-			if first {
-				delta["role"], first = "assistant", false
+			delta := chatDelta(t, false)
+			if len(delta) == 0 {
+				return nil // held back: maybe part of a tag
 			}
 			return frame(map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil})
 		},
 		final: func(o *outcome, reason string) []any {
 			var last map[string]any
+			var out []any
 			if chatReq {
+				if delta := chatDelta("", true); len(delta) > 0 {
+					out = append(out, frame(map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil}))
+				}
 				delta := map[string]any{}
 				if first {
 					delta["role"] = "assistant"
@@ -204,7 +257,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 			} else {
 				last = frame(map[string]any{"index": 0, "text": "", "logprobs": nil, "finish_reason": reason})
 			}
-			out := []any{last}
+			out = append(out, last)
 			if q.StreamOptions != nil && q.StreamOptions.IncludeUsage {
 				u := frame(nil)
 				u["choices"] = []any{}
@@ -216,7 +269,14 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		whole: func(o *outcome, text, reason string) any {
 			choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": reason}
 			if chatReq {
-				choice["message"] = map[string]any{"role": "assistant", "content": text}
+				msg := map[string]any{"role": "assistant", "content": text}
+				if j.thinking {
+					var th string
+					if th, msg["content"] = splitThinking(text); th != "" {
+						msg["reasoning_content"] = th
+					}
+				}
+				choice["message"] = msg
 			} else {
 				choice["text"] = text
 			}

@@ -124,3 +124,52 @@ func TestOllamaThink(t *testing.T) {
 		t.Errorf("no-thinking model: %s", r.body)
 	}
 }
+
+// OpenAI chat on a thinking model returns the reasoning in
+// reasoning_content (message and streamed deltas), as llama-server does;
+// chat_template_kwargs.enable_thinking and reasoning_format are honoured.
+func TestOpenAIReasoning(t *testing.T) {
+	b := newFakeBackend()
+	b.template = qwen3Tmpl
+	b.script = []string{"<th", "ink>\nLet me", " see.\n</thi", "nk>\n\n", "Four."}
+	_, ts := newTestServer(t, Config{}, b)
+	body := `{"model":"tiny","messages":[{"role":"user","content":"2+2?"}]`
+	r := do(t, ts, "POST", "/v1/chat/completions", body+`}`)
+	wantStatus(t, r, 200)
+	msg := r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if msg["reasoning_content"] != "Let me see." || msg["content"] != "Four." {
+		t.Errorf("reasoning: %s", r.body)
+	}
+	r = do(t, ts, "POST", "/v1/chat/completions", body+`,"stream":true}`)
+	var th, co strings.Builder
+	for _, f := range sse(t, r.body) {
+		ch := f["choices"].([]any)
+		if len(ch) == 0 {
+			continue
+		}
+		d := ch[0].(map[string]any)["delta"].(map[string]any)
+		if v, ok := d["reasoning_content"].(string); ok {
+			th.WriteString(v)
+		}
+		if v, ok := d["content"].(string); ok {
+			co.WriteString(v)
+		}
+	}
+	if th.String() != "Let me see." || co.String() != "Four." {
+		t.Errorf("streamed reasoning %q content %q\n%s", th.String(), co.String(), r.body)
+	}
+	r = do(t, ts, "POST", "/v1/chat/completions", body+`,"reasoning_format":"none"}`)
+	msg = r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if _, ok := msg["reasoning_content"]; ok || !strings.HasPrefix(msg["content"].(string), "<think>") {
+		t.Errorf("reasoning_format none: %s", r.body)
+	}
+	r = do(t, ts, "POST", "/v1/chat/completions", body+`,"chat_template_kwargs":{"enable_thinking":false}}`)
+	wantStatus(t, r, 200)
+	if p := b.last().lastReq().Prompt; !strings.HasSuffix(p, "<think>\n\n</think>\n\n") {
+		t.Errorf("enable_thinking false prompt %q", p)
+	}
+	for _, bad := range []string{`,"chat_template_kwargs":{"tools_mode":1}}`, `,"chat_template_kwargs":{"enable_thinking":"no"}}`, `,"reasoning_format":"xml"}`} {
+		r = do(t, ts, "POST", "/v1/chat/completions", body+bad)
+		wantStatus(t, r, 400)
+	}
+}
