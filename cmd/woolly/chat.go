@@ -40,6 +40,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
 	prefixS := prefixFlag(fs, "256M")
 	dequantS := dequantFlag(fs)
+	llamaAliases(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -10,7 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"sort"
+
+	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/server"
 )
 
 type command struct {
@@ -49,6 +53,10 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintf(stdout, "woolly %s (%s, kernels %s)\n", server.Version, goruntime.Version(), kernels.Impl())
+		return 0
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -81,4 +89,17 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("woolly "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
+}
+
+// llamaAliases registers llama.cpp's long spellings of the flags fs already
+// has (--model for -m, --n-predict for -n, ...): the same value under a
+// second name, so users' llama-cli habits work.
+func llamaAliases(fs *flag.FlagSet) {
+	for alias, name := range map[string]string{
+		"model": "m", "prompt": "p", "file": "f", "n-predict": "n", "threads": "t", "ctx-size": "c",
+	} {
+		if f := fs.Lookup(name); f != nil && fs.Lookup(alias) == nil {
+			fs.Var(f.Value, alias, "same as -"+name)
+		}
+	}
 }

@@ -46,6 +46,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
+	llamaAliases(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

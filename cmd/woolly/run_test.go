@@ -215,3 +215,26 @@ func TestPerplexityCommand(t *testing.T) {
 		t.Fatalf("ppl %v over %d chunks, reference %v over 8", res.PPL, res.Chunks, want)
 	}
 }
+
+// TestLlamaFlagSpellings: llama.cpp's long flag names mean the same as
+// Woolly's short ones, and --version prints the version.
+func TestLlamaFlagSpellings(t *testing.T) {
+	model := chatModel(t)
+	var a, b, e bytes.Buffer
+	if code := realMain([]string{"run", "-m", model, "-p", "Once upon a time", "-n", "6", "--temp", "0", "-t", "1", "-c", "64"}, &a, &e); code != 0 {
+		t.Fatalf("short flags: exit %d: %s", code, e.String())
+	}
+	if code := realMain([]string{"run", "--model", model, "--prompt", "Once upon a time", "--n-predict", "6", "--temp", "0",
+		"--threads", "1", "--ctx-size", "64"}, &b, &e); code != 0 {
+		t.Fatalf("llama.cpp spellings: exit %d: %s", code, e.String())
+	}
+	if a.String() == "" || a.String() != b.String() {
+		t.Errorf("short flags gave %q, llama.cpp spellings %q", a.String(), b.String())
+	}
+	for _, v := range []string{"--version", "version"} {
+		var out bytes.Buffer
+		if code := realMain([]string{v}, &out, &e); code != 0 || !strings.HasPrefix(out.String(), "woolly ") {
+			t.Errorf("%s: exit %d, %q", v, code, out.String())
+		}
+	}
+}
