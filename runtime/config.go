@@ -380,5 +380,14 @@ func (c *Config) swaPattern(f *loader.File, def int) ([]bool, error) {
 // KVDim is the width of one position of the K (or V) cache.
 func (c *Config) KVDim() int { return c.NHeadKV * c.HeadDim }
 
+// denseFF is the width of the dense feed-forward (0 for a mixture of
+// experts, whose layers have no dense FFN).
+func (c *Config) denseFF() int {
+	if c.NExpert > 0 {
+		return 0
+	}
+	return c.NFF
+}
+
 // QDim is the width of the query projection.
 func (c *Config) QDim() int { return c.NHead * c.HeadDim }

@@ -47,7 +47,7 @@ type fwdState struct {
 	q      []float32 // [nBatch][QDim]
 	k, v   []float32 // [nBatch][KVDim]
 	att    []float32 // attention output [nBatch][QDim]
-	hb     []float32 // [nBatch][NFF]
+	hb     []float32 // [nBatch][NFF] (empty for MoE models)
 	hb2    []float32 // [nBatch][NFF]
 	cos    []float32 // rope tables [nBatch][NRot/2]
 	sin    []float32
@@ -70,8 +70,8 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		k:      make([]float32, nBatch*c.KVDim()),
 		v:      make([]float32, nBatch*c.KVDim()),
 		att:    make([]float32, nBatch*c.QDim()),
-		hb:     make([]float32, nBatch*c.NFF),
-		hb2:    make([]float32, nBatch*c.NFF),
+		hb:     make([]float32, nBatch*c.denseFF()),
+		hb2:    make([]float32, nBatch*c.denseFF()),
 		cos:    make([]float32, nBatch*c.NRot/2),
 		sin:    make([]float32, nBatch*c.NRot/2),
 		f16:    make([]uint16, nBatch*c.QDim()),
@@ -140,7 +140,7 @@ func (s *Session) ropeFactors() []float32 {
 func (s *Session) forward(tokens []int32, from int, out []float32) error {
 	m, c, w, st := s.model, s.model.cfg, s.model.w, s.st
 	ntok, pos0 := len(tokens), s.pos
-	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.NFF
+	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
 	x := st.x[:ntok*d]

@@ -29,6 +29,8 @@ type moeState struct {
 	order  []int32   // sorted row j -> t*K + slot
 	pos    []int32   // t*K + slot -> sorted row j
 	first  []int     // expert e's rows are [first[e], first[e+1]) [NExpert+1]
+	next   []int     // per expert, rows placed so far (sortRows) [NExpert]
+	tasks  []expertChunk
 	gate   []float32 // [nBatch*K][NFFExp]: gate rows, then act(gate)*up
 	up     []float32 // [nBatch*K][NFFExp]
 	down   []float32 // [nBatch*K][NEmbd]
@@ -45,6 +47,7 @@ func newMoEState(c *Config, nBatch int) *moeState {
 		order:  make([]int32, rows),
 		pos:    make([]int32, rows),
 		first:  make([]int, c.NExpert+1),
+		next:   make([]int, c.NExpert),
 		gate:   make([]float32, rows*c.NFFExp),
 		up:     make([]float32, rows*c.NFFExp),
 		down:   make([]float32, rows*c.NEmbd),
@@ -105,7 +108,8 @@ func (ms *moeState) sortRows(c *Config, ntok int) {
 	for e := 0; e < c.NExpert; e++ {
 		ms.first[e+1] += ms.first[e]
 	}
-	next := make([]int, c.NExpert) // small: NExpert ints per layer
+	next := ms.next
+	clear(next)
 	for i, e := range ms.sel[:ntok*k] {
 		j := ms.first[e] + next[e]
 		next[e]++
@@ -128,7 +132,7 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 	}
 	per := max(16, (rows*active+8*nw-1)/(8*nw))
 	per = (per + 15) / 16 * 16
-	var out []expertChunk
+	out := ms.tasks[:0]
 	for e := 0; e < c.NExpert; e++ {
 		if ms.first[e+1] == ms.first[e] {
 			continue
@@ -137,6 +141,7 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 			out = append(out, expertChunk{e, r0, min(r0+per, rows)})
 		}
 	}
+	ms.tasks = out
 	return out
 }
 
