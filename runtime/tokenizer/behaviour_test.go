@@ -362,42 +362,6 @@ func TestConcurrentEncode(t *testing.T) {
 	}
 }
 
-// FuzzEncode: no errors or panics on any input, byte-level BPE is lossless
-// on valid UTF-8, and the stream decoder agrees with Decode.
-func FuzzEncode(f *testing.F) {
-	for _, s := range []string{"", "Hello world", " 🦙\n\n", "a<|endoftext|>b", "\xff\xfe broken \xe4", "   ", "ü'S 123456"} {
-		f.Add(s, true)
-	}
-	tok := loadTok(f, vocabPath(f, "gpt-2"))
-	spm := loadTok(f, vocabPath(f, "llama-spm"))
-	f.Fuzz(func(t *testing.T, s string, special bool) {
-		ids, err := tok.Encode(s, false, special)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if utf8.ValidString(s) {
-			if got := tok.Decode(ids); got != s {
-				t.Fatalf("gpt-2 round trip %q -> %q", s, got)
-			}
-		}
-		d := tok.NewStreamDecoder()
-		var out string
-		for _, id := range ids {
-			out += d.Add(id)
-		}
-		out += d.Flush()
-		if !utf8.ValidString(out) {
-			t.Fatalf("stream decoder emitted invalid UTF-8 for %q", s)
-		}
-		if utf8.ValidString(s) && out != s {
-			t.Fatalf("stream %q want %q", out, s)
-		}
-		if _, err := spm.Encode(s, true, special); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
 // TestAllPreTokenizersCompile compiles every supported pre-tokenizer and
 // splits a sample with it.
 func TestAllPreTokenizersCompile(t *testing.T) {
