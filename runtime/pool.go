@@ -196,9 +196,15 @@ func split(n, w, nw, align int) (int, int) {
 	return r0, r1
 }
 
-// PhysicalCores counts the physical cores of this machine: unique (package,
-// core) pairs from /sys or /proc/cpuinfo on Linux, runtime.NumCPU otherwise.
+// PhysicalCores counts the cores worth one worker each, the default thread
+// count: on macOS the performance cores (sysctl hw.perflevel0.physicalcpu,
+// falling back to hw.physicalcpu, as llama.cpp does: efficiency cores would
+// hold back every barrier); on Linux the unique (package, core) pairs from
+// /sys or /proc/cpuinfo; runtime.NumCPU otherwise.
 func PhysicalCores() int {
+	if n := performanceCores(sysctlUint32); n > 0 {
+		return min(n, goruntime.NumCPU())
+	}
 	if n := coresFromSys(); n > 0 {
 		return min(n, goruntime.NumCPU())
 	}
@@ -206,6 +212,17 @@ func PhysicalCores() int {
 		return min(n, goruntime.NumCPU())
 	}
 	return goruntime.NumCPU()
+}
+
+// performanceCores asks sysctl (macOS) for the performance-core count, then
+// for the physical-core count; 0 where neither answers (other systems).
+func performanceCores(sysctl func(name string) (uint32, error)) int {
+	for _, name := range []string{"hw.perflevel0.physicalcpu", "hw.physicalcpu"} {
+		if n, err := sysctl(name); err == nil && n > 0 {
+			return int(n)
+		}
+	}
+	return 0
 }
 
 func coresFromSys() int {

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"errors"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,5 +58,36 @@ func BenchmarkPoolRun(b *testing.B) {
 	var x [2]int
 	for i := 0; i < b.N; i++ {
 		p.run(func(w int) { x[w]++ })
+	}
+}
+
+func TestPerformanceCores(t *testing.T) {
+	fake := func(vals map[string]uint32) func(string) (uint32, error) {
+		return func(name string) (uint32, error) {
+			if v, ok := vals[name]; ok {
+				return v, nil
+			}
+			return 0, errors.New("unknown sysctl " + name)
+		}
+	}
+	// Apple Silicon: 4 performance + 4 efficiency cores → 4.
+	if got := performanceCores(fake(map[string]uint32{"hw.perflevel0.physicalcpu": 4, "hw.physicalcpu": 8})); got != 4 {
+		t.Errorf("M-series: %d threads, want the 4 performance cores", got)
+	}
+	// Intel Mac (no perflevels) → physical cores.
+	if got := performanceCores(fake(map[string]uint32{"hw.physicalcpu": 6})); got != 6 {
+		t.Errorf("Intel Mac: %d threads, want 6", got)
+	}
+	// A zero answer is not believed.
+	if got := performanceCores(fake(map[string]uint32{"hw.perflevel0.physicalcpu": 0, "hw.physicalcpu": 10})); got != 10 {
+		t.Errorf("zero perflevel0: %d, want 10", got)
+	}
+	if got := performanceCores(fake(nil)); got != 0 {
+		t.Errorf("no sysctl: %d, want 0", got)
+	}
+	if goruntime.GOOS != "darwin" {
+		if got := performanceCores(sysctlUint32); got != 0 {
+			t.Errorf("on %s performanceCores = %d, want 0 (Linux keeps /sys)", goruntime.GOOS, got)
+		}
 	}
 }
