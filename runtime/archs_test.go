@@ -94,7 +94,7 @@ func TestArchBadInput(t *testing.T) {
 		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_count": deleted()}, "", "qwen3moe.expert_count is missing"},
 		{"synth-qwen3moe-mini-Q4_K_M", nil, "blk.2.ffn_down_exps.weight", "tensor blk.2.ffn_down_exps.weight is missing"},
 		{"synth-qwen3moe-mini-Q4_K_M", nil, "blk.0.ffn_gate_inp.weight", "tensor blk.0.ffn_gate_inp.weight is missing"},
-		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_count": u32(4)}, "", "ffn_gate_inp.weight has shape [64 8], want [64 4]"},
+		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_count": u32(4)}, "", "ffn_gate_inp.weight has shape [64 8], but the model's hyperparameters give [64 4] (qwen3moe.embedding_length 64"},
 		{"synth-mixtral-mini-Q4_K_M", nil, "blk.3.ffn_up_exps.weight", "tensor blk.3.ffn_up_exps.weight is missing"},
 		{"synth-mixtral-mini-Q4_K_M", map[string]*loader.Value{"llama.expert_used_count": u32(5)}, "", "expert_used_count 5 exceeds expert_count 4"},
 		{"synth-qwen3-mini-Q4_K_M", nil, "blk.1.attn_k_norm.weight", "tensor blk.1.attn_k_norm.weight is missing"},
@@ -104,7 +104,9 @@ func TestArchBadInput(t *testing.T) {
 		{"synth-gemma2-mini-Q4_K_M", nil, "blk.0.post_ffw_norm.weight", "tensor blk.0.post_ffw_norm.weight is missing"},
 		{"synth-gemma2-mini-Q4_K_M", map[string]*loader.Value{"gemma2.attention.sliding_window_pattern": str("x")}, "", "sliding_window_pattern is neither"},
 		{"synth-gemma3-mini-Q4_K_M", map[string]*loader.Value{"gemma3.rope.freq_base_swa": f32(-1)}, "", "rope.freq_base_swa -1 is invalid"},
-		{"synth-phi3-mini-Q4_K_M", map[string]*loader.Value{"phi3.attention.head_count_kv": u32(4)}, "", "attn_qkv.weight has shape [64 128], want [64 192]"},
+		{"synth-phi3-mini-Q4_K_M", map[string]*loader.Value{"phi3.attention.head_count_kv": u32(4)}, "", "attn_qkv.weight has shape [64 128], but the model's hyperparameters give [64 192] (phi3.embedding_length 64, phi3.attention.head_count 4, phi3.attention.head_count_kv 4"},
+		{"synth-llama-mini-Q4_K_M", map[string]*loader.Value{"llama.feed_forward_length": u32(512)}, "", "blk.0.ffn_gate.weight has shape [256 768], but the model's hyperparameters give [256 512] ("},
+		{"synth-llama-mini-Q4_K_M", map[string]*loader.Value{"llama.feed_forward_length": u32(512)}, "", "llama.feed_forward_length 512)"},
 		{"synth-phi3-mini-Q4_K_M", map[string]*loader.Value{"phi3.attention.layer_norm_rms_epsilon": deleted()}, "", "layer_norm_rms_epsilon is missing"},
 	}
 	for _, c := range cases {

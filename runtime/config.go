@@ -391,3 +391,15 @@ func (c *Config) denseFF() int {
 
 // QDim is the width of the query projection.
 func (c *Config) QDim() int { return c.NHead * c.HeadDim }
+
+// dims lists the hyperparameters that fix the tensor shapes, by their GGUF
+// keys, for errors about a tensor that contradicts them.
+func (c *Config) dims() string {
+	a := c.Arch
+	s := fmt.Sprintf("%s.embedding_length %d, %s.attention.head_count %d, %s.attention.head_count_kv %d, head dim %d, %s.feed_forward_length %d",
+		a, c.NEmbd, a, c.NHead, a, c.NHeadKV, c.HeadDim, a, c.NFF)
+	if c.NExpert > 0 {
+		s += fmt.Sprintf(", %s.expert_count %d, %s.expert_feed_forward_length %d", a, c.NExpert, a, c.NFFExp)
+	}
+	return s
+}

@@ -61,7 +61,11 @@ type Weights struct {
 
 // WeightsFromGGUF binds the tensors of f to the shapes c expects.
 func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
-	mat := func(name string, cols, rows int) (Mat, error) {
+	// bind checks a tensor against the shape the hyperparameters give it
+	// (want: cols first, as GGUF lists dimensions) and returns it as one
+	// matrix of cols-wide rows. A 2-D want also accepts a 1-D tensor when it
+	// has a single row (norm vectors).
+	bind := func(name string, want ...int) (Mat, error) {
 		ti, ok := f.Tensor(name)
 		if !ok {
 			return Mat{}, fmt.Errorf("tensor %s is missing", name)
@@ -69,9 +73,20 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
 			return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
 		}
-		if len(ti.Shape) < 1 || len(ti.Shape) > 2 || ti.Shape[0] != int64(cols) ||
-			(len(ti.Shape) == 2 && ti.Shape[1] != int64(rows)) || (len(ti.Shape) == 1 && rows != 1) {
-			return Mat{}, fmt.Errorf("tensor %s has shape %v, want [%d %d]", name, ti.Shape, cols, rows)
+		shape := ti.Shape
+		if len(want) == 2 && want[1] == 1 && len(shape) == 1 {
+			shape = []int64{shape[0], 1}
+		}
+		same := len(shape) == len(want)
+		for i := 0; same && i < len(want); i++ {
+			same = shape[i] == int64(want[i])
+		}
+		if !same {
+			return Mat{}, fmt.Errorf("tensor %s has shape %v, but the model's hyperparameters give %v (%s)", name, ti.Shape, want, c.dims())
+		}
+		cols, rows := want[0], 1
+		for _, d := range want[1:] {
+			rows *= d
 		}
 		rb, err := ti.Type.RowBytes(int64(cols))
 		if err != nil {
@@ -83,27 +98,13 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		}
 		return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
 	}
+	mat := func(name string, cols, rows int) (Mat, error) { return bind(name, cols, rows) }
 	// experts binds a 3-D [cols, rows, n] stack of expert matrices as n views.
 	experts := func(name string, cols, rows, n int) ([]Mat, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return nil, fmt.Errorf("tensor %s is missing", name)
-		}
-		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
-			return nil, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
-		}
-		if len(ti.Shape) != 3 || ti.Shape[0] != int64(cols) || ti.Shape[1] != int64(rows) || ti.Shape[2] != int64(n) {
-			return nil, fmt.Errorf("tensor %s has shape %v, want [%d %d %d]", name, ti.Shape, cols, rows, n)
-		}
-		rb, err := ti.Type.RowBytes(int64(cols))
+		all, err := bind(name, cols, rows, n)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
+			return nil, err
 		}
-		data := f.Data(ti)
-		if int64(len(data)) < rb*int64(rows)*int64(n) {
-			return nil, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows)*int64(n))
-		}
-		all := Mat{Name: name, Type: ti.Type, Rows: rows * n, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)*int64(n)]}
 		out := make([]Mat, n)
 		for e := range out {
 			out[e] = all.rows(fmt.Sprintf("%s[%d]", name, e), e*rows, (e+1)*rows)
@@ -128,7 +129,7 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		return nil, fmt.Errorf("tensor token_embd.weight is missing")
 	}
 	if len(ti.Shape) != 2 || ti.Shape[1] <= 0 || ti.Shape[1] > 1<<31 {
-		return nil, fmt.Errorf("tensor token_embd.weight has shape %v, want [%d n_vocab]", ti.Shape, c.NEmbd)
+		return nil, fmt.Errorf("tensor token_embd.weight has shape %v, want [%d n_vocab] (%s)", ti.Shape, c.NEmbd, c.dims())
 	}
 	c.NVocab = int(ti.Shape[1])
 	var err error
