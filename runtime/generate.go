@@ -13,9 +13,12 @@ type GenerateOptions struct {
 	Prompt    string  // tokenized with BOS as the vocabulary says, special tokens parsed
 	Tokens    []int32 // if set, used instead of Prompt
 	MaxTokens int     // tokens to generate; -1 (or 0): until end of generation or the context is full
-	Sampler   SamplerOptions
-	Stop      []string // stop strings: generation ends when the text contains one; it is removed
-	NCtx      int      // context of the session Model.Generate makes (0: the model's default)
+	// PromptOnly evaluates the prompt (filling the cache, timing it) and
+	// generates nothing, like llama-cli -n 0; StopReason is "length".
+	PromptOnly bool
+	Sampler    SamplerOptions
+	Stop       []string // stop strings: generation ends when the text contains one; it is removed
+	NCtx       int      // context of the session Model.Generate makes (0: the model's default)
 }
 
 // Token is one generated token as streamed to the callback.
@@ -116,6 +119,10 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	// stands when the generation ends: prompt and reply).
 	defer s.storePrefix()
 
+	if o.PromptOnly {
+		res.StopReason = "length"
+		return res, nil
+	}
 	smp := NewSampler(o.Sampler)
 	for _, id := range prompt {
 		smp.Accept(id)
@@ -152,7 +159,14 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			}
 			break
 		}
-		piece, hit := stop.add(dec.Add(id))
+		// A control token (<s>, <|im_start|>, ...) generated mid-answer
+		// prints nothing, as llama.cpp renders pieces without special
+		// tokens unless asked; its id is still in Tokens.
+		var chunk string
+		if !m.tok.IsControl(id) {
+			chunk = dec.Add(id)
+		}
+		piece, hit := stop.add(chunk)
 		last := hit || len(res.Tokens) == maxTok || s.pos >= s.nCtx
 		if last && !hit {
 			piece += stop.flush(dec.Flush())

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -29,6 +30,50 @@ type SamplerOptions struct {
 // top-p 0.95, min-p 0.05, no repetition penalty, random seed).
 func DefaultSamplerOptions() SamplerOptions {
 	return SamplerOptions{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64, Seed: -1}
+}
+
+// SamplerRangeError is a sampler setting outside its range. Field is the
+// setting's API name (temperature, top_p, ...); front ends show their own
+// spelling of it (the CLI: --temp, --top-p, ...).
+type SamplerRangeError struct {
+	Field string
+	Value float64
+	Want  string // the allowed range, e.g. "in [0, 1]"
+}
+
+func (e *SamplerRangeError) Error() string {
+	return fmt.Sprintf("%s %g is out of range: must be %s", e.Field, e.Value, e.Want)
+}
+
+// Validate checks every setting against its range, as llama.cpp's front
+// ends and OpenAI's API take them: temperature >= 0, top_p and min_p in
+// [0, 1], top_k >= 0, repeat_penalty >= 0, frequency and presence
+// penalties in [-2, 2], repeat_last_n >= -1. The first offender is a
+// *SamplerRangeError.
+func (o SamplerOptions) Validate() error {
+	bad := func(field string, v float64, want string) error {
+		return &SamplerRangeError{Field: field, Value: v, Want: want}
+	}
+	isNaN := func(v float32) bool { return v != v }
+	switch {
+	case o.Temperature < 0 || isNaN(o.Temperature):
+		return bad("temperature", float64(o.Temperature), ">= 0")
+	case o.TopP < 0 || o.TopP > 1 || isNaN(o.TopP):
+		return bad("top_p", float64(o.TopP), "in [0, 1]")
+	case o.MinP < 0 || o.MinP > 1 || isNaN(o.MinP):
+		return bad("min_p", float64(o.MinP), "in [0, 1]")
+	case o.TopK < 0:
+		return bad("top_k", float64(o.TopK), ">= 0")
+	case o.RepeatPenalty < 0 || isNaN(o.RepeatPenalty):
+		return bad("repeat_penalty", float64(o.RepeatPenalty), ">= 0")
+	case o.FrequencyPenalty < -2 || o.FrequencyPenalty > 2 || isNaN(o.FrequencyPenalty):
+		return bad("frequency_penalty", float64(o.FrequencyPenalty), "in [-2, 2]")
+	case o.PresencePenalty < -2 || o.PresencePenalty > 2 || isNaN(o.PresencePenalty):
+		return bad("presence_penalty", float64(o.PresencePenalty), "in [-2, 2]")
+	case o.RepeatLastN < -1:
+		return bad("repeat_last_n", float64(o.RepeatLastN), ">= -1")
+	}
+	return nil
 }
 
 // Sampler picks tokens from logits. Feed it every token of the sequence

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"time"
+
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 // Backend loads and inspects model files. RuntimeBackend is the real one.
@@ -38,15 +40,13 @@ type ModelMeta struct {
 
 // GenerateRequest is one generation with its sampling settings.
 type GenerateRequest struct {
-	Prompt                            string
-	MaxTokens                         int // -1: until end of generation or the context is full
-	Temperature, TopP, MinP           float32
-	RepeatPenalty                     float32
-	FrequencyPenalty, PresencePenalty float32
-	TopK, RepeatLastN                 int
-	Seed                              int64 // < 0: random
-	Stop                              []string
-	NumCtx                            int // 0: the model's default
+	Prompt    string
+	MaxTokens int // -1: until end of generation or the context is full
+	// The sampler settings (temperature, top-k/p, min-p, penalties, seed):
+	// runtime's type, so defaults and range checks have one source.
+	runtime.SamplerOptions
+	Stop   []string
+	NumCtx int // 0: the model's default
 }
 
 // GenerateResult is the outcome of a generation.
@@ -57,8 +57,8 @@ type GenerateResult struct {
 	GenDuration          time.Duration
 }
 
-// defaultRequest holds the sampling defaults (llama.cpp's, as `woolly run`).
+// defaultRequest holds the sampling defaults (runtime.DefaultSamplerOptions,
+// llama.cpp's, as `woolly run`).
 func defaultRequest() GenerateRequest {
-	return GenerateRequest{MaxTokens: -1, Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05,
-		RepeatPenalty: 1.0, RepeatLastN: 64, Seed: -1}
+	return GenerateRequest{MaxTokens: -1, SamplerOptions: runtime.DefaultSamplerOptions()}
 }

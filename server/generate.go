@@ -105,25 +105,12 @@ func buildPrompt(e *entry, j *job) (string, error) {
 
 // validate checks sampling settings common to every API.
 func validate(r *GenerateRequest) error {
+	if err := r.SamplerOptions.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
 	switch {
-	case r.Temperature < 0:
-		return badRequest("temperature must be >= 0")
-	case r.TopP < 0 || r.TopP > 1:
-		return badRequest("top_p must be in [0, 1]")
-	case r.MinP < 0 || r.MinP > 1:
-		return badRequest("min_p must be in [0, 1]")
-	case r.TopK < 0:
-		return badRequest("top_k must be >= 0")
-	case r.RepeatPenalty < 0:
-		return badRequest("repeat_penalty must be >= 0")
-	case r.FrequencyPenalty < -2 || r.FrequencyPenalty > 2:
-		return badRequest("frequency_penalty must be in [-2, 2]")
-	case r.PresencePenalty < -2 || r.PresencePenalty > 2:
-		return badRequest("presence_penalty must be in [-2, 2]")
 	case r.NumCtx < 0:
 		return badRequest("num_ctx must be >= 0")
-	case r.RepeatLastN < -1:
-		return badRequest("repeat_last_n must be >= -1")
 	case len(r.Stop) > 16:
 		return badRequest("at most 16 stop strings")
 	}

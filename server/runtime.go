@@ -119,9 +119,7 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		}
 	}
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
-		Sampler: runtime.SamplerOptions{Temperature: req.Temperature, TopP: req.TopP, MinP: req.MinP,
-			RepeatPenalty: req.RepeatPenalty, FrequencyPenalty: req.FrequencyPenalty,
-			PresencePenalty: req.PresencePenalty, TopK: req.TopK, RepeatLastN: req.RepeatLastN, Seed: req.Seed}}
+		Sampler: req.SamplerOptions}
 	res, err := r.sess.Generate(ctx, o, func(t runtime.Token) error { return onText(t.Text) })
 	if err != nil && res == nil {
 		r.sess = nil // its cache may be half-written

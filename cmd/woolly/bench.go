@@ -63,10 +63,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
 	dequantS := dequantFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: woolly bench -m MODEL [-p 128] [-n 64] [-t LIST] [-r 3] [--json]")
-		fmt.Fprintln(stderr, "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
-		fmt.Fprintln(stderr, "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both from an empty context,")
-		fmt.Fprintln(stderr, "after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
+		fmt.Fprintln(fs.Output(), "usage: woolly bench -m MODEL [-p 128] [-n 64] [-t LIST] [-r 3] [--json]")
+		fmt.Fprintln(fs.Output(), "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
+		fmt.Fprintln(fs.Output(), "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both from an empty context,")
+		fmt.Fprintln(fs.Output(), "after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)

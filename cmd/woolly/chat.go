@@ -3,13 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/chat"
@@ -22,16 +22,10 @@ var chatInput io.Reader = os.Stdin
 
 func runChat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("chat", stderr)
-	def := runtime.DefaultSamplerOptions()
 	model := fs.String("m", "", "model `path` (GGUF)")
 	system := fs.String("system", "", "system `message`")
 	n := fs.Int("n", -1, "tokens per answer at most (-1: until end of turn or the context is full)")
-	temp := fs.Float64("temp", shortF64(def.Temperature), "temperature (0: greedy)")
-	topK := fs.Int("top-k", def.TopK, "top-k sampling (0: off)")
-	topP := fs.Float64("top-p", shortF64(def.TopP), "top-p sampling (1: off)")
-	minP := fs.Float64("min-p", shortF64(def.MinP), "min-p sampling (0: off)")
-	rep := fs.Float64("repeat-penalty", shortF64(def.RepeatPenalty), "repetition penalty (1: off)")
-	seed := fs.Int64("seed", -1, "random seed (-1: random)")
+	sf := addSamplerFlags(fs)
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
@@ -41,14 +35,21 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	prefixS := prefixFlag(fs, "256M")
 	dequantS := dequantFlag(fs)
 	llamaAliases(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" {
-		return errors.New("-m MODEL is required")
+		return usageError(fs, "-m MODEL is required")
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError(fs, "unexpected arguments %q", fs.Args())
+	}
+	if err := checkPredict(fs, *n); err != nil {
+		return err
+	}
+	sampler, err := sf.options(fs)
+	if err != nil {
+		return err
 	}
 	prefixB, err := parsePrefixCache(*prefixS)
 	if err != nil {
@@ -63,6 +64,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	warnContext(stderr, m, *nctx)
 	if err := dq.apply(m); err != nil {
 		return err
 	}
@@ -85,14 +87,15 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := runtime.GenerateOptions{MaxTokens: *n, Sampler: runtime.SamplerOptions{
-		Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
-		RepeatPenalty: float32(*rep), RepeatLastN: def.RepeatLastN, Seed: *seed}}
+	opts := runtime.GenerateOptions{MaxTokens: *n, PromptOnly: *n == 0, Sampler: sampler}
 
-	// Ctrl-C stops the answer being written, not the program.
+	// Ctrl-C stops the answer being written, not the program; at the
+	// prompt it says how to leave.
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, os.Interrupt)
 	defer signal.Stop(interrupts)
+	ctrlC := newInterruptWatcher(stdout)
+	go ctrlC.watch(interrupts)
 
 	var history []chat.Message
 	if *system != "" {
@@ -126,7 +129,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		if *showPrompt {
 			fmt.Fprintf(stderr, "[prompt] %q\n", prompt)
 		}
-		answer, reason, err := chatTurn(sess, opts, prompt, interrupts, stdout)
+		answer, reason, err := chatTurn(sess, opts, prompt, ctrlC, stdout)
 		if err != nil {
 			return err
 		}
@@ -153,21 +156,11 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 }
 
 // chatTurn generates one answer, streaming it to out; an interrupt cancels it.
-func chatTurn(sess *runtime.Session, o runtime.GenerateOptions, prompt string, interrupts <-chan os.Signal, out io.Writer) (string, string, error) {
-	for len(interrupts) > 0 { // a Ctrl-C typed at the prompt is not for this answer
-		<-interrupts
-	}
+func chatTurn(sess *runtime.Session, o runtime.GenerateOptions, prompt string, ctrlC *interruptWatcher, out io.Writer) (string, string, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-interrupts:
-			cancel()
-		case <-done:
-		}
-	}()
+	ctrlC.answering(cancel)
+	defer ctrlC.answering(nil)
 	o.Prompt = prompt
 	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
 		_, err := io.WriteString(out, t.Text)
@@ -177,6 +170,38 @@ func chatTurn(sess *runtime.Session, o runtime.GenerateOptions, prompt string, i
 		return "", "", err
 	}
 	return res.Text, res.StopReason, nil
+}
+
+// interruptWatcher routes Ctrl-C: during an answer it cancels the answer;
+// at the prompt it prints how to leave (the program keeps running).
+type interruptWatcher struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc // non-nil while an answer is written
+	out    io.Writer
+}
+
+func newInterruptWatcher(out io.Writer) *interruptWatcher { return &interruptWatcher{out: out} }
+
+func (w *interruptWatcher) answering(cancel context.CancelFunc) {
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
+}
+
+func (w *interruptWatcher) watch(interrupts <-chan os.Signal) {
+	for range interrupts {
+		w.interrupt()
+	}
+}
+
+func (w *interruptWatcher) interrupt() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
+		return
+	}
+	fmt.Fprint(w.out, "\n(Ctrl-C stops an answer; to leave, type /bye or press Ctrl-D)\n>>> ")
 }
 
 // triBool is a boolean flag that can also be unset (v nil).

@@ -84,9 +84,13 @@ func TestChatInterruptStopsAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := make(chan os.Signal, 1)
+	var atPrompt bytes.Buffer
+	ctrlC := newInterruptWatcher(&atPrompt)
+	go ctrlC.watch(ch)
+	defer close(ch)
 	w := &interruptingWriter{ch: ch}
 	o := runtime.GenerateOptions{MaxTokens: -1, Sampler: runtime.SamplerOptions{Temperature: 0}}
-	_, reason, err := chatTurn(sess, o, "Once upon a time", ch, w)
+	_, reason, err := chatTurn(sess, o, "Once upon a time", ctrlC, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +101,29 @@ func TestChatInterruptStopsAnswer(t *testing.T) {
 		t.Error("the answer ran to the end of the context despite the interrupt")
 	}
 	// The session still works for the next turn.
-	_, reason, err = chatTurn(sess, runtime.GenerateOptions{MaxTokens: 4}, "The dog", ch, &bytes.Buffer{})
+	_, reason, err = chatTurn(sess, runtime.GenerateOptions{MaxTokens: 4}, "The dog", ctrlC, &bytes.Buffer{})
 	if err != nil || reason != "length" {
 		t.Fatalf("next turn: %q %v", reason, err)
+	}
+	if atPrompt.Len() != 0 {
+		t.Errorf("an interrupt during an answer printed %q as if at the prompt", atPrompt.String())
+	}
+}
+
+// Ctrl-C at the prompt (no answer being written) says how to leave.
+func TestChatInterruptAtPrompt(t *testing.T) {
+	var out bytes.Buffer
+	ctrlC := newInterruptWatcher(&out)
+	ctrlC.interrupt()
+	if !strings.Contains(out.String(), "/bye") || !strings.Contains(out.String(), "Ctrl-D") {
+		t.Errorf("Ctrl-C at the prompt printed %q, want how to leave (/bye, Ctrl-D)", out.String())
+	}
+	canceled := false
+	ctrlC.answering(func() { canceled = true })
+	out.Reset()
+	ctrlC.interrupt()
+	if !canceled || out.Len() != 0 {
+		t.Errorf("during an answer: canceled %v, printed %q", canceled, out.String())
 	}
 }
 

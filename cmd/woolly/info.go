@@ -34,13 +34,13 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	model := fs.String("m", "", "GGUF model `path`")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: woolly info [--json] MODEL   (or -m MODEL)")
+		fmt.Fprintln(fs.Output(), "usage: woolly info [--json] MODEL   (or -m MODEL)")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the model path.
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return err
 			}

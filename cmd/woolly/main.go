@@ -90,16 +90,3 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	return fs
 }
-
-// llamaAliases registers llama.cpp's long spellings of the flags fs already
-// has (--model for -m, --n-predict for -n, ...): the same value under a
-// second name, so users' llama-cli habits work.
-func llamaAliases(fs *flag.FlagSet) {
-	for alias, name := range map[string]string{
-		"model": "m", "prompt": "p", "file": "f", "n-predict": "n", "threads": "t", "ctx-size": "c",
-	} {
-		if f := fs.Lookup(name); f != nil && fs.Lookup(alias) == nil {
-			fs.Var(f.Value, alias, "same as -"+name)
-		}
-	}
-}

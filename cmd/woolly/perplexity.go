@@ -25,7 +25,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
 	attn := fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
 	asJSON := fs.Bool("json", false, "print {\"ppl\":...,\"chunks\":...}")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" || *file == "" {

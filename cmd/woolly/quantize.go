@@ -32,9 +32,9 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	noBar := fs.Bool("no-progress", false, "do not draw a progress bar")
 	allowReq := fs.Bool("allow-requantize", false, "allow quantized input tensors (quality suffers)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE")
-		fmt.Fprintln(stderr, "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs")
-		fmt.Fprintln(stderr, "      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
+		fmt.Fprintln(fs.Output(), "usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE")
+		fmt.Fprintln(fs.Output(), "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs")
+		fmt.Fprintln(fs.Output(), "      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -252,7 +252,7 @@ func newBar(stderr io.Writer, n int64, desc string, hidden bool) *progressbar.Pr
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()

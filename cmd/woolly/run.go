@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,20 +22,11 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
-	def := runtime.DefaultSamplerOptions()
 	model := fs.String("m", "", "model `path` (GGUF)")
 	prompt := fs.String("p", "", "prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
-	n := fs.Int("n", -1, "tokens to generate (-1: until end of generation or the context is full)")
-	temp := fs.Float64("temp", shortF64(def.Temperature), "temperature (0: greedy)")
-	topK := fs.Int("top-k", def.TopK, "top-k sampling (0: off)")
-	topP := fs.Float64("top-p", shortF64(def.TopP), "top-p sampling (1: off)")
-	minP := fs.Float64("min-p", shortF64(def.MinP), "min-p sampling (0: off)")
-	rep := fs.Float64("repeat-penalty", shortF64(def.RepeatPenalty), "repetition penalty (1: off)")
-	repN := fs.Int("repeat-last-n", def.RepeatLastN, "tokens the penalties look back on (-1: all)")
-	freq := fs.Float64("frequency-penalty", 0, "frequency penalty (0: off)")
-	pres := fs.Float64("presence-penalty", 0, "presence penalty (0: off)")
-	seed := fs.Int64("seed", -1, "random seed (-1: random)")
+	n := fs.Int("n", -1, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
+	sf := addSamplerFlags(fs)
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -47,24 +37,28 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	llamaAliases(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" {
-		return errors.New("-m MODEL is required")
+		return usageError(fs, "-m MODEL is required")
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError(fs, "unexpected arguments %q", fs.Args())
 	}
-	if *promptFile != "" {
-		b, err := os.ReadFile(*promptFile)
-		if err != nil {
-			return err
-		}
-		*prompt = string(b)
+	if err := checkPredict(fs, *n); err != nil {
+		return err
 	}
-	if *prompt == "" {
-		return errors.New("-p TEXT (or -f FILE) is required")
+	sampler, err := sf.options(fs)
+	if err != nil {
+		return err
+	}
+	text, err := readPrompt(fs, *prompt, *promptFile)
+	if err != nil {
+		return err
+	}
+	if text == "" {
+		return usageError(fs, "-p TEXT (or -f FILE) is required")
 	}
 	mode, err := parseAttention(*attn)
 	if err != nil {
@@ -88,6 +82,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := dq.apply(m); err != nil {
 		return err
 	}
+	warnContext(stderr, m, *nctx)
 	if *verbose {
 		inf := m.Info()
 		fmt.Fprintf(stderr, "model: %s (%s, %s, %d params, %d layers, vocab %d), context %d, %d threads, loaded in %v\n",
@@ -97,14 +92,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opts := runtime.GenerateOptions{
-		Prompt:    *prompt,
-		MaxTokens: *n,
-		Stop:      stops,
-		Sampler: runtime.SamplerOptions{
-			Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
-			RepeatPenalty: float32(*rep), RepeatLastN: *repN, FrequencyPenalty: float32(*freq),
-			PresencePenalty: float32(*pres), Seed: *seed,
-		},
+		Prompt:     text,
+		MaxTokens:  *n,
+		PromptOnly: *n == 0,
+		Stop:       stops,
+		Sampler:    sampler,
 	}
 	var onTok func(runtime.Token) error
 	if !*asJSON {
@@ -128,7 +120,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			ids = []int32{}
 		}
 		out := struct {
-			PromptTokens int     `json:"prompt_tokens"`
+			PromptTokens []int32 `json:"prompt_tokens"` // the prompt's ids (contracts.md)
+			PromptCount  int     `json:"prompt_count"`
 			Tokens       []int32 `json:"tokens"`
 			Text         string  `json:"text"`
 			StopReason   string  `json:"stop_reason"`
@@ -136,7 +129,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 				PromptPerSecond float64 `json:"prompt_per_second"`
 				GenPerSecond    float64 `json:"gen_per_second"`
 			} `json:"timings"`
-		}{PromptTokens: len(res.PromptTokens), Tokens: ids, Text: res.Text, StopReason: res.StopReason}
+		}{PromptTokens: res.PromptTokens, PromptCount: len(res.PromptTokens), Tokens: ids, Text: res.Text, StopReason: res.StopReason}
 		out.Timings.PromptPerSecond, out.Timings.GenPerSecond = pps, gps
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

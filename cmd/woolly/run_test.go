@@ -63,7 +63,8 @@ func TestRunGreedy(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var res struct {
-		PromptTokens int     `json:"prompt_tokens"`
+		PromptTokens []int32 `json:"prompt_tokens"`
+		PromptCount  int     `json:"prompt_count"`
 		Tokens       []int32 `json:"tokens"`
 		Text         string  `json:"text"`
 		Timings      struct {
@@ -74,9 +75,10 @@ func TestRunGreedy(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
 	}
-	if res.PromptTokens != len(ref.PromptIDs) || !slices.Equal(res.Tokens, ref.Greedy.IDs) || res.Text != ref.Greedy.Text {
-		t.Fatalf("got %d prompt tokens, %v %q; reference %d, %v %q", res.PromptTokens, res.Tokens, res.Text,
-			len(ref.PromptIDs), ref.Greedy.IDs, ref.Greedy.Text)
+	if !slices.Equal(res.PromptTokens, ref.PromptIDs) || res.PromptCount != len(ref.PromptIDs) ||
+		!slices.Equal(res.Tokens, ref.Greedy.IDs) || res.Text != ref.Greedy.Text {
+		t.Fatalf("got prompt %v (count %d), %v %q; reference %v, %v %q", res.PromptTokens, res.PromptCount, res.Tokens, res.Text,
+			ref.PromptIDs, ref.Greedy.IDs, ref.Greedy.Text)
 	}
 	if res.Timings.GenPerSecond <= 0 {
 		t.Fatalf("gen_per_second = %v", res.Timings.GenPerSecond)

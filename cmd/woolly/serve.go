@@ -82,7 +82,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	prefixS := prefixFlag(fs, envOr("WOOLLY_PREFIX_CACHE", "256M")) // env WOOLLY_PREFIX_CACHE
 	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
 		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

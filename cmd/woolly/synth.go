@@ -160,8 +160,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
 	noBar := fs.Bool("no-progress", false, "do not draw a progress bar")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: woolly synth --preset "+strings.ReplaceAll(synthPresetNames(), ", ", "|")+" [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
-		fmt.Fprintln(stderr, "Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
+		fmt.Fprintln(fs.Output(), "usage: woolly synth --preset "+strings.ReplaceAll(synthPresetNames(), ", ", "|")+" [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
+		fmt.Fprintln(fs.Output(), "Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)

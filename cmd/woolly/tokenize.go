@@ -23,7 +23,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	noBOS := fs.Bool("no-bos", false, "do not add BOS")
 	noSpecial := fs.Bool("no-parse-special", false, "treat special-token text as plain text")
 	asJSON := fs.Bool("json", false, "print {\"ids\":[...]}")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" {

@@ -1,0 +1,134 @@
+package main
+
+// Flags shared by the subcommands: parsing with one-line errors, llama.cpp's
+// spellings, and the sampling and generation flags run and chat both take.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/woolly-llm/woolly/runtime"
+)
+
+// parseFlags parses args into fs. -h prints the usage and returns
+// flag.ErrHelp; any other problem (an unknown flag, a bad value) is one line
+// naming it and pointing at -h, and returns errUsage (exit code 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // flag would print the error and the whole usage
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	}
+	fmt.Fprintf(out, "%s: %v (see '%s -h')\n", fs.Name(), err, fs.Name())
+	return errUsage
+}
+
+// usageError is a bad flag value found after parsing (a range, a
+// combination): one line, exit code 2, like parseFlags' errors.
+func usageError(fs *flag.FlagSet, format string, a ...any) error {
+	fmt.Fprintf(fs.Output(), "%s: %s (see '%s -h')\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
+	return errUsage
+}
+
+// llamaAliases registers llama.cpp's spellings of the flags fs already has
+// (--model for -m, --n-predict for -n, -s for --seed, ...): the same value
+// under a second name, so users' llama-cli habits work. --temp, --top-k,
+// --top-p, --min-p, --seed and --repeat-penalty are spelled as llama.cpp
+// spells them already (Go's flag package takes -x and --x alike).
+func llamaAliases(fs *flag.FlagSet) {
+	for alias, name := range map[string]string{
+		"model": "m", "prompt": "p", "file": "f", "n-predict": "n", "threads": "t", "ctx-size": "c", "s": "seed",
+	} {
+		if f := fs.Lookup(name); f != nil && fs.Lookup(alias) == nil {
+			fs.Var(f.Value, alias, "same as -"+name)
+		}
+	}
+}
+
+// samplerFlags are the sampling flags of run and chat (one set, one
+// validation: runtime.SamplerOptions.Validate).
+type samplerFlags struct {
+	temp, topP, minP, rep, freq, pres *float64
+	topK, repN                        *int
+	seed                              *int64
+}
+
+func addSamplerFlags(fs *flag.FlagSet) *samplerFlags {
+	def := runtime.DefaultSamplerOptions()
+	return &samplerFlags{
+		temp: fs.Float64("temp", shortF64(def.Temperature), "temperature (0: greedy)"),
+		topK: fs.Int("top-k", def.TopK, "top-k sampling (0: off)"),
+		topP: fs.Float64("top-p", shortF64(def.TopP), "top-p sampling, in [0, 1] (1: off)"),
+		minP: fs.Float64("min-p", shortF64(def.MinP), "min-p sampling, in [0, 1] (0: off)"),
+		rep:  fs.Float64("repeat-penalty", shortF64(def.RepeatPenalty), "repetition penalty (1: off)"),
+		repN: fs.Int("repeat-last-n", def.RepeatLastN, "tokens the penalties look back on (-1: all)"),
+		freq: fs.Float64("frequency-penalty", 0, "frequency penalty, in [-2, 2] (0: off)"),
+		pres: fs.Float64("presence-penalty", 0, "presence penalty, in [-2, 2] (0: off)"),
+		seed: fs.Int64("seed", def.Seed, "random seed (-1: random)"),
+	}
+}
+
+// samplerFlagNames maps runtime's setting names to the flags that set them.
+var samplerFlagNames = map[string]string{
+	"temperature": "--temp", "top_p": "--top-p", "min_p": "--min-p", "top_k": "--top-k",
+	"repeat_penalty": "--repeat-penalty", "frequency_penalty": "--frequency-penalty",
+	"presence_penalty": "--presence-penalty", "repeat_last_n": "--repeat-last-n",
+}
+
+// options returns the validated sampler settings; a value out of range is a
+// usage error naming the flag.
+func (s *samplerFlags) options(fs *flag.FlagSet) (runtime.SamplerOptions, error) {
+	o := runtime.SamplerOptions{
+		Temperature: float32(*s.temp), TopK: *s.topK, TopP: float32(*s.topP), MinP: float32(*s.minP),
+		RepeatPenalty: float32(*s.rep), RepeatLastN: *s.repN, FrequencyPenalty: float32(*s.freq),
+		PresencePenalty: float32(*s.pres), Seed: *s.seed,
+	}
+	if err := o.Validate(); err != nil {
+		var re *runtime.SamplerRangeError
+		if errors.As(err, &re) {
+			return o, usageError(fs, "%s %g is out of range: must be %s", samplerFlagNames[re.Field], re.Value, re.Want)
+		}
+		return o, usageError(fs, "%v", err)
+	}
+	return o, nil
+}
+
+// checkPredict validates -n: -1 (until the end), 0 (nothing) or a count.
+func checkPredict(fs *flag.FlagSet, n int) error {
+	if n < -1 {
+		return usageError(fs, "-n %d: want -1 (until end of generation), 0 (nothing) or a token count", n)
+	}
+	return nil
+}
+
+// readPrompt resolves -p and -f (one of them, not both).
+func readPrompt(fs *flag.FlagSet, prompt, file string) (string, error) {
+	if prompt != "" && file != "" {
+		return "", usageError(fs, "-p and -f both given: pass the prompt one way")
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	return prompt, nil
+}
+
+// warnContext prints a warning when -c asks for more positions than the
+// model was trained on (as llama.cpp does); the context is still used.
+func warnContext(w io.Writer, m *runtime.Model, nctx int) {
+	if train := m.Info().ContextLength; nctx > 0 && train > 0 && nctx > train {
+		fmt.Fprintf(w, "warning: -c %d is more than the model's training context (%d); quality may drop past %d tokens\n", nctx, train, train)
+	}
+}
