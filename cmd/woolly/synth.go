@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/quant"
@@ -158,7 +156,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	outPath := fs.String("o", "", "output GGUF file (required)")
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
-	noBar := fs.Bool("no-progress", false, "do not draw a progress bar")
+	noBar := fs.Bool("no-progress", false, "no progress output (default: a bar on a terminal, a line every 5 s otherwise)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: woolly synth --preset "+strings.ReplaceAll(synthPresetNames(), ", ", "|")+" [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
 		fmt.Fprintln(fs.Output(), "Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
@@ -187,6 +185,11 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *vocabPath != "" {
+		if err := checkNotSameFile(*vocabPath, *outPath); err != nil {
+			return err
+		}
+	}
 	if *threads <= 0 {
 		*threads = runtime.NumCPU()
 	}
@@ -210,7 +213,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	var total, nParams int64
 	counts := map[kernels.Type]int{}
-	var bar *progressbar.ProgressBar
+	bar := newProgress(stderr, "synthesizing "+p.name, *noBar)
+	var done int64
+	advance := func(n int) {
+		done += int64(n)
+		bar.update(done, total)
+	}
 	for i, t := range ts {
 		ty := plan[i].Type
 		counts[ty]++
@@ -226,18 +234,19 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		nParams += t.shape[0] * rows
 		tseed := splitmix64(*seed ^ splitmix64(uint64(i)+0x5eed))
 		err = w.AddTensorFunc(t.name, ty, t.shape, func(out io.Writer) error {
-			return synthTensorData(out, t, ty, tseed, *threads, bar)
+			return synthTensorData(out, t, ty, tseed, *threads, advance)
 		})
 		if err != nil {
 			return err
 		}
 	}
-	bar = newBar(stderr, total, "synthesizing "+p.name, *noBar)
-	if err := w.WriteFile(*outPath); err != nil {
+	// WriteFile writes a temporary file beside the output and renames it at
+	// the end: a crash leaves no half file under the final name.
+	err = w.WriteFile(*outPath)
+	bar.finish()
+	if err != nil {
 		return err
 	}
-	bar.Finish()
-	fmt.Fprintln(stderr)
 
 	var types []kernels.Type
 	for ty := range counts {
@@ -410,7 +419,7 @@ func splitmix64(x uint64) uint64 {
 // synthTensorData generates tensor t row by row (each row from its own
 // seed, so the bytes do not depend on the thread count), converts it to ty
 // and streams it to out in chunks.
-func synthTensorData(out io.Writer, t synthTensor, ty kernels.Type, seed uint64, threads int, bar *progressbar.ProgressBar) error {
+func synthTensorData(out io.Writer, t synthTensor, ty kernels.Type, seed uint64, threads int, advance func(int)) error {
 	rowLen := int(t.shape[0])
 	nrows := 1
 	for _, d := range t.shape[1:] {
@@ -468,7 +477,7 @@ func synthTensorData(out io.Writer, t synthTensor, ty kernels.Type, seed uint64,
 		if _, err := out.Write(buf[:n*rb]); err != nil {
 			return err
 		}
-		bar.Add64(int64(n * rb))
+		advance(n * rb)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/quant"
 	wrt "github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/tokenizer"
 )
@@ -108,7 +109,7 @@ func TestSynthMiniShape(t *testing.T) {
 	check := func(name string, wantStd, wantMean float64) {
 		ti, _ := f.Tensor(name)
 		vals := make([]float32, ti.Elements())
-		if err := toF32(ti.Type, f.Data(ti), vals, 1); err != nil {
+		if err := quant.ToF32(ti.Type, f.Data(ti), vals); err != nil {
 			t.Fatal(err)
 		}
 		var s, s2 float64
