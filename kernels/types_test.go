@@ -59,3 +59,19 @@ func TestIQ4Types(t *testing.T) {
 		}
 	}
 }
+
+// The Go block table (types.go) and the C structs (csrc/kernels.h) agree on
+// every type id, element count and byte size: one layout, checked both ways.
+func TestBlockSizesMatchC(t *testing.T) {
+	for ty, ti := range types {
+		e, b := cBlockLayout(ty)
+		if e != ti.blockElems || b != ti.blockBytes {
+			t.Errorf("%v (id %d): Go %d elements / %d bytes, C %d / %d", ty, uint32(ty), ti.blockElems, ti.blockBytes, e, b)
+		}
+	}
+	for id := 0; id < 40; id++ {
+		if e, _ := cBlockLayout(Type(id)); e != 0 && !Type(id).Known() {
+			t.Errorf("C has a block for type id %d that Go does not know", id)
+		}
+	}
+}

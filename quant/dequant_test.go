@@ -12,7 +12,7 @@ import (
 // formats.md; TestDequantKnownAnswers checks it bit-exactly against ggml's
 // outputs in ../shared/ref/dequant before the other tests rely on it.
 func testDequant(t kernels.Type, src []byte, dst []float32) error {
-	f16 := func(b []byte) float32 { return F16ToF32(binary.LittleEndian.Uint16(b)) }
+	f16 := func(b []byte) float32 { return kernels.F16ToF32(binary.LittleEndian.Uint16(b)) }
 	n := len(dst)
 	be, bb := t.BlockElems(), t.BlockBytes()
 	if be == 0 || n%be != 0 || len(src) != n/be*bb {

@@ -202,7 +202,7 @@ func ToF32(t kernels.Type, src []byte, dst []float32) error {
 		}
 	case kernels.F16:
 		for i := range dst {
-			dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+			dst[i] = kernels.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	case kernels.BF16:
 		for i := range dst {

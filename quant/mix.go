@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/loader"
 )
 
 // FileType is llama.cpp's llama_ftype, stored as general.file_type.
@@ -35,30 +36,31 @@ const (
 	FileBF16   FileType = 32
 )
 
+// fileTypes are the file types Woolly writes, with the tensor type most
+// weights get; their names are loader.FileTypeName's (the one table).
 var fileTypes = []struct {
-	ft   FileType
-	name string
-	def  kernels.Type
+	ft  FileType
+	def kernels.Type
 }{
-	{FileF32, "F32", kernels.F32},
-	{FileF16, "F16", kernels.F16},
-	{FileBF16, "BF16", kernels.BF16},
-	{FileQ4_0, "Q4_0", kernels.Q4_0},
-	{FileQ4_1, "Q4_1", kernels.Q4_1},
-	{FileQ5_0, "Q5_0", kernels.Q5_0},
-	{FileQ5_1, "Q5_1", kernels.Q5_1},
-	{FileQ8_0, "Q8_0", kernels.Q8_0},
-	{FileQ2_K, "Q2_K", kernels.Q2_K},
-	{FileQ3_K_S, "Q3_K_S", kernels.Q3_K},
-	{FileQ3_K_M, "Q3_K_M", kernels.Q3_K},
-	{FileQ3_K_L, "Q3_K_L", kernels.Q3_K},
-	{FileIQ4_NL, "IQ4_NL", kernels.IQ4_NL},
-	{FileIQ4_XS, "IQ4_XS", kernels.IQ4_XS},
-	{FileQ4_K_S, "Q4_K_S", kernels.Q4_K},
-	{FileQ4_K_M, "Q4_K_M", kernels.Q4_K},
-	{FileQ5_K_S, "Q5_K_S", kernels.Q5_K},
-	{FileQ5_K_M, "Q5_K_M", kernels.Q5_K},
-	{FileQ6_K, "Q6_K", kernels.Q6_K},
+	{FileF32, kernels.F32},
+	{FileF16, kernels.F16},
+	{FileBF16, kernels.BF16},
+	{FileQ4_0, kernels.Q4_0},
+	{FileQ4_1, kernels.Q4_1},
+	{FileQ5_0, kernels.Q5_0},
+	{FileQ5_1, kernels.Q5_1},
+	{FileQ8_0, kernels.Q8_0},
+	{FileQ2_K, kernels.Q2_K},
+	{FileQ3_K_S, kernels.Q3_K},
+	{FileQ3_K_M, kernels.Q3_K},
+	{FileQ3_K_L, kernels.Q3_K},
+	{FileIQ4_NL, kernels.IQ4_NL},
+	{FileIQ4_XS, kernels.IQ4_XS},
+	{FileQ4_K_S, kernels.Q4_K},
+	{FileQ4_K_M, kernels.Q4_K},
+	{FileQ5_K_S, kernels.Q5_K},
+	{FileQ5_K_M, kernels.Q5_K},
+	{FileQ6_K, kernels.Q6_K},
 }
 
 // fileTypeAliases are llama-quantize's short names for the _M mixes.
@@ -68,7 +70,7 @@ var fileTypeAliases = map[string]FileType{"Q3_K": FileQ3_K_M, "Q4_K": FileQ4_K_M
 // and llama-quantize's aliases q3_k, q4_k and q5_k for the _M mixes.
 func ParseFileType(s string) (FileType, error) {
 	for _, f := range fileTypes {
-		if strings.EqualFold(f.name, s) {
+		if strings.EqualFold(f.ft.String(), s) {
 			return f.ft, nil
 		}
 	}
@@ -77,17 +79,15 @@ func ParseFileType(s string) (FileType, error) {
 	}
 	names := make([]string, len(fileTypes))
 	for i, f := range fileTypes {
-		names[i] = strings.ToLower(f.name)
+		names[i] = strings.ToLower(f.ft.String())
 	}
 	return 0, fmt.Errorf("unknown file type %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // String is llama.cpp's name of the file type ("Q4_K_M").
 func (f FileType) String() string {
-	for _, x := range fileTypes {
-		if x.ft == f {
-			return x.name
-		}
+	if name := loader.FileTypeName(uint64(f)); name != "" {
+		return name
 	}
 	return "ftype(" + strconv.Itoa(int(f)) + ")"
 }

@@ -130,80 +130,15 @@ func nearestInt(f float32) int {
 	return int(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
-// F32ToF16 converts to IEEE half precision, rounding to nearest even,
-// subnormals included (like F16C's _cvtss_sh(x, 0)).
-func F32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13)
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 112 // half exponent field
-	if e >= 31 {
-		return sign | 0x7c00
-	}
-	if e >= 1 {
-		h := uint32(e)<<10 | mant>>13
-		rem := mant & 0x1fff
-		if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-			h++ // may carry into the exponent, up to infinity: still correct
-		}
-		return sign | uint16(h)
-	}
-	// Subnormal half (or zero): count of 2^-24 units is M >> (14 - e).
-	if exp == 0 {
-		return sign // f32 subnormals are far below half's range
-	}
-	m := mant | 0x800000
-	s := uint32(14 - e)
-	if s > 24 {
-		return sign
-	}
-	q := m >> s
-	rem := m & (1<<s - 1)
-	half := uint32(1) << (s - 1)
-	if rem > half || (rem == half && q&1 == 1) {
-		q++
-	}
-	return sign | uint16(q)
-}
-
-// F16ToF32 converts an IEEE half to float32 (exact).
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
-	case mant == 0:
-		return math.Float32frombits(sign)
-	}
-	// subnormal: normalise
-	e := uint32(113)
-	for mant&0x400 == 0 {
-		mant <<= 1
-		e--
-	}
-	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
-}
-
 // roundF16 returns f rounded through half precision, the value a reader
 // will see for an f16 scale.
-func roundF16(f float32) float32 { return F16ToF32(F32ToF16(f)) }
+func roundF16(f float32) float32 { return kernels.F16ToF32(kernels.F32ToF16(f)) }
 
 // getF16 reads a little-endian f16 as float32.
-func getF16(b []byte) float32 { return F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
+func getF16(b []byte) float32 { return kernels.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
 
 func putF16(b []byte, f float32) {
-	h := F32ToF16(f)
+	h := kernels.F32ToF16(f)
 	b[0] = byte(h)
 	b[1] = byte(h >> 8)
 }

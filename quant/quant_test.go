@@ -87,23 +87,23 @@ func TestF16Conversion(t *testing.T) {
 	// Every half value round-trips exactly; the midpoint between two
 	// neighbours rounds to the even one.
 	for h := 0; h < 1<<16; h++ {
-		f := F16ToF32(uint16(h))
+		f := kernels.F16ToF32(uint16(h))
 		if f != f { // NaN
 			continue
 		}
-		if got := F32ToF16(f); got != uint16(h) && !(f == 0 && got&0x7fff == 0) {
+		if got := kernels.F32ToF16(f); got != uint16(h) && !(f == 0 && got&0x7fff == 0) {
 			t.Fatalf("half %#04x -> %v -> %#04x", h, f, got)
 		}
 		if h&0x7c00 == 0x7c00 || (h+1)&0x7c00 == 0x7c00 {
 			continue
 		}
-		lo, hi := float64(f), float64(F16ToF32(uint16(h+1)))
+		lo, hi := float64(f), float64(kernels.F16ToF32(uint16(h+1)))
 		mid := float32((lo + hi) / 2)
 		want := uint16(h)
 		if h&1 == 1 {
 			want = uint16(h + 1)
 		}
-		if got := F32ToF16(mid); got != want {
+		if got := kernels.F32ToF16(mid); got != want {
 			t.Fatalf("midpoint of %#04x and next: got %#04x want %#04x", h, got, want)
 		}
 	}
@@ -134,7 +134,7 @@ func f16Rows(t *testing.T, model, tensor string, rowLen, nrows int) []float32 {
 	out := make([]float32, rowLen*nrows)
 	for i := range out {
 		if es == 2 {
-			out[i] = F16ToF32(binary.LittleEndian.Uint16(buf[2*i:]))
+			out[i] = kernels.F16ToF32(binary.LittleEndian.Uint16(buf[2*i:]))
 		} else {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
 		}

@@ -200,18 +200,9 @@ func (m *Model) Info() ModelInfo { return m.info }
 // Config returns the model's hyperparameters.
 func (m *Model) Config() Config { return *m.cfg }
 
-// fileTypes maps general.file_type (llama_ftype) to its name.
-var fileTypes = map[uint64]string{
-	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
-	10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
-	16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 32: "BF16",
-}
-
 func fileTypeName(f *loader.File, counts map[kernels.Type]int64) string {
-	if v, ok := f.Uint("general.file_type"); ok {
-		if s, ok := fileTypes[v]; ok {
-			return s
-		}
+	if _, name, ok := f.FileType(); ok && name != "" {
+		return name
 	}
 	best, bestN := kernels.F32, int64(-1)
 	for t, n := range counts {
