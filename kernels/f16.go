@@ -72,4 +72,3 @@ func F16ToF32(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
 }
-

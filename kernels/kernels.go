@@ -66,7 +66,6 @@ import (
 	_ "github.com/woolly-llm/woolly/csrc" // the C kernels
 )
 
-
 // f16ToF32C and f32ToF16C are csrc's conversions, for the test that holds
 // the Go ones (f16.go) to the same bits.
 func f16ToF32C(h uint16) float32 { return float32(C.k_f16_to_f32(C.k_half(h))) }

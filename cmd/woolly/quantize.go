@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/quant"
 )
