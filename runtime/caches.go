@@ -17,10 +17,15 @@ import (
 )
 
 // DefaultPrefixCache is the prefix KV cache budget of a model loaded with
-// LoadOptions.PrefixCache == 0: 256 MiB of snapshots (TinyLlama-1.1B's f16
+// LoadOptions.PrefixCache unset (nil): 256 MiB of snapshots (TinyLlama-1.1B's f16
 // KV cache takes 22.5 KiB per token, so about 11,600 tokens, five full
 // 2048-token contexts). Memory is only used for what is stored.
 const DefaultPrefixCache = 256 << 20
+
+// Ptr returns a pointer to v: options whose unset state differs from their
+// zero value are pointers (nil: the default), as in Ollama's API, and Ptr
+// sets them inline: LoadOptions{PrefixCache: runtime.Ptr(int64(0))}.
+func Ptr[T any](v T) *T { return &v }
 
 // dequantMinBatch is the smallest batch (tokens) whose matrix products use
 // cached f32 weights. Below it the quantized kernels always run (MatVec for
@@ -128,9 +133,12 @@ func (m *Model) initCaches(o LoadOptions) error {
 		return fmt.Errorf("dequant cache budget %d is negative", o.DequantCache)
 	}
 	m.caches.dequantID = m.file.Path + "#" + strconv.FormatInt(loadCounter.Add(1), 10)
-	budget := o.PrefixCache
-	if budget == 0 {
-		budget = DefaultPrefixCache
+	budget := int64(DefaultPrefixCache)
+	if o.PrefixCache != nil {
+		budget = *o.PrefixCache
+	}
+	if budget < 0 {
+		return fmt.Errorf("prefix cache budget %d is negative", budget)
 	}
 	if budget > 0 {
 		pc, err := cache.NewPrefixCache(budget)

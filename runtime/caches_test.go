@@ -68,7 +68,7 @@ func TestSnapshotRestoreBitIdentical(t *testing.T) {
 	for _, name := range []string{"synth-llama-mini-Q4_K_M", "stories260K-Q8_0", "synth-gemma2-mini-Q4_K_M",
 		"synth-gemma3-mini-Q4_K_M", "synth-qwen3moe-mini-Q4_K_M"} {
 		t.Run(name, func(t *testing.T) {
-			m := loadShared(t, name, LoadOptions{PrefixCache: -1})
+			m := loadShared(t, name, LoadOptions{PrefixCache: Ptr(int64(0))})
 			for _, tc := range []struct{ prefix, suffix int }{{40, 20}, {150, 90}, {300, 7}} {
 				toks := randomTokens(m, tc.prefix+tc.suffix, uint64(tc.prefix))
 				pre, suf := toks[:tc.prefix], toks[tc.prefix:]
@@ -143,7 +143,7 @@ func TestRestoreErrors(t *testing.T) {
 func TestGeneratePrefixReuse(t *testing.T) {
 	name := "synth-llama-mini-Q4_K_M"
 	with := loadShared(t, name, LoadOptions{})
-	without := loadShared(t, name, LoadOptions{PrefixCache: -1})
+	without := loadShared(t, name, LoadOptions{PrefixCache: Ptr(int64(0))})
 	ctx := context.Background()
 	hist := randomTokens(with, 30, 3)
 	greedy := GenerateOptions{MaxTokens: 8, Sampler: SamplerOptions{Temperature: 0}}
@@ -189,7 +189,7 @@ func TestGeneratePrefixReuse(t *testing.T) {
 // close to the quantized kernels'.
 func TestDequantCache(t *testing.T) {
 	name := "synth-llama-mini-Q4_K_M"
-	m := loadShared(t, name, LoadOptions{PrefixCache: -1, DequantCache: 1 << 30})
+	m := loadShared(t, name, LoadOptions{PrefixCache: Ptr(int64(0)), DequantCache: 1 << 30})
 	ctx := context.Background()
 	dc := m.caches.dequant.Load()
 	if dc == nil {
@@ -224,8 +224,8 @@ func TestDequantCache(t *testing.T) {
 		name string
 		tol  float64
 	}{{"synth-llama-mini-F16", 1e-2}, {name, math.Inf(1)}} {
-		on := loadShared(t, tc.name, LoadOptions{PrefixCache: -1, DequantCache: 1 << 30})
-		off := loadShared(t, tc.name, LoadOptions{PrefixCache: -1})
+		on := loadShared(t, tc.name, LoadOptions{PrefixCache: Ptr(int64(0)), DequantCache: 1 << 30})
+		off := loadShared(t, tc.name, LoadOptions{PrefixCache: Ptr(int64(0))})
 		toks := randomTokens(on, 48, 3)
 		a, _ := on.NewSession(64)
 		b, _ := off.NewSession(64)
@@ -264,7 +264,7 @@ func TestPrefixReuseTTFT(t *testing.T) {
 	if v := os.Getenv("WOOLLY_TTFT_MODEL"); v != "" {
 		name = v // an absolute path, e.g. /work/main/models/tinyllama-1.1b-q4_k_m.gguf
 	}
-	for _, pc := range []int64{-1, 0} {
+	for _, pc := range []*int64{Ptr(int64(0)), nil} {
 		m := loadShared(t, name, LoadOptions{PrefixCache: pc})
 		hist := randomTokens(m, 400, 11)
 		o := GenerateOptions{Tokens: hist, MaxTokens: 1, Sampler: SamplerOptions{Temperature: 0}}
@@ -282,7 +282,7 @@ func TestPrefixReuseTTFT(t *testing.T) {
 				best = res.PromptDuration
 			}
 		}
-		t.Logf("prefix cache %d: follow-up of 20 tokens after 400: TTFT %v (best of 3; prefix cache: %v)", pc, best, m.CacheStats().Prefix)
+		t.Logf("prefix cache %v: follow-up of 20 tokens after 400: TTFT %v (best of 3; prefix cache: %v)", pc, best, m.CacheStats().Prefix)
 	}
 }
 
@@ -291,9 +291,9 @@ func TestPrefixReuseTTFT(t *testing.T) {
 // lone run. Run with -race. (The two caches are on different models: with
 // the dequant cache on, reuse changes which batches take the f32 path.)
 func TestCachesConcurrent(t *testing.T) {
-	plain := loadShared(t, "stories260K-Q8_0", LoadOptions{PrefixCache: -1})
+	plain := loadShared(t, "stories260K-Q8_0", LoadOptions{PrefixCache: Ptr(int64(0))})
 	pm := loadShared(t, "stories260K-Q8_0", LoadOptions{})
-	dm := loadShared(t, "stories260K-Q8_0", LoadOptions{PrefixCache: -1, DequantCache: 1 << 30})
+	dm := loadShared(t, "stories260K-Q8_0", LoadOptions{PrefixCache: Ptr(int64(0)), DequantCache: 1 << 30})
 	o := GenerateOptions{Tokens: randomTokens(plain, 40, 21), MaxTokens: 6, Sampler: SamplerOptions{Temperature: 0}}
 	ctx := context.Background()
 	wantP, err := plain.Generate(ctx, o, nil)
@@ -331,5 +331,25 @@ func TestCachesConcurrent(t *testing.T) {
 	}
 	if st := dm.CacheStats(); st.Dequant.Hits == 0 {
 		t.Fatalf("dequant cache unused: %+v", st.Dequant)
+	}
+}
+
+// LoadOptions.PrefixCache: nil is the default budget, 0 is off, a value is
+// that budget, a negative one an error.
+func TestPrefixCacheOptionUnsetZeroValue(t *testing.T) {
+	const name = "stories260K-Q8_0"
+	for _, c := range []struct {
+		opt    *int64
+		on     bool
+		budget int64
+	}{{nil, true, DefaultPrefixCache}, {Ptr(int64(0)), false, 0}, {Ptr(int64(1 << 20)), true, 1 << 20}} {
+		m := loadShared(t, name, LoadOptions{PrefixCache: c.opt})
+		st := m.CacheStats()
+		if st.PrefixEnabled != c.on || (c.on && st.Prefix.Budget != c.budget) {
+			t.Errorf("PrefixCache %v: enabled %v budget %d, want %v %d", c.opt, st.PrefixEnabled, st.Prefix.Budget, c.on, c.budget)
+		}
+	}
+	if _, err := Load(filepath.Join(sharedDir(t), "models", name+".gguf"), LoadOptions{PrefixCache: Ptr(int64(-1))}); err == nil {
+		t.Error("a negative prefix cache budget was accepted")
 	}
 }

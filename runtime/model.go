@@ -24,9 +24,9 @@ type LoadOptions struct {
 	Attention AttentionMode
 	// PrefixCache is the byte budget of the model's prefix KV cache, which
 	// keeps snapshots of recent sequences so that a request sharing a
-	// prefix with an earlier one evaluates only its new tokens: 0 means
-	// DefaultPrefixCache, a negative value turns reuse off.
-	PrefixCache int64
+	// prefix with an earlier one evaluates only its new tokens: nil (unset)
+	// means DefaultPrefixCache, 0 turns reuse off (Ptr(int64(0))).
+	PrefixCache *int64
 	// DequantCache is the byte budget of the model's dequantized-weight
 	// cache (f32 copies of weight matrices for prompt batches of at least
 	// 32 tokens); 0, the default, turns it off. See Model.SetDequantCache.

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 // Tests over a real model (../shared/models) through RuntimeBackend.
@@ -157,7 +159,7 @@ func TestLoad(t *testing.T) {
 		model = m
 	}
 	before := goruntime.NumGoroutine()
-	url, stop := startReal(t, Config{MaxQueue: 64})
+	url, stop := startReal(t, Config{MaxQueue: runtime.Ptr(64)})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 
 	const clients, perClient = 32, 10

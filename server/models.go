@@ -73,7 +73,7 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("models directory %s is not a directory", cfg.ModelsDir)
 	}
-	return &registry{dir: cfg.ModelsDir, backend: backend, keepAlive: cfg.KeepAlive, maxQueue: cfg.MaxQueue,
+	return &registry{dir: cfg.ModelsDir, backend: backend, keepAlive: *cfg.KeepAlive, maxQueue: *cfg.MaxQueue,
 		threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
 }
 

@@ -14,12 +14,12 @@ import (
 type RuntimeBackend struct {
 	// ContextLength caps every model's context (0: the runtime's default).
 	ContextLength int
-	// PrefixCache is each model's prefix KV cache budget in bytes (0: the
-	// runtime's default, runtime.DefaultPrefixCache; negative: off). It lets
+	// PrefixCache is each model's prefix KV cache budget in bytes (nil: the
+	// runtime's default, runtime.DefaultPrefixCache; 0: off). It lets
 	// a request that shares a prefix with an earlier one (another
 	// conversation's turn, a common system prompt) evaluate only its new
 	// tokens.
-	PrefixCache int64
+	PrefixCache *int64
 	// DequantCache is each model's dequantized-weight cache budget in bytes
 	// (0: off); DequantCacheFraction > 0 sizes it instead as that fraction
 	// of the model's f32 working set (runtime.Model.DequantWorkingSet).

@@ -35,22 +35,31 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 // Version is reported by /api/version and /api/v1/health.
 const Version = "0.1.0"
 
-// Config holds the server's settings. Zero values get the defaults noted.
+// The defaults of the settings whose unset state is not their zero value.
+const (
+	DefaultMaxQueue  = 64
+	DefaultKeepAlive = 5 * time.Minute
+)
+
+// Config holds the server's settings. Zero values get the defaults noted;
+// pointers are nil when unset (0 is then a value of its own).
 type Config struct {
-	ModelsDir    string        // directory of *.gguf files (required)
-	APIKey       string        // when set, required on every route but /metrics and /api/v1/health
-	CORSOrigins  []string      // allowed browser origins ("*" allows any); none by default
-	MaxQueue     int           // requests allowed to wait for a model; 0: 64; < 0: none may wait
-	Timeout      time.Duration // per-request limit, queueing included; 0: none
-	KeepAlive    time.Duration // idle time before a model is unloaded; 0: 5m; < 0: never
-	Threads      int           // threads per model; 0: the runtime's default
-	MaxBodyBytes int64         // request body limit; 0: 8 MiB
-	Logger       *log.Logger   // nil: discard
+	ModelsDir    string         // directory of *.gguf files (required)
+	APIKey       string         // when set, required on every route but /metrics and /api/v1/health
+	CORSOrigins  []string       // allowed browser origins ("*" allows any); none by default
+	MaxQueue     *int           // requests allowed to wait for a model; nil: DefaultMaxQueue; 0: none may wait
+	Timeout      time.Duration  // per-request limit, queueing included; 0: none
+	KeepAlive    *time.Duration // idle time before a model is unloaded; nil: DefaultKeepAlive; 0: as soon as idle; < 0: never
+	Threads      int            // threads per model; 0: the runtime's default
+	MaxBodyBytes int64          // request body limit; 0: 8 MiB
+	Logger       *log.Logger    // nil: discard
 }
 
 // Server answers the HTTP API. Create it with New; call Close after the
@@ -72,13 +81,13 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	if backend == nil {
 		return nil, errors.New("server: no backend")
 	}
-	if cfg.MaxQueue == 0 {
-		cfg.MaxQueue = 64
-	} else if cfg.MaxQueue < 0 {
-		cfg.MaxQueue = 0
+	if cfg.MaxQueue == nil {
+		cfg.MaxQueue = runtime.Ptr(DefaultMaxQueue)
+	} else if *cfg.MaxQueue < 0 {
+		return nil, fmt.Errorf("server: max queue %d is negative", *cfg.MaxQueue)
 	}
-	if cfg.KeepAlive == 0 {
-		cfg.KeepAlive = 5 * time.Minute
+	if cfg.KeepAlive == nil {
+		cfg.KeepAlive = runtime.Ptr(DefaultKeepAlive)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 8 << 20

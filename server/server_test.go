@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 // newTestServer serves a temp models directory holding tiny.gguf,
@@ -640,7 +642,7 @@ func TestAuthCORSAndBodyLimit(t *testing.T) {
 func TestQueueFull503AndOneAtATime(t *testing.T) {
 	b := newFakeBackend()
 	b.gate = make(chan struct{})
-	_, ts := newTestServer(t, Config{MaxQueue: 1}, b)
+	_, ts := newTestServer(t, Config{MaxQueue: runtime.Ptr(1)}, b)
 	// Load first so the queue holds generation waits only.
 	wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`), 200)
 	var wg sync.WaitGroup
@@ -677,7 +679,7 @@ func TestQueueFull503AndOneAtATime(t *testing.T) {
 
 func TestNoQueue(t *testing.T) {
 	// --max-queue 0: nobody waits, but a free model still answers.
-	_, ts := newTestServer(t, Config{MaxQueue: -1}, newFakeBackend())
+	_, ts := newTestServer(t, Config{MaxQueue: runtime.Ptr(0)}, newFakeBackend())
 	for range 2 {
 		wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`), 200)
 	}

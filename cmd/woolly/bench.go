@@ -130,7 +130,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 7), strings.Repeat("-", 15))
 	}
 	for _, nt := range threads {
-		m, err := wrt.Load(*model, wrt.LoadOptions{Threads: nt, PrefixCache: -1})
+		m, err := wrt.Load(*model, wrt.LoadOptions{Threads: nt, PrefixCache: wrt.Ptr(int64(0))})
 		if err != nil {
 			return err
 		}

@@ -15,29 +15,24 @@ import (
 	"github.com/woolly-llm/woolly/runtime"
 )
 
-// prefixFlag adds --prefix-cache with the given default (a size).
-func prefixFlag(fs *flag.FlagSet, def string) *string {
-	return fs.String("prefix-cache", def,
-		"prefix KV cache `SIZE` per model (e.g. 256M, 1G; 0: off): requests sharing a prefix with an earlier one evaluate only their new tokens")
+// prefixFlag adds --prefix-cache (env: its environment variable, "" for
+// none); unset, the runtime's default applies (runtime.DefaultPrefixCache).
+func prefixFlag(fs *flag.FlagSet, env string) (*optional[int64], error) {
+	usage := fmt.Sprintf("prefix KV cache `SIZE` per model (e.g. 256M, 1G; 0: off; default %dM): requests sharing a prefix with an earlier one evaluate only their new tokens",
+		runtime.DefaultPrefixCache>>20)
+	if env != "" {
+		usage += " (env " + env + ")"
+	}
+	return addOptional(fs, "prefix-cache", env, usage, parseSize)
 }
+
+// parseSize reads a byte size (256M, 1G, 0).
+func parseSize(s string) (int64, error) { return cache.ParseSize(s) }
 
 // dequantFlag adds --dequant-cache (default off).
 func dequantFlag(fs *flag.FlagSet) *string {
 	return fs.String("dequant-cache", "0",
 		"dequantized-weight cache `SIZE` per model (e.g. 512M, or 100% of the f32 size of the layer weights; 0: off) for prompt batches ≥ 32 tokens")
-}
-
-// parsePrefixCache turns --prefix-cache into runtime.LoadOptions.PrefixCache
-// (0 on the command line means off, which the runtime spells -1).
-func parsePrefixCache(s string) (int64, error) {
-	n, err := cache.ParseSize(s)
-	if err != nil {
-		return 0, fmt.Errorf("--prefix-cache: %v", err)
-	}
-	if n == 0 {
-		return -1, nil
-	}
-	return n, nil
 }
 
 // dequantSize is a parsed --dequant-cache: bytes, or a fraction of the

@@ -3,17 +3,41 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 func TestParseCacheFlags(t *testing.T) {
-	if n, err := parsePrefixCache("0"); err != nil || n != -1 {
-		t.Errorf("--prefix-cache 0: %d %v, want -1 (off)", n, err)
+	// Unset is nil (the runtime's default), 0 is off, a size is a size;
+	// the environment variable counts as given, the flag wins over it.
+	for _, c := range []struct {
+		env  string
+		args []string
+		want *int64
+	}{
+		{"", nil, nil},
+		{"", []string{"--prefix-cache", "0"}, runtime.Ptr(int64(0))},
+		{"", []string{"--prefix-cache", "256M"}, runtime.Ptr(int64(256 << 20))},
+		{"1G", nil, runtime.Ptr(int64(1 << 30))},
+		{"1G", []string{"--prefix-cache", "0"}, runtime.Ptr(int64(0))},
+	} {
+		t.Setenv("WOOLLY_TEST_PREFIX", c.env)
+		fs := newFlagSet("test", io.Discard)
+		p, err := prefixFlag(fs, "WOOLLY_TEST_PREFIX")
+		if err == nil {
+			err = fs.Parse(c.args)
+		}
+		if err != nil || (p.v == nil) != (c.want == nil) || (p.v != nil && *p.v != *c.want) {
+			t.Errorf("env %q args %v: %v %v, want %v", c.env, c.args, p.v, err, c.want)
+		}
 	}
-	if n, err := parsePrefixCache("256M"); err != nil || n != 256<<20 {
-		t.Errorf("--prefix-cache 256M: %d %v", n, err)
+	t.Setenv("WOOLLY_TEST_PREFIX", "lots")
+	if _, err := prefixFlag(newFlagSet("test", io.Discard), "WOOLLY_TEST_PREFIX"); err == nil || !strings.Contains(err.Error(), "WOOLLY_TEST_PREFIX") {
+		t.Errorf("bad env value: %v, want an error naming the variable", err)
 	}
 	if d, err := parseDequantCache("25%"); err != nil || d.frac != 0.25 || d.bytes != 0 {
 		t.Errorf("--dequant-cache 25%%: %+v %v", d, err)
@@ -26,7 +50,7 @@ func TestParseCacheFlags(t *testing.T) {
 			t.Errorf("--dequant-cache %q accepted", bad)
 		}
 	}
-	if _, err := parsePrefixCache("lots"); err == nil {
+	if _, err := parseSize("lots"); err == nil {
 		t.Error("--prefix-cache lots accepted")
 	}
 }

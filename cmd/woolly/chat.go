@@ -32,7 +32,10 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
 	var think triBool
 	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
-	prefixS := prefixFlag(fs, "256M")
+	prefix, err := prefixFlag(fs, "")
+	if err != nil {
+		return err
+	}
 	dequantS := dequantFlag(fs)
 	llamaAliases(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -51,15 +54,11 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prefixB, err := parsePrefixCache(*prefixS)
-	if err != nil {
-		return err
-	}
 	dq, err := parseDequantCache(*dequantS)
 	if err != nil {
 		return err
 	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, PrefixCache: prefixB})
+	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, PrefixCache: prefix.v})
 	if err != nil {
 		return err
 	}

@@ -132,3 +132,43 @@ func warnContext(w io.Writer, m *runtime.Model, nctx int) {
 		fmt.Fprintf(w, "warning: -c %d is more than the model's training context (%d); quality may drop past %d tokens\n", nctx, train, train)
 	}
 }
+
+// optional is a flag that stays unset (nil) unless given on the command
+// line or in its environment variable, so the library's default applies
+// and is written in one place (runtime.DefaultPrefixCache,
+// server.DefaultMaxQueue, server.DefaultKeepAlive); a given 0 is a value.
+type optional[T any] struct {
+	v     *T
+	parse func(string) (T, error)
+}
+
+func (o *optional[T]) String() string {
+	if o == nil || o.v == nil {
+		return ""
+	}
+	return fmt.Sprint(*o.v)
+}
+
+func (o *optional[T]) Set(s string) error {
+	v, err := o.parse(s)
+	if err != nil {
+		return err
+	}
+	o.v = &v
+	return nil
+}
+
+// addOptional registers an optional flag, first set from env when that
+// variable is non-empty (a bad value there is an error naming it).
+func addOptional[T any](fs *flag.FlagSet, name, env, usage string, parse func(string) (T, error)) (*optional[T], error) {
+	o := &optional[T]{parse: parse}
+	if env != "" {
+		if s := os.Getenv(env); s != "" {
+			if err := o.Set(s); err != nil {
+				return nil, fmt.Errorf("%s=%q: %v", env, s, err)
+			}
+		}
+	}
+	fs.Var(o, name, usage)
+	return o, nil
+}

@@ -31,7 +31,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
-	prefixS := prefixFlag(fs, "0") // one generation per process: nothing to reuse unless asked
+	prefix, err := prefixFlag(fs, "")
+	if err != nil {
+		return err
+	}
 	dequantS := dequantFlag(fs)
 	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
 	var stops stringList
@@ -64,9 +67,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prefixB, err := parsePrefixCache(*prefixS)
-	if err != nil {
-		return err
+	if prefix.v == nil { // one generation per process: nothing to reuse unless asked
+		prefix.v = runtime.Ptr(int64(0))
 	}
 	dq, err := parseDequantCache(*dequantS)
 	if err != nil {
@@ -74,7 +76,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	t0 := time.Now()
 	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, Attention: mode,
-		PrefixCache: prefixB})
+		PrefixCache: prefix.v})
 	if err != nil {
 		return err
 	}

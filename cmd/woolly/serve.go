@@ -30,6 +30,15 @@ func envOr(name, def string) string {
 	return def
 }
 
+// parseQueue reads --max-queue: a count, 0 or more.
+func parseQueue(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a count of requests, 0 or more, not %q", s)
+	}
+	return n, nil
+}
+
 // parseKeepAlive reads a keep-alive: a duration ("5m") or seconds ("300");
 // negative keeps models loaded.
 func parseKeepAlive(s string) (time.Duration, error) {
@@ -61,7 +70,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	maxQueue, err := envInt("WOOLLY_MAX_QUEUE", 64)
+	maxQueue, err := addOptional(fs, "max-queue", "WOOLLY_MAX_QUEUE",
+		fmt.Sprintf("requests that may wait for a model; more get 503 (0: none may wait; default %d; env WOOLLY_MAX_QUEUE)", server.DefaultMaxQueue),
+		parseQueue)
+	if err != nil {
+		return err
+	}
+	keep, err := addOptional(fs, "keep-alive", "WOOLLY_KEEP_ALIVE",
+		fmt.Sprintf("how long an idle model stays loaded (0: unload after each request, -1: forever; default %v; env WOOLLY_KEEP_ALIVE)", server.DefaultKeepAlive),
+		parseKeepAlive)
 	if err != nil {
 		return err
 	}
@@ -74,12 +91,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS)")
 	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
 	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
-	fs.IntVar(&maxQueue, "max-queue", maxQueue, "requests that may wait for a model; more get 503 (env WOOLLY_MAX_QUEUE)")
 	timeoutS := fs.String("timeout", envOr("WOOLLY_TIMEOUT", "0"), "per-request time limit, e.g. 5m (0: none; env WOOLLY_TIMEOUT)")
-	keepS := fs.String("keep-alive", envOr("WOOLLY_KEEP_ALIVE", "5m"), "how long an idle model stays loaded (0: unload after each request, -1: forever; env WOOLLY_KEEP_ALIVE)")
 	threads := fs.Int("t", threadsDef, "threads per model (0: physical cores; env WOOLLY_THREADS)")
 	nctx := fs.Int("c", 0, "context length cap per model (0: the model's, at most the runtime's default)")
-	prefixS := prefixFlag(fs, envOr("WOOLLY_PREFIX_CACHE", "256M")) // env WOOLLY_PREFIX_CACHE
+	prefix, err := prefixFlag(fs, "WOOLLY_PREFIX_CACHE")
+	if err != nil {
+		return err
+	}
 	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
 		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
 	if err := parseFlags(fs, args); err != nil {
@@ -95,25 +113,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--timeout: %v", err)
 	}
-	keep, err := parseKeepAlive(*keepS)
-	if err != nil {
-		return err
-	}
-	if keep == 0 {
-		keep = time.Nanosecond // unload as soon as the model is idle
-	}
 	var origins []string
 	for _, o := range strings.Split(*cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			origins = append(origins, o)
 		}
-	}
-	if maxQueue == 0 {
-		maxQueue = -1 // no waiting
-	}
-	prefixB, err := parsePrefixCache(*prefixS)
-	if err != nil {
-		return err
 	}
 	dq, err := parseDequantCache(*dequantS)
 	if err != nil {
@@ -121,9 +125,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
-	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue,
-		Timeout: timeout, KeepAlive: keep, Threads: *threads, Logger: logger},
-		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefixB, DequantCache: dq.bytes,
+	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v,
+		Timeout: timeout, KeepAlive: keep.v, Threads: *threads, Logger: logger},
+		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
 			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {
 		return err
