@@ -5,11 +5,12 @@
 #
 #   make build          bin/woolly
 #   make test           everything this machine can run: test-go, test-c,
-#                       test-sanitize, test-arm64
+#                       test-sanitize, test-arm64, test-darwin
 #   make test-go        go test ./...
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
 #   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip)
+#   make test-darwin    compile every package for macOS/arm64 with zig (or a skip)
 #   make bench          scripts/bench.sh (or the Go kernel benchmarks)
 #   make bench-c        the C microbenchmark
 #   make lint           gofmt and go vet
@@ -24,7 +25,7 @@ BIN     ?= bin
 JOBS    ?= $(shell (nproc || sysctl -n hw.ncpu || echo 2) 2>/dev/null | head -n 1)
 GOFLAGS_TEST ?=
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 bench bench-go bench-c lint clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin bench bench-go bench-c lint clean
 
 all: build
 
@@ -32,7 +33,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/woolly ./cmd/woolly
 
-test: test-go test-c test-sanitize test-arm64
+test: test-go test-c test-sanitize test-arm64 test-darwin
 
 test-go:
 	$(GO) test $(GOFLAGS_TEST) ./...
@@ -55,6 +56,10 @@ test-sanitize:
 
 test-arm64:
 	sh scripts/test-arm64.sh
+
+# darwin/arm64 compile check through zig cc (scripts/darwin-check.sh).
+test-darwin:
+	sh scripts/darwin-check.sh
 
 # scripts/bench.sh is the project benchmark (owner: speed); until it exists,
 # the Go kernel benchmarks stand in.

@@ -3,7 +3,7 @@
  *
  *   K_IMPL_NEON      plain Advanced SIMD kernels (*_neon_arm64.c), every arm64 CPU
  *   K_IMPL_NEON_DOT  the NEON set with the integer dot products replaced by the
- *                    vdotq_s32 kernels of package csrc/dotprod
+ *                    SDOT kernels (*_neon_dot_arm64.c)
  *
  * Only called with impl != K_IMPL_REF. Package kernels enables
  * K_IMPL_NEON_DOT only when the CPU reports dotprod (x/sys/cpu

@@ -1,10 +1,10 @@
 /*
  * dot_neon_arm64.c — dot products for every arm64 CPU (plain Advanced SIMD).
  *
- * The quantized kernels are the shared bodies of dotprod/dot_body_arm64.h with
+ * The quantized kernels are the shared bodies of dot_body_arm64.h with
  * the int8 dot built from widening multiplies (vmull_s8) and pairwise
- * adds (vpaddlq_s16, vpaddq_s32); the dotprod package instantiates the same bodies
- * with vdotq_s32. The float kernels (f16 x f16, f32 x f32) live here only.
+ * adds (vpaddlq_s16, vpaddq_s32); dot_neon_dot_arm64.c instantiates the same
+ * bodies with SDOT (k_sdot). The float kernels (f16 x f16, f32 x f32) live here only.
  */
 #include <arm_neon.h>
 
@@ -18,7 +18,7 @@ static inline int32x4_t k_dot16_mull(int32x4_t acc, int8x16_t a, int8x16_t b) {
 
 #define K_DOT16(acc, a, b) k_dot16_mull((acc), (a), (b))
 #define K_NAME(f) f##_neon
-#include "dotprod/dot_body_arm64.h"
+#include "dot_body_arm64.h"
 
 /* The float dots follow the reference build's ggml_vec_dot_f16 / _f32 order
  * (as k_dot_{f16_f16,f32_f32}_avx2 does): np = n & ~63 elements in 4

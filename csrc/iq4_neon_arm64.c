@@ -1,5 +1,5 @@
 /* iq4_neon_arm64.c — IQ4_NL and IQ4_XS dots and tiles for every arm64 CPU
- * (plain Advanced SIMD; the dotprod twins are csrc/dotprod/iq4_neon_dot_arm64.c).
+ * (plain Advanced SIMD; the dotprod twins are csrc/iq4_neon_dot_arm64.c).
  *
  * vqtbl1q_s8 maps 16 nibbles to their signed levels (k_iq4nl_values); the
  * int8 dot of 16 levels with 16 activations is built from widening

@@ -7,8 +7,8 @@
  *   avx512    x86-64 AVX-512 F/BW/VL + VNNI: VNNI integer dots and k_matmul_q
  *             tiles, the avx2 kernels for everything else
  *   neon      arm64 Advanced SIMD (every arm64 CPU)
- *   neon_dot  arm64 with the dotprod extension (vdotq_s32), compiled in the
- *             csrc/dotprod package with -march=armv8.2-a+dotprod
+ *   neon_dot  arm64 with the dotprod extension: SDOT through k_sdot, one
+ *             inline-assembly primitive (sdot_arm64.h), no -march flag
  *
  * Generic drivers (k_matvec, k_matmul_q, k_sgemm, ...) take an impl id and pick
  * the per-format function from a table, so Go crosses the cgo boundary once

@@ -4,8 +4,8 @@
  * kernels.h.
  *
  *   _neon      plain Advanced SIMD, every arm64 CPU (csrc/quant_neon_arm64.c, dot_neon_arm64.c)
- *   _neon_dot  vdotq_s32 kernels, compiled with -march=armv8.2-a+dotprod in
- *              the csrc/dotprod package; only called when the CPU has dotprod
+ *   _neon_dot  SDOT kernels (*_neon_dot_arm64.c, k_sdot of sdot_arm64.h);
+ *              only called when the CPU has dotprod
  */
 #ifndef WOOLLY_KERNELS_NEON_ARM64_H
 #define WOOLLY_KERNELS_NEON_ARM64_H
@@ -44,7 +44,7 @@ float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a);
 float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a);
 float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a);
 
-/* csrc/dotprod/q2k_q3k_neon_dot_arm64.c (prototypes also in q2k_q3k_neon_dot.h there);
+/* csrc/q2k_q3k_neon_dot_arm64.c (prototypes also in q2k_q3k_neon_dot.h);
  * k_dot4_*: one row x 4 tokens a_row_bytes apart, out[t] = the dot with token t */
 float k_dot_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
@@ -56,7 +56,7 @@ float k_dot_q6_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q4_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
-/* csrc/dotprod/iq4_neon_dot_arm64.c */
+/* csrc/iq4_neon_dot_arm64.c */
 float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a);
 float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 
@@ -93,7 +93,7 @@ void k_mm_q5_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, 
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 void k_mm_q8_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-/* IQ4 tiles (iq4_neon_arm64.c, dotprod/iq4_neon_dot_arm64.c): 4 rows x 1 token
+/* IQ4 tiles (iq4_neon_arm64.c, iq4_neon_dot_arm64.c): 4 rows x 1 token
  * or 1 row x 4 tokens through k_mm_drive; IQ4_NL batches in the batch order */
 void k_mm_iq4_nl_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);

@@ -1,16 +1,12 @@
 package kernels
 
-import (
-	"golang.org/x/sys/cpu"
-
-	_ "github.com/woolly-llm/woolly/csrc/dotprod" // the vdotq_s32 kernels (built with +dotprod)
-)
+import "golang.org/x/sys/cpu"
 
 // archImpls lists the arm64 kernel sets this CPU can run, best last, with
 // their K_IMPL_* ids:
 //
 //	neon          Advanced SIMD, part of every arm64 CPU Go runs on
-//	neon-dotprod  neon with the integer dot products on SDOT (vdotq_s32);
+//	neon-dotprod  neon with the integer dot products on SDOT (k_sdot, inline assembly);
 //	              only when the CPU reports dotprod (ARMv8.2+ optional,
 //	              ARMv8.4+ and every Apple M-series). GODEBUG=cpu.asimddp=off
 //	              hides it.

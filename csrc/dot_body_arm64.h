@@ -7,7 +7,7 @@
  *
  * and instantiated twice:
  *   csrc/dot_neon_arm64.c              K_DOT16 from vmull_s8 + vpadalq_s16  (_neon)
- *   csrc/dotprod/dot_neon_dot_arm64.c  K_DOT16 = vdotq_s32                  (_neon_dot)
+ *   csrc/dot_neon_dot_arm64.c          K_DOT16 = k_sdot (SDOT)             (_neon_dot)
  * K_NAME(f) appends the impl suffix to a function name.
  *
  * Summation order: the same as the x86 kernels (dot_q32_simd.h,
@@ -19,15 +19,11 @@
  * and finally k_hsum8: (l + l+4), then (0+2) + (1+3). Integer lane sums are
  * exact, so only the float steps must match, and they do: NEON and AVX2 give
  * the same bits (csrc/tests checks both against one scalar model).
- *
- * Note for editors: csrc/ includes this file from a sub-directory, which the
- * Go build cache would not hash for package csrc; csrc/dotbody_arm64.go
- * embeds it so that edits here rebuild both packages.
  */
 #include <arm_neon.h>
 #include <math.h>
 #include <string.h>
-#include "../kernels_neon_arm64.h"
+#include "kernels_neon_arm64.h"
 
 static inline float k_h2f(k_half h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);

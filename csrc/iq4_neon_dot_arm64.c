@@ -1,33 +1,25 @@
 /*
  * iq4_neon_dot_arm64.c — IQ4_NL and IQ4_XS dots and tiles with the dotprod
- * extension (SDOT, vdotq_s32); the plain-NEON twins and the description of
+ * extension (SDOT, k_sdot); the plain-NEON twins and the description of
  * the summation orders are in csrc/iq4_neon_arm64.c and csrc/iq4_ref.c.
  * SDOT gives lane l = the products of elements 4l..4l+3 directly, the
  * integer lanes of every other IQ4 kernel, so the results have their bits.
  *
- * This package may not include csrc's headers: the block layouts, the
- * level table and k_mm_drive are declared here as in csrc/kernels.h (the
- * static asserts pin the sizes; the table and k_mm_drive are csrc's, linked
- * in; the kernels' prototypes are in csrc/kernels_neon_arm64.h). Handed out
- * only when the CPU has dotprod (csrc/dispatch_arm64.c).
+ * SDOT is k_sdot (sdot_arm64.h: inline assembly, no -march flag). Handed
+ * out only when the CPU has dotprod (csrc/dispatch_arm64.c).
  */
-#include <arm_neon.h>
+#include "sdot_arm64.h"
+#include "kernels_neon_arm64.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct { uint16_t d; uint8_t qs[16]; } blk_iq4_nl;                                        /* k_block_iq4_nl */
-typedef struct { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } blk_iq4_xs; /* k_block_iq4_xs */
-typedef struct { uint16_t d; int8_t qs[32]; } blk_q8_0;                                           /* k_block_q8_0 */
-typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } blk_q8_k;                          /* k_block_q8_k */
-_Static_assert(sizeof(blk_iq4_nl) == 18 && sizeof(blk_iq4_xs) == 136, "IQ4 block sizes");
-_Static_assert(sizeof(blk_q8_0) == 34 && sizeof(blk_q8_k) == 292, "Q8 block sizes");
+K_DOTPROD_BEGIN
 
-extern const int8_t k_iq4nl_values[16];
-typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                              const char *a, size_t a_row_bytes, float *out);
-void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+typedef k_block_iq4_nl blk_iq4_nl;
+typedef k_block_iq4_xs blk_iq4_xs;
+typedef k_block_q8_0 blk_q8_0;
+typedef k_block_q8_k blk_q8_k;
 
 #define K_INLINE static inline __attribute__((always_inline))
 
@@ -72,7 +64,7 @@ K_INLINE void nl_one_token(const int R, int64_t n, const char *w, size_t row_byt
         for (int r = 0; r < R; r++) {
             const blk_iq4_nl *x = (const blk_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             const struct lv32 q = levels32(table, x->qs);
-            const int32x4_t s0 = vdotq_s32(zero, q.lo, a0), s1 = vdotq_s32(zero, q.hi, a1);
+            const int32x4_t s0 = k_sdot(zero, q.lo, a0), s1 = k_sdot(zero, q.hi, a1);
             const float d = h2f(x->d) * dy;
             if (i < npair) {
                 float32x4_t *g = f[r][i & 1];
@@ -105,8 +97,8 @@ K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, siz
         for (int k = 0; k < T; k++) {
             const blk_q8_0 *y = (const blk_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
             const float32x4_t d = vdupq_n_f32(dx * h2f(y->d));
-            f[k][0] = vfmaq_f32(f[k][0], vcvtq_f32_s32(vdotq_s32(zero, q.lo, vld1q_s8(y->qs))), d);
-            f[k][1] = vfmaq_f32(f[k][1], vcvtq_f32_s32(vdotq_s32(zero, q.hi, vld1q_s8(y->qs + 16))), d);
+            f[k][0] = vfmaq_f32(f[k][0], vcvtq_f32_s32(k_sdot(zero, q.lo, vld1q_s8(y->qs))), d);
+            f[k][1] = vfmaq_f32(f[k][1], vcvtq_f32_s32(k_sdot(zero, q.hi, vld1q_s8(y->qs + 16))), d);
         }
     }
     _Pragma("GCC unroll 8")
@@ -166,8 +158,8 @@ K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, s
                 const int32_t ls = xs_scale(x[r], s);
                 _Pragma("GCC unroll 8")
                 for (int k = 0; k < T; k++) {
-                    lo[k] = vmlaq_n_s32(lo[k], vdotq_s32(zero, q.lo, vld1q_s8(y[k]->qs + 32 * s)), ls);
-                    hi[k] = vmlaq_n_s32(hi[k], vdotq_s32(zero, q.hi, vld1q_s8(y[k]->qs + 32 * s + 16)), ls);
+                    lo[k] = vmlaq_n_s32(lo[k], k_sdot(zero, q.lo, vld1q_s8(y[k]->qs + 32 * s)), ls);
+                    hi[k] = vmlaq_n_s32(hi[k], k_sdot(zero, q.hi, vld1q_s8(y[k]->qs + 32 * s + 16)), ls);
                 }
             }
             const float dx = h2f(x[r]->d);
@@ -203,3 +195,4 @@ void k_mm_iq4_xs_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr
                           size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     k_mm_drive(xs_piece, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
 }
+K_DOTPROD_END

@@ -1,5 +1,5 @@
 /*
- * q2k_q3k_neon_dot_arm64.c — Q2_K and Q3_K x Q8_K dots on SDOT (vdotq_s32),
+ * q2k_q3k_neon_dot_arm64.c — Q2_K and Q3_K x Q8_K dots on SDOT (k_sdot),
  * for impl neon-dotprod: one token (k_dot_*_neon_dot) and one row x 4 tokens
  * (k_dot4_*_neon_dot, the kernel of the k_mm_q{2,3}_k_neon_dot tiles in
  * csrc/q2k_q3k_neon_arm64.c). Specification: csrc/q2k_q3k_ref.c, the same
@@ -13,13 +13,15 @@
  * products; Q3_K's q * s can reach 128, so it takes SDOT of the raw quants
  * times the scale in int32.
  */
-#include <arm_neon.h>
+#include "sdot_arm64.h"
 #include <string.h>
 #include "q2k_q3k_neon_dot.h"
 
+K_DOTPROD_BEGIN
+
 enum { DP_Q2_K = 10, DP_Q3_K = 11 }; /* ggml type ids */
 
-static inline float dp_h2f(dp_half h) {
+static inline float dp_h2f(k_half h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
@@ -95,12 +97,12 @@ static inline __attribute__((always_inline)) void dp_dot(const int type, const i
                 for (int t = 0; t < T; t++) {
                     const int8x16_t a0 = vld1q_s8(y[t]->qs + 32 * v), a1 = vld1q_s8(y[t]->qs + 32 * v + 16);
                     if (type == DP_Q2_K) {
-                        lo_i[t] = vdotq_s32(lo_i[t], vreinterpretq_s8_u8(q0), a0);
-                        hi_i[t] = vdotq_s32(hi_i[t], vreinterpretq_s8_u8(q1), a1);
+                        lo_i[t] = k_sdot(lo_i[t], vreinterpretq_s8_u8(q0), a0);
+                        hi_i[t] = k_sdot(hi_i[t], vreinterpretq_s8_u8(q1), a1);
                     } else {
                         const int32x4_t z = vdupq_n_s32(0);
-                        lo_i[t] = vmlaq_n_s32(lo_i[t], vdotq_s32(z, vreinterpretq_s8_u8(q0), a0), s[2 * v]);
-                        hi_i[t] = vmlaq_n_s32(hi_i[t], vdotq_s32(z, vreinterpretq_s8_u8(q1), a1), s[2 * v + 1]);
+                        lo_i[t] = vmlaq_n_s32(lo_i[t], k_sdot(z, vreinterpretq_s8_u8(q0), a0), s[2 * v]);
+                        hi_i[t] = vmlaq_n_s32(hi_i[t], k_sdot(z, vreinterpretq_s8_u8(q1), a1), s[2 * v + 1]);
                     }
                 }
             }
@@ -137,3 +139,4 @@ void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a
 void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]) {
     dp_dot(DP_Q3_K, 4, n, (const char *)w, (const char *)a, a_row_bytes, out);
 }
+K_DOTPROD_END
