@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -190,34 +191,44 @@ func compile(src string) (*exec.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return exec.NewTemplate("/chat_template", cfg, loader, environment)
+	tpl, err := exec.NewTemplate("/chat_template", cfg, loader, environment)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRecursion(tpl.Root()); err != nil {
+		return nil, err
+	}
+	return tpl, nil
 }
 
 func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error) {
 	list := make([]map[string]any, len(msgs))
+	inBytes := 0
 	for i, m := range msgs {
 		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		inBytes += len(m.Role) + len(m.Content)
 	}
+	var rangeUsed atomic.Int64
 	vars := map[string]any{
 		"messages":              list,
 		"add_generation_prompt": o.AddGenerationPrompt,
 		"bos_token":             t.bos,
 		"eos_token":             t.eos,
+		"range":                 boundedRange(&rangeUsed),
 	}
 	if o.EnableThinking != nil {
 		vars["enable_thinking"] = *o.EnableThinking
 	}
 	ctx := exec.NewContext(vars)
-	defer func() { // the engine must never take the server down
-		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("chat template: engine failure: %v", r)
-		}
-	}()
-	out, err = t.jinja.ExecuteToString(ctx)
+	out, err = execute(t.jinja, ctx, outputCap+8*inBytes)
 	if err != nil {
 		var te *templateError
 		if errors.As(err, &te) {
 			return "", te
+		}
+		var le *errLimit
+		if errors.As(err, &le) {
+			return "", le
 		}
 		if i := strings.Index(err.Error(), "chat template: "); i >= 0 { // wrapped without %w
 			return "", errors.New(err.Error()[i:])
