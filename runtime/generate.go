@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -19,12 +20,29 @@ type GenerateOptions struct {
 	Sampler    SamplerOptions
 	Stop       []string // stop strings: generation ends when the text contains one; it is removed
 	NCtx       int      // context of the session Model.Generate makes (0: the model's default)
+	// Logprobs attaches to every Token the log-probability of the chosen
+	// token and of the TopLogprobs most likely ones (at most 20), from the
+	// log-softmax of the model's raw logits over the whole vocabulary, as
+	// llama-server reports them (before penalties, temperature and filters).
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// TokenLogprob is one token's log-probability.
+type TokenLogprob struct {
+	ID      int32
+	Piece   []byte // the token's bytes (do not modify)
+	Logprob float32
 }
 
 // Token is one generated token as streamed to the callback.
 type Token struct {
 	ID   int32
 	Text string // printable text, UTF-8 complete; may be empty (held back) or carry held-back text
+	// With GenerateOptions.Logprobs: the chosen token's log-probability and
+	// the most likely alternatives, best first.
+	Logprob     *TokenLogprob
+	TopLogprobs []TokenLogprob
 }
 
 // GenerateResult is the outcome of a generation.
@@ -130,10 +148,15 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	dec := m.tok.NewStreamDecoder()
 	stop := stopMatcher{stops: o.Stop}
 	var text strings.Builder
+	if o.TopLogprobs < 0 || o.TopLogprobs > 20 {
+		return nil, fmt.Errorf("top logprobs %d: want 0 to 20", o.TopLogprobs)
+	}
+	var lp *TokenLogprob
+	var top []TokenLogprob
 	emit := func(id int32, t string) error {
 		text.WriteString(t)
 		if onToken != nil {
-			return onToken(Token{ID: id, Text: t})
+			return onToken(Token{ID: id, Text: t, Logprob: lp, TopLogprobs: top})
 		}
 		return nil
 	}
@@ -147,7 +170,15 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			text.WriteString(stop.pending + dec.Flush())
 			break
 		}
+		if o.Logprobs {
+			// The distribution the token is drawn from, before the sampler
+			// changes the logits.
+			lp, top = m.logprobs(s.last, o.TopLogprobs)
+		}
 		id := smp.Sample(s.last)
+		if o.Logprobs {
+			lp = &TokenLogprob{ID: id, Piece: m.tok.Piece(id), Logprob: logprobOf(s.last, id)}
+		}
 		smp.Accept(id)
 		res.Tokens = append(res.Tokens, id)
 
@@ -235,4 +266,54 @@ func (m *stopMatcher) flush(tail string) string {
 	out := m.pending + tail
 	m.pending = ""
 	return out
+}
+
+// logSumExp is log(sum(exp(l))) over the logits, in float64.
+func logSumExp(l []float32) float64 {
+	mx := float32(math.Inf(-1))
+	for _, v := range l {
+		mx = max(mx, v)
+	}
+	sum := 0.0
+	for _, v := range l {
+		sum += math.Exp(float64(v - mx))
+	}
+	return float64(mx) + math.Log(sum)
+}
+
+// logprobOf is the log-softmax of logits l at id.
+func logprobOf(l []float32, id int32) float32 {
+	return float32(float64(l[id]) - logSumExp(l))
+}
+
+// logprobs returns the n most likely tokens of logits l with their
+// log-probabilities, best first (ties: lower id first); the first result is
+// unused here (the chosen token's entry is made after sampling).
+func (m *Model) logprobs(l []float32, n int) (*TokenLogprob, []TokenLogprob) {
+	if n == 0 {
+		return nil, nil
+	}
+	lse := logSumExp(l)
+	top := make([]TokenLogprob, 0, n+1)
+	for i, v := range l {
+		if len(top) == n && v <= l[top[n-1].ID] {
+			continue
+		}
+		e := TokenLogprob{ID: int32(i)}
+		j := len(top)
+		top = append(top, e)
+		for j > 0 && l[top[j-1].ID] < v {
+			top[j] = top[j-1]
+			j--
+		}
+		top[j] = e
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	for i := range top {
+		top[i].Piece = m.tok.Piece(top[i].ID)
+		top[i].Logprob = float32(float64(l[top[i].ID]) - lse)
+	}
+	return nil, top
 }
