@@ -47,6 +47,11 @@ type GenerateRequest struct {
 	runtime.SamplerOptions
 	Stop   []string
 	NumCtx int // 0: the model's default
+	// OnLogprob, when set, receives every generated token's log-probability
+	// and its TopLogprobs most likely alternatives (runtime.GenerateOptions'
+	// Logprobs), just before the token's text goes to onText.
+	OnLogprob   func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob)
+	TopLogprobs int
 }
 
 // GenerateResult is the outcome of a generation.

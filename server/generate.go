@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime/chat"
+
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 // job is one decoded generation request, whichever API it came from.
@@ -26,6 +28,10 @@ type job struct {
 	// that has the switch, before any text is generated.
 	splitReasoning bool
 	thinking       bool
+	// logprobs asks for each token's log-probability and topLogprobs
+	// alternatives; the shape's logprobs puts them in a body.
+	logprobs    bool
+	topLogprobs int
 }
 
 // outcome is what a finished generation reports.
@@ -134,6 +140,26 @@ type shapes struct {
 	piece func(text string) any                 // a streamed chunk
 	final func(o *outcome, reason string) []any // the chunks closing a stream
 	whole func(o *outcome, text, reason string) any
+	// logprobs adds the entries of the tokens a body carries to it (nil:
+	// the API has no logprobs).
+	logprobs func(body any, entries []logprobEntry)
+}
+
+// logprobEntry is one generated token's log-probability, with its text
+// (the token's bytes, which need not be whole UTF-8) and alternatives.
+type logprobEntry struct {
+	Token   string         `json:"token"`
+	Logprob float32        `json:"logprob"`
+	Bytes   []int          `json:"bytes"`
+	Top     []logprobEntry `json:"top_logprobs,omitempty"`
+}
+
+func newLogprobEntry(t runtime.TokenLogprob) logprobEntry {
+	b := make([]int, len(t.Piece))
+	for i, c := range t.Piece {
+		b[i] = int(c)
+	}
+	return logprobEntry{Token: string(t.Piece), Logprob: t.Logprob, Bytes: b}
 }
 
 // serve runs j and answers with sh, streaming or not.
@@ -147,6 +173,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 	var st *stream
 	var text strings.Builder
 	var sendErr error
+	// Log-probabilities: every token's entry, and those not yet sent.
+	var allLP, pendingLP []logprobEntry
+	if j.logprobs && sh.logprobs != nil {
+		j.req.TopLogprobs = j.topLogprobs
+		j.req.OnLogprob = func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob) {
+			e := newLogprobEntry(chosen)
+			e.Top = []logprobEntry{}
+			for _, a := range top {
+				e.Top = append(e.Top, newLogprobEntry(a))
+			}
+			allLP = append(allLP, e)
+			pendingLP = append(pendingLP, e)
+		}
+	}
+	attach := func(b any) {
+		if j.req.OnLogprob != nil && len(pendingLP) > 0 {
+			sh.logprobs(b, pendingLP)
+			pendingLP = nil
+		}
+	}
 	begin := func() error {
 		if streaming {
 			st = newStream(w, sh.sse)
@@ -162,6 +208,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			return nil
 		}
 		if b := sh.piece(t); b != nil { // nil: the shape holds the text back for now
+			attach(b)
 			sendErr = st.send(b)
 		}
 		return sendErr
@@ -176,7 +223,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			s.fail(w, r, sh.fam, http.StatusServiceUnavailable, "request timed out")
 		case r.Context().Err() != nil: // the client left
 		default:
-			writeJSON(w, http.StatusOK, sh.whole(out, text.String(), out.res.StopReason))
+			b := sh.whole(out, text.String(), out.res.StopReason)
+			if j.req.OnLogprob != nil {
+				sh.logprobs(b, allLP)
+			}
+			writeJSON(w, http.StatusOK, b)
 		}
 		return
 	}
@@ -190,7 +241,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 	case timedOut:
 		st.send(errorBody(sh.fam, http.StatusServiceUnavailable, "request timed out"))
 	default:
-		for _, f := range sh.final(out, out.res.StopReason) {
+		for i, f := range sh.final(out, out.res.StopReason) {
+			if i == 0 {
+				attach(f)
+			}
 			if st.send(f) != nil {
 				return
 			}

@@ -78,6 +78,10 @@ type ollamaRequest struct {
 	Options   json.RawMessage `json:"options"`
 	KeepAlive keepAlive       `json:"keep_alive"`
 	Think     json.RawMessage `json:"think"`
+	// logprobs: each token's log-probability in the response;
+	// top_logprobs: that many alternatives too (0..20).
+	Logprobs    bool `json:"logprobs"`
+	TopLogprobs *int `json:"top_logprobs"`
 }
 
 // job checks the request and makes its job (messages nil for generate).
@@ -98,7 +102,17 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d, think: think}
+	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d, think: think,
+		logprobs: q.Logprobs}
+	if q.TopLogprobs != nil {
+		if *q.TopLogprobs < 0 || *q.TopLogprobs > 20 {
+			return nil, badRequest("top_logprobs must be in [0, 20]")
+		}
+		if !q.Logprobs && *q.TopLogprobs > 0 {
+			return nil, badRequest("top_logprobs needs logprobs: true")
+		}
+		j.topLogprobs = *q.TopLogprobs
+	}
 	if chatReq {
 		j.messages = q.Messages
 		if j.messages == nil {
@@ -203,6 +217,11 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	var sp thinkSplitter
 	s.serve(w, r, j, q.Stream == nil || *q.Stream, shapes{
 		fam: famOllama,
+		logprobs: func(b any, entries []logprobEntry) {
+			if m, ok := b.(map[string]any); ok {
+				m["logprobs"] = entries
+			}
+		},
 		piece: func(t string) any {
 			th := ""
 			if thinking {

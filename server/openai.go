@@ -77,19 +77,23 @@ type openaiRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float32        `json:"temperature"`
-	TopP                *float32        `json:"top_p"`
-	TopK                *int            `json:"top_k"`
-	MinP                *float32        `json:"min_p"`
-	Stop                stringList      `json:"stop"`
-	Seed                *int64          `json:"seed"`
-	FrequencyPenalty    *float32        `json:"frequency_penalty"`
-	PresencePenalty     *float32        `json:"presence_penalty"`
-	RepeatPenalty       *float32        `json:"repeat_penalty"`
-	N                   *int            `json:"n"`
-	Tools               json.RawMessage `json:"tools"`
+	MaxTokens           *int       `json:"max_tokens"`
+	MaxCompletionTokens *int       `json:"max_completion_tokens"`
+	Temperature         *float32   `json:"temperature"`
+	TopP                *float32   `json:"top_p"`
+	TopK                *int       `json:"top_k"`
+	MinP                *float32   `json:"min_p"`
+	Stop                stringList `json:"stop"`
+	Seed                *int64     `json:"seed"`
+	FrequencyPenalty    *float32   `json:"frequency_penalty"`
+	PresencePenalty     *float32   `json:"presence_penalty"`
+	RepeatPenalty       *float32   `json:"repeat_penalty"`
+	N                   *int       `json:"n"`
+	// chat: logprobs true/false and top_logprobs 0..20; completions (the
+	// legacy API): logprobs N, the number of alternatives, 0..5.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	Tools       json.RawMessage `json:"tools"`
 	// llama-server's switches for thinking models (Qwen3):
 	// chat_template_kwargs {"enable_thinking": false} and reasoning_format
 	// ("auto"/"deepseek": the reasoning in reasoning_content; "none": inline).
@@ -167,7 +171,46 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 		j.req.Seed = *q.Seed
 	}
 	j.req.Stop = q.Stop
+	if err := q.parseLogprobs(j, chatReq); err != nil {
+		return nil, err
+	}
 	return j, nil
+}
+
+// parseLogprobs reads logprobs / top_logprobs as OpenAI defines them.
+func (q *openaiRequest) parseLogprobs(j *job, chatReq bool) error {
+	raw := strings.TrimSpace(string(q.Logprobs))
+	if raw == "null" {
+		raw = ""
+	}
+	if chatReq {
+		if raw != "" {
+			if err := json.Unmarshal(q.Logprobs, &j.logprobs); err != nil {
+				return badRequest("logprobs must be true or false")
+			}
+		}
+		if q.TopLogprobs != nil {
+			if *q.TopLogprobs < 0 || *q.TopLogprobs > 20 {
+				return badRequest("top_logprobs must be in [0, 20]")
+			}
+			if !j.logprobs {
+				return badRequest("top_logprobs needs logprobs: true")
+			}
+			j.topLogprobs = *q.TopLogprobs
+		}
+		return nil
+	}
+	if q.TopLogprobs != nil {
+		return badRequest("top_logprobs is a chat completions field; completions take logprobs N")
+	}
+	if raw != "" {
+		var n int
+		if err := json.Unmarshal(q.Logprobs, &n); err != nil || n < 0 || n > 5 {
+			return badRequest("logprobs must be an integer in [0, 5] for completions")
+		}
+		j.logprobs, j.topLogprobs = true, n
+	}
+	return nil
 }
 
 func newID(prefix string) string {
@@ -230,8 +273,34 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		}
 		return delta
 	}
+	textOffset := 0 // completions' text_offset: where each token starts in the text
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famOpenAI, sse: true,
+		logprobs: func(b any, entries []logprobEntry) {
+			choices, _ := b.(map[string]any)["choices"].([]any)
+			if len(choices) == 0 {
+				return
+			}
+			choice := choices[0].(map[string]any)
+			if chatReq {
+				choice["logprobs"] = map[string]any{"content": entries, "refusal": nil}
+				return
+			}
+			lp := map[string]any{"tokens": []string{}, "token_logprobs": []float32{}, "top_logprobs": []map[string]float32{},
+				"text_offset": []int{}}
+			for _, e := range entries {
+				top := map[string]float32{}
+				for _, a := range e.Top {
+					top[a.Token] = a.Logprob
+				}
+				lp["tokens"] = append(lp["tokens"].([]string), e.Token)
+				lp["token_logprobs"] = append(lp["token_logprobs"].([]float32), e.Logprob)
+				lp["top_logprobs"] = append(lp["top_logprobs"].([]map[string]float32), top)
+				lp["text_offset"] = append(lp["text_offset"].([]int), textOffset)
+				textOffset += len(e.Token)
+			}
+			choice["logprobs"] = lp
+		},
 		piece: func(t string) any {
 			if !chatReq {
 				return frame(map[string]any{"index": 0, "text": t, "logprobs": nil, "finish_reason": nil})

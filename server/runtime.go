@@ -119,8 +119,13 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		}
 	}
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
-		Sampler: req.SamplerOptions}
-	res, err := r.sess.Generate(ctx, o, func(t runtime.Token) error { return onText(t.Text) })
+		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs}
+	res, err := r.sess.Generate(ctx, o, func(t runtime.Token) error {
+		if req.OnLogprob != nil && t.Logprob != nil {
+			req.OnLogprob(*t.Logprob, t.TopLogprobs)
+		}
+		return onText(t.Text)
+	})
 	if err != nil && res == nil {
 		r.sess = nil // its cache may be half-written
 		return nil, err
