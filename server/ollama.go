@@ -82,6 +82,24 @@ type ollamaRequest struct {
 	// top_logprobs: that many alternatives too (0..20).
 	Logprobs    bool `json:"logprobs"`
 	TopLogprobs *int `json:"top_logprobs"`
+	// RawMessages are the messages as sent, for the fields chat.Message
+	// does not carry (images, tool_calls), which are refused, not dropped.
+	RawMessages []map[string]json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the request and keeps the raw messages.
+func (q *ollamaRequest) UnmarshalJSON(b []byte) error {
+	type plain ollamaRequest
+	if err := json.Unmarshal(b, (*plain)(q)); err != nil {
+		return err
+	}
+	var raw struct {
+		Messages []map[string]json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(b, &raw) == nil {
+		q.RawMessages = raw.Messages
+	}
+	return nil
 }
 
 // job checks the request and makes its job (messages nil for generate).
@@ -117,6 +135,16 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		j.messages = q.Messages
 		if j.messages == nil {
 			j.messages = []chat.Message{}
+		}
+	}
+	if err := checkFields(q.Options, ollamaOptionFields, false); err != nil {
+		return nil, badRequest("options.%v", strings.TrimPrefix(err.Error(), ""))
+	}
+	for i, m := range q.RawMessages {
+		for _, k := range []string{"images", "tool_calls"} {
+			if err := unsupported(k)(m[k]); m[k] != nil && err != nil {
+				return nil, badRequest("messages[%d].%s is not supported", i, k)
+			}
 		}
 	}
 	if len(q.Options) > 0 && string(q.Options) != "null" {
@@ -183,7 +211,11 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request)     { s.olla
 
 func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	var q ollamaRequest
-	if err := decode(r, &q, false); err != nil {
+	fields := ollamaGenerateFields
+	if chatReq {
+		fields = ollamaChatFields
+	}
+	if err := decode(r, &q, false, fieldCheck{fields, false}); err != nil {
 		s.failErr(w, r, famOllama, err)
 		return
 	}

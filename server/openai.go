@@ -229,7 +229,11 @@ func (s *Server) openaiCompletions(w http.ResponseWriter, r *http.Request) { s.o
 
 func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	var q openaiRequest
-	if err := decode(r, &q, false); err != nil {
+	fields := openaiCompletionFields
+	if chatReq {
+		fields = openaiChatFields
+	}
+	if err := decode(r, &q, false, fieldCheck{fields, true}); err != nil {
 		s.failErr(w, r, famOpenAI, err)
 		return
 	}

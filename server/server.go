@@ -296,7 +296,7 @@ func badRequest(format string, a ...any) error {
 }
 
 // decode reads a JSON body into v: 413 past the size limit, 400 when malformed.
-func decode(r *http.Request, v any, optional bool) error {
+func decode(r *http.Request, v any, optional bool, rules ...fieldCheck) error {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -314,7 +314,16 @@ func decode(r *http.Request, v any, optional bool) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return badRequest("malformed JSON: %v", err)
 	}
+	if len(rules) > 0 {
+		return checkFields(b, rules[0].fields, rules[0].strict)
+	}
 	return nil
+}
+
+// fieldCheck is decode's optional field table (see fields.go).
+type fieldCheck struct {
+	fields map[string]fieldRule
+	strict bool // unknown fields are a 400
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,161 @@
+package server
+
+// Request fields: every field the APIs document is either honoured (decoded
+// into the route's request type), accepted because it has nothing to do on
+// this server (noted per field), or answered with a 400 that names it. None
+// is dropped silently.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// fieldRule says what a route does with one top-level field.
+type fieldRule func(raw json.RawMessage) error
+
+var (
+	// honoured: decoded into the request type and acted on.
+	honoured fieldRule = func(json.RawMessage) error { return nil }
+	// noEffect: documented, but there is nothing for it to change here
+	// (OpenAI's user / metadata / store, Ollama's GPU placement).
+	noEffect fieldRule = func(json.RawMessage) error { return nil }
+)
+
+// unsupported refuses a field unless it is absent-like (null, false, "",
+// [], {}) or one of the values that ask for nothing (e.g. n 1,
+// response_format {"type":"text"}).
+func unsupported(what string, harmless ...string) fieldRule {
+	return func(raw json.RawMessage) error {
+		v := compactJSON(raw)
+		switch v {
+		case "null", "false", `""`, "[]", "{}", "0":
+			return nil
+		}
+		for _, h := range harmless {
+			if v == h {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is not supported", what)
+	}
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return strings.TrimSpace(string(raw))
+	}
+	return b.String()
+}
+
+// checkFields applies rules to the top-level fields of body. Unknown
+// fields are a 400 naming them when strict (OpenAI answers so); otherwise
+// they are left alone (Ollama ignores what it does not know).
+func checkFields(body []byte, rules map[string]fieldRule, strict bool) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return nil // not an object: the typed decode reports it
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rule, ok := rules[k]
+		if !ok {
+			if strict {
+				return badRequest("unrecognized request argument supplied: %s", k)
+			}
+			continue
+		}
+		if err := rule(m[k]); err != nil {
+			return badRequest("%s: %v", k, err)
+		}
+	}
+	return nil
+}
+
+// The OpenAI routes' fields (chat completions and legacy completions) with
+// llama-server's extensions.
+var openaiCommonFields = map[string]fieldRule{
+	"model": honoured, "stream": honoured, "stream_options": honoured, "max_tokens": honoured,
+	"temperature": honoured, "top_p": honoured, "frequency_penalty": honoured, "presence_penalty": honoured,
+	"seed": honoured, "stop": honoured, "n": honoured, "logprobs": honoured,
+	// llama-server's sampling extensions
+	"top_k": honoured, "min_p": honoured, "repeat_penalty": honoured,
+	"user": noEffect, "logit_bias": unsupported("logit_bias"),
+}
+
+var openaiChatFields = merge(openaiCommonFields, map[string]fieldRule{
+	"messages": honoured, "max_completion_tokens": honoured, "top_logprobs": honoured,
+	"tools":                honoured, // a non-empty list is refused in job()
+	"chat_template_kwargs": honoured, "reasoning_format": honoured,
+	"metadata": noEffect, "store": noEffect, "service_tier": noEffect, "prompt_cache_key": noEffect,
+	"safety_identifier":   noEffect,
+	"response_format":     unsupported("response_format other than text (structured output)", `{"type":"text"}`),
+	"tool_choice":         unsupported("tool_choice (tools)", `"none"`, `"auto"`),
+	"parallel_tool_calls": unsupported("parallel_tool_calls (tools)", "true"),
+	"functions":           unsupported("functions"),
+	"function_call":       unsupported("function_call", `"none"`, `"auto"`),
+	"audio":               unsupported("audio"),
+	"modalities":          unsupported("modalities other than text", `["text"]`),
+	"prediction":          unsupported("prediction"),
+	"reasoning_effort":    unsupported("reasoning_effort (use chat_template_kwargs.enable_thinking)"),
+	"web_search_options":  unsupported("web_search_options"),
+	"verbosity":           unsupported("verbosity"),
+})
+
+var openaiCompletionFields = merge(openaiCommonFields, map[string]fieldRule{
+	"prompt":  honoured,
+	"echo":    unsupported("echo"),
+	"best_of": unsupported("best_of other than 1", "1"),
+	"suffix":  unsupported("suffix (infill)"),
+})
+
+// Ollama's /api/generate and /api/chat fields.
+var ollamaGenerateFields = map[string]fieldRule{
+	"model": honoured, "name": honoured, "prompt": honoured, "system": honoured, "raw": honoured,
+	"stream": honoured, "format": honoured, "images": honoured, "options": honoured,
+	"keep_alive": honoured, "think": honoured, "logprobs": honoured, "top_logprobs": honoured,
+	"suffix":   unsupported("suffix (infill)"),
+	"template": unsupported("template (a request's own template; the model's is used)"),
+	"context":  unsupported("context (deprecated token context; send the text)"),
+}
+
+var ollamaChatFields = map[string]fieldRule{
+	"model": honoured, "name": honoured, "messages": honoured, "stream": honoured, "format": honoured,
+	"tools": honoured, "options": honoured, "keep_alive": honoured, "think": honoured,
+	"logprobs": honoured, "top_logprobs": honoured,
+}
+
+// ollamaOptionFields: Ollama's options (its Modelfile parameters).
+var ollamaOptionFields = map[string]fieldRule{
+	"num_ctx": honoured, "num_predict": honoured, "temperature": honoured, "top_k": honoured, "top_p": honoured,
+	"min_p": honoured, "seed": honoured, "stop": honoured, "repeat_penalty": honoured, "repeat_last_n": honoured,
+	"frequency_penalty": honoured, "presence_penalty": honoured, "num_thread": honoured,
+	// placement and memory switches of a GPU engine: nothing to do on the CPU
+	"num_gpu": noEffect, "main_gpu": noEffect, "low_vram": noEffect, "use_mmap": noEffect, "use_mlock": noEffect,
+	"numa": noEffect, "num_batch": noEffect, "f16_kv": noEffect, "vocab_only": noEffect,
+	"typical_p":        unsupported("typical_p", "1"),
+	"tfs_z":            unsupported("tfs_z", "1"),
+	"mirostat":         unsupported("mirostat"),
+	"mirostat_tau":     unsupported("mirostat_tau", "5"),
+	"mirostat_eta":     unsupported("mirostat_eta", "0.1"),
+	"penalize_newline": unsupported("penalize_newline"),
+	"num_keep":         unsupported("num_keep"),
+}
+
+func merge(a, b map[string]fieldRule) map[string]fieldRule {
+	out := make(map[string]fieldRule, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
