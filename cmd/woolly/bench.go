@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -13,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/woolly-llm/woolly/bench"
 	"github.com/woolly-llm/woolly/kernels"
-	"github.com/woolly-llm/woolly/loader"
 	wrt "github.com/woolly-llm/woolly/runtime"
 )
 
@@ -22,32 +21,11 @@ func init() {
 	register("bench", "measure prompt processing and generation speed (like llama-bench)", runBench)
 }
 
-type benchResult struct {
-	Threads    int       `json:"threads"`
-	Test       string    `json:"test"`
-	TokensPerS float64   `json:"tokens_per_s"`
-	Stddev     float64   `json:"stddev"`
-	Samples    []float64 `json:"samples"`
-	// DequantCacheBudget repeats the report's --dequant-cache budget (bytes, 0: off).
-	DequantCacheBudget int64 `json:"dequant_cache_budget"`
-}
-
+// benchReport is bench.Report with the caches' statistics after the last
+// thread count's tests.
 type benchReport struct {
-	Model     string   `json:"model"`
-	FileType  string   `json:"file_type"`
-	SizeBytes int64    `json:"size_bytes"`
-	Params    int64    `json:"params"`
-	Kernels   string   `json:"kernels"`
-	Available []string `json:"kernels_available"`
-	// BytesPerToken is the weight data one generated token reads: every
-	// tensor except the token embedding (of which one row is read), unless
-	// the embedding is also the output matrix.
-	BytesPerToken int64         `json:"bytes_per_token"`
-	Results       []benchResult `json:"results"`
-	// DequantCacheBudget is the --dequant-cache budget in bytes (0: off);
-	// Caches the caches' statistics after the last thread count's tests.
-	DequantCacheBudget int64      `json:"dequant_cache_budget"`
-	Caches             *cacheJSON `json:"caches,omitempty"`
+	bench.Report
+	Caches *cacheJSON `json:"caches,omitempty"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -55,6 +33,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	model := fs.String("m", "", "model GGUF file")
 	pList := fs.String("p", "128", "prompt lengths (comma list; 0 skips prompt processing)")
 	nList := fs.String("n", "64", "generation lengths (comma list; 0 skips generation)")
+	dList := fs.String("d", "0", "context depths (comma list): tokens already in the cache before each test, like llama-bench -d")
 	tList := fs.String("t", "", "thread counts (comma list; default: physical cores)")
 	reps := fs.Int("r", 3, "repetitions per test")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -63,9 +42,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
 	dequantS := dequantFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: woolly bench -m MODEL [-p 128] [-n 64] [-t LIST] [-r 3] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: woolly bench -m MODEL [-p 128] [-n 64] [-d 0] [-t LIST] [-r 3] [--json]")
 		fmt.Fprintln(fs.Output(), "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
-		fmt.Fprintln(fs.Output(), "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both from an empty context,")
+		fmt.Fprintln(fs.Output(), "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both at depth D (-d: tokens already in the context),")
 		fmt.Fprintln(fs.Output(), "after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
 		fs.PrintDefaults()
 	}
@@ -100,6 +79,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	depths, err := parseIntList(*dList, "-d", 0)
+	if err != nil {
+		return err
+	}
 	dq, err := parseDequantCache(*dequantS)
 	if err != nil {
 		return err
@@ -107,178 +90,43 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *reps < 1 {
 		return fmt.Errorf("-r %d: need at least 1 repetition", *reps)
 	}
-	if len(threads) == 0 {
-		threads = []int{0} // the runtime's default: physical cores
+	var caches *cacheJSON
+	if !*asJSON {
+		fmt.Fprintf(stdout, "| %-28s | %10s | %8s | %-12s | %7s | %14s | %16s |\n", "model", "size", "params", "kernels", "threads", "test", "t/s")
+		fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 13), strings.Repeat("-", 15))
 	}
-	maxP, maxN := 0, 0
-	for _, p := range prompts {
-		maxP = max(maxP, p)
-	}
-	for _, n := range gens {
-		maxN = max(maxN, n)
-	}
-	if maxP == 0 && maxN == 0 {
-		return fmt.Errorf("nothing to measure: -p and -n are both 0")
-	}
-
-	rep := benchReport{Kernels: kernels.Impl(), Available: kernels.Available()}
-	if rep.BytesPerToken, err = weightBytesPerToken(*model); err != nil {
+	rep, err := bench.Run(bench.Options{
+		Model: *model, Prompts: prompts, Gens: gens, Depths: depths, Threads: threads, Reps: *reps, Seed: *seed,
+		Prepare: func(m *wrt.Model) (int64, error) {
+			if err := dq.apply(m); err != nil {
+				return 0, err
+			}
+			return dq.budget(m), nil
+		},
+		OnResult: func(info wrt.ModelInfo, res bench.Result) {
+			if *asJSON {
+				return
+			}
+			name := fmt.Sprintf("%s %s %s", info.Architecture, paramsLabel(info.NParams), info.FileType)
+			fmt.Fprintf(stdout, "| %-28s | %6.2f MiB | %6.2f B | %-12s | %7d | %14s | %8.2f ± %5.2f |\n",
+				name, float64(info.SizeBytes)/(1<<20), float64(info.NParams)/1e9, kernels.Impl(), res.Threads, res.Name(), res.TokensPerS, res.Stddev)
+		},
+		Done: func(m *wrt.Model) {
+			cj := cacheStatsJSON(m)
+			caches = &cj
+			if !*asJSON && dq.budget(m) > 0 {
+				printCacheStats(stdout, m)
+			}
+		},
+	})
+	if err != nil {
 		return err
 	}
-	if !*asJSON {
-		fmt.Fprintf(stdout, "| %-28s | %10s | %8s | %-12s | %7s | %8s | %16s |\n", "model", "size", "params", "kernels", "threads", "test", "t/s")
-		fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 7), strings.Repeat("-", 15))
-	}
-	for _, nt := range threads {
-		m, err := wrt.Load(*model, wrt.LoadOptions{Threads: nt, PrefixCache: wrt.Ptr(int64(0))})
-		if err != nil {
-			return err
-		}
-		if err := dq.apply(m); err != nil {
-			m.Close()
-			return err
-		}
-		rep.DequantCacheBudget = dq.budget(m)
-		info := m.Info()
-		rep.Model, rep.FileType, rep.SizeBytes, rep.Params = info.Name, info.FileType, info.SizeBytes, info.NParams
-		// One session sized for the longest test; Reset empties it between runs.
-		s, err := m.NewSession(max(maxP, maxN) + 1)
-		if err != nil {
-			m.Close()
-			return err
-		}
-		bos := int32(-1)
-		if tok := m.Tokenizer(); tok != nil && tok.AddBOS() {
-			bos = tok.BOS()
-		}
-		rng := rand.New(rand.NewPCG(*seed, 0))
-		randTokens := func(n int) []int32 {
-			ids := make([]int32, n)
-			for i := range ids {
-				ids[i] = int32(rng.IntN(info.NVocab))
-			}
-			if bos >= 0 {
-				ids[0] = bos
-			}
-			return ids
-		}
-		var tests []struct {
-			name string
-			run  func() (int, error)
-		}
-		for _, p := range prompts {
-			if p <= 0 {
-				continue
-			}
-			tests = append(tests, struct {
-				name string
-				run  func() (int, error)
-			}{fmt.Sprintf("pp%d", p), func() (int, error) {
-				toks := randTokens(p)
-				s.Reset()
-				start := time.Now()
-				if _, err := s.Eval(toks, false); err != nil {
-					return 0, err
-				}
-				return int(time.Since(start)), nil
-			}})
-		}
-		for _, n := range gens {
-			if n <= 0 {
-				continue
-			}
-			tests = append(tests, struct {
-				name string
-				run  func() (int, error)
-			}{fmt.Sprintf("tg%d", n), func() (int, error) {
-				first := randTokens(1)[0]
-				s.Reset()
-				start := time.Now()
-				tok := []int32{first}
-				for i := 0; i < n; i++ {
-					logits, err := s.Eval(tok, false)
-					if err != nil {
-						return 0, err
-					}
-					tok[0] = argmax(logits)
-				}
-				return int(time.Since(start)), nil
-			}})
-		}
-		for _, tc := range tests {
-			ntok, _ := strconv.Atoi(tc.name[2:])
-			if _, err := tc.run(); err != nil { // warm-up, not recorded
-				m.Close()
-				return fmt.Errorf("%s: %w", tc.name, err)
-			}
-			var samples []float64
-			for r := 0; r < *reps; r++ {
-				ns, err := tc.run()
-				if err != nil {
-					m.Close()
-					return fmt.Errorf("%s: %w", tc.name, err)
-				}
-				samples = append(samples, float64(ntok)/(float64(ns)/1e9))
-			}
-			mean, sd := meanStddev(samples)
-			res := benchResult{Threads: info.Threads, Test: tc.name, TokensPerS: mean, Stddev: sd, Samples: samples, DequantCacheBudget: rep.DequantCacheBudget}
-			rep.Results = append(rep.Results, res)
-			if !*asJSON {
-				name := fmt.Sprintf("%s %s %s", info.Architecture, paramsLabel(info.NParams), info.FileType)
-				fmt.Fprintf(stdout, "| %-28s | %6.2f MiB | %6.2f B | %-12s | %7d | %8s | %8.2f ± %5.2f |\n",
-					name, float64(info.SizeBytes)/(1<<20), float64(info.NParams)/1e9, rep.Kernels, res.Threads, tc.name, mean, sd)
-			}
-		}
-		cj := cacheStatsJSON(m)
-		rep.Caches = &cj
-		if !*asJSON && rep.DequantCacheBudget > 0 {
-			printCacheStats(stdout, m)
-		}
-		m.Close()
-	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(rep)
+		return json.NewEncoder(stdout).Encode(benchReport{Report: *rep, Caches: caches})
 	}
 	fmt.Fprintf(stdout, "\nmodel: %s\n", filepath.Base(*model))
 	return nil
-}
-
-// weightBytesPerToken sums the tensor bytes a single-token forward pass
-// reads: of a mixture-of-experts stack (ffn_*_exps) only the used experts'
-// share, expert_used_count / expert_count.
-func weightBytesPerToken(path string) (int64, error) {
-	f, err := loader.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	_, hasOutput := f.Tensor("output.weight")
-	arch := f.Architecture()
-	nExp, _ := f.Uint(arch + ".expert_count")
-	nUsed, _ := f.Uint(arch + ".expert_used_count")
-	var n int64
-	for _, t := range f.Tensors {
-		switch {
-		case t.Name == "token_embd.weight" && hasOutput:
-			n += t.RowBytes()
-		case strings.HasSuffix(t.Name, "_exps.weight") && nExp > 0 && nUsed <= nExp:
-			n += t.Size / int64(nExp) * int64(nUsed)
-		default:
-			n += t.Size
-		}
-	}
-	return n, nil
-}
-
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 func paramsLabel(n int64) string {
@@ -286,23 +134,6 @@ func paramsLabel(n int64) string {
 		return fmt.Sprintf("%.0fB", math.Round(float64(n)/1e9))
 	}
 	return fmt.Sprintf("%.0fM", math.Round(float64(n)/1e6))
-}
-
-// meanStddev returns the mean and the sample standard deviation (n−1).
-func meanStddev(x []float64) (float64, float64) {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	mean := s / float64(len(x))
-	if len(x) < 2 {
-		return mean, 0
-	}
-	var ss float64
-	for _, v := range x {
-		ss += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(ss / float64(len(x)-1))
 }
 
 // parseIntList parses "1,2,4"; every value must be ≥ minVal.

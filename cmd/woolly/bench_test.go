@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/bench"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -33,7 +36,7 @@ func TestBenchJSON(t *testing.T) {
 		if len(r.Samples) != 2 || !(r.TokensPerS > 0) || r.Stddev < 0 {
 			t.Errorf("result %d: %+v", i, r)
 		}
-		m, sd := meanStddev(r.Samples)
+		m, sd := bench.MeanStddev(r.Samples)
 		if math.Abs(m-r.TokensPerS) > 1e-9*m || math.Abs(sd-r.Stddev) > 1e-9*m {
 			t.Errorf("result %d: mean/stddev do not match its samples", i)
 		}
@@ -41,16 +44,17 @@ func TestBenchJSON(t *testing.T) {
 	if rep.Kernels == "" || rep.Params != 19400960 {
 		t.Errorf("report header: %+v", rep)
 	}
-}
 
-func TestMeanStddev(t *testing.T) {
-	m, sd := meanStddev([]float64{1, 2, 3, 4})
-	// sample stddev: sqrt(((1.5²+0.5²)·2)/3) = sqrt(5/3)
-	if m != 2.5 || math.Abs(sd-math.Sqrt(5.0/3)) > 1e-12 {
-		t.Errorf("mean %v stddev %v", m, sd)
+	// -d: every test again at each depth, named as llama-bench does.
+	so.Reset()
+	args = []string{"-m", filepath.Join(sh, "models", "synth-llama-mini-Q4_K_M.gguf"), "-p", "8", "-n", "4", "-d", "0,32", "-t", "1", "-r", "1"}
+	if err := runBench(args, &so, &se); err != nil {
+		t.Fatalf("bench -d: %v\n%s", err, se.String())
 	}
-	if _, sd := meanStddev([]float64{7}); sd != 0 {
-		t.Errorf("one sample: stddev %v", sd)
+	for _, want := range []string{" pp8 |", " tg4 |", " pp8 @ d32 |", " tg4 @ d32 |"} {
+		if !strings.Contains(so.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, so.String())
+		}
 	}
 }
 
