@@ -35,6 +35,11 @@ type ModelMeta struct {
 	// Tokenizer facts needed to render chat templates (set by Load, may be
 	// empty from Inspect).
 	BOSText, EOSText string
+	// CountTokens, when set, counts a prompt's tokens (BOS included) and
+	// DefaultCtx is the context a request without num_ctx gets: chat
+	// requests longer than the context drop their oldest turns to fit.
+	CountTokens func(prompt string) (int, error)
+	DefaultCtx  int
 	AddBOS           bool
 }
 

@@ -98,15 +98,33 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		return "", badRequest("%q does not support thinking", j.model)
 	}
 	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
-	p, err := e.tmpl.RenderOptions(msgs, chat.Options{AddGenerationPrompt: true, EnableThinking: j.think})
+	meta := e.model.Meta()
+	// The tokenizer adds BOS itself; a template that writes it would double it.
+	trimBOS := func(p string) string {
+		if meta.AddBOS && meta.BOSText != "" {
+			return strings.TrimPrefix(p, meta.BOSText)
+		}
+		return p
+	}
+	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think}
+	if j.messages != nil && meta.CountTokens != nil {
+		// A chat longer than the context drops its oldest turns (system
+		// messages and the last message stay), as Ollama does.
+		limit := j.req.NumCtx
+		if limit == 0 {
+			limit = meta.DefaultCtx
+		}
+		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) }, limit)
+		if err != nil {
+			return "", badRequest("%v", err)
+		}
+		return trimBOS(p), nil
+	}
+	p, err := e.tmpl.RenderOptions(msgs, o)
 	if err != nil {
 		return "", badRequest("%v", err)
 	}
-	// The tokenizer adds BOS itself; a template that writes it would double it.
-	if meta := e.model.Meta(); meta.AddBOS && meta.BOSText != "" {
-		p = strings.TrimPrefix(p, meta.BOSText)
-	}
-	return p, nil
+	return trimBOS(p), nil
 }
 
 // validate checks sampling settings common to every API.

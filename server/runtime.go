@@ -69,7 +69,11 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	}
 	info, tok := m.Info(), m.Tokenizer()
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
-		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS()}
+		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS(), DefaultCtx: info.DefaultCtx,
+		CountTokens: func(p string) (int, error) {
+			ids, err := tok.Encode(p, tok.AddBOS(), true)
+			return len(ids), err
+		}}
 	if id := tok.BOS(); id >= 0 {
 		meta.BOSText = tok.TokenText(id)
 	}

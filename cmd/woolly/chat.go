@@ -117,14 +117,28 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		turn := append(history, chat.Message{Role: "user", Content: line})
-		prompt, err := tmpl.RenderOptions(turn, chat.Options{AddGenerationPrompt: true, EnableThinking: think.v})
+		// A conversation longer than the context drops its oldest turns
+		// (the system message and this message stay), as Ollama does.
+		trimBOS := func(p string) string {
+			if tok.AddBOS() && bos != "" {
+				return strings.TrimPrefix(p, bos)
+			}
+			return p
+		}
+		count := func(p string) (int, error) {
+			ids, err := tok.Encode(trimBOS(p), tok.AddBOS(), true)
+			return len(ids), err
+		}
+		prompt, kept, err := tmpl.Fit(turn, chat.Options{AddGenerationPrompt: true, EnableThinking: think.v}, count, sess.NCtx())
 		if err != nil {
 			fmt.Fprintf(stderr, "woolly chat: %v\n", err)
 			continue
 		}
-		if tok.AddBOS() && bos != "" {
-			prompt = strings.TrimPrefix(prompt, bos)
+		if dropped := len(turn) - len(kept); dropped > 0 {
+			fmt.Fprintf(stderr, "woolly chat: the conversation is longer than the context (%d); dropped the %d oldest messages\n", sess.NCtx(), dropped)
 		}
+		turn = kept
+		prompt = trimBOS(prompt)
 		if *showPrompt {
 			fmt.Fprintf(stderr, "[prompt] %q\n", prompt)
 		}
@@ -141,13 +155,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "woolly chat: answer stopped")
 		case "length":
 			if sess.Pos() >= sess.NCtx() {
-				fmt.Fprintln(stderr, "woolly chat: the context is full; starting over")
-				history = history[:0]
-				if *system != "" {
-					history = append(history, chat.Message{Role: "system", Content: *system})
-				}
-				sess.Reset()
-				continue
+				fmt.Fprintln(stderr, "woolly chat: the context is full; the next turn drops the oldest messages")
 			}
 		}
 		history = append(turn, chat.Message{Role: "assistant", Content: answer})

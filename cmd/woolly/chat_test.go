@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,35 @@ func TestServeFlagErrors(t *testing.T) {
 		if err != nil || d.String() != want {
 			t.Errorf("parseKeepAlive(%q) = %v, %v; want %s", in, d, err, want)
 		}
+	}
+}
+
+// A conversation longer than the context keeps going: the oldest turns are
+// dropped (and said so), the history is not wiped.
+func TestChatLongerThanContext(t *testing.T) {
+	model := chatModel(t)
+	old := chatInput
+	defer func() { chatInput = old }()
+	var in strings.Builder
+	for i := 0; i < 6; i++ {
+		fmt.Fprintf(&in, "question %d: %s\n", i, strings.Repeat("tell me about the cat and the dog ", 3))
+	}
+	in.WriteString("/bye\n")
+	chatInput = strings.NewReader(in.String())
+	var out, errb bytes.Buffer
+	if err := runChat([]string{"-m", model, "-n", "6", "--temp", "0", "-t", "1", "-c", "128", "--show-prompt", "--system", "be kind"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if got := strings.Count(out.String(), ">>> "); got != 7 {
+		t.Fatalf("%d prompts, want 7 (six turns and /bye): %q", got, out.String())
+	}
+	e := errb.String()
+	if !strings.Contains(e, "dropped the") || strings.Contains(e, "starting over") {
+		t.Fatalf("stderr %s: want the oldest messages dropped, not a restart", e)
+	}
+	prompts := strings.Split(e, "[prompt] ")
+	last := prompts[len(prompts)-1]
+	if !strings.Contains(last, "be kind") || !strings.Contains(last, "question 5") || strings.Contains(last, "question 0") {
+		t.Fatalf("last prompt %s: want the system message and the newest question, not the oldest", last)
 	}
 }
