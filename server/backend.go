@@ -40,7 +40,7 @@ type ModelMeta struct {
 	// requests longer than the context drop their oldest turns to fit.
 	CountTokens func(prompt string) (int, error)
 	DefaultCtx  int
-	AddBOS           bool
+	AddBOS      bool
 }
 
 // GenerateRequest is one generation with its sampling settings.
