@@ -39,13 +39,15 @@ type Options struct {
 // Result is one test at one thread count and depth.
 type Result struct {
 	Threads    int       `json:"threads"`
-	Test       string    `json:"test"`  // "pp128", "tg64"
-	Depth      int       `json:"depth"` // tokens in the context before the test
+	Test       string    `json:"test"` // "pp128", "tg64"
 	TokensPerS float64   `json:"tokens_per_s"`
 	Stddev     float64   `json:"stddev"`
 	Samples    []float64 `json:"samples"`
 	// DequantCacheBudget repeats the report's dequant-cache budget (bytes, 0: off).
 	DequantCacheBudget int64 `json:"dequant_cache_budget"`
+	// Depth is the number of tokens in the context before the test (last,
+	// so scripts reading the fields in order keep working).
+	Depth int `json:"depth"`
 }
 
 // Name is the test as llama-bench prints it: "pp128", "tg64 @ d1024".

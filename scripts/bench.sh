@@ -9,6 +9,8 @@
 #    generation bound: bandwidth / weight bytes read per token.
 # 5. With LLAMA_BENCH=/path/to/llama-bench, llama-bench on the same file and
 #    the Woolly / llama.cpp ratio per test.
+# 3b. Generation deep in a context: tgN after BENCH_DEPTH (4096; 0 skips)
+#    tokens (woolly bench -d, and llama-bench -d when given).
 # 5b. With BENCH_MOE=1, the same (woolly bench, and llama-bench when given)
 #    on a mixture-of-experts model: models/qwen3moe-7b-a1b-q4_k_m.gguf
 #    (BENCH_MOE_MODEL), synthesized if absent (64 experts, 8 used).
@@ -22,7 +24,7 @@
 # Environment: WOOLLY (bin/woolly), BENCH_OUT (bench-out), BENCH_MODEL,
 # BENCH_P (128), BENCH_N (64), BENCH_R (3), BENCH_THREADS (physical cores),
 # BENCH_KERNEL_TIME (100ms; "skip" skips the Go benchmarks), LLAMA_BENCH,
-# BENCH_CACHE ("skip" skips part 6), BENCH_CACHE_MODEL.
+# BENCH_CACHE ("skip" skips part 6), BENCH_CACHE_MODEL, BENCH_DEPTH (4096; 0 skips 3b).
 # POSIX sh; works on Linux and macOS.
 set -eu
 
@@ -83,6 +85,20 @@ fi
 # --- 3. woolly bench ---------------------------------------------------
 echo "bench.sh: woolly bench -m $MODEL -p $P -n $N -t $THREADS -r $R" >&2
 "$WOOLLY" bench -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench.json"
+
+# --- 3b. generation at depth -------------------------------------------
+DEPTH=${BENCH_DEPTH:-4096}
+depth_ts="" depth_llama=""
+if [ "$DEPTH" != 0 ]; then
+	echo "bench.sh: woolly bench -m $MODEL -p 0 -n $N -d $DEPTH -t $THREADS -r $R" >&2
+	"$WOOLLY" bench -m "$MODEL" -p 0 -n "$N" -d "$DEPTH" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench-depth.json"
+	depth_ts=$(tr '{' '\n' <"$OUT/woolly-bench-depth.json" | grep '"test":' | sed 's/.*"tokens_per_s":\([^,]*\),"stddev":\([^,}]*\).*/\1 \2/' | head -n 1)
+	if [ -n "${LLAMA_BENCH:-}" ]; then
+		echo "bench.sh: $LLAMA_BENCH -m $MODEL -p 0 -n $N -d $DEPTH -t $THREADS -r $R -o json" >&2
+		"$LLAMA_BENCH" -m "$MODEL" -p 0 -n "$N" -d "$DEPTH" -t "$THREADS" -r "$R" -o json >"$OUT/llama-bench-depth.json" 2>"$OUT/llama-bench-depth.log" || true
+		depth_llama=$(tr -d ' \n' <"$OUT/llama-bench-depth.json" | sed -n 's/.*"avg_ts":\([^,}]*\).*/\1/p' | head -n 1)
+	fi
+fi
 
 # jfield FILE KEY: the first scalar value of "KEY" in a flat JSON text.
 jfield() {
@@ -243,6 +259,14 @@ R_MD="$OUT/report.md"
 		fi
 		printf '| %s | %s | %.2f | %.2f | %s | %s |\n' "$th" "$test" "$ts" "$sd" "${lts:--}" "${ratio:--}"
 	done
+	if [ -n "$depth_ts" ]; then
+		echo
+		echo "## Generation at depth (tg$N after $DEPTH tokens in the context: woolly bench -d $DEPTH)"
+		echo
+		dts=${depth_ts% *} dsd=${depth_ts#* } ratio="-"
+		[ -n "$depth_llama" ] && ratio=$(awk -v a="$dts" -v b="$depth_llama" 'BEGIN { printf "%.2f", a / b }')
+		printf '| tokens/s | ± stddev | llama.cpp t/s | Woolly / llama.cpp |\n|---:|---:|---:|---:|\n| %.2f | %.2f | %s | %s |\n' "$dts" "$dsd" "${depth_llama:--}" "$ratio"
+	fi
 	echo
 	echo "## Generation bound"
 	echo
