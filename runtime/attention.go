@@ -24,8 +24,8 @@ func attnScratch(c *Config, nCtx int) int {
 // are already written; f16path tells which of the reference's paths applies
 // (the caller has rounded q to f16 for it). Query heads are split across
 // the workers, one kernel call per chunk of heads.
-func (s *Session) attention(li, ntok, pos0 int, f16path bool, q, att []float32) error {
-	m, c, st := s.model, s.model.cfg, s.st
+func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att []float32) error {
+	m, c, st := s.model, s.model.cfg, ps.st
 	qd, kvd := c.QDim(), c.KVDim()
 	p := kernels.AttnF16Params{
 		NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,

@@ -319,21 +319,23 @@ func (m *Model) notePrompt(reused, evaluated int, d time.Duration) {
 
 // dequantOps looks up the f32 weights of ops in the dequant cache for a
 // batch of ntok tokens: w[i] is nil where the quantized kernels must run.
-func (s *Session) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
-	dc := s.model.caches.dequant.Load()
-	if dc == nil || ntok < dequantMinBatch {
+// Passes of several sequences never use it (a sequence's numbers must not
+// depend on the others' rows).
+func (p *pass) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
+	dc := p.m.caches.dequant.Load()
+	if dc == nil || ntok < dequantMinBatch || len(p.segs) > 1 {
 		return nil, nil
 	}
 	var w [][]float32
 	for i, op := range ops {
 		mt := op.m
-		if mt.Type == kernels.F32 || mt == &s.model.w.Output {
+		if mt.Type == kernels.F32 || mt == &p.m.w.Output {
 			// Already f32 in the file, or the output matrix (one row per
 			// prompt except for all-logits evaluations): the cache holds
 			// the layer matrices only (DequantWorkingSet).
 			continue
 		}
-		f, ok, err := dc.TryGet(s.model.caches.dequantID, mt.Name, mt.Rows*mt.Cols, func(dst []float32) error {
+		f, ok, err := dc.TryGet(p.m.caches.dequantID, mt.Name, mt.Rows*mt.Cols, func(dst []float32) error {
 			return kernels.Dequant(mt.Type, mt.Data, dst)
 		})
 		if err != nil {
@@ -350,13 +352,14 @@ func (s *Session) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
 }
 
 // prefetchLayer starts the background dequantization of layer li's matrices
-// (when the dequant cache is on and the batch is large enough to use them).
-func (s *Session) prefetchLayer(li, ntok int) {
-	dc := s.model.caches.dequant.Load()
-	if dc == nil || ntok < dequantMinBatch || li >= len(s.model.w.Layers) {
+// (when the dequant cache is on and the pass, of one sequence, is large
+// enough to use them).
+func (p *pass) prefetchLayer(li int) {
+	dc := p.m.caches.dequant.Load()
+	if dc == nil || p.ntok < dequantMinBatch || len(p.segs) > 1 || li >= len(p.m.w.Layers) {
 		return
 	}
-	mats := s.model.w.Layers[li].mats()
+	mats := p.m.w.Layers[li].mats()
 	items := make([]cache.PrefetchItem, 0, len(mats))
 	for _, mt := range mats {
 		if mt.Type == kernels.F32 {
@@ -366,5 +369,5 @@ func (s *Session) prefetchLayer(li, ntok int) {
 	}
 	// Items are valid by construction (checked at load); an error here only
 	// means no prefetch, and TryGet loads the tensors itself.
-	_ = dc.Prefetch(s.model.caches.dequantID, items)
+	_ = dc.Prefetch(p.m.caches.dequantID, items)
 }

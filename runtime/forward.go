@@ -55,6 +55,7 @@ type fwdState struct {
 	sinW   []float32
 	moe    *moeState               // mixture-of-experts scratch (nil for dense models)
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
+	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
 	scr    [][]float32             // attention scratch per worker [nCtx]
 	errs   []error                 // per-worker errors
@@ -133,32 +134,80 @@ func (s *Session) ropeFactors() []float32 {
 	return w.RopeShort
 }
 
+// seg is one sequence's share of a forward pass: its tokens occupy rows
+// r0 .. r0+len(tokens)-1 of the pass and continue session s at s.pos.
+// Logits for its rows [from, len(tokens)) go to out ([len-from][NVocab]).
+type seg struct {
+	s      *Session
+	tokens []int32
+	from   int
+	out    []float32
+	r0     int
+}
+
+// pass is one forward pass over the rows of one or more sequences (a
+// session's prompt chunk, or a batch step of several sessions). Every op is
+// row-wise except attention, which each sequence runs over its own cache.
+type pass struct {
+	m    *Model
+	st   *fwdState // scratch sized for at least ntok rows
+	segs []seg
+	ntok int   // rows in all
+	rows []int // rows per sequence, for the kernels whose order depends on the batch
+}
+
 // forward runs tokens (len ≤ nBatch) at positions s.pos .. s.pos+ntok-1
 // through the model, appending their K and V to the cache. Logits for rows
 // [from, ntok) are written to out ([ntok-from][NVocab]); from == ntok skips
 // the output layer.
 func (s *Session) forward(tokens []int32, from int, out []float32) error {
-	m, c, w, st := s.model, s.model.cfg, s.model.w, s.st
-	ntok, pos0 := len(tokens), s.pos
+	return s.model.forward(s.st, []seg{{s: s, tokens: tokens, from: from, out: out}})
+}
+
+// forward runs one pass over segs (rows in order; each seg's r0 is set
+// here) with scratch st. Every sequence's results are the ones it gets in a
+// pass of its own: the row-wise kernels keep each row's summation order
+// whatever the other rows are (see pass.product for the exception).
+func (m *Model) forward(st *fwdState, segs []seg) error {
+	p := &pass{m: m, st: st, segs: segs, rows: make([]int, len(segs))}
+	for i := range segs {
+		segs[i].r0 = p.ntok
+		p.rows[i] = len(segs[i].tokens)
+		p.ntok += len(segs[i].tokens)
+	}
+	if p.ntok > st.nBatch {
+		return fmt.Errorf("forward: %d rows, more than the batch of %d", p.ntok, st.nBatch)
+	}
+	return p.forward()
+}
+
+func (p *pass) forward() error {
+	m, c, w, st, ntok := p.m, p.m.cfg, p.m.w, p.st, p.ntok
 	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
 	x := st.x[:ntok*d]
-	for t, tok := range tokens {
-		if err := w.TokEmbd.embedRow(int(tok), x[t*d:(t+1)*d]); err != nil {
-			return err
+	for _, sg := range p.segs {
+		for t, tok := range sg.tokens {
+			r := sg.r0 + t
+			if err := w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
+				return err
+			}
 		}
 	}
 	if c.EmbeddingScale != 1 {
 		kernels.Scale(x, c.EmbeddingScale)
 	}
 
-	// RoPE tables for this batch's positions (and for the sliding-window
+	// RoPE tables for each sequence's positions (and for the sliding-window
 	// layers when they rotate with another base).
 	half := c.NRot / 2
-	ropeTables(c, c.RopeBase, c.RopeFreqScale, s.ropeFactors(), pos0, ntok, st.cos, st.sin)
-	if st.cosW != nil {
-		ropeTables(c, c.RopeBaseSWA, c.RopeFreqScaleSWA, nil, pos0, ntok, st.cosW, st.sinW)
+	for _, sg := range p.segs {
+		n, pos0, o := len(sg.tokens), sg.s.pos, sg.r0*half
+		ropeTables(c, c.RopeBase, c.RopeFreqScale, sg.s.ropeFactors(), pos0, n, st.cos[o:], st.sin[o:])
+		if st.cosW != nil {
+			ropeTables(c, c.RopeBaseSWA, c.RopeFreqScaleSWA, nil, pos0, n, st.cosW[o:], st.sinW[o:])
+		}
 	}
 
 	xb, xb2 := st.xb[:ntok*d], st.xb2[:ntok*d]
@@ -167,7 +216,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 
 	for li := range w.Layers {
 		l := &w.Layers[li]
-		s.prefetchLayer(li+1, ntok) // dequant cache (off by default): next layer in the background
+		p.prefetchLayer(li + 1) // dequant cache (off by default): next layer in the background
 
 		// Attention: norm, q/k/v projections (+ biases).
 		for t := 0; t < ntok; t++ {
@@ -175,7 +224,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 				return err
 			}
 		}
-		if err := s.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
+		if err := p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
 			return err
 		}
 		if l.Bq != nil {
@@ -216,28 +265,33 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		// tiled one in f32 for 64 or more query rows when the head size is a
 		// multiple of 16 (kernels.AttentionTiled), and otherwise one that
 		// rounds Q to f16 and accumulates V in f16 (kernels.AttentionF16Acc).
-		// Round the same values here; see attention.go.
-		f16path := ntok < 64 || c.HeadDim%16 != 0
-		kc := s.kcache[li][pos0*kvd : (pos0+ntok)*kvd]
-		vc := s.vcache[li][pos0*kvd : (pos0+ntok)*kvd]
-		if err := errors.Join(
-			kernels.QuantizeAct(kernels.F16, k, halfBytes(kc)),
-			kernels.QuantizeAct(kernels.F16, v, halfBytes(vc))); err != nil {
-			return err
-		}
-		if f16path { // q = f16(q), through the f16 scratch
+		// Round the same values here, each sequence by its own row count;
+		// see attention.go.
+		for _, sg := range p.segs {
+			n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
+			f16path := n < 64 || c.HeadDim%16 != 0
+			kc := sg.s.kcache[li][pos0*kvd : (pos0+n)*kvd]
+			vc := sg.s.vcache[li][pos0*kvd : (pos0+n)*kvd]
 			if err := errors.Join(
-				kernels.QuantizeAct(kernels.F16, q, halfBytes(st.f16[:len(q)])),
-				kernels.Dequant(kernels.F16, halfBytes(st.f16[:len(q)]), q)); err != nil {
+				kernels.QuantizeAct(kernels.F16, k[r0*kvd:(r0+n)*kvd], halfBytes(kc)),
+				kernels.QuantizeAct(kernels.F16, v[r0*kvd:(r0+n)*kvd], halfBytes(vc))); err != nil {
+				return err
+			}
+			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
+			if f16path { // q = f16(q), through the f16 scratch
+				if err := errors.Join(
+					kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs)),
+					kernels.Dequant(kernels.F16, halfBytes(hs), qs)); err != nil {
+					return err
+				}
+			}
+			if err := sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd]); err != nil {
 				return err
 			}
 		}
-		if err := s.attention(li, ntok, pos0, f16path, q, att); err != nil {
-			return err
-		}
 
 		// Output projection and residual.
-		if err := s.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
+		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
 		}
 		if l.PostAttn != nil {
@@ -259,7 +313,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			}
 		}
 		if l.ExpGate != nil {
-			if err := s.moe(l, xb, ntok, xb2); err != nil {
+			if err := p.moe(l, xb, ntok, xb2); err != nil {
 				return err
 			}
 		} else {
@@ -270,7 +324,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			if c.GELU {
 				act = gluGELU
 			}
-			fused, err := s.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
+			fused, err := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 			if err != nil {
 				return err
 			}
@@ -285,7 +339,7 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 					return err
 				}
 			}
-			if err := s.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
+			if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
 				return err
 			}
 		}
@@ -302,25 +356,54 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 		}
 	}
 
-	// Final norm and output layer, only for the rows asked for.
-	nout := ntok - from
+	// Final norm and output layer, only for the rows asked for; with
+	// several sequences their rows go through one product, then to each.
+	nout, outRows := 0, make([]int, len(p.segs))
+	for i, sg := range p.segs {
+		outRows[i] = len(sg.tokens) - sg.from
+		nout += outRows[i]
+	}
 	if nout <= 0 {
 		return nil
 	}
 	xo := xb[:nout*d]
-	for t := 0; t < nout; t++ {
-		if err := kernels.RMSNorm(xo[t*d:(t+1)*d], x[(from+t)*d:(from+t+1)*d], w.OutNorm, c.Eps); err != nil {
-			return err
+	o := 0
+	for _, sg := range p.segs {
+		for t := sg.from; t < len(sg.tokens); t++ {
+			r := sg.r0 + t
+			if err := kernels.RMSNorm(xo[o*d:(o+1)*d], x[r*d:(r+1)*d], w.OutNorm, c.Eps); err != nil {
+				return err
+			}
+			o++
 		}
 	}
-	if err := s.matmul(xo, nout, matOp{&w.Output, out[:nout*c.NVocab]}); err != nil {
+	nv := c.NVocab
+	out := p.segs[0].out
+	if len(p.segs) > 1 {
+		if len(st.logits) < nout*nv {
+			st.logits = make([]float32, nout*nv)
+		}
+		out = st.logits
+	}
+	out = out[:nout*nv]
+	p.rows = outRows
+	if err := p.matmul(xo, nout, matOp{&w.Output, out}); err != nil {
 		return err
 	}
 	if c.LogitScale != 1 {
-		kernels.Scale(out[:nout*c.NVocab], 1/c.LogitScale)
+		kernels.Scale(out, 1/c.LogitScale)
 	}
 	if c.FinalSoftCap != 0 {
-		return kernels.SoftCap(out[:nout*c.NVocab], c.FinalSoftCap)
+		if err := kernels.SoftCap(out, c.FinalSoftCap); err != nil {
+			return err
+		}
+	}
+	if len(p.segs) > 1 {
+		o = 0
+		for i, sg := range p.segs {
+			copy(sg.out[:outRows[i]*nv], out[o*nv:])
+			o += outRows[i]
+		}
 	}
 	return nil
 }
@@ -351,16 +434,16 @@ type matOp struct {
 // matmul multiplies ntok input rows by every matrix of ops (all with the
 // same row length). The input is converted to each activation type once and
 // shared; each worker makes one kernel call per matrix on its rows.
-func (s *Session) matmul(in []float32, ntok int, ops ...matOp) error {
-	_, err := s.matmulOps(in, ntok, gluNone, ops...)
+func (p *pass) matmul(in []float32, ntok int, ops ...matOp) error {
+	_, err := p.matmulOps(in, ntok, gluNone, ops...)
 	return err
 }
 
 // matmulOps is matmul; with glu set and ops = gate, up of the same shape on
 // the quantized kernels, each chunk computes the same rows of both and then
 // replaces its gate rows by act(gate)*up (fused reports that it did).
-func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool, _ error) {
-	p, st := s.model.pool, s.st
+func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool, _ error) {
+	pl, st := p.m.pool, p.st
 	cols := ops[0].m.Cols
 	type actBuf struct {
 		typ      kernels.Type
@@ -369,7 +452,7 @@ func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (
 	}
 	// Prompt batches may use f32 weights from the model's dequant cache
 	// (off by default): fw[i] != nil means op i runs kernels.Sgemm on them.
-	fw, err := s.dequantOps(ntok, ops)
+	fw, err := p.dequantOps(ntok, ops)
 	if err != nil {
 		return false, err
 	}
@@ -401,7 +484,7 @@ func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (
 			st.act[at] = buf
 		}
 		a := actBuf{at, buf[:ntok*int(rb)], int(rb)}
-		if err := s.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes); err != nil {
+		if err := p.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes); err != nil {
 			return false, fmt.Errorf("%s: %v", op.m.Name, err)
 		}
 		acts[i] = a
@@ -416,21 +499,14 @@ func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (
 	}
 	if glu {
 		rows := ops[0].m.Rows
-		rp := (rows + 8*p.n - 1) / (8 * p.n)
+		rp := (rows + 8*pl.n - 1) / (8 * pl.n)
 		rp = max(64, (rp+15)/16*16)
-		p.runChunks((rows+rp-1)/rp, func(wk, c int) {
+		pl.runChunks((rows+rp-1)/rp, func(wk, c int) {
 			r0 := c * rp
 			r1 := min(r0+rp, rows)
 			for i, op := range ops {
 				mt := op.m
-				var err error
-				if ntok == 1 {
-					err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
-				} else {
-					err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
-						acts[i].buf, acts[i].rowBytes, ntok, op.out, rows)
-				}
-				if err != nil {
+				if err := p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1); err != nil {
 					if st.errs[wk] == nil {
 						st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
 					}
@@ -445,12 +521,12 @@ func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (
 	}
 	nch := 0
 	for i, op := range ops {
-		rp := (op.m.Rows + 8*p.n - 1) / (8 * p.n)
+		rp := (op.m.Rows + 8*pl.n - 1) / (8 * pl.n)
 		rp = max(64, (rp+15)/16*16)
 		first[i], rowsPer[i] = nch, rp
 		nch += (op.m.Rows + rp - 1) / rp
 	}
-	p.runChunks(nch, func(wk, c int) {
+	pl.runChunks(nch, func(wk, c int) {
 		i := len(ops) - 1
 		for i > 0 && first[i] > c {
 			i--
@@ -463,11 +539,8 @@ func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (
 		switch {
 		case fw != nil && fw[i] != nil: // out[t][r] = dot(f32 row r, in row t)
 			err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, fw[i][r0*cols:], cols, op.out[r0:], mt.Rows)
-		case ntok == 1:
-			err = kernels.MatVec(mt.Type, cols, mt.Data, mt.RowBytes, acts[i].buf, op.out, r0, r1)
 		default:
-			err = kernels.MatMulQ(mt.Type, cols, mt.Data, mt.RowBytes, r0, r1,
-				acts[i].buf, acts[i].rowBytes, ntok, op.out, mt.Rows)
+			err = p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
 		}
 		if err != nil && st.errs[wk] == nil {
 			st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
@@ -477,7 +550,7 @@ func (s *Session) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (
 }
 
 // quantizeRows converts ntok rows of cols activations to type at.
-func (s *Session) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) error {
+func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) error {
 	if ntok < 8 {
 		for t := 0; t < ntok; t++ {
 			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
@@ -486,9 +559,9 @@ func (s *Session) quantizeRows(at kernels.Type, in []float32, cols, ntok int, ds
 		}
 		return nil
 	}
-	p, st := s.model.pool, s.st
-	p.run(func(wk int) {
-		t0, t1 := split(ntok, wk, p.n, 1)
+	pl, st := p.m.pool, p.st
+	pl.run(func(wk int) {
+		t0, t1 := split(ntok, wk, pl.n, 1)
 		for t := t0; t < t1; t++ {
 			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
 				st.errs[wk] = err
@@ -498,6 +571,40 @@ func (s *Session) quantizeRows(at kernels.Type, in []float32, cols, ntok int, ds
 	})
 	return st.firstErr()
 }
+
+// product computes rows [r0, r1) of mt times the ntok activation rows a (rb
+// bytes each) into y ([ntok][mt.Rows]). One row is a MatVec, more a MatMulQ,
+// equal bit for bit — except for the types whose reference sums a batch in
+// another order than one token (IQ4_NL, see csrc/kernels.h): in a pass of
+// several sequences their rows go sequence by sequence (p.rows), so each
+// gets the numbers of a pass of its own.
+func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
+	if len(p.rows) > 1 && batchOrder(mt.Type) {
+		t0 := 0
+		for _, n := range p.rows {
+			if n > 0 {
+				if err := matProduct(mt, a[t0*rb:], rb, n, y[t0*mt.Rows:], r0, r1); err != nil {
+					return err
+				}
+			}
+			t0 += n
+		}
+		return nil
+	}
+	return matProduct(mt, a, rb, ntok, y, r0, r1)
+}
+
+// matProduct is one kernel call: MatVec for one row, MatMulQ for more.
+func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
+	if ntok == 1 {
+		return kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
+	}
+	return kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
+}
+
+// batchOrder reports the weight types whose reference build sums a product
+// of two or more tokens in another order than its one-token dot.
+func batchOrder(t kernels.Type) bool { return t == kernels.IQ4_NL }
 
 // firstErr returns the first per-worker error and clears them all.
 func (st *fwdState) firstErr() error {

@@ -147,14 +147,14 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 
 // moe computes the expert FFN of layer l for ntok rows of h ([ntok][NEmbd])
 // into out ([ntok][NEmbd]).
-func (s *Session) moe(l *Layer, h []float32, ntok int, out []float32) error {
-	m, c, st := s.model, s.model.cfg, s.st
+func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
+	m, c, st := p.m, p.m.cfg, p.st
 	ms := st.moe
 	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
 	nrows := ntok * k
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
-	if err := s.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
+	if err := p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
 		return err
 	}
 	ms.route(c, ntok)
@@ -174,7 +174,7 @@ func (s *Session) moe(l *Layer, h []float32, ntok int, out []float32) error {
 		tokAct = make([]byte, st.nBatch*int(rb))
 		st.act[at] = tokAct
 	}
-	if err := s.quantizeRows(at, h, d, ntok, tokAct, int(rb)); err != nil {
+	if err := p.quantizeRows(at, h, d, ntok, tokAct, int(rb)); err != nil {
 		return err
 	}
 	if len(ms.act) < nrows*int(rb) {
@@ -186,9 +186,9 @@ func (s *Session) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	}
 
 	// Gate and up of every chosen expert over its rows, then act(gate)*up.
-	p := m.pool
-	chunks := ms.chunks(c, ffe, p.n)
-	p.runChunks(len(chunks), func(wk, ci int) {
+	pl := m.pool
+	chunks := ms.chunks(c, ffe, pl.n)
+	pl.runChunks(len(chunks), func(wk, ci int) {
 		ch := chunks[ci]
 		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
 		a := ms.act[j0*int(rb) : j1*int(rb)]
@@ -221,11 +221,11 @@ func (s *Session) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	if len(ms.act2) < nrows*int(rb2) {
 		ms.act2 = make([]byte, st.nBatch*k*int(rb2))
 	}
-	if err := s.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2)); err != nil {
+	if err := p.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2)); err != nil {
 		return err
 	}
-	chunks = ms.chunks(c, d, p.n)
-	p.runChunks(len(chunks), func(wk, ci int) {
+	chunks = ms.chunks(c, d, pl.n)
+	pl.runChunks(len(chunks), func(wk, ci int) {
 		ch := chunks[ci]
 		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
 		if err := expertProduct(&l.ExpDown[ch.e], ms.act2[j0*int(rb2):j1*int(rb2)], int(rb2), j1-j0, ms.down[j0*d:j1*d], ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
@@ -261,13 +261,7 @@ func (s *Session) moe(l *Layer, h []float32, ntok int, out []float32) error {
 // expertProduct computes rows [r0, r1) of mt times ntok activation rows a
 // (rb bytes each) into y ([ntok][mt.Rows]).
 func expertProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
-	var err error
-	if ntok == 1 {
-		err = kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
-	} else {
-		err = kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
-	}
-	if err != nil {
+	if err := matProduct(mt, a, rb, ntok, y, r0, r1); err != nil {
 		return fmt.Errorf("%s: %v", mt.Name, err)
 	}
 	return nil
