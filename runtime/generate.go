@@ -109,6 +109,10 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		return nil, fmt.Errorf("prompt has %d tokens, more than the context length %d", len(prompt), s.nCtx)
 	}
 	res := &GenerateResult{PromptTokens: prompt}
+	if s.batch != nil { // the batch's steps wait briefly for this session's tokens
+		s.batch.enter(s)
+		defer s.batch.leave(s)
+	}
 
 	if err := ctx.Err(); err != nil {
 		res.StopReason = "cancel"

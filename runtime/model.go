@@ -223,13 +223,19 @@ type Session struct {
 	kcache [][]uint16 // per layer [nCtx][KVDim], f16 like the reference's cache
 	vcache [][]uint16
 	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
-	st     *fwdState
-	last   []float32 // logits of the last evaluated position
+	st     *fwdState // scratch of its own passes (nil in a batch: the batch's steps have theirs)
+	last   []float32 // logits of the last evaluated position [NVocab]
+	batch  *Batch    // the batch it evaluates through, or nil
 }
 
 // NewSession makes a session with a KV cache of nCtx positions (0: the
 // model's default context).
 func (m *Model) NewSession(nCtx int) (*Session, error) {
+	return m.newSession(nCtx, true)
+}
+
+// newSession makes a session, with forward scratch of its own if scratch.
+func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 	if nCtx < 0 {
 		return nil, fmt.Errorf("context length %d is negative", nCtx)
 	}
@@ -242,7 +248,9 @@ func (m *Model) NewSession(nCtx int) (*Session, error) {
 		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
 		s.vcache[i] = make([]uint16, nCtx*c.KVDim())
 	}
-	s.st = newFwdState(c, min(maxBatch, nCtx), nCtx, m.pool.n)
+	if scratch {
+		s.st = newFwdState(c, min(maxBatch, nCtx), nCtx, m.pool.n)
+	}
 	s.last = make([]float32, c.NVocab)
 	return s, nil
 }
@@ -299,6 +307,9 @@ func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
 		if t < 0 || int(t) >= nv {
 			return nil, fmt.Errorf("token id %d out of range [0, %d)", t, nv)
 		}
+	}
+	if s.batch != nil {
+		return s.batch.eval(s, tokens, allLogits)
 	}
 	var all []float32
 	if allLogits {
