@@ -15,8 +15,9 @@ type Backend interface {
 	Inspect(path string) (ModelMeta, error)
 }
 
-// Model is what the server needs from a loaded model. The server runs at most
-// one Generate at a time per Model.
+// Model is what the server needs from a loaded model. The server runs up to
+// Config.Parallel Generate calls at once per Model; a Model serves them
+// together (the runtime's batch) or one after another.
 type Model interface {
 	Meta() ModelMeta
 	// Generate continues req.Prompt; onText receives the generated text piece

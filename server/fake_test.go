@@ -74,7 +74,7 @@ type fakeModel struct {
 	meta     ModelMeta
 	threads  int
 	closed   atomic.Bool
-	running  atomic.Int32 // concurrent Generate calls (must stay <= 1)
+	running  atomic.Int32 // concurrent Generate calls (must stay <= Config.Parallel)
 	maxRun   atomic.Int32
 	produced atomic.Int64 // tokens produced, all requests
 	mu       sync.Mutex

@@ -34,6 +34,12 @@ func realModelsDir(t testing.TB) string {
 
 // startReal runs a real http.Server on loopback over the runtime backend.
 func startReal(t *testing.T, cfg Config) (string, func()) {
+	url, stop, _ := startRealServer(t, cfg)
+	return url, stop
+}
+
+// startRealServer is startReal, also returning the Server.
+func startRealServer(t *testing.T, cfg Config) (string, func(), *Server) {
 	cfg.ModelsDir = realModelsDir(t)
 	cfg.Threads = 1
 	s, err := New(cfg, RuntimeBackend{})
@@ -57,7 +63,22 @@ func startReal(t *testing.T, cfg Config) (string, func()) {
 		cancel()
 		s.Close()
 	}
-	return "http://" + ln.Addr().String(), stop
+	return "http://" + ln.Addr().String(), stop, s
+}
+
+// batchStats returns the runtime batch counters of a loaded model.
+func batchStats(t *testing.T, s *Server, name string) runtime.BatchStats {
+	s.models.mu.Lock()
+	defer s.models.mu.Unlock()
+	e := s.models.loaded[name]
+	if e == nil || e.model == nil {
+		t.Fatalf("model %s is not loaded", name)
+	}
+	rm, ok := e.model.(*runtimeModel)
+	if !ok {
+		t.Fatalf("model %s is a %T", name, e.model)
+	}
+	return rm.batch.Stats()
 }
 
 func post(t testing.TB, url, body string) (int, []byte) {
@@ -159,7 +180,7 @@ func TestLoad(t *testing.T) {
 		model = m
 	}
 	before := goruntime.NumGoroutine()
-	url, stop := startReal(t, Config{MaxQueue: runtime.Ptr(64)})
+	url, stop, srv := startRealServer(t, Config{MaxQueue: runtime.Ptr(64)})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 
 	const clients, perClient = 32, 10
@@ -201,6 +222,12 @@ func TestLoad(t *testing.T) {
 		if i < 5 {
 			t.Error(e)
 		}
+	}
+	// The requests were batched: steps carried several sequences.
+	bs := batchStats(t, srv, model)
+	t.Logf("batch: %+v", bs)
+	if bs.Shared == 0 || bs.MaxSeqs < 2 || bs.MaxSeqs > DefaultParallel {
+		t.Errorf("batch stats %+v: want shared steps of 2 to %d sequences", bs, DefaultParallel)
 	}
 
 	stop()

@@ -20,13 +20,15 @@ import (
 )
 
 // registry resolves model names inside the models directory, loads models on
-// demand, runs one generation at a time per model with a bounded wait queue,
+// demand, runs up to parallel generations at a time per model (the model
+// batches them) with a bounded wait queue,
 // and unloads models after their keep-alive.
 type registry struct {
 	dir       string
 	backend   Backend
 	keepAlive time.Duration
 	maxQueue  int
+	parallel  int
 	threads   int
 	metrics   *metrics
 	log       *log.Logger
@@ -47,7 +49,7 @@ type entry struct {
 	loadDur    time.Duration
 	tmpl       *chat.Template
 	tmplErr    error
-	sem        chan struct{} // one generation at a time
+	sem        chan struct{} // capacity parallel: a slot per generation running
 
 	// guarded by registry.mu
 	users     int           // leases held or waited for
@@ -74,7 +76,7 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 		return nil, fmt.Errorf("models directory %s is not a directory", cfg.ModelsDir)
 	}
 	return &registry{dir: cfg.ModelsDir, backend: backend, keepAlive: *cfg.KeepAlive, maxQueue: *cfg.MaxQueue,
-		threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
+		parallel: *cfg.Parallel, threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
 }
 
 var errNotFound = errors.New("model not found")
@@ -224,8 +226,9 @@ func (r *registry) acquire(ctx context.Context, name string, threads int) (*leas
 		r.mu.Unlock()
 		return nil, &httpError{http.StatusServiceUnavailable, "server shutting down"}
 	}
-	// Only a request that will wait behind another takes a queue slot.
-	if e := r.loaded[n]; e != nil && e.users > 0 && r.waiting >= r.maxQueue {
+	// Only a request that will wait behind others (every slot busy) takes
+	// a queue slot.
+	if e := r.loaded[n]; e != nil && e.users >= r.parallel && r.waiting >= r.maxQueue {
 		r.mu.Unlock()
 		return nil, errQueueFull
 	}
@@ -234,7 +237,7 @@ func (r *registry) acquire(ctx context.Context, name string, threads int) (*leas
 	e := r.loaded[n]
 	loader := e == nil
 	if loader {
-		e = &entry{name: n, path: p, ready: make(chan struct{}), sem: make(chan struct{}, 1), keepAlive: r.keepAlive}
+		e = &entry{name: n, path: p, ready: make(chan struct{}), sem: make(chan struct{}, r.parallel), keepAlive: r.keepAlive}
 		r.loaded[n] = e
 	}
 	e.users++

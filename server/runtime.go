@@ -80,18 +80,61 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	if id := tok.EOS(); id >= 0 {
 		meta.EOSText = tok.TokenText(id)
 	}
+	batch, err := m.NewBatch(runtime.BatchOptions{})
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
 	b.Caches.add(m)
-	return &runtimeModel{m: m, meta: meta, caches: b.Caches}, nil
+	return &runtimeModel{m: m, batch: batch, meta: meta, caches: b.Caches}, nil
 }
 
-// runtimeModel adapts *runtime.Model. It keeps one session so that a
-// conversation's next turn reuses the KV cache of the shared prefix; the
-// server never runs two generations on one model at once.
+// runtimeModel adapts *runtime.Model. Its generations run as sessions of
+// one runtime.Batch, so the server's concurrent requests for the model
+// decode together. Sessions that finished are kept (at most as many as ran
+// at once) so that a conversation's next turn reuses the KV cache of its
+// prefix: a request takes the idle session sharing the longest prefix.
 type runtimeModel struct {
 	m      *runtime.Model
+	batch  *runtime.Batch
 	meta   ModelMeta
-	sess   *runtime.Session
 	caches *CacheStats
+
+	mu   sync.Mutex
+	idle []*runtime.Session
+}
+
+// session takes the idle session of nctx positions whose cached tokens
+// share the longest prefix with ids, or makes a new one.
+func (r *runtimeModel) session(ids []int32, nctx int) (*runtime.Session, error) {
+	r.mu.Lock()
+	best, bestN := -1, -1
+	for i, s := range r.idle {
+		if s.NCtx() != nctx {
+			continue
+		}
+		n := 0
+		for toks := s.Tokens(); n < len(toks) && n < len(ids) && toks[n] == ids[n]; n++ {
+		}
+		if n > bestN {
+			best, bestN = i, n
+		}
+	}
+	if best >= 0 {
+		s := r.idle[best]
+		r.idle = append(r.idle[:best], r.idle[best+1:]...)
+		r.mu.Unlock()
+		return s, nil
+	}
+	r.mu.Unlock()
+	return r.batch.NewSession(nctx)
+}
+
+// putBack returns a session whose cache is consistent to the idle list.
+func (r *runtimeModel) putBack(s *runtime.Session) {
+	r.mu.Lock()
+	r.idle = append(r.idle, s)
+	r.mu.Unlock()
 }
 
 func (r *runtimeModel) Meta() ModelMeta { return r.meta }
@@ -117,27 +160,25 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if len(ids) >= nctx {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("prompt has %d tokens; the context holds %d", len(ids), nctx)}
 	}
-	if r.sess == nil || r.sess.NCtx() != nctx {
-		if r.sess, err = r.m.NewSession(nctx); err != nil {
-			return nil, err
-		}
+	sess, err := r.session(ids, nctx)
+	if err != nil {
+		return nil, err
 	}
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
 		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs}
-	res, err := r.sess.Generate(ctx, o, func(t runtime.Token) error {
+	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
 		if req.OnLogprob != nil && t.Logprob != nil {
 			req.OnLogprob(*t.Logprob, t.TopLogprobs)
 		}
 		return onText(t.Text)
 	})
 	if err != nil && res == nil {
-		r.sess = nil // its cache may be half-written
-		return nil, err
+		return nil, err // the session is dropped: its cache may be half-written
 	}
 	out := &GenerateResult{PromptTokens: len(res.PromptTokens), Tokens: len(res.Tokens), StopReason: res.StopReason,
 		PromptDuration: res.PromptDuration, GenDuration: res.GenDuration}
-	if err != nil {
-		r.sess = nil
+	if err == nil {
+		r.putBack(sess)
 	}
 	return out, err
 }

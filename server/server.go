@@ -46,6 +46,7 @@ const Version = "0.1.0"
 const (
 	DefaultMaxQueue  = 64
 	DefaultKeepAlive = 5 * time.Minute
+	DefaultParallel  = 4
 )
 
 // Config holds the server's settings. Zero values get the defaults noted;
@@ -55,6 +56,7 @@ type Config struct {
 	APIKey       string         // when set, required on every route but /metrics and /api/v1/health
 	CORSOrigins  []string       // allowed browser origins ("*" allows any); none by default
 	MaxQueue     *int           // requests allowed to wait for a model; nil: DefaultMaxQueue; 0: none may wait
+	Parallel     *int           // requests one model generates at once (batched); nil: DefaultParallel; at least 1
 	Timeout      time.Duration  // per-request limit, queueing included; 0: none
 	KeepAlive    *time.Duration // idle time before a model is unloaded; nil: DefaultKeepAlive; 0: as soon as idle; < 0: never
 	Threads      int            // threads per model; 0: the runtime's default
@@ -88,6 +90,11 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	}
 	if cfg.KeepAlive == nil {
 		cfg.KeepAlive = runtime.Ptr(DefaultKeepAlive)
+	}
+	if cfg.Parallel == nil {
+		cfg.Parallel = runtime.Ptr(DefaultParallel)
+	} else if *cfg.Parallel < 1 {
+		return nil, fmt.Errorf("server: parallel %d: want at least 1", *cfg.Parallel)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 8 << 20

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -639,41 +640,50 @@ func TestAuthCORSAndBodyLimit(t *testing.T) {
 	}
 }
 
-func TestQueueFull503AndOneAtATime(t *testing.T) {
-	b := newFakeBackend()
-	b.gate = make(chan struct{})
-	_, ts := newTestServer(t, Config{MaxQueue: runtime.Ptr(1)}, b)
-	// Load first so the queue holds generation waits only.
-	wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`), 200)
-	var wg sync.WaitGroup
-	results := make([]int, 2)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":1}}`).status
-		}()
-		// The first is generating (held at the gate), the second waits.
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) {
-			if (i == 0 && b.last().running.Load() == 1) || (i == 1 && queueDepth(t, ts) == 1) {
-				break
+// --parallel P: P generations run at once on one model, the next waits in
+// the queue, and past --max-queue the rest get 503; with P = 1 one at a time.
+func TestQueueFull503AndParallelSlots(t *testing.T) {
+	for _, par := range []int{1, 2} {
+		t.Run(fmt.Sprintf("parallel=%d", par), func(t *testing.T) {
+			b := newFakeBackend()
+			b.gate = make(chan struct{})
+			_, ts := newTestServer(t, Config{MaxQueue: runtime.Ptr(1), Parallel: runtime.Ptr(par)}, b)
+			// Load first so the queue holds generation waits only.
+			wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`), 200)
+			var wg sync.WaitGroup
+			results := make([]int, par+1)
+			for i := range par + 1 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i] = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":1}}`).status
+				}()
+				// The first par are generating (held at the gate), the last waits.
+				deadline := time.Now().Add(5 * time.Second)
+				for time.Now().Before(deadline) {
+					if (i < par && b.last().running.Load() == int32(i+1)) || (i == par && queueDepth(t, ts) == 1) {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
-	wantStatus(t, r, 503)
-	r = do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":"x"}`)
-	wantStatus(t, r, 503)
-	b.gate <- struct{}{}
-	b.gate <- struct{}{}
-	wg.Wait()
-	if results[0] != 200 || results[1] != 200 {
-		t.Errorf("queued requests: %v", results)
-	}
-	if mx := b.last().maxRun.Load(); mx != 1 {
-		t.Errorf("%d generations ran at once on one model", mx)
+			r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
+			wantStatus(t, r, 503)
+			r = do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":"x"}`)
+			wantStatus(t, r, 503)
+			for range par + 1 {
+				b.gate <- struct{}{}
+			}
+			wg.Wait()
+			for i, st := range results {
+				if st != 200 {
+					t.Errorf("request %d: status %d", i, st)
+				}
+			}
+			if mx := b.last().maxRun.Load(); mx != int32(par) {
+				t.Errorf("%d generations ran at once on one model, want %d", mx, par)
+			}
+		})
 	}
 }
 

@@ -134,3 +134,18 @@ func TestChatTakesRunSamplingFlags(t *testing.T) {
 		}
 	}
 }
+
+// serve --parallel takes a count of 1 or more (flag or WOOLLY_PARALLEL).
+func TestServeParallelValues(t *testing.T) {
+	for _, v := range []string{"0", "-2", "four"} {
+		_, stderr, code := rtMain(t, "serve", "--models", t.TempDir(), "--parallel", v)
+		if code != 2 || !strings.Contains(stderr, "parallel") {
+			t.Errorf("--parallel %s: exit %d, %q; want exit 2 naming the flag", v, code, stderr)
+		}
+	}
+	for _, v := range []string{"1", " 8"} {
+		if n, err := parseParallel(v); err != nil || n < 1 {
+			t.Errorf("parseParallel(%q) = %d, %v", v, n, err)
+		}
+	}
+}

@@ -39,6 +39,15 @@ func parseQueue(s string) (int, error) {
 	return n, nil
 }
 
+// parseParallel reads --parallel: a count, 1 or more.
+func parseParallel(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("want a count of sequences, 1 or more, not %q", s)
+	}
+	return n, nil
+}
+
 // parseKeepAlive reads a keep-alive: a duration ("5m") or seconds ("300");
 // negative keeps models loaded.
 func parseKeepAlive(s string) (time.Duration, error) {
@@ -73,6 +82,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	maxQueue, err := addOptional(fs, "max-queue", "WOOLLY_MAX_QUEUE",
 		fmt.Sprintf("requests that may wait for a model; more get 503 (0: none may wait; default %d; env WOOLLY_MAX_QUEUE)", server.DefaultMaxQueue),
 		parseQueue)
+	if err != nil {
+		return err
+	}
+	parallel, err := addOptional(fs, "parallel", "WOOLLY_PARALLEL",
+		fmt.Sprintf("requests one model generates at once, batched together; more wait in the queue (default %d; env WOOLLY_PARALLEL)", server.DefaultParallel),
+		parseParallel)
 	if err != nil {
 		return err
 	}
@@ -125,7 +140,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
-	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v,
+	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
 		Timeout: timeout, KeepAlive: keep.v, Threads: *threads, Logger: logger},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
 			DequantCacheFraction: dq.frac, Caches: caches})
