@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,10 +41,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	bandwidth := fs.Bool("bandwidth", false, "measure memory read bandwidth instead (all threads stream-read a buffer)")
 	bwMiB := fs.Int("bw-size", 1024, "buffer size for --bandwidth, MiB")
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
+	clientsS := fs.String("clients", "", "serving benchmark instead: client counts (comma list, e.g. 1,8): that many clients at once each stream -n tokens from woolly serve on loopback")
+	parallel := fs.Int("parallel", 0, "with --clients: the server's --parallel (0: the largest client count)")
 	dequantS := dequantFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: woolly bench -m MODEL [-p 128] [-n 64] [-d 0] [-t LIST] [-r 3] [--json]")
 		fmt.Fprintln(fs.Output(), "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
+		fmt.Fprintln(fs.Output(), "       woolly bench -m MODEL --clients 1,8 [-n 64] [-t THREADS] [-r 3] [--parallel N] [--json]")
 		fmt.Fprintln(fs.Output(), "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both at depth D (-d: tokens already in the context),")
 		fmt.Fprintln(fs.Output(), "after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
 		fs.PrintDefaults()
@@ -70,6 +74,22 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *model == "" {
 		fs.Usage()
 		return errUsage
+	}
+	if *clientsS != "" {
+		clients, err := parseIntList(*clientsS, "--clients", 1)
+		if err != nil {
+			return err
+		}
+		gens, err := parseIntList(*nList, "-n", 1)
+		if err != nil {
+			return err
+		}
+		nt := 0
+		if len(threads) > 0 {
+			nt = threads[0]
+		}
+		return benchServe(stdout, bench.ServeOptions{Model: *model, Clients: clients, Gen: gens[0], Threads: nt,
+			Parallel: *parallel, Reps: *reps}, *asJSON)
 	}
 	prompts, err := parseIntList(*pList, "-p", 0)
 	if err != nil {
@@ -204,5 +224,26 @@ func benchBandwidth(stdout io.Writer, t int, size int64, asJSON bool) error {
 		return json.NewEncoder(stdout).Encode(map[string]any{"bandwidth_gbps": gbps, "threads": t, "bytes": size, "checksum": check})
 	}
 	fmt.Fprintf(stdout, "memory read bandwidth: %.2f GB/s (%d threads, %d MiB buffer, best of 5)\n", gbps, t, size>>20)
+	return nil
+}
+
+// benchServe prints the serving benchmark: per client count, aggregate
+// generated tokens/s and its ratio to the first count's, time to first
+// token, and the mean stream's generation rate.
+func benchServe(stdout io.Writer, o bench.ServeOptions, asJSON bool) error {
+	res, err := bench.Serve(context.Background(), o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"model": filepath.Base(o.Model), "gen": o.Gen, "results": res})
+	}
+	fmt.Fprintf(stdout, "| %7s | %12s | %8s | %12s | %13s | %13s |\n", "clients", "total t/s", "vs first", "stream t/s", "TTFT median s", "TTFT max s")
+	fmt.Fprintf(stdout, "| ------: | -----------: | -------: | -----------: | ------------: | ------------: |\n")
+	for _, r := range res {
+		fmt.Fprintf(stdout, "| %7d | %12.2f | %7.2fx | %12.2f | %13.3f | %13.3f |\n",
+			r.Clients, r.TokensPerS, r.TokensPerS/res[0].TokensPerS, r.StreamTPS, r.TTFTMedian, r.TTFTMax)
+	}
+	fmt.Fprintf(stdout, "\nmodel: %s, %d tokens per request, median of %d rounds\n", filepath.Base(o.Model), o.Gen, o.Reps)
 	return nil
 }
