@@ -27,6 +27,7 @@ type Options struct {
 	Threads []int  // thread counts (nil: the runtime's default)
 	Reps    int    // recorded repetitions per test (≥ 1)
 	Seed    uint64 // of the random prompt and depth tokens
+	Profile bool   // record each test's time per op class (Result.Profile)
 	// Prepare, if set, runs on each loaded model before its tests (a front
 	// end sets caches here) and returns the dequant-cache budget to report.
 	Prepare func(*runtime.Model) (int64, error)
@@ -48,6 +49,8 @@ type Result struct {
 	// Depth is the number of tokens in the context before the test (last,
 	// so scripts reading the fields in order keep working).
 	Depth int `json:"depth"`
+	// With Options.Profile: the recorded runs' time per op class.
+	Profile *runtime.Profile `json:"profile,omitempty"`
 }
 
 // Name is the test as llama-bench prints it: "pp128", "tg64 @ d1024".
@@ -203,6 +206,9 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 				return fmt.Errorf("%s: %w", tc.name, err)
 			}
 			var samples []float64
+			if o.Profile {
+				m.SetProfiling(true)
+			}
 			for r := 0; r < o.Reps; r++ {
 				dur, err := tc.run()
 				if err != nil {
@@ -213,6 +219,11 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 			mean, sd := MeanStddev(samples)
 			res := Result{Threads: info.Threads, Test: tc.name, Depth: d, TokensPerS: mean, Stddev: sd,
 				Samples: samples, DequantCacheBudget: rep.DequantCacheBudget}
+			if o.Profile {
+				p := m.Profile()
+				res.Profile = &p
+				m.SetProfiling(false)
+			}
 			rep.Results = append(rep.Results, res)
 			if o.OnResult != nil {
 				o.OnResult(info, res)

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -152,8 +153,9 @@ type pass struct {
 	m    *Model
 	st   *fwdState // scratch sized for at least ntok rows
 	segs []seg
-	ntok int   // rows in all
-	rows []int // rows per sequence, for the kernels whose order depends on the batch
+	ntok int       // rows in all
+	rows []int     // rows per sequence, for the kernels whose order depends on the batch
+	prof *profiler // nil unless profiling
 }
 
 // forward runs tokens (len ≤ nBatch) at positions s.pos .. s.pos+ntok-1
@@ -177,6 +179,10 @@ func (m *Model) forward(st *fwdState, segs []seg) error {
 	}
 	if p.ntok > st.nBatch {
 		return fmt.Errorf("forward: %d rows, more than the batch of %d", p.ntok, st.nBatch)
+	}
+	if p.prof = m.prof.Load(); p.prof != nil {
+		t0 := time.Now()
+		defer func() { p.prof.addPass(p.ntok, time.Since(t0)) }()
 	}
 	return p.forward()
 }
@@ -267,6 +273,10 @@ func (p *pass) forward() error {
 		// rounds Q to f16 and accumulates V in f16 (kernels.AttentionF16Acc).
 		// Round the same values here, each sequence by its own row count;
 		// see attention.go.
+		var tAttn time.Time
+		if p.prof != nil {
+			tAttn = time.Now()
+		}
 		for _, sg := range p.segs {
 			n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
 			f16path := n < 64 || c.HeadDim%16 != 0
@@ -288,6 +298,9 @@ func (p *pass) forward() error {
 			if err := sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd]); err != nil {
 				return err
 			}
+		}
+		if p.prof != nil {
+			p.prof.add("attention", time.Since(tAttn))
 		}
 
 		// Output projection and residual.
@@ -497,6 +510,10 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 	if len(ops) > len(first) {
 		return false, fmt.Errorf("matmul: %d matrices in one op (at most %d)", len(ops), len(first))
 	}
+	if p.prof != nil {
+		t0 := time.Now()
+		defer func() { p.prof.addMatmul(ops, time.Since(t0)) }()
+	}
 	if glu {
 		rows := ops[0].m.Rows
 		rp := (rows + 8*pl.n - 1) / (8 * pl.n)
@@ -551,6 +568,10 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 
 // quantizeRows converts ntok rows of cols activations to type at.
 func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) error {
+	if p.prof != nil {
+		t0 := time.Now()
+		defer func() { p.prof.add("act quant", time.Since(t0)) }()
+	}
 	if ntok < 8 {
 		for t := 0; t < ntok; t++ {
 			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
@@ -69,6 +70,7 @@ type Model struct {
 	w    *Weights
 	tok  *tokenizer.Tokenizer
 	pool *pool
+	prof atomic.Pointer[profiler] // nil unless profiling (SetProfiling)
 	info ModelInfo
 	nCtx int
 	attn AttentionMode

@@ -16,6 +16,7 @@ package runtime
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -186,6 +187,10 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	}
 
 	// Gate and up of every chosen expert over its rows, then act(gate)*up.
+	var t0 time.Time
+	if p.prof != nil {
+		t0 = time.Now()
+	}
 	pl := m.pool
 	chunks := ms.chunks(c, ffe, pl.n)
 	pl.runChunks(len(chunks), func(wk, ci int) {
@@ -211,6 +216,10 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 		return err
 	}
 
+	if p.prof != nil {
+		p.prof.addMatmul([]matOp{{m: &l.ExpGate[0]}, {m: &l.ExpUp[0]}}, time.Since(t0))
+	}
+
 	// Down projections: the activations of act(gate)*up per row, then each
 	// expert's down matrix over its rows.
 	at2 := l.ExpDown[0].Type.ActType()
@@ -224,6 +233,9 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	if err := p.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2)); err != nil {
 		return err
 	}
+	if p.prof != nil {
+		t0 = time.Now()
+	}
 	chunks = ms.chunks(c, d, pl.n)
 	pl.runChunks(len(chunks), func(wk, ci int) {
 		ch := chunks[ci]
@@ -232,6 +244,9 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 			st.errs[wk] = err
 		}
 	})
+	if p.prof != nil {
+		p.prof.addMatmul([]matOp{{m: &l.ExpDown[0]}}, time.Since(t0))
+	}
 	if err := st.firstErr(); err != nil {
 		return err
 	}

@@ -25,8 +25,9 @@ type pool struct {
 	seq      atomic.Uint64       // bumped for every published job
 	cur      atomic.Pointer[job] // the latest job
 	quit     atomic.Bool
-	sleeping []atomic.Bool   // worker i is parked (or about to) on wake[i]
-	wake     []chan struct{} // capacity 1
+	sleeping []atomic.Bool                // worker i is parked (or about to) on wake[i]
+	wake     []chan struct{}              // capacity 1
+	wait     atomic.Pointer[atomic.Int64] // profiling: ns the caller waits for the others (nil: off)
 }
 
 // job is one op split into n chunks; f(wk, c) runs chunk c on worker wk
@@ -148,6 +149,9 @@ func (p *pool) runChunks(n int, f func(wk, c int)) {
 		return
 	}
 	t0 := time.Now()
+	if w := p.wait.Load(); w != nil {
+		defer func() { w.Add(int64(time.Since(t0))) }()
+	}
 	for i := 1; ; i++ {
 		if j.done.Load() == j.n {
 			return

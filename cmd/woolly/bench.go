@@ -42,6 +42,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	bwMiB := fs.Int("bw-size", 1024, "buffer size for --bandwidth, MiB")
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
 	clientsS := fs.String("clients", "", "serving benchmark instead: client counts (comma list, e.g. 1,8): that many clients at once each stream -n tokens from woolly serve on loopback")
+	profile := fs.Bool("profile", false, "print each test's time per token by op class (matrix products by weight type, attention, activation quantization, other; pool wait)")
 	parallel := fs.Int("parallel", 0, "with --clients: the server's --parallel (0: the largest client count)")
 	dequantS := dequantFlag(fs)
 	fs.Usage = func() {
@@ -116,7 +117,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 13), strings.Repeat("-", 15))
 	}
 	rep, err := bench.Run(bench.Options{
-		Model: *model, Prompts: prompts, Gens: gens, Depths: depths, Threads: threads, Reps: *reps, Seed: *seed,
+		Model: *model, Prompts: prompts, Gens: gens, Depths: depths, Threads: threads, Reps: *reps, Seed: *seed, Profile: *profile,
 		Prepare: func(m *wrt.Model) (int64, error) {
 			if err := dq.apply(m); err != nil {
 				return 0, err
@@ -130,6 +131,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			name := fmt.Sprintf("%s %s %s", info.Architecture, paramsLabel(info.NParams), info.FileType)
 			fmt.Fprintf(stdout, "| %-28s | %6.2f MiB | %6.2f B | %-12s | %7d | %14s | %8.2f ± %5.2f |\n",
 				name, float64(info.SizeBytes)/(1<<20), float64(info.NParams)/1e9, kernels.Impl(), res.Threads, res.Name(), res.TokensPerS, res.Stddev)
+			if res.Profile != nil {
+				printProfile(stdout, res.Name(), *res.Profile)
+			}
 		},
 		Done: func(m *wrt.Model) {
 			cj := cacheStatsJSON(m)
@@ -246,4 +250,17 @@ func benchServe(stdout io.Writer, o bench.ServeOptions, asJSON bool) error {
 	}
 	fmt.Fprintf(stdout, "\nmodel: %s, %d tokens per request, median of %d rounds\n", filepath.Base(o.Model), o.Gen, o.Reps)
 	return nil
+}
+
+// printProfile prints a runtime.Profile as time per token by op class.
+func printProfile(w io.Writer, label string, p wrt.Profile) {
+	if p.Tokens == 0 {
+		return
+	}
+	perTok := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(p.Tokens) }
+	fmt.Fprintf(w, "  profile %s: %d tokens in %d passes, %.3f ms/token\n", label, p.Tokens, p.Passes, perTok(p.Total))
+	for _, op := range p.Ops {
+		fmt.Fprintf(w, "    %-16s %9.3f ms/token %6.1f%%\n", op.Class, perTok(op.Time), 100*float64(op.Time)/float64(p.Total))
+	}
+	fmt.Fprintf(w, "    %-16s %9.3f ms/token %6.1f%% (waiting for workers; included above)\n", "pool wait", perTok(p.PoolWait), 100*float64(p.PoolWait)/float64(p.Total))
 }

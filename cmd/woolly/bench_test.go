@@ -83,3 +83,26 @@ func TestBandwidthProbe(t *testing.T) {
 		t.Errorf("bandwidth output %s (%v)", so.String(), err)
 	}
 }
+
+// --profile prints each test's time per op class; run's --profile needs
+// --verbose and prints to stderr.
+func TestProfileFlags(t *testing.T) {
+	model := filepath.Join(sharedDir(t), "models", "synth-llama-mini-Q4_K_M.gguf")
+	var so, se bytes.Buffer
+	if err := runBench([]string{"-m", model, "-p", "8", "-n", "4", "-t", "1", "-r", "1", "--profile"}, &so, &se); err != nil {
+		t.Fatalf("bench: %v\n%s", err, se.String())
+	}
+	for _, want := range []string{"profile pp8: 8 tokens in 1 passes", "profile tg4: 4 tokens in 4 passes", "matmul Q4_K", "attention", "pool wait"} {
+		if !strings.Contains(so.String(), want) {
+			t.Errorf("bench --profile output lacks %q:\n%s", want, so.String())
+		}
+	}
+	_, stderr, code := rtMain(t, "run", "-m", model, "-p", "hi", "-n", "2", "--profile")
+	if code == 0 || !strings.Contains(stderr, "--verbose") {
+		t.Errorf("run --profile without --verbose: exit %d, %q", code, stderr)
+	}
+	_, stderr, code = rtMain(t, "run", "-m", model, "-p", "hi", "-n", "2", "--verbose", "--profile")
+	if code != 0 || !strings.Contains(stderr, "profile run") || !strings.Contains(stderr, "matmul Q6_K") {
+		t.Errorf("run --verbose --profile: exit %d, %q", code, stderr)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +32,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
+	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
 	prefix, err := prefixFlag(fs, "")
 	if err != nil {
 		return err
@@ -91,6 +93,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			inf.Name, inf.Architecture, inf.FileType, inf.NParams, inf.NLayer, inf.NVocab, inf.DefaultCtx, inf.Threads,
 			time.Since(t0).Round(time.Millisecond))
 	}
+	if *profile {
+		if !*verbose {
+			return errors.New("--profile goes with --verbose (it prints to stderr with the other details)")
+		}
+		m.SetProfiling(true)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opts := runtime.GenerateOptions{
@@ -113,6 +121,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *verbose {
 		defer printCacheStats(stderr, m)
+	}
+	if *profile {
+		printProfile(stderr, "run (prompt and generation)", m.Profile())
 	}
 	pps := perSecond(len(res.PromptTokens)-res.CachedTokens, res.PromptDuration)
 	gps := perSecond(len(res.Tokens), res.GenDuration)
