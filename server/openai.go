@@ -85,9 +85,9 @@ type openaiRequest struct {
 	Suffix            *string         `json:"suffix"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	Prompt        *stringList `json:"prompt"`
-	Stream        bool        `json:"stream"`
-	StreamOptions *struct {
+	Prompt            *stringList     `json:"prompt"`
+	Stream            bool            `json:"stream"`
+	StreamOptions     *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	MaxTokens           *int       `json:"max_tokens"`
