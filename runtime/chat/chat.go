@@ -169,6 +169,13 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 			return "", err
 		}
 	}
+	// Calls in the history that the template would drop are refused.
+	readsCalls := t.SupportsTools() || (t.jinja != nil && strings.Contains(t.src, "tool_calls"))
+	for i, m := range msgs {
+		if len(m.ToolCalls) > 0 && !readsCalls {
+			return "", fmt.Errorf("chat: messages[%d]: this model's template does not support tool calls", i)
+		}
+	}
 	if t.jinja != nil {
 		return t.renderJinja(msgs, o)
 	}

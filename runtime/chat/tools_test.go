@@ -262,3 +262,15 @@ func TestToolParserEmitsEarly(t *testing.T) {
 		t.Fatalf("after: %q %+v", c, k)
 	}
 }
+
+// A template that cannot write tool calls refuses a history holding them.
+func TestToolCallsRefusedWithoutSupport(t *testing.T) {
+	none, _ := New("", "", "")
+	if _, err := none.RenderOptions(toolHistory, Options{}); err == nil || !strings.Contains(err.Error(), "tool calls") {
+		t.Errorf("no template: %v", err)
+	}
+	// tool answers alone are plain turns
+	if _, err := none.RenderOptions([]Message{{Role: "user", Content: "x"}, {Role: "tool", Content: "y"}}, Options{}); err != nil {
+		t.Error(err)
+	}
+}
