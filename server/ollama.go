@@ -92,17 +92,11 @@ type ollamaRequest struct {
 // tool_calls have their arguments as an object; a tool's answer names the
 // tool in tool_name.
 type ollamaMessage struct {
-	Role      string `json:"role"`
-	Content   string `json:"content"`
-	ToolCalls []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	ToolName   string `json:"tool_name"`
-	ToolCallID string `json:"tool_call_id"`
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	ToolCalls  []wireToolCall `json:"tool_calls"`
+	ToolName   string         `json:"tool_name"`
+	ToolCallID string         `json:"tool_call_id"`
 }
 
 // UnmarshalJSON decodes the request and keeps the raw messages.
@@ -160,15 +154,9 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		j.messages = []chat.Message{}
 		for i, m := range q.Messages {
 			cm := chat.Message{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
-			for k, c := range m.ToolCalls {
-				if c.Function.Name == "" {
-					return nil, badRequest("messages[%d].tool_calls[%d].function.name is required", i, k)
-				}
-				args, err := argumentsObject(c.Function.Arguments)
-				if err != nil {
-					return nil, badRequest("messages[%d].tool_calls[%d].function.arguments: %v", i, k, err)
-				}
-				cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+			var err error
+			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
+				return nil, err
 			}
 			j.messages = append(j.messages, cm)
 		}

@@ -69,18 +69,11 @@ func (c *openaiContent) UnmarshalJSON(b []byte) error {
 type openaiRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role      string        `json:"role"`
-		Content   openaiContent `json:"content"`
-		ToolCalls []struct {
-			ID       string `json:"id"`
-			Type     string `json:"type"`
-			Function struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-		ToolCallID string `json:"tool_call_id"`
-		Name       string `json:"name"`
+		Role       string         `json:"role"`
+		Content    openaiContent  `json:"content"`
+		ToolCalls  []wireToolCall `json:"tool_calls"`
+		ToolCallID string         `json:"tool_call_id"`
+		Name       string         `json:"name"`
 	} `json:"messages"`
 	Suffix            *string         `json:"suffix"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
@@ -157,18 +150,9 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 				return nil, badRequest("message without a role")
 			}
 			cm := chat.Message{Role: role, Content: string(m.Content), ToolCallID: m.ToolCallID, ToolName: m.Name}
-			for k, c := range m.ToolCalls {
-				if c.Type != "" && c.Type != "function" {
-					return nil, badRequest("messages[%d].tool_calls[%d].type %q is not supported (only function)", i, k, c.Type)
-				}
-				if c.Function.Name == "" {
-					return nil, badRequest("messages[%d].tool_calls[%d].function.name is required", i, k)
-				}
-				args, err := argumentsObject(c.Function.Arguments)
-				if err != nil {
-					return nil, badRequest("messages[%d].tool_calls[%d].function.arguments: %v", i, k, err)
-				}
-				cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+			var err error
+			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
+				return nil, err
 			}
 			j.messages = append(j.messages, cm)
 		}

@@ -94,3 +94,33 @@ func argumentsObject(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return json.RawMessage(s), nil
 }
+
+// wireToolCall is a tool call in a request's history, in either API's shape
+// (OpenAI's arguments a JSON string, Ollama's an object; Ollama sends no type).
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// historyCalls checks and converts messages[i].tool_calls.
+func historyCalls(i int, calls []wireToolCall) ([]chat.ToolCall, error) {
+	var out []chat.ToolCall
+	for k, c := range calls {
+		if c.Type != "" && c.Type != "function" {
+			return nil, badRequest("messages[%d].tool_calls[%d].type %q is not supported (only function)", i, k, c.Type)
+		}
+		if c.Function.Name == "" {
+			return nil, badRequest("messages[%d].tool_calls[%d].function.name is required", i, k)
+		}
+		args, err := argumentsObject(c.Function.Arguments)
+		if err != nil {
+			return nil, badRequest("messages[%d].tool_calls[%d].function.arguments: %v", i, k, err)
+		}
+		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+	}
+	return out, nil
+}
