@@ -113,4 +113,44 @@ await check('errors: unknown model is 404', async () => {
   await assert.rejects(ollama.generate({ model: 'no-such-model', prompt: 'x', stream: false }), (e) => e.status_code === 404);
 });
 
+// ── Tools (issue 11 item 4) ─────────────────────────────────────────────
+// The shared test model has no chat template, so it takes no tools: the
+// server answers a request with tools with a 400 naming tools (as Ollama
+// does), in each client's error shape; a tool answer in the history is a
+// plain turn and is accepted. A model's scripted tool calls are checked in
+// the Go server tests (server/tools_test.go).
+{
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Get the weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  await check('tools: capabilities of a model without a tool template', async () => {
+    const info = await ollama.show({ model });
+    assert.ok(info.capabilities.includes('completion'), `${info.capabilities}`);
+    assert.ok(!info.capabilities.includes('tools'), `${info.capabilities}`);
+  });
+  await check('tools: refused with a 400 naming tools (openai, ollama)', async () => {
+    await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, max_tokens: 4 }),
+      (e) => e.status === 400 && /tools/.test(e.message));
+    await assert.rejects(ollama.chat({ model, stream: false, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, options: { num_predict: 4 } }),
+      (e) => e.status_code === 400 && /tools/.test(e.message));
+    await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: 'required' }),
+      (e) => e.status === 400 && /tool_choice/.test(e.message));
+  });
+  await check('tools: tool_choice none offers no tools', async () => {
+    const r = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello' }], tools, tool_choice: 'none', max_tokens: 4 });
+    assert.equal(r.choices[0].message.role, 'assistant');
+    assert.ok(!r.choices[0].message.tool_calls);
+  });
+  await check('tools: a tool answer in the history (openai, ollama, streamed)', async () => {
+    const r = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Weather?' }, { role: 'tool', tool_call_id: 'call_1', content: '18C' }], max_tokens: 4 });
+    assert.equal(typeof r.choices[0].message.content, 'string');
+    assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+    const stream = await ollama.chat({ model, stream: true, messages: [{ role: 'user', content: 'Weather?' }, { role: 'tool', tool_name: 'get_weather', content: '18C' }], options: { num_predict: 4 } });
+    let done = false;
+    for await (const part of stream) {
+      assert.equal(typeof part.message.content, 'string');
+      done = done || part.done;
+    }
+    assert.ok(done);
+  });
+}
+
 console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);

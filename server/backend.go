@@ -42,6 +42,10 @@ type ModelMeta struct {
 	CountTokens func(prompt string) (int, error)
 	DefaultCtx  int
 	AddBOS      bool
+	// FIM holds the texts of the fill-in-the-middle tokens (prefix,
+	// suffix, middle) when the model has them: a request's suffix is
+	// answered with an infill prompt.
+	FIM *[3]string
 }
 
 // GenerateRequest is one generation with its sampling settings.

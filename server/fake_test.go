@@ -21,6 +21,7 @@ type fakeBackend struct {
 	gate     chan struct{} // when set, each Generate waits for a value first
 	template string        // chat template of every model
 	script   []string      // when set, the pieces every model generates instead of w0 w1 ...
+	fim      *[3]string    // fill-in-the-middle token texts of every model
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -34,7 +35,7 @@ func (b *fakeBackend) meta(path string) (ModelMeta, error) {
 		return ModelMeta{}, errors.New("not a GGUF file")
 	}
 	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
-		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true}, nil
+		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim}, nil
 }
 
 func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }

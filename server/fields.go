@@ -92,13 +92,13 @@ var openaiCommonFields = map[string]fieldRule{
 
 var openaiChatFields = merge(openaiCommonFields, map[string]fieldRule{
 	"messages": honoured, "max_completion_tokens": honoured, "top_logprobs": honoured,
-	"tools":                honoured, // a non-empty list is refused in job()
+	"tools":                honoured, // rendered by the template: a 400 when it takes none
 	"chat_template_kwargs": honoured, "reasoning_format": honoured,
 	"metadata": noEffect, "store": noEffect, "service_tier": noEffect, "prompt_cache_key": noEffect,
 	"safety_identifier":   noEffect,
 	"response_format":     unsupported("response_format other than text (structured output)", `{"type":"text"}`),
-	"tool_choice":         unsupported("tool_choice (tools)", `"none"`, `"auto"`),
-	"parallel_tool_calls": unsupported("parallel_tool_calls (tools)", "true"),
+	"tool_choice":         honoured, // none, auto; required and a named function: a 400 until constrained sampling
+	"parallel_tool_calls": honoured,
 	"functions":           unsupported("functions"),
 	"function_call":       unsupported("function_call", `"none"`, `"auto"`),
 	"audio":               unsupported("audio"),
@@ -113,7 +113,7 @@ var openaiCompletionFields = merge(openaiCommonFields, map[string]fieldRule{
 	"prompt":  honoured,
 	"echo":    unsupported("echo"),
 	"best_of": unsupported("best_of other than 1", "1"),
-	"suffix":  unsupported("suffix (infill)"),
+	"suffix":  honoured, // with the model's fill-in-the-middle tokens, else a 400
 })
 
 // Ollama's /api/generate and /api/chat fields.
@@ -121,7 +121,7 @@ var ollamaGenerateFields = map[string]fieldRule{
 	"model": honoured, "name": honoured, "prompt": honoured, "system": honoured, "raw": honoured,
 	"stream": honoured, "format": honoured, "images": honoured, "options": honoured,
 	"keep_alive": honoured, "think": honoured, "logprobs": honoured, "top_logprobs": honoured,
-	"suffix":   unsupported("suffix (infill)"),
+	"suffix":   honoured, // with the model's fill-in-the-middle tokens, else a 400
 	"template": unsupported("template (a request's own template; the model's is used)"),
 	"context":  unsupported("context (deprecated token context; send the text)"),
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -32,6 +33,16 @@ type job struct {
 	// alternatives; the shape's logprobs puts them in a body.
 	logprobs    bool
 	topLogprobs int
+	// tools are rendered by the template and the answer is read for calls
+	// (toolParser, set when the prompt is rendered); noParallel keeps
+	// only the first call; callsMade counts the calls given out.
+	tools      []json.RawMessage
+	noParallel bool
+	toolParser *chat.ToolParser
+	callsMade  int
+	// suffix: the text after the insertion point (infill, with the
+	// model's FIM tokens).
+	suffix string
 }
 
 // outcome is what a finished generation reports.
@@ -77,6 +88,9 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 
 func buildPrompt(e *entry, j *job) (string, error) {
 	var msgs []chat.Message
+	if j.suffix != "" && j.messages == nil {
+		return infillPrompt(e, j)
+	}
 	switch {
 	case j.messages != nil:
 		if e.tmplErr != nil {
@@ -92,7 +106,16 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		if j.prompt == "" {
 			return "", badRequest("empty prompt")
 		}
+		if j.system != "" {
+			return "", badRequest("system: %q has no chat template to put a system prompt in", j.model)
+		}
 		return j.prompt, nil
+	}
+	if len(j.tools) > 0 {
+		if !e.tmpl.SupportsTools() {
+			return "", badRequest("tools: %q does not support tools", j.model)
+		}
+		j.toolParser = chat.NewToolParser(e.tmpl.ToolFormat())
 	}
 	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
 		return "", badRequest("%q does not support thinking", j.model)
@@ -106,7 +129,7 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		}
 		return p
 	}
-	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think}
+	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools}
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.
@@ -125,6 +148,20 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		return "", badRequest("%v", err)
 	}
 	return trimBOS(p), nil
+}
+
+// infillPrompt is the fill-in-the-middle prompt of a completion with a
+// suffix, in llama.cpp's order: prefix token, prompt, suffix token,
+// suffix, middle token (the tokenizer adds BOS as the model says).
+func infillPrompt(e *entry, j *job) (string, error) {
+	fim := e.model.Meta().FIM
+	if fim == nil {
+		return "", badRequest("suffix: %q does not support insert (infill: the model has no fill-in-the-middle tokens)", j.model)
+	}
+	if j.system != "" {
+		return "", badRequest("system cannot be used with suffix (an infill prompt has no system prompt)")
+	}
+	return fim[0] + j.prompt + fim[1] + j.suffix + fim[2], nil
 }
 
 // validate checks sampling settings common to every API.

@@ -70,7 +70,8 @@ type ollamaRequest struct {
 	Prompt    string          `json:"prompt"`
 	System    string          `json:"system"`
 	Raw       bool            `json:"raw"`
-	Messages  []chat.Message  `json:"messages"`
+	Messages  []ollamaMessage `json:"messages"`
+	Suffix    string          `json:"suffix"`
 	Stream    *bool           `json:"stream"`
 	Format    json.RawMessage `json:"format"`
 	Images    []string        `json:"images"`
@@ -85,6 +86,17 @@ type ollamaRequest struct {
 	// RawMessages are the messages as sent, for the fields chat.Message
 	// does not carry (images, tool_calls), which are refused, not dropped.
 	RawMessages []map[string]json.RawMessage `json:"-"`
+}
+
+// ollamaMessage is a chat message as Ollama sends it: an assistant turn's
+// tool_calls have their arguments as an object; a tool's answer names the
+// tool in tool_name.
+type ollamaMessage struct {
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	ToolCalls  []wireToolCall `json:"tool_calls"`
+	ToolName   string         `json:"tool_name"`
+	ToolCallID string         `json:"tool_call_id"`
 }
 
 // UnmarshalJSON decodes the request and keeps the raw messages.
@@ -113,15 +125,22 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	if len(q.Images) > 0 {
 		return nil, badRequest("images are not supported")
 	}
-	if t := strings.TrimSpace(string(q.Tools)); t != "" && t != "null" && t != "[]" {
-		return nil, badRequest("tools are not supported")
+	if q.Raw && q.System != "" {
+		return nil, badRequest("system: raw mode does not support system (raw: true sends the prompt as it is)")
+	}
+	if q.Raw && q.Suffix != "" {
+		return nil, badRequest("suffix: raw mode does not support suffix")
+	}
+	tools, err := decodeTools(q.Tools)
+	if err != nil {
+		return nil, err
 	}
 	think, err := parseThink(q.Think)
 	if err != nil {
 		return nil, err
 	}
 	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d, think: think,
-		logprobs: q.Logprobs}
+		logprobs: q.Logprobs, tools: tools, suffix: q.Suffix}
 	if q.TopLogprobs != nil {
 		if *q.TopLogprobs < 0 || *q.TopLogprobs > 20 {
 			return nil, badRequest("top_logprobs must be in [0, 20]")
@@ -132,16 +151,21 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		j.topLogprobs = *q.TopLogprobs
 	}
 	if chatReq {
-		j.messages = q.Messages
-		if j.messages == nil {
-			j.messages = []chat.Message{}
+		j.messages = []chat.Message{}
+		for i, m := range q.Messages {
+			cm := chat.Message{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
+			var err error
+			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
+				return nil, err
+			}
+			j.messages = append(j.messages, cm)
 		}
 	}
 	if err := checkFields(q.Options, ollamaOptionFields, false); err != nil {
 		return nil, badRequest("options.%v", strings.TrimPrefix(err.Error(), ""))
 	}
 	for i, m := range q.RawMessages {
-		for _, k := range []string{"images", "tool_calls"} {
+		for _, k := range []string{"images"} {
 			if err := unsupported(k)(m[k]); m[k] != nil && err != nil {
 				return nil, badRequest("messages[%d].%s is not supported", i, k)
 			}
@@ -230,12 +254,15 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	}
 	model := q.Model
 	thinking := j.think != nil && *j.think // return the reasoning apart, in "thinking"
-	body := func(thought, text string) map[string]any {
+	body := func(thought, text string, calls []chat.ToolCall) map[string]any {
 		m := map[string]any{"model": model, "created_at": nowStamp()}
 		if chatReq {
 			msg := map[string]any{"role": "assistant", "content": text}
 			if thinking {
 				msg["thinking"] = thought
+			}
+			if len(calls) > 0 {
+				msg["tool_calls"] = ollamaToolCalls(calls, j.callsMade-len(calls))
 			}
 			m["message"] = msg
 		} else {
@@ -257,31 +284,37 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		piece: func(t string) any {
 			th := ""
 			if thinking {
-				if th, t = sp.feed(t); th == "" && t == "" {
-					return nil // held back: maybe part of a tag
-				}
+				th, t = sp.feed(t)
 			}
-			m := body(th, t)
+			t, calls := j.toolFeed(t, false)
+			if th == "" && t == "" && len(calls) == 0 {
+				return nil // held back: maybe part of a tag or a tool call
+			}
+			m := body(th, t, calls)
 			m["done"] = false
 			return m
 		},
 		final: func(o *outcome, reason string) []any {
 			var out []any
+			th, t := "", ""
 			if thinking {
-				if th, t := sp.flush(); th != "" || t != "" {
-					m := body(th, t)
-					m["done"] = false
-					out = append(out, m)
-				}
+				th, t = sp.flush()
 			}
-			return append(out, ollamaStats(body("", ""), o, reason))
+			t, calls := j.toolFeed(t, true)
+			if th != "" || t != "" || len(calls) > 0 {
+				m := body(th, t, calls)
+				m["done"] = false
+				out = append(out, m)
+			}
+			return append(out, ollamaStats(body("", "", nil), o, reason))
 		},
 		whole: func(o *outcome, text, reason string) any {
 			th := ""
 			if thinking {
 				th, text = splitThinking(text)
 			}
-			return ollamaStats(body(th, text), o, reason)
+			text, calls := j.toolFeed(text, true)
+			return ollamaStats(body(th, text, calls), o, reason)
 		},
 	})
 }
@@ -386,9 +419,28 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"license": "", "modelfile": "", "parameters": "", "template": m.ChatTemplate,
-		"details": ollamaDetails(m), "model_info": info, "capabilities": []string{"completion"},
+		"details": ollamaDetails(m), "model_info": info, "capabilities": capabilities(m),
 		"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano),
 	})
+}
+
+// capabilities lists what a model can do, as Ollama's /api/show reports
+// it: completion; tools and thinking when its chat template has them;
+// insert when it has fill-in-the-middle tokens (suffix works).
+func capabilities(m ModelMeta) []string {
+	caps := []string{"completion"}
+	if t, err := chat.New(m.ChatTemplate, m.BOSText, m.EOSText); err == nil {
+		if t.SupportsTools() {
+			caps = append(caps, "tools")
+		}
+		if t.SupportsThinking() {
+			caps = append(caps, "thinking")
+		}
+	}
+	if m.FIM != nil {
+		caps = append(caps, "insert")
+	}
+	return caps
 }
 
 func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {

@@ -69,12 +69,18 @@ func (c *openaiContent) UnmarshalJSON(b []byte) error {
 type openaiRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string        `json:"role"`
-		Content openaiContent `json:"content"`
+		Role       string         `json:"role"`
+		Content    openaiContent  `json:"content"`
+		ToolCalls  []wireToolCall `json:"tool_calls"`
+		ToolCallID string         `json:"tool_call_id"`
+		Name       string         `json:"name"`
 	} `json:"messages"`
-	Prompt        *stringList `json:"prompt"`
-	Stream        bool        `json:"stream"`
-	StreamOptions *struct {
+	Suffix            *string         `json:"suffix"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Prompt            *stringList     `json:"prompt"`
+	Stream            bool            `json:"stream"`
+	StreamOptions     *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	MaxTokens           *int       `json:"max_tokens"`
@@ -108,10 +114,10 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	if q.N != nil && *q.N != 1 {
 		return nil, badRequest("n must be 1")
 	}
-	if t := strings.TrimSpace(string(q.Tools)); t != "" && t != "null" && t != "[]" {
-		return nil, badRequest("tools are not supported")
-	}
 	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
+	if err := q.parseTools(j); err != nil {
+		return nil, err
+	}
 	for k, v := range q.ChatTemplateKwargs {
 		if k != "enable_thinking" {
 			return nil, badRequest("chat_template_kwargs: %q is not supported (only enable_thinking)", k)
@@ -135,7 +141,7 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 		if len(q.Messages) == 0 {
 			return nil, badRequest("messages must not be empty")
 		}
-		for _, m := range q.Messages {
+		for i, m := range q.Messages {
 			role := m.Role
 			if role == "developer" {
 				role = "system"
@@ -143,13 +149,21 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 			if role == "" {
 				return nil, badRequest("message without a role")
 			}
-			j.messages = append(j.messages, chat.Message{Role: role, Content: string(m.Content)})
+			cm := chat.Message{Role: role, Content: string(m.Content), ToolCallID: m.ToolCallID, ToolName: m.Name}
+			var err error
+			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
+				return nil, err
+			}
+			j.messages = append(j.messages, cm)
 		}
 	} else {
 		if q.Prompt == nil || len(*q.Prompt) != 1 {
 			return nil, badRequest("prompt must be one string")
 		}
 		j.prompt = (*q.Prompt)[0]
+		if q.Suffix != nil {
+			j.suffix = *q.Suffix
+		}
 		j.req.MaxTokens = 16 // OpenAI's default for completions
 	}
 	for _, v := range []*int{q.MaxTokens, q.MaxCompletionTokens} {
@@ -175,6 +189,36 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// parseTools reads tools, tool_choice and parallel_tool_calls.
+func (q *openaiRequest) parseTools(j *job) error {
+	tools, err := decodeTools(q.Tools)
+	if err != nil {
+		return err
+	}
+	choice := strings.TrimSpace(string(q.ToolChoice))
+	switch choice {
+	case "", "null", `"auto"`:
+	case `"none"`: // the model is not offered the tools
+		tools = nil
+	case `"required"`:
+		return badRequest("tool_choice \"required\" is not supported yet (it needs constrained sampling); use \"auto\"")
+	default:
+		var named struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(q.ToolChoice, &named) == nil && named.Function.Name != "" {
+			return badRequest("tool_choice naming a function is not supported yet (it needs constrained sampling); use \"auto\"")
+		}
+		return badRequest("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+	}
+	j.tools = tools
+	j.noParallel = q.ParallelToolCalls != nil && !*q.ParallelToolCalls
+	return nil
 }
 
 // parseLogprobs reads logprobs / top_logprobs as OpenAI defines them.
@@ -269,8 +313,12 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 				delta["reasoning_content"] = th
 			}
 		}
-		if t != "" || (!j.thinking && !flush) {
+		t, calls := j.toolFeed(t, flush)
+		if t != "" || (!j.thinking && j.toolParser == nil && !flush) {
 			delta["content"] = t
+		}
+		if len(calls) > 0 {
+			delta["tool_calls"] = openaiToolCalls(calls, j.callsMade-len(calls), true)
 		}
 		if first && len(delta) > 0 {
 			delta["role"], first = "assistant", false
@@ -326,7 +374,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 				if first {
 					delta["role"] = "assistant"
 				}
-				last = frame(map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": reason})
+				last = frame(map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finishReason(j, reason)})
 			} else {
 				last = frame(map[string]any{"index": 0, "text": "", "logprobs": nil, "finish_reason": reason})
 			}
@@ -345,10 +393,19 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 				msg := map[string]any{"role": "assistant", "content": text}
 				if j.thinking {
 					var th string
-					if th, msg["content"] = splitThinking(text); th != "" {
+					if th, text = splitThinking(text); th != "" {
 						msg["reasoning_content"] = th
 					}
 				}
+				text, calls := j.toolFeed(text, true)
+				msg["content"] = text
+				if len(calls) > 0 {
+					msg["tool_calls"] = openaiToolCalls(calls, 0, false)
+					if text == "" {
+						msg["content"] = nil // as OpenAI answers a turn that only calls tools
+					}
+				}
+				choice["finish_reason"] = finishReason(j, reason)
 				choice["message"] = msg
 			} else {
 				choice["text"] = text
@@ -357,6 +414,14 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 				"choices": []any{choice}, "usage": usage(o)}
 		},
 	})
+}
+
+// finishReason is "tool_calls" when the model stopped after calling tools.
+func finishReason(j *job, reason string) string {
+	if j.callsMade > 0 && reason == "stop" {
+		return "tool_calls"
+	}
+	return reason
 }
 
 func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/tokenizer"
 )
 
 // RuntimeBackend serves models with Woolly's runtime.
@@ -43,6 +44,9 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 		meta.ContextLength = int(n)
 	}
 	meta.ChatTemplate, _ = f.String("tokenizer.chat_template")
+	if tok, err := tokenizer.FromGGUF(f); err == nil { // no tokenizer: no infill
+		meta.FIM = fimTexts(tok)
+	}
 	_, meta.FileType, _ = f.FileType()
 	for _, t := range f.Tensors {
 		n := int64(1)
@@ -74,6 +78,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err
 		}}
+	meta.FIM = fimTexts(tok)
 	if id := tok.BOS(); id >= 0 {
 		meta.BOSText = tok.TokenText(id)
 	}
@@ -87,6 +92,13 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	}
 	b.Caches.add(m)
 	return &runtimeModel{m: m, batch: batch, meta: meta, caches: b.Caches}, nil
+}
+
+func fimTexts(tok *tokenizer.Tokenizer) *[3]string {
+	if pre, suf, mid, ok := tok.FIMTexts(); ok {
+		return &[3]string{pre, suf, mid}
+	}
+	return nil
 }
 
 // runtimeModel adapts *runtime.Model. Its generations run as sessions of

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
 // Thinking models (Qwen3 and others whose template has an enable_thinking
@@ -79,7 +81,7 @@ func (t *thinkSplitter) feed(s string) (thinking, content string) {
 			}
 			// Hold back what may start the closing tag, and trailing
 			// whitespace (dropped if the tag follows it).
-			keep := heldBack(t.buf, thinkClose)
+			keep := chat.HeldBack(t.buf, thinkClose)
 			n := len(strings.TrimRight(t.buf[:len(t.buf)-keep], " \t\r\n"))
 			thinking, t.buf = t.buf[:n], t.buf[n:]
 			return thinking, ""
@@ -117,15 +119,4 @@ func splitThinking(text string) (thinking, content string) {
 	th, c := t.feed(text)
 	th2, c2 := t.flush()
 	return th + th2, c + c2
-}
-
-// heldBack is the length of the longest suffix of s that is a proper prefix
-// of tag (it may become the tag with the next piece).
-func heldBack(s, tag string) int {
-	for n := min(len(s), len(tag)-1); n > 0; n-- {
-		if strings.HasSuffix(s, tag[:n]) {
-			return n
-		}
-	}
-	return 0
 }

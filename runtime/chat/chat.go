@@ -10,6 +10,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -22,10 +23,15 @@ import (
 	"github.com/nikolalohinski/gonja/v2/loaders"
 )
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation. An assistant turn may carry the
+// tool calls it made; a "tool" turn is a call's result, with the call's id
+// and the tool's name when the client sent them.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolName   string     `json:"tool_name,omitempty"`
 }
 
 // Template renders conversations for one model.
@@ -59,7 +65,7 @@ func New(src, bos, eos string) (*Template, error) {
 		t.kind, t.jinja = "jinja", jt
 		// Probe with a plain conversation: a template the engine parses but
 		// cannot execute (an unsupported filter or method) falls back.
-		probe := []Message{{"user", "a"}, {"assistant", "b"}, {"user", "c"}}
+		probe := []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}, {Role: "user", Content: "c"}}
 		if _, err := t.renderJinja(probe, Options{AddGenerationPrompt: true}); err == nil {
 			return t, nil
 		} else {
@@ -143,6 +149,11 @@ type Options struct {
 	// switch: false makes the model answer without a <think> block); nil
 	// leaves it undefined, the template's default (thinking on).
 	EnableThinking *bool
+	// Tools are the tool definitions the model may call, each a JSON
+	// object {"type": "function", "function": {"name", "description",
+	// "parameters"}}; the template gets them as tools. Only for a template
+	// that SupportsTools.
+	Tools []json.RawMessage
 }
 
 // RenderOptions formats msgs with o.
@@ -150,8 +161,29 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 	if len(msgs) == 0 {
 		return "", errors.New("chat: no messages")
 	}
+	if len(o.Tools) > 0 {
+		if !t.SupportsTools() {
+			return "", errors.New("chat: this model's template does not support tools")
+		}
+		if err := checkTools(o.Tools); err != nil {
+			return "", err
+		}
+	}
+	// Calls in the history that the template would drop are refused.
+	readsCalls := t.SupportsTools() || (t.jinja != nil && strings.Contains(t.src, "tool_calls"))
+	for i, m := range msgs {
+		if len(m.ToolCalls) > 0 && !readsCalls {
+			return "", fmt.Errorf("chat: messages[%d]: this model's template does not support tool calls", i)
+		}
+	}
 	if t.jinja != nil {
 		return t.renderJinja(msgs, o)
+	}
+	if t.SupportsTools() {
+		var err error
+		if msgs, err = t.builtinToolTurns(msgs, o.Tools); err != nil {
+			return "", err
+		}
 	}
 	out, err := t.builtin(msgs, o.AddGenerationPrompt, t.bos, t.eos)
 	if err == nil && t.kind == "qwen3" && o.AddGenerationPrompt && o.EnableThinking != nil && !*o.EnableThinking {
@@ -175,11 +207,21 @@ var environment = &exec.Environment{
 	Context: exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables).
 		Update(exec.NewContext(map[string]any{
 			"raise_exception": func(msg string) (string, error) { return "", &templateError{msg} },
+			"strftime_now":    strftimeNow,
 		})),
-	Filters:           builtins.Filters,
+	Filters:           filters(),
 	Tests:             builtins.Tests,
 	ControlStructures: builtins.ControlStructures,
 	Methods:           builtins.Methods,
+}
+
+// filters are gonja's with tojson as transformers defines it.
+func filters() *exec.FilterSet {
+	f := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	if err := f.Replace("tojson", filterToJSON); err != nil {
+		panic(err) // gonja always has tojson
+	}
+	return f
 }
 
 func compile(src string) (*exec.Template, error) {
@@ -202,11 +244,22 @@ func compile(src string) (*exec.Template, error) {
 }
 
 func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error) {
+	jv := &jsonValues{}
+	defer jv.forget()
+	callsInContent := ""
+	if !strings.Contains(t.src, "tool_calls") {
+		callsInContent = t.ToolFormat()
+	}
 	list := make([]map[string]any, len(msgs))
 	inBytes := 0
 	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		if list[i], err = jinjaMessage(m, jv, callsInContent); err != nil {
+			return "", fmt.Errorf("chat: messages[%d]: %w", i, err)
+		}
 		inBytes += len(m.Role) + len(m.Content)
+		for _, c := range m.ToolCalls {
+			inBytes += len(c.Name) + len(c.Arguments)
+		}
 	}
 	var rangeUsed atomic.Int64
 	vars := map[string]any{
@@ -218,6 +271,16 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 	}
 	if o.EnableThinking != nil {
 		vars["enable_thinking"] = *o.EnableThinking
+	}
+	if len(o.Tools) > 0 { // undefined otherwise: templates test "if tools" or "tools is not none"
+		tools := make([]any, len(o.Tools))
+		for i, raw := range o.Tools {
+			if tools[i], err = jv.decode(raw); err != nil {
+				return "", fmt.Errorf("chat: tools[%d]: %w", i, err)
+			}
+			inBytes += len(raw)
+		}
+		vars["tools"] = tools
 	}
 	ctx := exec.NewContext(vars)
 	out, err = execute(t.jinja, ctx, outputCap+8*inBytes)

@@ -211,17 +211,17 @@ const (
 
 var (
 	withSystem = []Message{
-		{"system", "You are a helpful assistant"},
-		{"user", "Hello"},
-		{"assistant", "  Hi there  "},
-		{"user", "Who are you"},
+		{Role: "system", Content: "You are a helpful assistant"},
+		{Role: "user", Content: "Hello"},
+		{Role: "assistant", Content: "  Hi there  "},
+		{Role: "user", Content: "Who are you"},
 	}
 	noSystem     = withSystem[1:]
 	withThinking = []Message{
-		{"system", "You are a helpful assistant"},
-		{"user", "Hello"},
-		{"assistant", "<think>\nThe user greets.\n</think>\n\nHi there"},
-		{"user", "Who are you"},
+		{Role: "system", Content: "You are a helpful assistant"},
+		{Role: "user", Content: "Hello"},
+		{Role: "assistant", Content: "<think>\nThe user greets.\n</think>\n\nHi there"},
+		{Role: "user", Content: "Who are you"},
 	}
 )
 
@@ -364,7 +364,7 @@ func TestQwenDefaultSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tm.Render([]Message{{"user", "Hi"}}, true)
+	got, err := tm.Render([]Message{{Role: "user", Content: "Hi"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestTemplateExceptions(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), "chat template: ") {
 				t.Errorf("%s (jinja=%v): system message: err = %v, want the template's exception", Detect(src), jinja, err)
 			}
-			_, err = tm.Render([]Message{{"user", "a"}, {"user", "b"}}, true)
+			_, err = tm.Render([]Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}, true)
 			if err == nil || !strings.Contains(err.Error(), "alternate") {
 				t.Errorf("%s (jinja=%v): err = %v, want the alternation exception", Detect(src), jinja, err)
 			}
@@ -407,7 +407,7 @@ func TestNoTemplateIsChatML(t *testing.T) {
 	if !tm.Default || tm.Kind() != "chatml" {
 		t.Fatalf("Default=%v Kind=%q", tm.Default, tm.Kind())
 	}
-	got, _ := tm.Render([]Message{{"user", "Hi"}}, true)
+	got, _ := tm.Render([]Message{{Role: "user", Content: "Hi"}}, true)
 	if want := "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"; got != want {
 		t.Errorf("got %q want %q", got, want)
 	}
@@ -428,7 +428,7 @@ func TestFallbackAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tm.Render([]Message{{"user", "Hi"}}, true)
+	got, err := tm.Render([]Message{{Role: "user", Content: "Hi"}}, true)
 	want := "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
 	if tm.Kind() != "chatml" || err != nil || got != want {
 		t.Errorf("qwen fallback (%s): %q %v", tm.Kind(), got, err)
@@ -450,7 +450,7 @@ func TestFallbackAndErrors(t *testing.T) {
 func TestIncludeCannotReadFiles(t *testing.T) {
 	tm, err := New(`{% include '/etc/hostname' %}<|im_start|>`, "", "")
 	if err == nil && tm.Kind() == "jinja" {
-		out, _ := tm.Render([]Message{{"user", "x"}}, true)
+		out, _ := tm.Render([]Message{{Role: "user", Content: "x"}}, true)
 		t.Fatalf("include rendered %q", out)
 	}
 }

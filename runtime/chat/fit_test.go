@@ -13,8 +13,8 @@ func TestFitDropsOldestTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	words := func(s string) (int, error) { return len(strings.Fields(s)), nil }
-	msgs := []Message{{"system", "sys"}, {"user", "one one one"}, {"assistant", "two two two"},
-		{"user", "three three three"}, {"assistant", "four four four"}, {"user", "five"}}
+	msgs := []Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "one one one"}, {Role: "assistant", Content: "two two two"},
+		{Role: "user", Content: "three three three"}, {Role: "assistant", Content: "four four four"}, {Role: "user", Content: "five"}}
 	full, _ := tm.Render(msgs, true)
 	n, _ := words(full)
 	p, kept, err := tm.Fit(msgs, Options{AddGenerationPrompt: true}, words, n+1)

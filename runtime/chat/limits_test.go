@@ -27,7 +27,7 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 		t0 := time.Now()
 		tm, err := New(c.src, "<s>", "</s>")
 		if err == nil {
-			_, err = tm.Render([]Message{{"user", "hi"}}, true)
+			_, err = tm.Render([]Message{{Role: "user", Content: "hi"}}, true)
 		}
 		took := time.Since(t0)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -46,7 +46,7 @@ func TestRenderDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	_, err = tm.Render([]Message{{"user", strings.Repeat("y", 100000)}}, true)
+	_, err = tm.Render([]Message{{Role: "user", Content: strings.Repeat("y", 100000)}}, true)
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("err %v, want the deadline", err)
 	}
@@ -68,7 +68,7 @@ func TestBoundedRange(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		got, err := tm.Render([]Message{{"user", "hi"}}, false)
+		got, err := tm.Render([]Message{{Role: "user", Content: "hi"}}, false)
 		if err != nil || got != want {
 			t.Errorf("%s = %q, %v; want %q", src, got, err, want)
 		}
@@ -104,11 +104,11 @@ func TestSharedTemplatesWithinBounds(t *testing.T) {
 			t.Errorf("%s: %v", filepath.Base(p), err)
 			continue
 		}
-		long := []Message{{"system", "be brief"}}
+		long := []Message{{Role: "system", Content: "be brief"}}
 		for i := 0; i < 50; i++ {
-			long = append(long, Message{"user", strings.Repeat("question ", 40)}, Message{"assistant", strings.Repeat("answer ", 40)})
+			long = append(long, Message{Role: "user", Content: strings.Repeat("question ", 40)}, Message{Role: "assistant", Content: strings.Repeat("answer ", 40)})
 		}
-		long = append(long, Message{"user", "last"})
+		long = append(long, Message{Role: "user", Content: "last"})
 		if _, err := tm.Render(long, true); err != nil {
 			t.Errorf("%s: 101 turns: %v", filepath.Base(p), err)
 		}
@@ -143,7 +143,7 @@ func FuzzChatTemplate(f *testing.F) {
 		t0 := time.Now()
 		tm, err := New(src, "<s>", "</s>")
 		if err == nil {
-			_, _ = tm.Render([]Message{{"system", "s"}, {"user", content}}, true)
+			_, _ = tm.Render([]Message{{Role: "system", Content: "s"}, {Role: "user", Content: content}}, true)
 		}
 		if took := time.Since(t0); took > 2*renderDeadline+time.Second {
 			t.Fatalf("took %v", took)

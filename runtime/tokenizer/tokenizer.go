@@ -420,3 +420,13 @@ func (t *Tokenizer) ID(text string) (int32, bool) {
 	id, ok := t.toID[text]
 	return id, ok
 }
+
+// FIMTexts returns the texts of the fill-in-the-middle tokens (prefix,
+// suffix, middle: tokenizer.ggml.fim_*_token_id, or found by their text as
+// llama.cpp does); ok is false unless the model has all three.
+func (t *Tokenizer) FIMTexts() (pre, suf, mid string, ok bool) {
+	if t.fimPre == null || t.fimSuf == null || t.fimMid == null {
+		return "", "", "", false
+	}
+	return t.TokenText(t.fimPre), t.TokenText(t.fimSuf), t.TokenText(t.fimMid), true
+}

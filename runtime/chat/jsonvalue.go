@@ -1,0 +1,316 @@
+package chat
+
+// JSON values for templates: tool definitions and call arguments arrive as
+// JSON from the client and go into the Jinja context as Go maps and lists.
+// A Go map has no key order, so the order each object had in its JSON text
+// is kept aside (keyOrder, keyed by the map's identity while a render may
+// use it) and the tojson filter writes objects in that order, as Python's
+// json.dumps does with the dicts transformers hands its templates. tojson
+// also writes Python's separators (", " and ": "), as transformers' filter
+// does; objects a template builds itself are written with sorted keys.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+)
+
+// keyOrder maps a map's identity (reflect pointer) to its keys in JSON order.
+var keyOrder sync.Map
+
+// jsonValues converts JSON text into template values, recording the key
+// order of every object in reg (released with forget).
+type jsonValues struct{ maps []uintptr }
+
+func (j *jsonValues) decode(raw []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	v, err := j.read(d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err == nil {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func (j *jsonValues) read(d *json.Decoder) (any, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := map[string]any{}
+			var keys []string
+			for d.More() {
+				kt, err := d.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				v, err := j.read(d)
+				if err != nil {
+					return nil, err
+				}
+				if _, dup := m[k]; !dup {
+					keys = append(keys, k)
+				}
+				m[k] = v
+			}
+			if _, err := d.Token(); err != nil {
+				return nil, err
+			}
+			p := reflect.ValueOf(m).Pointer()
+			keyOrder.Store(p, keys)
+			j.maps = append(j.maps, p)
+			return m, nil
+		case '[':
+			list := []any{}
+			for d.More() {
+				v, err := j.read(d)
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, v)
+			}
+			if _, err := d.Token(); err != nil {
+				return nil, err
+			}
+			return list, nil
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i, nil
+		}
+		return t.Float64()
+	default:
+		return t, nil // string, bool, nil
+	}
+}
+
+// ordered records m's key order (keys, all of m's).
+func (j *jsonValues) ordered(m map[string]any, keys ...string) map[string]any {
+	p := reflect.ValueOf(m).Pointer()
+	keyOrder.Store(p, keys)
+	j.maps = append(j.maps, p)
+	return m
+}
+
+// forget drops the key orders this converter recorded.
+func (j *jsonValues) forget() {
+	for _, p := range j.maps {
+		keyOrder.Delete(p)
+	}
+	j.maps = nil
+}
+
+// pyJSON writes v as Python's json.dumps(v, ensure_ascii=False) with the
+// given indent (< 0: none) writes it.
+func pyJSON(b *strings.Builder, v any, indent, depth int) error {
+	if depth > 200 {
+		return errors.New("tojson: value nested too deeply")
+	}
+	nl := func(d int) {
+		if indent >= 0 {
+			b.WriteByte('\n')
+			b.WriteString(strings.Repeat(" ", indent*d))
+		}
+	}
+	sep := ", "
+	if indent >= 0 {
+		sep = ","
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case string:
+		pyString(b, x)
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			b.WriteString("NaN")
+		case math.IsInf(x, 1):
+			b.WriteString("Infinity")
+		case math.IsInf(x, -1):
+			b.WriteString("-Infinity")
+		case x == math.Trunc(x) && math.Abs(x) < 1e16:
+			b.WriteString(strconv.FormatFloat(x, 'f', -1, 64) + ".0")
+		default:
+			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+		}
+	case *exec.Value:
+		return pyJSON(b, x.Interface(), indent, depth)
+	case exec.Dict:
+		return pyJSON(b, &x, indent, depth)
+	case *exec.Dict:
+		if len(x.Pairs) == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		b.WriteByte('{')
+		for i, p := range x.Pairs {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			nl(depth + 1)
+			pyString(b, p.Key.String())
+			b.WriteString(": ")
+			if err := pyJSON(b, p.Value.Interface(), indent, depth+1); err != nil {
+				return err
+			}
+		}
+		nl(depth)
+		b.WriteByte('}')
+	default:
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Map:
+			if rv.Len() == 0 {
+				b.WriteString("{}")
+				return nil
+			}
+			var keys []string
+			if o, ok := keyOrder.Load(rv.Pointer()); ok && len(o.([]string)) == rv.Len() {
+				keys = o.([]string)
+			} else {
+				for _, k := range rv.MapKeys() {
+					keys = append(keys, fmt.Sprint(k.Interface()))
+				}
+				sort.Strings(keys)
+			}
+			b.WriteByte('{')
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteString(sep)
+				}
+				nl(depth + 1)
+				pyString(b, k)
+				b.WriteString(": ")
+				val := rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key()))
+				var iv any
+				if val.IsValid() {
+					iv = val.Interface()
+				}
+				if err := pyJSON(b, iv, indent, depth+1); err != nil {
+					return err
+				}
+			}
+			nl(depth)
+			b.WriteByte('}')
+		case reflect.Slice, reflect.Array:
+			if rv.Len() == 0 {
+				b.WriteString("[]")
+				return nil
+			}
+			b.WriteByte('[')
+			for i := 0; i < rv.Len(); i++ {
+				if i > 0 {
+					b.WriteString(sep)
+				}
+				nl(depth + 1)
+				if err := pyJSON(b, rv.Index(i).Interface(), indent, depth+1); err != nil {
+					return err
+				}
+			}
+			nl(depth)
+			b.WriteByte(']')
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			b.WriteString(strconv.FormatInt(rv.Int(), 10))
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			b.WriteString(strconv.FormatUint(rv.Uint(), 10))
+		case reflect.Float32:
+			return pyJSON(b, rv.Float(), indent, depth)
+		case reflect.String:
+			pyString(b, rv.String())
+		case reflect.Bool:
+			b.WriteString(strconv.FormatBool(rv.Bool()))
+		default:
+			return fmt.Errorf("tojson: cannot write a %T", v)
+		}
+	}
+	return nil
+}
+
+// pyString quotes s as json.dumps(ensure_ascii=False).
+func pyString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+// filterToJSON is the tojson filter as transformers defines it for chat
+// templates (indent keyword honoured).
+func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	indent := -1
+	for k, v := range params.KwArgs {
+		switch k {
+		case "indent":
+			if !v.IsNil() {
+				if !v.IsInteger() {
+					return exec.AsValue(errors.New("tojson: indent must be an integer"))
+				}
+				indent = v.Integer()
+			}
+		case "ensure_ascii", "separators", "sort_keys":
+		default:
+			return exec.AsValue(fmt.Errorf("tojson: unexpected keyword %q", k))
+		}
+	}
+	if len(params.Args) > 1 {
+		return exec.AsValue(errors.New("tojson: too many arguments"))
+	}
+	if len(params.Args) == 1 && params.Args[0].IsInteger() {
+		indent = params.Args[0].Integer()
+	}
+	var b strings.Builder
+	if err := pyJSON(&b, in.Interface(), indent, 0); err != nil {
+		return exec.AsValue(err)
+	}
+	return exec.AsSafeValue(b.String())
+}

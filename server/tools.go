@@ -1,0 +1,126 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/woolly-llm/woolly/runtime/chat"
+)
+
+// Tool calls: a request's tools are rendered by the model's template, and
+// the answer is read back into content and tool_calls in the format of the
+// model's family (chat.ToolFormat). The parser runs after the thinking
+// splitter, on the answer's content.
+
+// decodeTools reads a tools field: a list of objects (absent or null: none).
+func decodeTools(raw json.RawMessage) ([]json.RawMessage, error) {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, badRequest("tools must be a list of tool objects")
+	}
+	return tools, nil
+}
+
+// toolFeed passes content through j's tool parser (when the request has
+// tools), keeping only the first call when parallel calls are off.
+func (j *job) toolFeed(text string, flush bool) (string, []chat.ToolCall) {
+	if j.toolParser == nil {
+		return text, nil
+	}
+	content, calls := j.toolParser.Feed(text)
+	if flush {
+		c, k := j.toolParser.Flush()
+		content, calls = content+c, append(calls, k...)
+	}
+	if j.noParallel {
+		if j.callsMade > 0 {
+			calls = nil
+		} else if len(calls) > 1 {
+			calls = calls[:1]
+		}
+	}
+	j.callsMade += len(calls)
+	return content, calls
+}
+
+// ollamaToolCalls is Ollama's message.tool_calls.
+func ollamaToolCalls(calls []chat.ToolCall, first int) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		out[i] = map[string]any{"id": c.ID, "function": map[string]any{"index": first + i, "name": c.Name,
+			"arguments": json.RawMessage(c.Arguments)}}
+	}
+	return out
+}
+
+// openaiToolCalls is OpenAI's message.tool_calls (arguments a JSON
+// string); streamed deltas carry each call's index.
+func openaiToolCalls(calls []chat.ToolCall, first int, stream bool) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		m := map[string]any{"id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": string(c.Arguments)}}
+		if stream {
+			m["index"] = first + i
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// argumentsObject reads a call's arguments: a JSON object, or a string
+// holding one (OpenAI's shape); absent means none.
+func argumentsObject(raw json.RawMessage) (json.RawMessage, error) {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if s[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(s) == "" {
+			return json.RawMessage("{}"), nil
+		}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil || obj == nil {
+		return nil, errors.New("must be a JSON object (or a string holding one)")
+	}
+	return json.RawMessage(s), nil
+}
+
+// wireToolCall is a tool call in a request's history, in either API's shape
+// (OpenAI's arguments a JSON string, Ollama's an object; Ollama sends no type).
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// historyCalls checks and converts messages[i].tool_calls.
+func historyCalls(i int, calls []wireToolCall) ([]chat.ToolCall, error) {
+	var out []chat.ToolCall
+	for k, c := range calls {
+		if c.Type != "" && c.Type != "function" {
+			return nil, badRequest("messages[%d].tool_calls[%d].type %q is not supported (only function)", i, k, c.Type)
+		}
+		if c.Function.Name == "" {
+			return nil, badRequest("messages[%d].tool_calls[%d].function.name is required", i, k)
+		}
+		args, err := argumentsObject(c.Function.Arguments)
+		if err != nil {
+			return nil, badRequest("messages[%d].tool_calls[%d].function.arguments: %v", i, k, err)
+		}
+		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+	}
+	return out, nil
+}
