@@ -153,4 +153,49 @@ await check('errors: unknown model is 404', async () => {
   });
 }
 
+// ── Concurrent streams and logprobs (issue 11 items 1 and 5) ────────────
+// Streams of both clients at once (the server batches them); each ends
+// properly. Log-probabilities in each client's shape.
+{
+  await check('concurrent streams: 3 ollama + 3 openai at once all finish', async () => {
+    const runs = [];
+    for (let i = 0; i < 3; i++) {
+      runs.push((async () => {
+        const stream = await ollama.generate({ model, prompt: `Story ${i}: once`, stream: true, options: { num_predict: 12 } });
+        let parts = 0, done = false;
+        for await (const part of stream) {
+          parts++;
+          done = done || part.done;
+        }
+        assert.ok(done, `ollama stream ${i} ended without done`);
+        assert.ok(parts >= 2, `ollama stream ${i}: ${parts} parts`);
+      })());
+      runs.push((async () => {
+        const stream = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: `Tale ${i}` }], max_tokens: 12, stream: true });
+        let finish = null, chunks = 0;
+        for await (const chunk of stream) {
+          chunks++;
+          finish = chunk.choices[0]?.finish_reason ?? finish;
+        }
+        assert.ok(['stop', 'length'].includes(finish), `openai stream ${i}: finish ${finish}`);
+        assert.ok(chunks >= 2, `openai stream ${i}: ${chunks} chunks`);
+      })());
+    }
+    await Promise.all(runs);
+  });
+  await check('logprobs: openai chat (top 2) and ollama generate', async () => {
+    const r = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 2 });
+    const content = r.choices[0].logprobs.content;
+    assert.ok(content.length >= 1);
+    for (const t of content) {
+      assert.ok(t.logprob <= 0, `logprob ${t.logprob}`);
+      assert.equal(t.top_logprobs.length, 2);
+      assert.ok(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob);
+    }
+    const g = await ollama.generate({ model, prompt: 'Once', stream: false, logprobs: true, top_logprobs: 1, options: { num_predict: 3, temperature: 0 } });
+    assert.ok(Array.isArray(g.logprobs) && g.logprobs.length >= 1, JSON.stringify(g).slice(0, 200));
+    assert.ok(g.logprobs.every((t) => t.logprob <= 0 && t.top_logprobs.length === 1));
+  });
+}
+
 console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);
