@@ -114,9 +114,9 @@ func serveRound(ctx context.Context, client *http.Client, url, model string, c, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// A prompt of its own per client and round: no prefix reuse.
+			// A short prompt of its own per client and round: no prefix reuse.
 			body, _ := json.Marshal(map[string]any{"model": model, "raw": true, "stream": true,
-				"prompt":  fmt.Sprintf("Round %d, client %d. Once upon a time there was a little", round, i),
+				"prompt":  fmt.Sprintf("%d.%d Once upon a time", round, i),
 				"options": map[string]any{"num_predict": gen, "temperature": 0, "seed": i}})
 			req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(string(body)))
 			if err != nil {
