@@ -313,6 +313,10 @@ func (s *Session) forward(tokens []int32, from int, out []float32) error {
 			return err
 		}
 	}
+	if s.hiddenOut { // Embed: the final-normed hidden rows [nout][NEmbd] instead of logits
+		copy(out[:nout*d], xo)
+		return nil
+	}
 	if err := s.matmul(xo, nout, matOp{&w.Output, out[:nout*c.NVocab]}); err != nil {
 		return err
 	}

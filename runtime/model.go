@@ -225,6 +225,9 @@ type Session struct {
 	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
 	st     *fwdState
 	last   []float32 // logits of the last evaluated position
+	// hiddenOut makes forward write the final-normed hidden rows instead
+	// of logits (Embed's sessions).
+	hiddenOut bool
 }
 
 // NewSession makes a session with a KV cache of nCtx positions (0: the
