@@ -41,6 +41,8 @@ type ModelMeta struct {
 	CountTokens func(prompt string) (int, error)
 	DefaultCtx  int
 	AddBOS      bool
+	// Embedding: the file sets {arch}.pooling_type (an embedding model).
+	Embedding bool
 }
 
 // GenerateRequest is one generation with its sampling settings.

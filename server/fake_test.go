@@ -34,7 +34,8 @@ func (b *fakeBackend) meta(path string) (ModelMeta, error) {
 		return ModelMeta{}, errors.New("not a GGUF file")
 	}
 	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
-		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true}, nil
+		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true,
+		Embedding: strings.HasPrefix(string(data), "GGUF embedding")}, nil
 }
 
 func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }

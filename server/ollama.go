@@ -386,7 +386,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"license": "", "modelfile": "", "parameters": "", "template": m.ChatTemplate,
-		"details": ollamaDetails(m), "model_info": info, "capabilities": []string{"completion"},
+		"details": ollamaDetails(m), "model_info": info, "capabilities": capabilities(m),
 		"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano),
 	})
 }
