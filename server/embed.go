@@ -127,6 +127,9 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 			res.Embeddings[i] = v
 		}
 	}
+	if err := checkNumbers(res.Embeddings); err != nil {
+		return nil, err
+	}
 	out.res = res
 	return out, nil
 }
@@ -154,63 +157,65 @@ type ollamaEmbedRequest struct {
 	KeepAlive  keepAlive       `json:"keep_alive"`
 }
 
-// job makes the embedding job; options honoured are num_ctx and num_thread
-// (the sampling options have nothing to change in an embedding).
-func (q *ollamaEmbedRequest) job() (*embedJob, error) {
+// decodeOllamaEmbed reads an Ollama embedding body and makes its job;
+// options honoured are num_ctx and num_thread (the sampling options have
+// nothing to change in an embedding).
+func decodeOllamaEmbed(r *http.Request, fields map[string]fieldRule) (*ollamaEmbedRequest, *embedJob, error) {
+	var q ollamaEmbedRequest
+	if err := decode(r, &q, false, fieldCheck{fields, false}); err != nil {
+		return nil, nil, err
+	}
 	j := &embedJob{model: q.Model, keepAlive: q.KeepAlive.d, req: EmbedRequest{Truncate: q.Truncate == nil || *q.Truncate}}
 	if q.Dimensions < 0 {
-		return nil, badRequest("dimensions must be >= 0")
+		return nil, nil, badRequest("dimensions must be >= 0")
 	}
 	j.dimensions = q.Dimensions
 	if err := checkFields(q.Options, ollamaOptionFields, false); err != nil {
-		return nil, badRequest("options.%v", err)
+		return nil, nil, badRequest("options.%v", err)
 	}
 	if len(q.Options) > 0 && string(q.Options) != "null" {
 		var o ollamaOptions
 		if err := json.Unmarshal(q.Options, &o); err != nil {
-			return nil, badRequest("invalid options: %v", err)
+			return nil, nil, badRequest("invalid options: %v", err)
 		}
 		setInt(&j.req.NumCtx, o.NumCtx)
 		setInt(&j.threads, o.NumThread)
 		if j.req.NumCtx < 0 || j.threads < 0 {
-			return nil, badRequest("num_ctx and num_thread must be >= 0")
+			return nil, nil, badRequest("num_ctx and num_thread must be >= 0")
 		}
 	}
-	return j, nil
+	return &q, j, nil
+}
+
+// ollamaInput reads /api/embed's input: a string ("" is no input) or a
+// list of strings.
+func ollamaInput(raw json.RawMessage, req *EmbedRequest) error {
+	switch in := strings.TrimSpace(string(raw)); {
+	case in == "" || in == "null" || in == `""`:
+	case strings.HasPrefix(in, `"`):
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return badRequest("input: %v", err)
+		}
+		req.Inputs = []string{one}
+	default:
+		if err := json.Unmarshal(raw, &req.Inputs); err != nil {
+			return badRequest("invalid input type: input must be a string or a list of strings")
+		}
+	}
+	return nil
 }
 
 // ollamaEmbed is POST /api/embed: L2-normalized embeddings of every input.
 func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
-	var q ollamaEmbedRequest
-	if err := decode(r, &q, false, fieldCheck{ollamaEmbedFields, false}); err != nil {
-		s.failErr(w, r, famOllama, err)
-		return
-	}
-	j, err := q.job()
-	if err != nil {
-		s.failErr(w, r, famOllama, err)
-		return
-	}
-	j.req.Normalize = true
-	j.tooLong = " (truncate is false; true cuts it to the context)"
-	switch in := strings.TrimSpace(string(q.Input)); {
-	case in == "" || in == "null" || in == `""`:
-	case strings.HasPrefix(in, `"`):
-		var one string
-		if err := json.Unmarshal(q.Input, &one); err != nil {
-			s.failErr(w, r, famOllama, badRequest("input: %v", err))
-			return
-		}
-		j.req.Inputs = []string{one}
-	default:
-		if err := json.Unmarshal(q.Input, &j.req.Inputs); err != nil {
-			s.failErr(w, r, famOllama, badRequest("invalid input type: input must be a string or a list of strings"))
-			return
-		}
-	}
-	o, err := s.embed(r, j)
+	q, j, err := decodeOllamaEmbed(r, ollamaEmbedFields)
+	var o *embedOutcome
 	if err == nil {
-		err = checkNumbers(o.res.Embeddings)
+		j.req.Normalize = true
+		j.tooLong = " (truncate is false; true cuts it to the context)"
+		if err = ollamaInput(q.Input, &j.req); err == nil {
+			o, err = s.embed(r, j)
+		}
 	}
 	if err != nil {
 		s.failErr(w, r, famOllama, err)
@@ -224,24 +229,15 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 // ollamaEmbeddings is the legacy POST /api/embeddings: one prompt, its
 // embedding as the model gives it (not normalized, as Ollama).
 func (s *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
-	var q ollamaEmbedRequest
-	if err := decode(r, &q, false, fieldCheck{ollamaEmbeddingsFields, false}); err != nil {
-		s.failErr(w, r, famOllama, err)
-		return
-	}
-	j, err := q.job()
-	if err != nil {
-		s.failErr(w, r, famOllama, err)
-		return
-	}
-	j.req.Truncate = false
-	j.tooLong = " (num_ctx sets the context)"
-	if q.Prompt != "" {
-		j.req.Inputs = []string{q.Prompt}
-	}
-	o, err := s.embed(r, j)
+	q, j, err := decodeOllamaEmbed(r, ollamaEmbeddingsFields)
+	var o *embedOutcome
 	if err == nil {
-		err = checkNumbers(o.res.Embeddings)
+		j.req.Truncate = false
+		j.tooLong = " (num_ctx sets the context)"
+		if q.Prompt != "" {
+			j.req.Inputs = []string{q.Prompt}
+		}
+		o, err = s.embed(r, j)
 	}
 	if err != nil {
 		s.failErr(w, r, famOllama, err)
@@ -337,9 +333,6 @@ func (s *Server) openaiEmbeddings(w http.ResponseWriter, r *http.Request) {
 		j.dimensions = *q.Dimensions
 	}
 	o, err := s.embed(r, j)
-	if err == nil {
-		err = checkNumbers(o.res.Embeddings)
-	}
 	if err != nil {
 		s.failErr(w, r, famOpenAI, err)
 		return

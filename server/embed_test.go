@@ -21,14 +21,7 @@ import (
 // (of a token list [len, 1, 2, 3]); "toolong" is longer than any context.
 // It counts as a running request like Generate.
 func (m *fakeModel) Embed(ctx context.Context, req EmbedRequest) (*EmbedResult, error) {
-	n := m.running.Add(1)
-	defer m.running.Add(-1)
-	for {
-		old := m.maxRun.Load()
-		if n <= old || m.maxRun.CompareAndSwap(old, n) {
-			break
-		}
-	}
+	defer m.enter()()
 	if m.b.gate != nil {
 		select {
 		case <-m.b.gate:

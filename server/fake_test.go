@@ -88,6 +88,19 @@ func (m *fakeModel) Close() error {
 	return nil
 }
 
+// enter counts a running request (maxRun keeps the most at once); call
+// the result when it ends.
+func (m *fakeModel) enter() (leave func()) {
+	n := m.running.Add(1)
+	for {
+		old := m.maxRun.Load()
+		if n <= old || m.maxRun.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	return func() { m.running.Add(-1) }
+}
+
 func (m *fakeModel) lastReq() GenerateRequest {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,14 +111,7 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 	if m.closed.Load() {
 		return nil, errors.New("generate on a closed model")
 	}
-	n := m.running.Add(1)
-	defer m.running.Add(-1)
-	for {
-		old := m.maxRun.Load()
-		if n <= old || m.maxRun.CompareAndSwap(old, n) {
-			break
-		}
-	}
+	defer m.enter()()
 	m.mu.Lock()
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
