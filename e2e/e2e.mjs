@@ -198,4 +198,57 @@ await check('errors: unknown model is 404', async () => {
   });
 }
 
+// ---- Embeddings (issue 11 item 2): ollama.embed / ollama.embeddings and
+// openai.embeddings.create, float and base64, agree on the same vectors.
+async function embeddingChecks() {
+  const texts = ['Once upon a time', 'The little dog ran home.'];
+  const unitLength = (v) => Math.abs(Math.hypot(...v) - 1) < 1e-5;
+  let ref;
+  await check('ollama embed (list input, L2-normalized)', async () => {
+    const r = await ollama.embed({ model, input: texts });
+    assert.equal(r.embeddings.length, 2);
+    assert.ok(r.embeddings.every(unitLength));
+    assert.notDeepEqual(r.embeddings[0], r.embeddings[1]);
+    assert.ok(r.prompt_eval_count > 0);
+    ref = r.embeddings;
+  });
+  await check('ollama embed (dimensions, truncate false)', async () => {
+    const r = await ollama.embed({ model, input: texts[0], dimensions: 8, truncate: false });
+    assert.equal(r.embeddings[0].length, 8);
+    assert.ok(unitLength(r.embeddings[0]));
+  });
+  await check('ollama embeddings (legacy, not normalized)', async () => {
+    const r = await ollama.embeddings({ model, prompt: texts[0] });
+    const n = Math.hypot(...r.embedding);
+    assert.equal(r.embedding.length, ref[0].length);
+    r.embedding.forEach((x, i) => assert.ok(Math.abs(x / n - ref[0][i]) < 1e-5));
+  });
+  const same = (got, want) => {
+    assert.equal(got.length, want.length);
+    got.forEach((v, i) => v.forEach((x, j) => assert.equal(Math.fround(x), Math.fround(want[i][j]))));
+  };
+  await check('openai embeddings.create (float)', async () => {
+    const r = await openai.embeddings.create({ model, input: texts, encoding_format: 'float' });
+    assert.equal(r.object, 'list');
+    assert.deepEqual(r.data.map((d) => d.index), [0, 1]);
+    assert.ok(r.usage.prompt_tokens > 0 && r.usage.total_tokens === r.usage.prompt_tokens);
+    same(r.data.map((d) => d.embedding), ref);
+  });
+  await check('openai embeddings.create (base64, decoded by the client)', async () => {
+    const r = await openai.embeddings.create({ model, input: texts, encoding_format: 'base64' });
+    const raw = r.data.map((d) => d.embedding);
+    assert.equal(typeof raw[0], 'string');
+    const dec = raw.map((b) => Array.from(new Float32Array(new Uint8Array(Buffer.from(b, 'base64')).buffer)));
+    same(dec, ref);
+    // Without encoding_format the client asks for base64 and decodes it.
+    const d = await openai.embeddings.create({ model, input: texts });
+    same(d.data.map((x) => x.embedding), ref);
+  });
+  await check('openai embeddings errors (empty input, bad encoding_format)', async () => {
+    await assert.rejects(openai.embeddings.create({ model, input: '' }), (e) => e.status === 400);
+    await assert.rejects(openai.embeddings.create({ model, input: 'x', encoding_format: 'int8' }), (e) => e.status === 400 && /encoding_format/.test(e.message));
+  });
+}
+await embeddingChecks();
+
 console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);

@@ -62,6 +62,10 @@ type Config struct {
 	NFFExp             int     // rows of each expert's gate/up (expert_feed_forward_length, else feed_forward_length)
 	ExpertWeightsNorm  bool    // renormalize the chosen experts' weights to sum 1
 	ExpertWeightsScale float32 // multiply the weights by this (expert_weights_scale; 0 or 1: none)
+
+	// Pooling is {arch}.pooling_type, how Embed pools (PoolingDefault when
+	// the key is absent, as in every causal language model).
+	Pooling Pooling
 }
 
 // archSpec is what an architecture's graph does, as llama.cpp builds it.
@@ -220,6 +224,9 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 		}
 	}
 	if err := c.readArchFeatures(f, ai, req, opt); err != nil {
+		return nil, err
+	}
+	if c.Pooling, err = poolingFromGGUF(f, arch); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -390,6 +390,13 @@ func (p *pass) forward() error {
 			o++
 		}
 	}
+	if p.segs[0].s.hiddenOut { // Embed: the final-normed hidden rows [nout][NEmbd] instead of logits
+		if len(p.segs) > 1 {
+			return errors.New("forward: hidden-state output in a pass of several sequences")
+		}
+		copy(p.segs[0].out[:nout*d], xo)
+		return nil
+	}
 	nv := c.NVocab
 	out := p.segs[0].out
 	if len(p.segs) > 1 {

@@ -228,6 +228,9 @@ type Session struct {
 	st     *fwdState // scratch of its own passes (nil in a batch: the batch's steps have theirs)
 	last   []float32 // logits of the last evaluated position [NVocab]
 	batch  *Batch    // the batch it evaluates through, or nil
+	// hiddenOut makes forward write the final-normed hidden rows instead
+	// of logits (Embed's sessions, never in a batch).
+	hiddenOut bool
 }
 
 // NewSession makes a session with a KV cache of nCtx positions (0: the

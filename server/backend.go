@@ -46,6 +46,8 @@ type ModelMeta struct {
 	// suffix, middle) when the model has them: a request's suffix is
 	// answered with an infill prompt.
 	FIM *[3]string
+	// Embedding: the file sets {arch}.pooling_type (an embedding model).
+	Embedding bool
 }
 
 // GenerateRequest is one generation with its sampling settings.

@@ -35,7 +35,8 @@ func (b *fakeBackend) meta(path string) (ModelMeta, error) {
 		return ModelMeta{}, errors.New("not a GGUF file")
 	}
 	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
-		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim}, nil
+		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim,
+		Embedding: strings.HasPrefix(string(data), "GGUF embedding")}, nil
 }
 
 func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }
@@ -88,6 +89,19 @@ func (m *fakeModel) Close() error {
 	return nil
 }
 
+// enter counts a running request (maxRun keeps the most at once); call
+// the result when it ends.
+func (m *fakeModel) enter() (leave func()) {
+	n := m.running.Add(1)
+	for {
+		old := m.maxRun.Load()
+		if n <= old || m.maxRun.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	return func() { m.running.Add(-1) }
+}
+
 func (m *fakeModel) lastReq() GenerateRequest {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,14 +112,7 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 	if m.closed.Load() {
 		return nil, errors.New("generate on a closed model")
 	}
-	n := m.running.Add(1)
-	defer m.running.Add(-1)
-	for {
-		old := m.maxRun.Load()
-		if n <= old || m.maxRun.CompareAndSwap(old, n) {
-			break
-		}
-	}
+	defer m.enter()()
 	m.mu.Lock()
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()

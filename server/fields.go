@@ -149,6 +149,23 @@ var ollamaOptionFields = map[string]fieldRule{
 	"num_keep":         unsupported("num_keep"),
 }
 
+// The embedding routes' fields (embed.go): Ollama's /api/embed and legacy
+// /api/embeddings, OpenAI's /v1/embeddings.
+var ollamaEmbedFields = map[string]fieldRule{
+	"model": honoured, "input": honoured, "truncate": honoured, "dimensions": honoured,
+	"options":    honoured, // num_ctx and num_thread; sampling options change nothing in an embedding
+	"keep_alive": honoured,
+}
+
+var ollamaEmbeddingsFields = map[string]fieldRule{
+	"model": honoured, "prompt": honoured, "options": honoured, "keep_alive": honoured,
+}
+
+var openaiEmbedFields = map[string]fieldRule{
+	"model": honoured, "input": honoured, "encoding_format": honoured, "dimensions": honoured,
+	"user": noEffect,
+}
+
 func merge(a, b map[string]fieldRule) map[string]fieldRule {
 	out := make(map[string]fieldRule, len(a)+len(b))
 	for k, v := range a {

@@ -15,7 +15,8 @@ import (
 
 // fuzzRoutes are the POST routes whose bodies the server decodes.
 var fuzzRoutes = []string{"/api/generate", "/api/chat", "/api/show", "/v1/chat/completions", "/v1/completions",
-	"/api/v1/inference/complete", "/api/v1/inference/chat", "/api/v1/models/tiny/load"}
+	"/api/v1/inference/complete", "/api/v1/inference/chat", "/api/v1/models/tiny/load",
+	"/api/embed", "/api/embeddings", "/v1/embeddings"}
 
 // FuzzServerRequests sends any body to every route that decodes one,
 // through the real handlers (over the fake backend, so it is fast). The

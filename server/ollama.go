@@ -428,6 +428,9 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 // it: completion; tools and thinking when its chat template has them;
 // insert when it has fill-in-the-middle tokens (suffix works).
 func capabilities(m ModelMeta) []string {
+	if m.Embedding { // a file with {arch}.pooling_type, as Ollama decides it
+		return []string{"embedding"}
+	}
 	caps := []string{"completion"}
 	if t, err := chat.New(m.ChatTemplate, m.BOSText, m.EOSText); err == nil {
 		if t.SupportsTools() {

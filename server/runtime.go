@@ -47,6 +47,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 	if tok, err := tokenizer.FromGGUF(f); err == nil { // no tokenizer: no infill
 		meta.FIM = fimTexts(tok)
 	}
+	_, meta.Embedding = f.Get(arch + ".pooling_type")
 	_, meta.FileType, _ = f.FileType()
 	for _, t := range f.Tensors {
 		n := int64(1)
@@ -74,6 +75,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	info, tok := m.Info(), m.Tokenizer()
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
 		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS(), DefaultCtx: info.DefaultCtx,
+		Embedding: m.Config().Pooling != runtime.PoolingDefault,
 		CountTokens: func(p string) (int, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err

@@ -6,6 +6,7 @@
 //
 //	ollama.go  GET|HEAD /  POST /api/generate /api/chat /api/show  GET /api/tags /api/ps /api/version
 //	openai.go  POST /v1/chat/completions /v1/completions  GET /v1/models[/{model}]
+//	embed.go   POST /api/embed /api/embeddings /v1/embeddings
 //	ole.go     GET /api/v1/health /api/v1/models  POST /api/v1/models/{name}/load
 //	           POST /api/v1/inference/complete /api/v1/inference/chat
 //	metrics.go GET /metrics
@@ -140,9 +141,12 @@ func (s *Server) routes() {
 	s.handle(famOllama, "/api/show", false, s.ollamaShow, "POST")
 	s.handle(famOllama, "/api/ps", false, s.ollamaPS, "GET", "HEAD")
 	s.handle(famOllama, "/api/version", false, s.ollamaVersion, "GET", "HEAD")
+	s.handle(famOllama, "/api/embed", false, s.ollamaEmbed, "POST")
+	s.handle(famOllama, "/api/embeddings", false, s.ollamaEmbeddings, "POST")
 
 	s.handle(famOpenAI, "/v1/chat/completions", false, s.openaiChat, "POST")
 	s.handle(famOpenAI, "/v1/completions", false, s.openaiCompletions, "POST")
+	s.handle(famOpenAI, "/v1/embeddings", false, s.openaiEmbeddings, "POST")
 	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
 

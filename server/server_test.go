@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -699,10 +700,11 @@ func queueDepth(t *testing.T, ts *httptest.Server) int {
 	r := do(t, ts, "GET", "/metrics", "")
 	for _, line := range strings.Split(string(r.body), "\n") {
 		if v, ok := strings.CutPrefix(line, "woolly_queue_depth "); ok {
-			if v == "1" {
-				return 1
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("woolly_queue_depth %q", v)
 			}
-			return 0
+			return n
 		}
 	}
 	return -1

@@ -1,0 +1,401 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/woolly-llm/woolly/runtime"
+)
+
+// Embed makes the fake model's embedding of a text [len(text), 1, 2, 3]
+// (of a token list [len, 1, 2, 3]); "toolong" is longer than any context.
+// It counts as a running request like Generate.
+func (m *fakeModel) Embed(ctx context.Context, req EmbedRequest) (*EmbedResult, error) {
+	defer m.enter()()
+	if m.b.gate != nil {
+		select {
+		case <-m.b.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	res := &EmbedResult{}
+	add := func(l int) {
+		v := []float32{float32(l), 1, 2, 3}
+		if req.Normalize {
+			runtime.NormalizeL2(v)
+		}
+		res.Embeddings = append(res.Embeddings, v)
+		res.PromptTokens += l
+	}
+	for _, in := range req.Inputs {
+		if in == "toolong" && !req.Truncate {
+			return nil, &runtime.InputTooLongError{Input: len(res.Embeddings), Tokens: 1000, NCtx: 512}
+		}
+		add(len(in))
+	}
+	for _, ids := range req.Tokens {
+		add(len(ids))
+	}
+	return res, nil
+}
+
+func unit(v ...float64) []float64 {
+	n := 0.0
+	for _, x := range v {
+		n += x * x
+	}
+	for i := range v {
+		v[i] /= math.Sqrt(n)
+	}
+	return v
+}
+
+func closeTo(a []float64, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-6 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestOllamaEmbedRoutes(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	var r struct {
+		Model           string      `json:"model"`
+		Embeddings      [][]float64 `json:"embeddings"`
+		TotalDuration   *int64      `json:"total_duration"`
+		LoadDuration    *int64      `json:"load_duration"`
+		PromptEvalCount *int        `json:"prompt_eval_count"`
+	}
+	res := do(t, ts, "POST", "/api/embed", `{"model":"tiny","input":["ab","abcd"]}`)
+	wantStatus(t, res, 200)
+	if err := json.Unmarshal(res.body, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Model != "tiny" || len(r.Embeddings) != 2 || !closeTo(r.Embeddings[0], unit(2, 1, 2, 3)) ||
+		!closeTo(r.Embeddings[1], unit(4, 1, 2, 3)) || r.TotalDuration == nil || *r.TotalDuration <= 0 ||
+		r.LoadDuration == nil || r.PromptEvalCount == nil || *r.PromptEvalCount != 6 {
+		t.Fatalf("/api/embed: %s", res.body)
+	}
+	// A string input, dimensions (truncated, normalized again), keep_alive,
+	// options.
+	res = do(t, ts, "POST", "/api/embed", `{"model":"tiny:latest","input":"abc","dimensions":2,"truncate":false,
+		"keep_alive":"1m","options":{"num_ctx":64,"temperature":0.5}}`)
+	wantStatus(t, res, 200)
+	json.Unmarshal(res.body, &r)
+	if len(r.Embeddings) != 1 || !closeTo(r.Embeddings[0], unit(3, 1)) {
+		t.Fatalf("dimensions 2: %s", res.body)
+	}
+	// No input (absent, "", []): the model loads, the list is empty.
+	for _, in := range []string{``, `,"input":""`, `,"input":[]`, `,"input":null`} {
+		res = do(t, ts, "POST", "/api/embed", `{"model":"tiny"`+in+`}`)
+		wantStatus(t, res, 200)
+		if !strings.Contains(string(res.body), `"embeddings":[]`) {
+			t.Errorf("input %q: %s", in, res.body)
+		}
+	}
+	// The legacy route: one prompt, the embedding as the model gives it.
+	res = do(t, ts, "POST", "/api/embeddings", `{"model":"tiny","prompt":"abcde","options":{"num_ctx":64}}`)
+	wantStatus(t, res, 200)
+	var legacy struct{ Embedding []float64 }
+	json.Unmarshal(res.body, &legacy)
+	if !slices.Equal(legacy.Embedding, []float64{5, 1, 2, 3}) {
+		t.Fatalf("/api/embeddings: %s", res.body)
+	}
+	res = do(t, ts, "POST", "/api/embeddings", `{"model":"tiny"}`)
+	if res.status != 200 || strings.TrimSpace(string(res.body)) != `{"embedding":[]}` {
+		t.Fatalf("/api/embeddings without a prompt: %d %s", res.status, res.body)
+	}
+
+	for _, c := range []struct {
+		route, body string
+		code        int
+		want        string
+	}{
+		{"/api/embed", `{"model":"tiny","input":[1,2]}`, 400, "invalid input type"},
+		{"/api/embed", `{"model":"tiny","input":{"a":1}}`, 400, "invalid input type"},
+		{"/api/embed", `{"model":"tiny","input":"abc","dimensions":9}`, 400, "dimensions 9 is more than the model's embedding length 4"},
+		{"/api/embed", `{"model":"tiny","input":"abc","dimensions":-1}`, 400, "dimensions"},
+		{"/api/embed", `{"model":"tiny","input":"toolong","truncate":false}`, 400, "input 0 has 1000 tokens, more than the context length 512 (truncate is false"},
+		{"/api/embed", `{"model":"tiny","input":"abc","options":{"mirostat":1}}`, 400, "options.mirostat"},
+		{"/api/embed", `{"model":"tiny","input":"abc","options":{"num_ctx":-1}}`, 400, "num_ctx"},
+		{"/api/embed", `{"model":"tiny","input":"abc","truncate":"yes"}`, 400, "malformed JSON"},
+		{"/api/embed", `{"model":"nosuch","input":"abc"}`, 404, "not found"},
+		{"/api/embed", `{"input":"abc"}`, 400, "no model"},
+		{"/api/embed", ``, 400, "empty request body"},
+		{"/api/embeddings", `{"model":"tiny","prompt":"toolong"}`, 400, "input 0 has 1000 tokens, more than the context length 512 (num_ctx"},
+		{"/api/embeddings", `{"model":"tiny","prompt":1}`, 400, "malformed JSON"},
+	} {
+		res := do(t, ts, "POST", c.route, c.body)
+		if res.status != c.code || !strings.Contains(string(res.body), c.want) || !strings.Contains(string(res.body), `"error":"`) {
+			t.Errorf("%s %s: %d %s; want %d naming %q in Ollama's shape", c.route, c.body, res.status, res.body, c.code, c.want)
+		}
+	}
+	// Truncation is on by default.
+	wantStatus(t, do(t, ts, "POST", "/api/embed", `{"model":"tiny","input":"toolong"}`), 200)
+	wantStatus(t, do(t, ts, "GET", "/api/embed", ""), 405)
+}
+
+func TestOpenAIEmbeddings(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	type item struct {
+		Object    string          `json:"object"`
+		Embedding json.RawMessage `json:"embedding"`
+		Index     int             `json:"index"`
+	}
+	var r struct {
+		Object string `json:"object"`
+		Data   []item `json:"data"`
+		Model  string `json:"model"`
+		Usage  struct {
+			PromptTokens int `json:"prompt_tokens"`
+			TotalTokens  int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	get := func(body string) {
+		t.Helper()
+		res := do(t, ts, "POST", "/v1/embeddings", body)
+		wantStatus(t, res, 200)
+		r.Data = nil
+		if err := json.Unmarshal(res.body, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	floats := func(raw json.RawMessage) []float64 {
+		var v []float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("embedding %s: %v", raw, err)
+		}
+		return v
+	}
+	get(`{"model":"tiny","input":"abc","user":"u1"}`)
+	if r.Object != "list" || r.Model != "tiny" || len(r.Data) != 1 || r.Data[0].Object != "embedding" || r.Data[0].Index != 0 ||
+		!closeTo(floats(r.Data[0].Embedding), unit(3, 1, 2, 3)) || r.Usage.PromptTokens != 3 || r.Usage.TotalTokens != 3 {
+		t.Fatalf("string input: %+v", r)
+	}
+	// Lists of strings, token ids and token lists; indexes in order.
+	for body, lens := range map[string][]float64{
+		`{"model":"tiny","input":["a","abcdef"],"encoding_format":"float"}`: {1, 6},
+		`{"model":"tiny","input":[5,6,7]}`:                                  {3},
+		`{"model":"tiny","input":[[5,6],[1,2,3,4,5]]}`:                      {2, 5},
+	} {
+		get(body)
+		if len(r.Data) != len(lens) {
+			t.Fatalf("%s: %+v", body, r)
+		}
+		for i, l := range lens {
+			if r.Data[i].Index != i || !closeTo(floats(r.Data[i].Embedding), unit(l, 1, 2, 3)) {
+				t.Fatalf("%s: item %d = %s", body, i, r.Data[i].Embedding)
+			}
+		}
+	}
+	// base64: the little-endian float32 bytes of the same vector.
+	get(`{"model":"tiny","input":["ab","abcd"]}`)
+	plain := r.Data
+	get(`{"model":"tiny","input":["ab","abcd"],"encoding_format":"base64"}`)
+	for i := range plain {
+		var s string
+		if err := json.Unmarshal(r.Data[i].Embedding, &s); err != nil {
+			t.Fatalf("base64 embedding is not a string: %s", r.Data[i].Embedding)
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(b) != 16 {
+			t.Fatalf("base64 %q: %v", s, err)
+		}
+		var dec, want []float32
+		for j := 0; j < len(b); j += 4 {
+			dec = append(dec, math.Float32frombits(binary.LittleEndian.Uint32(b[j:])))
+		}
+		if json.Unmarshal(plain[i].Embedding, &want); !slices.Equal(dec, want) {
+			t.Fatalf("base64 decodes to %v, float gives %v", dec, want)
+		}
+	}
+	get(`{"model":"tiny","input":"abcd","dimensions":3}`)
+	if !closeTo(floats(r.Data[0].Embedding), unit(4, 1, 2)) {
+		t.Fatalf("dimensions 3: %s", r.Data[0].Embedding)
+	}
+
+	for _, c := range []struct {
+		body string
+		code int
+		want string
+	}{
+		{`{"model":"tiny"}`, 400, "input is required"},
+		{`{"model":"tiny","input":""}`, 400, "input[0] is an empty string"},
+		{`{"model":"tiny","input":[]}`, 400, "input must not be empty"},
+		{`{"model":"tiny","input":[[]]}`, 400, "input[0] is an empty list of tokens"},
+		{`{"model":"tiny","input":[1,"a"]}`, 400, "input must be a string"},
+		{`{"model":"tiny","input":["a","toolong"]}`, 400, "input 1 has 1000 tokens, more than the context length 512; shorten"},
+		{`{"model":"tiny","input":"a","encoding_format":"int8"}`, 400, "encoding_format"},
+		{`{"model":"tiny","input":"a","dimensions":0}`, 400, "dimensions must be at least 1"},
+		{`{"model":"tiny","input":"a","dimensions":5}`, 400, "dimensions 5 is more than"},
+		{`{"model":"tiny","input":"a","frobnicate":1}`, 400, "unrecognized request argument supplied: frobnicate"},
+		{`{"input":"a"}`, 400, "model is required"},
+		{`{"model":"nosuch","input":"a"}`, 404, "not found"},
+	} {
+		res := do(t, ts, "POST", "/v1/embeddings", c.body)
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+			} `json:"error"`
+		}
+		json.Unmarshal(res.body, &e)
+		if res.status != c.code || !strings.Contains(e.Error.Message, c.want) || e.Error.Type == "" {
+			t.Errorf("%s: %d %s; want %d naming %q in OpenAI's shape", c.body, res.status, res.body, c.code, c.want)
+		}
+	}
+}
+
+// An embedding request takes the model's turn: it waits while a generation
+// runs and never runs beside one.
+func TestEmbedWaitsForTheModel(t *testing.T) {
+	b := newFakeBackend()
+	b.gate = make(chan struct{})
+	// One slot: embedding requests take the model's slots as generations do.
+	_, ts := newTestServer(t, Config{Parallel: runtime.Ptr(1)}, b)
+	wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`), 200) // load
+	var wg sync.WaitGroup
+	codes := make([]int, 3)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		codes[0] = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":1}}`).status
+	}()
+	for deadline := time.Now().Add(2 * time.Second); b.last().running.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	go func() {
+		defer wg.Done()
+		codes[1] = do(t, ts, "POST", "/api/embed", `{"model":"tiny","input":"a"}`).status
+	}()
+	go func() {
+		defer wg.Done()
+		codes[2] = do(t, ts, "POST", "/v1/embeddings", `{"model":"tiny","input":"a"}`).status
+	}()
+	for deadline := time.Now().Add(2 * time.Second); queueDepth(t, ts) < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if q := queueDepth(t, ts); q != 2 {
+		t.Fatalf("queue depth %d while a generation runs, want the 2 embedding requests waiting", q)
+	}
+	for range 3 {
+		b.gate <- struct{}{}
+	}
+	wg.Wait()
+	if !slices.Equal(codes, []int{200, 200, 200}) {
+		t.Fatalf("statuses %v", codes)
+	}
+	if mx := b.last().maxRun.Load(); mx != 1 {
+		t.Fatalf("%d requests ran at once on one model", mx)
+	}
+}
+
+// /api/show lists "embedding" for a file with {arch}.pooling_type, as Ollama.
+func TestShowCapabilities(t *testing.T) {
+	b := newFakeBackend()
+	s, ts := newTestServer(t, Config{}, b)
+	caps := func(model string) []any {
+		res := do(t, ts, "POST", "/api/show", `{"model":"`+model+`"}`)
+		wantStatus(t, res, 200)
+		c, _ := res.json(t)["capabilities"].([]any)
+		return c
+	}
+	if c := caps("tiny"); len(c) != 1 || c[0] != "completion" {
+		t.Fatalf("tiny: %v", c)
+	}
+	if err := os.WriteFile(filepath.Join(s.cfg.ModelsDir, "embedder.gguf"), []byte("GGUF embedding"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := caps("embedder"); len(c) != 1 || c[0] != "embedding" {
+		t.Fatalf("embedder: %v", c)
+	}
+}
+
+// The real runtime through the server: /api/embed is the runtime's
+// last-token embedding (the file has no pooling_type) normalized; the
+// legacy route the same vector raw; the OpenAI route the normalized one.
+func TestEmbedRealModel(t *testing.T) {
+	url, stop := startReal(t, Config{})
+	defer stop()
+	m, err := runtime.Load(filepath.Join(realModelsDir(t), realModel+".gguf"), runtime.LoadOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	in := []string{"Once upon a time", "The cat sat on the mat."}
+	want, err := m.Embed(context.Background(), runtime.EmbedOptions{Inputs: in, Pooling: runtime.PoolingLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := want.Embeddings[0].Vector
+	normed := func(v []float32) []float32 {
+		v = slices.Clone(v)
+		runtime.NormalizeL2(v)
+		return v
+	}
+	code, body := post(t, url+"/api/embed", `{"model":"`+realModel+`","input":["Once upon a time","The cat sat on the mat."]}`)
+	var r struct {
+		Embeddings      [][]float32 `json:"embeddings"`
+		PromptEvalCount int         `json:"prompt_eval_count"`
+	}
+	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
+		t.Fatalf("/api/embed: %d %s", code, body)
+	}
+	if len(r.Embeddings) != 2 || !slices.Equal(r.Embeddings[0], normed(raw)) ||
+		!slices.Equal(r.Embeddings[1], normed(want.Embeddings[1].Vector)) || r.PromptEvalCount != want.Tokens {
+		t.Fatalf("/api/embed differs from the runtime's normalized last-token embeddings")
+	}
+	code, body = post(t, url+"/api/embeddings", `{"model":"`+realModel+`","prompt":"Once upon a time"}`)
+	var l struct{ Embedding []float32 }
+	if json.Unmarshal(body, &l); code != 200 || !slices.Equal(l.Embedding, raw) {
+		t.Fatalf("/api/embeddings: %d, differs from the raw embedding", code)
+	}
+	code, body = post(t, url+"/v1/embeddings", `{"model":"`+realModel+`","input":"Once upon a time"}`)
+	var o struct {
+		Data []struct {
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &o); code != 200 || len(o.Data) != 1 || !slices.Equal(o.Data[0].Embedding, normed(raw)) {
+		t.Fatalf("/v1/embeddings: %d %.200s", code, body)
+	}
+
+	// Longer than the context: truncated by default (Ollama), a 400 naming
+	// truncate with truncate false; OpenAI: a 400 in its shape.
+	long := strings.Repeat("The dog ran and ran. ", 20)
+	code, body = post(t, url+"/api/embed", `{"model":"`+realModel+`","input":"`+long+`","options":{"num_ctx":16}}`)
+	if json.Unmarshal(body, &r); code != 200 || r.PromptEvalCount != 16 || len(r.Embeddings) != 1 {
+		t.Fatalf("truncated: %d %.200s", code, body)
+	}
+	code, body = post(t, url+"/api/embed", `{"model":"`+realModel+`","input":"`+long+`","truncate":false,"options":{"num_ctx":16}}`)
+	if code != 400 || !strings.Contains(string(body), `"error":"input 0 has`) || !strings.Contains(string(body), "(truncate is false") {
+		t.Fatalf("truncate false: %d %s", code, body)
+	}
+	code, body = post(t, url+"/v1/embeddings", `{"model":"`+realModel+`","input":["a","`+strings.Repeat(long, 10)+`"]}`)
+	var oe struct {
+		Error struct{ Message, Type string }
+	}
+	if json.Unmarshal(body, &oe); code != 400 || !strings.HasPrefix(oe.Error.Message, "input 1 has") || oe.Error.Type != "invalid_request_error" {
+		t.Fatalf("OpenAI too long: %d %s", code, body)
+	}
+	code, body = post(t, url+"/v1/embeddings", `{"model":"`+realModel+`","input":[[1,99999]]}`)
+	if code != 400 || !strings.Contains(string(body), "token id 99999 out of range") {
+		t.Fatalf("bad token id: %d %s", code, body)
+	}
+}
