@@ -150,7 +150,7 @@ func advance(s *stack, b byte, out []*stack) []*stack {
 		}
 		f.st = ns
 		if nd.exclude != nil {
-			f.key += string(b)
+			f.key += string([]byte{b})
 		}
 		return append(out, with(s, f))
 	case kNumber:
@@ -232,7 +232,7 @@ func advanceObject(s *stack, b byte, out []*stack) []*stack {
 				}
 			}
 		}
-		k := f.key + string(b)
+		k := f.key + string([]byte{b})
 		for j := int(f.n); j <= last; j++ {
 			if bytes.HasPrefix(nd.props[j].enc, []byte(k)) {
 				f.key = k

@@ -94,7 +94,7 @@ func newCompiler() *compiler {
 	c.str = c.newNode(kString)
 	c.any = c.newNode(kAnyOf)
 	c.anyObj = c.newNode(kObject)
-	c.anyObj.extra, c.anyObj.keyNode = c.any, c.str
+	c.anyObj.extra, c.anyObj.keyNode, c.anyObj.nextReq = c.any, c.str, []int{0}
 	arr := c.newNode(kArray)
 	arr.items = c.any
 	num := c.newNode(kNumber)
