@@ -99,6 +99,8 @@ type openaiRequest struct {
 	// ("auto"/"deepseek": the reasoning in reasoning_content; "none": inline).
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	ReasoningFormat    *string                    `json:"reasoning_format"`
+	// response_format: text, json_object or json_schema (structured output).
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 func (q *openaiRequest) job(chatReq bool) (*job, error) {
@@ -112,6 +114,10 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 		return nil, badRequest("tools are not supported")
 	}
 	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
+	var err error
+	if j.req.Grammar, err = openaiResponseFormat(q.ResponseFormat); err != nil {
+		return nil, err
+	}
 	for k, v := range q.ChatTemplateKwargs {
 		if k != "enable_thinking" {
 			return nil, badRequest("chat_template_kwargs: %q is not supported (only enable_thinking)", k)
