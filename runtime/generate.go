@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
 // GenerateOptions describe one generation.
@@ -26,6 +28,13 @@ type GenerateOptions struct {
 	// llama-server reports them (before penalties, temperature and filters).
 	Logprobs    bool
 	TopLogprobs int
+	// Grammar, when set, constrains the output to its JSON documents: every
+	// step, tokens that cannot continue a valid document are masked before
+	// sampling (after Logprobs read the raw logits), end-of-generation
+	// tokens only once it is complete, and the generation stops ("stop")
+	// as soon as nothing can follow. With MaxTokens reached first, Text is
+	// an unfinished document (StopReason "length"), as llama-server does.
+	Grammar *grammar.Grammar
 }
 
 // TokenLogprob is one token's log-probability.
@@ -168,6 +177,11 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	if maxTok <= 0 {
 		maxTok = -1
 	}
+	var gm *grammar.TokenMatcher
+	var masked []float32
+	if o.Grammar != nil {
+		gm = grammar.NewTokenMatcher(o.Grammar, m.GrammarVocab())
+	}
 	for {
 		if ctx.Err() != nil {
 			res.StopReason = "cancel"
@@ -179,7 +193,18 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			// changes the logits.
 			lp, top = m.logprobs(s.last, o.TopLogprobs)
 		}
-		id := smp.Sample(s.last)
+		logits, err := maskLogits(gm, s.last, &masked)
+		if err != nil {
+			res.Text = text.String()
+			return res, err
+		}
+		id := smp.Sample(logits)
+		if gm != nil {
+			if err := gm.Accept(id); err != nil {
+				res.Text = text.String()
+				return res, err
+			}
+		}
 		if o.Logprobs {
 			lp = &TokenLogprob{ID: id, Piece: m.tok.Piece(id), Logprob: logprobOf(s.last, id)}
 		}
@@ -202,7 +227,8 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			chunk = dec.Add(id)
 		}
 		piece, hit := stop.add(chunk)
-		last := hit || len(res.Tokens) == maxTok || s.pos >= s.nCtx
+		done := gm != nil && gm.Finished() // the document is complete: nothing may follow
+		last := hit || done || len(res.Tokens) == maxTok || s.pos >= s.nCtx
 		if last && !hit {
 			piece += stop.flush(dec.Flush())
 		}
@@ -210,7 +236,7 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			res.Text = text.String()
 			return res, err
 		}
-		if hit {
+		if hit || done {
 			res.StopReason = "stop"
 			break
 		}

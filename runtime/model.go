@@ -75,7 +75,8 @@ type Model struct {
 	nCtx int
 	attn AttentionMode
 
-	caches modelCaches
+	caches  modelCaches
+	grammar grammarVocab
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
 }

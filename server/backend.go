@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
 // Backend loads and inspects model files. RuntimeBackend is the real one.
@@ -64,6 +65,9 @@ type GenerateRequest struct {
 	// Logprobs), just before the token's text goes to onText.
 	OnLogprob   func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob)
 	TopLogprobs int
+	// Grammar, when set, constrains the output to its JSON documents
+	// (structured output: Ollama's format, OpenAI's response_format).
+	Grammar *grammar.Grammar
 }
 
 // GenerateResult is the outcome of a generation.

@@ -96,7 +96,7 @@ var openaiChatFields = merge(openaiCommonFields, map[string]fieldRule{
 	"chat_template_kwargs": honoured, "reasoning_format": honoured,
 	"metadata": noEffect, "store": noEffect, "service_tier": noEffect, "prompt_cache_key": noEffect,
 	"safety_identifier":   noEffect,
-	"response_format":     unsupported("response_format other than text (structured output)", `{"type":"text"}`),
+	"response_format":     honoured,
 	"tool_choice":         honoured, // none, auto; required and a named function: a 400 until constrained sampling
 	"parallel_tool_calls": honoured,
 	"functions":           unsupported("functions"),

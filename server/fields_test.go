@@ -19,7 +19,7 @@ func TestRequestFieldsNeverIgnored(t *testing.T) {
 		code        int
 		want        string
 	}{
-		{"/v1/chat/completions", `{` + m + `,` + chatMsgs + `,"response_format":{"type":"json_object"}}`, 400, "response_format"},
+		{"/v1/chat/completions", `{` + m + `,` + chatMsgs + `,"response_format":{"type":"json_object","strict":true}}`, 400, "response_format"},
 		{"/v1/chat/completions", `{` + m + `,` + chatMsgs + `,"logit_bias":{"50":-100}}`, 400, "logit_bias"},
 		{"/v1/chat/completions", `{` + m + `,` + chatMsgs + `,"frobnicate":1}`, 400, "unrecognized request argument supplied: frobnicate"},
 		{"/v1/chat/completions", `{` + m + `,` + chatMsgs + `,"tool_choice":"required"}`, 400, "tool_choice"},

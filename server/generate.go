@@ -120,6 +120,16 @@ func buildPrompt(e *entry, j *job) (string, error) {
 	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
 		return "", badRequest("%q does not support thinking", j.model)
 	}
+	if j.req.Grammar != nil && e.tmpl.SupportsThinking() {
+		// Structured output constrains the reply from its first token, so
+		// a thinking model answers without thinking (its template's
+		// enable_thinking false).
+		if j.think != nil && *j.think {
+			return "", badRequest("structured output (format, response_format) cannot be combined with thinking: the reply is constrained from its first token; turn thinking off")
+		}
+		off := false
+		j.think = &off
+	}
 	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
 	meta := e.model.Meta()
 	// The tokenizer adds BOS itself; a template that writes it would double it.

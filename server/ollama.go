@@ -119,8 +119,9 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	if q.Model == "" {
 		q.Model = q.Name
 	}
-	if f := strings.TrimSpace(string(q.Format)); f != "" && f != "null" && f != `""` {
-		return nil, badRequest("structured output (format) is not supported")
+	format, err := ollamaFormat(q.Format)
+	if err != nil {
+		return nil, err
 	}
 	if len(q.Images) > 0 {
 		return nil, badRequest("images are not supported")
@@ -141,6 +142,7 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	}
 	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d, think: think,
 		logprobs: q.Logprobs, tools: tools, suffix: q.Suffix}
+	j.req.Grammar = format
 	if q.TopLogprobs != nil {
 		if *q.TopLogprobs < 0 || *q.TopLogprobs > 20 {
 			return nil, badRequest("top_logprobs must be in [0, 20]")

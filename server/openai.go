@@ -105,6 +105,8 @@ type openaiRequest struct {
 	// ("auto"/"deepseek": the reasoning in reasoning_content; "none": inline).
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	ReasoningFormat    *string                    `json:"reasoning_format"`
+	// response_format: text, json_object or json_schema (structured output).
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 func (q *openaiRequest) job(chatReq bool) (*job, error) {
@@ -116,6 +118,10 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	}
 	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
 	if err := q.parseTools(j); err != nil {
+		return nil, err
+	}
+	var err error
+	if j.req.Grammar, err = openaiResponseFormat(q.ResponseFormat); err != nil {
 		return nil, err
 	}
 	for k, v := range q.ChatTemplateKwargs {

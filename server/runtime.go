@@ -179,7 +179,8 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		return nil, err
 	}
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
-		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs}
+		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
+		Grammar: req.Grammar}
 	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
 		if req.OnLogprob != nil && t.Logprob != nil {
 			req.OnLogprob(*t.Logprob, t.TopLogprobs)

@@ -318,7 +318,7 @@ func TestOllamaBadRequests(t *testing.T) {
 		{`{"model":"tiny","prompt":"x","options":{"top_p":2}}`, 400},
 		{`{"model":"tiny","prompt":"x","options":{"num_predict":0}}`, 400},
 		{`{"model":"tiny","prompt":"x","keep_alive":"soon"}`, 400},
-		{`{"model":"tiny","prompt":"x","format":"json"}`, 400},
+		{`{"model":"tiny","prompt":"x","format":"xml"}`, 400},
 		{`{"model":"missing","prompt":"x"}`, 404},
 		{`{"model":"tiny:7b","prompt":"x"}`, 404},
 		{`{"model":"../tiny","prompt":"x"}`, 400},
