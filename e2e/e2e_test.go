@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/woolly-llm/woolly/loader"
 	"io"
 	"net/http"
 	"os"
@@ -56,6 +57,51 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// toolsModel is a shared model given a chat template that takes tools
+// (Qwen2.5's): modelsWithTools writes it beside links to the shared models.
+const toolsModel = "qwen-tools"
+
+// modelsWithTools makes a models directory holding links to the shared
+// models and toolsModel.
+func modelsWithTools(t *testing.T, shared string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(shared, "*.gguf"))
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(dir, filepath.Base(f))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmpl, err := os.ReadFile(filepath.Join("..", "runtime", "chat", "testdata", "tools", "Qwen-Qwen2.5-7B-Instruct.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := loader.Open(filepath.Join(shared, "synth-qwen2-mini-Q4_K_M.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := loader.NewWriter()
+	for _, kv := range f.KV {
+		w.Set(kv.Key, kv.Value)
+	}
+	w.SetString("tokenizer.chat_template", string(tmpl))
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteFile(filepath.Join(dir, toolsModel+".gguf")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // startServer builds woolly and runs `woolly serve` on a free loopback port;
 // it returns the base URL and the running command.
 func startServer(t *testing.T, extra ...string) (string, *exec.Cmd) {
@@ -64,6 +110,7 @@ func startServer(t *testing.T, extra ...string) (string, *exec.Cmd) {
 	if _, err := os.Stat(filepath.Join(models, testModel+".gguf")); err != nil {
 		t.Skipf("shared models absent (%v); the e2e test needs ../shared/models", err)
 	}
+	models = modelsWithTools(t, models)
 	bin := buildWoolly(t)
 	args := append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--models", models, "-t", "1"}, extra...)
 	cmd := exec.Command(bin, args...)
@@ -128,7 +175,8 @@ func TestServeWithNpmClients(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		js := exec.CommandContext(ctx, node, "e2e.mjs")
-		js.Env = append(os.Environ(), "WOOLLY_URL="+url, "WOOLLY_MODEL="+testModel, "WOOLLY_API_KEY=e2e-key")
+		js.Env = append(os.Environ(), "WOOLLY_URL="+url, "WOOLLY_MODEL="+testModel, "WOOLLY_API_KEY=e2e-key",
+			"WOOLLY_TOOLS_MODEL="+toolsModel)
 		out, err := js.CombinedOutput()
 		t.Logf("node e2e.mjs:\n%s", out)
 		if err != nil {

@@ -97,7 +97,7 @@ var openaiChatFields = merge(openaiCommonFields, map[string]fieldRule{
 	"metadata": noEffect, "store": noEffect, "service_tier": noEffect, "prompt_cache_key": noEffect,
 	"safety_identifier":   noEffect,
 	"response_format":     honoured,
-	"tool_choice":         honoured, // none, auto; required and a named function: a 400 until constrained sampling
+	"tool_choice":         honoured, // none, auto; required and a named function through constrained sampling
 	"parallel_tool_calls": honoured,
 	"functions":           unsupported("functions"),
 	"function_call":       unsupported("function_call", `"none"`, `"auto"`),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime/chat"
+	"github.com/woolly-llm/woolly/runtime/grammar"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -39,7 +40,11 @@ type job struct {
 	tools      []json.RawMessage
 	noParallel bool
 	toolParser *chat.ToolParser
-	callsMade  int
+	// forceTool, when set, asks for one call (of the named tool, or any
+	// when ""): forcedGrammar constrains the answer to it.
+	forceTool     *string
+	forcedGrammar *grammar.Grammar
+	callsMade     int
 	// suffix: the text after the insertion point (infill, with the
 	// model's FIM tokens).
 	suffix string
@@ -116,6 +121,10 @@ func buildPrompt(e *entry, j *job) (string, error) {
 			return "", badRequest("tools: %q does not support tools", j.model)
 		}
 		j.toolParser = chat.NewToolParser(e.tmpl.ToolFormat())
+		if j.forcedGrammar != nil {
+			j.toolParser = chat.NewToolParser(chat.ToolsForced)
+			j.req.Grammar = j.forcedGrammar
+		}
 	}
 	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
 		return "", badRequest("%q does not support thinking", j.model)

@@ -208,8 +208,8 @@ func (q *openaiRequest) parseTools(j *job) error {
 	case "", "null", `"auto"`:
 	case `"none"`: // the model is not offered the tools
 		tools = nil
-	case `"required"`:
-		return badRequest("tool_choice \"required\" is not supported yet (it needs constrained sampling); use \"auto\"")
+	case `"required"`: // one call of any of the tools, by constrained sampling
+		j.forceTool = new(string)
 	default:
 		var named struct {
 			Type     string `json:"type"`
@@ -217,10 +217,23 @@ func (q *openaiRequest) parseTools(j *job) error {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if json.Unmarshal(q.ToolChoice, &named) == nil && named.Function.Name != "" {
-			return badRequest("tool_choice naming a function is not supported yet (it needs constrained sampling); use \"auto\"")
+		if json.Unmarshal(q.ToolChoice, &named) != nil || named.Function.Name == "" || (named.Type != "" && named.Type != "function") {
+			return badRequest("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
 		}
-		return badRequest("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+		j.forceTool = &named.Function.Name
+	}
+	if j.forceTool != nil {
+		if len(tools) == 0 {
+			return badRequest("tool_choice: a call is required but the request has no tools")
+		}
+		if !absent(q.ResponseFormat) && !strings.Contains(string(q.ResponseFormat), `"text"`) {
+			return badRequest("tool_choice: a forced tool call and response_format cannot both constrain the answer")
+		}
+		g, err := forcedToolGrammar(tools, *j.forceTool)
+		if err != nil {
+			return err
+		}
+		j.forcedGrammar = g
 	}
 	j.tools = tools
 	j.noParallel = q.ParallelToolCalls != nil && !*q.ParallelToolCalls

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/woolly-llm/woolly/runtime/chat"
+	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
 // Tool calls: a request's tools are rendered by the model's template, and
@@ -123,4 +124,45 @@ func historyCalls(i int, calls []wireToolCall) ([]chat.ToolCall, error) {
 		out = append(out, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
 	return out, nil
+}
+
+// forcedToolGrammar compiles the grammar of a forced call: one JSON object
+// {"name": N, "arguments": A} where N is the named tool (or any of the
+// tools when name is "") and A follows that tool's parameters schema.
+func forcedToolGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, error) {
+	var alts []json.RawMessage
+	for i, raw := range tools {
+		var t struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil || t.Function.Name == "" {
+			return nil, badRequest("tools[%d]: want {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}", i)
+		}
+		if name != "" && t.Function.Name != name {
+			continue
+		}
+		params := t.Function.Parameters
+		if absent(params) {
+			params = json.RawMessage(`{"type":"object"}`)
+		}
+		nameJSON, _ := json.Marshal(t.Function.Name)
+		alts = append(alts, json.RawMessage(`{"type":"object","properties":{"name":{"const":`+string(nameJSON)+
+			`},"arguments":`+string(params)+`},"required":["name","arguments"],"additionalProperties":false}`))
+	}
+	if len(alts) == 0 {
+		return nil, badRequest("tool_choice: no tool named %q in tools", name)
+	}
+	schema, _ := json.Marshal(map[string]any{"anyOf": alts})
+	if len(alts) == 1 {
+		schema = alts[0]
+	}
+	g, err := grammar.CompileSchema(schema)
+	if err != nil {
+		return nil, badRequest("tool_choice: the tool's parameters: %v", err)
+	}
+	return g, nil
 }

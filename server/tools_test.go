@@ -166,9 +166,30 @@ func TestOpenAITools(t *testing.T) {
 	if choice["finish_reason"] != "stop" || choice["message"].(map[string]any)["tool_calls"] != nil {
 		t.Errorf("tool_choice none: %v", choice)
 	}
-	// auto is the default; required and a named function need constrained sampling: 400 naming tool_choice.
+	// auto is the default; required and a named function constrain the
+	// answer to one call (the grammar the backend gets accepts exactly the
+	// calls allowed); a bad choice or an unknown name is a 400 naming it.
 	wantStatus(t, do(t, ts, "POST", "/v1/chat/completions", body+`,"tool_choice":"auto"}`), 200)
-	for _, tc := range []string{`"required"`, `{"type":"function","function":{"name":"get_weather"}}`, `"sometimes"`} {
+	if b.last().lastReq().Grammar != nil {
+		t.Errorf("tool_choice auto constrained the answer")
+	}
+	for _, tc := range []struct{ choice, ok, bad string }{
+		{`"required"`, `{"name":"get_weather","arguments":{"city":"Oslo"}}`, `{"name":"nope","arguments":{}}`},
+		{`{"type":"function","function":{"name":"get_weather"}}`, `{"name": "get_weather", "arguments": {"city": "Paris"}}`, `{"name":"get_weather","arguments":{"town":"Paris"}}`},
+	} {
+		wantStatus(t, do(t, ts, "POST", "/v1/chat/completions", body+`,"tool_choice":`+tc.choice+`}`), 200)
+		g := b.last().lastReq().Grammar
+		if g == nil {
+			t.Fatalf("tool_choice %s: no grammar", tc.choice)
+		}
+		if m := g.NewMatcher(); !m.Advance([]byte(tc.ok)) || !m.Done() {
+			t.Errorf("tool_choice %s: the grammar refuses %s", tc.choice, tc.ok)
+		}
+		if g.NewMatcher().Accepts([]byte(tc.bad)) {
+			t.Errorf("tool_choice %s: the grammar accepts %s", tc.choice, tc.bad)
+		}
+	}
+	for _, tc := range []string{`"sometimes"`, `{"type":"function","function":{"name":"nope"}}`} {
 		r = do(t, ts, "POST", "/v1/chat/completions", body+`,"tool_choice":`+tc+`}`)
 		wantStatus(t, r, 400)
 		if !strings.Contains(string(r.body), "tool_choice") {

@@ -84,6 +84,10 @@ func (p *ToolParser) Feed(s string) (content string, calls []ToolCall) {
 	for {
 		switch p.state {
 		case 0:
+			if p.format == ToolsForced { // the whole answer is the call
+				p.state = 2
+				continue
+			}
 			if p.format == ToolsLlama3 && p.atStart {
 				rest := strings.TrimLeft(p.buf, " \t\r\n")
 				if rest == "" {
@@ -167,6 +171,8 @@ func (p *ToolParser) Flush() (content string, calls []ToolCall) {
 			calls, text, err = parseJSONCalls(rest, "arguments", true)
 		case ToolsLlama3:
 			calls, text, err = parseJSONCalls(rest, "parameters", false)
+		case ToolsForced:
+			calls, text, err = parseJSONCalls(rest, "arguments", false)
 		default:
 			err = errors.New("no format")
 		}

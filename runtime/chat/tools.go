@@ -37,6 +37,10 @@ const (
 	ToolsLlama3  = "llama3"
 	ToolsMistral = "mistral"
 	ToolsGranite = "granite"
+	// ToolsForced is the answer of a request that forces a call (OpenAI
+	// tool_choice "required" or a named function): sampling is constrained
+	// to one JSON object {"name": ..., "arguments": {...}}, the whole answer.
+	ToolsForced = "forced"
 )
 
 // ToolFormat names the tool-call format of the template's family ("" when

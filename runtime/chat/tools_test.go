@@ -274,3 +274,30 @@ func TestToolCallsRefusedWithoutSupport(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A forced call's answer is the call object itself, whole or fed piece by
+// piece; an answer that is not a call stays content.
+func TestForcedToolCall(t *testing.T) {
+	doc := `{"name": "get_weather", "arguments": {"city": "Paris"}}`
+	content, calls := ParseToolCalls(ToolsForced, doc)
+	if content != "" || len(calls) != 1 || calls[0].Name != "get_weather" || string(calls[0].Arguments) != `{"city":"Paris"}` || calls[0].ID == "" {
+		t.Fatalf("content %q calls %+v", content, calls)
+	}
+	p := NewToolParser(ToolsForced)
+	var got []ToolCall
+	for i := 0; i < len(doc); i++ {
+		c, k := p.Feed(doc[i : i+1])
+		if c != "" {
+			t.Fatalf("content %q before the end", c)
+		}
+		got = append(got, k...)
+	}
+	_, k := p.Flush()
+	got = append(got, k...)
+	if len(got) != 1 || got[0].Name != "get_weather" {
+		t.Fatalf("fed byte by byte: %+v", got)
+	}
+	if content, calls := ParseToolCalls(ToolsForced, `{"name": "get_weath`); len(calls) != 0 || content != `{"name": "get_weath` {
+		t.Fatalf("cut answer: content %q calls %+v", content, calls)
+	}
+}
