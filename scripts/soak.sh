@@ -30,6 +30,7 @@ abs=$(cd "$src" && pwd)
 ln -s "$abs/$m1.gguf" "$dir/$m1.gguf"
 ln -s "$abs/$m2.gguf" "$dir/$m2.gguf"
 pid=""
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
 	rm -rf "$dir"
@@ -42,11 +43,11 @@ bin/woolly serve --models "$dir" --host 127.0.0.1 --port 0 -t "$threads" --max-q
 pid=$!
 url=""
 i=0
-while [ $i -lt 300 ]; do
+while [ $i -lt 60 ]; do
 	url=$(sed -n 's/.*listening on \(http:\/\/[^ ]*\).*/\1/p' "$dir/serve.log" | head -n 1)
 	if [ -n "$url" ]; then break; fi
 	if ! kill -0 "$pid" 2>/dev/null; then cat "$dir/serve.log" >&2; exit 1; fi
-	sleep 0.1
+	sleep 1
 	i=$((i + 1))
 done
 if [ -z "$url" ]; then echo "soak: woolly serve did not start" >&2; cat "$dir/serve.log" >&2; exit 1; fi
