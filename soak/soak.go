@@ -86,9 +86,9 @@ type Report struct {
 	// tokens the client read before leaving; ProbeTokens is what it asked for.
 	ProbeExcess []int
 	ProbeTokens int
-	Baseline    Snapshot // before the load (models loaded once)
-	Peak        Snapshot // during the load (sampled)
-	After       Snapshot // after the load, once goroutines settled
+	Baseline    Snapshot // the idle server before the soak, no model loaded
+	Peak        Snapshot // during the load (sampled; Generated unset)
+	After       Snapshot // after the load, every model unloaded, once goroutines and RSS settled
 	Duration    time.Duration
 }
 
@@ -170,13 +170,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer tr.CloseIdleConnections()
 	start := time.Now()
 
-	// Warm up: each model answers once (so the baseline has them loaded).
-	for _, m := range cfg.Models {
-		if err := r.warm(ctx, m); err != nil {
-			return nil, fmt.Errorf("soak: warming %s: %w", m, err)
-		}
-	}
-	tr.CloseIdleConnections()
+	// The baseline: the idle server, no model loaded yet (run the soak
+	// against a fresh server).
 	base, err := r.settle(ctx, -1)
 	if err != nil {
 		return nil, err
@@ -184,6 +179,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.rep.Baseline = base
 	r.rep.Peak = base
 	r.logf("baseline: %d goroutines, RSS %.1f MiB", base.Goroutines, mib(base.RSS))
+	// Each model answers once before the clients start.
+	for _, m := range cfg.Models {
+		if err := r.warm(ctx, m); err != nil {
+			return nil, fmt.Errorf("soak: warming %s: %w", m, err)
+		}
+	}
+	tr.CloseIdleConnections()
+	loaded, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	// The load, with a sampler of the peak and the unloads.
 	total := int64(cfg.Clients * cfg.Requests)
@@ -212,22 +218,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("soak: stopped after %d requests: %w", r.done.Load(), err)
 	}
-	tr.CloseIdleConnections()
-	after, err := r.settle(ctx, base.Goroutines)
-	if err != nil {
-		return nil, err
-	}
-	r.rep.After = after
 	if r.rep.Disconnects > 0 {
-		excess := after.Generated - base.Generated - float64(r.tokOK+r.tokCut)
+		end, err := r.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		excess := end.Generated - loaded.Generated - float64(r.tokOK+r.tokCut)
 		r.rep.ExcessPerDisconnect = excess / float64(r.rep.Disconnects)
 	}
 	if cfg.Probes > 0 {
 		r.probes(ctx)
-		tr.CloseIdleConnections()
-		if r.rep.After, err = r.settle(ctx, base.Goroutines); err != nil {
-			return nil, err
+	}
+	// Unload every model, then the server should be back where it started.
+	for _, m := range cfg.Models {
+		if err := r.unload(ctx, m); err != nil {
+			r.unexpected("final unload of %s: %v", m, err)
 		}
+	}
+	tr.CloseIdleConnections()
+	if r.rep.After, err = r.settle(ctx, base.Goroutines); err != nil {
+		return nil, err
+	}
+	if r.rep.After, err = r.settleRSS(ctx, base.RSS); err != nil {
+		return nil, err
 	}
 	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
 	if n := len(r.lat); n > 0 {
@@ -376,27 +389,56 @@ func (r *runner) unloads(ctx context.Context, total int64) {
 			}
 		}
 		for _, m := range r.cfg.Models {
-			body := fmt.Sprintf(`{"model":%q,"keep_alive":0}`, m)
-			resp, err := r.post(ctx, "/api/generate", strings.NewReader(body))
-			if err != nil {
+			if err := r.unload(ctx, m); err != nil {
 				if ctx.Err() == nil {
 					r.unexpected("unload %s: %v", m, err)
 				}
-				continue
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var v struct {
-				DoneReason string `json:"done_reason"`
-			}
-			if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &v) != nil || v.DoneReason != "unload" {
-				r.unexpected("unload %s: %s %q", m, resp.Status, b)
 				continue
 			}
 			r.mu.Lock()
 			r.rep.Unloads++
 			r.mu.Unlock()
 			r.logf("unloaded %s at %d requests", m, r.done.Load())
+		}
+	}
+}
+
+// unload asks the server to unload model now (keep_alive 0, no prompt).
+func (r *runner) unload(ctx context.Context, m string) error {
+	body := fmt.Sprintf(`{"model":%q,"keep_alive":0}`, m)
+	resp, err := r.post(ctx, "/api/generate", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var v struct {
+		DoneReason string `json:"done_reason"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &v) != nil || v.DoneReason != "unload" {
+		return fmt.Errorf("%s %q", resp.Status, b)
+	}
+	return nil
+}
+
+// settleRSS waits (up to cfg.Settle) for the server's RSS to come down to
+// within 10 % of target, or to stop falling.
+func (r *runner) settleRSS(ctx context.Context, target int64) (Snapshot, error) {
+	deadline := time.Now().Add(r.cfg.Settle)
+	var prev int64 = -1
+	for {
+		s, err := r.snapshot(ctx)
+		if err != nil {
+			return s, err
+		}
+		if s.RSS <= target+target/10 || s.RSS == prev || time.Now().After(deadline) {
+			return s, nil
+		}
+		prev = s.RSS
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -683,6 +725,9 @@ func (r *runner) disconnect(ctx context.Context, hc *http.Client, conn func() *c
 				return nil
 			}
 		}
+		if cc != nil {
+			cc.Conn.Close() // now, not when the transport gets to it
+		}
 		cancel() // close the connection mid-stream
 		return errLeave
 	})
@@ -810,16 +855,19 @@ func (r *runner) probes(ctx context.Context) {
 }
 
 // Check judges a report: nothing unexpected, the goroutines back to the
-// baseline, and no probe disconnect followed by more than maxExcess tokens
-// (1 is the aim: the token being computed when the client left). RSS is
-// reported, not judged: Go returns freed memory to the system lazily.
-func (r *Report) Check(maxExcess int) error {
+// baseline, RSS back within rssSlack bytes of it (every model unloaded),
+// and no probe disconnect followed by more than maxExcess tokens (1 is the
+// aim: the token being computed when the client left).
+func (r *Report) Check(maxExcess int, rssSlack int64) error {
 	var bad []string
 	if r.UnexpectedCount > 0 {
 		bad = append(bad, fmt.Sprintf("%d unexpected results", r.UnexpectedCount))
 	}
 	if r.After.Goroutines > r.Baseline.Goroutines {
 		bad = append(bad, fmt.Sprintf("%d goroutines after, %d before", r.After.Goroutines, r.Baseline.Goroutines))
+	}
+	if r.After.RSS > r.Baseline.RSS+rssSlack {
+		bad = append(bad, fmt.Sprintf("RSS %.1f MiB after, %.1f MiB before", mib(r.After.RSS), mib(r.Baseline.RSS)))
 	}
 	if m := r.MaxProbeExcess(); m > maxExcess {
 		bad = append(bad, fmt.Sprintf("a disconnect went on for %d tokens", m))

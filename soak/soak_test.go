@@ -18,7 +18,7 @@ import (
 // shared models, 16 clients x 25 requests with every fault of the full
 // soak (scripts/soak.sh): disconnects, malformed and oversized bodies,
 // unloads in the middle. Nothing unexpected may happen and the goroutines
-// must come back to the baseline. WOOLLY_SOAK=full runs 64 x 500.
+// and memory must come back to the baseline. WOOLLY_SOAK=full runs 64 x 500.
 func TestSoak(t *testing.T) {
 	dir := filepath.Join("..", "..", "shared", "models")
 	models := []string{"stories260K-Q4_K_M", "synth-llama-mini-Q4_K_M"}
@@ -61,8 +61,9 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("\n%s", rep)
 	// Under -race on a shared machine the server notices a disconnect a
-	// little later; the bound is 1 token with scripts/soak.sh.
-	if err := rep.Check(3); err != nil {
+	// little later, and the test's own clients share the process's RSS; the
+	// bounds are 1 token and 64 MiB with scripts/soak.sh.
+	if err := rep.Check(3, 256<<20); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Completed == 0 || rep.Disconnects == 0 || rep.Bad == 0 || rep.Oversized == 0 || rep.Unloads != 2*len(models) {

@@ -4,8 +4,8 @@
 // bodies and model unloads, then prints what went wrong, latencies, and the
 // server's goroutines and RSS before, during and after. It exits 1 when
 // anything unexpected happened, the server's goroutines did not come back
-// to the baseline, or a probe disconnect was followed by more than -max-excess tokens
-// (default 1).
+// to the baseline, its RSS stayed more than -rss-slack above it, or a
+// probe disconnect was followed by more than -max-excess tokens (default 1).
 //
 //	woolly-soak -url http://127.0.0.1:8080 -models stories260K-Q4_K_M,synth-llama-mini-Q4_K_M
 //
@@ -50,6 +50,7 @@ func run() error {
 	fs.DurationVar(&cfg.Settle, "settle", 30*time.Second, "longest wait for the goroutines to come back down")
 	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole run")
 	maxExcess := fs.Int("max-excess", 1, "most tokens a probe disconnect may be followed by")
+	rssSlack := fs.Int64("rss-slack", 64, "`MiB` the server's RSS may stay above the baseline after the soak")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("q", false, "no progress lines")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -97,7 +98,7 @@ func run() error {
 	} else {
 		fmt.Print(rep)
 	}
-	if err := rep.Check(*maxExcess); err != nil {
+	if err := rep.Check(*maxExcess, *rssSlack<<20); err != nil {
 		return err
 	}
 	return nil
