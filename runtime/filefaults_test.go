@@ -136,37 +136,21 @@ func TestTruncatedWhileMappedIsLoud(t *testing.T) {
 // to v (the loader's writer makes the crafted file).
 func rewriteF32(t *testing.T, name, tensor string, index int, v float32) string {
 	t.Helper()
-	f, err := loader.Open(filepath.Join(sharedDir(t), "models", name+".gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := loader.NewWriter()
-	for _, kv := range f.KV {
-		w.Set(kv.Key, kv.Value)
-	}
 	found := false
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		data := f.Data(ti)
-		if ti.Name == tensor {
-			if ti.Type != kernels.F32 {
-				t.Fatalf("%s is %s, want F32", tensor, ti.Type)
-			}
-			data = append([]byte(nil), data...)
-			binary.LittleEndian.PutUint32(data[4*index:], math.Float32bits(v))
-			found = true
+	path := variantEdit(t, name, nil, "", nil, func(ti *loader.TensorInfo, data []byte) []byte {
+		if ti.Name != tensor {
+			return data
 		}
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, data); err != nil {
-			t.Fatal(err)
+		if ti.Type != kernels.F32 {
+			t.Fatalf("%s is %s, want F32", tensor, ti.Type)
 		}
-	}
+		data = append([]byte(nil), data...)
+		binary.LittleEndian.PutUint32(data[4*index:], math.Float32bits(v))
+		found = true
+		return data
+	})
 	if !found {
 		t.Fatalf("%s has no tensor %s", name, tensor)
-	}
-	path := filepath.Join(t.TempDir(), "crafted.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
 	}
 	return path
 }
