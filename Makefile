@@ -5,8 +5,14 @@
 #
 #   make build          bin/woolly
 #   make test           everything this machine can run: test-go, test-c,
-#                       test-sanitize, test-arm64, test-darwin
+#                       test-sanitize, test-arm64, test-darwin, fuzz-smoke,
+#                       test-race-soak, lint-sh
 #   make test-go        go test ./...
+#   make fuzz-smoke     each fuzz target for FUZZTIME (10s) over its corpus
+#   make test-race-soak the short soak (package soak) under -race
+#   make test-asan      kernel tests and the runtime parity subset built with
+#                       -asan (not in make test: about 10 minutes)
+#   make lint-sh        scripts/lint-sh.sh: shellcheck -s sh, no GNU-only options
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
 #   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip)
@@ -24,8 +30,12 @@ BIN     ?= bin
 # parallel jobs for the C builds (nproc on Linux, sysctl on macOS)
 JOBS    ?= $(shell (nproc || sysctl -n hw.ncpu || echo 2) 2>/dev/null | head -n 1)
 GOFLAGS_TEST ?=
+# fuzz-smoke: time per target (one worker each)
+FUZZTIME ?= 10s
+# test-asan: the runtime tests that drive the kernels through cgo
+ASAN_RUN ?= TestParityLogits|TestParityGreedy
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin bench bench-go bench-c lint clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c lint clean
 
 all: build
 
@@ -33,7 +43,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/woolly ./cmd/woolly
 
-test: test-go test-c test-sanitize test-arm64 test-darwin
+test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh
 
 test-go:
 	$(GO) test $(GOFLAGS_TEST) ./...
@@ -60,6 +70,29 @@ test-arm64:
 # darwin/arm64 compile check through zig cc (scripts/darwin-check.sh).
 test-darwin:
 	sh scripts/darwin-check.sh
+
+# Each fuzz target over its corpus (testdata/fuzz/<name>) and FUZZTIME of
+# new inputs, one worker: go test runs one fuzz target per command.
+fuzz-smoke:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./loader
+	$(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./cmd/woolly
+	$(GO) test -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runtime/tokenizer
+	$(GO) test -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runtime/chat
+	$(GO) test -run '^$$' -fuzz '^FuzzServerRequests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./server
+
+# The soak (16 clients x 25 requests, every fault) under the race detector;
+# scripts/soak.sh is the full one against woolly serve.
+test-race-soak:
+	$(GO) test -race -count=1 -run '^TestSoak$$' ./soak
+
+# Go's AddressSanitizer over the cgo boundary (needs a C compiler with
+# libasan: gcc or clang); too slow for make test, see README "Reliability".
+test-asan:
+	$(GO) test -asan -count=1 ./kernels
+	$(GO) test -asan -count=1 -run '$(ASAN_RUN)' ./runtime
+
+lint-sh:
+	sh scripts/lint-sh.sh
 
 # scripts/bench.sh is the project benchmark (owner: speed); until it exists,
 # the Go kernel benchmarks stand in.

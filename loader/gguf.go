@@ -14,6 +14,7 @@ package loader
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -188,6 +189,7 @@ type File struct {
 	kvIdx   map[string]int
 	tIdx    map[string]int
 	release func() error
+	fh      *os.File // the mapped file's descriptor (nil when not mapped)
 }
 
 // Close releases the mapping. Slices returned by Data must not be used after.
@@ -198,6 +200,10 @@ func (f *File) Close() error {
 	rel := f.release
 	f.release = nil
 	f.data = nil
+	if f.fh != nil {
+		f.fh.Close()
+		f.fh = nil
+	}
 	if rel != nil {
 		return rel()
 	}

@@ -23,6 +23,14 @@ func variant(t *testing.T, name string, set map[string]*loader.Value, drop strin
 // variantWith is variant with F32 tensors added.
 func variantWith(t *testing.T, name string, set map[string]*loader.Value, drop string, add map[string][]float32) string {
 	t.Helper()
+	return variantEdit(t, name, set, drop, add, nil)
+}
+
+// variantEdit is variantWith with edit (when not nil) given each tensor's
+// data to return the bytes to write.
+func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop string, add map[string][]float32,
+	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
+	t.Helper()
 	f, err := loader.Open(filepath.Join(sharedDir(t), "models", name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +56,11 @@ func variantWith(t *testing.T, name string, set map[string]*loader.Value, drop s
 		if ti.Name == drop {
 			continue
 		}
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
+		data := f.Data(ti)
+		if edit != nil {
+			data = edit(ti, data)
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, data); err != nil {
 			t.Fatal(err)
 		}
 	}

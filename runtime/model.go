@@ -234,8 +234,15 @@ type Session struct {
 	hiddenOut bool
 }
 
+// CheckFile reports whether the model file still holds every byte that was
+// mapped (loader.File.Check): an error wrapping loader.ErrTruncated when it
+// was cut underneath the model, whose weights would then fault (SIGBUS).
+// NewSession checks; long-lived sessions should check before each use.
+func (m *Model) CheckFile() error { return m.file.Check() }
+
 // NewSession makes a session with a KV cache of nCtx positions (0: the
-// model's default context).
+// model's default context). It fails when the model file was truncated
+// since the model was loaded (CheckFile).
 func (m *Model) NewSession(nCtx int) (*Session, error) {
 	return m.newSession(nCtx, true)
 }
@@ -247,6 +254,9 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 	}
 	if nCtx == 0 {
 		nCtx = m.nCtx
+	}
+	if err := m.CheckFile(); err != nil {
+		return nil, err
 	}
 	c := m.cfg
 	s := &Session{model: m, nCtx: nCtx, kcache: make([][]uint16, c.NLayer), vcache: make([][]uint16, c.NLayer)}

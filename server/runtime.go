@@ -159,6 +159,11 @@ func (r *runtimeModel) Close() error {
 }
 
 func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText func(string) error) (*GenerateResult, error) {
+	// A model file cut underneath the server would fault at the first
+	// weight past the new end: refuse with the reason instead.
+	if err := r.m.CheckFile(); err != nil {
+		return nil, err
+	}
 	tok := r.m.Tokenizer()
 	ids, err := tok.Encode(req.Prompt, tok.AddBOS(), true)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
@@ -346,6 +348,22 @@ func infoTextArray(a loader.Array) string {
 	return string(b)
 }
 
+// infoLabel is a name from the file (a key, a tensor name, the
+// architecture) as printed: as it is when it is printable UTF-8, quoted
+// otherwise, so that no control byte of a file reaches the terminal and
+// every key stays on its line.
+func infoLabel(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 func infoText(f *loader.File, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
@@ -355,9 +373,9 @@ func infoText(f *loader.File, w io.Writer) error {
 	} else {
 		p("size:\t%d bytes (GGUF v%d, alignment %d, no tensor data)\n", f.Size, f.Version, f.Alignment)
 	}
-	p("architecture:\t%s\n", f.Architecture())
+	p("architecture:\t%s\n", infoLabel(f.Architecture()))
 	if name, ok := f.String("general.name"); ok {
-		p("name:\t%s\n", name)
+		p("name:\t%s\n", infoLabel(name))
 	}
 	if ft, name, ok := f.FileType(); ok {
 		if name == "" {
@@ -368,9 +386,9 @@ func infoText(f *loader.File, w io.Writer) error {
 	p("parameters:\t%d\n", infoParams(f))
 	if m, ok := f.String("tokenizer.ggml.model"); ok || infoVocabSize(f) >= 0 {
 		if pre, ok := f.String("tokenizer.ggml.pre"); ok {
-			m += " (pre: " + pre + ")"
+			m += " (pre: " + infoLabel(pre) + ")"
 		}
-		p("tokenizer:\t%s, %d tokens\n", m, max(infoVocabSize(f), 0))
+		p("tokenizer:\t%s, %d tokens\n", infoLabel(m), max(infoVocabSize(f), 0))
 	}
 	if len(f.Tensors) > 0 {
 		p("tensors:\t%d (%s)\n", len(f.Tensors), infoTypeMixString(infoTypeMix(f)))
@@ -382,9 +400,9 @@ func infoText(f *loader.File, w io.Writer) error {
 	}
 
 	if hyper := infoHyper(f); len(hyper) > 0 {
-		fmt.Fprintf(w, "\nhyperparameters (%s.*):\n", f.Architecture())
+		fmt.Fprintf(w, "\nhyperparameters (%s.*):\n", infoLabel(f.Architecture()))
 		for _, kv := range hyper {
-			p("  %s\t%s\n", kv.Key, infoTextValue(kv.Value))
+			p("  %s\t%s\n", infoLabel(kv.Key), infoTextValue(kv.Value))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -393,7 +411,7 @@ func infoText(f *loader.File, w io.Writer) error {
 
 	fmt.Fprintf(w, "\nmetadata (%d keys):\n", len(f.KV))
 	for _, kv := range f.KV {
-		p("  %s\t%s\t%s\n", kv.Key, kv.Value.Type, infoTextValue(kv.Value))
+		p("  %s\t%s\t%s\n", infoLabel(kv.Key), kv.Value.Type, infoTextValue(kv.Value))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -408,7 +426,7 @@ func infoText(f *loader.File, w io.Writer) error {
 			for j, d := range t.Shape {
 				dims[j] = strconv.FormatInt(d, 10)
 			}
-			p("  %s\t%s\t%s\t%d\n", t.Name, t.Type, strings.Join(dims, " x "), t.Size)
+			p("  %s\t%s\t%s\t%d\n", infoLabel(t.Name), t.Type, strings.Join(dims, " x "), t.Size)
 		}
 	}
 	return tw.Flush()
