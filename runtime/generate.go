@@ -108,8 +108,12 @@ func (m *Model) promptTokens(o GenerateOptions) ([]int32, error) {
 // Generate continues the session's sequence with the prompt and generates.
 // Cached positions that match the start of the prompt are reused; the rest
 // of the cache is dropped. o.NCtx is ignored (the session has its size).
+// It fails when the model file was truncated since it was loaded.
 func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(Token) error) (*GenerateResult, error) {
 	m := s.model
+	if err := m.CheckFile(); err != nil { // cut underneath its mapping: an error, not a fault
+		return nil, err
+	}
 	prompt, err := m.promptTokens(o)
 	if err != nil {
 		return nil, err
