@@ -1,9 +1,7 @@
-/* dot_kquant_simd.h — body of the K-quant x Q8_K dots, compiled once per
- * x86 ISA level by dot_kquant_<isa>_amd64.c, which defines:
- *   KT                      function attribute (target ISA)
- *   KFN(name)               name with the ISA suffix (name##_avx2)
- *   ACC_MADD16(acc, p, s)   acc (8 x i32) += pairwise sums of p*s (16 x i16)
- *   ACC_DOT_U8I8(acc, u, s) acc (8 x i32) += 4-wise sums of u*s (u8 x i8)
+/* dot_kquant_simd.h — bodies of the K-quant x Q8_K dots as static inline
+ * helpers, included by dot_kquant_<isa>_amd64.c after simd_<isa>_amd64.h,
+ * which gives KT (the target attribute), ACC_MADD16 and ACC_DOT_U8I8; each
+ * .c file writes out its k_dot_q*_k_q8_k_<isa> over these helpers.
  * Specification: k_dot_q{4,5,6}_k_q8_k_ref in dot_ref.c. Per super-block the
  * integer sums are exact (maddubs never saturates for these ranges), then one
  * f32 FMA folds in d * y.d, so results differ from ref only in the order of
@@ -11,7 +9,7 @@
 
 /* Q4_K: 4 chunks of 64 = 32 bytes of nibbles; low nibbles sub-block 2c,
  * high nibbles sub-block 2c+1. Min term: dmin*yd * sum_s m[s] * (bsum[2s] + bsum[2s+1]). */
-KT float KFN(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -49,7 +47,7 @@ KT float KFN(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
 
 /* Q5_K: as Q4_K; bit 2c / 2c+1 of qh[l] adds 16 to the low / high nibble.
  * The min term is summed in a scalar, as the reference does for Q5_K only. */
-KT float KFN(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q5_k *x = (const k_block_q5_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
@@ -89,7 +87,7 @@ KT float KFN(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
  * offset is folded once per block as 32 * sum_g scale[g] * bsum[g]. A 32-quant
  * vector spans two 16-element scale groups: lanes 0..7 of the int16 pair sums
  * take scale 2j, lanes 8..15 scale 2j+1. */
-KT float KFN(k_dot_q6_k_q8_k)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);

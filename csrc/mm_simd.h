@@ -1,5 +1,8 @@
-/* mm_simd.h — k_matmul_q tile kernels (one weight row x 4 tokens), compiled
- * once per x86 ISA level by mm_<isa>_amd64.c (macros: see dot_kquant_simd.h).
+/* mm_simd.h — the pieces of the k_matmul_q tile kernels (one weight row x 4
+ * tokens, 4 rows x one token) and their driver mm_tile, as static functions
+ * included by mm_<isa>_amd64.c after simd_<isa>_amd64.h (KT, ACC_MADD16,
+ * ACC_DOT_U8I8; MM_ZMM adds the 512-bit pieces); each .c file writes out its
+ * k_mm_*_<isa> as one mm_tile call naming its pieces.
  * Specification: the single-token dots; each 4-token kernel performs the same
  * per-token operations in the same order as its single-token kernel, so
  * results are bit-identical; it only decodes every weight block once for 4
@@ -174,11 +177,6 @@ KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
 KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[8]) {
     q4k_zmm_tokens(8, n, w, a, a_row_bytes, out);
 }
-#define DOT4_Q4_K dot4_q4_k_zmm
-#define DOT8_Q4_K dot8_q4_k_zmm
-#else
-#define DOT4_Q4_K dot4_q4_k
-#define DOT8_Q4_K NULL
 #endif
 
 /* ---- Q5_K: Q4_K plus the 5th bits (bit 2c / 2c+1 of qh[l]) ---- */
@@ -357,9 +355,6 @@ KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
-#define DOT4_Q6_K dot4_q6_k_zmm
-#else
-#define DOT4_Q6_K dot4_q6_k
 #endif
 
 /* ---- Q8_0 and Q4_0: see dot_q32_simd.h (one accumulator per token
@@ -600,9 +595,6 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
 }
-#define ROWS4_Q4_K rows4_q4_k_zmm
-#else
-#define ROWS4_Q4_K rows4_q4_k
 #endif
 
 /* ---- Q6_K, 4 rows x 1 token (MatVec): per row the operations and their
@@ -694,20 +686,4 @@ KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
 }
-#define ROWS4_Q6_K rows4_q6_k_zmm
-#else
-#define ROWS4_Q6_K rows4_q6_k
 #endif
-
-#define TILE(name, dot8, dot4, rows4, dot1)                                                          \
-    void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
-              size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
-        mm_tile(dot8, dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);    \
-    }
-
-TILE(KFN(k_mm_q4_k), DOT8_Q4_K, DOT4_Q4_K, ROWS4_Q4_K, KFN(k_dot_q4_k_q8_k))
-TILE(KFN(k_mm_q5_k), NULL, dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
-TILE(KFN(k_mm_q6_k), NULL, DOT4_Q6_K, ROWS4_Q6_K, KFN(k_dot_q6_k_q8_k))
-TILE(KFN(k_mm_q8_0), NULL, dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
-TILE(KFN(k_mm_q4_0), NULL, dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
-TILE(KFN(k_mm_q5_0), NULL, dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))
