@@ -90,7 +90,6 @@ KT static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, c
 KT static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
@@ -99,18 +98,8 @@ KT static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, c
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h;
-            const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i H = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            k_q6k_quants_avx2(&x[i], h, q);
             const int8_t *qa = y[i].qs + 128 * h;
             _Pragma("GCC unroll 4")
             for (int k = 0; k < 4; k++) {

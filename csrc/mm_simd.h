@@ -232,7 +232,6 @@ KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_b
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
 KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     __m256 acc[NT];
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
@@ -249,18 +248,8 @@ KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_b
         }
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h;
-            const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i H = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            k_q6k_quants_avx2(&x[i], h, q);
             _Pragma("GCC unroll 4")
             for (int j = 0; j < 4; j++) {
                 const int p = 4 * h + j;
@@ -357,80 +346,8 @@ KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
 }
 #endif
 
-/* ---- Q8_0 and Q4_0: see dot_q32_simd.h (one accumulator per token
- * here; the single-token kernels use two, so these differ from them in f32
- * summation order only) ---- */
-KT static void dot4_q8_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q8_0 *x = (const k_block_q8_0 *)w;
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        const __m256i ax = _mm256_sign_epi8(qx, qx);
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
-            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
-            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
-}
-
-KT static void dot4_q4_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q4_0 *x = (const k_block_q4_0 *)w;
-    const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i qx = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
-        const __m256i ax = _mm256_sign_epi8(qx, qx);
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
-            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
-            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
-}
-
-/* Q5_0: (nibble | bit << 4) - 16 */
-KT static void dot4_q5_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q5_0 *x = (const k_block_q5_0 *)w;
-    const __m256i off = _mm256_set1_epi8(16), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i hi = _mm256_and_si256(k_bits32_avx2(x[i].qh), b4);
-        const __m256i qx = _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x[i].qs), hi), off);
-        const __m256i ax = _mm256_sign_epi8(qx, qx);
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
-            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
-            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
-}
-
-/* ---- 4 rows x 1 token for the Q0 family (MatVec): each row keeps its own
- * single accumulator in the reference order (see dot_q32_simd.h); four
- * independent chains hide the FMA latency, and each activation block is
- * loaded once for the four rows. d is the first field of every Q0 block. ---- */
+/* ---- the Q0 family (Q8_0, Q4_0, Q5_0; see dot_q32_simd.h): each
+ * block's signed quants by its decoder; d is the first field of every block. ---- */
 typedef __m256i (*q0_decode_fn)(const char *blk);
 
 KT static inline __m256i dec_q8_0(const char *b) { return _mm256_loadu_si256((const __m256i *)((const k_block_q8_0 *)b)->qs); }
@@ -443,6 +360,46 @@ KT static inline __m256i dec_q5_0(const char *b) {
     return _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x->qs), hi), _mm256_set1_epi8(16));
 }
 
+/* 1 row x 4 tokens: one accumulator per token here; the single-token
+ * kernels use two, so these differ from them in f32 summation order only. */
+KT static inline __attribute__((always_inline)) void dot4_q0(q0_decode_fn dec, size_t bsize, int64_t n, const void *w,
+                                                            const char *a, size_t a_row_bytes, float out[NT]) {
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *blk = (const char *)w + (size_t)i * bsize;
+        const __m256i qx = dec(blk);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        k_half dh;
+        __builtin_memcpy(&dh, blk, 2);
+        const float d = k_h2f_avx2(dh);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+
+KT static void dot4_q8_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q0(dec_q8_0, sizeof(k_block_q8_0), n, w, a, a_row_bytes, out);
+}
+KT static void dot4_q4_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q0(dec_q4_0, sizeof(k_block_q4_0), n, w, a, a_row_bytes, out);
+}
+KT static void dot4_q5_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q0(dec_q5_0, sizeof(k_block_q5_0), n, w, a, a_row_bytes, out);
+}
+
+/* ---- 4 rows x 1 token for the Q0 family (MatVec): each row keeps its own
+ * single accumulator in the reference order (see dot_q32_simd.h); four
+ * independent chains hide the FMA latency, and each activation block is
+ * loaded once for the four rows. d is the first field of every Q0 block. ---- */
 KT static inline __attribute__((always_inline)) void rows4_q0(q0_decode_fn dec, size_t bsize, int64_t n, const char *w,
                                                              size_t row_bytes, const void *a, float out[4]) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
@@ -602,7 +559,6 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
  * rows per pass, the next row group prefetched (see rows4_q0). ---- */
 KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     __m256 acc[4];
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
@@ -621,18 +577,8 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
             __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
             _Pragma("GCC unroll 2")
             for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = x->ql + 64 * h;
-                const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
-                const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-                const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
                 __m256i q[4];
-                q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-                q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+                k_q6k_quants_avx2(x, h, q);
                 const int8_t *qa = y[i].qs + 128 * h;
                 _Pragma("GCC unroll 4")
                 for (int k = 0; k < 4; k++) {
