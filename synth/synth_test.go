@@ -2,7 +2,6 @@ package synth
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,16 +12,9 @@ import (
 	"github.com/woolly-llm/woolly/quant"
 	wrt "github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/tokenizer"
-)
 
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	d := filepath.Join("..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(d, "models")); err != nil {
-		t.Skipf("../shared not available: %v", err)
-	}
-	return d
-}
+	"github.com/woolly-llm/woolly/internal/shared"
+)
 
 func preset(t *testing.T, name string) Preset {
 	t.Helper()
@@ -92,7 +84,7 @@ func TestDeterministic(t *testing.T) {
 // Q4_K_M types, weights of the intended scale, and a vocabulary the
 // tokenizer loads; the Result and the progress reports agree with the file.
 func TestMiniShape(t *testing.T) {
-	sh := sharedDir(t)
+	sh := shared.Dir(t)
 	var last, total int64
 	path, res := write(t, Options{Preset: preset(t, "mini"), Type: fileType(t, "q4_k_m"), Seed: 1,
 		Progress: func(d, n int64) { last, total = d, n }})
@@ -104,19 +96,7 @@ func TestMiniShape(t *testing.T) {
 		t.Errorf("result says %d bytes, %d tensors; the file has %d, %d", res.Bytes, res.Tensors, st.Size(), len(f.Tensors))
 	}
 
-	b, err := os.ReadFile(filepath.Join(sh, "ref", "tensor_types.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tt map[string]struct {
-		Tensors map[string]struct {
-			Type string  `json:"type"`
-			Ne   []int64 `json:"ne"`
-		} `json:"tensors"`
-	}
-	if err := json.Unmarshal(b, &tt); err != nil {
-		t.Fatal(err)
-	}
+	tt := shared.TensorTypes(t, sh)
 	want := tt["synth-llama-mini-Q4_K_M.gguf"].Tensors
 	if len(f.Tensors) != len(want) {
 		t.Fatalf("%d tensors, want %d", len(f.Tensors), len(want))
@@ -190,7 +170,7 @@ func TestMiniShape(t *testing.T) {
 }
 
 func TestVocabFromFile(t *testing.T) {
-	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
+	vocab := filepath.Join(shared.Dir(t), "vocab", "ggml-vocab-gpt-2.gguf")
 	path, res := write(t, Options{Preset: preset(t, "mini"), Type: fileType(t, "q8_0"), VocabPath: vocab})
 	f := open(t, path)
 	toks, _ := f.Strings("tokenizer.ggml.tokens")

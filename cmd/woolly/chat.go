@@ -38,14 +38,8 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	}
 	dequantS := dequantFlag(fs)
 	llamaAliases(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseModelFlags(fs, args, model); err != nil {
 		return err
-	}
-	if *model == "" {
-		return usageError(fs, "-m MODEL is required")
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected arguments %q", fs.Args())
 	}
 	if err := checkPredict(fs, *n); err != nil {
 		return err

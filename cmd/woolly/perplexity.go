@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-
-	"github.com/woolly-llm/woolly/runtime"
 )
 
 func init() {
@@ -40,11 +38,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	}
 	// Like llama.cpp's -f: drop one trailing newline.
 	text := strings.TrimSuffix(string(b), "\n")
-	mode, err := parseAttention(*attn)
-	if err != nil {
-		return err
-	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, Attention: mode})
+	m, err := loadForEval(*model, *threads, *attn)
 	if err != nil {
 		return err
 	}

@@ -40,14 +40,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	llamaAliases(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseModelFlags(fs, args, model); err != nil {
 		return err
-	}
-	if *model == "" {
-		return usageError(fs, "-m MODEL is required")
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected arguments %q", fs.Args())
 	}
 	if err := checkPredict(fs, *n); err != nil {
 		return err
@@ -148,6 +142,16 @@ func perSecond(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// loadForEval loads a model for logits and perplexity: --threads and
+// --attention as given, the other options at their defaults.
+func loadForEval(path string, threads int, attention string) (*runtime.Model, error) {
+	mode, err := parseAttention(attention)
+	if err != nil {
+		return nil, err
+	}
+	return runtime.Load(path, runtime.LoadOptions{Threads: threads, Attention: mode})
 }
 
 // parseAttention maps --attention to a runtime.AttentionMode.
