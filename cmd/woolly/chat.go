@@ -37,14 +37,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dequantS := dequantFlag(fs)
-	llamaAliases(fs)
-	if err := parseModelFlags(fs, args, model); err != nil {
-		return err
-	}
-	if err := checkPredict(fs, *n); err != nil {
-		return err
-	}
-	sampler, err := sf.options(fs)
+	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,20 @@ func (s *samplerFlags) options(fs *flag.FlagSet) (runtime.SamplerOptions, error)
 }
 
 // checkPredict validates -n: -1 (until the end), 0 (nothing) or a count.
+// parseGenerateFlags parses the flags of run and chat (llama.cpp's
+// spellings as aliases): -m required, no positional arguments, -n checked,
+// the sampler options validated.
+func parseGenerateFlags(fs *flag.FlagSet, args []string, model *string, n *int, sf *samplerFlags) (runtime.SamplerOptions, error) {
+	llamaAliases(fs)
+	if err := parseModelFlags(fs, args, model); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	if err := checkPredict(fs, *n); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	return sf.options(fs)
+}
+
 func checkPredict(fs *flag.FlagSet, n int) error {
 	if n < -1 {
 		return usageError(fs, "-n %d: want -1 (until end of generation), 0 (nothing) or a token count", n)

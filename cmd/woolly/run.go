@@ -39,14 +39,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
-	llamaAliases(fs)
-	if err := parseModelFlags(fs, args, model); err != nil {
-		return err
-	}
-	if err := checkPredict(fs, *n); err != nil {
-		return err
-	}
-	sampler, err := sf.options(fs)
+	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/synth"
 )
@@ -63,18 +61,4 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		*outPath, p.Name, ft, float64(res.Params)/1e9, res.Tensors, typeCounts(res.Types),
 		float64(res.Bytes)/(1<<20), *seed, time.Since(start).Seconds())
 	return nil
-}
-
-// typeCounts lists the tensors per type ("Q4_K x12, Q6_K x2"), types in order.
-func typeCounts(counts map[kernels.Type]int) string {
-	var types []kernels.Type
-	for ty := range counts {
-		types = append(types, ty)
-	}
-	sort.Slice(types, func(a, b int) bool { return types[a] < types[b] })
-	var parts []string
-	for _, ty := range types {
-		parts = append(parts, fmt.Sprintf("%v x%d", ty, counts[ty]))
-	}
-	return strings.Join(parts, ", ")
 }
