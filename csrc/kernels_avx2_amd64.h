@@ -234,4 +234,11 @@ static inline void k_q4k_unpack_scales(const uint8_t *scales, uint32_t u[4]) {
     u[0] &= k1;                                              /* scales 0..3 */
 }
 
+/* Q4_K / Q5_K scales and mins as int16: lanes 0..7 the 8 scales, 8..15 the 8 mins */
+K_AVX2 static inline __attribute__((always_inline)) __m256i k_q4k_scales_mins16_avx2(const uint8_t *scales) {
+    uint32_t u[4];
+    k_q4k_unpack_scales(scales, u);
+    return _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+}
+
 #endif

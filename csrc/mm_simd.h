@@ -65,36 +65,52 @@ static void mm_tile(dot4_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, i
 
 #define ACT(k, T) ((const T *)(a + (size_t)(k) * a_row_bytes))
 
-/* ---- Q4_K: see k_dot_q4_k_q8_k_avx2 ---- */
-KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+/* ---- Q4_K and Q5_K (t, a constant at each call): see
+ * k_dot_q{4,5}_k_q8_k_avx2. Q5_K adds the 5th bits (bit 2c / 2c+1 of qh[l])
+ * and sums its min term in a scalar per token. d, dmin and scales have the
+ * same offsets in both blocks. ---- */
+KT static inline __attribute__((always_inline)) void dot4_q45k(const int t, int64_t n, const void *w, const char *a,
+                                                              size_t a_row_bytes, float out[NT]) {
+    const size_t bb = t == K_Q4_K ? sizeof(k_block_q4_k) : sizeof(k_block_q5_k);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
     __m256 acc[NT];
     __m128 accm[NT];
+    float summs[NT];
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); summs[k] = 0; }
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        uint32_t u[4];
-        k_q4k_unpack_scales(x[i].scales, u);
-        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const k_block_q4_k *x = (const k_block_q4_k *)((const char *)w + (size_t)i * bb);
+        const k_block_q5_k *x5 = (const k_block_q5_k *)x;
+        const uint8_t *qs = t == K_Q4_K ? x->qs : x5->qs;
+        const __m256i sm = k_q4k_scales_mins16_avx2(x->scales);
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
         const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const float d = k_h2f_avx2(x->d), dmin = k_h2f_avx2(x->dmin);
         const k_block_q8_k *y[NT];
         __m256i sumi[NT];
         _Pragma("GCC unroll 4")
         for (int k = 0; k < NT; k++) {
             y[k] = ACT(k, k_block_q8_k) + i;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
-            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            if (t == K_Q4_K) {
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
+                const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            } else {
+                summs[k] = k_q5k_summs_avx2(summs[k], mins, y[k]->bsums, y[k]->d * dmin);
+            }
             sumi[k] = _mm256_setzero_si256();
         }
+        __m256i hb = t == K_Q5_K ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m256i lo = _mm256_and_si256(q4, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q4, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            if (t == K_Q5_K) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4));
+                hb = _mm256_srli_epi16(hb, 2);
+            }
             const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
             _Pragma("GCC unroll 4")
             for (int k = 0; k < NT; k++) {
@@ -110,7 +126,12 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
     }
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+    for (int k = 0; k < NT; k++)
+        out[k] = t == K_Q4_K ? k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]) : k_hsum_avx2(acc[k]) + summs[k];
+}
+
+KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q45k(K_Q4_K, n, w, a, a_row_bytes, out);
 }
 
 #ifdef MM_ZMM
@@ -179,54 +200,8 @@ KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
 }
 #endif
 
-/* ---- Q5_K: Q4_K plus the 5th bits (bit 2c / 2c+1 of qh[l]) ---- */
 KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q5_k *x = (const k_block_q5_k *)w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
-    __m256 acc[NT];
-    float summs[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); summs[k] = 0; }
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        uint32_t u[4];
-        k_q4k_unpack_scales(x[i].scales, u);
-        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-        const __m128i mins = _mm256_extracti128_si256(sm, 1);
-        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
-        const k_block_q8_k *y[NT];
-        __m256i sumi[NT];
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            y[k] = ACT(k, k_block_q8_k) + i;
-            summs[k] = k_q5k_summs_avx2(summs[k], mins, y[k]->bsums, y[k]->d * dmin);
-            sumi[k] = _mm256_setzero_si256();
-        }
-        __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        _Pragma("GCC unroll 4")
-        for (int c = 0; c < 4; c++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4);
-            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4);
-            hb = _mm256_srli_epi16(hb, 2);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
-            const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
-                const int8_t *qa = y[k]->qs + 64 * c;
-                const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
-                const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
-                sumi[k] = ACC_MADD16(sumi[k], p0, s0);
-                sumi[k] = ACC_MADD16(sumi[k], p1, s1);
-            }
-        }
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) + summs[k];
+    dot4_q45k(K_Q5_K, n, w, a, a_row_bytes, out);
 }
 
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
