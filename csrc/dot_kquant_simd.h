@@ -16,7 +16,6 @@
 KT static inline __attribute__((always_inline)) float dot_q45k(const int t, int64_t n, const void *w, const void *a) {
     const size_t bb = t == K_Q4_K ? sizeof(k_block_q4_k) : sizeof(k_block_q5_k);
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
     float summs = 0;
@@ -43,13 +42,8 @@ KT static inline __attribute__((always_inline)) float dot_q45k(const int t, int6
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++, q += 32, qa += 64) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)q);
-            __m256i lo = _mm256_and_si256(q4, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            if (t == K_Q5_K) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4));
-                hb = _mm256_srli_epi16(hb, 2);
-            }
+            __m256i lo, hi;
+            k_q45k_chunk_avx2(t, q4, &hb, &lo, &hi);
             const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
             const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
             sumi = ACC_MADD16(sumi, p0, k_bcast16_avx2(sc, 2 * c));

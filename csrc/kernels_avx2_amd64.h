@@ -241,4 +241,19 @@ K_AVX2 static inline __attribute__((always_inline)) __m256i k_q4k_scales_mins16_
     return _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
 }
 
+/* Q4_K / Q5_K (t), one chunk of 32 bytes q4: the unsigned quants of its two
+ * sub-blocks, low nibbles in lo, high in hi; for Q5_K bits 0 / 1 of each
+ * byte of *hb add 16 to them and *hb moves on by two bits. */
+K_AVX2 static inline __attribute__((always_inline)) void k_q45k_chunk_avx2(const int t, __m256i q4, __m256i *hb, __m256i *lo,
+                                                                          __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
+    *lo = _mm256_and_si256(q4, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+    if (t == K_Q5_K) {
+        *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(*hb, m1), 4));
+        *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(*hb, 1), m1), 4));
+        *hb = _mm256_srli_epi16(*hb, 2);
+    }
+}
+
 #endif

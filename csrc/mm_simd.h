@@ -72,7 +72,6 @@ static void mm_tile(dot4_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, i
 KT static inline __attribute__((always_inline)) void dot4_q45k(const int t, int64_t n, const void *w, const char *a,
                                                               size_t a_row_bytes, float out[NT]) {
     const size_t bb = t == K_Q4_K ? sizeof(k_block_q4_k) : sizeof(k_block_q5_k);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
     __m256 acc[NT];
     __m128 accm[NT];
     float summs[NT];
@@ -104,13 +103,8 @@ KT static inline __attribute__((always_inline)) void dot4_q45k(const int t, int6
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
             const __m256i q4 = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            __m256i lo = _mm256_and_si256(q4, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            if (t == K_Q5_K) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4));
-                hb = _mm256_srli_epi16(hb, 2);
-            }
+            __m256i lo, hi;
+            k_q45k_chunk_avx2(t, q4, &hb, &lo, &hi);
             const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
             _Pragma("GCC unroll 4")
             for (int k = 0; k < NT; k++) {
@@ -421,6 +415,22 @@ KT static void rows4_q5_0(int64_t n, const char *w, size_t rb, const void *a, fl
 #define MM_PF_Q6K 8
 #endif
 
+/* Q4_K, 4 rows x 1 token, the start of row x's block: prefetch the same
+ * block two row groups ahead (see rows4_q0; one group ahead out of cache,
+ * busy machine: 23-28 -> 28-29 cpu-GB/s), fold the min term into accm and
+ * return the scales (lanes 0..7) and mins (8..15) as int16. */
+KT static inline __attribute__((always_inline)) __m256i rows4_q4k_head(const k_block_q4_k *x, size_t row_bytes, __m128i bsum,
+                                                                      float yd, __m128 *accm) {
+    const char *nx = (const char *)x + MM_PF_Q4K * row_bytes;
+    _mm_prefetch(nx, _MM_HINT_T0);
+    _mm_prefetch(nx + 64, _MM_HINT_T0);
+    _mm_prefetch(nx + 128, _MM_HINT_T0);
+    const __m256i sm = k_q4k_scales_mins16_avx2(x->scales);
+    const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
+    *accm = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x->dmin) * yd), _mm_cvtepi32_ps(pm), *accm);
+    return sm;
+}
+
 /* ---- Q4_K, 4 rows x 1 token (MatVec): the activation loads and bsum
  * pairs are shared by the 4 rows; per row the operations and their order are
  * those of the single-row kernel (same bits). ---- */
@@ -440,15 +450,7 @@ KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void
         _Pragma("GCC unroll 4")
         for (int r = 0; r < 4; r++) {
             x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
-            const char *nx = (const char *)x[r] + MM_PF_Q4K * row_bytes; /* two row groups ahead (see rows4_q0; one group ahead out of cache, busy machine: 23-28 -> 28-29 cpu-GB/s) */
-            _mm_prefetch(nx, _MM_HINT_T0);
-            _mm_prefetch(nx + 64, _MM_HINT_T0);
-            _mm_prefetch(nx + 128, _MM_HINT_T0);
-            uint32_t u[4];
-            k_q4k_unpack_scales(x[r]->scales, u);
-            const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
-            accm[r] = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[r]->dmin) * yd), _mm_cvtepi32_ps(pm), accm[r]);
+            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
             sc[r] = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
             sumi[r] = _mm256_setzero_si256();
         }
@@ -496,15 +498,7 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
         _Pragma("GCC unroll 4")
         for (int r = 0; r < 4; r++) {
             x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
-            const char *nx = (const char *)x[r] + MM_PF_Q4K * row_bytes; /* two row groups ahead, as rows4_q4_k */
-            _mm_prefetch(nx, _MM_HINT_T0);
-            _mm_prefetch(nx + 64, _MM_HINT_T0);
-            _mm_prefetch(nx + 128, _MM_HINT_T0);
-            uint32_t u[4];
-            k_q4k_unpack_scales(x[r]->scales, u);
-            const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
-            accm[r] = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[r]->dmin) * yd), _mm_cvtepi32_ps(pm), accm[r]);
+            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
             sc[r] = _mm512_castsi256_si512(sm);
             sumi[r] = _mm512_setzero_si512();
         }
