@@ -65,7 +65,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	prompt := fs.String("p", "", "prompt `text` (tokenized as run does)")
 	top := fs.Int("top", 10, "entries per position")
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
-	attn := fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
+	attn := attentionFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseModelFlags(fs, args, model); err != nil {
 		return err

@@ -21,7 +21,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	file := fs.String("f", "", "text `file`")
 	nctx := fs.Int("c", 128, "tokens per chunk")
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
-	attn := fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
+	attn := attentionFlag(fs)
 	asJSON := fs.Bool("json", false, "print {\"ppl\":...,\"chunks\":...}")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +37,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dequantS := dequantFlag(fs)
-	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
+	attn := attentionFlag(fs)
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
@@ -145,6 +146,11 @@ func loadForEval(path string, threads int, attention string) (*runtime.Model, er
 		return nil, err
 	}
 	return runtime.Load(path, runtime.LoadOptions{Threads: threads, Attention: mode})
+}
+
+// attentionFlag registers --attention (parsed by parseAttention).
+func attentionFlag(fs *flag.FlagSet) *string {
+	return fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
 }
 
 // parseAttention maps --attention to a runtime.AttentionMode.
