@@ -28,31 +28,23 @@ K_AVX2 static inline AI float tree8(__m256 v) {
 
 /* ---- k_attention_f16acc ---- */
 
-/* dot_f16 of attn_f16_ref.c: accumulator j lanes 0..7 / 8..15 = a[j]l / a[j]h */
-K_AVX2 static inline AI float attn_dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
-    double sum = 0;
-    if (np > 0) {
-        __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l, a3l = a0l, a3h = a0l;
-        for (int64_t i = 0; i < np; i += 64) {
-            a0l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i),      ldh8(y + i),      a0l);
-            a0h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8),  ldh8(y + i + 8),  a0h);
-            a1l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), ldh8(y + i + 16), a1l);
-            a1h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), ldh8(y + i + 24), a1h);
-            a2l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 32), ldh8(y + i + 32), a2l);
-            a2h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 40), ldh8(y + i + 40), a2h);
-            a3l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 48), ldh8(y + i + 48), a3l);
-            a3h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 56), ldh8(y + i + 56), a3h);
-        }
-        a0l = _mm256_add_ps(a0l, a2l); a0h = _mm256_add_ps(a0h, a2h);   /* a0 += a2 */
-        a1l = _mm256_add_ps(a1l, a3l); a1h = _mm256_add_ps(a1h, a3h);   /* a1 += a3 */
-        a0l = _mm256_add_ps(a0l, a1l); a0h = _mm256_add_ps(a0h, a1h);   /* a0 += a1 */
-        sum = (double)tree8(_mm256_add_ps(a0l, a0h));                   /* w = 8, then 4, 2, 1 */
+/* the vector part of dot_f16 (attn_driver.h): accumulator j lanes 0..7 / 8..15 = a[j]l / a[j]h */
+K_AVX2 static inline AI float attn_dot64(const float *x, const k_half *y, int64_t np) {
+    __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l, a3l = a0l, a3h = a0l;
+    for (int64_t i = 0; i < np; i += 64) {
+        a0l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i),      ldh8(y + i),      a0l);
+        a0h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8),  ldh8(y + i + 8),  a0h);
+        a1l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), ldh8(y + i + 16), a1l);
+        a1h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), ldh8(y + i + 24), a1h);
+        a2l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 32), ldh8(y + i + 32), a2l);
+        a2h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 40), ldh8(y + i + 40), a2h);
+        a3l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 48), ldh8(y + i + 48), a3l);
+        a3h = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 56), ldh8(y + i + 56), a3h);
     }
-    for (int64_t i = np; i < n; i++) {
-        float p = x[i] * _cvtsh_ss(y[i]);
-        sum += (double)p;
-    }
-    return (float)sum;
+    a0l = _mm256_add_ps(a0l, a2l); a0h = _mm256_add_ps(a0h, a2h);   /* a0 += a2 */
+    a1l = _mm256_add_ps(a1l, a3l); a1h = _mm256_add_ps(a1h, a3h);   /* a1 += a3 */
+    a0l = _mm256_add_ps(a0l, a1l); a0h = _mm256_add_ps(a0h, a1h);   /* a0 += a1 */
+    return tree8(_mm256_add_ps(a0l, a0h));                          /* w = 8, then 4, 2, 1 */
 }
 
 #pragma GCC push_options
@@ -75,18 +67,11 @@ K_AVX2 static inline AI void vblock(const int nv, float *acc, const k_half *v, i
     }
     for (int r = 0; r < nv; r++) _mm256_storeu_ps(acc + 8 * r, a[r]);
 }
-K_AVX2 static void vblock64(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(8, acc, v, kvs, cn, ms, vs);
-}
-K_AVX2 static void vblock32(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(4, acc, v, kvs, cn, ms, vs);
-}
-K_AVX2 static void vblock16(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(2, acc, v, kvs, cn, ms, vs);
-}
-K_AVX2 static void vblock8(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(1, acc, v, kvs, cn, ms, vs);
-}
+#define VBLOCK_PARAMS float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs
+K_AVX2 static void vblock64(VBLOCK_PARAMS) { vblock(8, acc, v, kvs, cn, ms, vs); }
+K_AVX2 static void vblock32(VBLOCK_PARAMS) { vblock(4, acc, v, kvs, cn, ms, vs); }
+K_AVX2 static void vblock16(VBLOCK_PARAMS) { vblock(2, acc, v, kvs, cn, ms, vs); }
+K_AVX2 static void vblock8(VBLOCK_PARAMS) { vblock(1, acc, v, kvs, cn, ms, vs); }
 
 /* acc[0..8*nv) = fmaf(kq[j], vf[j*hd + ...], acc) for j < n, in registers. */
 K_AVX2 static inline AI void vacc(const int nv, float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
@@ -213,20 +198,5 @@ K_AVX2 static inline AI void attn_vacc(float *acc, const float *vfj, int64_t hd,
 #define ATTN_LANES 8
 #include "attn_driver.h"
 
-K_AVX2 void k_attention_f16acc_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                                    int64_t head_dim, const float *q, int64_t q_stride,
-                                    const k_half *k, const k_half *v, int64_t kv_stride,
-                                    float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                                    int64_t h0, int64_t h1, float *scratch) {
-    attn_f16acc(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap,
-                out, out_stride, h0, h1, scratch);
-}
-
-K_AVX2 void k_attention_tiled_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                                   int64_t head_dim, const float *q, int64_t q_stride,
-                                   const k_half *k, const k_half *v, int64_t kv_stride,
-                                   float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                                   int64_t h0, int64_t h1, float *scratch) {
-    attn_tiled(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap,
-               out, out_stride, h0, h1, scratch);
-}
+K_AVX2 void k_attention_f16acc_avx2(ATTN_F16_PARAMS) { attn_f16acc(ATTN_F16_ARGS); }
+K_AVX2 void k_attention_tiled_avx2(ATTN_F16_PARAMS) { attn_tiled(ATTN_F16_ARGS); }

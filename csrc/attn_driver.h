@@ -10,7 +10,8 @@
  *                      a multiple of it; otherwise it runs the ref kernel)
  *   float attn_h2f(k_half), float attn_f16r1(float)   one f16 conversion /
  *                      rounding to f16 and back, as the vector code does it
- *   float attn_dot_f16(x, y, n, np)   q.k as dot_f16 of attn_f16_ref.c
+ *   float attn_dot64(x, y, np)   the vector part of dot_f16 of attn_f16_ref.c:
+ *                      its first np (> 0, a multiple of 64) elements
  *   int64_t attn_vaccum_f16(acc, vc, kv_stride, cn, ms, vs, hd)   the V
  *                      accumulation of a chunk over the head lanes a vector
  *                      loop covers (returns how many); the driver does the rest
@@ -32,14 +33,31 @@
 
 #define ATTN_CHUNK 64
 
+/* The parameters of the exact attention kernels over the f16 cache (see
+ * kernels.h) and their names as arguments. */
+#define ATTN_F16_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
+        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+#define ATTN_F16_ARGS \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, out, out_stride, h0, h1, scratch
+
+/* dot_f16 of attn_f16_ref.c: the vector part, then the rest in double */
+ATTN_FN static inline __attribute__((always_inline)) float attn_dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
+    double sum = 0;
+    if (np > 0) sum = (double)attn_dot64(x, y, np);
+    for (int64_t i = np; i < n; i++) {
+        float p = x[i] * attn_h2f(y[i]);
+        sum += (double)p;
+    }
+    return (float)sum;
+}
+
 /* k_attention_f16acc: positions (from the window's first one) in chunks of
  * 64: first the chunk's scores (independent dots, pipelined; soft-capped
  * with the C library's tanhf), then the scalar online-softmax recurrence
  * (ms, vs, S), then the V accumulation. scratch: head_dim + 3*64 floats. */
-ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(
-    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,
-    int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,
-    float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch) {
+ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(ATTN_F16_PARAMS) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
     const float ksc = k_attn_score_scale(scale, softcap);
     float *acc = scratch, *sc = scratch + hd, *msv = sc + ATTN_CHUNK, *vsv = msv + ATTN_CHUNK;
@@ -90,14 +108,10 @@ ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(
  * 64-position tile of K (transposed) and V is widened to f32 once per block
  * and shared by its rows; tiles before the block's first window and, per
  * row, tiles with no position in the row's window are skipped. */
-ATTN_FN static inline __attribute__((always_inline)) void attn_tiled(
-    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,
-    int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,
-    float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch) {
+ATTN_FN static inline __attribute__((always_inline)) void attn_tiled(ATTN_F16_PARAMS) {
     const int64_t group = n_head / n_head_kv, hd = head_dim;
     if (hd % ATTN_LANES != 0) {
-        k_attention_tiled_ref(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                              scale, window, softcap, out, out_stride, h0, h1, scratch);
+        k_attention_tiled_ref(ATTN_F16_ARGS);
         return;
     }
     enum { TILE = K_ATTN_TILE, ROWS = K_ATTN_TILED_ROWS };

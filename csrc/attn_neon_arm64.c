@@ -28,26 +28,18 @@ static inline float tree8(float32x4_t lo, float32x4_t hi) {
 
 /* ---- k_attention_f16acc ---- */
 
-/* dot_f16 of attn_f16_ref.c: a[j][4c..4c+3] = accumulator j, lanes 4c.. */
-static inline AI float attn_dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
-    double sum = 0;
-    if (np > 0) {
-        float32x4_t a[4][4];
+/* the vector part of dot_f16 (attn_driver.h): a[j][4c..4c+3] = accumulator j, lanes 4c.. */
+static inline AI float attn_dot64(const float *x, const k_half *y, int64_t np) {
+    float32x4_t a[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int c = 0; c < 4; c++) a[j][c] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < np; i += 64)
         for (int j = 0; j < 4; j++)
-            for (int c = 0; c < 4; c++) a[j][c] = vdupq_n_f32(0);
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int c = 0; c < 4; c++)
-                    a[j][c] = vfmaq_f32(a[j][c], vld1q_f32(x + i + 16 * j + 4 * c), ldh4(y + i + 16 * j + 4 * c));
-        float32x4_t v[4];
-        for (int c = 0; c < 4; c++) v[c] = vaddq_f32(vaddq_f32(a[0][c], a[2][c]), vaddq_f32(a[1][c], a[3][c]));
-        sum = (double)tree8(vaddq_f32(v[0], v[2]), vaddq_f32(v[1], v[3])); /* w = 8, then 4, 2, 1 */
-    }
-    for (int64_t i = np; i < n; i++) {
-        float p = x[i] * attn_h2f(y[i]);
-        sum += (double)p;
-    }
-    return (float)sum;
+            for (int c = 0; c < 4; c++)
+                a[j][c] = vfmaq_f32(a[j][c], vld1q_f32(x + i + 16 * j + 4 * c), ldh4(y + i + 16 * j + 4 * c));
+    float32x4_t v[4];
+    for (int c = 0; c < 4; c++) v[c] = vaddq_f32(vaddq_f32(a[0][c], a[2][c]), vaddq_f32(a[1][c], a[3][c]));
+    return tree8(vaddq_f32(v[0], v[2]), vaddq_f32(v[1], v[3])); /* w = 8, then 4, 2, 1 */
 }
 
 #pragma GCC push_options
@@ -65,21 +57,12 @@ static inline AI void vblock(const int nv, float *acc, const k_half *v, int64_t 
     }
     for (int r = 0; r < nv; r++) vst1q_f32(acc + 4 * r, a[r]);
 }
-static void vblock64(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(16, acc, v, kvs, cn, ms, vs);
-}
-static void vblock32(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(8, acc, v, kvs, cn, ms, vs);
-}
-static void vblock16(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(4, acc, v, kvs, cn, ms, vs);
-}
-static void vblock8(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(2, acc, v, kvs, cn, ms, vs);
-}
-static void vblock4(float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs) {
-    vblock(1, acc, v, kvs, cn, ms, vs);
-}
+#define VBLOCK_PARAMS float *acc, const k_half *v, int64_t kvs, int64_t cn, const float *ms, const float *vs
+static void vblock64(VBLOCK_PARAMS) { vblock(16, acc, v, kvs, cn, ms, vs); }
+static void vblock32(VBLOCK_PARAMS) { vblock(8, acc, v, kvs, cn, ms, vs); }
+static void vblock16(VBLOCK_PARAMS) { vblock(4, acc, v, kvs, cn, ms, vs); }
+static void vblock8(VBLOCK_PARAMS) { vblock(2, acc, v, kvs, cn, ms, vs); }
+static void vblock4(VBLOCK_PARAMS) { vblock(1, acc, v, kvs, cn, ms, vs); }
 
 /* acc[0..4*nv) = fmaf(kq[j], vf[j*hd + ...], acc) for j < n, in registers. */
 static inline AI void vacc(const int nv, float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
@@ -178,20 +161,5 @@ static inline AI void attn_vacc(float *acc, const float *vfj, int64_t hd, const 
 #define ATTN_LANES 4
 #include "attn_driver.h"
 
-void k_attention_f16acc_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                             int64_t head_dim, const float *q, int64_t q_stride,
-                             const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                             int64_t h0, int64_t h1, float *scratch) {
-    attn_f16acc(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap,
-                out, out_stride, h0, h1, scratch);
-}
-
-void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                            int64_t head_dim, const float *q, int64_t q_stride,
-                            const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                            int64_t h0, int64_t h1, float *scratch) {
-    attn_tiled(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap,
-               out, out_stride, h0, h1, scratch);
-}
+void k_attention_f16acc_neon(ATTN_F16_PARAMS) { attn_f16acc(ATTN_F16_ARGS); }
+void k_attention_tiled_neon(ATTN_F16_PARAMS) { attn_tiled(ATTN_F16_ARGS); }

@@ -90,7 +90,6 @@ static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, cons
 static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q5_k *x = (const k_block_q5_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     float summs = 0;
@@ -107,18 +106,13 @@ static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, cons
         uint8x16_t hb0 = vld1q_u8(x[i].qh), hb1 = vld1q_u8(x[i].qh + 16);
         int32x4_t lo = z, hi = z;
         for (int c = 0; c < 4; c++, q += 32, q8 += 64) {
-            uint8x16_t b0 = vld1q_u8(q), b1 = vld1q_u8(q + 16);
             /* bit 2c of qh adds 16 to the low nibbles, bit 2c+1 to the high */
-            uint8x16_t u0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(hb0, one), 4));
-            uint8x16_t u1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(hb1, one), 4));
-            uint8x16_t v0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(hb0, two), 3));
-            uint8x16_t v1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(hb1, two), 3));
-            hb0 = vshrq_n_u8(hb0, 2);
-            hb1 = vshrq_n_u8(hb1, 2);
-            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(u0), vld1q_s8(q8));
-            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(u1), vld1q_s8(q8 + 16));
-            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(v0), vld1q_s8(q8 + 32));
-            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(v1), vld1q_s8(q8 + 48));
+            uint8x16_t u[4];
+            k_q5k_chunk_neon(vld1q_u8(q), vld1q_u8(q + 16), &hb0, &hb1, u);
+            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(u[0]), vld1q_s8(q8));
+            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(u[1]), vld1q_s8(q8 + 16));
+            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(u[2]), vld1q_s8(q8 + 32));
+            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(u[3]), vld1q_s8(q8 + 48));
             lo = vmlaq_n_s32(vmlaq_n_s32(lo, l0, sc[2 * c]), h0, sc[2 * c + 1]);
             hi = vmlaq_n_s32(vmlaq_n_s32(hi, l1, sc[2 * c]), h1, sc[2 * c + 1]);
         }
@@ -264,7 +258,6 @@ static inline void k_lanes_groups(const int8_t *q, const int8_t *qa, const int32
 
 /* Q4_K / Q5_K weights of one super-block as 256 unsigned quants in element order */
 static inline void k_decode_q45k(int t, const void *blk, int8_t q[K_QKK]) {
-    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     const uint8_t *qs = t == K_Q4_K ? ((const k_block_q4_k *)blk)->qs : ((const k_block_q5_k *)blk)->qs;
     uint8x16_t hb0 = vdupq_n_u8(0), hb1 = hb0;
     if (t == K_Q5_K) {
@@ -272,17 +265,12 @@ static inline void k_decode_q45k(int t, const void *blk, int8_t q[K_QKK]) {
         hb1 = vld1q_u8(((const k_block_q5_k *)blk)->qh + 16);
     }
     for (int c = 0; c < 4; c++, qs += 32) {
-        uint8x16_t b0 = vld1q_u8(qs), b1 = vld1q_u8(qs + 16);
-        uint8x16_t u0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(hb0, one), 4));
-        uint8x16_t u1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(hb1, one), 4));
-        uint8x16_t v0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(hb0, two), 3));
-        uint8x16_t v1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(hb1, two), 3));
-        hb0 = vshrq_n_u8(hb0, 2);
-        hb1 = vshrq_n_u8(hb1, 2);
-        vst1q_s8(q + 64 * c, vreinterpretq_s8_u8(u0));
-        vst1q_s8(q + 64 * c + 16, vreinterpretq_s8_u8(u1));
-        vst1q_s8(q + 64 * c + 32, vreinterpretq_s8_u8(v0));
-        vst1q_s8(q + 64 * c + 48, vreinterpretq_s8_u8(v1));
+        uint8x16_t u[4]; /* Q4_K: hb0 = hb1 = 0 adds nothing */
+        k_q5k_chunk_neon(vld1q_u8(qs), vld1q_u8(qs + 16), &hb0, &hb1, u);
+        vst1q_s8(q + 64 * c, vreinterpretq_s8_u8(u[0]));
+        vst1q_s8(q + 64 * c + 16, vreinterpretq_s8_u8(u[1]));
+        vst1q_s8(q + 64 * c + 32, vreinterpretq_s8_u8(u[2]));
+        vst1q_s8(q + 64 * c + 48, vreinterpretq_s8_u8(u[3]));
     }
 }
 
