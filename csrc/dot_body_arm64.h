@@ -5,10 +5,11 @@
  *   K_DOT16(acc, a, b)  acc (int32x4) += the 16 int8 products a[i]*b[i],
  *                       lane l getting the products of elements 4l..4l+3
  *
- * and instantiated twice:
+ * as static inline helpers (dot_*, dot4_*, rows4_*, mm_tile), included twice:
  *   csrc/dot_neon_arm64.c              K_DOT16 from vmull_s8 + vpadalq_s16  (_neon)
  *   csrc/dot_neon_dot_arm64.c          K_DOT16 = k_sdot (SDOT)             (_neon_dot)
- * K_NAME(f) appends the impl suffix to a function name.
+ * and each of those files writes out its kernels (k_dot_q4_k_q8_k_neon, ...,
+ * k_mm_q8_0_neon_dot) as calls of these helpers.
  *
  * Summation order: the same as the x86 kernels (dot_q32_simd.h,
  * dot_kquant_simd.h and dot_float_avx2_amd64.c), which follow the reference
@@ -56,7 +57,7 @@ static inline int32x4_t k_mins4(const uint8_t m[8], const int16_t *bsums) {
     return k_madd16(mv, bs);
 }
 
-float K_NAME(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
+static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15);
@@ -86,10 +87,9 @@ float K_NAME(k_dot_q4_k_q8_k)(int64_t n, const void *w, const void *a) {
     return k_hsum8(acc_lo, acc_hi) - k_hsum4(accm);
 }
 
-float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
+static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q5_k *x = (const k_block_q5_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     float summs = 0;
@@ -106,18 +106,13 @@ float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
         uint8x16_t hb0 = vld1q_u8(x[i].qh), hb1 = vld1q_u8(x[i].qh + 16);
         int32x4_t lo = z, hi = z;
         for (int c = 0; c < 4; c++, q += 32, q8 += 64) {
-            uint8x16_t b0 = vld1q_u8(q), b1 = vld1q_u8(q + 16);
             /* bit 2c of qh adds 16 to the low nibbles, bit 2c+1 to the high */
-            uint8x16_t u0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(hb0, one), 4));
-            uint8x16_t u1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(hb1, one), 4));
-            uint8x16_t v0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(hb0, two), 3));
-            uint8x16_t v1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(hb1, two), 3));
-            hb0 = vshrq_n_u8(hb0, 2);
-            hb1 = vshrq_n_u8(hb1, 2);
-            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(u0), vld1q_s8(q8));
-            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(u1), vld1q_s8(q8 + 16));
-            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(v0), vld1q_s8(q8 + 32));
-            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(v1), vld1q_s8(q8 + 48));
+            uint8x16_t u[4];
+            k_q5k_chunk_neon(vld1q_u8(q), vld1q_u8(q + 16), &hb0, &hb1, u);
+            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(u[0]), vld1q_s8(q8));
+            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(u[1]), vld1q_s8(q8 + 16));
+            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(u[2]), vld1q_s8(q8 + 32));
+            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(u[3]), vld1q_s8(q8 + 48));
             lo = vmlaq_n_s32(vmlaq_n_s32(lo, l0, sc[2 * c]), h0, sc[2 * c + 1]);
             hi = vmlaq_n_s32(vmlaq_n_s32(hi, l1, sc[2 * c]), h1, sc[2 * c + 1]);
         }
@@ -133,7 +128,7 @@ float K_NAME(k_dot_q5_k_q8_k)(int64_t n, const void *w, const void *a) {
  * way the x86 kernels do (so the 8 integer lanes are the same numbers). The
  * 32 quants of vector (h, k) are elements 128h + 32k + 0..31; its first 16
  * (lanes 0..3) take scale 8h+2k, the next 16 (lanes 4..7) scale 8h+2k+1. */
-float K_NAME(k_dot_q6_k_q8_k)(int64_t n, const void *w, const void *a) {
+static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
@@ -213,29 +208,40 @@ static inline k_lanes8 k_q8_0_lanes(const k_block_q8_0 *x, const k_block_q8_0 *y
                       K_DOT16(z, vld1q_s8(x->qs + 16), vld1q_s8(y->qs + 16))};
 }
 
-#define K_Q32_DOT(name, wblock, lanes_fn)                                                      \
-    float K_NAME(name)(int64_t n, const void *w, const void *a) {                              \
-        const wblock *x = (const wblock *)w;                                                   \
-        const k_block_q8_0 *y = (const k_block_q8_0 *)a;                                       \
-        float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;                                  \
-        for (int64_t i = 0; i < n / K_QK; i++) {                                               \
-            const k_lanes8 s = lanes_fn(&x[i], &y[i]);                                         \
-            const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * k_h2f(y[i].d));                  \
-            acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(s.lo), d);                                \
-            acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(s.hi), d);                                \
-        }                                                                                      \
-        return k_hsum8(acc_lo, acc_hi);                                                        \
-    }
+/* The 32-element formats by their type t (K_Q4_0, K_Q5_0, K_Q8_0; a constant
+ * at every call, so the choices below fold away): the block size and the
+ * block's lanes; every block starts with its f16 scale d. */
+static inline size_t q32_block_size(int t) {
+    return t == K_Q4_0 ? sizeof(k_block_q4_0) : t == K_Q5_0 ? sizeof(k_block_q5_0) : sizeof(k_block_q8_0);
+}
 
-K_Q32_DOT(k_dot_q4_0_q8_0, k_block_q4_0, k_q4_0_lanes)
-K_Q32_DOT(k_dot_q5_0_q8_0, k_block_q5_0, k_q5_0_lanes)
-K_Q32_DOT(k_dot_q8_0_q8_0, k_block_q8_0, k_q8_0_lanes)
+static inline float q32_d(const char *blk) { return k_h2f(*(const k_half *)blk); }
+
+static inline k_lanes8 q32_lanes(int t, const char *blk, const k_block_q8_0 *y) {
+    if (t == K_Q4_0) return k_q4_0_lanes((const k_block_q4_0 *)blk, y);
+    if (t == K_Q5_0) return k_q5_0_lanes((const k_block_q5_0 *)blk, y);
+    return k_q8_0_lanes((const k_block_q8_0 *)blk, y);
+}
+
+static inline __attribute__((always_inline)) float dot_q32(int t, int64_t n, const void *w, const void *a) {
+    const size_t bb = q32_block_size(t);
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *x = (const char *)w + (size_t)i * bb;
+        const k_lanes8 s = q32_lanes(t, x, &y[i]);
+        const float32x4_t d = vdupq_n_f32(q32_d(x) * k_h2f(y[i].d));
+        acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(s.lo), d);
+        acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(s.hi), d);
+    }
+    return k_hsum8(acc_lo, acc_hi);
+}
 
 /* ---- k_matmul_q tiles: one weight row x 4 tokens -------------------------
  * Each super-block / block of the weight row is decoded once into a small
  * int8 buffer and used for 4 activation rows. Per token the integer lanes and
  * the float steps are exactly those of the single-token kernel above, so the
- * results are the same bits as K_NAME(k_dot_*) (tested). */
+ * results are the same bits as the single-token dot (tested). */
 
 #define K_NT 4
 #define K_ACT(k, T) ((const T *)((const char *)a + (size_t)(k) * a_row_bytes))
@@ -252,7 +258,6 @@ static inline void k_lanes_groups(const int8_t *q, const int8_t *qa, const int32
 
 /* Q4_K / Q5_K weights of one super-block as 256 unsigned quants in element order */
 static inline void k_decode_q45k(int t, const void *blk, int8_t q[K_QKK]) {
-    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     const uint8_t *qs = t == K_Q4_K ? ((const k_block_q4_k *)blk)->qs : ((const k_block_q5_k *)blk)->qs;
     uint8x16_t hb0 = vdupq_n_u8(0), hb1 = hb0;
     if (t == K_Q5_K) {
@@ -260,17 +265,12 @@ static inline void k_decode_q45k(int t, const void *blk, int8_t q[K_QKK]) {
         hb1 = vld1q_u8(((const k_block_q5_k *)blk)->qh + 16);
     }
     for (int c = 0; c < 4; c++, qs += 32) {
-        uint8x16_t b0 = vld1q_u8(qs), b1 = vld1q_u8(qs + 16);
-        uint8x16_t u0 = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(hb0, one), 4));
-        uint8x16_t u1 = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(hb1, one), 4));
-        uint8x16_t v0 = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(hb0, two), 3));
-        uint8x16_t v1 = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(hb1, two), 3));
-        hb0 = vshrq_n_u8(hb0, 2);
-        hb1 = vshrq_n_u8(hb1, 2);
-        vst1q_s8(q + 64 * c, vreinterpretq_s8_u8(u0));
-        vst1q_s8(q + 64 * c + 16, vreinterpretq_s8_u8(u1));
-        vst1q_s8(q + 64 * c + 32, vreinterpretq_s8_u8(v0));
-        vst1q_s8(q + 64 * c + 48, vreinterpretq_s8_u8(v1));
+        uint8x16_t u[4]; /* Q4_K: hb0 = hb1 = 0 adds nothing */
+        k_q5k_chunk_neon(vld1q_u8(qs), vld1q_u8(qs + 16), &hb0, &hb1, u);
+        vst1q_s8(q + 64 * c, vreinterpretq_s8_u8(u[0]));
+        vst1q_s8(q + 64 * c + 16, vreinterpretq_s8_u8(u[1]));
+        vst1q_s8(q + 64 * c + 32, vreinterpretq_s8_u8(u[2]));
+        vst1q_s8(q + 64 * c + 48, vreinterpretq_s8_u8(u[3]));
     }
 }
 
@@ -309,10 +309,10 @@ static inline void k_dot4_q45k(int t, int64_t n, const void *w, const void *a, s
         out[k] = t == K_Q4_K ? k_hsum8(acc_lo[k], acc_hi[k]) - k_hsum4(accm[k]) : k_hsum8(acc_lo[k], acc_hi[k]) + summs[k];
 }
 
-static void K_NAME(k_dot4_q4_k)(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { k_dot4_q45k(K_Q4_K, n, w, a, s, out); }
-static void K_NAME(k_dot4_q5_k)(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { k_dot4_q45k(K_Q5_K, n, w, a, s, out); }
+static void dot4_q4_k(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { k_dot4_q45k(K_Q4_K, n, w, a, s, out); }
+static void dot4_q5_k(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { k_dot4_q45k(K_Q5_K, n, w, a, s, out); }
 
-static void K_NAME(k_dot4_q6_k)(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]) {
+static void dot4_q6_k(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
     float32x4_t acc_lo[K_NT], acc_hi[K_NT];
@@ -356,107 +356,89 @@ static void K_NAME(k_dot4_q6_k)(int64_t n, const void *w, const void *a, size_t 
     for (int k = 0; k < K_NT; k++) out[k] = k_hsum8(acc_lo[k], acc_hi[k]);
 }
 
-/* 32-element formats: the block's lanes_fn works on one activation block;
+/* 32-element formats: the block's lanes work on one activation block;
  * the weights are re-read from L1 per token (decoding them is a few ops). */
-#define K_Q32_DOT4(name, wblock, lanes_fn)                                                     \
-    static void K_NAME(name)(int64_t n, const void *w, const void *a, size_t a_row_bytes,       \
-                             float out[K_NT]) {                                                \
-        const wblock *x = (const wblock *)w;                                                   \
-        float32x4_t acc_lo[K_NT], acc_hi[K_NT];                                                \
-        for (int k = 0; k < K_NT; k++) acc_lo[k] = acc_hi[k] = vdupq_n_f32(0);                 \
-        for (int64_t i = 0; i < n / K_QK; i++) {                                               \
-            const float wd = k_h2f(x[i].d);                                                    \
-            for (int k = 0; k < K_NT; k++) {                                                   \
-                const k_block_q8_0 *y = K_ACT(k, k_block_q8_0) + i;                            \
-                const k_lanes8 s = lanes_fn(&x[i], y);                                         \
-                const float32x4_t d = vdupq_n_f32(wd * k_h2f(y->d));                           \
-                acc_lo[k] = vfmaq_f32(acc_lo[k], vcvtq_f32_s32(s.lo), d);                      \
-                acc_hi[k] = vfmaq_f32(acc_hi[k], vcvtq_f32_s32(s.hi), d);                      \
-            }                                                                                  \
-        }                                                                                      \
-        for (int k = 0; k < K_NT; k++) out[k] = k_hsum8(acc_lo[k], acc_hi[k]);                 \
+static inline __attribute__((always_inline)) void dot4_q32(int t, int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]) {
+    const size_t bb = q32_block_size(t);
+    float32x4_t acc_lo[K_NT], acc_hi[K_NT];
+    for (int k = 0; k < K_NT; k++) acc_lo[k] = acc_hi[k] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *x = (const char *)w + (size_t)i * bb;
+        const float wd = q32_d(x);
+        for (int k = 0; k < K_NT; k++) {
+            const k_block_q8_0 *y = K_ACT(k, k_block_q8_0) + i;
+            const k_lanes8 s = q32_lanes(t, x, y);
+            const float32x4_t d = vdupq_n_f32(wd * k_h2f(y->d));
+            acc_lo[k] = vfmaq_f32(acc_lo[k], vcvtq_f32_s32(s.lo), d);
+            acc_hi[k] = vfmaq_f32(acc_hi[k], vcvtq_f32_s32(s.hi), d);
+        }
     }
+    for (int k = 0; k < K_NT; k++) out[k] = k_hsum8(acc_lo[k], acc_hi[k]);
+}
 
-K_Q32_DOT4(k_dot4_q4_0, k_block_q4_0, k_q4_0_lanes)
-K_Q32_DOT4(k_dot4_q5_0, k_block_q5_0, k_q5_0_lanes)
-K_Q32_DOT4(k_dot4_q8_0, k_block_q8_0, k_q8_0_lanes)
+static void dot4_q4_0(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { dot4_q32(K_Q4_0, n, w, a, s, out); }
+static void dot4_q5_0(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { dot4_q32(K_Q5_0, n, w, a, s, out); }
+static void dot4_q8_0(int64_t n, const void *w, const void *a, size_t s, float out[K_NT]) { dot4_q32(K_Q8_0, n, w, a, s, out); }
 
 /* 4 weight rows x 1 token for the 32-element formats: four independent FMA
  * chains instead of one (a single row is bound by the FMA latency: one
  * dependent FMA pair per 34-byte block). Per row the same operations in the
  * same order as the single-token dot. */
-#define K_Q32_ROWS4(name, wblock, lanes_fn)                                                    \
-    static void K_NAME(name)(int64_t n, const void *w, size_t row_bytes, const void *a,        \
-                             float out[4]) {                                                   \
-        const k_block_q8_0 *y = (const k_block_q8_0 *)a;                                       \
-        const wblock *x0 = (const wblock *)w;                                                  \
-        const wblock *x1 = (const wblock *)((const char *)w + row_bytes);                      \
-        const wblock *x2 = (const wblock *)((const char *)w + 2 * row_bytes);                  \
-        const wblock *x3 = (const wblock *)((const char *)w + 3 * row_bytes);                  \
-        float32x4_t l0 = vdupq_n_f32(0), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0; \
-        for (int64_t i = 0; i < n / K_QK; i++) {                                               \
-            const float yd = k_h2f(y[i].d);                                                    \
-            k_lanes8 s;                                                                        \
-            float32x4_t d;                                                                     \
-            s = lanes_fn(&x0[i], &y[i]); d = vdupq_n_f32(k_h2f(x0[i].d) * yd);                 \
-            l0 = vfmaq_f32(l0, vcvtq_f32_s32(s.lo), d); h0 = vfmaq_f32(h0, vcvtq_f32_s32(s.hi), d); \
-            s = lanes_fn(&x1[i], &y[i]); d = vdupq_n_f32(k_h2f(x1[i].d) * yd);                 \
-            l1 = vfmaq_f32(l1, vcvtq_f32_s32(s.lo), d); h1 = vfmaq_f32(h1, vcvtq_f32_s32(s.hi), d); \
-            s = lanes_fn(&x2[i], &y[i]); d = vdupq_n_f32(k_h2f(x2[i].d) * yd);                 \
-            l2 = vfmaq_f32(l2, vcvtq_f32_s32(s.lo), d); h2 = vfmaq_f32(h2, vcvtq_f32_s32(s.hi), d); \
-            s = lanes_fn(&x3[i], &y[i]); d = vdupq_n_f32(k_h2f(x3[i].d) * yd);                 \
-            l3 = vfmaq_f32(l3, vcvtq_f32_s32(s.lo), d); h3 = vfmaq_f32(h3, vcvtq_f32_s32(s.hi), d); \
-        }                                                                                      \
-        out[0] = k_hsum8(l0, h0); out[1] = k_hsum8(l1, h1);                                    \
-        out[2] = k_hsum8(l2, h2); out[3] = k_hsum8(l3, h3);                                    \
+static inline __attribute__((always_inline)) void rows4_q32(int t, int64_t n, const void *w, size_t row_bytes, const void *a, float out[4]) {
+    const size_t bb = q32_block_size(t);
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const char *x0 = (const char *)w, *x1 = x0 + row_bytes, *x2 = x0 + 2 * row_bytes, *x3 = x0 + 3 * row_bytes;
+    float32x4_t l0 = vdupq_n_f32(0), h0 = l0, l1 = l0, h1 = l0, l2 = l0, h2 = l0, l3 = l0, h3 = l0;
+    for (int64_t i = 0; i < n / K_QK; i++, x0 += bb, x1 += bb, x2 += bb, x3 += bb) {
+        const float yd = k_h2f(y[i].d);
+        k_lanes8 s;
+        float32x4_t d;
+        s = q32_lanes(t, x0, &y[i]); d = vdupq_n_f32(q32_d(x0) * yd);
+        l0 = vfmaq_f32(l0, vcvtq_f32_s32(s.lo), d); h0 = vfmaq_f32(h0, vcvtq_f32_s32(s.hi), d);
+        s = q32_lanes(t, x1, &y[i]); d = vdupq_n_f32(q32_d(x1) * yd);
+        l1 = vfmaq_f32(l1, vcvtq_f32_s32(s.lo), d); h1 = vfmaq_f32(h1, vcvtq_f32_s32(s.hi), d);
+        s = q32_lanes(t, x2, &y[i]); d = vdupq_n_f32(q32_d(x2) * yd);
+        l2 = vfmaq_f32(l2, vcvtq_f32_s32(s.lo), d); h2 = vfmaq_f32(h2, vcvtq_f32_s32(s.hi), d);
+        s = q32_lanes(t, x3, &y[i]); d = vdupq_n_f32(q32_d(x3) * yd);
+        l3 = vfmaq_f32(l3, vcvtq_f32_s32(s.lo), d); h3 = vfmaq_f32(h3, vcvtq_f32_s32(s.hi), d);
     }
+    out[0] = k_hsum8(l0, h0); out[1] = k_hsum8(l1, h1);
+    out[2] = k_hsum8(l2, h2); out[3] = k_hsum8(l3, h3);
+}
 
-K_Q32_ROWS4(k_rows4_q4_0, k_block_q4_0, k_q4_0_lanes)
-K_Q32_ROWS4(k_rows4_q5_0, k_block_q5_0, k_q5_0_lanes)
-K_Q32_ROWS4(k_rows4_q8_0, k_block_q8_0, k_q8_0_lanes)
+static void rows4_q4_0(int64_t n, const void *w, size_t rb, const void *a, float out[4]) { rows4_q32(K_Q4_0, n, w, rb, a, out); }
+static void rows4_q5_0(int64_t n, const void *w, size_t rb, const void *a, float out[4]) { rows4_q32(K_Q5_0, n, w, rb, a, out); }
+static void rows4_q8_0(int64_t n, const void *w, size_t rb, const void *a, float out[4]) { rows4_q32(K_Q8_0, n, w, rb, a, out); }
+
+typedef void (*dot4_fn)(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]);
+typedef void (*rows4_fn)(int64_t n, const void *w, size_t row_bytes, const void *a, float out[4]);
 
 /* The tile: groups of 4 tokens against every row of the tile (the rows stay
  * in cache across the tokens); each remaining token (k_matvec: the only one)
- * against the rows, 4 rows at a time where a rows4 kernel exists. */
-#define K_MM_TILE_BODY(dot4, dot1, ROWS4)                                                      \
-        const char *wb = (const char *)w, *ab = (const char *)a;                               \
-        int64_t t = 0;                                                                         \
-        for (; t + K_NT <= ntok; t += K_NT) {                                                  \
-            const char *at = ab + (size_t)t * a_row_bytes;                                     \
-            for (int64_t r = 0; r < nr; r++) {                                                 \
-                float o[K_NT];                                                                 \
-                K_NAME(dot4)(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);               \
-                for (int k = 0; k < K_NT; k++) y[(t + k) * y_stride + r] = o[k];               \
-            }                                                                                  \
-        }                                                                                      \
-        for (; t < ntok; t++) {                                                                \
-            const char *at = ab + (size_t)t * a_row_bytes;                                     \
-            int64_t r = 0;                                                                     \
-            ROWS4                                                                              \
-            for (; r < nr; r++)                                                                \
-                y[t * y_stride + r] = K_NAME(dot1)(n, wb + (size_t)r * row_bytes, at);         \
+ * against the rows, 4 rows at a time where rows4 is given (not NULL). */
+static inline __attribute__((always_inline)) void mm_tile(dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes,
+                    int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    int64_t t = 0;
+    for (; t + K_NT <= ntok; t += K_NT) {
+        const char *at = ab + (size_t)t * a_row_bytes;
+        for (int64_t r = 0; r < nr; r++) {
+            float o[K_NT];
+            dot4(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
+            for (int k = 0; k < K_NT; k++) y[(t + k) * y_stride + r] = o[k];
         }
-
-#define K_MM_TILE(tname, dot4, dot1)                                                           \
-    void K_NAME(tname)(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,  \
-                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {         \
-        K_MM_TILE_BODY(dot4, dot1, )                                                           \
     }
-
-#define K_MM_TILE_R4(tname, dot4, dot1, rows4)                                                 \
-    void K_NAME(tname)(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,  \
-                       size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {         \
-        K_MM_TILE_BODY(dot4, dot1,                                                             \
-            for (; r + 4 <= nr; r += 4) {                                                      \
-                float o[4];                                                                    \
-                K_NAME(rows4)(n, wb + (size_t)r * row_bytes, row_bytes, at, o);                \
-                for (int k = 0; k < 4; k++) y[t * y_stride + r + k] = o[k];                    \
-            })                                                                                 \
+    for (; t < ntok; t++) {
+        const char *at = ab + (size_t)t * a_row_bytes;
+        int64_t r = 0;
+        if (rows4) {
+            for (; r + 4 <= nr; r += 4) {
+                float o[4];
+                rows4(n, wb + (size_t)r * row_bytes, row_bytes, at, o);
+                for (int k = 0; k < 4; k++) y[t * y_stride + r + k] = o[k];
+            }
+        }
+        for (; r < nr; r++)
+            y[t * y_stride + r] = dot1(n, wb + (size_t)r * row_bytes, at);
     }
-
-K_MM_TILE(k_mm_q4_k, k_dot4_q4_k, k_dot_q4_k_q8_k)
-K_MM_TILE(k_mm_q5_k, k_dot4_q5_k, k_dot_q5_k_q8_k)
-K_MM_TILE(k_mm_q6_k, k_dot4_q6_k, k_dot_q6_k_q8_k)
-K_MM_TILE_R4(k_mm_q4_0, k_dot4_q4_0, k_dot_q4_0_q8_0, k_rows4_q4_0)
-K_MM_TILE_R4(k_mm_q5_0, k_dot4_q5_0, k_dot_q5_0_q8_0, k_rows4_q5_0)
-K_MM_TILE_R4(k_mm_q8_0, k_dot4_q8_0, k_dot_q8_0_q8_0, k_rows4_q8_0)
+}

@@ -1,12 +1,9 @@
-/* dot_kquant_avx512_amd64.c — K-quant x Q8_K dots, AVX-512 VNNI on 256-bit vectors
- * (vpdpbusd / vpdpwssd fuse the multiply-add chains of the AVX2 build; the
- * integer sums are the same, so results are bit-identical to it). The body
- * is dot_kquant_simd.h. */
-#include "kernels_avx2_amd64.h"
-
-#define KT K_AVX512
-#define KFN(name) name##_avx512
-#define ACC_MADD16(acc, p, s) _mm256_dpwssd_epi32((acc), (p), (s))
-#define ACC_DOT_U8I8(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
-
+/* dot_kquant_avx512_amd64.c — K-quant x Q8_K dots, AVX512 (instruction choices:
+ * simd_avx512_amd64.h). The bodies are the static inline dot_q45k / dot_q6_k_q8_k of
+ * dot_kquant_simd.h, shared with the other x86 ISA level. */
+#include "simd_avx512_amd64.h"
 #include "dot_kquant_simd.h"
+
+K_AVX512 float k_dot_q4_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return dot_q45k(K_Q4_K, n, w, a); }
+K_AVX512 float k_dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return dot_q45k(K_Q5_K, n, w, a); }
+K_AVX512 float k_dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return dot_q6_k_q8_k(n, w, a); }

@@ -17,8 +17,21 @@ static inline int32x4_t k_dot16_mull(int32x4_t acc, int8x16_t a, int8x16_t b) {
 }
 
 #define K_DOT16(acc, a, b) k_dot16_mull((acc), (a), (b))
-#define K_NAME(f) f##_neon
 #include "dot_body_arm64.h"
+
+float k_dot_q4_k_q8_k_neon(int64_t n, const void *w, const void *a) { return dot_q4_k_q8_k(n, w, a); }
+float k_dot_q5_k_q8_k_neon(int64_t n, const void *w, const void *a) { return dot_q5_k_q8_k(n, w, a); }
+float k_dot_q6_k_q8_k_neon(int64_t n, const void *w, const void *a) { return dot_q6_k_q8_k(n, w, a); }
+float k_dot_q4_0_q8_0_neon(int64_t n, const void *w, const void *a) { return dot_q32(K_Q4_0, n, w, a); }
+float k_dot_q5_0_q8_0_neon(int64_t n, const void *w, const void *a) { return dot_q32(K_Q5_0, n, w, a); }
+float k_dot_q8_0_q8_0_neon(int64_t n, const void *w, const void *a) { return dot_q32(K_Q8_0, n, w, a); }
+
+void k_mm_q4_k_neon(K_MM_TILE_PARAMS) { mm_tile(dot4_q4_k, NULL, k_dot_q4_k_q8_k_neon, K_MM_TILE_ARGS); }
+void k_mm_q5_k_neon(K_MM_TILE_PARAMS) { mm_tile(dot4_q5_k, NULL, k_dot_q5_k_q8_k_neon, K_MM_TILE_ARGS); }
+void k_mm_q6_k_neon(K_MM_TILE_PARAMS) { mm_tile(dot4_q6_k, NULL, k_dot_q6_k_q8_k_neon, K_MM_TILE_ARGS); }
+void k_mm_q4_0_neon(K_MM_TILE_PARAMS) { mm_tile(dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_neon, K_MM_TILE_ARGS); }
+void k_mm_q5_0_neon(K_MM_TILE_PARAMS) { mm_tile(dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_neon, K_MM_TILE_ARGS); }
+void k_mm_q8_0_neon(K_MM_TILE_PARAMS) { mm_tile(dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_neon, K_MM_TILE_ARGS); }
 
 /* The float dots follow the reference build's ggml_vec_dot_f16 / _f32 order
  * (as k_dot_{f16_f16,f32_f32}_avx2 does): np = n & ~63 elements in 4
@@ -26,34 +39,31 @@ static inline int32x4_t k_dot16_mull(int32x4_t acc, int8x16_t a, int8x16_t b) {
  * lane i; here 16 float32x4, q[4j + i/4]), x0 += x2, x1 += x3, x0 += x1, the
  * 16 lanes reduced (l + l+8, l + l+4, l + l+2, l + l+1), then the remaining
  * n - np products (rounded to f32) added in double. */
-#define K_VECDOT(name, T, LOAD4)                                                            \
-    float name(int64_t n, const void *w, const void *a) {                                   \
-        const T *x = (const T *)w, *y = (const T *)a;                                       \
-        const int64_t np = n & ~(int64_t)63;                                                \
-        double sum = 0;                                                                     \
-        if (np > 0) {                                                                       \
-            float32x4_t q[16];                                                              \
-            for (int k = 0; k < 16; k++) q[k] = vdupq_n_f32(0);                             \
-            for (int64_t i = 0; i < np; i += 64)                                            \
-                for (int k = 0; k < 16; k++)                                                \
-                    q[k] = vfmaq_f32(q[k], LOAD4(x + i + 4 * k), LOAD4(y + i + 4 * k));     \
-            for (int k = 0; k < 8; k++) q[k] = vaddq_f32(q[k], q[k + 8]); /* x0+=x2, x1+=x3 */ \
-            for (int k = 0; k < 4; k++) q[k] = vaddq_f32(q[k], q[k + 4]); /* x0 += x1 */    \
-            /* lanes 0..15 of x0 are q[0..3]: l + l+8, then the 8-lane tree */              \
-            sum = (double)k_hsum8(vaddq_f32(q[0], q[2]), vaddq_f32(q[1], q[3]));            \
-        }                                                                                   \
-        for (int64_t i = np; i < n; i++) {                                                  \
-            const float p = K_SCALAR(x[i]) * K_SCALAR(y[i]); /* own statement: no FMA */    \
-            sum += (double)p;                                                               \
-        }                                                                                   \
-        return (float)sum;                                                                  \
+static inline float32x4_t k_ldh4(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+static inline __attribute__((always_inline)) float vecdot(int f16, int64_t n, const void *w, const void *a) {
+    const uint16_t *xh = (const uint16_t *)w, *yh = (const uint16_t *)a;
+    const float *xf = (const float *)w, *yf = (const float *)a;
+    const int64_t np = n & ~(int64_t)63;
+    double sum = 0;
+    if (np > 0) {
+        float32x4_t q[16];
+        for (int k = 0; k < 16; k++) q[k] = vdupq_n_f32(0);
+        for (int64_t i = 0; i < np; i += 64)
+            for (int k = 0; k < 16; k++)
+                q[k] = f16 ? vfmaq_f32(q[k], k_ldh4(xh + i + 4 * k), k_ldh4(yh + i + 4 * k))
+                           : vfmaq_f32(q[k], vld1q_f32(xf + i + 4 * k), vld1q_f32(yf + i + 4 * k));
+        for (int k = 0; k < 8; k++) q[k] = vaddq_f32(q[k], q[k + 8]); /* x0 += x2, x1 += x3 */
+        for (int k = 0; k < 4; k++) q[k] = vaddq_f32(q[k], q[k + 4]); /* x0 += x1 */
+        /* lanes 0..15 of x0 are q[0..3]: l + l+8, then the 8-lane tree */
+        sum = (double)k_hsum8(vaddq_f32(q[0], q[2]), vaddq_f32(q[1], q[3]));
     }
+    for (int64_t i = np; i < n; i++) {
+        const float p = f16 ? k_h2f(xh[i]) * k_h2f(yh[i]) : xf[i] * yf[i]; /* own statement: no FMA */
+        sum += (double)p;
+    }
+    return (float)sum;
+}
 
-#define K_LOAD4_F16(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
-
-#define K_SCALAR(v) k_h2f(v)
-K_VECDOT(k_dot_f16_f16_neon, uint16_t, K_LOAD4_F16)
-#undef K_SCALAR
-#define K_SCALAR(v) (v)
-K_VECDOT(k_dot_f32_f32_neon, float, vld1q_f32)
-#undef K_SCALAR
+float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a) { return vecdot(1, n, w, a); }
+float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a) { return vecdot(0, n, w, a); }

@@ -1,5 +1,6 @@
-/* dot_q32_simd.h — body of the 32-element-block x Q8_0 dots, compiled once
- * per x86 ISA level by dot_q32_<isa>_amd64.c (macros: see dot_kquant_simd.h).
+/* dot_q32_simd.h — bodies of the 32-element-block x Q8_0 dots as static
+ * inline helpers, included by dot_q32_<isa>_amd64.c after simd_<isa>_amd64.h
+ * (KT, ACC_DOT_U8I8); each .c file writes out its k_dot_q*_q8_0_<isa>.
  * Specification: k_dot_q{4_0,4_1,5_0,5_1,8_0}_q8_0_ref in dot_ref.c.
  *
  * Summation order (Q4_0, Q5_0, Q8_0) is the reference build's (llama.cpp x86:
@@ -20,7 +21,7 @@ KT static inline __m256i dot_i8(__m256i x, __m256i y) {
 }
 
 /* Q4_0: (nibble - 8) */
-KT float KFN(k_dot_q4_0_q8_0)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q4_0_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q4_0 *x = (const k_block_q4_0 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m256i off = _mm256_set1_epi8(8);
@@ -34,7 +35,7 @@ KT float KFN(k_dot_q4_0_q8_0)(int64_t n, const void *w, const void *a) {
 }
 
 /* Q5_0: (nibble | bit << 4) - 16 */
-KT float KFN(k_dot_q5_0_q8_0)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q5_0_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q5_0 *x = (const k_block_q5_0 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m256i b4 = _mm256_set1_epi8(0x10), off = _mm256_set1_epi8(16);
@@ -50,7 +51,7 @@ KT float KFN(k_dot_q5_0_q8_0)(int64_t n, const void *w, const void *a) {
 
 /* Q4_1 / Q5_1: d*da*<q,a> + m*da*sum(a); lanes hold <q,a> partials and
  * sum(a) partials side by side, folded with two FMAs per block. */
-KT float KFN(k_dot_q4_1_q8_0)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q4_1_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q4_1 *x = (const k_block_q4_1 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m256i one = _mm256_set1_epi8(1);
@@ -66,7 +67,7 @@ KT float KFN(k_dot_q4_1_q8_0)(int64_t n, const void *w, const void *a) {
     return k_hsum_avx2(acc) + k_hsum_avx2(accm);
 }
 
-KT float KFN(k_dot_q5_1_q8_0)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q5_1_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q5_1 *x = (const k_block_q5_1 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m256i one = _mm256_set1_epi8(1), b4 = _mm256_set1_epi8(0x10);
@@ -83,7 +84,7 @@ KT float KFN(k_dot_q5_1_q8_0)(int64_t n, const void *w, const void *a) {
     return k_hsum_avx2(acc) + k_hsum_avx2(accm);
 }
 
-KT float KFN(k_dot_q8_0_q8_0)(int64_t n, const void *w, const void *a) {
+KT static inline __attribute__((always_inline)) float dot_q8_0_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q8_0 *x = (const k_block_q8_0 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     __m256 acc = _mm256_setzero_ps();

@@ -147,10 +147,7 @@ K_AVX2 static void iq4nl_piece_avx2(int rows, int toks, int batch, int64_t n, co
     }
 }
 
-void k_mm_iq4_nl_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(iq4nl_piece_avx2, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece_avx2, K_MM_TILE_ARGS); }
 
 /* ---- IQ4_XS x Q8_K ---- */
 
@@ -228,7 +225,4 @@ K_AVX2 static void iq4xs_piece_avx2(int rows, int toks, int batch, int64_t n, co
     else iq4xs_tile_avx2(1, 1, n, w, 0, a, 0, out);
 }
 
-void k_mm_iq4_xs_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(iq4xs_piece_avx2, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece_avx2, K_MM_TILE_ARGS); }

@@ -165,10 +165,7 @@ K_AVX512 static void iq4nl_piece512(int rows, int toks, int batch, int64_t n, co
     }
 }
 
-void k_mm_iq4_nl_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(iq4nl_piece512, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_iq4_nl_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece512, K_MM_TILE_ARGS); }
 
 /* ---- IQ4_XS x Q8_K ---- */
 
@@ -252,7 +249,4 @@ K_AVX512 static void iq4xs_piece512(int rows, int toks, int batch, int64_t n, co
     else iq4xs_tile512(1, 1, n, w, 0, a, 0, out);
 }
 
-void k_mm_iq4_xs_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(iq4xs_piece512, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_iq4_xs_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece512, K_MM_TILE_ARGS); }

@@ -371,6 +371,11 @@ typedef void (*k_scale_fn)(float *x, float s, int64_t n);
 typedef void (*k_mm_tile_fn)(int64_t n, const void *w, size_t row_bytes, int64_t nr,
                              const void *a, size_t a_row_bytes, int64_t ntok,
                              float *y, int64_t y_stride);
+/* Its parameters and their names as arguments, for the files that write out
+ * many tile kernels as calls of one driver (mm_*_amd64.c, dot_neon*_arm64.c). */
+#define K_MM_TILE_PARAMS \
+    int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride
+#define K_MM_TILE_ARGS n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride
 
 /* IQ4_NL is the one format that the reference build sums in two orders: one
  * token at a time with ggml's vec_dot (k_dot_iq4_nl_q8_0_*: even and odd

@@ -205,6 +205,23 @@ K_AVX2 static inline float k_q5k_summs_avx2(float summs, __m128i mins16, const i
     const float isum = (float)_mm_cvtsi128_si32(h);
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-dmin_yd), _mm_set_ss(isum), _mm_set_ss(summs)));
 }
+/* Q6_K, half h of a block: its 4 vectors of 32 unsigned 6-bit quants (0..63),
+ * vector k = elements 128h + 32k .. 128h + 32k + 31 (low 4 bits from ql, high
+ * 2 from qh). */
+K_AVX2 static inline __attribute__((always_inline)) void k_q6k_quants_avx2(const k_block_q6_k *x, int h, __m256i q[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    const uint8_t *ql = x->ql + 64 * h;
+    const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
+    const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+    q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+}
+
 
 /* Q4_K/Q5_K packed scales -> 8 scales in bytes 0..7, 8 mins in bytes 8..15. */
 static inline void k_q4k_unpack_scales(const uint8_t *scales, uint32_t u[4]) {
@@ -215,6 +232,28 @@ static inline void k_q4k_unpack_scales(const uint8_t *scales, uint32_t u[4]) {
     u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);          /* scales 4..7 */
     u[2] = m03;
     u[0] &= k1;                                              /* scales 0..3 */
+}
+
+/* Q4_K / Q5_K scales and mins as int16: lanes 0..7 the 8 scales, 8..15 the 8 mins */
+K_AVX2 static inline __attribute__((always_inline)) __m256i k_q4k_scales_mins16_avx2(const uint8_t *scales) {
+    uint32_t u[4];
+    k_q4k_unpack_scales(scales, u);
+    return _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+}
+
+/* Q4_K / Q5_K (t), one chunk of 32 bytes q4: the unsigned quants of its two
+ * sub-blocks, low nibbles in lo, high in hi; for Q5_K bits 0 / 1 of each
+ * byte of *hb add 16 to them and *hb moves on by two bits. */
+K_AVX2 static inline __attribute__((always_inline)) void k_q45k_chunk_avx2(const int t, __m256i q4, __m256i *hb, __m256i *lo,
+                                                                          __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
+    *lo = _mm256_and_si256(q4, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+    if (t == K_Q5_K) {
+        *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(*hb, m1), 4));
+        *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(*hb, 1), m1), 4));
+        *hb = _mm256_srli_epi16(*hb, 2);
+    }
 }
 
 #endif

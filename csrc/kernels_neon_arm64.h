@@ -10,6 +10,7 @@
 #ifndef WOOLLY_KERNELS_NEON_ARM64_H
 #define WOOLLY_KERNELS_NEON_ARM64_H
 
+#include <arm_neon.h>
 #include "kernels.h"
 
 #ifdef __cplusplus
@@ -126,4 +127,19 @@ void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
 #ifdef __cplusplus
 }
 #endif
+/* Q5_K, chunk c of a block: the unsigned quants of bytes b0, b1 (16 each)
+ * with their 5th bits, low nibbles (+16 where bit 0 of hb0 / hb1 is set) in
+ * q[0], q[1], high nibbles (+16 where bit 1 is) in q[2], q[3]; hb0 and hb1
+ * move on by two bits. */
+static inline __attribute__((always_inline)) void k_q5k_chunk_neon(uint8x16_t b0, uint8x16_t b1, uint8x16_t *hb0,
+                                                                   uint8x16_t *hb1, uint8x16_t q[4]) {
+    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
+    q[0] = vorrq_u8(vandq_u8(b0, m4), vshlq_n_u8(vandq_u8(*hb0, one), 4));
+    q[1] = vorrq_u8(vandq_u8(b1, m4), vshlq_n_u8(vandq_u8(*hb1, one), 4));
+    q[2] = vorrq_u8(vshrq_n_u8(b0, 4), vshlq_n_u8(vandq_u8(*hb0, two), 3));
+    q[3] = vorrq_u8(vshrq_n_u8(b1, 4), vshlq_n_u8(vandq_u8(*hb1, two), 3));
+    *hb0 = vshrq_n_u8(*hb0, 2);
+    *hb1 = vshrq_n_u8(*hb1, 2);
+}
+
 #endif

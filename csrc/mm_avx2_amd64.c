@@ -1,11 +1,12 @@
-/* mm_avx2_amd64.c — k_matmul_q tile kernels, AVX2 (maddubs + madd). The body is
- * mm_simd.h, shared with the AVX-512 VNNI build (mm_avx512_amd64.c). */
-#include "kernels_avx2_amd64.h"
-
-#define KT K_AVX2
-#define KFN(name) name##_avx2
-#define ACC_MADD16(acc, p, s) _mm256_add_epi32((acc), _mm256_madd_epi16((p), (s)))
-#define ACC_DOT_U8I8(acc, u, s) \
-    _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
-
+/* mm_avx2_amd64.c — k_matmul_q tile kernels, AVX2 (instruction choices:
+ * simd_avx2_amd64.h). Each kernel is mm_tile over the pieces of mm_simd.h
+ * and the single-token dot. */
+#include "simd_avx2_amd64.h"
 #include "mm_simd.h"
+
+void k_mm_q4_k_avx2(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q4_k, rows4_q4_k, k_dot_q4_k_q8_k_avx2, K_MM_TILE_ARGS); }
+void k_mm_q5_k_avx2(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q5_k, NULL, k_dot_q5_k_q8_k_avx2, K_MM_TILE_ARGS); }
+void k_mm_q6_k_avx2(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q6_k, rows4_q6_k, k_dot_q6_k_q8_k_avx2, K_MM_TILE_ARGS); }
+void k_mm_q8_0_avx2(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx2, K_MM_TILE_ARGS); }
+void k_mm_q4_0_avx2(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx2, K_MM_TILE_ARGS); }
+void k_mm_q5_0_avx2(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx2, K_MM_TILE_ARGS); }

@@ -1,13 +1,13 @@
-/* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX-512 VNNI on 256-bit vectors
- * (vpdpbusd / vpdpwssd fuse the multiply-add chains of the AVX2 build; the
- * integer sums are the same, so results are bit-identical to it). The body
- * is mm_simd.h. */
-#include "kernels_avx2_amd64.h"
-
-#define KT K_AVX512
-#define KFN(name) name##_avx512
-#define ACC_MADD16(acc, p, s) _mm256_dpwssd_epi32((acc), (p), (s))
-#define ACC_DOT_U8I8(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
-
-#define MM_ZMM 1 /* 512-bit variants of the hottest tiles */
+/* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX512 (instruction choices:
+ * simd_avx512_amd64.h). Each kernel is mm_tile over the pieces of mm_simd.h
+ * (the 512-bit ones for Q4_K and Q6_K) and the single-token dot. */
+#include "simd_avx512_amd64.h"
+#define MM_ZMM 1 /* 512-bit pieces of the hottest tiles */
 #include "mm_simd.h"
+
+void k_mm_q4_k_avx512(K_MM_TILE_PARAMS) { mm_tile(dot8_q4_k_zmm, dot4_q4_k_zmm, rows4_q4_k_zmm, k_dot_q4_k_q8_k_avx512, K_MM_TILE_ARGS); }
+void k_mm_q5_k_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q5_k, NULL, k_dot_q5_k_q8_k_avx512, K_MM_TILE_ARGS); }
+void k_mm_q6_k_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q6_k_zmm, rows4_q6_k_zmm, k_dot_q6_k_q8_k_avx512, K_MM_TILE_ARGS); }
+void k_mm_q8_0_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx512, K_MM_TILE_ARGS); }
+void k_mm_q4_0_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx512, K_MM_TILE_ARGS); }
+void k_mm_q5_0_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx512, K_MM_TILE_ARGS); }

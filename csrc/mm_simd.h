@@ -1,5 +1,8 @@
-/* mm_simd.h — k_matmul_q tile kernels (one weight row x 4 tokens), compiled
- * once per x86 ISA level by mm_<isa>_amd64.c (macros: see dot_kquant_simd.h).
+/* mm_simd.h — the pieces of the k_matmul_q tile kernels (one weight row x 4
+ * tokens, 4 rows x one token) and their driver mm_tile, as static functions
+ * included by mm_<isa>_amd64.c after simd_<isa>_amd64.h (KT, ACC_MADD16,
+ * ACC_DOT_U8I8; MM_ZMM adds the 512-bit pieces); each .c file writes out its
+ * k_mm_*_<isa> as one mm_tile call naming its pieces.
  * Specification: the single-token dots; each 4-token kernel performs the same
  * per-token operations in the same order as its single-token kernel, so
  * results are bit-identical; it only decodes every weight block once for 4
@@ -62,36 +65,46 @@ static void mm_tile(dot4_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, i
 
 #define ACT(k, T) ((const T *)(a + (size_t)(k) * a_row_bytes))
 
-/* ---- Q4_K: see k_dot_q4_k_q8_k_avx2 ---- */
-KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+/* ---- Q4_K and Q5_K (t, a constant at each call): see
+ * k_dot_q{4,5}_k_q8_k_avx2. Q5_K adds the 5th bits (bit 2c / 2c+1 of qh[l])
+ * and sums its min term in a scalar per token. d, dmin and scales have the
+ * same offsets in both blocks. ---- */
+KT static inline __attribute__((always_inline)) void dot4_q45k(const int t, int64_t n, const void *w, const char *a,
+                                                              size_t a_row_bytes, float out[NT]) {
+    const size_t bb = t == K_Q4_K ? sizeof(k_block_q4_k) : sizeof(k_block_q5_k);
     __m256 acc[NT];
     __m128 accm[NT];
+    float summs[NT];
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); summs[k] = 0; }
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        uint32_t u[4];
-        k_q4k_unpack_scales(x[i].scales, u);
-        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const k_block_q4_k *x = (const k_block_q4_k *)((const char *)w + (size_t)i * bb);
+        const k_block_q5_k *x5 = (const k_block_q5_k *)x;
+        const uint8_t *qs = t == K_Q4_K ? x->qs : x5->qs;
+        const __m256i sm = k_q4k_scales_mins16_avx2(x->scales);
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
         const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const float d = k_h2f_avx2(x->d), dmin = k_h2f_avx2(x->dmin);
         const k_block_q8_k *y[NT];
         __m256i sumi[NT];
         _Pragma("GCC unroll 4")
         for (int k = 0; k < NT; k++) {
             y[k] = ACT(k, k_block_q8_k) + i;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
-            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            if (t == K_Q4_K) {
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
+                const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            } else {
+                summs[k] = k_q5k_summs_avx2(summs[k], mins, y[k]->bsums, y[k]->d * dmin);
+            }
             sumi[k] = _mm256_setzero_si256();
         }
+        __m256i hb = t == K_Q5_K ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m256i lo = _mm256_and_si256(q4, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            __m256i lo, hi;
+            k_q45k_chunk_avx2(t, q4, &hb, &lo, &hi);
             const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
             _Pragma("GCC unroll 4")
             for (int k = 0; k < NT; k++) {
@@ -107,7 +120,12 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
     }
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+    for (int k = 0; k < NT; k++)
+        out[k] = t == K_Q4_K ? k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]) : k_hsum_avx2(acc[k]) + summs[k];
+}
+
+KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q45k(K_Q4_K, n, w, a, a_row_bytes, out);
 }
 
 #ifdef MM_ZMM
@@ -174,67 +192,15 @@ KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
 KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[8]) {
     q4k_zmm_tokens(8, n, w, a, a_row_bytes, out);
 }
-#define DOT4_Q4_K dot4_q4_k_zmm
-#define DOT8_Q4_K dot8_q4_k_zmm
-#else
-#define DOT4_Q4_K dot4_q4_k
-#define DOT8_Q4_K NULL
 #endif
 
-/* ---- Q5_K: Q4_K plus the 5th bits (bit 2c / 2c+1 of qh[l]) ---- */
 KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q5_k *x = (const k_block_q5_k *)w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m1 = _mm256_set1_epi8(1);
-    __m256 acc[NT];
-    float summs[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); summs[k] = 0; }
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        uint32_t u[4];
-        k_q4k_unpack_scales(x[i].scales, u);
-        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-        const __m128i mins = _mm256_extracti128_si256(sm, 1);
-        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
-        const k_block_q8_k *y[NT];
-        __m256i sumi[NT];
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            y[k] = ACT(k, k_block_q8_k) + i;
-            summs[k] = k_q5k_summs_avx2(summs[k], mins, y[k]->bsums, y[k]->d * dmin);
-            sumi[k] = _mm256_setzero_si256();
-        }
-        __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        _Pragma("GCC unroll 4")
-        for (int c = 0; c < 4; c++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m1), 4);
-            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), m1), 4);
-            hb = _mm256_srli_epi16(hb, 2);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, m4), h0);
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), h1);
-            const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
-                const int8_t *qa = y[k]->qs + 64 * c;
-                const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
-                const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
-                sumi[k] = ACC_MADD16(sumi[k], p0, s0);
-                sumi[k] = ACC_MADD16(sumi[k], p1, s1);
-            }
-        }
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) + summs[k];
+    dot4_q45k(K_Q5_K, n, w, a, a_row_bytes, out);
 }
 
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
 KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     __m256 acc[NT];
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
@@ -251,18 +217,8 @@ KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_b
         }
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h;
-            const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i H = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            k_q6k_quants_avx2(&x[i], h, q);
             _Pragma("GCC unroll 4")
             for (int j = 0; j < 4; j++) {
                 const int p = 4 * h + j;
@@ -357,85 +313,10 @@ KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
-#define DOT4_Q6_K dot4_q6_k_zmm
-#else
-#define DOT4_Q6_K dot4_q6_k
 #endif
 
-/* ---- Q8_0 and Q4_0: see dot_q32_simd.h (one accumulator per token
- * here; the single-token kernels use two, so these differ from them in f32
- * summation order only) ---- */
-KT static void dot4_q8_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q8_0 *x = (const k_block_q8_0 *)w;
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        const __m256i ax = _mm256_sign_epi8(qx, qx);
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
-            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
-            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
-}
-
-KT static void dot4_q4_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q4_0 *x = (const k_block_q4_0 *)w;
-    const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i qx = _mm256_sub_epi8(k_nibbles32_avx2(x[i].qs), off);
-        const __m256i ax = _mm256_sign_epi8(qx, qx);
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
-            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
-            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
-}
-
-/* Q5_0: (nibble | bit << 4) - 16 */
-KT static void dot4_q5_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q5_0 *x = (const k_block_q5_0 *)w;
-    const __m256i off = _mm256_set1_epi8(16), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i hi = _mm256_and_si256(k_bits32_avx2(x[i].qh), b4);
-        const __m256i qx = _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x[i].qs), hi), off);
-        const __m256i ax = _mm256_sign_epi8(qx, qx);
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
-            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
-            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
-}
-
-/* ---- 4 rows x 1 token for the Q0 family (MatVec): each row keeps its own
- * single accumulator in the reference order (see dot_q32_simd.h); four
- * independent chains hide the FMA latency, and each activation block is
- * loaded once for the four rows. d is the first field of every Q0 block. ---- */
+/* ---- the Q0 family (Q8_0, Q4_0, Q5_0; see dot_q32_simd.h): each
+ * block's signed quants by its decoder; d is the first field of every block. ---- */
 typedef __m256i (*q0_decode_fn)(const char *blk);
 
 KT static inline __m256i dec_q8_0(const char *b) { return _mm256_loadu_si256((const __m256i *)((const k_block_q8_0 *)b)->qs); }
@@ -448,6 +329,46 @@ KT static inline __m256i dec_q5_0(const char *b) {
     return _mm256_sub_epi8(_mm256_or_si256(k_nibbles32_avx2(x->qs), hi), _mm256_set1_epi8(16));
 }
 
+/* 1 row x 4 tokens: one accumulator per token here; the single-token
+ * kernels use two, so these differ from them in f32 summation order only. */
+KT static inline __attribute__((always_inline)) void dot4_q0(q0_decode_fn dec, size_t bsize, int64_t n, const void *w,
+                                                            const char *a, size_t a_row_bytes, float out[NT]) {
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *blk = (const char *)w + (size_t)i * bsize;
+        const __m256i qx = dec(blk);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        k_half dh;
+        __builtin_memcpy(&dh, blk, 2);
+        const float d = k_h2f_avx2(dh);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const k_block_q8_0 *y = ACT(k, k_block_q8_0) + i;
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y->qs), qx);
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), ax, sy);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * k_h2f_avx2(y->d)), _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+
+KT static void dot4_q8_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q0(dec_q8_0, sizeof(k_block_q8_0), n, w, a, a_row_bytes, out);
+}
+KT static void dot4_q4_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q0(dec_q4_0, sizeof(k_block_q4_0), n, w, a, a_row_bytes, out);
+}
+KT static void dot4_q5_0(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    dot4_q0(dec_q5_0, sizeof(k_block_q5_0), n, w, a, a_row_bytes, out);
+}
+
+/* ---- 4 rows x 1 token for the Q0 family (MatVec): each row keeps its own
+ * single accumulator in the reference order (see dot_q32_simd.h); four
+ * independent chains hide the FMA latency, and each activation block is
+ * loaded once for the four rows. d is the first field of every Q0 block. ---- */
 KT static inline __attribute__((always_inline)) void rows4_q0(q0_decode_fn dec, size_t bsize, int64_t n, const char *w,
                                                              size_t row_bytes, const void *a, float out[4]) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
@@ -494,6 +415,22 @@ KT static void rows4_q5_0(int64_t n, const char *w, size_t rb, const void *a, fl
 #define MM_PF_Q6K 8
 #endif
 
+/* Q4_K, 4 rows x 1 token, the start of row x's block: prefetch the same
+ * block two row groups ahead (see rows4_q0; one group ahead out of cache,
+ * busy machine: 23-28 -> 28-29 cpu-GB/s), fold the min term into accm and
+ * return the scales (lanes 0..7) and mins (8..15) as int16. */
+KT static inline __attribute__((always_inline)) __m256i rows4_q4k_head(const k_block_q4_k *x, size_t row_bytes, __m128i bsum,
+                                                                      float yd, __m128 *accm) {
+    const char *nx = (const char *)x + MM_PF_Q4K * row_bytes;
+    _mm_prefetch(nx, _MM_HINT_T0);
+    _mm_prefetch(nx + 64, _MM_HINT_T0);
+    _mm_prefetch(nx + 128, _MM_HINT_T0);
+    const __m256i sm = k_q4k_scales_mins16_avx2(x->scales);
+    const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
+    *accm = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x->dmin) * yd), _mm_cvtepi32_ps(pm), *accm);
+    return sm;
+}
+
 /* ---- Q4_K, 4 rows x 1 token (MatVec): the activation loads and bsum
  * pairs are shared by the 4 rows; per row the operations and their order are
  * those of the single-row kernel (same bits). ---- */
@@ -513,15 +450,7 @@ KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void
         _Pragma("GCC unroll 4")
         for (int r = 0; r < 4; r++) {
             x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
-            const char *nx = (const char *)x[r] + MM_PF_Q4K * row_bytes; /* two row groups ahead (see rows4_q0; one group ahead out of cache, busy machine: 23-28 -> 28-29 cpu-GB/s) */
-            _mm_prefetch(nx, _MM_HINT_T0);
-            _mm_prefetch(nx + 64, _MM_HINT_T0);
-            _mm_prefetch(nx + 128, _MM_HINT_T0);
-            uint32_t u[4];
-            k_q4k_unpack_scales(x[r]->scales, u);
-            const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
-            accm[r] = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[r]->dmin) * yd), _mm_cvtepi32_ps(pm), accm[r]);
+            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
             sc[r] = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
             sumi[r] = _mm256_setzero_si256();
         }
@@ -569,15 +498,7 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
         _Pragma("GCC unroll 4")
         for (int r = 0; r < 4; r++) {
             x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
-            const char *nx = (const char *)x[r] + MM_PF_Q4K * row_bytes; /* two row groups ahead, as rows4_q4_k */
-            _mm_prefetch(nx, _MM_HINT_T0);
-            _mm_prefetch(nx + 64, _MM_HINT_T0);
-            _mm_prefetch(nx + 128, _MM_HINT_T0);
-            uint32_t u[4];
-            k_q4k_unpack_scales(x[r]->scales, u);
-            const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), bsum);
-            accm[r] = _mm_fmadd_ps(_mm_set1_ps(k_h2f_avx2(x[r]->dmin) * yd), _mm_cvtepi32_ps(pm), accm[r]);
+            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
             sc[r] = _mm512_castsi256_si512(sm);
             sumi[r] = _mm512_setzero_si512();
         }
@@ -600,9 +521,6 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
 }
-#define ROWS4_Q4_K rows4_q4_k_zmm
-#else
-#define ROWS4_Q4_K rows4_q4_k
 #endif
 
 /* ---- Q6_K, 4 rows x 1 token (MatVec): per row the operations and their
@@ -610,7 +528,6 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
  * rows per pass, the next row group prefetched (see rows4_q0). ---- */
 KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     __m256 acc[4];
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
@@ -629,18 +546,8 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
             __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
             _Pragma("GCC unroll 2")
             for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = x->ql + 64 * h;
-                const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
-                const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-                const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
                 __m256i q[4];
-                q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-                q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+                k_q6k_quants_avx2(x, h, q);
                 const int8_t *qa = y[i].qs + 128 * h;
                 _Pragma("GCC unroll 4")
                 for (int k = 0; k < 4; k++) {
@@ -694,20 +601,4 @@ KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
 }
-#define ROWS4_Q6_K rows4_q6_k_zmm
-#else
-#define ROWS4_Q6_K rows4_q6_k
 #endif
-
-#define TILE(name, dot8, dot4, rows4, dot1)                                                          \
-    void name(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,                 \
-              size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {                        \
-        mm_tile(dot8, dot4, rows4, dot1, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);    \
-    }
-
-TILE(KFN(k_mm_q4_k), DOT8_Q4_K, DOT4_Q4_K, ROWS4_Q4_K, KFN(k_dot_q4_k_q8_k))
-TILE(KFN(k_mm_q5_k), NULL, dot4_q5_k, NULL, KFN(k_dot_q5_k_q8_k))
-TILE(KFN(k_mm_q6_k), NULL, DOT4_Q6_K, ROWS4_Q6_K, KFN(k_dot_q6_k_q8_k))
-TILE(KFN(k_mm_q8_0), NULL, dot4_q8_0, rows4_q8_0, KFN(k_dot_q8_0_q8_0))
-TILE(KFN(k_mm_q4_0), NULL, dot4_q4_0, rows4_q4_0, KFN(k_dot_q4_0_q8_0))
-TILE(KFN(k_mm_q5_0), NULL, dot4_q5_0, rows4_q5_0, KFN(k_dot_q5_0_q8_0))

@@ -153,14 +153,6 @@ K_AVX2 static void q3k_rows4_avx2(int64_t n, const char *w, size_t row_bytes, co
     q23_tile_avx2(K_Q3_K, 4, 1, n, w, row_bytes, a, 0, out);
 }
 
-void k_mm_q2_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_tile(NULL, q2k_tokens4_avx2, q2k_rows4_avx2, k_dot_q2_k_q8_k_avx2, n, w, row_bytes, nr, a, a_row_bytes,
-                ntok, y, y_stride);
-}
+void k_mm_q2_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q2k_tokens4_avx2, q2k_rows4_avx2, k_dot_q2_k_q8_k_avx2, K_MM_TILE_ARGS); }
 
-void k_mm_q3_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_tile(NULL, q3k_tokens4_avx2, q3k_rows4_avx2, k_dot_q3_k_q8_k_avx2, n, w, row_bytes, nr, a, a_row_bytes,
-                ntok, y, y_stride);
-}
+void k_mm_q3_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q3k_tokens4_avx2, q3k_rows4_avx2, k_dot_q3_k_q8_k_avx2, K_MM_TILE_ARGS); }

@@ -157,14 +157,6 @@ K_AVX512 static void q3k_rows4_avx512(int64_t n, const char *w, size_t row_bytes
     q23_tile_avx512(K_Q3_K, 4, 1, n, w, row_bytes, a, 0, out);
 }
 
-void k_mm_q2_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_tile(q2k_tokens8_avx512, q2k_tokens4_avx512, q2k_rows4_avx512, k_dot_q2_k_q8_k_avx512, n, w, row_bytes, nr,
-                a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_q2_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q2k_tokens8_avx512, q2k_tokens4_avx512, q2k_rows4_avx512, k_dot_q2_k_q8_k_avx512, K_MM_TILE_ARGS); }
 
-void k_mm_q3_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_tile(q3k_tokens8_avx512, q3k_tokens4_avx512, q3k_rows4_avx512, k_dot_q3_k_q8_k_avx512, n, w, row_bytes, nr,
-                a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_q3_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q3k_tokens8_avx512, q3k_tokens4_avx512, q3k_rows4_avx512, k_dot_q3_k_q8_k_avx512, K_MM_TILE_ARGS); }

@@ -184,24 +184,14 @@ K_AVX2 void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n) {
 /* Q6_K: (d * scale[g]) * (q - 32); a 32-quant vector spans groups g, g+1 */
 K_AVX2 void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n) {
     const k_block_q6_k *b = (const k_block_q6_k *)src;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+    const __m256i off = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float d = _cvtsh_ss(b[i].d);
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++, dst += 128) {
-            const uint8_t *ql = b[i].ql + 64 * h;
             const int8_t *sc = b[i].scales + 8 * h;
-            const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i H = _mm256_loadu_si256((const __m256i *)(b[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+            k_q6k_quants_avx2(&b[i], h, q);
             _Pragma("GCC unroll 4")
             for (int k = 0; k < 4; k++) {
                 const __m256i qs = _mm256_sub_epi8(q[k], off);

@@ -91,7 +91,6 @@ void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n) {
 
 void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n) {
     const k_block_q5_k *b = (const k_block_q5_k *)src;
-    const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
         const uint8_t *q = b[i].qs;
@@ -104,16 +103,12 @@ void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n) {
             const float32x4_t d1 = vdupq_n_f32(d * sc1), mm1 = vdupq_n_f32(dmin * m1);
             uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);
             /* bit 2c of qh -> 16 for the low nibbles, bit 2c+1 for the high */
-            uint8x16_t l0 = vorrq_u8(vandq_u8(q0, m4), vshlq_n_u8(vandq_u8(h0, one), 4));
-            uint8x16_t l1 = vorrq_u8(vandq_u8(q1, m4), vshlq_n_u8(vandq_u8(h1, one), 4));
-            uint8x16_t u0 = vorrq_u8(vshrq_n_u8(q0, 4), vshlq_n_u8(vandq_u8(h0, two), 3));
-            uint8x16_t u1 = vorrq_u8(vshrq_n_u8(q1, 4), vshlq_n_u8(vandq_u8(h1, two), 3));
-            h0 = vshrq_n_u8(h0, 2);
-            h1 = vshrq_n_u8(h1, 2);
-            store16_u8_dm(dst + 0,  l0, d0, mm0);
-            store16_u8_dm(dst + 16, l1, d0, mm0);
-            store16_u8_dm(dst + 32, u0, d1, mm1);
-            store16_u8_dm(dst + 48, u1, d1, mm1);
+            uint8x16_t u[4];
+            k_q5k_chunk_neon(q0, q1, &h0, &h1, u);
+            store16_u8_dm(dst + 0,  u[0], d0, mm0);
+            store16_u8_dm(dst + 16, u[1], d0, mm0);
+            store16_u8_dm(dst + 32, u[2], d1, mm1);
+            store16_u8_dm(dst + 48, u[3], d1, mm1);
         }
     }
 }

@@ -10,49 +10,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/woolly-llm/woolly/internal/shared"
 )
 
-// sharedDir is ../shared from the repository root; tests that need it skip
-// when it is absent.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(dir, "ref", "tensor_types.json")); err != nil {
-		t.Skipf("shared test data not found at %s (%v); skipping", dir, err)
-	}
-	return dir
-}
-
-type refTensor struct {
-	Type       string  `json:"type"`
-	Ne         []int64 `json:"ne"`
-	DataOffset int64   `json:"data_offset"`
-	NBytes     int64   `json:"n_bytes"`
-}
-
-type refFile struct {
-	FileBytes int64                `json:"file_bytes"`
-	Tensors   map[string]refTensor `json:"tensors"`
-}
-
-func loadTensorTypes(t testing.TB, dir string) map[string]refFile {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "ref", "tensor_types.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref map[string]refFile
-	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
+func sharedDir(t testing.TB) string { return shared.Dir(t) }
 
 // TestSharedModels checks every model against ref/tensor_types.json, which
 // was produced by llama.cpp's gguf-py.
 func TestSharedModels(t *testing.T) {
 	dir := sharedDir(t)
-	ref := loadTensorTypes(t, dir)
+	ref := shared.TensorTypes(t, dir)
 	models, _ := filepath.Glob(filepath.Join(dir, "models", "*.gguf"))
 	if len(models) == 0 {
 		t.Fatal("no models in shared/models")

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/woolly-llm/woolly/runtime"
+
+	"github.com/woolly-llm/woolly/internal/shared"
 )
 
 func TestParseCacheFlags(t *testing.T) {
@@ -56,7 +58,7 @@ func TestParseCacheFlags(t *testing.T) {
 }
 
 func TestRunVerboseCacheStats(t *testing.T) {
-	model := filepath.Join(rtShared(t), "models", "synth-llama-mini-Q4_K_M.gguf")
+	model := filepath.Join(shared.Dir(t), "models", "synth-llama-mini-Q4_K_M.gguf")
 	prompt := strings.Repeat("the cat sat on the mat and ", 8) // > 32 tokens: the prompt path uses the dequant cache
 	_, stderr, code := rtMain(t, "run", "-m", model, "-p", prompt, "-n", "2", "--temp", "0", "--verbose",
 		"--dequant-cache", "100%", "--prefix-cache", "64M")

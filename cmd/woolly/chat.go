@@ -37,20 +37,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dequantS := dequantFlag(fs)
-	llamaAliases(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *model == "" {
-		return usageError(fs, "-m MODEL is required")
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected arguments %q", fs.Args())
-	}
-	if err := checkPredict(fs, *n); err != nil {
-		return err
-	}
-	sampler, err := sf.options(fs)
+	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,22 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 // usageError is a bad flag value found after parsing (a range, a
 // combination): one line, exit code 2, like parseFlags' errors.
+// parseModelFlags parses args for a command that needs -m MODEL and takes
+// no positional arguments: a missing -m or an extra argument is a usage
+// error naming it.
+func parseModelFlags(fs *flag.FlagSet, args []string, model *string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return usageError(fs, "-m MODEL is required")
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
 func usageError(fs *flag.FlagSet, format string, a ...any) error {
 	fmt.Fprintf(fs.Output(), "%s: %s (see '%s -h')\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
 	return errUsage
@@ -103,6 +119,20 @@ func (s *samplerFlags) options(fs *flag.FlagSet) (runtime.SamplerOptions, error)
 }
 
 // checkPredict validates -n: -1 (until the end), 0 (nothing) or a count.
+// parseGenerateFlags parses the flags of run and chat (llama.cpp's
+// spellings as aliases): -m required, no positional arguments, -n checked,
+// the sampler options validated.
+func parseGenerateFlags(fs *flag.FlagSet, args []string, model *string, n *int, sf *samplerFlags) (runtime.SamplerOptions, error) {
+	llamaAliases(fs)
+	if err := parseModelFlags(fs, args, model); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	if err := checkPredict(fs, *n); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	return sf.options(fs)
+}
+
 func checkPredict(fs *flag.FlagSet, n int) error {
 	if n < -1 {
 		return usageError(fs, "-n %d: want -1 (until end of generation), 0 (nothing) or a token count", n)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/internal/shared"
 )
 
 // An unknown flag or a bad value is one line naming it and pointing at -h,
@@ -68,9 +70,9 @@ func TestRunValueChecks(t *testing.T) {
 // llama.cpp's spellings work, -n 0 evaluates the prompt and generates
 // nothing, and -c above the training context warns.
 func TestRunLlamaHabits(t *testing.T) {
-	shared := rtShared(t)
-	model := filepath.Join(shared, "models", "stories260K-Q8_0.gguf")
-	ref := rtLoadRef(t, shared, "stories260K-Q8_0")
+	sh := shared.Dir(t)
+	model := filepath.Join(sh, "models", "stories260K-Q8_0.gguf")
+	ref := rtLoadRef(t, sh, "stories260K-Q8_0")
 	stdout, stderr, code := rtMain(t, "run", "--model", model, "--prompt", "Once upon a time", "--n-predict", "4",
 		"--temp", "0", "--threads", "1", "--ctx-size", "128", "--top-k", "1", "--top-p", "1", "--min-p", "0",
 		"--repeat-penalty", "1", "-s", "3", "--json")

@@ -10,46 +10,15 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/internal/shared"
 )
-
-func infoSharedDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(dir, "ref", "tensor_types.json")); err != nil {
-		t.Skipf("shared test data not found at %s (%v); skipping", dir, err)
-	}
-	return dir
-}
-
-type infoRefTensor struct {
-	Type       string  `json:"type"`
-	Ne         []int64 `json:"ne"`
-	DataOffset int64   `json:"data_offset"`
-	NBytes     int64   `json:"n_bytes"`
-}
-
-type infoRefFile struct {
-	FileBytes int64                    `json:"file_bytes"`
-	Tensors   map[string]infoRefTensor `json:"tensors"`
-}
-
-func infoLoadRef(t *testing.T, dir string) map[string]infoRefFile {
-	b, err := os.ReadFile(filepath.Join(dir, "ref", "tensor_types.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref map[string]infoRefFile
-	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
 
 // TestInfoJSON runs `woolly info --json` on every shared model and checks it
 // against ref/tensor_types.json (written by llama.cpp's gguf-py).
 func TestInfoJSON(t *testing.T) {
-	dir := infoSharedDir(t)
-	ref := infoLoadRef(t, dir)
+	dir := shared.Dir(t)
+	ref := shared.TensorTypes(t, dir)
 	for name, rf := range ref {
 		path := filepath.Join(dir, "models", name)
 		var out, errb bytes.Buffer
@@ -126,8 +95,8 @@ func TestInfoJSON(t *testing.T) {
 // TestInfoText checks the plain listing: every tensor with its type and
 // shape, and the type mix.
 func TestInfoText(t *testing.T) {
-	dir := infoSharedDir(t)
-	ref := infoLoadRef(t, dir)
+	dir := shared.Dir(t)
+	ref := shared.TensorTypes(t, dir)
 	for name, rf := range ref {
 		path := filepath.Join(dir, "models", name)
 		var out, errb bytes.Buffer
@@ -168,7 +137,7 @@ func TestInfoText(t *testing.T) {
 }
 
 func TestInfoArgsAndErrors(t *testing.T) {
-	dir := infoSharedDir(t)
+	dir := shared.Dir(t)
 	model := filepath.Join(dir, "models", "stories260K-Q4_0.gguf")
 	var out, errb bytes.Buffer
 	if err := runInfo([]string{model, "--json"}, &out, &errb); err != nil || !json.Valid(out.Bytes()) {
@@ -208,7 +177,7 @@ func TestInfoArgsAndErrors(t *testing.T) {
 
 // TestInfoVocabJSON: a vocabulary-only file (no tensors) prints an empty table.
 func TestInfoVocabJSON(t *testing.T) {
-	dir := infoSharedDir(t)
+	dir := shared.Dir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "vocab", "*.gguf"))
 	sort.Strings(files)
 	if len(files) == 0 {

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/woolly-llm/woolly/runtime"
 )
 
 func init() { register("logits", "print the top logits at every position", runLogits) }
@@ -67,16 +65,10 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	prompt := fs.String("p", "", "prompt `text` (tokenized as run does)")
 	top := fs.Int("top", 10, "entries per position")
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
-	attn := fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
+	attn := attentionFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseModelFlags(fs, args, model); err != nil {
 		return err
-	}
-	if *model == "" {
-		return errors.New("-m MODEL is required")
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if (*tokens == "") == (*prompt == "") {
 		return errors.New("give exactly one of --tokens ID,ID,... and -p TEXT")
@@ -84,11 +76,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if *top < 1 {
 		return errors.New("--top must be at least 1")
 	}
-	mode, err := parseAttention(*attn)
-	if err != nil {
-		return err
-	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, Attention: mode})
+	m, err := loadForEval(*model, *threads, *attn)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-
-	"github.com/woolly-llm/woolly/runtime"
 )
 
 func init() {
@@ -23,7 +21,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	file := fs.String("f", "", "text `file`")
 	nctx := fs.Int("c", 128, "tokens per chunk")
 	threads := fs.Int("t", 0, "threads (0: physical cores)")
-	attn := fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
+	attn := attentionFlag(fs)
 	asJSON := fs.Bool("json", false, "print {\"ppl\":...,\"chunks\":...}")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -40,11 +38,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	}
 	// Like llama.cpp's -f: drop one trailing newline.
 	text := strings.TrimSuffix(string(b), "\n")
-	mode, err := parseAttention(*attn)
-	if err != nil {
-		return err
-	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, Attention: mode})
+	m, err := loadForEval(*model, *threads, *attn)
 	if err != nil {
 		return err
 	}

@@ -52,16 +52,7 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	// Summary.
 	fmt.Fprintf(stdout, "quantized %s -> %s as %s in %.1fs\n", inPath, outPath, ft, time.Since(start).Seconds())
 	fmt.Fprintf(stdout, "size: %.2f MiB -> %.2f MiB (tensor data)\n", float64(sum.BytesIn)/(1<<20), float64(sum.BytesOut)/(1<<20))
-	var types []kernels.Type
-	for ty := range sum.Types {
-		types = append(types, ty)
-	}
-	sort.Slice(types, func(a, b int) bool { return types[a] < types[b] })
-	var parts []string
-	for _, ty := range types {
-		parts = append(parts, fmt.Sprintf("%v x%d", ty, sum.Types[ty]))
-	}
-	fmt.Fprintf(stdout, "tensor types: %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(stdout, "tensor types: %s\n", typeCounts(sum.Types))
 	if notes := sum.Notes; len(notes) > 0 {
 		// Group identical reasons: "row length 64 is not a multiple of 256: Q4_K -> Q5_0 (29 tensors)".
 		var order []string
@@ -84,6 +75,20 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// typeCounts lists the tensors per type ("Q4_K x12, Q6_K x2"), types in order.
+func typeCounts(counts map[kernels.Type]int) string {
+	var types []kernels.Type
+	for ty := range counts {
+		types = append(types, ty)
+	}
+	sort.Slice(types, func(a, b int) bool { return types[a] < types[b] })
+	var parts []string
+	for _, ty := range types {
+		parts = append(parts, fmt.Sprintf("%v x%d", ty, counts[ty]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // parseInterspersed parses flags that may appear before, between or after

@@ -2,22 +2,16 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/woolly-llm/woolly/loader"
+
+	"github.com/woolly-llm/woolly/internal/shared"
 )
 
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	d := filepath.Join("..", "..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(d, "models")); err != nil {
-		t.Skipf("../shared not available: %v", err)
-	}
-	return d
-}
+func sharedDir(t *testing.T) string { return shared.Dir(t) }
 
 // TestQuantizeLikeLlamaQuantize quantizes the shared F16/F32 models and
 // checks each result against llama-quantize's file: the whole file must be
@@ -68,19 +62,7 @@ func quantizeLike(t *testing.T, inName, refName, typ string, ftype uint64) {
 	}
 	t.Errorf("%s differs from llama-quantize's file (%d bytes, want %d)", typ, len(gotBytes), len(refBytes))
 
-	b, err := os.ReadFile(filepath.Join(sh, "ref", "tensor_types.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tt map[string]struct {
-		Tensors map[string]struct {
-			Type string  `json:"type"`
-			Ne   []int64 `json:"ne"`
-		} `json:"tensors"`
-	}
-	if err := json.Unmarshal(b, &tt); err != nil {
-		t.Fatal(err)
-	}
+	tt := shared.TensorTypes(t, sh)
 	want := tt[refName].Tensors
 
 	got, err := loader.Open(out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,23 +39,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dequantS := dequantFlag(fs)
-	attn := fs.String("attention", "default", "attention numerics: default, exact or fast")
+	attn := attentionFlag(fs)
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
-	llamaAliases(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *model == "" {
-		return usageError(fs, "-m MODEL is required")
-	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected arguments %q", fs.Args())
-	}
-	if err := checkPredict(fs, *n); err != nil {
-		return err
-	}
-	sampler, err := sf.options(fs)
+	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
 	if err != nil {
 		return err
 	}
@@ -159,6 +147,21 @@ func perSecond(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// loadForEval loads a model for logits and perplexity: --threads and
+// --attention as given, the other options at their defaults.
+func loadForEval(path string, threads int, attention string) (*runtime.Model, error) {
+	mode, err := parseAttention(attention)
+	if err != nil {
+		return nil, err
+	}
+	return runtime.Load(path, runtime.LoadOptions{Threads: threads, Attention: mode})
+}
+
+// attentionFlag registers --attention (parsed by parseAttention).
+func attentionFlag(fs *flag.FlagSet) *string {
+	return fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
 }
 
 // parseAttention maps --attention to a runtime.AttentionMode.

@@ -10,17 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// rtShared is ../shared seen from cmd/woolly; tests skip without it.
-func rtShared(t *testing.T) string {
-	t.Helper()
-	d := filepath.Join("..", "..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(d, "ref", "summary.json")); err != nil {
-		t.Skipf("shared reference data not found at %s: %v", d, err)
-	}
-	return d
-}
+	"github.com/woolly-llm/woolly/internal/shared"
+)
 
 type rtRef struct {
 	PromptIDs []int32 `json:"prompt_ids"`
@@ -54,7 +46,7 @@ func rtMain(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestRunGreedy(t *testing.T) {
-	shared := rtShared(t)
+	shared := shared.Dir(t)
 	ref := rtLoadRef(t, shared, "stories260K-Q8_0")
 	model := filepath.Join(shared, "models", "stories260K-Q8_0.gguf")
 
@@ -109,7 +101,7 @@ func TestRunGreedy(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	shared := rtShared(t)
+	shared := shared.Dir(t)
 	model := filepath.Join(shared, "models", "stories260K-F32.gguf")
 	_, stderr, code := rtMain(t, "run", "-m", model, "-c", "8", "-p", strings.Repeat("The little dog ran. ", 5))
 	if code == 0 || !strings.Contains(stderr, "more than the context length 8") {
@@ -124,7 +116,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestTokenizeCommand(t *testing.T) {
-	shared := rtShared(t)
+	shared := shared.Dir(t)
 	ref := rtLoadRef(t, shared, "synth-llama-mini-F16")
 	model := filepath.Join(shared, "models", "synth-llama-mini-F16.gguf")
 	stdout, stderr, code := rtMain(t, "tokenize", "-m", model, "-p", "Once upon a time", "--json")
@@ -160,7 +152,7 @@ func TestTokenizeCommand(t *testing.T) {
 }
 
 func TestLogitsCommand(t *testing.T) {
-	shared := rtShared(t)
+	shared := shared.Dir(t)
 	ref := rtLoadRef(t, shared, "stories260K-F32")
 	model := filepath.Join(shared, "models", "stories260K-F32.gguf")
 	var ids []string
@@ -199,7 +191,7 @@ func TestLogitsCommand(t *testing.T) {
 }
 
 func TestPerplexityCommand(t *testing.T) {
-	shared := rtShared(t)
+	shared := shared.Dir(t)
 	model := filepath.Join(shared, "models", "stories260K-F32.gguf")
 	stdout, stderr, code := rtMain(t, "perplexity", "-m", model, "-f", filepath.Join(shared, "ref", "text", "dev.txt"), "--json")
 	if code != 0 {

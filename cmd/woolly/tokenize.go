@@ -23,14 +23,8 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	noBOS := fs.Bool("no-bos", false, "do not add BOS")
 	noSpecial := fs.Bool("no-parse-special", false, "treat special-token text as plain text")
 	asJSON := fs.Bool("json", false, "print {\"ids\":[...]}")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseModelFlags(fs, args, model); err != nil {
 		return err
-	}
-	if *model == "" {
-		return errors.New("-m MODEL is required")
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	pSet := false
 	fs.Visit(func(f *flag.Flag) {

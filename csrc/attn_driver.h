@@ -1,0 +1,171 @@
+/* attn_driver.h — the exact attention kernels over the f16 KV cache,
+ * written once: the drivers of k_attention_f16acc_<isa> and
+ * k_attention_tiled_<isa> (the loops over tokens, heads, chunks and tiles,
+ * the online softmax, the masks and the soft-cap), as static inline
+ * functions over per-ISA vector primitives. Included by attn_avx2_amd64.c
+ * and attn_neon_arm64.c after they define:
+ *
+ *   ATTN_FN            function attribute of the drivers (the target ISA)
+ *   ATTN_LANES         f32 lanes of a vector (the tiled kernel needs head_dim
+ *                      a multiple of it; otherwise it runs the ref kernel)
+ *   float attn_h2f(k_half), float attn_f16r1(float)   one f16 conversion /
+ *                      rounding to f16 and back, as the vector code does it
+ *   float attn_dot64(x, y, np)   the vector part of dot_f16 of attn_f16_ref.c:
+ *                      its first np (> 0, a multiple of 64) elements
+ *   int64_t attn_vaccum_f16(acc, vc, kv_stride, cn, ms, vs, hd)   the V
+ *                      accumulation of a chunk over the head lanes a vector
+ *                      loop covers (returns how many); the driver does the rest
+ *   void attn_widen_tile(kt, vf, kh, vh, kv_stride, ic, n0, n, hd)   K tile
+ *                      transposed to f32 (lanes outside [n0, n) 0), V to f32
+ *   void attn_scores(kq, kt, qh, hd, sc)   the tile's 64 scores times sc
+ *   void attn_rescale(acc, hd, ms)         acc *= ms
+ *   double attn_exp_sum(kq, jlo, jhi, M)   kq[j] = vexp(kq[j] - M) on the
+ *                      lanes [jlo, jhi) (0 elsewhere), by groups of 16 each
+ *                      reduced pairwise in f32, the groups added in double
+ *   void attn_vacc(acc, vf, hd, kq, n)     acc += kq[j] * vf row j, j < n
+ *
+ * The primitives keep every rounding of the reference kernels
+ * (attn_f16_ref.c, attn_tiled_ref.c), so each ISA gives their bits. */
+#ifndef WOOLLY_ATTN_DRIVER_H
+#define WOOLLY_ATTN_DRIVER_H
+
+#include "attn_common.h"
+
+#define ATTN_CHUNK 64
+
+/* The parameters of the exact attention kernels over the f16 cache (see
+ * kernels.h) and their names as arguments. */
+#define ATTN_F16_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
+        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+#define ATTN_F16_ARGS \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, out, out_stride, h0, h1, scratch
+
+/* dot_f16 of attn_f16_ref.c: the vector part, then the rest in double */
+ATTN_FN static inline __attribute__((always_inline)) float attn_dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
+    double sum = 0;
+    if (np > 0) sum = (double)attn_dot64(x, y, np);
+    for (int64_t i = np; i < n; i++) {
+        float p = x[i] * attn_h2f(y[i]);
+        sum += (double)p;
+    }
+    return (float)sum;
+}
+
+/* k_attention_f16acc: positions (from the window's first one) in chunks of
+ * 64: first the chunk's scores (independent dots, pipelined; soft-capped
+ * with the C library's tanhf), then the scalar online-softmax recurrence
+ * (ms, vs, S), then the V accumulation. scratch: head_dim + 3*64 floats. */
+ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(ATTN_F16_PARAMS) {
+    const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
+    const float ksc = k_attn_score_scale(scale, softcap);
+    float *acc = scratch, *sc = scratch + hd, *msv = sc + ATTN_CHUNK, *vsv = msv + ATTN_CHUNK;
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t g = h / group;
+            const float *qh = q + t * q_stride + h * hd;
+            const k_half *kh = k + g * hd, *vh = v + g * hd;
+            float S = 0, M = -INFINITY;
+            for (int64_t i = 0; i < hd; i++) acc[i] = 0;
+            for (int64_t c0 = first; c0 < npos; c0 += ATTN_CHUNK) {
+                const int64_t cn = npos - c0 < ATTN_CHUNK ? npos - c0 : ATTN_CHUNK;
+                for (int64_t j = 0; j < cn; j++) sc[j] = attn_dot_f16(qh, kh + (c0 + j) * kv_stride, hd, np) * ksc;
+                if (softcap != 0)
+                    for (int64_t j = 0; j < cn; j++) sc[j] = softcap * tanhf(sc[j]);
+                for (int64_t j = 0; j < cn; j++) {
+                    const float s = sc[j];
+                    float ms = 1, vs = 1;
+                    if (s > M) {
+                        ms = k_attn_expf(M - s);
+                        M = s;
+                    } else {
+                        vs = k_attn_expf(s - M);
+                    }
+                    S = fmaf(S, ms, vs);
+                    msv[j] = ms;
+                    vsv[j] = vs;
+                }
+                const k_half *vc = vh + c0 * kv_stride;
+                for (int64_t i = attn_vaccum_f16(acc, vc, kv_stride, cn, msv, vsv, hd); i < hd; i++) {
+                    float a = acc[i];
+                    for (int64_t j = 0; j < cn; j++) {
+                        if (msv[j] != 1.0f) a = attn_f16r1(a * msv[j]);
+                        a = attn_f16r1(fmaf(attn_h2f(vc[j * kv_stride + i]), vsv[j], a));
+                    }
+                    acc[i] = a;
+                }
+            }
+            const float inv = S != 0 ? 1 / S : 0;
+            float *o = out + t * out_stride + h * hd;
+            for (int64_t i = 0; i < hd; i++) o[i] = acc[i] * inv;
+        }
+    }
+}
+
+/* k_attention_tiled: blocks of up to 32 query rows of one head; each
+ * 64-position tile of K (transposed) and V is widened to f32 once per block
+ * and shared by its rows; tiles before the block's first window and, per
+ * row, tiles with no position in the row's window are skipped. */
+ATTN_FN static inline __attribute__((always_inline)) void attn_tiled(ATTN_F16_PARAMS) {
+    const int64_t group = n_head / n_head_kv, hd = head_dim;
+    if (hd % ATTN_LANES != 0) {
+        k_attention_tiled_ref(ATTN_F16_ARGS);
+        return;
+    }
+    enum { TILE = K_ATTN_TILE, ROWS = K_ATTN_TILED_ROWS };
+    float *kt = scratch;               /* [hd][TILE] K tile, transposed */
+    float *vf = kt + hd * TILE;        /* [TILE][hd] V tile */
+    float *accs = vf + TILE * hd;      /* [ROWS][hd] */
+    float *Ms = accs + ROWS * hd, *Ss = Ms + ROWS, *kq = Ss + ROWS; /* [ROWS], [ROWS], [TILE] */
+    const float sc = k_attn_score_scale(scale, softcap);
+    for (int64_t h = h0; h < h1; h++) {
+        const int64_t g = h / group;
+        const k_half *kh = k + g * hd, *vh = v + g * hd;
+        for (int64_t t0 = 0; t0 < n_tok; t0 += ROWS) {
+            const int64_t rn = n_tok - t0 < ROWS ? n_tok - t0 : ROWS;
+            for (int64_t i = 0; i < rn * hd; i++) accs[i] = 0;
+            for (int64_t r = 0; r < rn; r++) Ms[r] = -INFINITY, Ss[r] = 0;
+            /* the block's positions: first0 (its first row's window) .. npmax - 1 */
+            const int64_t npmax = pos0 + t0 + rn, first0 = k_attn_first(pos0 + t0, window);
+            for (int64_t ic = first0 - first0 % TILE; ic < npmax; ic += TILE) {
+                const int64_t n = npmax - ic < TILE ? npmax - ic : TILE;
+                const int64_t n0 = first0 > ic ? first0 - ic : 0;
+                attn_widen_tile(kt, vf, kh, vh, kv_stride, ic, n0, n, hd);
+                for (int64_t r = 0; r < rn; r++) {
+                    /* this row's unmasked lanes [jlo, jhi); none: skip the tile */
+                    const int64_t p = pos0 + t0 + r, first = k_attn_first(p, window);
+                    const int64_t jhi = p + 1 - ic < TILE ? p + 1 - ic : TILE;
+                    const int64_t jlo = first > ic ? first - ic : 0;
+                    if (jhi <= jlo) continue;
+                    const float *qh = q + (t0 + r) * q_stride + h * hd;
+                    float *acc = accs + r * hd;
+                    attn_scores(kq, kt, qh, hd, sc);
+                    if (softcap != 0)
+                        for (int64_t j = jlo; j < jhi; j++) kq[j] = tanhf(kq[j]) * softcap;
+                    float tmax = -INFINITY;
+                    for (int64_t j = jlo; j < jhi; j++) tmax = kq[j] > tmax ? kq[j] : tmax;
+                    float M = Ms[r], S = Ss[r];
+                    if (tmax > M) {
+                        const float ms = k_attn_expf(M - tmax);
+                        attn_rescale(acc, hd, ms);
+                        S *= ms;
+                        M = tmax;
+                    }
+                    S = (float)((double)S + attn_exp_sum(kq, jlo, jhi, M));
+                    Ms[r] = M, Ss[r] = S;
+                    attn_vacc(acc, vf + jlo * hd, hd, kq + jlo, jhi - jlo);
+                }
+            }
+            for (int64_t r = 0; r < rn; r++) {
+                const float inv = Ss[r] != 0 ? 1 / Ss[r] : 0;
+                const float *acc = accs + r * hd;
+                float *o = out + (t0 + r) * out_stride + h * hd;
+                for (int64_t d = 0; d < hd; d++) o[d] = acc[d] * inv;
+            }
+        }
+    }
+}
+
+#endif
