@@ -114,6 +114,8 @@ var openaiCompletionFields = merge(openaiCommonFields, map[string]fieldRule{
 	"echo":    unsupported("echo"),
 	"best_of": unsupported("best_of other than 1", "1"),
 	"suffix":  honoured, // with the model's fill-in-the-middle tokens, else a 400
+	// llama-server's extension: structured output on completions too
+	"response_format": honoured,
 })
 
 // Ollama's /api/generate and /api/chat fields.

@@ -25,6 +25,8 @@ func TestStructuredRequestsCarryGrammar(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, true},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":` + schema + `}}}`, true},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}}`, false},
+		{"/v1/completions", `{"model":"tiny","prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","schema":` + schema + `}}}`, true},
+		{"/v1/completions", `{"model":"tiny","prompt":"x"}`, false},
 	} {
 		r := do(t, ts, "POST", c.route, c.body)
 		if r.status != 200 {
@@ -51,7 +53,7 @@ func TestStructuredBadFormats(t *testing.T) {
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema"}}`, `response_format.json_schema is required`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"number","minimum":0}}}}`, `keyword \"minimum\" is not supported`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_object","frob":1}}`, `unknown field \"frob\"`},
-		{"/v1/completions", `{"model":"tiny","prompt":"x","response_format":{"type":"json_object"}}`, `response_format`},
+		{"/v1/completions", `{"model":"tiny","prompt":"x","response_format":{"type":"json_object","schema":{"type":"string","pattern":"a"}}}`, `pattern`},
 	} {
 		r := do(t, ts, "POST", c.route, c.body)
 		if r.status != 400 || !strings.Contains(string(r.body), c.want) {
