@@ -85,17 +85,11 @@ func modelsWithTools(t *testing.T, shared string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := loader.NewWriter()
-	for _, kv := range f.KV {
-		w.Set(kv.Key, kv.Value)
+	w, err := loader.WriterFrom(f)
+	if err != nil {
+		t.Fatal(err)
 	}
 	w.SetString("tokenizer.chat_template", string(tmpl))
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := w.WriteFile(filepath.Join(dir, toolsModel+".gguf")); err != nil {
 		t.Fatal(err)
 	}

@@ -81,17 +81,11 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// rewrite writes f back through the Writer.
+// rewrite writes f back through WriterFrom.
 func rewrite(t *testing.T, f *File) []byte {
-	w := NewWriter()
-	for _, kv := range f.KV {
-		w.Set(kv.Key, kv.Value)
-	}
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
-			t.Fatalf("rewrite: %v", err)
-		}
+	w, err := WriterFrom(f)
+	if err != nil {
+		t.Fatalf("rewrite: %v", err)
 	}
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {

@@ -43,6 +43,24 @@ func (w *Writer) fail(err error) {
 	}
 }
 
+// WriterFrom returns a Writer holding f's metadata and tensors, in f's
+// order, to be changed and written as a new file (a rewritten copy). The
+// tensor data is read from f's mapping when the Writer writes: keep f open
+// until then.
+func WriterFrom(f *File) (*Writer, error) {
+	w := NewWriter()
+	for _, kv := range f.KV {
+		w.Set(kv.Key, kv.Value)
+	}
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
 // Set stores v under key.
 func (w *Writer) Set(key string, v Value) {
 	if key == "" {

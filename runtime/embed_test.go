@@ -228,17 +228,11 @@ func withPooling(t *testing.T, src string, v uint32) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := loader.NewWriter()
-	for _, kv := range f.KV {
-		w.Set(kv.Key, kv.Value)
+	w, err := loader.WriterFrom(f)
+	if err != nil {
+		t.Fatal(err)
 	}
 	w.SetUint32(f.Architecture()+".pooling_type", v)
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	dst := filepath.Join(t.TempDir(), "pooled.gguf")
 	if err := w.WriteFile(dst); err != nil {
 		t.Fatal(err)
