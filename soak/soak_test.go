@@ -61,9 +61,11 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("\n%s", rep)
 	// Under -race on a shared machine the server notices a disconnect a
-	// little later, and the test's own clients share the process's RSS; the
-	// bounds are 1 token and 64 MiB with scripts/soak.sh.
-	if err := rep.Check(3, 256<<20); err != nil {
+	// little later, and the test's own clients share the process's RSS and
+	// goroutine count (one CI run ended with one goroutine over the
+	// baseline, not seen in runs since); the bounds are 1 token, 64 MiB
+	// and no goroutine with scripts/soak.sh, where the server runs alone.
+	if err := rep.Check(3, 256<<20, 2); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Completed == 0 || rep.Disconnects == 0 || rep.Bad == 0 || rep.Oversized == 0 || rep.Unloads != 2*len(models) {

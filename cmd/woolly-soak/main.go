@@ -98,7 +98,7 @@ func run() error {
 	} else {
 		fmt.Print(rep)
 	}
-	if err := rep.Check(*maxExcess, *rssSlack<<20); err != nil {
+	if err := rep.Check(*maxExcess, *rssSlack<<20, 0); err != nil {
 		return err
 	}
 	return nil
