@@ -252,6 +252,9 @@ func (b *Batch) takeStep() ([]seg, []*evalReq) {
 
 // scratch returns step scratch big enough for the sessions of reqs.
 func (b *Batch) scratch(reqs []*evalReq) (*fwdState, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("batch: empty step")
+	}
 	nctx := 0
 	for _, r := range reqs {
 		nctx = max(nctx, r.s.nCtx)
@@ -259,9 +262,6 @@ func (b *Batch) scratch(reqs []*evalReq) (*fwdState, error) {
 	if b.st == nil || b.stCtx < nctx {
 		b.st = newFwdState(b.m.cfg, maxBatch, nctx, b.m.pool.n)
 		b.stCtx = nctx
-	}
-	if len(reqs) == 0 {
-		return nil, errors.New("batch: empty step")
 	}
 	return b.st, nil
 }

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/woolly-llm/woolly/kernels"
 )
 
 // Profiling: where the time of the forward passes goes, by op class. Off by
@@ -103,17 +101,6 @@ func (pr *profiler) addPass(ntok int, d time.Duration) {
 	pr.mu.Unlock()
 }
 
-// matmulClass names the matrix-product class of a weight type.
-var matmulClass = func() map[kernels.Type]string {
-	m := map[kernels.Type]string{}
-	for t := kernels.Type(0); t < 64; t++ {
-		if t.Known() {
-			m[t] = "matmul " + t.String()
-		}
-	}
-	return m
-}()
-
 // addMatmul splits d between the weight types of ops by weight bytes.
 func (pr *profiler) addMatmul(ops []matOp, d time.Duration) {
 	var total int64
@@ -124,10 +111,6 @@ func (pr *profiler) addMatmul(ops []matOp, d time.Duration) {
 	defer pr.mu.Unlock()
 	for _, op := range ops {
 		share := time.Duration(float64(d) * float64(int64(op.m.Rows)*int64(op.m.RowBytes)) / float64(max(total, 1)))
-		c, ok := matmulClass[op.m.Type]
-		if !ok {
-			c = "matmul " + op.m.Type.String()
-		}
-		pr.classes[c] += share
+		pr.classes["matmul "+op.m.Type.String()] += share
 	}
 }

@@ -622,8 +622,9 @@ func (c *compiler) ref(r, path string) (*node, error) {
 			}
 		}
 	}
-	// A placeholder anyOf of one branch breaks cycles: recursive schemas
-	// point back at it.
+	// The reference compiles to an anyOf node of one branch, registered
+	// before its target is compiled and given that branch after, so that
+	// recursive schemas point back at it (this is what breaks cycles).
 	ph := c.newNode(kAnyOf)
 	c.refs[r] = ph
 	n, err := c.compile(target, r)
