@@ -116,6 +116,7 @@ lint:
 	@out=`gofmt -l . 2>&1`; \
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; $(GO) mod tidy -diff; exit 1; }
 
 clean:
 	rm -rf $(BIN) $(BUILD)
