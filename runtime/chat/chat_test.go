@@ -168,14 +168,20 @@ func TestJinjaRendersReferenceTemplates(t *testing.T) {
 			if tm.Kind() != want {
 				t.Fatalf("kind %q, want %q", tm.Kind(), want)
 			}
-			got, err := tm.Render(c.msgs, c.addGen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != c.want {
-				t.Errorf("got  %q\nwant %q", got, c.want)
-			}
+			renderEq(t, tm, c.msgs, c.addGen, c.want)
 		})
+	}
+}
+
+// renderEq renders msgs through tm and compares with want.
+func renderEq(t *testing.T, tm *Template, msgs []Message, addGen bool, want string) {
+	t.Helper()
+	got, err := tm.Render(msgs, addGen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 
@@ -192,13 +198,7 @@ func TestBuiltinsMatchReferenceTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := tm.Render(c.msgs, c.addGen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != c.want {
-				t.Errorf("got  %q\nwant %q", got, c.want)
-			}
+			renderEq(t, tm, c.msgs, c.addGen, c.want)
 		})
 	}
 }
