@@ -119,10 +119,7 @@ func rowIQ4NL(x []float32, y []byte) {
 		xb, yb := x[32*b:32*b+32], y[18*b:18*b+18]
 		d := iq4BlockScale(xb)
 		putF16(yb, d)
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		packIQ4(xb, id, yb[2:])
 	}
 }
@@ -144,10 +141,7 @@ func rowIQ4XS(x []float32, y []byte) {
 		// ggml keeps using this unrounded d for the scales and indices.
 		d := -maxScale / 32
 		putF16(yb, d)
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		var sh uint16
 		sl := yb[4:8]
 		for ib := range 8 {

@@ -38,10 +38,7 @@ func rowQ4_0(x []float32, y []byte) {
 		xb, yb := x[32*b:32*b+32], y[18*b:18*b+18]
 		maxv, _ := absMaxSigned(xb)
 		d := maxv / -8
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		putF16(yb, d)
 		for j := 0; j < 16; j++ {
 			q0 := min(15, int8(float32(xb[j]*id)+8.5))
@@ -51,6 +48,14 @@ func rowQ4_0(x []float32, y []byte) {
 	}
 }
 
+// recip is 1/d, or 0 for an all-zero block (d == 0).
+func recip(d float32) float32 {
+	if d == 0 {
+		return 0
+	}
+	return 1 / d
+}
+
 // rowQ4_1: d = (max-min)/15, m = min, q = min(15, trunc((x-min)/d + 0.5)).
 // Block: d f16, m f16, qs[16].
 func rowQ4_1(x []float32, y []byte) {
@@ -58,10 +63,7 @@ func rowQ4_1(x []float32, y []byte) {
 		xb, yb := x[32*b:32*b+32], y[20*b:20*b+20]
 		lo, hi := minMax(xb)
 		d := (hi - lo) / 15
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		putF16(yb, d)
 		putF16(yb[2:], lo)
 		for j := 0; j < 16; j++ {
@@ -79,10 +81,7 @@ func rowQ5_0(x []float32, y []byte) {
 		xb, yb := x[32*b:32*b+32], y[22*b:22*b+22]
 		maxv, _ := absMaxSigned(xb)
 		d := maxv / -16
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		putF16(yb, d)
 		var qh uint32
 		for j := 0; j < 16; j++ {
@@ -103,10 +102,7 @@ func rowQ5_1(x []float32, y []byte) {
 		xb, yb := x[32*b:32*b+32], y[24*b:24*b+24]
 		lo, hi := minMax(xb)
 		d := (hi - lo) / 31
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		putF16(yb, d)
 		putF16(yb[2:], lo)
 		var qh uint32
@@ -131,10 +127,7 @@ func rowQ8_0(x []float32, y []byte) {
 			amax = max(amax, abs32(v))
 		}
 		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		id := recip(d)
 		putF16(yb, d)
 		for j, v := range xb {
 			yb[2+j] = byte(int8(math.Round(float64(v * id))))

@@ -456,21 +456,27 @@ func splitGPT2(cpts []uint32, offsets []int) []int {
 			for s.info(pos + nws).isSpace() {
 				nws++
 			}
-			if nws > 1 && s.cpt(pos+nws) != outOfRange {
-				pos += nws - 1
-				s.add(pos)
-				continue
-			}
-			if nws > 0 {
-				pos += nws
-				s.add(pos)
-				continue
-			}
-			pos++
-			s.add(pos)
+			pos = s.spaceRun(pos, nws)
 		}
 	}
 	return s.out
+}
+
+// spaceRun ends the expressions' last three alternatives at pos, where nws
+// whitespace characters start: \s+(?!\S) (all but the last space when a
+// non-space follows), \s+, or else one character. It adds the split and
+// returns the next position.
+func (s *seg) spaceRun(pos, nws int) int {
+	switch {
+	case nws > 1 && s.cpt(pos+nws) != outOfRange:
+		pos += nws - 1
+	case nws > 0:
+		pos += nws
+	default:
+		pos++
+	}
+	s.add(pos)
+	return pos
 }
 
 // splitLlama3 implements Llama 3's expression with llama.cpp's semantics.
@@ -556,18 +562,7 @@ func splitLlama3(cpts []uint32, offsets []int) []int {
 				s.add(pos)
 				continue
 			}
-			if nws > 1 && s.cpt(pos+nws) != outOfRange {
-				pos += nws - 1
-				s.add(pos)
-				continue
-			}
-			if nws > 0 {
-				pos += nws
-				s.add(pos)
-				continue
-			}
-			pos++
-			s.add(pos)
+			pos = s.spaceRun(pos, nws)
 		}
 	}
 	return s.out
