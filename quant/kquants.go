@@ -282,14 +282,10 @@ func rowQ6K(x []float32, y []byte) {
 	var scales [16]float32
 	for b := 0; b < len(x)/256; b++ {
 		xb, yb := x[256*b:256*b+256], y[210*b:210*b+210]
-		var maxScale, maxAbsScale float32
 		for ib := range 16 {
-			s := makeQX6(xb[16*ib:16*ib+16], L[16*ib:16*ib+16])
-			scales[ib] = s
-			if a := abs32(s); a > maxAbsScale {
-				maxAbsScale, maxScale = a, s
-			}
+			scales[ib] = makeQX6(xb[16*ib:16*ib+16], L[16*ib:16*ib+16])
 		}
+		maxScale, maxAbsScale := absMaxSigned(scales[:])
 		if maxAbsScale < groupMaxEps {
 			for i := range yb {
 				yb[i] = 0

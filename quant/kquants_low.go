@@ -153,13 +153,10 @@ func rowQ3K(x []float32, y []byte) {
 	var scales [16]float32
 	for b := 0; b < len(x)/256; b++ {
 		xb, yb := x[256*b:256*b+256], y[110*b:110*b+110]
-		var maxScale, amax float32
 		for j := range 16 {
 			scales[j] = makeQ3(xb[16*j:16*j+16], Ls[16*j:16*j+16])
-			if a := abs32(scales[j]); a > amax {
-				amax, maxScale = a, scales[j]
-			}
 		}
+		maxScale, _ := absMaxSigned(scales[:])
 		sc := yb[96:108]
 		clear(sc)
 		putF16(yb[108:], 0)
