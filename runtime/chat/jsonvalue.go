@@ -31,6 +31,18 @@ var keyOrder sync.Map
 // order of every object in reg (released with forget).
 type jsonValues struct{ maps []uintptr }
 
+// callArgs is c's arguments as a value ({} when it has none).
+func (j *jsonValues) callArgs(c ToolCall) (any, error) {
+	if len(c.Arguments) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := j.decode(c.Arguments)
+	if err != nil {
+		return nil, fmt.Errorf("tool call %q: arguments: %v", c.Name, err)
+	}
+	return v, nil
+}
+
 func (j *jsonValues) decode(raw []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()

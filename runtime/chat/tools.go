@@ -183,13 +183,9 @@ func (t *Template) builtinToolTurns(msgs []Message, tools []json.RawMessage) ([]
 		b.WriteString(`{"name": `)
 		pyString(&b, c.Name)
 		b.WriteString(`, "` + argKey + `": `)
-		args := any(map[string]any{})
-		if len(c.Arguments) > 0 {
-			v, err := jv.decode(c.Arguments)
-			if err != nil {
-				return "", fmt.Errorf("tool call %q: arguments: %v", c.Name, err)
-			}
-			args = v
+		args, err := jv.callArgs(c)
+		if err != nil {
+			return "", err
 		}
 		if err := pyJSON(&b, args, -1, 0); err != nil {
 			return "", err
@@ -282,13 +278,9 @@ func callsText(format string, calls []ToolCall) (string, error) {
 	var b strings.Builder
 	list := make([]any, len(calls))
 	for i, c := range calls {
-		args := any(map[string]any{})
-		if len(c.Arguments) > 0 {
-			v, err := jv.decode(c.Arguments)
-			if err != nil {
-				return "", fmt.Errorf("tool call %q: arguments: %v", c.Name, err)
-			}
-			args = v
+		args, err := jv.callArgs(c)
+		if err != nil {
+			return "", err
 		}
 		key := "arguments"
 		if format == ToolsLlama3 {
