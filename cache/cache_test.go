@@ -306,43 +306,36 @@ func TestParallelStress(t *testing.T) {
 					over.Add(1)
 				}
 			}})
-			var wg sync.WaitGroup
-			for g := 0; g < 8; g++ {
-				wg.Add(1)
-				go func(seed int64) {
-					defer wg.Done()
-					r := rand.New(rand.NewSource(seed))
-					for i := 0; i < 3000; i++ {
-						k := r.Intn(200)
-						size := int64(10 + k*3)
-						switch op := r.Intn(10); {
-						case op < 6:
-							v, err := c.GetOrLoad(k, func() ([]int, int64, error) {
-								if k%97 == 13 && r.Intn(4) == 0 {
-									return nil, 0, errors.New("flaky")
-								}
-								return []int{k}, size, nil
-							})
-							if err == nil && v[0] != k {
-								t.Errorf("key %d got value %d", k, v[0])
+			onGoroutines(8, func(r *rand.Rand) {
+				for i := 0; i < 3000; i++ {
+					k := r.Intn(200)
+					size := int64(10 + k*3)
+					switch op := r.Intn(10); {
+					case op < 6:
+						v, err := c.GetOrLoad(k, func() ([]int, int64, error) {
+							if k%97 == 13 && r.Intn(4) == 0 {
+								return nil, 0, errors.New("flaky")
 							}
-						case op < 8:
-							if v, ok := c.Get(k); ok && v[0] != k {
-								t.Errorf("key %d got value %d", k, v[0])
-							}
-						case op == 8:
-							c.Add(k, []int{k}, size)
-						default:
-							c.Remove(k)
+							return []int{k}, size, nil
+						})
+						if err == nil && v[0] != k {
+							t.Errorf("key %d got value %d", k, v[0])
 						}
-						if s := c.Stats(); s.Bytes > s.Budget {
-							t.Errorf("bytes %d > budget %d", s.Bytes, s.Budget)
-							return
+					case op < 8:
+						if v, ok := c.Get(k); ok && v[0] != k {
+							t.Errorf("key %d got value %d", k, v[0])
 						}
+					case op == 8:
+						c.Add(k, []int{k}, size)
+					default:
+						c.Remove(k)
 					}
-				}(int64(g))
-			}
-			wg.Wait()
+					if s := c.Stats(); s.Bytes > s.Budget {
+						t.Errorf("bytes %d > budget %d", s.Bytes, s.Budget)
+						return
+					}
+				}
+			})
 			if over.Load() != 0 {
 				t.Fatalf("%d budget or value violations seen in OnEvicted", over.Load())
 			}

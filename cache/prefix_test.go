@@ -339,46 +339,53 @@ func (s tokSnap) Bytes() int64 { return s.size }
 
 func TestPrefixParallelStress(t *testing.T) {
 	pc := newPC(t, 40000)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(seed int64) {
-			defer wg.Done()
-			r := rand.New(rand.NewSource(seed))
-			for i := 0; i < 2000; i++ {
-				toks := make([]int32, 1+r.Intn(40))
-				for j := range toks {
-					toks[j] = int32(r.Intn(3))
+	onGoroutines(8, func(r *rand.Rand) {
+		for i := 0; i < 2000; i++ {
+			toks := make([]int32, 1+r.Intn(40))
+			for j := range toks {
+				toks[j] = int32(r.Intn(3))
+			}
+			switch r.Intn(3) {
+			case 0:
+				pc.Put(toks, tokSnap{slices.Clone(toks), int64(r.Intn(500))})
+			case 1:
+				if n, snap := pc.Longest(toks); n > 0 && !slices.Equal(snap.(tokSnap).toks, toks[:n]) {
+					t.Errorf("Longest(%v) = %d with the snapshot of %v", toks, n, snap.(tokSnap).toks)
+					return
 				}
-				switch r.Intn(3) {
-				case 0:
-					pc.Put(toks, tokSnap{slices.Clone(toks), int64(r.Intn(500))})
-				case 1:
-					if n, snap := pc.Longest(toks); n > 0 && !slices.Equal(snap.(tokSnap).toks, toks[:n]) {
-						t.Errorf("Longest(%v) = %d with the snapshot of %v", toks, n, snap.(tokSnap).toks)
-						return
-					}
-				default:
-					n, snap, sl := pc.LongestCommon(toks)
-					if n == 0 {
-						continue
-					}
-					st := snap.(tokSnap).toks
-					if len(st) != sl || sl < n || !slices.Equal(st[:n], toks[:n]) || (n < len(toks) && n < sl && st[n] == toks[n]) {
-						t.Errorf("LongestCommon(%v) = %d, %d with the snapshot of %v", toks, n, sl, st)
-						return
-					}
+			default:
+				n, snap, sl := pc.LongestCommon(toks)
+				if n == 0 {
+					continue
 				}
-				if r.Intn(500) == 0 {
-					pc.Purge()
+				st := snap.(tokSnap).toks
+				if len(st) != sl || sl < n || !slices.Equal(st[:n], toks[:n]) || (n < len(toks) && n < sl && st[n] == toks[n]) {
+					t.Errorf("LongestCommon(%v) = %d, %d with the snapshot of %v", toks, n, sl, st)
+					return
 				}
 			}
-		}(int64(g))
-	}
-	wg.Wait()
+			if r.Intn(500) == 0 {
+				pc.Purge()
+			}
+		}
+	})
 	s := pc.Stats()
 	if s.PeakBytes > s.Budget {
 		t.Fatalf("peak %d > budget %d", s.PeakBytes, s.Budget)
 	}
 	checkTrie(t, pc)
+}
+
+// onGoroutines runs fn on n goroutines at once, goroutine g with a rand
+// seeded g, and waits for all of them.
+func onGoroutines(n int, fn func(r *rand.Rand)) {
+	var wg sync.WaitGroup
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			fn(rand.New(rand.NewSource(seed)))
+		}(int64(g))
+	}
+	wg.Wait()
 }
