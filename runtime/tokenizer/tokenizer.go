@@ -33,6 +33,12 @@ const (
 	attrRstrip      uint32 = 1 << 8
 )
 
+// typeAttrs is the attribute of each tokenizer.ggml.token_type value.
+var typeAttrs = map[int32]uint32{
+	TypeNormal: attrNormal, TypeUnknown: attrUnknown, TypeControl: attrControl,
+	TypeUserDefined: attrUserDefined, TypeUnused: attrUnused, TypeByte: attrByte,
+}
+
 // Vocab is the tokenizer description read from GGUF metadata. FromGGUF fills
 // it from a file; tests and tools may build one by hand and call New.
 type Vocab struct {
@@ -171,22 +177,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 		}
 		t.attrs[i] = attrNormal
 		if v.Types != nil {
-			switch v.Types[i] {
-			case TypeUnknown:
-				t.attrs[i] = attrUnknown
-			case TypeUnused:
-				t.attrs[i] = attrUnused
-			case TypeNormal:
-				t.attrs[i] = attrNormal
-			case TypeControl:
-				t.attrs[i] = attrControl
-			case TypeUserDefined:
-				t.attrs[i] = attrUserDefined
-			case TypeByte:
-				t.attrs[i] = attrByte
-			default:
-				t.attrs[i] = 0
-			}
+			t.attrs[i] = typeAttrs[v.Types[i]] // 0 for an unknown type, as llama.cpp
 		}
 	}
 
