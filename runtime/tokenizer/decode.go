@@ -114,19 +114,10 @@ func (t *Tokenizer) Detokenize(ids []int32, removeSpecial, unparseSpecial bool) 
 		return string(text)
 	}
 	// pass 1: " ?", " !", " .", " ," lose the space
-	x := text
-	if len(x) > 0 {
-		n := 1
-		for i := 1; i < len(x); i++ {
-			c := x[i]
-			if x[i-1] == ' ' && (c == '?' || c == '!' || c == '.' || c == ',') {
-				n--
-			}
-			x[n] = c
-			n++
-		}
-		x = x[:n]
-	}
+	x := squeeze(text, func(x []byte, i int) bool {
+		c := x[i]
+		return x[i-1] == ' ' && (c == '?' || c == '!' || c == '.' || c == ',')
+	})
 	// pass 2: a single apostrophe between spaces loses both spaces
 	if len(x) > 0 {
 		n := 1
@@ -147,28 +138,37 @@ func (t *Tokenizer) Detokenize(ids []int32, removeSpecial, unparseSpecial bool) 
 		x = x[:n]
 	}
 	// pass 3: " 's", " 'm", " 're", " 've" lose the space
-	if len(x) > 0 {
-		n := 1
+	x = squeeze(x, func(x []byte, i int) bool {
 		total := len(x)
-		for i := 1; i < total; i++ {
-			c := x[i]
-			if x[i-1] == ' ' && c == '\'' && i+1 < total {
-				c1 := x[i+1]
-				if c1 == 's' || c1 == 'm' {
-					n--
-				} else if c1 != 't' && c1 != 'd' && i+2 < total {
-					c2 := x[i+2]
-					if (c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') {
-						n--
-					}
-				}
-			}
-			x[n] = c
-			n++
+		if x[i-1] != ' ' || x[i] != '\'' || i+1 >= total {
+			return false
 		}
-		x = x[:n]
-	}
+		c1 := x[i+1]
+		if c1 == 's' || c1 == 'm' {
+			return true
+		}
+		return c1 != 't' && c1 != 'd' && i+2 < total && (c1 == 'r' || c1 == 'v') && x[i+2] == 'e'
+	})
 	return string(x)
+}
+
+// squeeze keeps x[0], then each later byte, dropping the byte kept before it
+// when spaceGoes(x, i) — evaluated on the buffer as rewritten so far, as
+// llama.cpp's in-place passes do.
+func squeeze(x []byte, spaceGoes func(x []byte, i int) bool) []byte {
+	if len(x) == 0 {
+		return x
+	}
+	n := 1
+	for i := 1; i < len(x); i++ {
+		c := x[i]
+		if spaceGoes(x, i) {
+			n--
+		}
+		x[n] = c
+		n++
+	}
+	return x[:n]
 }
 
 // StreamDecoder turns a stream of token ids into text without ever emitting
