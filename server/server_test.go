@@ -89,6 +89,21 @@ func wantStatus(t *testing.T, r resp, status int) {
 	}
 }
 
+// wantStream checks a 200 streamed answer of content type ct and n frames
+// (split by parse: ndjson or sse) and returns the frames.
+func wantStream(t *testing.T, r resp, ct string, parse func(*testing.T, []byte) []map[string]any, n int) []map[string]any {
+	t.Helper()
+	wantStatus(t, r, 200)
+	if got := r.header.Get("Content-Type"); got != ct {
+		t.Errorf("content type %q, want %q", got, ct)
+	}
+	frames := parse(t, r.body)
+	if len(frames) != n {
+		t.Fatalf("%d frames, want %d: %s", len(frames), n, r.body)
+	}
+	return frames
+}
+
 // ndjson splits an NDJSON body into objects.
 func ndjson(t *testing.T, b []byte) []map[string]any {
 	t.Helper()
@@ -225,14 +240,7 @@ func TestOllamaGenerate(t *testing.T) {
 
 	// Streaming is the default: one line per token, then the final one.
 	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny:latest","prompt":"x","options":{"num_predict":4}}`)
-	wantStatus(t, r, 200)
-	if ct := r.header.Get("Content-Type"); ct != "application/x-ndjson" {
-		t.Errorf("content type %q", ct)
-	}
-	lines := ndjson(t, r.body)
-	if len(lines) != 5 {
-		t.Fatalf("%d lines: %s", len(lines), r.body)
-	}
+	lines := wantStream(t, r, "application/x-ndjson", ndjson, 5)
 	var text string
 	for _, l := range lines[:4] {
 		if l["done"] != false {
@@ -420,14 +428,7 @@ func TestOpenAIChat(t *testing.T) {
 
 	// Streaming with usage.
 	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny:latest","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":2,"stream":true,"stream_options":{"include_usage":true},"stop":["a","b"]}`)
-	wantStatus(t, r, 200)
-	if ct := r.header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Errorf("content type %q", ct)
-	}
-	frames := sse(t, r.body)
-	if len(frames) != 4 {
-		t.Fatalf("%d frames: %s", len(frames), r.body)
-	}
+	frames := wantStream(t, r, "text/event-stream", sse, 4)
 	d0 := frames[0]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
 	d1 := frames[1]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
 	if d0["role"] != "assistant" || d0["content"] != "w0" || d1["role"] != nil || d1["content"] != " w1" {
