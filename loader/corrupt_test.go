@@ -50,6 +50,16 @@ func walk(b []byte) (w walked, err error) {
 	le := binary.LittleEndian
 	o := 24
 	nT, nKV := le.Uint64(b[8:]), le.Uint64(b[16:])
+	// str and u32 read the value at o, returning its offset, and move past it
+	str := func() (int, string) {
+		at, n := o, int(le.Uint64(b[o:]))
+		o += 8 + n
+		return at, string(b[at+8 : o])
+	}
+	u32 := func() (int, uint32) {
+		o += 4
+		return o - 4, le.Uint32(b[o-4:])
+	}
 	var skip func(t uint32)
 	skip = func(t uint32) {
 		switch t {
@@ -75,13 +85,8 @@ func walk(b []byte) (w walked, err error) {
 	}
 	for i := uint64(0); i < nKV; i++ {
 		var kv walkKV
-		kv.keyLenOff = o
-		n := int(le.Uint64(b[o:]))
-		kv.key = string(b[o+8 : o+8+n])
-		o += 8 + n
-		kv.typeOff = o
-		kv.vtype = le.Uint32(b[o:])
-		o += 4
+		kv.keyLenOff, kv.key = str()
+		kv.typeOff, kv.vtype = u32()
 		switch kv.vtype {
 		case 8:
 			kv.strLenOff = o
@@ -95,13 +100,8 @@ func walk(b []byte) (w walked, err error) {
 	}
 	for i := uint64(0); i < nT; i++ {
 		var t walkTensor
-		t.nameLenOff = o
-		n := int(le.Uint64(b[o:]))
-		t.name = string(b[o+8 : o+8+n])
-		o += 8 + n
-		t.nDimsOff = o
-		t.nDims = le.Uint32(b[o:])
-		o += 4
+		t.nameLenOff, t.name = str()
+		t.nDimsOff, t.nDims = u32()
 		for d := uint32(0); d < t.nDims; d++ {
 			t.dimOffs = append(t.dimOffs, o)
 			t.dims = append(t.dims, le.Uint64(b[o:]))
