@@ -37,14 +37,20 @@ func isHex(b byte) bool {
 	return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F')
 }
 
+// contBytes is, for each state inside a UTF-8 character, the range of the
+// next byte and the state after it.
+var contBytes = [numLex]struct{ lo, hi, next uint8 }{
+	lC1: {0x80, 0xBF, lNormal},
+	lC2: {0x80, 0xBF, lC1},
+	lC3: {0x80, 0xBF, lC2},
+	lE0: {0xA0, 0xBF, lC1},
+	lED: {0x80, 0x9F, lC1},
+	lF0: {0x90, 0xBF, lC2},
+	lF4: {0x80, 0x8F, lC2},
+}
+
 // lexStep is one byte of a string body in state st.
 func lexStep(st uint8, b byte) (uint8, int) {
-	cont := func(lo, hi byte, next uint8) (uint8, int) {
-		if b < lo || b > hi {
-			return st, evReject
-		}
-		return next, evNone
-	}
 	switch st {
 	case lNormal:
 		switch {
@@ -101,20 +107,12 @@ func lexStep(st uint8, b byte) (uint8, int) {
 			return lNormal, evNone
 		}
 		return st + 1, evNone
-	case lC1:
-		return cont(0x80, 0xBF, lNormal)
-	case lC2:
-		return cont(0x80, 0xBF, lC1)
-	case lC3:
-		return cont(0x80, 0xBF, lC2)
-	case lE0:
-		return cont(0xA0, 0xBF, lC1)
-	case lED:
-		return cont(0x80, 0x9F, lC1)
-	case lF0:
-		return cont(0x90, 0xBF, lC2)
-	case lF4:
-		return cont(0x80, 0x8F, lC2)
+	case lC1, lC2, lC3, lE0, lED, lF0, lF4:
+		r := contBytes[st]
+		if b < r.lo || b > r.hi {
+			return st, evReject
+		}
+		return r.next, evNone
 	}
 	return st, evReject
 }
