@@ -195,7 +195,7 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 						if err != nil {
 							return 0, err
 						}
-						tok[0] = argmax(logits)
+						tok[0] = runtime.Argmax(logits)
 					}
 					return time.Since(start), nil
 				}})
@@ -263,16 +263,6 @@ func WeightBytesPerToken(path string) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 // MeanStddev returns the mean and the sample standard deviation (n−1).

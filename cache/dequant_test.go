@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,18 +68,6 @@ func newDC(t *testing.T, budget int64) *DequantCache {
 	return d
 }
 
-func sameF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // generate is one "request": the prompt path reads every tensor, layer by
 // layer. loads counts loader calls.
 func generate(d *DequantCache, model string, m [][]testTensor, loads *atomic.Int64) error {
@@ -91,7 +80,7 @@ func generate(d *DequantCache, model string, m [][]testTensor, loads *atomic.Int
 			if err != nil {
 				return err
 			}
-			if !sameF32(w, tt.want) {
+			if !slices.Equal(w, tt.want) {
 				return fmt.Errorf("%s: wrong values", tt.name)
 			}
 		}
@@ -182,7 +171,7 @@ func TestDequantOversizeServedUncached(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
-			if !sameF32(w, tt.want) {
+			if !slices.Equal(w, tt.want) {
 				t.Fatalf("%s: wrong values", tt.name)
 			}
 		}
@@ -251,7 +240,7 @@ func TestDequantPrefetchThenHits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameF32(w, tt.want) {
+		if !slices.Equal(w, tt.want) {
 			t.Fatalf("%s: prefetched values differ from the block format", tt.name)
 		}
 	}
@@ -346,7 +335,7 @@ func TestDequantTryGet(t *testing.T) {
 					}
 					continue
 				}
-				if !sameF32(w, tt.want) {
+				if !slices.Equal(w, tt.want) {
 					t.Fatalf("%s: wrong values", tt.name)
 				}
 				if pass > 0 {

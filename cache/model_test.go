@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,7 +70,7 @@ func promptPass(t *testing.T, d *DequantCache, model string, layers [][]Prefetch
 				if err := kernels.Dequant(it.Type, it.Data, want); err != nil {
 					t.Fatal(err)
 				}
-				if !sameF32(w, want) {
+				if !slices.Equal(w, want) {
 					t.Fatalf("%s: cached values differ from kernels.Dequant", it.Tensor)
 				}
 			}

@@ -196,7 +196,10 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	return c[len(c)-1].id
 }
 
-// argmax returns the index of the largest value, the lowest on ties.
+// Argmax returns the index of the largest value, the lowest on ties: the
+// token greedy sampling (temperature 0) picks.
+func Argmax(l []float32) int32 { return argmax(l) }
+
 func argmax(l []float32) int32 {
 	best := 0
 	for i, v := range l {

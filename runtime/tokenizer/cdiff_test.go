@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestDifferentialLlama(t *testing.T) {
 				want = append(want, int32(v))
 			}
 			got, err := tok.Encode(c.text, c.flags&1 != 0, c.flags&2 != 0)
-			ok := err == nil && eqIDs(got, want)
+			ok := err == nil && slices.Equal(got, want)
 			if !ok && bad < 3 {
 				t.Errorf("%s flags %d %q:\n got %v\nwant %v", filepath.Base(path), c.flags, c.text, got, want)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"unicode/utf8"
 )
@@ -51,7 +52,7 @@ func TestDifferential(t *testing.T) {
 			t.Errorf("%s %q: %v", c.Vocab, c.Text, err)
 			continue
 		}
-		if !eqIDs(got, c.IDs) {
+		if !slices.Equal(got, c.IDs) {
 			bad[c.Vocab]++
 			if bad[c.Vocab] <= 3 {
 				t.Errorf("%s special=%v %q:\n got %v\nwant %v", c.Vocab, c.Special, c.Text, got, c.IDs)
@@ -116,7 +117,7 @@ func TestDifferentialPieces(t *testing.T) {
 		if tok.BOS() != id(r.BOS) || tok.EOS() != id(r.EOS) || tok.EOT() != id(r.EOT) {
 			t.Errorf("%s: bos/eos/eot %d %d %d, want %d %d %d", path, tok.BOS(), tok.EOS(), tok.EOT(), id(r.BOS), id(r.EOS), id(r.EOT))
 		}
-		if r.EOG != nil && !eqIDs(tok.EOGs(), r.EOG) {
+		if r.EOG != nil && !slices.Equal(tok.EOGs(), r.EOG) {
 			t.Errorf("%s: EOG ids %v, want %v", path, tok.EOGs(), r.EOG)
 		}
 		t.Logf("%s: %d/%d pieces match (%d not valid UTF-8, skipped)", filepath.Base(path), len(r.Pieces)-bad-skipped, len(r.Pieces)-skipped, skipped)

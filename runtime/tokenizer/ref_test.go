@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"unicode/utf8"
@@ -50,7 +51,7 @@ func TestRefPromptIDs(t *testing.T) {
 				t.Errorf("%s %q: %v", m, prompt, err)
 				continue
 			}
-			if !eqIDs(got, e.PromptIDs) {
+			if !slices.Equal(got, e.PromptIDs) {
 				t.Errorf("%s %q: got %v want %v", m, prompt, got, e.PromptIDs)
 				continue
 			}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,18 +90,6 @@ func readPairs(t testing.TB, base string) ([]string, [][]int32) {
 	return tests, want
 }
 
-func eqIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestVocabPairs checks llama.cpp's tokenizer test vectors: no BOS/EOS, no
 // special-token parsing.
 func TestVocabPairs(t *testing.T) {
@@ -117,7 +106,7 @@ func TestVocabPairs(t *testing.T) {
 					t.Errorf("test %d %q: %v", i, s, err)
 					continue
 				}
-				if !eqIDs(got, want[i]) {
+				if !slices.Equal(got, want[i]) {
 					t.Errorf("test %d %q:\n got %v\nwant %v", i, s, got, want[i])
 					continue
 				}
