@@ -22,11 +22,11 @@ var chatInput io.Reader = os.Stdin
 
 func runChat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("chat", stderr)
-	model := fs.String("m", "", "model `path` (GGUF)")
+	model := modelFlag(fs)
 	system := fs.String("system", "", "system `message`")
 	n := fs.Int("n", -1, "tokens per answer at most (-1: until end of turn or the context is full)")
 	sf := addSamplerFlags(fs)
-	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	threads := threadsFlag(fs)
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")

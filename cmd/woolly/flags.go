@@ -202,3 +202,9 @@ func addOptional[T any](fs *flag.FlagSet, name, env, usage string, parse func(st
 	fs.Var(o, name, usage)
 	return o, nil
 }
+
+// modelFlag is -m as the model commands spell it.
+func modelFlag(fs *flag.FlagSet) *string { return fs.String("m", "", "model `path` (GGUF)") }
+
+// threadsFlag is -t as the model commands spell it.
+func threadsFlag(fs *flag.FlagSet) *int { return fs.Int("t", 0, "threads (0: physical cores)") }

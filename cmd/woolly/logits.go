@@ -60,11 +60,11 @@ func topLogits(row []float32, n int) [][2]any {
 
 func runLogits(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("logits", stderr)
-	model := fs.String("m", "", "model `path` (GGUF)")
+	model := modelFlag(fs)
 	tokens := fs.String("tokens", "", "comma-separated token `ids` to evaluate")
 	prompt := fs.String("p", "", "prompt `text` (tokenized as run does)")
 	top := fs.Int("top", 10, "entries per position")
-	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	threads := threadsFlag(fs)
 	attn := attentionFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseModelFlags(fs, args, model); err != nil {

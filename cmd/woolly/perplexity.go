@@ -17,10 +17,10 @@ func init() {
 
 func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("perplexity", stderr)
-	model := fs.String("m", "", "model `path` (GGUF)")
+	model := modelFlag(fs)
 	file := fs.String("f", "", "text `file`")
 	nctx := fs.Int("c", 128, "tokens per chunk")
-	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	threads := threadsFlag(fs)
 	attn := attentionFlag(fs)
 	asJSON := fs.Bool("json", false, "print {\"ppl\":...,\"chunks\":...}")
 	if err := parseFlags(fs, args); err != nil {

@@ -24,12 +24,12 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
-	model := fs.String("m", "", "model `path` (GGUF)")
+	model := modelFlag(fs)
 	prompt := fs.String("p", "", "prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
 	n := fs.Int("n", -1, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
 	sf := addSamplerFlags(fs)
-	threads := fs.Int("t", 0, "threads (0: physical cores)")
+	threads := threadsFlag(fs)
 	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
