@@ -27,7 +27,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	n := fs.Int("n", -1, "tokens per answer at most (-1: until end of turn or the context is full)")
 	sf := addSamplerFlags(fs)
 	threads := threadsFlag(fs)
-	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
+	nctx := ctxFlag(fs)
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
 	var think triBool

@@ -208,3 +208,8 @@ func modelFlag(fs *flag.FlagSet) *string { return fs.String("m", "", "model `pat
 
 // threadsFlag is -t as the model commands spell it.
 func threadsFlag(fs *flag.FlagSet) *int { return fs.Int("t", 0, "threads (0: physical cores)") }
+
+// ctxFlag is -c as run and chat spell it.
+func ctxFlag(fs *flag.FlagSet) *int {
+	return fs.Int("c", 0, "context length (0: the model's, at most 4096)")
+}

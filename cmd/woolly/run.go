@@ -30,7 +30,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	n := fs.Int("n", -1, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
 	sf := addSamplerFlags(fs)
 	threads := threadsFlag(fs)
-	nctx := fs.Int("c", 0, "context length (0: the model's, at most 4096)")
+	nctx := ctxFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
 	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
