@@ -390,30 +390,56 @@ func (s *seg) add(end int) int {
 	return n
 }
 
-// splitGPT2 implements 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// with llama.cpp's semantics.
-func splitGPT2(cpts []uint32, offsets []int) []int {
+// contraction matches 's|'t|'re|'ve|'m|'ll|'d at pos (case-insensitively
+// with fold, as Llama 3's (?i:...)), adds its split and returns the next
+// position and true; otherwise pos and false.
+func (s *seg) contraction(pos int, fold bool) (int, bool) {
+	if s.cpt(pos) != '\'' || pos+1 >= s.end {
+		return pos, false
+	}
+	at := func(p int) uint32 {
+		if fold {
+			return toLower(s.cpt(p))
+		}
+		return s.cpt(p)
+	}
+	nx := at(pos + 1)
+	if nx == 's' || nx == 't' || nx == 'm' || nx == 'd' {
+		return pos + s.add(pos+2), true
+	}
+	if pos+2 < s.end {
+		nn := at(pos + 2)
+		if (nx == 'r' && nn == 'e') || (nx == 'v' && nn == 'e') || (nx == 'l' && nn == 'l') {
+			return pos + s.add(pos+3), true
+		}
+	}
+	return pos, false
+}
+
+// splitPieces runs split on each piece of cpts (offsets: the pieces'
+// lengths, in order), with s spanning the piece, and returns the lengths of
+// the parts split added.
+func splitPieces(cpts []uint32, offsets []int, split func(s *seg)) []int {
 	s := &seg{cpts: cpts, out: make([]int, 0, len(offsets))}
 	start := 0
 	for _, n := range offsets {
 		s.ini, s.end, s.prevEnd = start, start+n, start
 		start += n
+		split(s)
+	}
+	return s.out
+}
+
+// splitGPT2 implements 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// with llama.cpp's semantics.
+func splitGPT2(cpts []uint32, offsets []int) []int {
+	return splitPieces(cpts, offsets, func(s *seg) {
 		for pos := s.ini; pos < s.end; {
 			c := s.cpt(pos)
 			f := s.info(pos)
-			if c == '\'' && pos+1 < s.end {
-				nx := s.cpt(pos + 1)
-				if nx == 's' || nx == 't' || nx == 'm' || nx == 'd' {
-					pos += s.add(pos + 2)
-					continue
-				}
-				if pos+2 < s.end {
-					nn := s.cpt(pos + 2)
-					if (nx == 'r' && nn == 'e') || (nx == 'v' && nn == 'e') || (nx == 'l' && nn == 'l') {
-						pos += s.add(pos + 3)
-						continue
-					}
-				}
+			if next, ok := s.contraction(pos, false); ok {
+				pos = next
+				continue
 			}
 			f2 := f
 			if c == ' ' {
@@ -458,8 +484,7 @@ func splitGPT2(cpts []uint32, offsets []int) []int {
 			}
 			pos = s.spaceRun(pos, nws)
 		}
-	}
-	return s.out
+	})
 }
 
 // spaceRun ends the expressions' last three alternatives at pos, where nws
@@ -481,27 +506,13 @@ func (s *seg) spaceRun(pos, nws int) int {
 
 // splitLlama3 implements Llama 3's expression with llama.cpp's semantics.
 func splitLlama3(cpts []uint32, offsets []int) []int {
-	s := &seg{cpts: cpts, out: make([]int, 0, len(offsets))}
-	start := 0
-	for _, n := range offsets {
-		s.ini, s.end, s.prevEnd = start, start+n, start
-		start += n
+	return splitPieces(cpts, offsets, func(s *seg) {
 		for pos := s.ini; pos < s.end; {
 			c := s.cpt(pos)
 			f := s.info(pos)
-			if c == '\'' && pos+1 < s.end {
-				nx := toLower(s.cpt(pos + 1))
-				if nx == 's' || nx == 't' || nx == 'm' || nx == 'd' {
-					pos += s.add(pos + 2)
-					continue
-				}
-				if pos+2 < s.end {
-					nn := toLower(s.cpt(pos + 2))
-					if (nx == 'r' && nn == 'e') || (nx == 'v' && nn == 'e') || (nx == 'l' && nn == 'l') {
-						pos += s.add(pos + 3)
-						continue
-					}
-				}
+			if next, ok := s.contraction(pos, true); ok {
+				pos = next
+				continue
 			}
 			// [^\r\n\p{L}\p{N}]?\p{L}+
 			if !(c == '\r' || c == '\n' || f.isNumber()) {
@@ -564,6 +575,5 @@ func splitLlama3(cpts []uint32, offsets []int) []int {
 			}
 			pos = s.spaceRun(pos, nws)
 		}
-	}
-	return s.out
+	})
 }
