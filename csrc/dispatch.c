@@ -181,19 +181,12 @@ int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     k_dot_fn f = dot_fn(impl, wtype);
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
-    const char *wb = (const char *)w, *ab = (const char *)a;
+    const char *wb = (const char *)w;
     for (int64_t rt = r0; rt < r1; rt += MM_ROWS) {
         const int64_t nr = r1 - rt < MM_ROWS ? r1 - rt : MM_ROWS;
         const char *wt = wb + (size_t)rt * row_bytes;
-        if (tile) {
-            tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
-            continue;
-        }
-        for (int64_t t = 0; t < ntok; t++) {
-            const char *at = ab + (size_t)t * a_row_bytes;
-            float *yt = y + t * y_stride + rt;
-            for (int64_t r = 0; r < nr; r++) yt[r] = f(n, wt + (size_t)r * row_bytes, at);
-        }
+        if (tile) tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        else k_mm_rows_x_dot(f, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
     }
     return 0;
 }

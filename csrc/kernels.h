@@ -370,6 +370,15 @@ typedef k_mm_tile_kernel *k_mm_tile_fn;
     int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride
 #define K_MM_TILE_ARGS n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride
 
+/* A tile kernel made of a one-token dot: every (row, token) of the tile,
+ * tokens outer (the generic driver's loop, and the float tiles'). */
+static inline void k_mm_rows_x_dot(k_dot_fn dot, K_MM_TILE_PARAMS) {
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    for (int64_t t = 0; t < ntok; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * y_stride + r] = dot(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
+}
+
 /* IQ4_NL is the one format that the reference build sums in two orders: one
  * token at a time with ggml's vec_dot (k_dot_iq4_nl_q8_0_*: even and odd
  * blocks in two accumulators), two or more tokens with llamafile's
