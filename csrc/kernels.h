@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -318,6 +319,20 @@ k_dot_kernel k_dot_q2_k_q8_k_ref, k_dot_q3_k_q8_k_ref, k_dot_q4_k_q8_k_ref, k_do
     k_dot_q6_k_q8_k_ref, k_dot_q4_0_q8_0_ref, k_dot_q4_1_q8_0_ref, k_dot_q5_0_q8_0_ref, k_dot_q5_1_q8_0_ref,
     k_dot_q8_0_q8_0_ref, k_dot_iq4_nl_q8_0_ref, k_dot_iq4_xs_q8_k_ref,
     k_dot_f16_f16_ref, k_dot_f32_f32_ref, k_dot_bf16_f32_ref;
+
+/* Q8_K helpers of the quantizers: the all-zero block (amax == 0), and the
+ * signed max of a block, the first element in index order with |x| == amax
+ * (the ref's first-wins scan), given amax. */
+static inline void k_q8k_zero_block(k_block_q8_k *y) {
+    y->d = 0;
+    memset(y->qs, 0, sizeof y->qs);
+    memset(y->bsums, 0, sizeof y->bsums);
+}
+static inline float k_q8k_signed_max(const float *x, float amax) {
+    for (int j = 0; j < K_QKK; j++)
+        if (x[j] == amax || x[j] == -amax) return x[j];
+    return 0;
+}
 
 /* 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. */
 void k_q4k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
