@@ -128,13 +128,6 @@ K_AVX2 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const cha
     for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
-K_AVX2 float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) {
-    float out;
-    iq4nl_rows(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* the 8 sub-block scales minus 32 as int16, in both 128-bit halves */
@@ -196,14 +189,11 @@ K_AVX2 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char 
         for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(acc[r][k]);
 }
 
-K_AVX2 float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a) {
-    float out;
-    iq4xs_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
-
 #define IQ4_TARGET K_AVX2
 #include "iq4_piece.h"
+
+K_AVX2 float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+K_AVX2 float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
 void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
 void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }

@@ -117,12 +117,6 @@ K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, s
     for (int k = 0; k < T; k++) out[k] = iq4_hsum8(lo_acc[k], hi_acc[k]);
 }
 
-float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    iq4nl_rows(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* R rows x T tokens, out[k * R + r]: per super-block the sub-blocks' lanes
@@ -177,14 +171,11 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
         for (int k = 0; k < T; k++) out[k * R + r] = iq4_hsum8(acc[r][k][0], acc[r][k][1]);
 }
 
-float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    iq4xs_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
-
 #define IQ4_TARGET
 #include "iq4_piece.h"
+
+float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
 void k_mm_iq4_nl_neon(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
 void k_mm_iq4_xs_neon(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }

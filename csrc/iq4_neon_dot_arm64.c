@@ -105,12 +105,6 @@ K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, s
     for (int k = 0; k < T; k++) out[k] = hsum_lanes8(f[k][0], f[k][1]);
 }
 
-float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    iq4nl_rows(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* R rows x T tokens into out[k * R + r]: int32 lanes over the 8 sub-blocks
@@ -161,14 +155,11 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
         for (int k = 0; k < T; k++) out[k * R + r] = hsum_lanes8(f[r][k][0], f[r][k][1]);
 }
 
-float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    iq4xs_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
-
 #define IQ4_TARGET
 #include "iq4_piece.h"
+
+float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
 void k_mm_iq4_nl_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
 void k_mm_iq4_xs_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }

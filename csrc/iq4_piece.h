@@ -4,7 +4,20 @@
  *   iq4nl_toks(T, ...)     IQ4_NL, one row x T tokens, the batch order
  *   iq4xs_tile(R, T, ...)  IQ4_XS, R rows x T tokens (one order)
  * (always_inline, R and T constants), with IQ4_TARGET the function
- * attribute of its ISA (empty where the whole file has it). */
+ * attribute of its ISA (empty where the whole file has it). The one-token
+ * dots are the 1 x 1 tiles. */
+
+IQ4_TARGET static inline __attribute__((always_inline)) float iq4nl_dot(int64_t n, const void *w, const void *a) {
+    float out = 0.0f; /* set by the tile; initialized for -Wmaybe-uninitialized */
+    iq4nl_rows(1, n, (const char *)w, 0, a, &out);
+    return out;
+}
+
+IQ4_TARGET static inline __attribute__((always_inline)) float iq4xs_dot(int64_t n, const void *w, const void *a) {
+    float out = 0.0f;
+    iq4xs_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
+    return out;
+}
 
 /* 4 rows or 1 x the token, or 1 row x 4 or 1 tokens of a batch */
 IQ4_TARGET static void iq4nl_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
