@@ -42,61 +42,50 @@ int64_t k_row_bytes(int type, int64_t n) {
 
 /* ---- reference tables ---- */
 
-static k_dequant_fn ref_dequant(int type) {
-    switch (type) {
-    case K_F32:  return k_dequant_f32_ref;
-    case K_F16:  return k_dequant_f16_ref;
-    case K_BF16: return k_dequant_bf16_ref;
-    case K_Q4_0: return k_dequant_q4_0_ref;
-    case K_Q4_1: return k_dequant_q4_1_ref;
-    case K_Q5_0: return k_dequant_q5_0_ref;
-    case K_Q5_1: return k_dequant_q5_1_ref;
-    case K_Q8_0: return k_dequant_q8_0_ref;
-    case K_Q2_K: return k_dequant_q2_k_ref;
-    case K_Q3_K: return k_dequant_q3_k_ref;
-    case K_Q4_K: return k_dequant_q4_k_ref;
-    case K_Q5_K: return k_dequant_q5_k_ref;
-    case K_Q6_K: return k_dequant_q6_k_ref;
-    case K_IQ4_NL: return k_dequant_iq4_nl_ref;
-    case K_IQ4_XS: return k_dequant_iq4_xs_ref;
-    default:     return NULL;
-    }
+/* The ref tile is only there for a batch summed in another order than the
+ * one-token dot (IQ4_NL, see kernels.h); it is also the fallback of a SIMD
+ * impl without its own tile for such a type. */
+static const k_type_kernels ref_kernels[K_TYPE_MAX] = {
+    [K_F32]    = {.dequant = k_dequant_f32_ref, .dot = k_dot_f32_f32_ref},
+    [K_F16]    = {.dequant = k_dequant_f16_ref, .dot = k_dot_f16_f16_ref, .quantize = k_quantize_f16_ref},
+    [K_BF16]   = {.dequant = k_dequant_bf16_ref, .dot = k_dot_bf16_f32_ref},
+    [K_Q4_0]   = {.dequant = k_dequant_q4_0_ref, .dot = k_dot_q4_0_q8_0_ref},
+    [K_Q4_1]   = {.dequant = k_dequant_q4_1_ref, .dot = k_dot_q4_1_q8_0_ref},
+    [K_Q5_0]   = {.dequant = k_dequant_q5_0_ref, .dot = k_dot_q5_0_q8_0_ref},
+    [K_Q5_1]   = {.dequant = k_dequant_q5_1_ref, .dot = k_dot_q5_1_q8_0_ref},
+    [K_Q8_0]   = {.dequant = k_dequant_q8_0_ref, .dot = k_dot_q8_0_q8_0_ref, .quantize = k_quantize_q8_0_ref},
+    [K_Q2_K]   = {.dequant = k_dequant_q2_k_ref, .dot = k_dot_q2_k_q8_k_ref},
+    [K_Q3_K]   = {.dequant = k_dequant_q3_k_ref, .dot = k_dot_q3_k_q8_k_ref},
+    [K_Q4_K]   = {.dequant = k_dequant_q4_k_ref, .dot = k_dot_q4_k_q8_k_ref},
+    [K_Q5_K]   = {.dequant = k_dequant_q5_k_ref, .dot = k_dot_q5_k_q8_k_ref},
+    [K_Q6_K]   = {.dequant = k_dequant_q6_k_ref, .dot = k_dot_q6_k_q8_k_ref},
+    [K_Q8_K]   = {.quantize = k_quantize_q8_k_ref},
+    [K_IQ4_NL] = {.dequant = k_dequant_iq4_nl_ref, .dot = k_dot_iq4_nl_q8_0_ref, .mm_tile = k_mm_iq4_nl_ref},
+    [K_IQ4_XS] = {.dequant = k_dequant_iq4_xs_ref, .dot = k_dot_iq4_xs_q8_k_ref},
+};
+
+static const k_type_kernels no_kernels; /* all NULL: an unknown type */
+
+static const k_type_kernels *ref_entry(int type) {
+    return type >= 0 && type < K_TYPE_MAX ? &ref_kernels[type] : &no_kernels;
 }
 
-static k_dot_fn ref_dot(int wtype) {
-    switch (wtype) {
-    case K_F32:  return k_dot_f32_f32_ref;
-    case K_F16:  return k_dot_f16_f16_ref;
-    case K_BF16: return k_dot_bf16_f32_ref;
-    case K_Q4_0: return k_dot_q4_0_q8_0_ref;
-    case K_Q4_1: return k_dot_q4_1_q8_0_ref;
-    case K_Q5_0: return k_dot_q5_0_q8_0_ref;
-    case K_Q5_1: return k_dot_q5_1_q8_0_ref;
-    case K_Q8_0: return k_dot_q8_0_q8_0_ref;
-    case K_Q2_K: return k_dot_q2_k_q8_k_ref;
-    case K_Q3_K: return k_dot_q3_k_q8_k_ref;
-    case K_Q4_K: return k_dot_q4_k_q8_k_ref;
-    case K_Q5_K: return k_dot_q5_k_q8_k_ref;
-    case K_Q6_K: return k_dot_q6_k_q8_k_ref;
-    case K_IQ4_NL: return k_dot_iq4_nl_q8_0_ref;
-    case K_IQ4_XS: return k_dot_iq4_xs_q8_k_ref;
-    default:     return NULL;
+static int simd_impl(int impl) { return impl > K_IMPL_REF && impl < K_IMPL_MAX; }
+
+/* The kernels of a SIMD impl for `type`, each member from the most specific
+ * of its sets that has one (k_arch_get_table); NULL members where none has. */
+static k_type_kernels simd_kernels(int impl, int type) {
+    k_type_kernels k = no_kernels;
+    if (!simd_impl(impl) || type < 0 || type >= K_TYPE_MAX) return k;
+    for (int layer = 0;; layer++) {
+        const k_type_kernels *t = k_arch_get_table(impl, layer);
+        if (!t) return k;
+        if (!k.dequant) k.dequant = t[type].dequant;
+        if (!k.dot) k.dot = t[type].dot;
+        if (!k.mm_tile) k.mm_tile = t[type].mm_tile;
+        if (!k.quantize) k.quantize = t[type].quantize;
     }
 }
-
-static k_quantize_fn ref_quantize(int act) {
-    switch (act) {
-    case K_Q8_K: return k_quantize_q8_k_ref;
-    case K_Q8_0: return k_quantize_q8_0_ref;
-    case K_F16:  return k_quantize_f16_ref;
-    default:     return NULL;
-    }
-}
-
-/* ref tile kernels: only where a batch is summed in another order than the
- * one-token dot (IQ4_NL, see kernels.h); also the fallback of a SIMD impl
- * without its own tile for such a type */
-static k_mm_tile_fn ref_mm_tile(int wtype) { return wtype == K_IQ4_NL ? k_mm_iq4_nl_ref : NULL; }
 
 static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
@@ -105,40 +94,41 @@ static const k_arch_ops ref_ops = {
     .attention_tiled = k_attention_tiled_ref,
 };
 
-static int simd_impl(int impl) { return impl > K_IMPL_REF && impl < K_IMPL_MAX; }
-
 /* ---- public lookups ---- */
 
+/* SIMD impls: their own kernel or NULL (the drivers then use ref's) */
 k_dequant_fn k_get_dequant(int impl, int type) {
-    if (!ref_dequant(type)) return NULL;
-    if (impl == K_IMPL_REF) return ref_dequant(type);
-    return simd_impl(impl) ? k_arch_get_dequant(impl, type) : NULL;
+    if (!ref_entry(type)->dequant) return NULL;
+    return impl == K_IMPL_REF ? ref_entry(type)->dequant : simd_kernels(impl, type).dequant;
 }
 
 k_dot_fn k_get_dot(int impl, int wtype) {
-    if (!ref_dot(wtype)) return NULL;
-    if (impl == K_IMPL_REF) return ref_dot(wtype);
-    return simd_impl(impl) ? k_arch_get_dot(impl, wtype) : NULL;
+    if (!ref_entry(wtype)->dot) return NULL;
+    return impl == K_IMPL_REF ? ref_entry(wtype)->dot : simd_kernels(impl, wtype).dot;
 }
 
 k_quantize_fn k_get_quantize(int impl, int act_type) {
-    if (!ref_quantize(act_type)) return NULL;
-    if (impl == K_IMPL_REF) return ref_quantize(act_type);
-    return simd_impl(impl) ? k_arch_get_quantize(impl, act_type) : NULL;
+    if (!ref_entry(act_type)->quantize) return NULL;
+    return impl == K_IMPL_REF ? ref_entry(act_type)->quantize : simd_kernels(impl, act_type).quantize;
 }
 
 /* with fallback to ref */
 static k_dequant_fn dequant_fn(int impl, int type) {
     k_dequant_fn f = k_get_dequant(impl, type);
-    return f ? f : ref_dequant(type);
+    return f ? f : ref_entry(type)->dequant;
 }
 static k_dot_fn dot_fn(int impl, int wtype) {
     k_dot_fn f = k_get_dot(impl, wtype);
-    return f ? f : ref_dot(wtype);
+    return f ? f : ref_entry(wtype)->dot;
 }
 static k_quantize_fn quantize_fn(int impl, int act) {
     k_quantize_fn f = k_get_quantize(impl, act);
-    return f ? f : ref_quantize(act);
+    return f ? f : ref_entry(act)->quantize;
+}
+/* the tile kernel of k_matvec / k_matmul_q, or NULL for rows x the dot */
+static k_mm_tile_fn mm_tile_fn(int impl, int wtype) {
+    k_mm_tile_fn f = simd_kernels(impl, wtype).mm_tile;
+    return f ? f : ref_entry(wtype)->mm_tile;
 }
 
 /* ops table member `m` of impl, or the ref one */
@@ -171,8 +161,7 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     k_dot_fn f = dot_fn(impl, wtype);
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     const char *wb = (const char *)w;
-    k_mm_tile_fn tile = simd_impl(impl) ? k_arch_get_mm_tile(impl, wtype) : NULL;
-    if (!tile) tile = ref_mm_tile(wtype);
+    k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
     if (tile) { /* one token: the tile kernel runs several rows at a time */
         if (r1 > r0) tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
         return 0;
@@ -191,21 +180,13 @@ int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
                float *y, int64_t y_stride) {
     k_dot_fn f = dot_fn(impl, wtype);
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
-    k_mm_tile_fn tile = simd_impl(impl) ? k_arch_get_mm_tile(impl, wtype) : NULL;
-    if (!tile) tile = ref_mm_tile(wtype);
-    const char *wb = (const char *)w, *ab = (const char *)a;
+    k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
+    const char *wb = (const char *)w;
     for (int64_t rt = r0; rt < r1; rt += MM_ROWS) {
         const int64_t nr = r1 - rt < MM_ROWS ? r1 - rt : MM_ROWS;
         const char *wt = wb + (size_t)rt * row_bytes;
-        if (tile) {
-            tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
-            continue;
-        }
-        for (int64_t t = 0; t < ntok; t++) {
-            const char *at = ab + (size_t)t * a_row_bytes;
-            float *yt = y + t * y_stride + rt;
-            for (int64_t r = 0; r < nr; r++) yt[r] = f(n, wt + (size_t)r * row_bytes, at);
-        }
+        if (tile) tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        else k_mm_rows_x_dot(f, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
     }
     return 0;
 }

@@ -65,18 +65,5 @@ K_AVX2 float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a) {
 /* ---- matmul tiles: the same per-row dot for every token count (the
  * 8 accumulators already give each dot enough independent FMA chains) ---- */
 
-void k_mm_f32_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    for (int64_t t = 0; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++)
-            y[t * y_stride + r] = k_dot_f32_f32_avx2(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
-}
-
-void k_mm_f16_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    for (int64_t t = 0; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++)
-            y[t * y_stride + r] = k_dot_f16_f16_avx2(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
-}
+void k_mm_f32_avx2(K_MM_TILE_PARAMS) { k_mm_rows_x_dot(k_dot_f32_f32_avx2, K_MM_TILE_ARGS); }
+void k_mm_f16_avx2(K_MM_TILE_PARAMS) { k_mm_rows_x_dot(k_dot_f16_f16_avx2, K_MM_TILE_ARGS); }

@@ -50,36 +50,34 @@ KT static inline __attribute__((always_inline)) float dot_q5_0_q8_0(int64_t n, c
 }
 
 /* Q4_1 / Q5_1: d*da*<q,a> + m*da*sum(a); lanes hold <q,a> partials and
- * sum(a) partials side by side, folded with two FMAs per block. */
+ * sum(a) partials side by side, folded with two FMAs per block. One block:
+ * q its 32 unsigned quants, d and m its scale and min. */
+KT static inline __attribute__((always_inline)) void dot_qx_1_block(__m256i q, k_half d, k_half m, const k_block_q8_0 *y,
+                                                                    __m256 *acc, __m256 *accm) {
+    const __m256i ya = LOADA(y->qs);
+    const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), q, ya);
+    const __m256i sa = ACC_DOT_U8I8(_mm256_setzero_si256(), _mm256_set1_epi8(1), ya);
+    const float da = k_h2f_avx2(y->d);
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(d) * da), _mm256_cvtepi32_ps(s), *acc);
+    *accm = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(m) * da), _mm256_cvtepi32_ps(sa), *accm);
+}
+
 KT static inline __attribute__((always_inline)) float dot_q4_1_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q4_1 *x = (const k_block_q4_1 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const __m256i one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i ya = LOADA(y[i].qs);
-        const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), k_nibbles32_avx2(x[i].qs), ya);
-        const __m256i sa = ACC_DOT_U8I8(_mm256_setzero_si256(), one, ya);
-        const float da = k_h2f_avx2(y[i].d);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * da), _mm256_cvtepi32_ps(s), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].m) * da), _mm256_cvtepi32_ps(sa), accm);
-    }
+    for (int64_t i = 0; i < n / K_QK; i++) dot_qx_1_block(k_nibbles32_avx2(x[i].qs), x[i].d, x[i].m, &y[i], &acc, &accm);
     return k_hsum_avx2(acc) + k_hsum_avx2(accm);
 }
 
 KT static inline __attribute__((always_inline)) float dot_q5_1_q8_0(int64_t n, const void *w, const void *a) {
     const k_block_q5_1 *x = (const k_block_q5_1 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const __m256i one = _mm256_set1_epi8(1), b4 = _mm256_set1_epi8(0x10);
+    const __m256i b4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / K_QK; i++) {
-        const __m256i ya = LOADA(y[i].qs);
         const __m256i q = _mm256_or_si256(k_nibbles32_avx2(x[i].qs), _mm256_and_si256(k_bits32_avx2(x[i].qh), b4));
-        const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), q, ya);
-        const __m256i sa = ACC_DOT_U8I8(_mm256_setzero_si256(), one, ya);
-        const float da = k_h2f_avx2(y[i].d);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].d) * da), _mm256_cvtepi32_ps(s), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[i].m) * da), _mm256_cvtepi32_ps(sa), accm);
+        dot_qx_1_block(q, x[i].d, x[i].m, &y[i], &acc, &accm);
     }
     return k_hsum_avx2(acc) + k_hsum_avx2(accm);
 }

@@ -69,7 +69,7 @@ K_AVX2 void k_dequant_iq4_xs_avx2(const void *src, float *dst, int64_t n) {
 /* R rows (row_bytes apart) x one token, ggml vec_dot's order: blocks 2k in
  * even[r], 2k+1 in odd[r], then hsum(even + odd), then an odd last block as
  * fmaf(d, its integer sum, total). */
-K_AVX2 K_INLINE void iq4nl_rows_avx2(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
+K_AVX2 K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m256i table = iq4_table_avx2(), one = _mm256_set1_epi16(1);
     const int64_t nb = n / K_QK;
@@ -107,7 +107,7 @@ K_AVX2 K_INLINE void iq4nl_rows_avx2(const int R, int64_t n, const char *w, size
 
 /* One row x T tokens (a_row_bytes apart) of a batch, tinyBLAS_Q0's order:
  * one accumulator per token, blocks in order. */
-K_AVX2 K_INLINE void iq4nl_toks_avx2(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
+K_AVX2 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const __m256i table = iq4_table_avx2(), one = _mm256_set1_epi16(1);
     __m256 acc[4];
@@ -128,27 +128,6 @@ K_AVX2 K_INLINE void iq4nl_toks_avx2(const int T, int64_t n, const void *w, cons
     for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
-K_AVX2 float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) {
-    float out;
-    iq4nl_rows_avx2(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
-/* the k_mm_drive piece: 4 rows or 1 x the token, or 1 row x 4 or 1 tokens of a batch */
-K_AVX2 static void iq4nl_piece_avx2(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                               const char *a, size_t a_row_bytes, float *out) {
-    if (!batch) {
-        if (rows == 4) iq4nl_rows_avx2(4, n, w, row_bytes, a, out);
-        else iq4nl_rows_avx2(1, n, w, row_bytes, a, out);
-    } else if (toks == 4) {
-        iq4nl_toks_avx2(4, n, w, a, a_row_bytes, out);
-    } else {
-        iq4nl_toks_avx2(1, n, w, a, a_row_bytes, out);
-    }
-}
-
-void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece_avx2, K_MM_TILE_ARGS); }
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* the 8 sub-block scales minus 32 as int16, in both 128-bit halves */
@@ -160,7 +139,7 @@ K_AVX2 K_INLINE __m256i iq4xs_scales16_avx2(const k_block_iq4_xs *x) {
 /* R rows x T tokens: out[k * R + r] = dot(row r, token k). Per super-block
  * the 8 sub-blocks' lanes are summed in int32 (madd with the scale), then
  * one FMA with d * y.d; hsum at the end (one order for any R, T). */
-K_AVX2 K_INLINE void iq4xs_tile_avx2(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+K_AVX2 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
                                      const char *a, size_t a_row_bytes, float *out) {
     const __m256i table = iq4_table_avx2();
     __m256 acc[4][4];
@@ -210,19 +189,11 @@ K_AVX2 K_INLINE void iq4xs_tile_avx2(const int R, const int T, int64_t n, const 
         for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(acc[r][k]);
 }
 
-K_AVX2 float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a) {
-    float out;
-    iq4xs_tile_avx2(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
+#define IQ4_TARGET K_AVX2
+#include "iq4_piece.h"
 
-/* the k_mm_drive piece (one order: batch does not matter) */
-K_AVX2 static void iq4xs_piece_avx2(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                               const char *a, size_t a_row_bytes, float *out) {
-    (void)batch;
-    if (rows == 4) iq4xs_tile_avx2(4, 1, n, w, row_bytes, a, 0, out);
-    else if (toks == 4) iq4xs_tile_avx2(1, 4, n, w, 0, a, a_row_bytes, out);
-    else iq4xs_tile_avx2(1, 1, n, w, 0, a, 0, out);
-}
+K_AVX2 float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+K_AVX2 float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece_avx2, K_MM_TILE_ARGS); }
+void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }

@@ -77,7 +77,7 @@ K_AVX512 K_INLINE int32_t iq4_isum256(__m256i v) {
 
 /* R rows x one token, vec_dot's order (see the top of the file; an odd
  * last block is fmaf(d, its integer sum, total)) */
-K_AVX512 K_INLINE void iq4nl_rows512(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
+K_AVX512 K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m512i absq = iq4_abs_table512();
     const int64_t nb = n / K_QK;
@@ -114,7 +114,7 @@ K_AVX512 K_INLINE void iq4nl_rows512(const int R, int64_t n, const char *w, size
 
 /* one row x T tokens of a batch, tinyBLAS_Q0's order: per token one 256-bit
  * accumulator taking block 2k, then block 2k+1 */
-K_AVX512 K_INLINE void iq4nl_toks512(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
+K_AVX512 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const __m512i absq = iq4_abs_table512();
     const int64_t nb = n / K_QK;
@@ -146,27 +146,6 @@ K_AVX512 K_INLINE void iq4nl_toks512(const int T, int64_t n, const void *w, cons
     for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
-K_AVX512 float k_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a) {
-    float out;
-    iq4nl_rows512(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
-/* the k_mm_drive piece: 4 rows or 1 x the token, or 1 row x 4 or 1 tokens of a batch */
-K_AVX512 static void iq4nl_piece512(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                               const char *a, size_t a_row_bytes, float *out) {
-    if (!batch) {
-        if (rows == 4) iq4nl_rows512(4, n, w, row_bytes, a, out);
-        else iq4nl_rows512(1, n, w, row_bytes, a, out);
-    } else if (toks == 4) {
-        iq4nl_toks512(4, n, w, a, a_row_bytes, out);
-    } else {
-        iq4nl_toks512(1, n, w, a, a_row_bytes, out);
-    }
-}
-
-void k_mm_iq4_nl_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece512, K_MM_TILE_ARGS); }
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* the 8 sub-block scales minus 32 as int16, in every 128-bit lane */
@@ -178,7 +157,7 @@ K_AVX512 K_INLINE __m512i iq4xs_scales16_512(const k_block_iq4_xs *x) {
 /* R rows x T tokens, out[k * R + r]: per super-block four pairs of
  * sub-blocks, int32 sums in 512 bits, the halves added, one FMA with
  * d * y.d into a 256-bit accumulator; hsum at the end. */
-K_AVX512 K_INLINE void iq4xs_tile512(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+K_AVX512 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
                                     const char *a, size_t a_row_bytes, float *out) {
     const __m512i absq = iq4_abs_table512();
     __m512i pick[4]; /* words 0..15: scale 2p, 16..31: scale 2p+1 */
@@ -234,19 +213,11 @@ K_AVX512 K_INLINE void iq4xs_tile512(const int R, const int T, int64_t n, const 
         for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(acc[r][k]);
 }
 
-K_AVX512 float k_dot_iq4_xs_q8_k_avx512(int64_t n, const void *w, const void *a) {
-    float out;
-    iq4xs_tile512(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
+#define IQ4_TARGET K_AVX512
+#include "iq4_piece.h"
 
-/* the k_mm_drive piece (one order: batch does not matter) */
-K_AVX512 static void iq4xs_piece512(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                               const char *a, size_t a_row_bytes, float *out) {
-    (void)batch;
-    if (rows == 4) iq4xs_tile512(4, 1, n, w, row_bytes, a, 0, out);
-    else if (toks == 4) iq4xs_tile512(1, 4, n, w, 0, a, a_row_bytes, out);
-    else iq4xs_tile512(1, 1, n, w, 0, a, 0, out);
-}
+K_AVX512 float k_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+K_AVX512 float k_dot_iq4_xs_q8_k_avx512(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_xs_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece512, K_MM_TILE_ARGS); }
+void k_mm_iq4_nl_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }

@@ -53,7 +53,7 @@ K_INLINE void iq4_group(int8x16_t table, const uint8_t *qs, const int8_t *a, int
 /* R rows x one token in vec_dot's order: blocks 2k and 2k+1 into two lane
  * sets, added lane by lane before the hsum; an odd last block as
  * fmaf(d, its integer sum, total) */
-K_INLINE void iq4nl_rows_neon(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
+K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int64_t nb = n / K_QK;
@@ -95,7 +95,7 @@ K_INLINE void iq4nl_rows_neon(const int R, int64_t n, const char *w, size_t row_
 
 /* one row x T tokens of a batch in tinyBLAS_Q0's order (one lane set per
  * token, blocks in order); the levels are looked up once for the T tokens */
-K_INLINE void iq4nl_toks_neon(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
+K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     float32x4_t lo_acc[4], hi_acc[4];
@@ -117,35 +117,11 @@ K_INLINE void iq4nl_toks_neon(const int T, int64_t n, const void *w, const char 
     for (int k = 0; k < T; k++) out[k] = iq4_hsum8(lo_acc[k], hi_acc[k]);
 }
 
-float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    iq4nl_rows_neon(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
-/* the k_mm_drive piece */
-static void iq4nl_piece_neon(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                             const char *a, size_t a_row_bytes, float *out) {
-    if (!batch) {
-        if (rows == 4) iq4nl_rows_neon(4, n, w, row_bytes, a, out);
-        else iq4nl_rows_neon(1, n, w, row_bytes, a, out);
-    } else if (toks == 4) {
-        iq4nl_toks_neon(4, n, w, a, a_row_bytes, out);
-    } else {
-        iq4nl_toks_neon(1, n, w, a, a_row_bytes, out);
-    }
-}
-
-void k_mm_iq4_nl_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(iq4nl_piece_neon, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* R rows x T tokens, out[k * R + r]: per super-block the sub-blocks' lanes
  * times their scales summed in int32, one FMA with d * y.d per block */
-K_INLINE void iq4xs_tile_neon(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
                               const char *a, size_t a_row_bytes, float *out) {
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     float32x4_t acc[4][4][2];
@@ -195,22 +171,11 @@ K_INLINE void iq4xs_tile_neon(const int R, const int T, int64_t n, const char *w
         for (int k = 0; k < T; k++) out[k * R + r] = iq4_hsum8(acc[r][k][0], acc[r][k][1]);
 }
 
-float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    iq4xs_tile_neon(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
+#define IQ4_TARGET
+#include "iq4_piece.h"
 
-/* the k_mm_drive piece (one order) */
-static void iq4xs_piece_neon(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                             const char *a, size_t a_row_bytes, float *out) {
-    (void)batch;
-    if (rows == 4) iq4xs_tile_neon(4, 1, n, w, row_bytes, a, 0, out);
-    else if (toks == 4) iq4xs_tile_neon(1, 4, n, w, 0, a, a_row_bytes, out);
-    else iq4xs_tile_neon(1, 1, n, w, 0, a, 0, out);
-}
+float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_xs_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(iq4xs_piece_neon, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_iq4_nl_neon(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_neon(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }

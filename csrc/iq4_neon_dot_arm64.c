@@ -49,7 +49,7 @@ K_INLINE struct lv32 levels32(int8x16_t table, const uint8_t *qs) {
 
 /* one token, vec_dot's order: f[r][0] even blocks, f[r][1] odd blocks (each
  * as lanes 0..3 | 4..7), summed before the hsum; odd last block by fmaf */
-K_INLINE void nl_one_token(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
+K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes, const void *a, float *out) {
     const blk_q8_0 *y = (const blk_q8_0 *)a;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int32x4_t zero = vdupq_n_s32(0);
@@ -83,7 +83,7 @@ K_INLINE void nl_one_token(const int R, int64_t n, const char *w, size_t row_byt
 }
 
 /* one row x T tokens of a batch, tinyBLAS_Q0's order */
-K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
+K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, size_t a_row_bytes, float *out) {
     const blk_iq4_nl *x = (const blk_iq4_nl *)w;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int32x4_t zero = vdupq_n_s32(0);
@@ -105,33 +105,11 @@ K_INLINE void nl_batch(const int T, int64_t n, const void *w, const char *a, siz
     for (int k = 0; k < T; k++) out[k] = hsum_lanes8(f[k][0], f[k][1]);
 }
 
-float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    nl_one_token(1, n, (const char *)w, 0, a, &out);
-    return out;
-}
-
-static void nl_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                     const char *a, size_t a_row_bytes, float *out) {
-    if (batch) {
-        if (toks == 4) nl_batch(4, n, w, a, a_row_bytes, out);
-        else nl_batch(1, n, w, a, a_row_bytes, out);
-        return;
-    }
-    if (rows == 4) nl_one_token(4, n, w, row_bytes, a, out);
-    else nl_one_token(1, n, w, row_bytes, a, out);
-}
-
-void k_mm_iq4_nl_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(nl_piece, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
-
 /* ---- IQ4_XS x Q8_K ---- */
 
 /* R rows x T tokens into out[k * R + r]: int32 lanes over the 8 sub-blocks
  * (SDOT, then times the scale), one FMA per super-block */
-K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
                            const char *a, size_t a_row_bytes, float *out) {
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const int32x4_t zero = vdupq_n_s32(0);
@@ -177,22 +155,12 @@ K_INLINE void xs_rows_toks(const int R, const int T, int64_t n, const char *w, s
         for (int k = 0; k < T; k++) out[k * R + r] = hsum_lanes8(f[r][k][0], f[r][k][1]);
 }
 
-float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) {
-    float out = 0.0f; /* set by the piece; initialized for -Wmaybe-uninitialized */
-    xs_rows_toks(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
-    return out;
-}
+#define IQ4_TARGET
+#include "iq4_piece.h"
 
-static void xs_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
-                     const char *a, size_t a_row_bytes, float *out) {
-    (void)batch; /* one order */
-    if (toks == 4) xs_rows_toks(1, 4, n, w, 0, a, a_row_bytes, out);
-    else if (rows == 4) xs_rows_toks(4, 1, n, w, row_bytes, a, 0, out);
-    else xs_rows_toks(1, 1, n, w, 0, a, 0, out);
-}
+float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
+float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_xs_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    k_mm_drive(xs_piece, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
+void k_mm_iq4_nl_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }
 K_DOTPROD_END

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,9 +126,12 @@ float  k_bf16_to_f32(k_bf16 h);
  * <a>  in q8_k (with bsums) q8_0 f16
  * and q2_k q3_k (<t>) with q2_k_q8_k q3_k_q8_k (<w>_<a>).
  */
-typedef void  (*k_dequant_fn)(const void *src, float *dst, int64_t n);
-typedef float (*k_dot_fn)(int64_t n, const void *w, const void *a);
-typedef void  (*k_quantize_fn)(const float *x, void *dst, int64_t n);
+typedef void  k_dequant_kernel(const void *src, float *dst, int64_t n);
+typedef float k_dot_kernel(int64_t n, const void *w, const void *a);
+typedef void  k_quantize_kernel(const float *x, void *dst, int64_t n);
+typedef k_dequant_kernel  *k_dequant_fn;
+typedef k_dot_kernel      *k_dot_fn;
+typedef k_quantize_kernel *k_quantize_fn;
 
 /* Table lookups; return NULL where the (impl, type) pair has no kernel.
  * The drivers below fall back to the ref kernel for a NULL entry. */
@@ -304,78 +308,91 @@ void k_softmax_exact(int impl, float *x, int64_t n);
 void k_init_tables(void);
 
 /* ---- reference kernels (portable scalar C, csrc/..._ref.c) ----------------- */
-void k_dequant_f32_ref(const void *src, float *dst, int64_t n);
-void k_dequant_f16_ref(const void *src, float *dst, int64_t n);
-void k_dequant_bf16_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q4_0_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q4_1_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q5_0_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q5_1_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q8_0_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q2_k_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q3_k_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q5_k_ref(const void *src, float *dst, int64_t n);
-void k_dequant_q6_k_ref(const void *src, float *dst, int64_t n);
-void k_dequant_iq4_nl_ref(const void *src, float *dst, int64_t n);
-void k_dequant_iq4_xs_ref(const void *src, float *dst, int64_t n);
+/* Declared through their function types (above), one list per op; each
+ * kernel's definition is written out in its .c file. */
+k_dequant_kernel k_dequant_f32_ref, k_dequant_f16_ref, k_dequant_bf16_ref,
+    k_dequant_q4_0_ref, k_dequant_q4_1_ref, k_dequant_q5_0_ref, k_dequant_q5_1_ref, k_dequant_q8_0_ref,
+    k_dequant_q2_k_ref, k_dequant_q3_k_ref, k_dequant_q4_k_ref, k_dequant_q5_k_ref, k_dequant_q6_k_ref,
+    k_dequant_iq4_nl_ref, k_dequant_iq4_xs_ref;
+k_quantize_kernel k_quantize_q8_k_ref, k_quantize_q8_0_ref, k_quantize_f16_ref;
+k_dot_kernel k_dot_q2_k_q8_k_ref, k_dot_q3_k_q8_k_ref, k_dot_q4_k_q8_k_ref, k_dot_q5_k_q8_k_ref,
+    k_dot_q6_k_q8_k_ref, k_dot_q4_0_q8_0_ref, k_dot_q4_1_q8_0_ref, k_dot_q5_0_q8_0_ref, k_dot_q5_1_q8_0_ref,
+    k_dot_q8_0_q8_0_ref, k_dot_iq4_nl_q8_0_ref, k_dot_iq4_xs_q8_k_ref,
+    k_dot_f16_f16_ref, k_dot_f32_f32_ref, k_dot_bf16_f32_ref;
 
-void k_quantize_q8_k_ref(const float *x, void *dst, int64_t n);
-void k_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
-void k_quantize_f16_ref(const float *x, void *dst, int64_t n);
-
-float k_dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *a);
-float k_dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *a);
-float k_dot_q4_k_q8_k_ref(int64_t n, const void *w, const void *a);
-float k_dot_q5_k_q8_k_ref(int64_t n, const void *w, const void *a);
-float k_dot_q6_k_q8_k_ref(int64_t n, const void *w, const void *a);
-float k_dot_q4_0_q8_0_ref(int64_t n, const void *w, const void *a);
-float k_dot_q4_1_q8_0_ref(int64_t n, const void *w, const void *a);
-float k_dot_q5_0_q8_0_ref(int64_t n, const void *w, const void *a);
-float k_dot_q5_1_q8_0_ref(int64_t n, const void *w, const void *a);
-float k_dot_q8_0_q8_0_ref(int64_t n, const void *w, const void *a);
-float k_dot_iq4_nl_q8_0_ref(int64_t n, const void *w, const void *a);
-float k_dot_iq4_xs_q8_k_ref(int64_t n, const void *w, const void *a);
-float k_dot_f16_f16_ref(int64_t n, const void *w, const void *a);
-float k_dot_f32_f32_ref(int64_t n, const void *w, const void *a);
-float k_dot_bf16_f32_ref(int64_t n, const void *w, const void *a);
+/* Q8_K helpers of the quantizers: the all-zero block (amax == 0), and the
+ * signed max of a block, the first element in index order with |x| == amax
+ * (the ref's first-wins scan), given amax. */
+static inline void k_q8k_zero_block(k_block_q8_k *y) {
+    y->d = 0;
+    memset(y->qs, 0, sizeof y->qs);
+    memset(y->bsums, 0, sizeof y->bsums);
+}
+static inline float k_q8k_signed_max(const float *x, float amax) {
+    for (int j = 0; j < K_QKK; j++)
+        if (x[j] == amax || x[j] == -amax) return x[j];
+    return 0;
+}
 
 /* 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. */
 void k_q4k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
 
-/* Signatures of the non-table ops without the impl argument. */
-typedef void (*k_sgemm_fn)(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                           const float *A, int64_t lda, const float *B, int64_t ldb,
-                           float *C, int64_t ldc);
-typedef void (*k_attention_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                               int64_t head_dim, const float *q, int64_t q_stride,
-                               const float *k, const float *v, int64_t kv_stride,
-                               float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                               int64_t h0, int64_t h1, float *scratch);
-typedef void (*k_attn_h_fn)(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                            int64_t head_dim, const float *q, int64_t q_stride,
-                            const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                            int64_t h0, int64_t h1, float *scratch);
-typedef void (*k_rmsnorm_fn)(float *out, const float *x, const float *w, int64_t n, float eps);
-typedef void (*k_rope_fn)(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
-                          const float *cos_t, const float *sin_t, int neox);
-typedef void (*k_softmax_fn)(float *x, int64_t n);
-typedef void (*k_silu_mul_fn)(float *out, const float *gate, const float *up, int64_t n);
-typedef void (*k_swiglu_fn)(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
-typedef void (*k_add_fn)(float *out, const float *a, const float *b, int64_t n);
-typedef void (*k_scale_fn)(float *x, float s, int64_t n);
+/* Signatures of the non-table ops without the impl argument: the function
+ * types declare the kernels (k_sgemm_kernel k_sgemm_ref; ...), the _fn
+ * pointers hold them. */
+typedef void k_sgemm_kernel(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
+                            const float *A, int64_t lda, const float *B, int64_t ldb,
+                            float *C, int64_t ldc);
+typedef void k_attention_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                                int64_t head_dim, const float *q, int64_t q_stride,
+                                const float *k, const float *v, int64_t kv_stride,
+                                float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                                int64_t h0, int64_t h1, float *scratch);
+/* the same over an f16 KV cache (k_attention_f16acc, k_attention_tiled) */
+typedef void k_attn_h_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                             int64_t head_dim, const float *q, int64_t q_stride,
+                             const k_half *k, const k_half *v, int64_t kv_stride,
+                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                             int64_t h0, int64_t h1, float *scratch);
+typedef void k_rmsnorm_kernel(float *out, const float *x, const float *w, int64_t n, float eps);
+typedef void k_rope_kernel(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                           const float *cos_t, const float *sin_t, int neox);
+typedef void k_softmax_kernel(float *x, int64_t n);
+typedef void k_silu_mul_kernel(float *out, const float *gate, const float *up, int64_t n);
+typedef void k_swiglu_kernel(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
+typedef void k_add_kernel(float *out, const float *a, const float *b, int64_t n);
+typedef void k_scale_kernel(float *x, float s, int64_t n);
+typedef k_sgemm_kernel     *k_sgemm_fn;
+typedef k_attention_kernel *k_attention_fn;
+typedef k_attn_h_kernel    *k_attn_h_fn;
+typedef k_rmsnorm_kernel   *k_rmsnorm_fn;
+typedef k_rope_kernel      *k_rope_fn;
+typedef k_softmax_kernel   *k_softmax_fn;
+typedef k_silu_mul_kernel  *k_silu_mul_fn;
+typedef k_swiglu_kernel    *k_swiglu_fn;
+typedef k_add_kernel       *k_add_fn;
+typedef k_scale_kernel     *k_scale_fn;
 /* Tile kernel of k_matmul_q: nr weight rows starting at w, times ntok tokens:
  *   y[t * y_stride + r] = dot(w + r * row_bytes, a + t * a_row_bytes),  r < nr, t < ntok
  * (y points at row 0 of the tile). */
-typedef void (*k_mm_tile_fn)(int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                             const void *a, size_t a_row_bytes, int64_t ntok,
-                             float *y, int64_t y_stride);
+typedef void k_mm_tile_kernel(int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                              const void *a, size_t a_row_bytes, int64_t ntok,
+                              float *y, int64_t y_stride);
+typedef k_mm_tile_kernel *k_mm_tile_fn;
 /* Its parameters and their names as arguments, for the files that write out
  * many tile kernels as calls of one driver (mm_*_amd64.c, dot_neon*_arm64.c). */
 #define K_MM_TILE_PARAMS \
     int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride
 #define K_MM_TILE_ARGS n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride
+
+/* A tile kernel made of a one-token dot: every (row, token) of the tile,
+ * tokens outer (the generic driver's loop, and the float tiles'). */
+static inline void k_mm_rows_x_dot(k_dot_fn dot, K_MM_TILE_PARAMS) {
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    for (int64_t t = 0; t < ntok; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * y_stride + r] = dot(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
+}
 
 /* IQ4_NL is the one format that the reference build sums in two orders: one
  * token at a time with ggml's vec_dot (k_dot_iq4_nl_q8_0_*: even and odd
@@ -385,9 +402,7 @@ typedef void (*k_mm_tile_fn)(int64_t n, const void *w, size_t row_bytes, int64_t
  * when ntok >= 2 (k_matmul_q of a batch), so their results equal the dot
  * only for one token. The generic drivers use this ref tile where an impl
  * has none. */
-void k_mm_iq4_nl_ref(int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                     const void *a, size_t a_row_bytes, int64_t ntok,
-                     float *y, int64_t y_stride);
+k_mm_tile_kernel k_mm_iq4_nl_ref;
 
 /* The row and token loops of a tile kernel made of a per-format piece
  * (csrc/mm_drive.c; the IQ4 tiles of every ISA use it). A piece computes
@@ -402,34 +417,17 @@ typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const ch
 void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
                 const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
-void k_sgemm_ref(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                 const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
-void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                     int64_t head_dim, const float *q, int64_t q_stride,
-                     const float *k, const float *v, int64_t kv_stride,
-                     float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                     int64_t h0, int64_t h1, float *scratch);
-void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                            int64_t head_dim, const float *q, int64_t q_stride,
-                            const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                            int64_t h0, int64_t h1, float *scratch);
-void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                           int64_t head_dim, const float *q, int64_t q_stride,
-                           const k_half *k, const k_half *v, int64_t kv_stride,
-                           float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                           int64_t h0, int64_t h1, float *scratch);
-void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps);
-void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
-                const float *cos_t, const float *sin_t, int neox);
-void k_softmax_ref(float *x, int64_t n);
-void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n);
-void k_swiglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
-void k_add_ref(float *out, const float *a, const float *b, int64_t n);
-void k_scale_ref(float *x, float s, int64_t n);
-void k_geglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
+k_sgemm_kernel k_sgemm_ref;
+k_attention_kernel k_attention_ref;
+k_attn_h_kernel k_attention_f16acc_ref, k_attention_tiled_ref;
+k_rmsnorm_kernel k_rmsnorm_ref;
+k_rope_kernel k_rope_ref;
+k_softmax_kernel k_softmax_ref, k_softmax_exact_ref;
+k_silu_mul_kernel k_silu_mul_ref;
+k_swiglu_kernel k_swiglu_ref, k_geglu_ref;
+k_add_kernel k_add_ref;
+k_scale_kernel k_scale_ref;
 void k_softcap_ref(float *x, int64_t n, float cap);
-void k_softmax_exact_ref(float *x, int64_t n);
 
 /* ---- per-architecture hooks ---------------------------------------------
  * csrc/dispatch.c (generic) owns the tables of ref kernels and the drivers.
@@ -452,11 +450,26 @@ typedef struct {
     k_attn_h_fn    attention_tiled;
 } k_arch_ops;
 
-k_dequant_fn      k_arch_get_dequant(int impl, int type);
-k_dot_fn          k_arch_get_dot(int impl, int wtype);
-k_quantize_fn     k_arch_get_quantize(int impl, int act_type);
-k_mm_tile_fn      k_arch_get_mm_tile(int impl, int wtype);  /* optional: NULL = rows x dot */
-const k_arch_ops *k_arch_get_ops(int impl);                  /* may return NULL */
+
+/* One type's kernels in a kernel set; the sets are tables of these indexed
+ * by type id (K_TYPE_MAX entries), any member NULL where the set has none:
+ *   dequant   k_dequant_<t>_<impl>
+ *   dot       k_dot_<w>_<a>_<impl>, a = k_act_type(type)
+ *   mm_tile   the k_matmul_q tile (optional: NULL = rows x dot)
+ *   quantize  k_quantize_<t>_<impl>, in the entries of the activation types */
+typedef struct {
+    k_dequant_fn  dequant;
+    k_dot_fn      dot;
+    k_mm_tile_fn  mm_tile;
+    k_quantize_fn quantize;
+} k_type_kernels;
+
+/* The tables of impl's kernel sets, most specific first: layer 0 is impl's
+ * own, layer 1 the set it falls back to member by member (AVX-512 on AVX2,
+ * NEON_DOT on NEON); NULL past the last. A set that replaces a type's dot
+ * replaces its tile too, so that a tile never mixes in another set's bits. */
+const k_type_kernels *k_arch_get_table(int impl, int layer);
+const k_arch_ops     *k_arch_get_ops(int impl);             /* may return NULL */
 
 #ifdef __cplusplus
 }

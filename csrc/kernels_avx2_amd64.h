@@ -21,124 +21,39 @@
 /* impl "avx512": AVX-512 VL + BW + VNNI (used on 256-bit vectors) */
 #define K_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-void k_dequant_f16_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q4_0_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q8_0_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q2_k_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q3_k_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q4_k_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q5_k_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_q6_k_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_iq4_nl_avx2(const void *src, float *dst, int64_t n);
-void k_dequant_iq4_xs_avx2(const void *src, float *dst, int64_t n);
-
-void k_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
-                 const float *cos_t, const float *sin_t, int neox);
-void k_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
-
-void k_quantize_q8_k_avx2(const float *x, void *dst, int64_t n);
-void k_quantize_q8_0_avx2(const float *x, void *dst, int64_t n);
-void k_quantize_f16_avx2(const float *x, void *dst, int64_t n);
-
-float k_dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q4_k_q8_k_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q5_k_q8_k_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q4_1_q8_0_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q5_0_q8_0_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q5_1_q8_0_avx2(int64_t n, const void *w, const void *a);
-float k_dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *a);
-float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a);
-float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a);
-float k_dot_f16_f16_avx2(int64_t n, const void *w, const void *a);
-float k_dot_f32_f32_avx2(int64_t n, const void *w, const void *a);
-float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a);
-
-/* k_matmul_q tiles (k_mm_tile_fn), mm_avx2_amd64.c and q2k_q3k_avx2_amd64.c */
-void k_mm_q2_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q3_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q6_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q8_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_k_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_0_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_nl_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_xs_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_f16_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_f32_avx2(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                   size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+/* Declared through the function types of kernels.h, one list per op; each
+ * kernel's definition is written out in its .c file. */
+k_dequant_kernel k_dequant_f16_avx2, k_dequant_q4_0_avx2, k_dequant_q8_0_avx2, k_dequant_q2_k_avx2,
+    k_dequant_q3_k_avx2, k_dequant_q4_k_avx2, k_dequant_q5_k_avx2, k_dequant_q6_k_avx2,
+    k_dequant_iq4_nl_avx2, k_dequant_iq4_xs_avx2;
+k_quantize_kernel k_quantize_q8_k_avx2, k_quantize_q8_0_avx2, k_quantize_f16_avx2;
+k_dot_kernel k_dot_q2_k_q8_k_avx2, k_dot_q3_k_q8_k_avx2, k_dot_q4_k_q8_k_avx2, k_dot_q5_k_q8_k_avx2,
+    k_dot_q6_k_q8_k_avx2, k_dot_q4_0_q8_0_avx2, k_dot_q4_1_q8_0_avx2, k_dot_q5_0_q8_0_avx2,
+    k_dot_q5_1_q8_0_avx2, k_dot_q8_0_q8_0_avx2, k_dot_iq4_nl_q8_0_avx2, k_dot_iq4_xs_q8_k_avx2,
+    k_dot_f16_f16_avx2, k_dot_f32_f32_avx2, k_dot_bf16_f32_avx2;
+/* k_matmul_q tiles: mm_avx2_amd64.c, q2k_q3k_avx2_amd64.c, iq4_avx2_amd64.c, dot_float_avx2_amd64.c */
+k_mm_tile_kernel k_mm_q2_k_avx2, k_mm_q3_k_avx2, k_mm_q4_k_avx2, k_mm_q5_k_avx2, k_mm_q6_k_avx2,
+    k_mm_q4_0_avx2, k_mm_q5_0_avx2, k_mm_q8_0_avx2, k_mm_iq4_nl_avx2, k_mm_iq4_xs_avx2,
+    k_mm_f16_avx2, k_mm_f32_avx2;
 
 /* AVX-512 VNNI builds of the same bodies (*_avx512_amd64.c); every other
  * kernel of impl "avx512" is the AVX2 one. */
-float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q4_k_q8_k_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q4_1_q8_0_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q5_1_q8_0_avx512(int64_t n, const void *w, const void *a);
-float k_dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *a);
-void k_mm_q2_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q3_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-float k_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a);
-float k_dot_iq4_xs_q8_k_avx512(int64_t n, const void *w, const void *a);
-void k_mm_q4_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q6_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q8_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_k_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_0_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_nl_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_xs_avx512(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+k_dot_kernel k_dot_q2_k_q8_k_avx512, k_dot_q3_k_q8_k_avx512, k_dot_q4_k_q8_k_avx512, k_dot_q5_k_q8_k_avx512,
+    k_dot_q6_k_q8_k_avx512, k_dot_q4_0_q8_0_avx512, k_dot_q4_1_q8_0_avx512, k_dot_q5_0_q8_0_avx512,
+    k_dot_q5_1_q8_0_avx512, k_dot_q8_0_q8_0_avx512, k_dot_iq4_nl_q8_0_avx512, k_dot_iq4_xs_q8_k_avx512;
+k_mm_tile_kernel k_mm_q2_k_avx512, k_mm_q3_k_avx512, k_mm_q4_k_avx512, k_mm_q5_k_avx512, k_mm_q6_k_avx512,
+    k_mm_q4_0_avx512, k_mm_q5_0_avx512, k_mm_q8_0_avx512, k_mm_iq4_nl_avx512, k_mm_iq4_xs_avx512;
 
-void k_sgemm_avx2(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                  const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
-void k_attention_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                      int64_t head_dim, const float *q, int64_t q_stride,
-                      const float *k, const float *v, int64_t kv_stride,
-                      float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                      int64_t h0, int64_t h1, float *scratch);
-void k_attention_f16acc_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                             int64_t head_dim, const float *q, int64_t q_stride,
-                             const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                             int64_t h0, int64_t h1, float *scratch);
-void k_attention_tiled_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                            int64_t head_dim, const float *q, int64_t q_stride,
-                            const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                            int64_t h0, int64_t h1, float *scratch);
-void k_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps);
-void k_softmax_avx2(float *x, int64_t n);
-void k_silu_mul_avx2(float *out, const float *gate, const float *up, int64_t n);
-void k_add_avx2(float *out, const float *a, const float *b, int64_t n);
-void k_scale_avx2(float *x, float s, int64_t n);
+k_sgemm_kernel k_sgemm_avx2;
+k_attention_kernel k_attention_avx2;
+k_attn_h_kernel k_attention_f16acc_avx2, k_attention_tiled_avx2;
+k_rmsnorm_kernel k_rmsnorm_avx2;
+k_rope_kernel k_rope_avx2;
+k_softmax_kernel k_softmax_avx2;
+k_silu_mul_kernel k_silu_mul_avx2;
+k_swiglu_kernel k_swiglu_avx2;
+k_add_kernel k_add_avx2;
+k_scale_kernel k_scale_avx2;
 
 /* ---- shared helpers ---- */
 

@@ -17,112 +17,37 @@
 extern "C" {
 #endif
 
-void k_dequant_q4_0_neon(const void *src, float *dst, int64_t n);
-void k_dequant_q8_0_neon(const void *src, float *dst, int64_t n);
-void k_dequant_q2_k_neon(const void *src, float *dst, int64_t n);
-void k_dequant_q3_k_neon(const void *src, float *dst, int64_t n);
-void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n);
-void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n);
-void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n);
-void k_dequant_f16_neon(const void *src, float *dst, int64_t n);
-void k_dequant_iq4_nl_neon(const void *src, float *dst, int64_t n);
-void k_dequant_iq4_xs_neon(const void *src, float *dst, int64_t n);
+/* Declared through the function types of kernels.h, one list per op; each
+ * kernel's definition is written out in its .c file. */
+k_dequant_kernel k_dequant_f16_neon, k_dequant_q4_0_neon, k_dequant_q8_0_neon, k_dequant_q2_k_neon,
+    k_dequant_q3_k_neon, k_dequant_q4_k_neon, k_dequant_q5_k_neon, k_dequant_q6_k_neon,
+    k_dequant_iq4_nl_neon, k_dequant_iq4_xs_neon;
+k_quantize_kernel k_quantize_q8_k_neon, k_quantize_q8_0_neon, k_quantize_f16_neon;
+k_dot_kernel k_dot_q2_k_q8_k_neon, k_dot_q3_k_q8_k_neon, k_dot_q4_k_q8_k_neon, k_dot_q5_k_q8_k_neon,
+    k_dot_q6_k_q8_k_neon, k_dot_q4_0_q8_0_neon, k_dot_q5_0_q8_0_neon, k_dot_q8_0_q8_0_neon,
+    k_dot_iq4_nl_q8_0_neon, k_dot_iq4_xs_q8_k_neon, k_dot_f16_f16_neon, k_dot_f32_f32_neon;
 
-void k_quantize_q8_k_neon(const float *x, void *dst, int64_t n);
-void k_quantize_q8_0_neon(const float *x, void *dst, int64_t n);
-void k_quantize_f16_neon(const float *x, void *dst, int64_t n);
-
-float k_dot_q2_k_q8_k_neon(int64_t n, const void *w, const void *a);
-float k_dot_q3_k_q8_k_neon(int64_t n, const void *w, const void *a);
-float k_dot_q4_k_q8_k_neon(int64_t n, const void *w, const void *a);
-float k_dot_q5_k_q8_k_neon(int64_t n, const void *w, const void *a);
-float k_dot_q6_k_q8_k_neon(int64_t n, const void *w, const void *a);
-float k_dot_q4_0_q8_0_neon(int64_t n, const void *w, const void *a);
-float k_dot_q5_0_q8_0_neon(int64_t n, const void *w, const void *a);
-float k_dot_q8_0_q8_0_neon(int64_t n, const void *w, const void *a);
-float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a);
-float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a);
-float k_dot_f16_f16_neon(int64_t n, const void *w, const void *a);
-float k_dot_f32_f32_neon(int64_t n, const void *w, const void *a);
-
-/* csrc/q2k_q3k_neon_dot_arm64.c (prototypes also in q2k_q3k_neon_dot.h);
- * k_dot4_*: one row x 4 tokens a_row_bytes apart, out[t] = the dot with token t */
-float k_dot_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+/* The SDOT set (*_neon_dot_arm64.c); the float dots are the NEON ones.
+ * k_dot4_*: one row x 4 tokens a_row_bytes apart, out[t] = the dot with
+ * token t (q2k_q3k_neon_dot_arm64.c, prototypes also in q2k_q3k_neon_dot.h) */
+k_dot_kernel k_dot_q2_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot, k_dot_q4_k_q8_k_neon_dot,
+    k_dot_q5_k_q8_k_neon_dot, k_dot_q6_k_q8_k_neon_dot, k_dot_q4_0_q8_0_neon_dot, k_dot_q5_0_q8_0_neon_dot,
+    k_dot_q8_0_q8_0_neon_dot, k_dot_iq4_nl_q8_0_neon_dot, k_dot_iq4_xs_q8_k_neon_dot;
 void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
 void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
-float k_dot_q4_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q5_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q6_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q4_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a);
-/* csrc/iq4_neon_dot_arm64.c */
-float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a);
 
-/* k_matmul_q tiles (k_mm_tile_fn): 1 weight row x 4 tokens, same bits as the dots */
-void k_mm_q2_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q3_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q2_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q3_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q6_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_0_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_0_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q8_0_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q6_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q4_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q5_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_q8_0_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                  size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-/* IQ4 tiles (iq4_neon_arm64.c, iq4_neon_dot_arm64.c): 4 rows x 1 token
- * or 1 row x 4 tokens through k_mm_drive; IQ4_NL batches in the batch order */
-void k_mm_iq4_nl_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_xs_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                      size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_nl_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
-void k_mm_iq4_xs_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
+/* k_matmul_q tiles: 1 weight row x 4 tokens, same bits as the dots; the
+ * IQ4 tiles (iq4_neon_arm64.c, iq4_neon_dot_arm64.c) run 4 rows x 1 token
+ * or 1 row x 4 tokens through k_mm_drive, IQ4_NL batches in the batch order */
+k_mm_tile_kernel k_mm_q2_k_neon, k_mm_q3_k_neon, k_mm_q4_k_neon, k_mm_q5_k_neon, k_mm_q6_k_neon,
+    k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon;
+k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_mm_q5_k_neon_dot,
+    k_mm_q6_k_neon_dot, k_mm_q4_0_neon_dot, k_mm_q5_0_neon_dot, k_mm_q8_0_neon_dot,
+    k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot;
 
-/* ops_neon_arm64.c */
-void k_swiglu_neon(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
-
-/* exact attention over the f16 KV cache (attn_neon_arm64.c), k_attn_h_fn */
-void k_attention_f16acc_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                             int64_t head_dim, const float *q, int64_t q_stride,
-                             const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                             int64_t h0, int64_t h1, float *scratch);
-void k_attention_tiled_neon(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                            int64_t head_dim, const float *q, int64_t q_stride,
-                            const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                            int64_t h0, int64_t h1, float *scratch);
-
-void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
-                  const float *A, int64_t lda, const float *B, int64_t ldb,
-                  float *C, int64_t ldc);
+k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
+k_attn_h_kernel k_attention_f16acc_neon, k_attention_tiled_neon;      /* attn_neon_arm64.c */
+k_sgemm_kernel k_sgemm_neon;
 
 #ifdef __cplusplus
 }

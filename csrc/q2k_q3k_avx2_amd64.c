@@ -80,7 +80,7 @@ K_AVX2 static inline __m256i q23_vec_scales(__m256i half, int k) {
 
 /* out[r * T + t] = dot(row r, token t). Rows are row_bytes apart, tokens
  * a_row_bytes apart; per (row, token) the operations of the reference. */
-K_AVX2 static inline __attribute__((always_inline)) void q23_tile_avx2(const int type, const int R, const int T, int64_t n,
+K_AVX2 static inline __attribute__((always_inline)) void q23_tile(const int type, const int R, const int T, int64_t n,
                                                                       const char *w, size_t row_bytes, const char *a,
                                                                       size_t a_row_bytes, float *out) {
     const size_t bsz = type == K_Q2_K ? sizeof(k_block_q2_k) : sizeof(k_block_q3_k);
@@ -128,31 +128,12 @@ K_AVX2 static inline __attribute__((always_inline)) void q23_tile_avx2(const int
     for (int j = 0; j < R * T; j++) out[j] = k_hsum_avx2(acc[j]);
 }
 
-K_AVX2 float k_dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *a) {
-    float o;
-    q23_tile_avx2(K_Q2_K, 1, 1, n, (const char *)w, 0, (const char *)a, 0, &o);
-    return o;
-}
+#define Q23_TARGET K_AVX2
+#include "q2k_q3k_pieces.h"
 
-K_AVX2 float k_dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *a) {
-    float o;
-    q23_tile_avx2(K_Q3_K, 1, 1, n, (const char *)w, 0, (const char *)a, 0, &o);
-    return o;
-}
+K_AVX2 float k_dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *a) { return q23_dot(K_Q2_K, n, w, a); }
+K_AVX2 float k_dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *a) { return q23_dot(K_Q3_K, n, w, a); }
 
-K_AVX2 static void q2k_tokens4_avx2(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile_avx2(K_Q2_K, 1, 4, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX2 static void q3k_tokens4_avx2(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile_avx2(K_Q3_K, 1, 4, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX2 static void q2k_rows4_avx2(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]) {
-    q23_tile_avx2(K_Q2_K, 4, 1, n, w, row_bytes, a, 0, out);
-}
-K_AVX2 static void q3k_rows4_avx2(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]) {
-    q23_tile_avx2(K_Q3_K, 4, 1, n, w, row_bytes, a, 0, out);
-}
+void k_mm_q2_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q2k_tokens4, q2k_rows4, k_dot_q2_k_q8_k_avx2, K_MM_TILE_ARGS); }
 
-void k_mm_q2_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q2k_tokens4_avx2, q2k_rows4_avx2, k_dot_q2_k_q8_k_avx2, K_MM_TILE_ARGS); }
-
-void k_mm_q3_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q3k_tokens4_avx2, q3k_rows4_avx2, k_dot_q3_k_q8_k_avx2, K_MM_TILE_ARGS); }
+void k_mm_q3_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q3k_tokens4, q3k_rows4, k_dot_q3_k_q8_k_avx2, K_MM_TILE_ARGS); }

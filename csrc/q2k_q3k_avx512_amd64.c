@@ -82,7 +82,7 @@ K_AVX512 static inline __attribute__((always_inline)) q23_pair q23_pair_weights(
 }
 
 /* out[r * T + t] = dot(row r, token t), R * T <= 8 */
-K_AVX512 static inline __attribute__((always_inline)) void q23_tile_avx512(const int type, const int R, const int T, int64_t n,
+K_AVX512 static inline __attribute__((always_inline)) void q23_tile(const int type, const int R, const int T, int64_t n,
                                                                           const char *w, size_t row_bytes, const char *a,
                                                                           size_t a_row_bytes, float *out) {
     const size_t bsz = type == K_Q2_K ? sizeof(k_block_q2_k) : sizeof(k_block_q3_k);
@@ -126,37 +126,20 @@ K_AVX512 static inline __attribute__((always_inline)) void q23_tile_avx512(const
     for (int j = 0; j < R * T; j++) out[j] = k_hsum_avx2(acc[j]);
 }
 
-K_AVX512 float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a) {
-    float o;
-    q23_tile_avx512(K_Q2_K, 1, 1, n, (const char *)w, 0, (const char *)a, 0, &o);
-    return o;
+#define Q23_TARGET K_AVX512
+#include "q2k_q3k_pieces.h"
+
+K_AVX512 float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return q23_dot(K_Q2_K, n, w, a); }
+K_AVX512 float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return q23_dot(K_Q3_K, n, w, a); }
+
+/* AVX-512 also runs 8 tokens at a time */
+K_AVX512 static void q2k_tokens8(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
+    q23_tile(K_Q2_K, 1, 8, n, w, 0, a, a_row_bytes, out);
+}
+K_AVX512 static void q3k_tokens8(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
+    q23_tile(K_Q3_K, 1, 8, n, w, 0, a, a_row_bytes, out);
 }
 
-K_AVX512 float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a) {
-    float o;
-    q23_tile_avx512(K_Q3_K, 1, 1, n, (const char *)w, 0, (const char *)a, 0, &o);
-    return o;
-}
+void k_mm_q2_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q2k_tokens8, q2k_tokens4, q2k_rows4, k_dot_q2_k_q8_k_avx512, K_MM_TILE_ARGS); }
 
-K_AVX512 static void q2k_tokens8_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile_avx512(K_Q2_K, 1, 8, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX512 static void q3k_tokens8_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile_avx512(K_Q3_K, 1, 8, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX512 static void q2k_tokens4_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile_avx512(K_Q2_K, 1, 4, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX512 static void q3k_tokens4_avx512(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile_avx512(K_Q3_K, 1, 4, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX512 static void q2k_rows4_avx512(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]) {
-    q23_tile_avx512(K_Q2_K, 4, 1, n, w, row_bytes, a, 0, out);
-}
-K_AVX512 static void q3k_rows4_avx512(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]) {
-    q23_tile_avx512(K_Q3_K, 4, 1, n, w, row_bytes, a, 0, out);
-}
-
-void k_mm_q2_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q2k_tokens8_avx512, q2k_tokens4_avx512, q2k_rows4_avx512, k_dot_q2_k_q8_k_avx512, K_MM_TILE_ARGS); }
-
-void k_mm_q3_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q3k_tokens8_avx512, q3k_tokens4_avx512, q3k_rows4_avx512, k_dot_q3_k_q8_k_avx512, K_MM_TILE_ARGS); }
+void k_mm_q3_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q3k_tokens8, q3k_tokens4, q3k_rows4, k_dot_q3_k_q8_k_avx512, K_MM_TILE_ARGS); }

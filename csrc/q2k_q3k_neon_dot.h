@@ -17,8 +17,7 @@ typedef k_block_q3_k dp_block_q3_k;
 typedef k_block_q8_k dp_block_q8_k;
 
 /* one weight row x one token (k_dot_fn) */
-float k_dot_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
-float k_dot_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a);
+k_dot_kernel k_dot_q2_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot;
 /* one weight row x 4 tokens a_row_bytes apart: out[t] = dot(w, token t), the same bits */
 void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
 void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);

@@ -38,15 +38,10 @@ K_AVX2 void k_quantize_q8_k_avx2(const float *x, void *dst, int64_t n) {
         for (int j = 0; j < K_QKK; j += 32) m = absmax32(x + j, m);
         const float amax = k_hmax_avx2(m);
         if (amax == 0) {
-            y[i].d = 0;
-            memset(y[i].qs, 0, sizeof y[i].qs);
-            memset(y[i].bsums, 0, sizeof y[i].bsums);
+            k_q8k_zero_block(&y[i]);
             continue;
         }
-        float max = 0;
-        for (int j = 0; j < K_QKK; j++) {
-            if (x[j] == amax || x[j] == -amax) { max = x[j]; break; }
-        }
+        const float max = k_q8k_signed_max(x, amax);
         const float iscale = -127.f / max;
         if (!isfinite(iscale)) {
             /* a subnormal max overflows the scale: the quants are then not

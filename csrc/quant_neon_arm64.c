@@ -175,16 +175,10 @@ void k_quantize_q8_k_neon(const float *x, void *dst, int64_t n) {
         for (int j = 0; j < K_QKK; j += 4) av = vmaxnmq_f32(av, vabsq_f32(vld1q_f32(x + j)));
         const float amax = vmaxnmvq_f32(av);
         if (!(amax > 0)) {
-            y[i].d = 0;
-            memset(y[i].qs, 0, sizeof y[i].qs);
-            memset(y[i].bsums, 0, sizeof y[i].bsums);
+            k_q8k_zero_block(&y[i]);
             continue;
         }
-        /* the first element in index order with |x| == amax keeps its sign */
-        float max = 0;
-        for (int j = 0; j < K_QKK; j++) {
-            if (__builtin_fabsf(x[j]) == amax) { max = x[j]; break; }
-        }
+        const float max = k_q8k_signed_max(x, amax);
         const float iscale = -127.f / max;
         const float32x4_t s = vdupq_n_f32(iscale);
         for (int g = 0; g < 16; g++) {

@@ -204,9 +204,7 @@ void k_quantize_q8_k_ref(const float *x, void *dst, int64_t n) {
             if (ax > amax) { amax = ax; max = x[j]; }
         }
         if (amax == 0) {
-            y[i].d = 0;
-            memset(y[i].qs, 0, sizeof y[i].qs);
-            memset(y[i].bsums, 0, sizeof y[i].bsums);
+            k_q8k_zero_block(&y[i]);
             continue;
         }
         const float iscale = -127.f / max;

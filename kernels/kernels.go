@@ -318,6 +318,15 @@ func DequantBulk(tasks []DequantTask, prefetchBytes int) error {
 }
 
 // AttnParams describes one causal attention call; see Attention.
+type AttnParams = AttnParamsOf[float32]
+
+// AttnF16Params describes one causal attention call over an f16 KV cache:
+// K and V hold IEEE half-precision bits (the layout of a llama.cpp-style f16
+// cache, read in place); see AttentionF16Acc and AttentionTiled.
+type AttnF16Params = AttnParamsOf[uint16]
+
+// AttnParamsOf describes one causal attention call over a KV cache of f32
+// (AttnParams) or f16 bits (AttnF16Params):
 //
 //	Q   [NTok][QStride]      head h at Q[t*QStride + h*HeadDim:]
 //	K,V [Pos0+NTok][KVStride] kv head g at K[p*KVStride + g*HeadDim:]
@@ -330,11 +339,11 @@ func DequantBulk(tasks []DequantTask, prefetchBytes int) error {
 // cap into the scale: s = SoftCap * tanhf(q.k * (Scale/SoftCap)), with
 // Scale/SoftCap one f32 division and tanhf the C library's; 0 is off.
 // The zero values of both keep plain causal attention.
-type AttnParams struct {
+type AttnParamsOf[KV float32 | uint16] struct {
 	NTok, Pos0, NHead, NHeadKV, HeadDim int
 	Q                                   []float32
 	QStride                             int
-	K, V                                []float32
+	K, V                                []KV
 	KVStride                            int
 	Scale                               float32
 	Out                                 []float32
@@ -343,17 +352,8 @@ type AttnParams struct {
 	SoftCap                             float32
 }
 
-// checkAttn validates p and the head range; the caller handles the empty case.
-func checkAttn(op string, p *AttnParams, h0, h1 int, scratch []float32, scratchNeed int) error {
-	if p == nil {
-		return fmt.Errorf("kernels.%s: nil params", op)
-	}
-	return checkAttnLens(op, p, len(p.K), len(p.V), h0, h1, scratch, scratchNeed)
-}
-
-// checkAttnLens is checkAttn with the lengths of K and V given (their
-// element type varies); p.K and p.V are not read.
-func checkAttnLens(op string, p *AttnParams, lenK, lenV, h0, h1 int, scratch []float32, scratchNeed int) error {
+// check validates p and the head range; the caller handles the empty case.
+func (p *AttnParamsOf[KV]) check(op string, h0, h1 int, scratch []float32, scratchNeed int) error {
 	if p == nil {
 		return fmt.Errorf("kernels.%s: nil params", op)
 	}
@@ -383,10 +383,10 @@ func checkAttnLens(op string, p *AttnParams, lenK, lenV, h0, h1 int, scratch []f
 	}
 	if int64(len(p.Q)) < need2D(p.NTok, h1*p.HeadDim, p.QStride) ||
 		int64(len(p.Out)) < need2D(p.NTok, h1*p.HeadDim, p.OutStride) ||
-		int64(lenK) < need2D(npos, gEnd*p.HeadDim, p.KVStride) ||
-		int64(lenV) < need2D(npos, gEnd*p.HeadDim, p.KVStride) {
+		int64(len(p.K)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) ||
+		int64(len(p.V)) < need2D(npos, gEnd*p.HeadDim, p.KVStride) {
 		return fmt.Errorf("kernels.%s: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
-			op, len(p.Q), lenK, lenV, len(p.Out), p.NTok, p.Pos0)
+			op, len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0)
 	}
 	if len(scratch) < scratchNeed {
 		return fmt.Errorf("kernels.%s: scratch has %d floats, need %d", op, len(scratch), scratchNeed)
@@ -400,12 +400,11 @@ func checkAttnLens(op string, p *AttnParams, lenK, lenV, h0, h1 int, scratch []f
 // h/(NHead/NHeadKV); scores soft-capped when SoftCap > 0. Softmax and the V
 // sum are in f32. scratch needs Pos0+NTok floats.
 func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
-	if p != nil {
-		if err := checkAttn("Attention", p, h0, h1, scratch, p.Pos0+p.NTok); err != nil {
-			return err
-		}
-	} else {
-		return checkAttn("Attention", p, h0, h1, scratch, 0)
+	if p == nil {
+		return p.check("Attention", h0, h1, scratch, 0)
+	}
+	if err := p.check("Attention", h0, h1, scratch, p.Pos0+p.NTok); err != nil {
+		return err
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
@@ -415,33 +414,6 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
 		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
-}
-
-// AttnF16Params describes one causal attention call over an f16 KV cache:
-// the fields of AttnParams (Window and SoftCap included), with K and V
-// holding IEEE half-precision bits (the layout of a llama.cpp-style f16
-// cache, read in place).
-type AttnF16Params struct {
-	NTok, Pos0, NHead, NHeadKV, HeadDim int
-	Q                                   []float32
-	QStride                             int
-	K, V                                []uint16
-	KVStride                            int
-	Scale                               float32
-	Out                                 []float32
-	OutStride                           int
-	Window                              int
-	SoftCap                             float32
-}
-
-func (p *AttnF16Params) check(op string, h0, h1 int, scratch []float32, scratchNeed int) error {
-	if p == nil {
-		return fmt.Errorf("kernels.%s: nil params", op)
-	}
-	shape := AttnParams{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
-		Q: p.Q, QStride: p.QStride, KVStride: p.KVStride, Out: p.Out, OutStride: p.OutStride,
-		Window: p.Window, SoftCap: p.SoftCap}
-	return checkAttnLens(op, &shape, len(p.K), len(p.V), h0, h1, scratch, scratchNeed)
 }
 
 func hptr(h []uint16) *C.k_half {
@@ -473,20 +445,7 @@ func AttentionTiledScratch(headDim int) int {
 // the same bits (tanhf is the C library's: glibc's is the reference's).
 // scratch needs AttentionF16AccScratch(HeadDim) floats.
 func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
-	if p == nil {
-		return p.check("AttentionF16Acc", h0, h1, scratch, 0)
-	}
-	if err := p.check("AttentionF16Acc", h0, h1, scratch, AttentionF16AccScratch(p.HeadDim)); err != nil {
-		return err
-	}
-	if p.NTok == 0 || h0 == h1 {
-		return nil
-	}
-	C.k_attention_f16acc(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
-		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), hptr(p.K), hptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
-		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
-	return nil
+	return attentionF16("AttentionF16Acc", false, p, h0, h1, scratch)
 }
 
 // AttentionTiled is causal grouped-query attention over an f16 KV cache with
@@ -498,19 +457,35 @@ func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 // position in the window are skipped. Every kernel set gives the same bits.
 // scratch needs AttentionTiledScratch(HeadDim) floats.
 func AttentionTiled(p *AttnF16Params, h0, h1 int, scratch []float32) error {
+	return attentionF16("AttentionTiled", true, p, h0, h1, scratch)
+}
+
+// attentionF16 checks p and runs k_attention_tiled (tiled) or
+// k_attention_f16acc.
+func attentionF16(op string, tiled bool, p *AttnF16Params, h0, h1 int, scratch []float32) error {
 	if p == nil {
-		return p.check("AttentionTiled", h0, h1, scratch, 0)
+		return p.check(op, h0, h1, scratch, 0)
 	}
-	if err := p.check("AttentionTiled", h0, h1, scratch, AttentionTiledScratch(p.HeadDim)); err != nil {
+	need := AttentionF16AccScratch(p.HeadDim)
+	if tiled {
+		need = AttentionTiledScratch(p.HeadDim)
+	}
+	if err := p.check(op, h0, h1, scratch, need); err != nil {
 		return err
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
 	}
-	C.k_attention_tiled(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
-		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), hptr(p.K), hptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
-		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+	impl, q, k, v, out := C.int(implID()), fptr(p.Q), hptr(p.K), hptr(p.V), fptr(p.Out)
+	ntok, pos0, nh, nkv, hd := C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV), C.int64_t(p.HeadDim)
+	qs, kvs, outs, win := C.int64_t(p.QStride), C.int64_t(p.KVStride), C.int64_t(p.OutStride), C.int64_t(p.Window)
+	if tiled {
+		C.k_attention_tiled(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
+			out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+	} else {
+		C.k_attention_f16acc(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
+			out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+	}
 	return nil
 }
 

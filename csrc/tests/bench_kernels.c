@@ -31,17 +31,6 @@ static int want(const char *name) { return !filter || strstr(name, filter); }
 
 static const int btypes[] = {K_Q4_K, K_Q5_K, K_Q6_K, K_Q4_0, K_Q5_0, K_Q8_0, K_F16, K_F32,
                              K_Q2_K, K_Q3_K, K_IQ4_NL, K_IQ4_XS};
-static const char *bname(int t) {
-    switch (t) {
-    case K_Q4_K: return "Q4_K"; case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K";
-    case K_Q4_0: return "Q4_0"; case K_Q5_0: return "Q5_0"; case K_Q8_0: return "Q8_0";
-    case K_F16: return "F16"; case K_F32: return "F32"; case K_Q8_K: return "Q8_K";
-    case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
-    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS";
-    default: return "?";
-    }
-}
-
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -62,19 +51,19 @@ int main(int argc, char **argv) {
             if (!impl_available(impl)) continue;
             for (int64_t tk = 0; tk < ntok; tk++) k_quantize_act(impl, act, x + tk * n, a + tk * ab, n);
             double s;
-            snprintf(name, sizeof name, "matvec %s", bname(t));
+            snprintf(name, sizeof name, "matvec %s", type_name(t));
             if (want(name)) {
                 TIME_IT(s, k_matvec(impl, t, n, w, (size_t)rb, a, y, 0, rows));
                 sink = y[0];
                 printf("%-22s %-13s %10.1f us %7.2f GB/s\n", name, impl_names[impl], s * 1e6, (double)(rb * rows) / s * 1e-9);
             }
-            snprintf(name, sizeof name, "matmul_q %s x%d", bname(t), (int)ntok);
+            snprintf(name, sizeof name, "matmul_q %s x%d", type_name(t), (int)ntok);
             if (want(name)) {
                 TIME_IT(s, k_matmul_q(impl, t, n, w, (size_t)rb, 0, rows, a, (size_t)ab, ntok, y, rows));
                 sink = y[0];
                 printf("%-22s %-13s %10.1f us %7.2f GB/s\n", name, impl_names[impl], s * 1e6, (double)(rb * rows * ntok) / s * 1e-9);
             }
-            snprintf(name, sizeof name, "dequant %s", bname(t));
+            snprintf(name, sizeof name, "dequant %s", type_name(t));
             if (want(name)) {
                 TIME_IT(s, k_dequant(impl, t, w, deq, n * rows));
                 sink = deq[1];
@@ -90,7 +79,7 @@ int main(int argc, char **argv) {
         float *x = malloc((size_t)m * 4);
         uint8_t *q = malloc((size_t)k_row_bytes(act, m));
         fill_acts(x, m, 0);
-        snprintf(name, sizeof name, "quantize %s", bname(act));
+        snprintf(name, sizeof name, "quantize %s", type_name(act));
         if (!want(name)) { free(x); free(q); continue; }
         for (int impl = 0; impl < K_IMPL_MAX; impl++) {
             if (!impl_available(impl)) continue;

@@ -33,18 +33,6 @@ static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0,
                                    K_Q8_0, K_Q4_K, K_Q5_K, K_Q6_K,
                                    K_Q2_K, K_Q3_K, K_IQ4_NL, K_IQ4_XS};
 #define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
-static const char *tname(int t) {
-    switch (t) {
-    case K_F32: return "F32"; case K_F16: return "F16"; case K_BF16: return "BF16";
-    case K_Q4_0: return "Q4_0"; case K_Q4_1: return "Q4_1"; case K_Q5_0: return "Q5_0";
-    case K_Q5_1: return "Q5_1"; case K_Q8_0: return "Q8_0"; case K_Q4_K: return "Q4_K";
-    case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K"; case K_Q8_K: return "Q8_K";
-    case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
-    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS";
-    default: return "?";
-    }
-}
-
 static const int64_t nblocks_list[] = {1, 2, 3, 5, 7, 16, 33};
 #define NNB ((int)(sizeof nblocks_list / sizeof nblocks_list[0]))
 
@@ -55,7 +43,7 @@ static void test_dequant(int impl) {
     for (int ti = 0; ti < NWT; ti++) {
         const int t = weight_types[ti];
         k_dequant_fn f = k_get_dequant(impl, t), r = k_get_dequant(K_IMPL_REF, t);
-        if (!r) { FAIL("no ref dequant for %s", tname(t)); continue; }
+        if (!r) { FAIL("no ref dequant for %s", type_name(t)); continue; }
         if (!f) continue;
         kernels++;
         for (int k = 0; k < NNB; k++) {
@@ -73,7 +61,7 @@ static void test_dequant(int impl) {
                     int64_t j = 0;
                     while (j < n && memcmp(&a[j], &b[j], 4) == 0) j++;
                     FAIL("dequant %s/%s n=%lld mode=%d: element %lld is %.9g, ref %.9g",
-                         impl_names[impl], tname(t), (long long)n, mode, (long long)j, b[j], a[j]);
+                         impl_names[impl], type_name(t), (long long)n, mode, (long long)j, b[j], a[j]);
                 }
                 free(w); free(a); free(b);
             }
@@ -98,7 +86,7 @@ static void quantize_case(int impl, int act, k_quantize_fn f, k_quantize_fn r,
         int64_t j = 0;
         while (j < bytes && a[j] == b[j]) j++;
         FAIL("quantize %s/%s %s n=%lld: byte %lld is %02x, ref %02x",
-             impl_names[impl], tname(act), what, (long long)n, (long long)j, b[j], a[j]);
+             impl_names[impl], type_name(act), what, (long long)n, (long long)j, b[j], a[j]);
     }
     free(a); free(b);
 }
@@ -108,7 +96,7 @@ static void test_quantize(int impl) {
     for (int ai = 0; ai < 3; ai++) {
         const int act = act_types[ai];
         k_quantize_fn f = k_get_quantize(impl, act), r = k_get_quantize(K_IMPL_REF, act);
-        if (!r) { FAIL("no ref quantize for %s", tname(act)); continue; }
+        if (!r) { FAIL("no ref quantize for %s", type_name(act)); continue; }
         if (!f) continue;
         kernels++;
         const int64_t be = block_elems(act);
@@ -154,7 +142,7 @@ static void act_to_f32(int act, const void *src, float *dst, int64_t n) {
         for (int64_t i = 0; i < n; i++) dst[i] = b[i / K_QKK].d * (float)b[i / K_QKK].qs[i % K_QKK];
         return;
     }
-    if (k_dequant(K_IMPL_REF, act, src, dst, n) != 0) FAIL("k_dequant(ref, %s) failed", tname(act));
+    if (k_dequant(K_IMPL_REF, act, src, dst, n) != 0) FAIL("k_dequant(ref, %s) failed", type_name(act));
 }
 
 static void test_dot(int impl) {
@@ -162,7 +150,7 @@ static void test_dot(int impl) {
     for (int ti = 0; ti < NWT; ti++) {
         const int t = weight_types[ti], act = k_act_type(t);
         k_dot_fn f = k_get_dot(impl, t), r = k_get_dot(K_IMPL_REF, t);
-        if (!r) { FAIL("no ref dot for %s", tname(t)); continue; }
+        if (!r) { FAIL("no ref dot for %s", type_name(t)); continue; }
         if (impl != K_IMPL_REF && !f) continue;
         kernels++;
         const int64_t be = block_elems(t) == 1 ? 33 : block_elems(t);
@@ -174,7 +162,7 @@ static void test_dot(int impl) {
                 float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 4), *af = malloc((size_t)n * 4);
                 fill_weights(t, w, n / block_elems(t), mode);
                 fill_acts(x, n, mode == 2 ? 0 : mode);
-                if (k_quantize_act(K_IMPL_REF, act, x, qa, n) != 0) FAIL("quantize_act(ref, %s)", tname(act));
+                if (k_quantize_act(K_IMPL_REF, act, x, qa, n) != 0) FAIL("quantize_act(ref, %s)", type_name(act));
                 k_dequant(K_IMPL_REF, t, w, wf, n);
                 act_to_f32(act, qa, af, n);
                 double exact = 0, mag = 0;
@@ -183,12 +171,12 @@ static void test_dot(int impl) {
                 float vr = r(n, w, qa);
                 checks++;
                 if (!(fabs(vr - exact) <= tol))
-                    FAIL("dot ref/%s n=%lld mode=%d: %.9g, exact %.9g (tol %.3g)", tname(t), (long long)n, mode, vr, exact, tol);
+                    FAIL("dot ref/%s n=%lld mode=%d: %.9g, exact %.9g (tol %.3g)", type_name(t), (long long)n, mode, vr, exact, tol);
                 if (f && impl != K_IMPL_REF) {
                     float vf = f(n, w, qa);
                     checks++;
                     if (!(fabs(vf - vr) <= tol))
-                        FAIL("dot %s/%s n=%lld mode=%d: %.9g, ref %.9g (tol %.3g)", impl_names[impl], tname(t), (long long)n, mode, vf, vr, tol);
+                        FAIL("dot %s/%s n=%lld mode=%d: %.9g, ref %.9g (tol %.3g)", impl_names[impl], type_name(t), (long long)n, mode, vf, vr, tol);
                 }
                 free(w); free(qa); free(x); free(wf); free(af);
             }
@@ -221,7 +209,7 @@ static void test_order(int impl) {
                 const float want = om_dot(t, n, w, qa, &ok), got = f(n, w, qa);
                 checks++;
                 if (memcmp(&want, &got, 4) != 0)
-                    FAIL("order %s/%s n=%lld mode=%d: %.9g, the order model gives %.9g", impl_names[impl], tname(t),
+                    FAIL("order %s/%s n=%lld mode=%d: %.9g, the order model gives %.9g", impl_names[impl], type_name(t),
                          (long long)n, mode, got, want);
                 free(w); free(qa); free(x);
             }
@@ -267,14 +255,14 @@ static void test_q23_edges(int impl) {
                         checks++;
                         if (!ok || memcmp(&want, &got, 4) != 0)
                             FAIL("q23 edges %s/%s n=%lld fill=%d d=%04x act=%d: %.9g, the order model gives %.9g",
-                                 impl_names[impl], tname(t), (long long)n, fill, scales[si], act, got, want);
+                                 impl_names[impl], type_name(t), (long long)n, fill, scales[si], act, got, want);
                         if (dq) {
                             k_get_dequant(K_IMPL_REF, t)(w, d1, n);
                             dq(w, d2, n);
                             checks++;
                             if (memcmp(d1, d2, (size_t)n * 4) != 0)
                                 FAIL("q23 edges dequant %s/%s n=%lld fill=%d d=%04x: differs from ref", impl_names[impl],
-                                     tname(t), (long long)n, fill, scales[si]);
+                                     type_name(t), (long long)n, fill, scales[si]);
                         }
                     }
             free(w); free(qa); free(x); free(d1); free(d2);
@@ -302,7 +290,7 @@ static void test_drivers(int impl) {
         fill_weights(t, w, n / block_elems(t) * nrows, 0);
         fill_acts(x, n * ntok, 0);
         for (int64_t tk = 0; tk < ntok; tk++)
-            if (k_quantize_act(impl, act, x + tk * n, a + tk * ab, n) != 0) FAIL("k_quantize_act(%s, %s)", impl_names[impl], tname(act));
+            if (k_quantize_act(impl, act, x + tk * n, a + tk * ab, n) != 0) FAIL("k_quantize_act(%s, %s)", impl_names[impl], type_name(act));
         /* k_matvec and k_matmul_q must give exactly the impl's own dot (which
          * the "dot" section compares with ref) */
         k_dot_fn r = k_get_dot(K_IMPL_REF, t), fi = k_get_dot(impl, t);
@@ -311,16 +299,16 @@ static void test_drivers(int impl) {
             for (int64_t i = 0; i < nrows; i++) yr[tk * nrows + i] = fi(n, w + i * rb, a + tk * ab);
         /* matvec over a sub-range leaves the rest untouched */
         for (int64_t i = 0; i < nrows; i++) y[i] = -1234.f;
-        if (k_matvec(impl, t, n, w, (size_t)rb, a, y, 3, nrows - 2) != 0) FAIL("k_matvec(%s, %s) failed", impl_names[impl], tname(t));
+        if (k_matvec(impl, t, n, w, (size_t)rb, a, y, 3, nrows - 2) != 0) FAIL("k_matvec(%s, %s) failed", impl_names[impl], type_name(t));
         for (int64_t i = 0; i < nrows; i++) {
             checks++;
             int inside = i >= 3 && i < nrows - 2;
             if (inside ? memcmp(&y[i], &yr[i], 4) != 0 : y[i] != -1234.f)
-                FAIL("k_matvec %s/%s row %lld: %.9g, want %.9g", impl_names[impl], tname(t), (long long)i, y[i], inside ? yr[i] : -1234.f);
+                FAIL("k_matvec %s/%s row %lld: %.9g, want %.9g", impl_names[impl], type_name(t), (long long)i, y[i], inside ? yr[i] : -1234.f);
         }
         for (int64_t i = 0; i < nrows * ntok; i++) y[i] = -1234.f;
         if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
-            FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], tname(t));
+            FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], type_name(t));
         /* the tiles promise the same bits as the impl's own dot, token by
          * token; IQ4_NL batches (ntok >= 2) the reference's batch order */
         for (int64_t i = 0; i < nrows * ntok; i++) {
@@ -329,7 +317,7 @@ static void test_drivers(int impl) {
             checks++;
             if (memcmp(&e, &y[i], 4) != 0)
                 FAIL("k_matmul_q %s/%s tok %lld row %lld: %.9g, the impl's dot gives %.9g (not the same bits)",
-                     impl_names[impl], tname(t), (long long)tk, (long long)row, y[i], e);
+                     impl_names[impl], type_name(t), (long long)tk, (long long)row, y[i], e);
         }
         /* bulk dequant equals per-tensor dequant, with and without prefetch */
         float *d1 = malloc((size_t)(n * nrows) * 4), *d2 = malloc((size_t)(n * nrows) * 4);
@@ -337,9 +325,9 @@ static void test_drivers(int impl) {
         k_dequant(impl, t, w, d1, n * nrows);
         for (int pf = 0; pf < 2; pf++) {
             memset(d2, 0, (size_t)(n * nrows) * 4);
-            if (k_dequant_bulk(impl, &task, 1, pf ? 256 : 0) != 0) FAIL("k_dequant_bulk(%s, %s)", impl_names[impl], tname(t));
+            if (k_dequant_bulk(impl, &task, 1, pf ? 256 : 0) != 0) FAIL("k_dequant_bulk(%s, %s)", impl_names[impl], type_name(t));
             checks++;
-            if (memcmp(d1, d2, (size_t)(n * nrows) * 4) != 0) FAIL("k_dequant_bulk %s/%s differs from k_dequant", impl_names[impl], tname(t));
+            if (memcmp(d1, d2, (size_t)(n * nrows) * 4) != 0) FAIL("k_dequant_bulk %s/%s differs from k_dequant", impl_names[impl], type_name(t));
         }
         free(d1); free(d2); free(w); free(a); free(x); free(y); free(yr);
     }
@@ -667,32 +655,32 @@ static void test_iq4(int impl) {
                     const uint8_t *row = w + r * rb;
                     iq4_formula(t, row, want, n);
                     memset(got, 0xAA, (size_t)n * 4);
-                    if (k_dequant(impl, t, row, got, n) != 0) FAIL("k_dequant(%s, %s) failed", impl_names[impl], tname(t));
+                    if (k_dequant(impl, t, row, got, n) != 0) FAIL("k_dequant(%s, %s) failed", impl_names[impl], type_name(t));
                     checks++;
                     if (memcmp(want, got, (size_t)n * 4) != 0)
-                        FAIL("iq4 dequant %s/%s n=%lld d=%g row %lld differs from the formula", impl_names[impl], tname(t), (long long)n, dvals[di], (long long)r);
+                        FAIL("iq4 dequant %s/%s n=%lld d=%g row %lld differs from the formula", impl_names[impl], type_name(t), (long long)n, dvals[di], (long long)r);
                 }
                 /* one token (k_matvec) and a batch (k_matmul_q) against the model */
                 for (int64_t k = 0; k < ntok; k++) {
-                    if (k_matvec(impl, t, n, w, (size_t)rb, a + k * ab, y, 0, nrows) != 0) FAIL("k_matvec(%s, %s)", impl_names[impl], tname(t));
+                    if (k_matvec(impl, t, n, w, (size_t)rb, a + k * ab, y, 0, nrows) != 0) FAIL("k_matvec(%s, %s)", impl_names[impl], type_name(t));
                     for (int64_t r = 0; r < nrows; r++) {
                         int ok;
                         const float e = om_dot(t, n, w + r * rb, a + k * ab, &ok);
                         checks++;
                         if (memcmp(&e, &y[r], 4) != 0)
-                            FAIL("iq4 matvec %s/%s n=%lld d=%g tok %lld row %lld: %.9g, model %.9g", impl_names[impl], tname(t),
+                            FAIL("iq4 matvec %s/%s n=%lld d=%g tok %lld row %lld: %.9g, model %.9g", impl_names[impl], type_name(t),
                                  (long long)n, dvals[di], (long long)k, (long long)r, y[r], e);
                     }
                 }
                 if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
-                    FAIL("k_matmul_q(%s, %s)", impl_names[impl], tname(t));
+                    FAIL("k_matmul_q(%s, %s)", impl_names[impl], type_name(t));
                 for (int64_t i = 0; i < nrows * ntok; i++) {
                     const int64_t k = i / nrows, r = i % nrows;
                     int ok;
                     const float e = t == K_IQ4_NL ? om_dot_iq4nl(n, w + r * rb, a + k * ab, 1) : om_dot(t, n, w + r * rb, a + k * ab, &ok);
                     checks++;
                     if (memcmp(&e, &y[i], 4) != 0)
-                        FAIL("iq4 matmul_q %s/%s n=%lld d=%g tok %lld row %lld: %.9g, model %.9g", impl_names[impl], tname(t),
+                        FAIL("iq4 matmul_q %s/%s n=%lld d=%g tok %lld row %lld: %.9g, model %.9g", impl_names[impl], type_name(t),
                              (long long)n, dvals[di], (long long)k, (long long)r, y[i], e);
                 }
             }

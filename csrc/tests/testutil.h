@@ -78,6 +78,19 @@ static int impl_available(int impl) {
 }
 
 /* xorshift64*: deterministic across platforms */
+/* the ggml name of a type id, for messages */
+static const char *type_name(int t) {
+    switch (t) {
+    case K_F32: return "F32"; case K_F16: return "F16"; case K_BF16: return "BF16";
+    case K_Q4_0: return "Q4_0"; case K_Q4_1: return "Q4_1"; case K_Q5_0: return "Q5_0";
+    case K_Q5_1: return "Q5_1"; case K_Q8_0: return "Q8_0"; case K_Q4_K: return "Q4_K";
+    case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K"; case K_Q8_K: return "Q8_K";
+    case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
+    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS";
+    default: return "?";
+    }
+}
+
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static inline uint64_t rng_u64(void) {
     rng_state ^= rng_state >> 12; rng_state ^= rng_state << 25; rng_state ^= rng_state >> 27;
