@@ -118,14 +118,7 @@ func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
 				}
 				S = fma32(S, ms, vs)
 			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
-			for i := range out {
-				out[i] = acc[i] * inv
-			}
+			p.writeHead(t, h, acc, S)
 		}
 	}
 }
@@ -259,15 +252,21 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 					}
 				}
 			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
-			for d := range out {
-				out[d] = acc[d] * inv
-			}
+			p.writeHead(t, h, acc, S)
 		}
+	}
+}
+
+// writeHead stores the output of head h for token t: acc divided by the
+// softmax sum S (zeros when S is 0, every position masked).
+func (p *attnArgs) writeHead(t, h int, acc []float32, S float32) {
+	inv := float32(0)
+	if S != 0 {
+		inv = 1 / S
+	}
+	out := p.Out[t*p.OutStride+h*p.HeadDim : t*p.OutStride+(h+1)*p.HeadDim]
+	for i := range out {
+		out[i] = acc[i] * inv
 	}
 }
 
