@@ -136,21 +136,11 @@ func TestGemma2SoftCapDefaults(t *testing.T) {
 	path := variant(t, "synth-gemma2-mini-Q4_K_M", map[string]*loader.Value{
 		"gemma2.attn_logit_softcapping": deleted(), "gemma2.final_logit_softcapping": deleted(),
 		"gemma2.attention.sliding_window": deleted()}, "")
-	m, err := Load(path, LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := m.Config()
-	m.Close()
+	c := loadConfig(t, path)
 	if c.AttnSoftCap != 50 || c.FinalSoftCap != 30 || c.SlidingWindow != 4096 {
 		t.Errorf("defaults: attention cap %v, final cap %v, window %d; want 50, 30, 4096", c.AttnSoftCap, c.FinalSoftCap, c.SlidingWindow)
 	}
-	m, err = Load(filepath.Join(sharedDir(t), "models", "synth-gemma2-mini-Q4_K_M.gguf"), LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c = m.Config()
-	m.Close()
+	c = loadConfig(t, filepath.Join(sharedDir(t), "models", "synth-gemma2-mini-Q4_K_M.gguf"))
 	want := []bool{true, false, true, false}
 	if c.AttnSoftCap != 3 || c.FinalSoftCap != 8 || c.SlidingWindow != 16 || c.QScale != 0.125 || c.EmbeddingScale != 8 ||
 		len(c.SWALayers) != 4 || c.SWALayers[0] != want[0] || c.SWALayers[1] != want[1] || c.SWALayers[2] != want[2] || c.SWALayers[3] != want[3] {
@@ -158,12 +148,7 @@ func TestGemma2SoftCapDefaults(t *testing.T) {
 	}
 	// A per-layer boolean pattern overrides the period.
 	w := boolArray(true, true, false, false)
-	m, err = Load(variant(t, "synth-gemma2-mini-Q4_K_M", map[string]*loader.Value{"gemma2.attention.sliding_window_pattern": w}, ""), LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c = m.Config()
-	m.Close()
+	c = loadConfig(t, variant(t, "synth-gemma2-mini-Q4_K_M", map[string]*loader.Value{"gemma2.attention.sliding_window_pattern": w}, ""))
 	if !c.SWALayers[0] || !c.SWALayers[1] || c.SWALayers[2] || c.SWALayers[3] {
 		t.Errorf("boolean pattern: %v", c.SWALayers)
 	}
@@ -176,12 +161,7 @@ func boolArray(b ...bool) *loader.Value {
 // TestGemma3Layers: gemma3's local/global pattern (5 local, then global)
 // and its two RoPE bases.
 func TestGemma3Layers(t *testing.T) {
-	m, err := Load(filepath.Join(sharedDir(t), "models", "synth-gemma3-mini-Q4_K_M.gguf"), LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	c := m.Config()
+	c := loadConfig(t, filepath.Join(sharedDir(t), "models", "synth-gemma3-mini-Q4_K_M.gguf"))
 	got := ""
 	for _, l := range c.SWALayers {
 		got += map[bool]string{true: "L", false: "G"}[l]
@@ -200,20 +180,8 @@ func TestPhi3LongRoPE(t *testing.T) {
 	fill := func(v float32) []float32 { return slices.Repeat([]float32{v}, 8) }
 	toks := []int32{1, 9038, 2501, 263, 931, 29892, 727, 471}
 	logits := func(path string, nCtx int) []float32 {
-		m, err := Load(path, LoadOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		s, err := m.NewSession(nCtx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := s.Eval(toks, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		m := loadPath(t, path, LoadOptions{Threads: 1})
+		return evalAll(t, newSession(t, m, nCtx), toks)
 	}
 	orig := map[string]*loader.Value{"phi3.rope.scaling.original_context_length": u32(256)}
 	base := logits(filepath.Join(sharedDir(t), "models", name+".gguf"), 128)

@@ -118,14 +118,7 @@ func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
 				}
 				S = fma32(S, ms, vs)
 			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
-			for i := range out {
-				out[i] = acc[i] * inv
-			}
+			p.writeHead(t, h, acc, S)
 		}
 	}
 }
@@ -259,15 +252,21 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 					}
 				}
 			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			out := p.Out[t*p.OutStride+h*hd : t*p.OutStride+(h+1)*hd]
-			for d := range out {
-				out[d] = acc[d] * inv
-			}
+			p.writeHead(t, h, acc, S)
 		}
+	}
+}
+
+// writeHead stores the output of head h for token t: acc divided by the
+// softmax sum S (zeros when S is 0, every position masked).
+func (p *attnArgs) writeHead(t, h int, acc []float32, S float32) {
+	inv := float32(0)
+	if S != 0 {
+		inv = 1 / S
+	}
+	out := p.Out[t*p.OutStride+h*p.HeadDim : t*p.OutStride+(h+1)*p.HeadDim]
+	for i := range out {
+		out[i] = acc[i] * inv
 	}
 }
 
@@ -375,58 +374,46 @@ func TestAttentionKernelsMatchGo(t *testing.T) {
 }
 
 // Decode at position 500 (TinyLlama's shape: 32 heads, 4 kv heads, head 64)
-// and a 512-row prompt, Go transcription vs kernel, one thread.
+// and a 512-row prompt, one thread: the Go transcription, the F16-cache
+// kernel that path uses, and the F32 kernel over the widened cache.
 func BenchmarkAttention(b *testing.B) {
-	p := attnFixture(1, 500, 32, 4, 64, 1)
-	for i, x := range p.Q {
-		p.Q[i] = roundF16(x)
+	decode := attnFixture(1, 500, 32, 4, 64, 1)
+	for i, x := range decode.Q {
+		decode.Q[i] = roundF16(x)
 	}
-	out := make([]float32, len(p.Out))
 	scr := make([]float32, kernels.AttentionTiledScratch(64)+kernels.AttentionF16AccScratch(64)+1024)
-	b.Run("decode500-go", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			attendF16(p, 0, 32, scr)
-		}
-	})
-	b.Run("decode500-kernel", func(b *testing.B) {
-		kp := p.kernelParams(out)
-		for i := 0; i < b.N; i++ {
-			if err := kernels.AttentionF16Acc(kp, 0, 32, scr); err != nil {
-				b.Fatal(err)
+	for _, c := range []struct {
+		name   string
+		p      *attnArgs
+		goRef  func(p *attnArgs)
+		kernel func(p *kernels.AttnF16Params, h0, h1 int, scratch []float32) error
+	}{
+		{"decode500", decode, func(p *attnArgs) { attendF16(p, 0, 32, scr) }, kernels.AttentionF16Acc},
+		{"prompt512", attnFixture(512, 512, 32, 4, 64, 2), func(p *attnArgs) { attendTiled(p, 0, 32, scr[:64], scr[64:]) }, kernels.AttentionTiled},
+	} {
+		out := make([]float32, len(c.p.Out))
+		b.Run(c.name+"-go", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				c.goRef(c.p)
 			}
-		}
-	})
-	b.Run("decode500-f32kernel", func(b *testing.B) {
-		kp := p.widened(out)
-		for i := 0; i < b.N; i++ {
-			if err := kernels.Attention(kp, 0, 32, scr); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(c.name+"-kernel", func(b *testing.B) {
+			kp := c.p.kernelParams(out)
+			for i := 0; i < b.N; i++ {
+				if err := c.kernel(kp, 0, 32, scr); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	pr := attnFixture(512, 512, 32, 4, 64, 2)
-	pout := make([]float32, len(pr.Out))
-	b.Run("prompt512-go", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			attendTiled(pr, 0, 32, scr[:64], scr[64:])
-		}
-	})
-	b.Run("prompt512-kernel", func(b *testing.B) {
-		kp := pr.kernelParams(pout)
-		for i := 0; i < b.N; i++ {
-			if err := kernels.AttentionTiled(kp, 0, 32, scr); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(c.name+"-f32kernel", func(b *testing.B) {
+			kp := c.p.widened(out)
+			for i := 0; i < b.N; i++ {
+				if err := kernels.Attention(kp, 0, 32, scr); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("prompt512-f32kernel", func(b *testing.B) {
-		kp := pr.widened(pout)
-		for i := 0; i < b.N; i++ {
-			if err := kernels.Attention(kp, 0, 32, scr); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // Prompt and generation speed against the context length on TinyLlama
@@ -439,20 +426,13 @@ func BenchmarkContext(b *testing.B) {
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("%s not found (woolly synth --preset tinyllama-1.1b --type q4_k_m makes it)", path)
 	}
-	m, err := Load(path, LoadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m := loadPath(b, path, LoadOptions{})
 	rng := rand.New(rand.NewSource(1))
 	prompt := make([]int32, 512)
 	for i := range prompt {
 		prompt[i] = int32(3 + rng.Intn(m.Info().NVocab-3))
 	}
-	s, err := m.NewSession(1024)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := newSession(b, m, 1024)
 	report := func(b *testing.B, ntok int, cpu time.Duration) {
 		b.ReportMetric(float64(ntok)/b.Elapsed().Seconds(), "tokens/s")
 		b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(ntok), "cpu-ms/token")

@@ -2,21 +2,13 @@ package runtime
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 )
 
 // BenchmarkGenerate measures greedy generation (tokens/s) on the Q4_K_M mini.
 func BenchmarkGenerate(b *testing.B) {
-	m, err := Load(filepath.Join(sharedDir(b), "models", "synth-llama-mini-Q4_K_M.gguf"), LoadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	s, err := m.NewSession(512)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := loadShared(b, "synth-llama-mini-Q4_K_M", LoadOptions{})
+	s := newSession(b, m, 512)
 	b.ResetTimer()
 	n := 0
 	for i := 0; i < b.N; i++ {

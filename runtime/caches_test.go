@@ -12,20 +12,6 @@ import (
 	"time"
 )
 
-func loadShared(t testing.TB, name string, o LoadOptions) *Model {
-	t.Helper()
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(sharedDir(t), "models", name+".gguf")
-	}
-	m, err := Load(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
 // randomTokens returns n valid ids (BOS first when the vocabulary adds it).
 func randomTokens(m *Model, n int, seed uint64) []int32 {
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -37,15 +23,6 @@ func randomTokens(m *Model, n int, seed uint64) []int32 {
 		ids[0] = tok.BOS()
 	}
 	return ids
-}
-
-func evalAll(t *testing.T, s *Session, toks []int32) []float32 {
-	t.Helper()
-	l, err := s.Eval(toks, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 func sameBits(a, b []float32) (int, float64) {

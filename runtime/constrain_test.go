@@ -133,11 +133,7 @@ func tighten(t *testing.T, schema []byte, maxLen, items float64) []byte {
 func BenchmarkGrammarMask(b *testing.B) {
 	for _, name := range []string{"synth-qwen3-mini-Q4_K_M.gguf", "synth-llama-mini-Q4_K_M.gguf"} {
 		b.Run(strings.TrimSuffix(name, ".gguf"), func(b *testing.B) {
-			m, err := Load(filepath.Join(sharedDir(b), "models", name), LoadOptions{Threads: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
+			m := loadPath(b, filepath.Join(sharedDir(b), "models", name), LoadOptions{Threads: 1})
 			v := m.GrammarVocab()
 			g, err := grammar.CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":40},
 				"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string","maxLength":12},"maxItems":4},

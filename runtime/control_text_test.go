@@ -20,11 +20,7 @@ func TestGeneratedControlTokenHasNoText(t *testing.T) {
 	const name = "stories260K-Q8_0"
 	shipped := filepath.Join(sharedDir(t), "models", name+".gguf")
 	gen := func(path string) *GenerateResult {
-		m, err := Load(path, LoadOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := loadPath(t, path, LoadOptions{Threads: 1})
 		var streamed strings.Builder
 		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: "Once upon a time", MaxTokens: 6},
 			func(tk Token) error { streamed.WriteString(tk.Text); return nil })

@@ -91,11 +91,7 @@ func TestEmbedIsHiddenBeforeOutput(t *testing.T) {
 	}
 	r := embedOne(t, m, EmbedOptions{Tokens: [][]int32{ids}, Pooling: PoolingLast})
 	h := r.Embeddings[0].Vector
-	s, err := m.NewSession(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logits, err := s.Eval(ids, false)
+	logits, err := newSession(t, m, 0).Eval(ids, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,11 +243,7 @@ func TestEmbedFilePooling(t *testing.T) {
 	ref := loadStories(t)
 	in := EmbedOptions{Inputs: []string{"A big red ball."}}
 	for v, p := range map[uint32]Pooling{1: PoolingMean, 3: PoolingLast, 2: PoolingCLS} {
-		m, err := Load(withPooling(t, src, v), LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := loadPath(t, withPooling(t, src, v), LoadOptions{})
 		if m.EmbeddingPooling() != p || m.Config().Pooling != p {
 			t.Fatalf("pooling_type %d: pooling %v, want %v", v, m.EmbeddingPooling(), p)
 		}

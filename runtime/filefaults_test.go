@@ -50,19 +50,11 @@ func TestTruncatedModelFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Load(path, LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadPath(t, path, LoadOptions{Threads: 1})
 	if err := m.CheckFile(); err != nil {
 		t.Fatalf("intact file: %v", err)
 	}
-	s, err := m.NewSession(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Eval([]int32{1, 100}, false); err != nil {
+	if _, err := newSession(t, m, 64).Eval([]int32{1, 100}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(path, st.Size()/2); err != nil {
@@ -104,18 +96,11 @@ func TestTruncatedModelFile(t *testing.T) {
 // The fault happens in a child process (this test binary, re-run).
 func TestTruncatedWhileMappedIsLoud(t *testing.T) {
 	if p := os.Getenv("WOOLLY_TRUNCATE_CHILD"); p != "" {
-		m, err := Load(p, LoadOptions{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := m.NewSession(64)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newSession(t, loadPath(t, p, LoadOptions{Threads: 1}), 64)
 		if err := os.Truncate(p, 4096); err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Eval([]int32{1, 100, 200}, false)
+		_, err := s.Eval([]int32{1, 100, 200}, false)
 		t.Fatalf("Eval over a truncated mapping returned (%v) instead of faulting", err)
 	}
 	path := copyModel(t, "stories260K-Q8_0")
@@ -157,19 +142,8 @@ func rewriteF32(t *testing.T, name, tensor string, index int, v float32) string 
 
 func evalRows(t *testing.T, path string, tokens []int32) [][]float32 {
 	t.Helper()
-	m, err := Load(path, LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	s, err := m.NewSession(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := s.Eval(tokens, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadPath(t, path, LoadOptions{Threads: 1})
+	all := evalAll(t, newSession(t, m, 64), tokens)
 	nv := m.Config().NVocab
 	rows := make([][]float32, len(tokens))
 	for i := range rows {
@@ -214,12 +188,7 @@ func TestNonFiniteWeightsPropagate(t *testing.T) {
 	}
 
 	// Token 300's embedding row: element 300*dim.
-	m, err := Load(filepath.Join(sharedDir(t), "models", name+".gguf"), LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dim := m.Config().NEmbd
-	m.Close()
+	dim := loadConfig(t, filepath.Join(sharedDir(t), "models", name+".gguf")).NEmbd
 	rows = evalRows(t, rewriteF32(t, name, "token_embd.weight", 300*dim+5, float32(math.NaN())), []int32{1, 100, 300, 200})
 	for p, row := range rows {
 		n, _ := countNaN(row)

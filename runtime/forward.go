@@ -307,15 +307,7 @@ func (p *pass) forward() error {
 		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
 		}
-		if l.PostAttn != nil {
-			if err := kernels.RMSNormRows(xb2, xb2, l.PostAttn, ntok, d, c.Eps); err != nil {
-				return err
-			}
-		}
-		if c.ResidualScale != 1 {
-			kernels.Scale(xb2, c.ResidualScale)
-		}
-		if err := kernels.Add(x, x, xb2); err != nil {
+		if err := addResidual(c, x, xb2, l.PostAttn, ntok); err != nil {
 			return err
 		}
 
@@ -356,15 +348,7 @@ func (p *pass) forward() error {
 				return err
 			}
 		}
-		if l.PostFFN != nil {
-			if err := kernels.RMSNormRows(xb2, xb2, l.PostFFN, ntok, d, c.Eps); err != nil {
-				return err
-			}
-		}
-		if c.ResidualScale != 1 {
-			kernels.Scale(xb2, c.ResidualScale)
-		}
-		if err := kernels.Add(x, x, xb2); err != nil {
+		if err := addResidual(c, x, xb2, l.PostFFN, ntok); err != nil {
 			return err
 		}
 	}
@@ -426,6 +410,21 @@ func (p *pass) forward() error {
 		}
 	}
 	return nil
+}
+
+// addResidual adds a sublayer's output y (ntok rows) to the residual stream
+// x: y is first normed by the sublayer's post-norm when the model has one
+// (Gemma 2 and 3; nil otherwise) and scaled by the residual scale (Granite).
+func addResidual(c *Config, x, y, postNorm []float32, ntok int) error {
+	if postNorm != nil {
+		if err := kernels.RMSNormRows(y, y, postNorm, ntok, c.NEmbd, c.Eps); err != nil {
+			return err
+		}
+	}
+	if c.ResidualScale != 1 {
+		kernels.Scale(y, c.ResidualScale)
+	}
+	return kernels.Add(x, x, y)
 }
 
 // gluKind is the gated activation fused into a gate/up product.

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"testing"
 )
 
@@ -12,11 +11,7 @@ import (
 // probabilities sum to at most 1, and the chosen token's log-probability
 // is the log-softmax of the logits a separate Eval gives.
 func TestGenerateLogprobs(t *testing.T) {
-	m, err := Load(filepath.Join(sharedDir(t), "models", "stories260K-Q8_0.gguf"), LoadOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadShared(t, "stories260K-Q8_0", LoadOptions{Threads: 1})
 	var toks []Token
 	res, err := m.Generate(context.Background(), GenerateOptions{Prompt: "Once upon a time", MaxTokens: 8,
 		Logprobs: true, TopLogprobs: 5}, func(tk Token) error { toks = append(toks, tk); return nil })

@@ -24,11 +24,7 @@ func TestParityIQ4AsReference(t *testing.T) {
 			if _, err := os.Stat(path); err != nil {
 				t.Skipf("model not available: %v", err)
 			}
-			m, err := Load(path, LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadPath(t, path, LoadOptions{})
 			refs, _ := filepath.Glob(filepath.Join(shared, "ref", "logits", name+".*.json"))
 			if len(refs) == 0 {
 				t.Fatalf("no reference logits for %s", name)
@@ -43,14 +39,8 @@ func TestParityIQ4AsReference(t *testing.T) {
 				if n == 0 || len(ref.Positions) != n || len(ref.Greedy.Steps) == 0 || len(ref.Greedy.IDs) < len(ref.Greedy.Steps) {
 					t.Fatalf("%s: unexpected reference shape", tag)
 				}
-				s, err := m.NewSession(0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				all, err := s.Eval(slices.Clone(ref.PromptIDs), true)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := newSession(t, m, 0)
+				all := evalAll(t, s, slices.Clone(ref.PromptIDs))
 				for i := 0; i < n; i++ {
 					worst = max(worst, compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), all[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
 				}

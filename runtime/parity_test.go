@@ -109,11 +109,7 @@ func TestParityLogits(t *testing.T) {
 	var rows []*parityRow
 	for _, name := range modelNames(t, shared) {
 		t.Run(name, func(t *testing.T) {
-			m, err := Load(filepath.Join(shared, "models", name+".gguf"), LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadShared(t, name, LoadOptions{})
 			tol := tolerance(name)
 			pr := &parityRow{model: name, tol: tol}
 			rows = append(rows, pr)
@@ -147,14 +143,8 @@ func TestParityLogits(t *testing.T) {
 				}
 				nv := m.Info().NVocab
 
-				s, err := m.NewSession(0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				all, err := s.Eval(seq, true)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := newSession(t, m, 0)
+				all := evalAll(t, s, seq)
 				for i := range seq {
 					d := compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol)
 					pr.batch = max(pr.batch, d)
@@ -195,11 +185,7 @@ func TestParityGreedy(t *testing.T) {
 		"synth-llama-mini-Q2_K", "synth-llama-mini-Q3_K_S", "synth-llama-mini-Q3_K_M",
 		"synth-llama-mini-IQ4_XS", "synth-llama-mini-IQ4_NL"} {
 		t.Run(name, func(t *testing.T) {
-			m, err := Load(filepath.Join(shared, "models", name+".gguf"), LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadShared(t, name, LoadOptions{})
 			refs, _ := filepath.Glob(filepath.Join(shared, "ref", "logits", name+".*.json"))
 			for _, rf := range refs {
 				var ref refLogits
@@ -249,19 +235,8 @@ func TestParityFullRows(t *testing.T) {
 			if len(raw) != 4*e.NPos*e.NVocab {
 				t.Fatalf("%s: %d bytes, want %d", e.File, len(raw), 4*e.NPos*e.NVocab)
 			}
-			m, err := Load(filepath.Join(shared, e.Model), LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			s, err := m.NewSession(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all, err := s.Eval(e.PromptIDs[:e.NPos], true)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := loadPath(t, filepath.Join(shared, e.Model), LoadOptions{})
+			all := evalAll(t, newSession(t, m, 0), e.PromptIDs[:e.NPos])
 			if len(all) != len(raw)/4 {
 				t.Fatalf("got %d logits, want %d", len(all), len(raw)/4)
 			}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,9 +10,7 @@ import (
 // Profiling splits the passes' time into classes that sum to the total,
 // counts passes and tokens, and leaves the numbers unchanged.
 func TestProfile(t *testing.T) {
-	m, err := Load(filepath.Join(sharedDir(t), "models", "synth-llama-mini-Q4_K_M.gguf"), LoadOptions{Threads: 2})
-	require.NoError(t, err)
-	defer m.Close()
+	m := loadShared(t, "synth-llama-mini-Q4_K_M", LoadOptions{Threads: 2})
 	require.Zero(t, m.Profile().Passes, "off by default")
 
 	toks := []int32{1, 300, 22, 4000, 5}

@@ -243,12 +243,7 @@ func maps(m map[string][]int64) map[string][]int64 {
 
 func loadStories(t *testing.T) *Model {
 	t.Helper()
-	m, err := Load(filepath.Join(sharedDir(t), "models", "stories260K-F32.gguf"), LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
+	return loadShared(t, "stories260K-F32", LoadOptions{})
 }
 
 func TestBadInput(t *testing.T) {
@@ -258,10 +253,7 @@ func TestBadInput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "more than the context length 16") {
 		t.Fatalf("long prompt: err = %v", err)
 	}
-	s, err := m.NewSession(4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSession(t, m, 4)
 	if _, err := s.Eval([]int32{1, 2, 3, 4, 5}, false); err == nil || !strings.Contains(err.Error(), "context full") {
 		t.Fatalf("overfull eval: err = %v", err)
 	}
@@ -327,10 +319,7 @@ func TestGenerateStopsAndReuse(t *testing.T) {
 	}
 
 	// A session reuses the cached prefix and gives the same tokens.
-	s, err := m.NewSession(64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSession(t, m, 64)
 	if _, err := s.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 4}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -346,11 +335,8 @@ func TestGenerateStopsAndReuse(t *testing.T) {
 func TestBatchMatchesTokenByToken(t *testing.T) {
 	m := loadStories(t)
 	ids := []int32{1, 403, 407, 261, 378, 432, 383, 286, 261, 376}
-	s, _ := m.NewSession(0)
-	all, err := s.Eval(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSession(t, m, 0)
+	all := evalAll(t, s, ids)
 	s.Reset()
 	nv := m.Info().NVocab
 	for i, id := range ids {

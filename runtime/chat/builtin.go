@@ -125,19 +125,32 @@ func renderGranite(msgs []Message, addGen bool, _, _ string) (string, error) {
 }
 
 func renderPhi3(msgs []Message, addGen bool, _, eos string) (string, error) {
+	s := roleTagTurns(msgs, "<|end|>", addGen)
+	if !addGen {
+		s += eos
+	}
+	return s, nil
+}
+
+func renderZephyr(msgs []Message, addGen bool, _, eos string) (string, error) {
+	return roleTagTurns(msgs, eos, addGen), nil
+}
+
+// roleTagTurns writes the turns Phi-3 and Zephyr share: "<|role|>\n", the
+// content, end and a newline for each system, user and assistant message
+// (others are left out), then the generation prompt with addGen.
+func roleTagTurns(msgs []Message, end string, addGen bool) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		switch m.Role {
 		case "system", "user", "assistant":
-			b.WriteString("<|" + m.Role + "|>\n" + m.Content + "<|end|>\n")
+			b.WriteString("<|" + m.Role + "|>\n" + m.Content + end + "\n")
 		}
 	}
 	if addGen {
 		b.WriteString("<|assistant|>\n")
-	} else {
-		b.WriteString(eos)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 func renderGemma(msgs []Message, addGen bool, bos, _ string) (string, error) {
@@ -167,20 +180,6 @@ func gemmaTurns(msgs []Message, prefix string, addGen bool, bos string) (string,
 	}
 	if addGen {
 		b.WriteString("<start_of_turn>model\n")
-	}
-	return b.String(), nil
-}
-
-func renderZephyr(msgs []Message, addGen bool, _, eos string) (string, error) {
-	var b strings.Builder
-	for _, m := range msgs {
-		switch m.Role {
-		case "user", "system", "assistant":
-			b.WriteString("<|" + m.Role + "|>\n" + m.Content + eos + "\n")
-		}
-	}
-	if addGen {
-		b.WriteString("<|assistant|>\n")
 	}
 	return b.String(), nil
 }

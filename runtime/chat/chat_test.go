@@ -105,6 +105,16 @@ func TestQwen3EnableThinking(t *testing.T) {
 	}
 }
 
+// Renders that several templates give alike: ChatML (and the Qwen
+// templates, whose default system prompt is the same text) of withSystem,
+// Gemma and Gemma 3 of noSystem, and a Qwen template's default system turn
+// before a "Hi".
+const (
+	chatMLWithSystem = "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  Hi there  <|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"
+	gemmaNoSystem    = "<s><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"
+	qwenDefaultHi    = "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+)
+
 type renderCase struct {
 	name, kind, src string
 	msgs            []Message
@@ -114,11 +124,11 @@ type renderCase struct {
 
 var cases = []renderCase{
 	{"chatml", "chatml", tmplChatML, withSystem, true,
-		"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  Hi there  <|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+		chatMLWithSystem},
 	{"chatml-nogen", "chatml", tmplChatML, noSystem[:1], false,
 		"<|im_start|>user\nHello<|im_end|>\n"},
 	{"qwen2", "chatml", tmplQwen2, withSystem, true,
-		"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  Hi there  <|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+		chatMLWithSystem},
 	{"llama2", "llama2", tmplLlama2, withSystem, true,
 		"<s>[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST] Hi there </s><s>[INST] Who are you [/INST]"},
 	{"llama2-nosys", "llama2", tmplLlama2, noSystem, true,
@@ -134,17 +144,17 @@ var cases = []renderCase{
 	{"phi3-nogen", "phi3", tmplPhi3, noSystem[:1], false,
 		"<|user|>\nHello<|end|>\n</s>"},
 	{"gemma", "gemma", tmplGemma, noSystem, true,
-		"<s><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
+		gemmaNoSystem},
 	{"qwen3", "qwen3", tmplQwen3, withThinking, true,
 		"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
 	{"qwen3-last-turn", "qwen3", tmplQwen3, withThinking[1:3], false,
 		"<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\nThe user greets.\n</think>\n\nHi there<|im_end|>\n"},
 	{"qwen3-plain", "qwen3", tmplQwen3, withSystem, true,
-		"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  Hi there  <|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+		chatMLWithSystem},
 	{"gemma3", "gemma3", tmplGemma3, withSystem, true,
 		"<s><start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
 	{"gemma3-nosys", "gemma3", tmplGemma3, noSystem, true,
-		"<s><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
+		gemmaNoSystem},
 	{"zephyr", "zephyr", tmplZephyr, withSystem, true,
 		"<|system|>\nYou are a helpful assistant</s>\n<|user|>\nHello</s>\n<|assistant|>\n  Hi there  </s>\n<|user|>\nWho are you</s>\n<|assistant|>\n"},
 }
@@ -208,14 +218,7 @@ func TestQwenDefaultSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tm.Render([]Message{{Role: "user", Content: "Hi"}}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
-	if got != want {
-		t.Errorf("got %q want %q", got, want)
-	}
+	renderEq(t, tm, []Message{{Role: "user", Content: "Hi"}}, true, qwenDefaultHi)
 }
 
 func TestTemplateExceptions(t *testing.T) {
@@ -273,8 +276,7 @@ func TestFallbackAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := tm.Render([]Message{{Role: "user", Content: "Hi"}}, true)
-	want := "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
-	if tm.Kind() != "chatml" || err != nil || got != want {
+	if tm.Kind() != "chatml" || err != nil || got != qwenDefaultHi {
 		t.Errorf("qwen fallback (%s): %q %v", tm.Kind(), got, err)
 	}
 	// Neither path: a clear error.
@@ -314,7 +316,7 @@ func TestLargeRealTemplates(t *testing.T) {
 		{"llama3.1-nosys", tmplLlama31, noSystem[:1],
 			"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
 		{"qwen2.5", tmplQwen25, withSystem,
-			"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  Hi there  <|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+			chatMLWithSystem},
 		{"qwen2.5-nosys", tmplQwen25, noSystem[:1],
 			"<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
 	} {
@@ -326,13 +328,7 @@ func TestLargeRealTemplates(t *testing.T) {
 			if tm.Kind() != "jinja" {
 				t.Fatalf("kind %q", tm.Kind())
 			}
-			got, err := tm.Render(c.msgs, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != c.want {
-				t.Errorf("got  %q\nwant %q", got, c.want)
-			}
+			renderEq(t, tm, c.msgs, true, c.want)
 		})
 	}
 }

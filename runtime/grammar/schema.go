@@ -411,27 +411,15 @@ func (c *compiler) compileOne(t string, s map[string]any, path string) (*node, e
 	case "string":
 		n := c.newNode(kString)
 		var err error
-		if n.minLen, err = count(s, "minLength", 0, path); err != nil {
+		if n.minLen, n.maxLen, err = countRange(s, "minLength", "maxLength", path); err != nil {
 			return nil, err
-		}
-		if n.maxLen, err = count(s, "maxLength", -1, path); err != nil {
-			return nil, err
-		}
-		if n.maxLen >= 0 && n.minLen > n.maxLen {
-			return nil, &SchemaError{path, "minLength is more than maxLength"}
 		}
 		return n, nil
 	case "array":
 		n := c.newNode(kArray)
 		var err error
-		if n.minItems, err = count(s, "minItems", 0, path); err != nil {
+		if n.minItems, n.maxItems, err = countRange(s, "minItems", "maxItems", path); err != nil {
 			return nil, err
-		}
-		if n.maxItems, err = count(s, "maxItems", -1, path); err != nil {
-			return nil, err
-		}
-		if n.maxItems >= 0 && n.minItems > n.maxItems {
-			return nil, &SchemaError{path, "minItems is more than maxItems"}
 		}
 		n.items = c.any
 		if it, ok := s["items"]; ok {
@@ -446,6 +434,22 @@ func (c *compiler) compileOne(t string, s map[string]any, path string) (*node, e
 	return nil, &SchemaError{at(path, "type"), fmt.Sprintf("unknown type %q", t)}
 }
 
+// countRange reads a pair of count keywords: minKey (0 when absent) and
+// maxKey (-1 when absent: no bound), and checks that the range is not empty.
+func countRange(s map[string]any, minKey, maxKey, path string) (lo, hi int, err error) {
+	if lo, err = count(s, minKey, 0, path); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = count(s, maxKey, -1, path); err != nil {
+		return 0, 0, err
+	}
+	if hi >= 0 && lo > hi {
+		return 0, 0, &SchemaError{path, minKey + " is more than " + maxKey}
+	}
+	return lo, hi, nil
+}
+
+// count reads the non-negative integer keyword key, def when absent.
 func count(s map[string]any, key string, def int, path string) (int, error) {
 	v, ok := s[key]
 	if !ok {

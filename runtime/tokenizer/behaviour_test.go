@@ -99,13 +99,7 @@ func TestPreTokenizerSplits(t *testing.T) {
 		t.Errorf("AddBOS defaults: llama3 %v qwen2 %v gpt2 %v", toks["llama3"].AddBOS(), toks["qwen2"].AddBOS(), toks["gpt2"].AddBOS())
 	}
 	// the split drives the ids: Llama 3 digits group by three, qwen2 by one
-	digits := func(name string) []int32 {
-		ids, err := toks[name].Encode("12345", false, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
+	digits := func(name string) []int32 { return toks[name].mustEncode(t, "12345", false, false) }
 	id := func(s string) int32 {
 		v, ok := toks["gpt2"].ID(s)
 		if !ok {
@@ -123,18 +117,11 @@ func TestPreTokenizerSplits(t *testing.T) {
 
 // TestRoundTrip checks Decode(Encode(s)) == s on the test strings.
 func TestRoundTrip(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "vocab")
 	for _, name := range pairVocabs {
-		base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
-		tok := loadTok(t, base)
-		tests, _ := readPairs(t, base)
+		tok, tests, _ := loadPairs(t, name)
 		bad := 0
 		for _, s := range tests {
-			ids, err := tok.Encode(s, false, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := tok.Decode(ids); got != s {
+			if got := tok.Decode(tok.mustEncode(t, s, false, false)); got != s {
 				bad++
 				t.Errorf("%s: Decode(Encode(%q)) = %q", name, s, got)
 			}
@@ -149,10 +136,7 @@ func TestStreamDecoderSplitsUTF8(t *testing.T) {
 	for _, name := range []string{"llama-spm", "gpt-2"} {
 		tok := loadTok(t, vocabPath(t, name))
 		text := "llama 🦙 and 🤗🤗 and 你好"
-		ids, err := tok.Encode(text, false, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids := tok.mustEncode(t, text, false, false)
 		d := tok.NewStreamDecoder()
 		var out string
 		held := 0
@@ -284,6 +268,16 @@ func TestSpecialTokens(t *testing.T) {
 	}
 }
 
+// mustEncode is Encode, failing the test on an error.
+func (t *Tokenizer) mustEncode(tb testing.TB, s string, addSpecial, parseSpecial bool) []int32 {
+	tb.Helper()
+	ids, err := t.Encode(s, addSpecial, parseSpecial)
+	if err != nil {
+		tb.Fatalf("Encode(%q): %v", s, err)
+	}
+	return ids
+}
+
 func (t *Tokenizer) mustID(tb testing.TB, s string) int32 {
 	tb.Helper()
 	id, ok := t.ID(s)
@@ -335,10 +329,7 @@ func TestDetokenizeCleanup(t *testing.T) {
 func TestConcurrentEncode(t *testing.T) {
 	tok := loadTok(t, vocabPath(t, "deepseek-llm"))
 	text := "Hello world! 12345 ünïcödé 你好 🦙\n\n  done"
-	want, err := tok.Encode(text, true, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := tok.mustEncode(t, text, true, true)
 	errs := make(chan string, 8)
 	done := make(chan struct{})
 	for g := 0; g < 4; g++ {

@@ -14,14 +14,6 @@ import (
 // JSON file of [{"vocab": "gpt-2", "text": "...", "special": true,
 // "ids": [...]}] (add_special = false; "special" is parse_special).
 func TestDifferential(t *testing.T) {
-	fn := os.Getenv("WOOLLY_TOKENIZER_DIFF")
-	if fn == "" {
-		t.Skip("set WOOLLY_TOKENIZER_DIFF to a file of llama.cpp tokenizations to run")
-	}
-	b, err := os.ReadFile(fn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cases []struct {
 		Vocab   string  `json:"vocab"`
 		Path    string  `json:"path"` // optional GGUF path; default shared vocab/ggml-vocab-<vocab>.gguf
@@ -29,9 +21,7 @@ func TestDifferential(t *testing.T) {
 		Special bool    `json:"special"`
 		IDs     []int32 `json:"ids"`
 	}
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	readEnvJSON(t, "WOOLLY_TOKENIZER_DIFF", "a file of llama.cpp tokenizations", &cases)
 	dir := filepath.Join(sharedDir(t), "vocab")
 	toks := map[string]*Tokenizer{}
 	bad := map[string]int{}
@@ -70,14 +60,6 @@ func TestDifferential(t *testing.T) {
 // [...], "bos": n, "eos": n, "eot": n, "eog": [...]}}. Pieces that are not valid UTF-8 are
 // skipped (the producer's strings replaced their bytes).
 func TestDifferentialPieces(t *testing.T) {
-	fn := os.Getenv("WOOLLY_TOKENIZER_PIECES")
-	if fn == "" {
-		t.Skip("set WOOLLY_TOKENIZER_PIECES to a file of llama.cpp pieces to run")
-	}
-	b, err := os.ReadFile(fn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref map[string]struct {
 		Pieces []string `json:"pieces"`
 		BOS    *int32   `json:"bos"`
@@ -85,9 +67,7 @@ func TestDifferentialPieces(t *testing.T) {
 		EOT    *int32   `json:"eot"`
 		EOG    []int32  `json:"eog"` // optional: every id llama_vocab_is_eog accepts
 	}
-	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatal(err)
-	}
+	readEnvJSON(t, "WOOLLY_TOKENIZER_PIECES", "a file of llama.cpp pieces", &ref)
 	for path, r := range ref {
 		tok := loadTok(t, path)
 		if len(r.Pieces) != tok.NumTokens() {
@@ -121,5 +101,22 @@ func TestDifferentialPieces(t *testing.T) {
 			t.Errorf("%s: EOG ids %v, want %v", path, tok.EOGs(), r.EOG)
 		}
 		t.Logf("%s: %d/%d pieces match (%d not valid UTF-8, skipped)", filepath.Base(path), len(r.Pieces)-bad-skipped, len(r.Pieces)-skipped, skipped)
+	}
+}
+
+// readEnvJSON decodes into v the JSON file the environment variable env
+// names, and skips the test when env is not set (what: what the file holds).
+func readEnvJSON(t *testing.T, env, what string, v any) {
+	t.Helper()
+	fn := os.Getenv(env)
+	if fn == "" {
+		t.Skipf("set %s to %s to run", env, what)
+	}
+	b, err := os.ReadFile(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
 	}
 }

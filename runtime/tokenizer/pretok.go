@@ -435,47 +435,20 @@ func splitPieces(cpts []uint32, offsets []int, split func(s *seg)) []int {
 func splitGPT2(cpts []uint32, offsets []int) []int {
 	return splitPieces(cpts, offsets, func(s *seg) {
 		for pos := s.ini; pos < s.end; {
-			c := s.cpt(pos)
-			f := s.info(pos)
 			if next, ok := s.contraction(pos, false); ok {
 				pos = next
 				continue
 			}
-			f2 := f
-			if c == ' ' {
-				f2 = s.info(pos + 1)
-			}
-			if f2.isLetter() {
-				if c == ' ' {
-					pos++
-				}
-				for f2.isLetter() {
-					pos++
-					f2 = s.info(pos)
-				}
-				s.add(pos)
+			if next, ok := s.spacedRun(pos, cptInfo.isLetter); ok {
+				pos = next
 				continue
 			}
-			if f2.isNumber() {
-				if c == ' ' {
-					pos++
-				}
-				for f2.isNumber() {
-					pos++
-					f2 = s.info(pos)
-				}
-				s.add(pos)
+			if next, ok := s.spacedRun(pos, cptInfo.isNumber); ok {
+				pos = next
 				continue
 			}
-			if !(f2.isSpace() || f2.isLetter() || f2.isNumber()) && f2.any() {
-				if c == ' ' {
-					pos++
-				}
-				for !(f2.isSpace() || f2.isLetter() || f2.isNumber()) && f2.any() {
-					pos++
-					f2 = s.info(pos)
-				}
-				s.add(pos)
+			if next, ok := s.spacedRun(pos, cptInfo.isOther); ok {
+				pos = next
 				continue
 			}
 			nws := 0
@@ -485,6 +458,25 @@ func splitGPT2(cpts []uint32, offsets []int) []int {
 			pos = s.spaceRun(pos, nws)
 		}
 	})
+}
+
+// spacedRun matches ` ?X+` at pos, in telling whether a code point is in X:
+// when the code point at pos, or after a space at pos the next one, is in X,
+// it adds the split after the run and returns the next position and true;
+// otherwise pos and false.
+func (s *seg) spacedRun(pos int, in func(cptInfo) bool) (int, bool) {
+	end := pos
+	if s.cpt(end) == ' ' {
+		end++
+	}
+	if !in(s.info(end)) {
+		return pos, false
+	}
+	for in(s.info(end)) {
+		end++
+	}
+	s.add(end)
+	return end, true
 }
 
 // spaceRun ends the expressions' last three alternatives at pos, where nws

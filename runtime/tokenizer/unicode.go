@@ -83,6 +83,10 @@ func (c cptInfo) isSpace() bool  { return c.space }
 func (c cptInfo) isPunct() bool  { return c.cat == flagPunct }
 func (c cptInfo) isSymbol() bool { return c.cat == flagSymbol }
 
+// isOther is [^\s\p{L}\p{N}]: any code point but whitespace, letters and
+// numbers.
+func (c cptInfo) isOther() bool { return !(c.space || c.isLetter() || c.isNumber()) && c.any() }
+
 func infoOf(c uint32) cptInfo {
 	flagsOnce.Do(buildFlags)
 	if c >= maxCodepoint {

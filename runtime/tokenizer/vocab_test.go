@@ -90,15 +90,21 @@ func readPairs(t testing.TB, base string) ([]string, [][]int32) {
 	return tests, want
 }
 
+// loadPairs loads the shared vocabulary name and its llama.cpp test pairs.
+func loadPairs(t testing.TB, name string) (tok *Tokenizer, tests []string, want [][]int32) {
+	t.Helper()
+	base := vocabPath(t, name)
+	tok = loadTok(t, base)
+	tests, want = readPairs(t, base)
+	return tok, tests, want
+}
+
 // TestVocabPairs checks llama.cpp's tokenizer test vectors: no BOS/EOS, no
 // special-token parsing.
 func TestVocabPairs(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "vocab")
 	for _, name := range pairVocabs {
 		t.Run(name, func(t *testing.T) {
-			base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
-			tok := loadTok(t, base)
-			tests, want := readPairs(t, base)
+			tok, tests, want := loadPairs(t, name)
 			pass := 0
 			for i, s := range tests {
 				got, err := tok.Encode(s, false, false)
