@@ -59,13 +59,22 @@ func fakeModel(layers, n int) [][]testTensor {
 	return m
 }
 
-func newDC(t *testing.T, budget int64) *DequantCache {
+// dequantFixture is fakeModel(layers, n), a cache whose budget holds 1/div
+// of the model's f32 weights, and a counter for generate's dequantizations.
+func dequantFixture(t *testing.T, layers, n, div int) ([][]testTensor, *DequantCache, *atomic.Int64) {
+	return fakeModel(layers, n), newDC(t, int64(layers*4*n*4/div)), new(atomic.Int64)
+}
+
+func newDC(t *testing.T, budget int64) *DequantCache { return mustNew(t, NewDequantCache, budget) }
+
+// mustNew is newCache(budget); an error fails the test.
+func mustNew[C any](t *testing.T, newCache func(int64) (C, error), budget int64) C {
 	t.Helper()
-	d, err := NewDequantCache(budget)
+	c, err := newCache(budget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return c
 }
 
 // generate is one "request": the prompt path reads every tensor, layer by
@@ -90,13 +99,11 @@ func generate(d *DequantCache, model string, m [][]testTensor, loads *atomic.Int
 
 func TestDequantSecondGenerationAllHits(t *testing.T) {
 	const layers, n = 6, 1024
-	m := fakeModel(layers, n)
-	d := newDC(t, layers*4*n*4) // budget = working set
-	var loads atomic.Int64
+	m, d, loads := dequantFixture(t, layers, n, 1) // budget = working set
 	// Two "requests" on different goroutines sharing the model's cache.
 	for req := 0; req < 2; req++ {
 		done := make(chan error)
-		go func() { done <- generate(d, "m", m, &loads) }()
+		go func() { done <- generate(d, "m", m, loads) }()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -120,10 +127,8 @@ func TestDequantSecondGenerationAllHits(t *testing.T) {
 
 func TestDequantBudgetNeverExceededConcurrently(t *testing.T) {
 	const layers, n = 8, 512
-	m := fakeModel(layers, n)
+	m, d, loads := dequantFixture(t, layers, n, 3)
 	budget := int64(layers * 4 * n * 4 / 3)
-	d := newDC(t, budget)
-	var loads atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := 0; g < 8; g++ {
@@ -131,7 +136,7 @@ func TestDequantBudgetNeverExceededConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for rep := 0; rep < 3; rep++ {
-				if err := generate(d, "m", m, &loads); err != nil {
+				if err := generate(d, "m", m, loads); err != nil {
 					errs <- err
 					return
 				}
@@ -269,9 +274,7 @@ func TestDequantPrefetchThenHits(t *testing.T) {
 // never evict the stable subset.
 func TestDequantCyclicScanWithPrefetch(t *testing.T) {
 	const layers, n = 16, 256
-	m := fakeModel(layers, n)
-	d := newDC(t, layers*4*n*4/4)
-	var loads atomic.Int64
+	m, d, loads := dequantFixture(t, layers, n, 4)
 	var hits0, look0 int64
 	for pass := 0; pass < 6; pass++ {
 		if pass == 2 {
@@ -288,7 +291,7 @@ func TestDequantCyclicScanWithPrefetch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := generate(d, "m", [][]testTensor{layer}, &loads); err != nil {
+			if err := generate(d, "m", [][]testTensor{layer}, loads); err != nil {
 				t.Fatal(err)
 			}
 			d.Wait()
@@ -312,9 +315,7 @@ func TestDequantCyclicScanWithPrefetch(t *testing.T) {
 // are counted.
 func TestDequantTryGet(t *testing.T) {
 	const layers, n = 8, 256
-	m := fakeModel(layers, n)
-	d := newDC(t, layers*4*n*4/4)
-	var loads atomic.Int64
+	m, d, loads := dequantFixture(t, layers, n, 4)
 	var served, skipped int
 	for pass := 0; pass < 4; pass++ {
 		for _, layer := range m {

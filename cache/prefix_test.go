@@ -16,14 +16,7 @@ type sizedSnap struct {
 
 func (s sizedSnap) Bytes() int64 { return s.size }
 
-func newPC(t *testing.T, budget int64) *PrefixCache {
-	t.Helper()
-	p, err := NewPrefixCache(budget)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func newPC(t *testing.T, budget int64) *PrefixCache { return mustNew(t, NewPrefixCache, budget) }
 
 func TestPrefixLongest(t *testing.T) {
 	p := newPC(t, 1<<20)

@@ -185,16 +185,7 @@ func TestServeWithNpmClients(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("woolly serve after SIGTERM: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("woolly serve did not exit after SIGTERM")
-	}
+	waitExit(t, cmd, "SIGTERM")
 }
 
 // TestShutdownCancelsStreams checks that SIGINT during a long streaming
@@ -213,14 +204,20 @@ func TestShutdownCancelsStreams(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	io.Copy(io.Discard, br)
+	waitExit(t, cmd, "SIGINT")
+}
+
+// waitExit waits for woolly serve to end after sig: status 0 within 20s.
+func waitExit(t *testing.T, cmd *exec.Cmd, sig string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("exit after SIGINT: %v", err)
+			t.Fatalf("woolly serve after %s: %v", sig, err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("no exit 20s after SIGINT")
+		t.Fatalf("woolly serve did not exit within 20s of %s", sig)
 	}
 }

@@ -222,52 +222,42 @@ func (f *File) Get(key string) (Value, bool) {
 	return f.KV[i].Value, true
 }
 
-// String returns a string value.
-func (f *File) String(key string) (string, bool) {
+// lookup is conv of the value stored under key; false when there is none.
+func lookup[T any](f *File, key string, conv func(Value) (T, bool)) (T, bool) {
 	v, ok := f.Get(key)
-	if !ok || v.Type != TypeString {
-		return "", false
+	if !ok {
+		var zero T
+		return zero, false
 	}
-	s, ok := v.V.(string)
-	return s, ok
+	return conv(v)
 }
+
+// as is the conversion for a value that must be of type t (Go type T).
+func as[T any](t ValueType) func(Value) (T, bool) {
+	return func(v Value) (T, bool) {
+		if v.Type != t {
+			var zero T
+			return zero, false
+		}
+		x, ok := v.V.(T)
+		return x, ok
+	}
+}
+
+// String returns a string value.
+func (f *File) String(key string) (string, bool) { return lookup(f, key, as[string](TypeString)) }
 
 // Uint returns an integer value of any integer type if it is non-negative.
-func (f *File) Uint(key string) (uint64, bool) {
-	v, ok := f.Get(key)
-	if !ok {
-		return 0, false
-	}
-	return v.Uint()
-}
+func (f *File) Uint(key string) (uint64, bool) { return lookup(f, key, Value.Uint) }
 
 // Int returns an integer value of any integer type if it fits in int64.
-func (f *File) Int(key string) (int64, bool) {
-	v, ok := f.Get(key)
-	if !ok {
-		return 0, false
-	}
-	return v.Int()
-}
+func (f *File) Int(key string) (int64, bool) { return lookup(f, key, Value.Int) }
 
 // Float returns a float32 or float64 value, or an integer value as float64.
-func (f *File) Float(key string) (float64, bool) {
-	v, ok := f.Get(key)
-	if !ok {
-		return 0, false
-	}
-	return v.Float()
-}
+func (f *File) Float(key string) (float64, bool) { return lookup(f, key, Value.Float) }
 
 // Bool returns a bool value.
-func (f *File) Bool(key string) (bool, bool) {
-	v, ok := f.Get(key)
-	if !ok || v.Type != TypeBool {
-		return false, false
-	}
-	b, ok := v.V.(bool)
-	return b, ok
-}
+func (f *File) Bool(key string) (bool, bool) { return lookup(f, key, as[bool](TypeBool)) }
 
 // Strings returns an array of strings (shared, do not modify).
 func (f *File) Strings(key string) ([]string, bool) {
@@ -290,21 +280,13 @@ func (f *File) Float32s(key string) ([]float32, bool) {
 	case []float32:
 		return v, true
 	case []float64:
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = float32(x)
-		}
-		return out, true
+		return convert[float32](v), true
 	}
 	ints, ok := a.int64s()
 	if !ok {
 		return nil, false
 	}
-	out := make([]float32, len(ints))
-	for i, x := range ints {
-		out[i] = float32(x)
-	}
-	return out, true
+	return convert[float32](ints), true
 }
 
 // Int32s returns an integer array of any integer element type as []int32.
@@ -331,64 +313,45 @@ func (f *File) Int32s(key string) ([]int32, bool) {
 	return out, true
 }
 
-func (f *File) array(key string) (Array, bool) {
-	v, ok := f.Get(key)
-	if !ok || v.Type != TypeArray {
-		return Array{}, false
-	}
-	a, ok := v.V.(Array)
-	return a, ok
-}
+func (f *File) array(key string) (Array, bool) { return lookup(f, key, as[Array](TypeArray)) }
 
 // int64s converts an integer array to []int64; it fails for non-integer
 // element types and for uint64 values above MaxInt64.
 func (a Array) int64s() ([]int64, bool) {
-	var out []int64
 	switch v := a.Values.(type) {
 	case []uint8:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
+		return convert[int64](v), true
 	case []int8:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
+		return convert[int64](v), true
 	case []uint16:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
+		return convert[int64](v), true
 	case []int16:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
+		return convert[int64](v), true
 	case []uint32:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
+		return convert[int64](v), true
 	case []int32:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
+		return convert[int64](v), true
 	case []uint64:
-		out = make([]int64, len(v))
-		for i, x := range v {
+		for _, x := range v {
 			if x > math.MaxInt64 {
 				return nil, false
 			}
-			out[i] = int64(x)
 		}
+		return convert[int64](v), true
 	case []int64:
 		return v, true
-	default:
-		return nil, false
 	}
-	return out, true
+	return nil, false
+}
+
+// convert copies numbers into a new slice of type U (the caller has
+// checked they fit).
+func convert[U, T uint8 | int8 | uint16 | int16 | uint32 | int32 | uint64 | int64 | float32 | float64](v []T) []U {
+	out := make([]U, len(v))
+	for i, x := range v {
+		out[i] = U(x)
+	}
+	return out
 }
 
 // Int returns the value of any integer type if it fits in int64.

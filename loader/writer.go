@@ -447,102 +447,39 @@ func putString(b *bytes.Buffer, s string) {
 // encodeValue writes a value already checked by checkValue.
 func encodeValue(b *bytes.Buffer, v Value) {
 	switch x := v.V.(type) {
-	case uint8:
-		b.WriteByte(x)
-	case int8:
-		b.WriteByte(byte(x))
-	case uint16:
-		b.Write(binary.LittleEndian.AppendUint16(b.AvailableBuffer(), x))
-	case int16:
-		b.Write(binary.LittleEndian.AppendUint16(b.AvailableBuffer(), uint16(x)))
-	case uint32:
-		put32(b, x)
-	case int32:
-		put32(b, uint32(x))
-	case float32:
-		put32(b, math.Float32bits(x))
-	case bool:
-		if x {
-			b.WriteByte(1)
-		} else {
-			b.WriteByte(0)
-		}
 	case string:
 		putString(b, x)
-	case uint64:
-		put64(b, x)
-	case int64:
-		put64(b, uint64(x))
-	case float64:
-		put64(b, math.Float64bits(x))
 	case Array:
 		encodeArray(b, x)
+	default:
+		// A number or a bool: binary.Write lays it out as GGUF stores it
+		// (little-endian, IEEE 754 floats, a bool as one byte 0 or 1).
+		writeFixed(b, x)
 	}
 }
 
 func encodeArray(b *bytes.Buffer, a Array) {
 	put32(b, uint32(a.Elem))
 	put64(b, uint64(a.Len()))
-	var tmp [8]byte
 	switch vs := a.Values.(type) {
 	case []uint8:
 		b.Write(vs)
-	case []int8:
-		for _, x := range vs {
-			b.WriteByte(byte(x))
-		}
-	case []uint16:
-		for _, x := range vs {
-			binary.LittleEndian.PutUint16(tmp[:], x)
-			b.Write(tmp[:2])
-		}
-	case []int16:
-		for _, x := range vs {
-			binary.LittleEndian.PutUint16(tmp[:], uint16(x))
-			b.Write(tmp[:2])
-		}
-	case []uint32:
-		for _, x := range vs {
-			binary.LittleEndian.PutUint32(tmp[:], x)
-			b.Write(tmp[:4])
-		}
-	case []int32:
-		for _, x := range vs {
-			binary.LittleEndian.PutUint32(tmp[:], uint32(x))
-			b.Write(tmp[:4])
-		}
-	case []float32:
-		for _, x := range vs {
-			binary.LittleEndian.PutUint32(tmp[:], math.Float32bits(x))
-			b.Write(tmp[:4])
-		}
-	case []bool:
-		for _, x := range vs {
-			if x {
-				b.WriteByte(1)
-			} else {
-				b.WriteByte(0)
-			}
-		}
 	case []string:
 		for _, s := range vs {
 			putString(b, s)
-		}
-	case []uint64:
-		for _, x := range vs {
-			put64(b, x)
-		}
-	case []int64:
-		for _, x := range vs {
-			put64(b, uint64(x))
-		}
-	case []float64:
-		for _, x := range vs {
-			put64(b, math.Float64bits(x))
 		}
 	case []Array:
 		for _, s := range vs {
 			encodeArray(b, s)
 		}
+	default:
+		writeFixed(b, vs) // numbers or bools, element by element as encodeValue
 	}
+}
+
+// writeFixed writes a fixed-size value or slice of them little-endian.
+// binary.Write fails only on a type that is not fixed-size, which
+// checkValue has refused before; writing to a bytes.Buffer cannot fail.
+func writeFixed(b *bytes.Buffer, v any) {
+	_ = binary.Write(b, binary.LittleEndian, v)
 }

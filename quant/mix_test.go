@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	sharedref "github.com/woolly-llm/woolly/internal/shared" // "shared" names the data's path here
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 )
@@ -71,31 +72,18 @@ func modelOf(t *testing.T, name string) Model {
 // against the files llama-quantize made from the same inputs.
 func TestPlanMatchesLlamaQuantize(t *testing.T) {
 	tt := loadTensorTypes(t)
-	cases := []struct {
-		in, out string
-		ft      FileType
-	}{
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q4_K_M.gguf", FileQ4_K_M},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q5_K_M.gguf", FileQ5_K_M},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q2_K.gguf", FileQ2_K},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q3_K_S.gguf", FileQ3_K_S},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q3_K_M.gguf", FileQ3_K_M},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-IQ4_XS.gguf", FileIQ4_XS},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-IQ4_NL.gguf", FileIQ4_NL},
-		{"stories260K-F32.gguf", "stories260K-Q4_K_M.gguf", FileQ4_K_M},
-		{"stories260K-F32.gguf", "stories260K-Q4_0.gguf", FileQ4_0},
-		{"stories260K-F32.gguf", "stories260K-Q6_K.gguf", FileQ6_K},
-		{"stories260K-F32.gguf", "stories260K-Q8_0.gguf", FileQ8_0},
-		{"stories260K-F32.gguf", "stories260K-F16.gguf", FileF16},
-	}
-	for _, c := range cases {
-		in := descs(t, tt[c.in])
-		want := tt[c.out]
+	for _, c := range sharedref.LlamaQuantized() {
+		ft, err := ParseFileType(c.Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := descs(t, tt[c.In])
+		want := tt[c.Out]
 		if want == nil {
-			t.Errorf("%s missing from tensor_types.json", c.out)
+			t.Errorf("%s missing from tensor_types.json", c.Out)
 			continue
 		}
-		plan, err := Plan(c.ft, in, modelOf(t, c.in))
+		plan, err := Plan(ft, in, modelOf(t, c.In))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,18 +91,18 @@ func TestPlanMatchesLlamaQuantize(t *testing.T) {
 		for i, d := range in {
 			w, ok := want[d.Name]
 			if !ok {
-				t.Errorf("%s: %s missing from reference", c.out, d.Name)
+				t.Errorf("%s: %s missing from reference", c.Out, d.Name)
 				continue
 			}
 			if got := plan[i].Type.String(); got != w.Type {
 				bad++
-				t.Errorf("%s: %s planned %s, llama-quantize wrote %s", c.out, d.Name, got, w.Type)
+				t.Errorf("%s: %s planned %s, llama-quantize wrote %s", c.Out, d.Name, got, w.Type)
 			}
 		}
 		if len(in) != len(want) {
-			t.Errorf("%s: %d tensors in, %d in reference", c.out, len(in), len(want))
+			t.Errorf("%s: %d tensors in, %d in reference", c.Out, len(in), len(want))
 		}
-		t.Logf("%s: %d tensors, %d mismatches", c.out, len(in), bad)
+		t.Logf("%s: %d tensors, %d mismatches", c.Out, len(in), bad)
 	}
 }
 

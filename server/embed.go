@@ -206,19 +206,33 @@ func ollamaInput(raw json.RawMessage, req *EmbedRequest) error {
 	return nil
 }
 
-// ollamaEmbed is POST /api/embed: L2-normalized embeddings of every input.
-func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
-	q, j, err := decodeOllamaEmbed(r, ollamaEmbedFields)
+// embedOllama decodes an Ollama embedding body, lets prepare set what its
+// route does its own way, and embeds. On a failure it has answered and
+// returns false.
+func (s *Server) embedOllama(w http.ResponseWriter, r *http.Request, fields map[string]fieldRule,
+	prepare func(*ollamaEmbedRequest, *embedJob) error) (*ollamaEmbedRequest, *embedOutcome, bool) {
+	q, j, err := decodeOllamaEmbed(r, fields)
 	var o *embedOutcome
 	if err == nil {
-		j.req.Normalize = true
-		j.tooLong = " (truncate is false; true cuts it to the context)"
-		if err = ollamaInput(q.Input, &j.req); err == nil {
+		if err = prepare(q, j); err == nil {
 			o, err = s.embed(r, j)
 		}
 	}
 	if err != nil {
 		s.failErr(w, r, famOllama, err)
+		return nil, nil, false
+	}
+	return q, o, true
+}
+
+// ollamaEmbed is POST /api/embed: L2-normalized embeddings of every input.
+func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+	q, o, ok := s.embedOllama(w, r, ollamaEmbedFields, func(q *ollamaEmbedRequest, j *embedJob) error {
+		j.req.Normalize = true
+		j.tooLong = " (truncate is false; true cuts it to the context)"
+		return ollamaInput(q.Input, &j.req)
+	})
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"model": q.Model, "embeddings": o.res.Embeddings,
@@ -229,18 +243,15 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 // ollamaEmbeddings is the legacy POST /api/embeddings: one prompt, its
 // embedding as the model gives it (not normalized, as Ollama).
 func (s *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
-	q, j, err := decodeOllamaEmbed(r, ollamaEmbeddingsFields)
-	var o *embedOutcome
-	if err == nil {
+	_, o, ok := s.embedOllama(w, r, ollamaEmbeddingsFields, func(q *ollamaEmbedRequest, j *embedJob) error {
 		j.req.Truncate = false
 		j.tooLong = " (num_ctx sets the context)"
 		if q.Prompt != "" {
 			j.req.Inputs = []string{q.Prompt}
 		}
-		o, err = s.embed(r, j)
-	}
-	if err != nil {
-		s.failErr(w, r, famOllama, err)
+		return nil
+	})
+	if !ok {
 		return
 	}
 	emb := []float32{}

@@ -32,14 +32,9 @@ func (s *Server) oleModel(l listing) map[string]any {
 }
 
 func (s *Server) oleModels(w http.ResponseWriter, r *http.Request) {
-	ls, err := s.models.list()
-	if err != nil {
-		s.failErr(w, r, famOle, err)
+	data, ok := s.listModels(w, r, famOle, func(l listing) any { return s.oleModel(l) })
+	if !ok {
 		return
-	}
-	data := []any{}
-	for _, l := range ls {
-		data = append(data, s.oleModel(l))
 	}
 	if oleClient(r) {
 		writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": data})
@@ -144,10 +139,7 @@ func (s *Server) ole(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		}
 		j.req.MaxTokens = *q.MaxTokens
 	}
-	setF(&j.req.Temperature, q.Temperature)
-	setF(&j.req.TopP, q.TopP)
-	setInt(&j.req.TopK, q.TopK)
-	setF(&j.req.RepeatPenalty, q.RepetitionPenalty)
+	sampling{temperature: q.Temperature, topP: q.TopP, topK: q.TopK, repeatPenalty: q.RepetitionPenalty}.apply(&j.req)
 	j.req.Stop = q.StopSequences
 
 	created, model := time.Now().Unix(), q.Model

@@ -180,18 +180,11 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		}
 		setInt(&j.req.NumCtx, o.NumCtx)
 		setInt(&j.req.MaxTokens, o.NumPredict)
-		setF(&j.req.Temperature, o.Temperature)
-		setInt(&j.req.TopK, o.TopK)
-		setF(&j.req.TopP, o.TopP)
-		setF(&j.req.MinP, o.MinP)
-		setF(&j.req.RepeatPenalty, o.RepeatPenalty)
 		setInt(&j.req.RepeatLastN, o.RepeatLastN)
-		setF(&j.req.FrequencyPenalty, o.FrequencyPenalty)
-		setF(&j.req.PresencePenalty, o.PresencePenalty)
 		setInt(&j.threads, o.NumThread)
-		if o.Seed != nil {
-			j.req.Seed = *o.Seed
-		}
+		sampling{temperature: o.Temperature, topK: o.TopK, topP: o.TopP, minP: o.MinP, seed: o.Seed,
+			repeatPenalty: o.RepeatPenalty, frequencyPenalty: o.FrequencyPenalty, presencePenalty: o.PresencePenalty,
+		}.apply(&j.req)
 		if o.Stop != nil {
 			j.req.Stop = o.Stop
 		}
@@ -217,6 +210,28 @@ func setF(dst *float32, v *float32) {
 	}
 }
 
+// sampling are the sampler settings a request names (the OpenAI and Ole
+// bodies, Ollama's options); nil keeps the default.
+type sampling struct {
+	temperature, topP, minP                          *float32
+	repeatPenalty, frequencyPenalty, presencePenalty *float32
+	topK                                             *int
+	seed                                             *int64
+}
+
+func (o sampling) apply(req *GenerateRequest) {
+	setF(&req.Temperature, o.temperature)
+	setInt(&req.TopK, o.topK)
+	setF(&req.TopP, o.topP)
+	setF(&req.MinP, o.minP)
+	setF(&req.RepeatPenalty, o.repeatPenalty)
+	setF(&req.FrequencyPenalty, o.frequencyPenalty)
+	setF(&req.PresencePenalty, o.presencePenalty)
+	if o.seed != nil {
+		req.Seed = *o.seed
+	}
+}
+
 func nowStamp() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // ollamaStats are the final chunk's counters.
@@ -237,17 +252,8 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request)     { s.olla
 
 func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	var q ollamaRequest
-	fields := ollamaGenerateFields
-	if chatReq {
-		fields = ollamaChatFields
-	}
-	if err := decode(r, &q, false, fieldCheck{fields, false}); err != nil {
-		s.failErr(w, r, famOllama, err)
-		return
-	}
-	j, err := q.job(chatReq)
-	if err != nil {
-		s.failErr(w, r, famOllama, err)
+	j := s.decodeJob(w, r, famOllama, &q, chatReq, fieldCheck{pick(chatReq, ollamaChatFields, ollamaGenerateFields), false})
+	if j == nil {
 		return
 	}
 	if (chatReq && len(j.messages) == 0) || (!chatReq && j.prompt == "") {
@@ -377,18 +383,15 @@ func paramSize(n int64) string {
 }
 
 func (s *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
-	ls, err := s.models.list()
-	if err != nil {
-		s.failErr(w, r, famOllama, err)
-		return
-	}
-	models := []any{}
-	for _, l := range ls {
-		models = append(models, map[string]any{
+	models, ok := s.listModels(w, r, famOllama, func(l listing) any {
+		return map[string]any{
 			"name": l.Name + ":latest", "model": l.Name + ":latest",
 			"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano), "size": l.Size,
 			"digest": s.models.digest(l.File), "details": ollamaDetails(l.Meta),
-		})
+		}
+	})
+	if !ok {
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"models": models})
 }

@@ -180,16 +180,9 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 			j.req.MaxTokens = *v
 		}
 	}
-	setF(&j.req.Temperature, q.Temperature)
-	setF(&j.req.TopP, q.TopP)
-	setInt(&j.req.TopK, q.TopK)
-	setF(&j.req.MinP, q.MinP)
-	setF(&j.req.FrequencyPenalty, q.FrequencyPenalty)
-	setF(&j.req.PresencePenalty, q.PresencePenalty)
-	setF(&j.req.RepeatPenalty, q.RepeatPenalty)
-	if q.Seed != nil {
-		j.req.Seed = *q.Seed
-	}
+	sampling{temperature: q.Temperature, topK: q.TopK, topP: q.TopP, minP: q.MinP, seed: q.Seed,
+		repeatPenalty: q.RepeatPenalty, frequencyPenalty: q.FrequencyPenalty, presencePenalty: q.PresencePenalty,
+	}.apply(&j.req)
 	j.req.Stop = q.Stop
 	if err := q.parseLogprobs(j, chatReq); err != nil {
 		return nil, err
@@ -292,17 +285,8 @@ func (s *Server) openaiCompletions(w http.ResponseWriter, r *http.Request) { s.o
 
 func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	var q openaiRequest
-	fields := openaiCompletionFields
-	if chatReq {
-		fields = openaiChatFields
-	}
-	if err := decode(r, &q, false, fieldCheck{fields, true}); err != nil {
-		s.failErr(w, r, famOpenAI, err)
-		return
-	}
-	j, err := q.job(chatReq)
-	if err != nil {
-		s.failErr(w, r, famOpenAI, err)
+	j := s.decodeJob(w, r, famOpenAI, &q, chatReq, fieldCheck{pick(chatReq, openaiChatFields, openaiCompletionFields), true})
+	if j == nil {
 		return
 	}
 	id, created, model := newID("cmpl-"), time.Now().Unix(), q.Model
@@ -444,14 +428,9 @@ func finishReason(j *job, reason string) string {
 }
 
 func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
-	ls, err := s.models.list()
-	if err != nil {
-		s.failErr(w, r, famOpenAI, err)
+	data, ok := s.listModels(w, r, famOpenAI, func(l listing) any { return openaiModel(l) })
+	if !ok {
 		return
-	}
-	data := []any{}
-	for _, l := range ls {
-		data = append(data, openaiModel(l))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -331,6 +331,50 @@ func decode(r *http.Request, v any, optional bool, rules ...fieldCheck) error {
 	return nil
 }
 
+// jobRequest is a generate or chat body (Ollama's, OpenAI's) that makes
+// its job once decoded.
+type jobRequest interface {
+	job(chatReq bool) (*job, error)
+}
+
+// decodeJob decodes the body into q, checks its fields and makes the job.
+// On a failure it has answered in fam's shape and returns nil.
+func (s *Server) decodeJob(w http.ResponseWriter, r *http.Request, fam family, q jobRequest, chatReq bool, fields fieldCheck) *job {
+	if err := decode(r, q, false, fields); err != nil {
+		s.failErr(w, r, fam, err)
+		return nil
+	}
+	j, err := q.job(chatReq)
+	if err != nil {
+		s.failErr(w, r, fam, err)
+		return nil
+	}
+	return j
+}
+
+// pick is forChat when chatReq, else forGenerate (a route pair's field table).
+func pick[T any](chatReq bool, forChat, forGenerate T) T {
+	if chatReq {
+		return forChat
+	}
+	return forGenerate
+}
+
+// listModels is each model of the directory in a route's shape. On a
+// failure it has answered in fam's shape and returns false.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request, fam family, each func(listing) any) ([]any, bool) {
+	ls, err := s.models.list()
+	if err != nil {
+		s.failErr(w, r, fam, err)
+		return nil, false
+	}
+	out := []any{}
+	for _, l := range ls {
+		out = append(out, each(l))
+	}
+	return out, true
+}
+
 // fieldCheck is decode's optional field table (see fields.go).
 type fieldCheck struct {
 	fields map[string]fieldRule

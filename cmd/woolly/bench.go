@@ -30,7 +30,12 @@ type benchReport struct {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", stderr)
+	fs := newFlagSet("bench", stderr,
+		"usage: woolly bench -m MODEL [-p 128] [-n 64] [-d 0] [-t LIST] [-r 3] [--json]",
+		"       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]",
+		"       woolly bench -m MODEL --clients 1,8 [-n 64] [-t THREADS] [-r 3] [--parallel N] [--json]",
+		"ppN: N random prompt tokens in one batch; tgN: N single-token steps; both at depth D (-d: tokens already in the context),",
+		"after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
 	model := fs.String("m", "", "model GGUF file")
 	pList := fs.String("p", "128", "prompt lengths (comma list; 0 skips prompt processing)")
 	nList := fs.String("n", "64", "generation lengths (comma list; 0 skips generation)")
@@ -45,14 +50,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	profile := fs.Bool("profile", false, "print each test's time per token by op class (matrix products by weight type, attention, activation quantization, other; pool wait)")
 	parallel := fs.Int("parallel", 0, "with --clients: the server's --parallel (0: the largest client count)")
 	dequantS := dequantFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: woolly bench -m MODEL [-p 128] [-n 64] [-d 0] [-t LIST] [-r 3] [--json]")
-		fmt.Fprintln(fs.Output(), "       woolly bench --bandwidth [-t THREADS] [--bw-size MiB] [--json]")
-		fmt.Fprintln(fs.Output(), "       woolly bench -m MODEL --clients 1,8 [-n 64] [-t THREADS] [-r 3] [--parallel N] [--json]")
-		fmt.Fprintln(fs.Output(), "ppN: N random prompt tokens in one batch; tgN: N single-token steps; both at depth D (-d: tokens already in the context),")
-		fmt.Fprintln(fs.Output(), "after one unrecorded warm-up; tokens/s is the mean over -r runs ± the sample standard deviation.")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -76,14 +73,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	if *clientsS != "" {
-		clients, err := parseIntList(*clientsS, "--clients", 1)
-		if err != nil {
-			return err
+	// list parses a comma list; the first bad one is listErr.
+	var listErr error
+	list := func(s, name string, min int) []int {
+		v, err := parseIntList(s, name, min)
+		if listErr == nil {
+			listErr = err
 		}
-		gens, err := parseIntList(*nList, "-n", 1)
-		if err != nil {
-			return err
+		return v
+	}
+	if *clientsS != "" {
+		clients, gens := list(*clientsS, "--clients", 1), list(*nList, "-n", 1)
+		if listErr != nil {
+			return listErr
 		}
 		nt := 0
 		if len(threads) > 0 {
@@ -92,17 +94,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return benchServe(stdout, bench.ServeOptions{Model: *model, Clients: clients, Gen: gens[0], Threads: nt,
 			Parallel: *parallel, Reps: *reps}, *asJSON)
 	}
-	prompts, err := parseIntList(*pList, "-p", 0)
-	if err != nil {
-		return err
-	}
-	gens, err := parseIntList(*nList, "-n", 0)
-	if err != nil {
-		return err
-	}
-	depths, err := parseIntList(*dList, "-d", 0)
-	if err != nil {
-		return err
+	prompts, gens, depths := list(*pList, "-p", 0), list(*nList, "-n", 0), list(*dList, "-d", 0)
+	if listErr != nil {
+		return listErr
 	}
 	dq, err := parseDequantCache(*dequantS)
 	if err != nil {

@@ -22,35 +22,29 @@ var chatInput io.Reader = os.Stdin
 
 func runChat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("chat", stderr)
-	model := modelFlag(fs)
+	g, err := addGenerateFlags(fs, "tokens per answer at most (-1: until end of turn or the context is full)")
+	if err != nil {
+		return err
+	}
 	system := fs.String("system", "", "system `message`")
-	n := fs.Int("n", -1, "tokens per answer at most (-1: until end of turn or the context is full)")
-	sf := addSamplerFlags(fs)
-	threads := threadsFlag(fs)
-	nctx := ctxFlag(fs)
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
 	var think triBool
 	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
-	prefix, err := prefixFlag(fs, "")
+	sampler, err := g.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	dequantS := dequantFlag(fs)
-	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
+	dq, err := parseDequantCache(*g.dequantCache)
 	if err != nil {
 		return err
 	}
-	dq, err := parseDequantCache(*dequantS)
-	if err != nil {
-		return err
-	}
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, PrefixCache: prefix.v})
+	m, err := runtime.Load(*g.model, runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, PrefixCache: g.prefix.v})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	warnContext(stderr, m, *nctx)
+	warnContext(stderr, m, *g.nctx)
 	if err := dq.apply(m); err != nil {
 		return err
 	}
@@ -73,7 +67,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := runtime.GenerateOptions{MaxTokens: *n, PromptOnly: *n == 0, Sampler: sampler}
+	opts := runtime.GenerateOptions{MaxTokens: *g.n, PromptOnly: *g.n == 0, Sampler: sampler}
 
 	// Ctrl-C stops the answer being written, not the program; at the
 	// prompt it says how to leave.

@@ -118,21 +118,48 @@ func (s *samplerFlags) options(fs *flag.FlagSet) (runtime.SamplerOptions, error)
 	return o, nil
 }
 
-// checkPredict validates -n: -1 (until the end), 0 (nothing) or a count.
-// parseGenerateFlags parses the flags of run and chat (llama.cpp's
-// spellings as aliases): -m required, no positional arguments, -n checked,
-// the sampler options validated.
-func parseGenerateFlags(fs *flag.FlagSet, args []string, model *string, n *int, sf *samplerFlags) (runtime.SamplerOptions, error) {
-	llamaAliases(fs)
-	if err := parseModelFlags(fs, args, model); err != nil {
-		return runtime.SamplerOptions{}, err
-	}
-	if err := checkPredict(fs, *n); err != nil {
-		return runtime.SamplerOptions{}, err
-	}
-	return sf.options(fs)
+// generateFlags are the flags run and chat both take: the model, -n, the
+// sampler, threads, context length and the two caches.
+type generateFlags struct {
+	model         *string
+	n             *int
+	sampler       *samplerFlags
+	threads, nctx *int
+	prefix        *optional[int64]
+	dequantCache  *string
 }
 
+// addGenerateFlags registers run's and chat's shared flags; nUsage is -n's
+// help, which says what a token budget means for the command.
+func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
+	g := &generateFlags{
+		model:        modelFlag(fs),
+		n:            fs.Int("n", -1, nUsage),
+		sampler:      addSamplerFlags(fs),
+		threads:      threadsFlag(fs),
+		nctx:         ctxFlag(fs),
+		dequantCache: dequantFlag(fs),
+	}
+	var err error
+	g.prefix, err = prefixFlag(fs, "")
+	return g, err
+}
+
+// parse parses the flags of run and chat (llama.cpp's spellings as
+// aliases): -m required, no positional arguments, -n checked, the sampler
+// options validated.
+func (g *generateFlags) parse(fs *flag.FlagSet, args []string) (runtime.SamplerOptions, error) {
+	llamaAliases(fs)
+	if err := parseModelFlags(fs, args, g.model); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	if err := checkPredict(fs, *g.n); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	return g.sampler.options(fs)
+}
+
+// checkPredict validates -n: -1 (until the end), 0 (nothing) or a count.
 func checkPredict(fs *flag.FlagSet, n int) error {
 	if n < -1 {
 		return usageError(fs, "-n %d: want -1 (until end of generation), 0 (nothing) or a token count", n)

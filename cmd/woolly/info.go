@@ -32,13 +32,9 @@ const infoMaxArray = 16
 const infoMaxText = 120
 
 func runInfo(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("info", stderr)
+	fs := newFlagSet("info", stderr, "usage: woolly info [--json] MODEL   (or -m MODEL)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	model := fs.String("m", "", "GGUF model `path`")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: woolly info [--json] MODEL   (or -m MODEL)")
-		fs.PrintDefaults()
-	}
 	// Flags may come before or after the model path.
 	var pos []string
 	for {

@@ -84,9 +84,18 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors instead
-// of exiting, and prints its usage to stderr.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// of exiting, and prints its usage to stderr: the usage lines given (a
+// synopsis, notes), if any, then the flags.
+func newFlagSet(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet("woolly "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if len(usage) > 0 {
+		fs.Usage = func() {
+			for _, line := range usage {
+				fmt.Fprintln(fs.Output(), line)
+			}
+			fs.PrintDefaults()
+		}
+	}
 	return fs
 }

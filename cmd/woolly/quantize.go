@@ -17,16 +17,13 @@ func init() {
 }
 
 func runQuantize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("quantize", stderr)
+	fs := newFlagSet("quantize", stderr,
+		"usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE",
+		"TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs",
+		"      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
 	noBar := fs.Bool("no-progress", false, "no progress output (default: a bar on a terminal, a line every 5 s otherwise)")
 	allowReq := fs.Bool("allow-requantize", false, "allow quantized input tensors (quality suffers)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE")
-		fmt.Fprintln(fs.Output(), "TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs")
-		fmt.Fprintln(fs.Output(), "      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/woolly-llm/woolly/loader"
@@ -19,28 +20,12 @@ func sharedDir(t *testing.T) string { return shared.Dir(t) }
 // (ref/tensor_types.json), its bytes, the tensor order, metadata keys and
 // general.file_type.
 func TestQuantizeLikeLlamaQuantize(t *testing.T) {
-	for _, c := range []struct {
-		in, ref, typ string
-		ftype        uint64
-	}{
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q4_K_M.gguf", "q4_k_m", 15},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q5_K_M.gguf", "q5_k_m", 17},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q2_K.gguf", "q2_k", 10},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q3_K_S.gguf", "q3_k_s", 11},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-Q3_K_M.gguf", "q3_k_m", 12},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-IQ4_XS.gguf", "iq4_xs", 30},
-		{"synth-llama-mini-F16.gguf", "synth-llama-mini-IQ4_NL.gguf", "iq4_nl", 25},
-		{"stories260K-F32.gguf", "stories260K-Q4_K_M.gguf", "q4_k_m", 15},
-		{"stories260K-F32.gguf", "stories260K-Q4_0.gguf", "q4_0", 2},
-		{"stories260K-F32.gguf", "stories260K-Q6_K.gguf", "q6_k", 18},
-		{"stories260K-F32.gguf", "stories260K-Q8_0.gguf", "q8_0", 7},
-		{"stories260K-F32.gguf", "stories260K-F16.gguf", "f16", 1},
-	} {
-		t.Run(c.ref, func(t *testing.T) { quantizeLike(t, c.in, c.ref, c.typ, c.ftype) })
+	for _, c := range shared.LlamaQuantized() {
+		t.Run(c.Out, func(t *testing.T) { quantizeLike(t, c.In, c.Out, strings.ToLower(c.Type)) })
 	}
 }
 
-func quantizeLike(t *testing.T, inName, refName, typ string, ftype uint64) {
+func quantizeLike(t *testing.T, inName, refName, typ string) {
 	sh := sharedDir(t)
 	in := filepath.Join(sh, "models", inName)
 	out := filepath.Join(t.TempDir(), "q.gguf")
@@ -96,8 +81,9 @@ func quantizeLike(t *testing.T, inName, refName, typ string, ftype uint64) {
 			t.Errorf("%s: bytes differ from llama-quantize's", ti.Name)
 		}
 	}
+	ftype, _ := ref.Uint("general.file_type")
 	if ft, ok := got.Uint("general.file_type"); !ok || ft != ftype {
-		t.Errorf("general.file_type = %d, want %d", ft, ftype)
+		t.Errorf("general.file_type = %d, llama-quantize wrote %d", ft, ftype)
 	}
 	for i, kv := range ref.KV {
 		if i < len(got.KV) && got.KV[i].Key != kv.Key {

@@ -24,25 +24,19 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
-	model := modelFlag(fs)
-	prompt := fs.String("p", "", "prompt `text`")
-	promptFile := fs.String("f", "", "read the prompt from `file`")
-	n := fs.Int("n", -1, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
-	sf := addSamplerFlags(fs)
-	threads := threadsFlag(fs)
-	nctx := ctxFlag(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
-	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
-	prefix, err := prefixFlag(fs, "")
+	g, err := addGenerateFlags(fs, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
 	if err != nil {
 		return err
 	}
-	dequantS := dequantFlag(fs)
+	prompt := fs.String("p", "", "prompt `text`")
+	promptFile := fs.String("f", "", "read the prompt from `file`")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
+	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
 	attn := attentionFlag(fs)
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
-	sampler, err := parseGenerateFlags(fs, args, model, n, sf)
+	sampler, err := g.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -57,16 +51,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if prefix.v == nil { // one generation per process: nothing to reuse unless asked
-		prefix.v = runtime.Ptr(int64(0))
+	if g.prefix.v == nil { // one generation per process: nothing to reuse unless asked
+		g.prefix.v = runtime.Ptr(int64(0))
 	}
-	dq, err := parseDequantCache(*dequantS)
+	dq, err := parseDequantCache(*g.dequantCache)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
-	m, err := runtime.Load(*model, runtime.LoadOptions{Threads: *threads, ContextLength: *nctx, Attention: mode,
-		PrefixCache: prefix.v})
+	m, err := runtime.Load(*g.model, runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode,
+		PrefixCache: g.prefix.v})
 	if err != nil {
 		return err
 	}
@@ -74,7 +68,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := dq.apply(m); err != nil {
 		return err
 	}
-	warnContext(stderr, m, *nctx)
+	warnContext(stderr, m, *g.nctx)
 	if *verbose {
 		inf := m.Info()
 		fmt.Fprintf(stderr, "model: %s (%s, %s, %d params, %d layers, vocab %d), context %d, %d threads, loaded in %v\n",
@@ -91,8 +85,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	opts := runtime.GenerateOptions{
 		Prompt:     text,
-		MaxTokens:  *n,
-		PromptOnly: *n == 0,
+		MaxTokens:  *g.n,
+		PromptOnly: *g.n == 0,
 		Stop:       stops,
 		Sampler:    sampler,
 	}

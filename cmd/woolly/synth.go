@@ -15,8 +15,10 @@ func init() {
 }
 
 func runSynth(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("synth", stderr)
 	names := strings.Join(synth.PresetNames(), ", ")
+	fs := newFlagSet("synth", stderr,
+		"usage: woolly synth --preset "+strings.ReplaceAll(names, ", ", "|")+" [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE",
+		"Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
 	presetName := fs.String("preset", "", "model shape: "+names)
 	typeName := fs.String("type", "q4_k_m", "file type: q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...")
 	vocabPath := fs.String("vocab", "", "copy the tokenizer.* keys from this GGUF (default: a built-in byte-level vocabulary)")
@@ -24,11 +26,6 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	outPath := fs.String("o", "", "output GGUF file (required)")
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
 	noBar := fs.Bool("no-progress", false, "no progress output (default: a bar on a terminal, a line every 5 s otherwise)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: woolly synth --preset "+strings.ReplaceAll(names, ", ", "|")+" [--type T] [--vocab VOCAB.gguf] [--seed N] -o FILE")
-		fmt.Fprintln(fs.Output(), "Writes a model with random weights (std 1/sqrt(fan_in)) and a real model's shapes; same flags, same bytes.")
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -67,3 +67,28 @@ func TensorTypes(t testing.TB, dir string) map[string]File {
 	}
 	return ref
 }
+
+// Quantization is one file of models/ that llama-quantize made from
+// another: In (F16 or F32), Out, and the type llama-quantize was given
+// (Q4_K_M, ...).
+type Quantization struct {
+	In, Out, Type string
+}
+
+// LlamaQuantized lists the models/ files llama-quantize made, each named
+// base-TYPE.gguf after its input base-F16.gguf or base-F32.gguf.
+func LlamaQuantized() []Quantization {
+	var out []Quantization
+	for _, m := range []struct {
+		base, in string
+		types    []string
+	}{
+		{"synth-llama-mini", "F16", []string{"Q4_K_M", "Q5_K_M", "Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_XS", "IQ4_NL"}},
+		{"stories260K", "F32", []string{"Q4_K_M", "Q4_0", "Q6_K", "Q8_0", "F16"}},
+	} {
+		for _, typ := range m.types {
+			out = append(out, Quantization{In: m.base + "-" + m.in + ".gguf", Out: m.base + "-" + typ + ".gguf", Type: typ})
+		}
+	}
+	return out
+}
