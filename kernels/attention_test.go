@@ -137,33 +137,12 @@ func goVexpf(x float32) float32 {
 func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 	out := append([]float32(nil), p.Out...)
 	hd, group := p.HeadDim, p.NHead/p.NHeadKV
-	np := hd &^ 63
+	yf := make([]float32, hd)
 	dot := func(x []float32, y []uint16) float32 {
-		sum := 0.0
-		if np > 0 {
-			var a [4][16]float32
-			for i := 0; i < np; i += 64 {
-				for j := 0; j < 4; j++ {
-					for l := 0; l < 16; l++ {
-						a[j][l] = fma32(x[i+16*j+l], h2f(y[i+16*j+l]), a[j][l])
-					}
-				}
-			}
-			var v [16]float32
-			for l := 0; l < 16; l++ {
-				v[l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l])
-			}
-			for w := 8; w >= 1; w /= 2 {
-				for l := 0; l < w; l++ {
-					v[l] += v[l+w]
-				}
-			}
-			sum = float64(v[0])
+		for i := range yf {
+			yf[i] = h2f(y[i])
 		}
-		for i := np; i < hd; i++ {
-			sum += float64(float32(x[i] * h2f(y[i])))
-		}
-		return float32(sum)
+		return vecDotOrder(x[:hd], yf)
 	}
 	acc := make([]float32, hd)
 	for tk := 0; tk < p.NTok; tk++ {
@@ -196,13 +175,7 @@ func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 				}
 				S = fma32(S, ms, vs)
 			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			for i := range acc {
-				out[tk*p.OutStride+h*hd+i] = acc[i] * inv
-			}
+			normalizeInto(out[tk*p.OutStride+h*hd:], acc, S)
 		}
 	}
 	return out
@@ -277,12 +250,7 @@ func goTiled(p *AttnF16Params, h0, h1 int) []float32 {
 						lanes[l] = goVexpf(kq[b+l] - M) // 0 for the masked lanes
 						kq[b+l] = lanes[l]
 					}
-					for w := 8; w >= 1; w /= 2 {
-						for l := 0; l < w; l++ {
-							lanes[l] += lanes[l+w]
-						}
-					}
-					sum += float64(lanes[0])
+					sum += float64(tree16(lanes))
 				}
 				S = float32(float64(S) + sum)
 				for j := range kq {
@@ -295,16 +263,22 @@ func goTiled(p *AttnF16Params, h0, h1 int) []float32 {
 					}
 				}
 			}
-			inv := float32(0)
-			if S != 0 {
-				inv = 1 / S
-			}
-			for d := range acc {
-				out[tk*p.OutStride+h*hd+d] = acc[d] * inv
-			}
+			normalizeInto(out[tk*p.OutStride+h*hd:], acc, S)
 		}
 	}
 	return out
+}
+
+// normalizeInto stores acc / S in out (zeros when S is 0: the reference
+// multiplies by 1/S only when S is not 0).
+func normalizeInto(out, acc []float32, S float32) {
+	inv := float32(0)
+	if S != 0 {
+		inv = 1 / S
+	}
+	for i, a := range acc {
+		out[i] = a * inv
+	}
 }
 
 type attnCase struct{ ntok, pos0, nh, nkv, hd, h0, h1 int }

@@ -35,11 +35,9 @@ func RMSNormRows(out, x, w []float32, rows, n int, eps float32) error {
 // tanh approximation looked up in an f16 table at f16(gate) (0 at or below
 // -10, the identity at or above 10). out may be gate.
 func GeGLU(out, gate, up []float32, ntok, n, i0, i1 int) error {
-	if empty, err := checkGLU("GeGLU", out, gate, up, ntok, n, i0, i1); empty || err != nil {
-		return err
-	}
-	C.k_geglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
-	return nil
+	return glu("GeGLU", out, gate, up, ntok, n, i0, i1, func() {
+		C.k_geglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
+	})
 }
 
 // SoftCap replaces each x by tanh(x / cap) * cap, computed as the reference

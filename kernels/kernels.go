@@ -549,14 +549,9 @@ func Softmax(x []float32) {
 
 // SiLUMul sets out[i] = silu(gate[i]) * up[i] for i < len(out).
 func SiLUMul(out, gate, up []float32) error {
-	if len(gate) < len(out) || len(up) < len(out) {
-		return fmt.Errorf("kernels.SiLUMul: gate %d / up %d shorter than out %d", len(gate), len(up), len(out))
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	C.k_silu_mul(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)))
-	return nil
+	return elementwise("SiLUMul", "gate", "up", out, gate, up, func() {
+		C.k_silu_mul(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)))
+	})
 }
 
 // SwiGLU sets out[t*n+i] = silu(gate[t*n+i]) * up[t*n+i] for ntok rows of n
@@ -564,22 +559,27 @@ func SiLUMul(out, gate, up []float32) error {
 // g / (1 + exp(-g)), exp being ggml's vector exp on the row's 16-lane blocks
 // (i < n &^ 15) and glibc's expf on the tail. out may be gate.
 func SwiGLU(out, gate, up []float32, ntok, n, i0, i1 int) error {
-	if empty, err := checkGLU("SwiGLU", out, gate, up, ntok, n, i0, i1); empty || err != nil {
-		return err
-	}
-	C.k_swiglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
-	return nil
+	return glu("SwiGLU", out, gate, up, ntok, n, i0, i1, func() {
+		C.k_swiglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
+	})
 }
 
 // Add sets out[i] = a[i] + b[i] for i < len(out).
 func Add(out, a, b []float32) error {
+	return elementwise("Add", "a", "b", out, a, b, func() {
+		C.k_add(C.int(implID()), fptr(out), fptr(a), fptr(b), C.int64_t(len(out)))
+	})
+}
+
+// elementwise runs kernel, an element-wise op writing out[:len(out)] from a
+// and b (called an and bn in the error), after checking that a and b cover out.
+func elementwise(op, an, bn string, out, a, b []float32, kernel func()) error {
 	if len(a) < len(out) || len(b) < len(out) {
-		return fmt.Errorf("kernels.Add: a %d / b %d shorter than out %d", len(a), len(b), len(out))
+		return fmt.Errorf("kernels.%s: %s %d / %s %d shorter than out %d", op, an, len(a), bn, len(b), len(out))
 	}
-	if len(out) == 0 {
-		return nil
+	if len(out) > 0 {
+		kernel()
 	}
-	C.k_add(C.int(implID()), fptr(out), fptr(a), fptr(b), C.int64_t(len(out)))
 	return nil
 }
 
@@ -591,18 +591,19 @@ func Scale(x []float32, s float32) {
 	C.k_scale(C.int(implID()), fptr(x), C.float(s), C.int64_t(len(x)))
 }
 
-// checkGLU validates the arguments of a gated activation over elements
-// [i0, i1) of ntok rows of n; empty reports that there is nothing to do.
-func checkGLU(op string, out, gate, up []float32, ntok, n, i0, i1 int) (empty bool, err error) {
+// glu runs kernel, a gated activation over elements [i0, i1) of ntok rows of
+// n, after checking its arguments.
+func glu(op string, out, gate, up []float32, ntok, n, i0, i1 int, kernel func()) error {
 	if ntok < 0 || n < 0 || i0 < 0 || i1 > n || i0 > i1 {
-		return false, fmt.Errorf("kernels.%s: bad range [%d, %d) of %d rows of %d", op, i0, i1, ntok, n)
+		return fmt.Errorf("kernels.%s: bad range [%d, %d) of %d rows of %d", op, i0, i1, ntok, n)
 	}
 	if ntok == 0 || i0 == i1 {
-		return true, nil
+		return nil
 	}
 	need := (ntok-1)*n + i1
 	if len(out) < need || len(gate) < need || len(up) < need {
-		return false, fmt.Errorf("kernels.%s: out %d / gate %d / up %d shorter than %d rows of %d", op, len(out), len(gate), len(up), ntok, n)
+		return fmt.Errorf("kernels.%s: out %d / gate %d / up %d shorter than %d rows of %d", op, len(out), len(gate), len(up), ntok, n)
 	}
-	return false, nil
+	kernel()
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -102,38 +103,18 @@ type Array struct {
 	Values any
 }
 
-// Len is the number of elements of the array (0 if Values does not match Elem).
+// Len is the number of elements of the array (0 if Values is not a slice).
 func (a Array) Len() int {
-	switch v := a.Values.(type) {
-	case []uint8:
-		return len(v)
-	case []int8:
-		return len(v)
-	case []uint16:
-		return len(v)
-	case []int16:
-		return len(v)
-	case []uint32:
-		return len(v)
-	case []int32:
-		return len(v)
-	case []float32:
-		return len(v)
-	case []bool:
-		return len(v)
-	case []string:
-		return len(v)
-	case []uint64:
-		return len(v)
-	case []int64:
-		return len(v)
-	case []float64:
-		return len(v)
-	case []Array:
-		return len(v)
+	rv := reflect.ValueOf(a.Values)
+	if rv.Kind() != reflect.Slice {
+		return 0
 	}
-	return 0
+	return rv.Len()
 }
+
+// Index returns element i (0 <= i < Len()) as the Go type Values holds it:
+// uint8, ..., float64, bool, string, or Array.
+func (a Array) Index(i int) any { return reflect.ValueOf(a.Values).Index(i).Interface() }
 
 // KV is one metadata key/value pair.
 type KV struct {
@@ -318,30 +299,28 @@ func (f *File) array(key string) (Array, bool) { return lookup(f, key, as[Array]
 // int64s converts an integer array to []int64; it fails for non-integer
 // element types and for uint64 values above MaxInt64.
 func (a Array) int64s() ([]int64, bool) {
-	switch v := a.Values.(type) {
-	case []uint8:
-		return convert[int64](v), true
-	case []int8:
-		return convert[int64](v), true
-	case []uint16:
-		return convert[int64](v), true
-	case []int16:
-		return convert[int64](v), true
-	case []uint32:
-		return convert[int64](v), true
-	case []int32:
-		return convert[int64](v), true
-	case []uint64:
-		for _, x := range v {
-			if x > math.MaxInt64 {
+	rv := reflect.ValueOf(a.Values)
+	if rv.Kind() != reflect.Slice {
+		return nil, false
+	}
+	out := make([]int64, rv.Len())
+	switch rv.Type().Elem().Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		for i := range out {
+			out[i] = rv.Index(i).Int()
+		}
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		for i := range out {
+			u := rv.Index(i).Uint()
+			if u > math.MaxInt64 {
 				return nil, false
 			}
+			out[i] = int64(u)
 		}
-		return convert[int64](v), true
-	case []int64:
-		return v, true
+	default:
+		return nil, false
 	}
-	return nil, false
+	return out, true
 }
 
 // convert copies numbers into a new slice of type U (the caller has

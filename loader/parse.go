@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"unsafe"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -52,21 +53,20 @@ func (p *parser) need(n uint64, what string) error {
 	return nil
 }
 
-func (p *parser) u32(what string) (uint32, error) {
-	if err := p.need(4, what); err != nil {
-		return 0, err
-	}
-	v := le.Uint32(p.b[p.off:])
-	p.off += 4
-	return v, nil
-}
+func (p *parser) u32(what string) (uint32, error) { return readLE[uint32](p, what) }
+func (p *parser) u64(what string) (uint64, error) { return readLE[uint64](p, what) }
 
-func (p *parser) u64(what string) (uint64, error) {
-	if err := p.need(8, what); err != nil {
+// readLE reads a little-endian unsigned integer of T's size.
+func readLE[T uint32 | uint64](p *parser, what string) (T, error) {
+	n := int(unsafe.Sizeof(T(0)))
+	if err := p.need(uint64(n), what); err != nil {
 		return 0, err
 	}
-	v := le.Uint64(p.b[p.off:])
-	p.off += 8
+	var v T
+	for i := n - 1; i >= 0; i-- {
+		v = v<<8 | T(p.b[p.off+i])
+	}
+	p.off += n
 	return v, nil
 }
 

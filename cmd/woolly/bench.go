@@ -18,10 +18,6 @@ import (
 	wrt "github.com/woolly-llm/woolly/runtime"
 )
 
-func init() {
-	register("bench", "measure prompt processing and generation speed (like llama-bench)", runBench)
-}
-
 // benchReport is bench.Report with the caches' statistics after the last
 // thread count's tests.
 type benchReport struct {

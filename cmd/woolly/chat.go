@@ -15,8 +15,6 @@ import (
 	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
-func init() { register("chat", "chat with a model in the terminal", runChat) }
-
 // chatInput is where chat reads the user's lines (tests replace it).
 var chatInput io.Reader = os.Stdin
 

@@ -19,10 +19,6 @@ import (
 	"github.com/woolly-llm/woolly/loader"
 )
 
-func init() {
-	register("info", "describe a GGUF file: metadata, hyperparameters, tensors", runInfo)
-}
-
 // infoMaxArray is the longest array printed in full; longer ones become
 // {"type": ..., "len": N}.
 const infoMaxArray = 16
@@ -272,44 +268,16 @@ func infoJSONArray(a loader.Array) any {
 	if n > infoMaxArray {
 		return infoObject{{"type", a.Elem.String()}, {"len", n}}
 	}
-	switch vs := a.Values.(type) {
-	case []uint8:
-		return anySlice(vs, nil)
-	case []int8:
-		return anySlice(vs, nil)
-	case []uint16:
-		return anySlice(vs, nil)
-	case []int16:
-		return anySlice(vs, nil)
-	case []uint32:
-		return anySlice(vs, nil)
-	case []int32:
-		return anySlice(vs, nil)
-	case []float32:
-		return anySlice(vs, func(x float32) any { return infoFloat(float64(x), 32) })
-	case []bool:
-		return anySlice(vs, nil)
-	case []string:
-		return anySlice(vs, nil)
-	case []uint64:
-		return anySlice(vs, nil)
-	case []int64:
-		return anySlice(vs, nil)
-	case []float64:
-		return anySlice(vs, func(x float64) any { return infoFloat(x, 64) })
-	case []loader.Array:
-		return anySlice(vs, infoJSONArray)
-	}
-	return []any{}
-}
-
-// anySlice converts vs element by element (with conv, or as it is when conv is nil).
-func anySlice[T any](vs []T, conv func(T) any) []any {
-	out := make([]any, len(vs))
-	for i, x := range vs {
-		if conv != nil {
-			out[i] = conv(x)
-		} else {
+	out := make([]any, n)
+	for i := range out {
+		switch x := a.Index(i).(type) {
+		case float32:
+			out[i] = infoFloat(float64(x), 32)
+		case float64:
+			out[i] = infoFloat(x, 64)
+		case loader.Array:
+			out[i] = infoJSONArray(x)
+		default:
 			out[i] = x
 		}
 	}

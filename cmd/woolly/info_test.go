@@ -17,16 +17,8 @@ import (
 // TestInfoJSON runs `woolly info --json` on every shared model and checks it
 // against ref/tensor_types.json (written by llama.cpp's gguf-py).
 func TestInfoJSON(t *testing.T) {
-	dir := shared.Dir(t)
-	ref := shared.TensorTypes(t, dir)
-	for name, rf := range ref {
-		path := filepath.Join(dir, "models", name)
-		var out, errb bytes.Buffer
-		if err := runInfo([]string{"--json", path}, &out, &errb); err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+	infoOnShared(t, func(path string) []string { return []string{"--json", path} }, func(name string, rf shared.File, out []byte) {
+		dec := json.NewDecoder(bytes.NewReader(out))
 		dec.UseNumber()
 		var got struct {
 			Architecture string `json:"architecture"`
@@ -43,7 +35,8 @@ func TestInfoJSON(t *testing.T) {
 			Metadata map[string]json.RawMessage `json:"metadata"`
 		}
 		if err := dec.Decode(&got); err != nil {
-			t.Fatalf("%s: output is not JSON: %v", name, err)
+			t.Errorf("%s: output is not JSON: %v", name, err)
+			return
 		}
 		if dec.More() {
 			t.Errorf("%s: more than one JSON value on stdout", name)
@@ -89,23 +82,29 @@ func TestInfoJSON(t *testing.T) {
 		if err := json.Unmarshal(got.Metadata[arch+".context_length"], &ctx); err != nil || ctx <= 0 {
 			t.Errorf("%s: %s.context_length = %s", name, arch, got.Metadata[arch+".context_length"])
 		}
+	})
+}
+
+// infoOnShared runs `woolly info` with args(path) on every shared model and
+// hands each output to check with the model's reference tensor table.
+func infoOnShared(t *testing.T, args func(path string) []string, check func(name string, rf shared.File, out []byte)) {
+	dir := shared.Dir(t)
+	for name, rf := range shared.TensorTypes(t, dir) {
+		var out, errb bytes.Buffer
+		if err := runInfo(args(filepath.Join(dir, "models", name)), &out, &errb); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		check(name, rf, out.Bytes())
 	}
 }
 
 // TestInfoText checks the plain listing: every tensor with its type and
 // shape, and the type mix.
 func TestInfoText(t *testing.T) {
-	dir := shared.Dir(t)
-	ref := shared.TensorTypes(t, dir)
-	for name, rf := range ref {
-		path := filepath.Join(dir, "models", name)
-		var out, errb bytes.Buffer
-		// -m form, flag after the path elsewhere
-		if err := runInfo([]string{"-m", path}, &out, &errb); err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		text := out.String()
+	// -m form, flag after the path elsewhere
+	infoOnShared(t, func(path string) []string { return []string{"-m", path} }, func(name string, rf shared.File, out []byte) {
+		text := string(out)
 		counts := map[string]int{}
 		for tn, rt := range rf.Tensors {
 			counts[rt.Type]++
@@ -133,7 +132,7 @@ func TestInfoText(t *testing.T) {
 		if !strings.Contains(text, "hyperparameters") || !strings.Contains(text, "block_count") {
 			t.Errorf("%s: no hyperparameters section", name)
 		}
-	}
+	})
 }
 
 func TestInfoArgsAndErrors(t *testing.T) {

@@ -10,8 +10,6 @@ import (
 	"strings"
 )
 
-func init() { register("logits", "print the top logits at every position", runLogits) }
-
 // f32 marshals a float32 with the shortest text that parses back to it.
 type f32 float32
 

@@ -23,10 +23,24 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) error
 }
 
+// commands is every subcommand: name, one-line summary, and its entry point.
 var commands = map[string]command{}
 
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
-	commands[name] = command{name, summary, run}
+func init() {
+	for _, c := range []command{
+		{"bench", "measure prompt processing and generation speed (like llama-bench)", runBench},
+		{"chat", "chat with a model in the terminal", runChat},
+		{"info", "describe a GGUF file: metadata, hyperparameters, tensors", runInfo},
+		{"logits", "print the top logits at every position", runLogits},
+		{"perplexity", "perplexity of a text file (llama-perplexity's method)", runPerplexity},
+		{"quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q3_k_m, iq4_xs, ...) like llama-quantize", runQuantize},
+		{"run", "generate text from a prompt", runRun},
+		{"serve", "serve the Ollama, OpenAI and Ole HTTP APIs", runServe},
+		{"synth", "write a random-weight model with a real model's shapes (for benchmarks)", runSynth},
+		{"tokenize", "print the token ids of a text", runTokenize},
+	} {
+		commands[c.name] = c
+	}
 }
 
 func usage(w io.Writer) {

@@ -11,10 +11,6 @@ import (
 	"strings"
 )
 
-func init() {
-	register("perplexity", "perplexity of a text file (llama-perplexity's method)", runPerplexity)
-}
-
 func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("perplexity", stderr)
 	model := modelFlag(fs)

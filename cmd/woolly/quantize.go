@@ -12,10 +12,6 @@ import (
 	"github.com/woolly-llm/woolly/quant"
 )
 
-func init() {
-	register("quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q3_k_m, iq4_xs, ...) like llama-quantize", runQuantize)
-}
-
 func runQuantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("quantize", stderr,
 		"usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE",

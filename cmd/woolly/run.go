@@ -14,8 +14,6 @@ import (
 	"github.com/woolly-llm/woolly/runtime"
 )
 
-func init() { register("run", "generate text from a prompt", runRun) }
-
 // stringList is a repeatable string flag.
 type stringList []string
 

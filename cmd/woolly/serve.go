@@ -18,10 +18,6 @@ import (
 	"github.com/woolly-llm/woolly/server"
 )
 
-func init() {
-	register("serve", "serve the Ollama, OpenAI and Ole HTTP APIs", runServe)
-}
-
 // envOr returns the environment variable's value, or def when unset.
 func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {

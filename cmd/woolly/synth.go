@@ -10,10 +10,6 @@ import (
 	"github.com/woolly-llm/woolly/synth"
 )
 
-func init() {
-	register("synth", "write a random-weight model with a real model's shapes (for benchmarks)", runSynth)
-}
-
 func runSynth(args []string, stdout, stderr io.Writer) error {
 	names := strings.Join(synth.PresetNames(), ", ")
 	fs := newFlagSet("synth", stderr,

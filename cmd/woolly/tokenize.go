@@ -13,8 +13,6 @@ import (
 	"github.com/woolly-llm/woolly/runtime/tokenizer"
 )
 
-func init() { register("tokenize", "print the token ids of a text", runTokenize) }
-
 func runTokenize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tokenize", stderr)
 	model := fs.String("m", "", "model or vocabulary `path` (GGUF)")
