@@ -10,7 +10,6 @@ package chat
 // does; objects a template builds itself are written with sorted keys.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"sync"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
+
+	"github.com/woolly-llm/woolly/internal/jsonorder"
 )
 
 // keyOrder maps a map's identity (reflect pointer) to its keys in JSON order.
@@ -43,75 +44,29 @@ func (j *jsonValues) callArgs(c ToolCall) (any, error) {
 	return v, nil
 }
 
+// decode converts raw: numbers as int64 when they are integers (float64
+// otherwise), objects as maps whose key order is recorded; a repeated key keeps
+// its first place and its last value, as Python's json.loads does.
 func (j *jsonValues) decode(raw []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	v, err := j.read(d)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err == nil {
-		return nil, errors.New("trailing data after the JSON value")
-	}
-	return v, nil
-}
-
-func (j *jsonValues) read(d *json.Decoder) (any, error) {
-	tok, err := d.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			m := map[string]any{}
-			var keys []string
-			for d.More() {
-				kt, err := d.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, _ := kt.(string)
-				v, err := j.read(d)
-				if err != nil {
-					return nil, err
-				}
+	return jsonorder.Decoder{
+		Object: func(keys []string, vals []any) (any, error) {
+			m := make(map[string]any, len(keys))
+			order := make([]string, 0, len(keys))
+			for i, k := range keys {
 				if _, dup := m[k]; !dup {
-					keys = append(keys, k)
+					order = append(order, k)
 				}
-				m[k] = v
+				m[k] = vals[i]
 			}
-			if _, err := d.Token(); err != nil {
-				return nil, err
+			return j.ordered(m, order...), nil
+		},
+		Number: func(n json.Number) (any, error) {
+			if i, err := n.Int64(); err == nil {
+				return i, nil
 			}
-			p := reflect.ValueOf(m).Pointer()
-			keyOrder.Store(p, keys)
-			j.maps = append(j.maps, p)
-			return m, nil
-		case '[':
-			list := []any{}
-			for d.More() {
-				v, err := j.read(d)
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
-			}
-			if _, err := d.Token(); err != nil {
-				return nil, err
-			}
-			return list, nil
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i, nil
-		}
-		return t.Float64()
-	default:
-		return t, nil // string, bool, nil
-	}
+			return n.Float64()
+		},
+	}.Decode(raw)
 }
 
 // ordered records m's key order (keys, all of m's).
