@@ -135,8 +135,7 @@ func goVexpf(x float32) float32 {
 }
 
 func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
-	out := append([]float32(nil), p.Out...)
-	hd, group := p.HeadDim, p.NHead/p.NHeadKV
+	hd := p.HeadDim
 	yf := make([]float32, hd)
 	dot := func(x []float32, y []uint16) float32 {
 		for i := range yf {
@@ -144,125 +143,126 @@ func goF16Acc(p *AttnF16Params, h0, h1 int) []float32 {
 		}
 		return vecDotOrder(x[:hd], yf)
 	}
-	acc := make([]float32, hd)
-	for tk := 0; tk < p.NTok; tk++ {
-		qpos := p.Pos0 + tk
-		for h := h0; h < h1; h++ {
-			g := h / group
-			q := p.Q[tk*p.QStride+h*hd:]
-			S, M := float32(0), float32(math.Inf(-1))
-			clear(acc)
-			for pos := 0; pos < p.Pos0+p.NTok; pos++ {
-				mv := attnMask(qpos, pos, p.Window)
-				if math.IsInf(float64(mv), -1) {
-					continue
-				}
-				k, v := p.K[pos*p.KVStride+g*hd:], p.V[pos*p.KVStride+g*hd:]
-				s := attnScore(dot(q, k), p.Scale, p.SoftCap)
-				s += mv
-				ms, vs := float32(1), float32(1)
-				if s > M {
-					ms = goExpf(M - s)
-					M = s
-					for i := range acc {
-						acc[i] = roundHalf(float32(acc[i] * ms))
-					}
-				} else {
-					vs = goExpf(s - M)
-				}
-				for i := range acc {
-					acc[i] = roundHalf(fma32(h2f(v[i]), vs, acc[i]))
-				}
-				S = fma32(S, ms, vs)
+	return eachHead(p, h0, h1, func(q []float32, g, qpos int, acc []float32) float32 {
+		S, M := float32(0), float32(math.Inf(-1))
+		for pos := 0; pos < p.Pos0+p.NTok; pos++ {
+			mv := attnMask(qpos, pos, p.Window)
+			if math.IsInf(float64(mv), -1) {
+				continue
 			}
-			normalizeInto(out[tk*p.OutStride+h*hd:], acc, S)
+			k, v := p.K[pos*p.KVStride+g*hd:], p.V[pos*p.KVStride+g*hd:]
+			s := attnScore(dot(q, k), p.Scale, p.SoftCap)
+			s += mv
+			ms, vs := float32(1), float32(1)
+			if s > M {
+				ms = goExpf(M - s)
+				M = s
+				for i := range acc {
+					acc[i] = roundHalf(float32(acc[i] * ms))
+				}
+			} else {
+				vs = goExpf(s - M)
+			}
+			for i := range acc {
+				acc[i] = roundHalf(fma32(h2f(v[i]), vs, acc[i]))
+			}
+			S = fma32(S, ms, vs)
 		}
-	}
-	return out
+		return S
+	})
 }
 
 func goTiled(p *AttnF16Params, h0, h1 int) []float32 {
 	const tile = 64
-	out := append([]float32(nil), p.Out...)
-	hd, group, nkv := p.HeadDim, p.NHead/p.NHeadKV, p.Pos0+p.NTok
+	hd, nkv := p.HeadDim, p.Pos0+p.NTok
 	sc := p.Scale
 	if p.SoftCap != 0 {
 		sc /= p.SoftCap
 	}
-	acc := make([]float32, hd)
 	var kq, mask [tile]float32
-	for tk := 0; tk < p.NTok; tk++ {
-		qpos := p.Pos0 + tk
-		for h := h0; h < h1; h++ {
-			g := h / group
-			q := p.Q[tk*p.QStride+h*hd:]
-			S, M := float32(0), float32(math.Inf(-1))
-			clear(acc)
-			for ic := 0; ic < nkv; ic += tile {
-				skip := true
-				for j := range mask {
-					mask[j] = float32(math.Inf(-1)) // lanes past the cache: padding
-					if ic+j < nkv {
-						mask[j] = attnMask(qpos, ic+j, p.Window)
+	return eachHead(p, h0, h1, func(q []float32, g, qpos int, acc []float32) float32 {
+		S, M := float32(0), float32(math.Inf(-1))
+		for ic := 0; ic < nkv; ic += tile {
+			skip := true
+			for j := range mask {
+				mask[j] = float32(math.Inf(-1)) // lanes past the cache: padding
+				if ic+j < nkv {
+					mask[j] = attnMask(qpos, ic+j, p.Window)
+				}
+				skip = skip && math.IsInf(float64(mask[j]), -1)
+			}
+			if skip {
+				continue
+			}
+			for j := range kq {
+				s := float32(math.Inf(-1))
+				if ic+j < nkv {
+					k := p.K[(ic+j)*p.KVStride+g*hd:]
+					d := float32(0)
+					for i := 0; i < hd; i++ {
+						d = fma32(q[i], h2f(k[i]), d)
 					}
-					skip = skip && math.IsInf(float64(mask[j]), -1)
-				}
-				if skip {
-					continue
-				}
-				for j := range kq {
-					s := float32(math.Inf(-1))
-					if ic+j < nkv {
-						k := p.K[(ic+j)*p.KVStride+g*hd:]
-						d := float32(0)
-						for i := 0; i < hd; i++ {
-							d = fma32(q[i], h2f(k[i]), d)
-						}
-						// the tile is scaled, then tanh'd, then multiplied by the cap
-						s = float32(d * sc)
-						if p.SoftCap != 0 {
-							s = float32(Tanhf(s) * p.SoftCap)
-						}
-					} else if p.SoftCap != 0 {
-						s = -p.SoftCap // tanh(-inf) * cap, then the padding's -inf
+					// the tile is scaled, then tanh'd, then multiplied by the cap
+					s = float32(d * sc)
+					if p.SoftCap != 0 {
+						s = float32(Tanhf(s) * p.SoftCap)
 					}
-					kq[j] = s + mask[j]
+				} else if p.SoftCap != 0 {
+					s = -p.SoftCap // tanh(-inf) * cap, then the padding's -inf
 				}
-				tmax := float32(math.Inf(-1))
-				for _, x := range kq {
-					tmax = max(tmax, x)
+				kq[j] = s + mask[j]
+			}
+			tmax := float32(math.Inf(-1))
+			for _, x := range kq {
+				tmax = max(tmax, x)
+			}
+			if math.IsInf(float64(tmax), -1) {
+				continue // the reference zeroes this row's weights: V gets 0*v
+			}
+			if tmax > M {
+				ms := goExpf(M - tmax)
+				for d := range acc {
+					acc[d] = float32(acc[d] * ms)
 				}
-				if math.IsInf(float64(tmax), -1) {
-					continue // the reference zeroes this row's weights: V gets 0*v
+				S = float32(S * ms)
+				M = tmax
+			}
+			sum := 0.0
+			for b := 0; b < tile; b += 16 {
+				var lanes [16]float32
+				for l := range lanes {
+					lanes[l] = goVexpf(kq[b+l] - M) // 0 for the masked lanes
+					kq[b+l] = lanes[l]
 				}
-				if tmax > M {
-					ms := goExpf(M - tmax)
-					for d := range acc {
-						acc[d] = float32(acc[d] * ms)
-					}
-					S = float32(S * ms)
-					M = tmax
+				sum += float64(tree16(lanes))
+			}
+			S = float32(float64(S) + sum)
+			for j := range kq {
+				if ic+j >= nkv {
+					break // zero padding of V: adds 0
 				}
-				sum := 0.0
-				for b := 0; b < tile; b += 16 {
-					var lanes [16]float32
-					for l := range lanes {
-						lanes[l] = goVexpf(kq[b+l] - M) // 0 for the masked lanes
-						kq[b+l] = lanes[l]
-					}
-					sum += float64(tree16(lanes))
-				}
-				S = float32(float64(S) + sum)
-				for j := range kq {
-					if ic+j >= nkv {
-						break // zero padding of V: adds 0
-					}
-					v := p.V[(ic+j)*p.KVStride+g*hd:]
-					for d := range acc {
-						acc[d] = fma32(kq[j], h2f(v[d]), acc[d])
-					}
+				v := p.V[(ic+j)*p.KVStride+g*hd:]
+				for d := range acc {
+					acc[d] = fma32(kq[j], h2f(v[d]), acc[d])
 				}
 			}
+		}
+		return S
+	})
+}
+
+// eachHead runs head for every query token and head in [h0, h1) of p (q the
+// head's query row, g its KV head, qpos its position, acc its output
+// accumulator, cleared) and stores acc / S in a copy of p.Out, S being head's
+// result.
+func eachHead(p *AttnF16Params, h0, h1 int, head func(q []float32, g, qpos int, acc []float32) (S float32)) []float32 {
+	out := append([]float32(nil), p.Out...)
+	hd, group := p.HeadDim, p.NHead/p.NHeadKV
+	acc := make([]float32, hd)
+	for tk := 0; tk < p.NTok; tk++ {
+		for h := h0; h < h1; h++ {
+			clear(acc)
+			S := head(p.Q[tk*p.QStride+h*hd:], h/group, p.Pos0+tk, acc)
 			normalizeInto(out[tk*p.OutStride+h*hd:], acc, S)
 		}
 	}

@@ -29,30 +29,6 @@ package kernels
 /*
 #include <math.h>
 #include "../csrc/kernels.h"
-
-// C's view of a type's block (elements, bytes), for the test that holds
-// types.go's table to the C structs; 0, 0 for an id C has no block for.
-static void k_block_layout(int type, int *elems, int *bytes) {
-    *elems = 0; *bytes = 0;
-    switch (type) {
-    case K_F32:    *elems = 1;     *bytes = sizeof(float); break;
-    case K_F16:    *elems = 1;     *bytes = sizeof(k_half); break;
-    case K_BF16:   *elems = 1;     *bytes = sizeof(k_bf16); break;
-    case K_Q4_0:   *elems = K_QK;  *bytes = sizeof(k_block_q4_0); break;
-    case K_Q4_1:   *elems = K_QK;  *bytes = sizeof(k_block_q4_1); break;
-    case K_Q5_0:   *elems = K_QK;  *bytes = sizeof(k_block_q5_0); break;
-    case K_Q5_1:   *elems = K_QK;  *bytes = sizeof(k_block_q5_1); break;
-    case K_Q8_0:   *elems = K_QK;  *bytes = sizeof(k_block_q8_0); break;
-    case K_IQ4_NL: *elems = K_QK;  *bytes = sizeof(k_block_iq4_nl); break;
-    case K_Q2_K:   *elems = K_QKK; *bytes = sizeof(k_block_q2_k); break;
-    case K_Q3_K:   *elems = K_QKK; *bytes = sizeof(k_block_q3_k); break;
-    case K_Q4_K:   *elems = K_QKK; *bytes = sizeof(k_block_q4_k); break;
-    case K_Q5_K:   *elems = K_QKK; *bytes = sizeof(k_block_q5_k); break;
-    case K_Q6_K:   *elems = K_QKK; *bytes = sizeof(k_block_q6_k); break;
-    case K_Q8_K:   *elems = K_QKK; *bytes = sizeof(k_block_q8_k); break;
-    case K_IQ4_XS: *elems = K_QKK; *bytes = sizeof(k_block_iq4_xs); break;
-    }
-}
 */
 import "C"
 
@@ -71,11 +47,16 @@ import (
 func f16ToF32C(h uint16) float32 { return float32(C.k_f16_to_f32(C.k_half(h))) }
 func f32ToF16C(f float32) uint16 { return uint16(C.k_f32_to_f16(C.float(f))) }
 
-// cBlockLayout is C's (elements, bytes) per block of type t (0, 0: none).
+// cBlockLayout is C's (elements, bytes) per block of type t (0, 0: none),
+// read from its row-size function (csrc/dispatch.c's type table), for the
+// test that holds types.go's table to C's.
 func cBlockLayout(t Type) (int, int) {
-	var e, b C.int
-	C.k_block_layout(C.int(t), &e, &b)
-	return int(e), int(b)
+	for _, elems := range []int{1, 32, 256} {
+		if b := C.k_row_bytes(C.int(t), C.int64_t(elems)); b >= 0 {
+			return elems, int(b)
+		}
+	}
+	return 0, 0
 }
 
 // BF16ToF32 converts bfloat16 bits to f32 (exact: the upper 16 bits).

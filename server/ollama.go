@@ -247,12 +247,9 @@ func ollamaStats(m map[string]any, o *outcome, reason string) map[string]any {
 	return m
 }
 
-func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, false) }
-func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request)     { s.ollama(w, r, true) }
-
+// ollama serves /api/chat (chatReq) and /api/generate.
 func (s *Server) ollama(w http.ResponseWriter, r *http.Request, chatReq bool) {
-	var q ollamaRequest
-	j := s.decodeJob(w, r, famOllama, &q, chatReq, fieldCheck{pick(chatReq, ollamaChatFields, ollamaGenerateFields), false})
+	q, j := decodeJob[ollamaRequest](s, w, r, famOllama, chatReq, fieldCheck{pick(chatReq, ollamaChatFields, ollamaGenerateFields), false})
 	if j == nil {
 		return
 	}

@@ -280,12 +280,9 @@ func usage(o *outcome) map[string]any {
 		"total_tokens": o.res.PromptTokens + o.res.Tokens}
 }
 
-func (s *Server) openaiChat(w http.ResponseWriter, r *http.Request)        { s.openai(w, r, true) }
-func (s *Server) openaiCompletions(w http.ResponseWriter, r *http.Request) { s.openai(w, r, false) }
-
+// openai serves /v1/chat/completions (chatReq) and /v1/completions.
 func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
-	var q openaiRequest
-	j := s.decodeJob(w, r, famOpenAI, &q, chatReq, fieldCheck{pick(chatReq, openaiChatFields, openaiCompletionFields), true})
+	q, j := decodeJob[openaiRequest](s, w, r, famOpenAI, chatReq, fieldCheck{pick(chatReq, openaiChatFields, openaiCompletionFields), true})
 	if j == nil {
 		return
 	}

@@ -135,8 +135,8 @@ const (
 
 func (s *Server) routes() {
 	s.handle(famOllama, "/{$}", false, s.root, "GET", "HEAD")
-	s.handle(famOllama, "/api/generate", false, s.ollamaGenerate, "POST")
-	s.handle(famOllama, "/api/chat", false, s.ollamaChat, "POST")
+	s.handle(famOllama, "/api/generate", false, func(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, false) }, "POST")
+	s.handle(famOllama, "/api/chat", false, func(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, true) }, "POST")
 	s.handle(famOllama, "/api/tags", false, s.ollamaTags, "GET", "HEAD")
 	s.handle(famOllama, "/api/show", false, s.ollamaShow, "POST")
 	s.handle(famOllama, "/api/ps", false, s.ollamaPS, "GET", "HEAD")
@@ -144,8 +144,8 @@ func (s *Server) routes() {
 	s.handle(famOllama, "/api/embed", false, s.ollamaEmbed, "POST")
 	s.handle(famOllama, "/api/embeddings", false, s.ollamaEmbeddings, "POST")
 
-	s.handle(famOpenAI, "/v1/chat/completions", false, s.openaiChat, "POST")
-	s.handle(famOpenAI, "/v1/completions", false, s.openaiCompletions, "POST")
+	s.handle(famOpenAI, "/v1/chat/completions", false, func(w http.ResponseWriter, r *http.Request) { s.openai(w, r, true) }, "POST")
+	s.handle(famOpenAI, "/v1/completions", false, func(w http.ResponseWriter, r *http.Request) { s.openai(w, r, false) }, "POST")
 	s.handle(famOpenAI, "/v1/embeddings", false, s.openaiEmbeddings, "POST")
 	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
@@ -337,19 +337,23 @@ type jobRequest interface {
 	job(chatReq bool) (*job, error)
 }
 
-// decodeJob decodes the body into q, checks its fields and makes the job.
+// decodeJob decodes the body into a new Q, checks its fields and makes the job.
 // On a failure it has answered in fam's shape and returns nil.
-func (s *Server) decodeJob(w http.ResponseWriter, r *http.Request, fam family, q jobRequest, chatReq bool, fields fieldCheck) *job {
+func decodeJob[Q any, P interface {
+	*Q
+	jobRequest
+}](s *Server, w http.ResponseWriter, r *http.Request, fam family, chatReq bool, fields fieldCheck) (*Q, *job) {
+	q := P(new(Q))
 	if err := decode(r, q, false, fields); err != nil {
 		s.failErr(w, r, fam, err)
-		return nil
+		return nil, nil
 	}
 	j, err := q.job(chatReq)
 	if err != nil {
 		s.failErr(w, r, fam, err)
-		return nil
+		return nil, nil
 	}
-	return j
+	return q, j
 }
 
 // pick is forChat when chatReq, else forGenerate (a route pair's field table).
