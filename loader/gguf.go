@@ -72,19 +72,20 @@ func (t ValueType) String() string {
 // Valid reports whether t is one of the 13 GGUF value types.
 func (t ValueType) Valid() bool { return t <= TypeFloat64 }
 
+// scalarTypes is the Go type a scalar of each value type decodes to, in
+// value-type order (nil for string and array); its size is the encoded size.
+var scalarTypes = [...]reflect.Type{
+	reflect.TypeFor[uint8](), reflect.TypeFor[int8](), reflect.TypeFor[uint16](), reflect.TypeFor[int16](),
+	reflect.TypeFor[uint32](), reflect.TypeFor[int32](), reflect.TypeFor[float32](), reflect.TypeFor[bool](),
+	nil, nil, reflect.TypeFor[uint64](), reflect.TypeFor[int64](), reflect.TypeFor[float64](),
+}
+
 // size is the encoded size of a scalar of type t (0 for string and array).
 func (t ValueType) size() int {
-	switch t {
-	case TypeUint8, TypeInt8, TypeBool:
-		return 1
-	case TypeUint16, TypeInt16:
-		return 2
-	case TypeUint32, TypeInt32, TypeFloat32:
-		return 4
-	case TypeUint64, TypeInt64, TypeFloat64:
-		return 8
+	if !t.Valid() || scalarTypes[t] == nil {
+		return 0
 	}
-	return 0
+	return int(scalarTypes[t].Size())
 }
 
 // Value is one metadata value. V holds uint8, int8, uint16, int16, uint32,
@@ -304,23 +305,28 @@ func (a Array) int64s() ([]int64, bool) {
 		return nil, false
 	}
 	out := make([]int64, rv.Len())
-	switch rv.Type().Elem().Kind() {
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		for i := range out {
-			out[i] = rv.Index(i).Int()
+	for i := range out {
+		x, ok := intOf(rv.Index(i))
+		if !ok {
+			return nil, false
 		}
-	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		for i := range out {
-			u := rv.Index(i).Uint()
-			if u > math.MaxInt64 {
-				return nil, false
-			}
-			out[i] = int64(u)
-		}
-	default:
-		return nil, false
+		out[i] = x
 	}
 	return out, true
+}
+
+// intOf is an integer of any width as int64; false for other kinds and for
+// unsigned values above MaxInt64.
+func intOf(rv reflect.Value) (int64, bool) {
+	switch rv.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), true
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u := rv.Uint(); u <= math.MaxInt64 {
+			return int64(u), true
+		}
+	}
+	return 0, false
 }
 
 // convert copies numbers into a new slice of type U (the caller has
@@ -334,30 +340,7 @@ func convert[U, T uint8 | int8 | uint16 | int16 | uint32 | int32 | uint64 | int6
 }
 
 // Int returns the value of any integer type if it fits in int64.
-func (v Value) Int() (int64, bool) {
-	switch x := v.V.(type) {
-	case uint8:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, false
-		}
-		return int64(x), true
-	case int64:
-		return x, true
-	}
-	return 0, false
-}
+func (v Value) Int() (int64, bool) { return intOf(reflect.ValueOf(v.V)) }
 
 // Uint returns the value of any integer type if it is non-negative.
 func (v Value) Uint() (uint64, bool) {

@@ -1,10 +1,12 @@
 package loader
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
+	"reflect"
 	"sort"
 	"unsafe"
 
@@ -68,6 +70,28 @@ func readLE[T uint32 | uint64](p *parser, what string) (T, error) {
 	}
 	p.off += n
 	return v, nil
+}
+
+// checked reads a value with read and then fails, at the value's offset,
+// with what check says is wrong with it ("" for nothing).
+func checked[T any](p *parser, read func(what string) (T, error), what string, check func(T) string) (T, error) {
+	off := p.off
+	v, err := read(what)
+	if err != nil {
+		return v, err
+	}
+	if msg := check(v); msg != "" {
+		return v, p.errAt(off, "%s", msg)
+	}
+	return v, nil
+}
+
+// unless is "" when ok, else the formatted complaint.
+func unless(ok bool, format string, args ...any) string {
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 // str reads a GGUF string (u64 length + bytes).
@@ -143,27 +167,26 @@ func (p *parser) file() (*File, error) {
 	}
 	alignOff := 0
 	for i := uint64(0); i < nKV; i++ {
-		kOff := p.off
-		key, err := p.str(fmt.Sprintf("metadata key #%d", i))
+		key, err := checked(p, p.str, fmt.Sprintf("metadata key #%d", i), func(key string) string {
+			if key == "" {
+				return fmt.Sprintf("metadata key #%d is empty", i)
+			}
+			if j, dup := f.kvIdx[key]; dup {
+				return fmt.Sprintf("duplicate metadata key %q (entries #%d and #%d)", key, j, i)
+			}
+			return ""
+		})
 		if err != nil {
 			return nil, err
 		}
-		if key == "" {
-			return nil, p.errAt(kOff, "metadata key #%d is empty", i)
-		}
-		if j, dup := f.kvIdx[key]; dup {
-			return nil, p.errAt(kOff, "duplicate metadata key %q (entries #%d and #%d)", key, j, i)
-		}
-		tOff := p.off
 		if key == "general.alignment" {
-			alignOff = tOff
+			alignOff = p.off
 		}
-		vt, err := p.u32(fmt.Sprintf("metadata %q value type", key))
+		vt, err := checked(p, p.u32, fmt.Sprintf("metadata %q value type", key), func(vt uint32) string {
+			return unless(ValueType(vt).Valid(), "metadata %q: unknown value type %d", key, vt)
+		})
 		if err != nil {
 			return nil, err
-		}
-		if !ValueType(vt).Valid() {
-			return nil, p.errAt(tOff, "metadata %q: unknown value type %d", key, vt)
 		}
 		v, err := p.value(ValueType(vt), 0, key)
 		if err != nil {
@@ -243,25 +266,22 @@ func (p *parser) file() (*File, error) {
 
 func (p *parser) tensorInfo(i uint64) (TensorInfo, error) {
 	var t TensorInfo
-	nOff := p.off
-	name, err := p.str(fmt.Sprintf("tensor #%d name", i))
+	name, err := checked(p, p.str, fmt.Sprintf("tensor #%d name", i), func(name string) string {
+		if name == "" {
+			return fmt.Sprintf("tensor #%d has an empty name", i)
+		}
+		return unless(len(name) <= MaxNameLen, "tensor #%d name %.40q... is %d bytes, longer than %d", i, name, len(name), MaxNameLen)
+	})
 	if err != nil {
 		return t, err
-	}
-	if name == "" {
-		return t, p.errAt(nOff, "tensor #%d has an empty name", i)
-	}
-	if len(name) > MaxNameLen {
-		return t, p.errAt(nOff, "tensor #%d name %.40q... is %d bytes, longer than %d", i, name, len(name), MaxNameLen)
 	}
 	t.Name = name
 	dOff := p.off
-	nDims, err := p.u32(fmt.Sprintf("tensor %q n_dims", name))
+	nDims, err := checked(p, p.u32, fmt.Sprintf("tensor %q n_dims", name), func(nDims uint32) string {
+		return unless(nDims >= 1 && nDims <= MaxDims, "tensor %q: n_dims %d is not in 1..%d", name, nDims, MaxDims)
+	})
 	if err != nil {
 		return t, err
-	}
-	if nDims < 1 || nDims > MaxDims {
-		return t, p.errAt(dOff, "tensor %q: n_dims %d is not in 1..%d", name, nDims, MaxDims)
 	}
 	t.Shape = make([]int64, nDims)
 	elems := uint64(1)
@@ -281,15 +301,13 @@ func (p *parser) tensorInfo(i uint64) (TensorInfo, error) {
 		elems = lo
 		t.Shape[d] = int64(ne)
 	}
-	tyOff := p.off
-	ty, err := p.u32(fmt.Sprintf("tensor %q type", name))
+	ty, err := checked(p, p.u32, fmt.Sprintf("tensor %q type", name), func(ty uint32) string {
+		return unless(kernels.Type(ty).Known(), "tensor %q: %s", name, unsupportedType(ty))
+	})
 	if err != nil {
 		return t, err
 	}
 	t.Type = kernels.Type(ty)
-	if !t.Type.Known() {
-		return t, p.errAt(tyOff, "tensor %q: %s", name, unsupportedType(ty))
-	}
 	rowBytes, err := rowBytes(t.Type, t.Shape[0])
 	if err != nil {
 		return t, p.errAt(dOff+4, "tensor %q: %v", name, err)
@@ -313,37 +331,15 @@ func (p *parser) value(vt ValueType, depth int, key string) (Value, error) {
 		if err := p.need(uint64(sz), fmt.Sprintf("metadata %q %s value", key, vt)); err != nil {
 			return Value{}, err
 		}
-		b := p.b[p.off:]
-		p.off += sz
-		var v any
-		switch vt {
-		case TypeUint8:
-			v = b[0]
-		case TypeInt8:
-			v = int8(b[0])
-		case TypeBool:
-			if b[0] > 1 {
-				return Value{}, p.errAt(start, "metadata %q: bool byte is %d, not 0 or 1", key, b[0])
-			}
-			v = b[0] == 1
-		case TypeUint16:
-			v = le.Uint16(b)
-		case TypeInt16:
-			v = int16(le.Uint16(b))
-		case TypeUint32:
-			v = le.Uint32(b)
-		case TypeInt32:
-			v = int32(le.Uint32(b))
-		case TypeFloat32:
-			v = math.Float32frombits(le.Uint32(b))
-		case TypeUint64:
-			v = le.Uint64(b)
-		case TypeInt64:
-			v = int64(le.Uint64(b))
-		case TypeFloat64:
-			v = math.Float64frombits(le.Uint64(b))
+		if vt == TypeBool && p.b[p.off] > 1 {
+			return Value{}, p.errAt(start, "metadata %q: bool byte is %d, not 0 or 1", key, p.b[p.off])
 		}
-		return Value{Type: vt, V: v}, nil
+		v, err := scalars(vt, p.b[p.off:p.off+sz], 1)
+		if err != nil {
+			return Value{}, p.errAt(start, "metadata %q: %v", key, err)
+		}
+		p.off += sz
+		return Value{Type: vt, V: reflect.ValueOf(v).Index(0).Interface()}, nil
 	}
 	switch vt {
 	case TypeString:
@@ -392,47 +388,31 @@ func (p *parser) array(depth int, key string) (Array, error) {
 			key, n64, elem, satMul(n64, minSize), p.left())
 	}
 	n := int(n64)
-	b := p.b[p.off:]
 	a := Array{Elem: elem}
-	switch elem {
-	case TypeUint8:
-		v := make([]uint8, n)
-		copy(v, b)
-		a.Values = v
-	case TypeInt8:
-		a.Values = decodeArray(b, n, 1, func(e []byte) int8 { return int8(e[0]) })
-	case TypeBool:
-		v := make([]bool, n)
-		for i := range v {
-			if b[i] > 1 {
-				return Array{}, p.errAt(p.off+i, "metadata %q: bool element %d is %d, not 0 or 1", key, i, b[i])
+	if sz := elem.size(); sz > 0 {
+		b := p.b[p.off : p.off+n*sz]
+		if elem == TypeBool {
+			for i, x := range b {
+				if x > 1 {
+					return Array{}, p.errAt(p.off+i, "metadata %q: bool element %d is %d, not 0 or 1", key, i, x)
+				}
 			}
-			v[i] = b[i] == 1
+		}
+		v, err := scalars(elem, b, n)
+		if err != nil {
+			return Array{}, p.errAt(p.off, "metadata %q: %v", key, err)
 		}
 		a.Values = v
-	case TypeUint16:
-		a.Values = decodeArray(b, n, 2, le.Uint16)
-	case TypeInt16:
-		a.Values = decodeArray(b, n, 2, func(e []byte) int16 { return int16(le.Uint16(e)) })
-	case TypeUint32:
-		a.Values = decodeArray(b, n, 4, le.Uint32)
-	case TypeInt32:
-		a.Values = decodeArray(b, n, 4, func(e []byte) int32 { return int32(le.Uint32(e)) })
-	case TypeFloat32:
-		a.Values = decodeArray(b, n, 4, func(e []byte) float32 { return math.Float32frombits(le.Uint32(e)) })
-	case TypeUint64:
-		a.Values = decodeArray(b, n, 8, le.Uint64)
-	case TypeInt64:
-		a.Values = decodeArray(b, n, 8, func(e []byte) int64 { return int64(le.Uint64(e)) })
-	case TypeFloat64:
-		a.Values = decodeArray(b, n, 8, func(e []byte) float64 { return math.Float64frombits(le.Uint64(e)) })
+		p.off += len(b)
+		return a, nil
+	}
+	switch elem {
 	case TypeString:
 		v, err := p.strings(n, key)
 		if err != nil {
 			return Array{}, err
 		}
 		a.Values = v
-		return a, nil
 	case TypeArray:
 		v := make([]Array, 0, min(n, 1024))
 		for i := 0; i < n; i++ {
@@ -443,9 +423,7 @@ func (p *parser) array(depth int, key string) (Array, error) {
 			v = append(v, sub)
 		}
 		a.Values = v
-		return a, nil
 	}
-	p.off += n * elem.size()
 	return a, nil
 }
 
@@ -496,12 +474,9 @@ func rowBytes(t kernels.Type, n int64) (int64, error) {
 	return t.RowBytes(n)
 }
 
-// decodeArray reads n little-endian elements of size bytes each from b
-// (the caller has checked that b holds them).
-func decodeArray[T any](b []byte, n, size int, get func([]byte) T) []T {
-	v := make([]T, n)
-	for i := range v {
-		v[i] = get(b[size*i:])
-	}
-	return v
+// scalars decodes the n little-endian scalars of type t in b (n times t's
+// size bytes; bools already checked) into a new slice of t's Go type.
+func scalars(t ValueType, b []byte, n int) (any, error) {
+	v := reflect.MakeSlice(reflect.SliceOf(scalarTypes[t]), n, n).Interface()
+	return v, binary.Read(bytes.NewReader(b), le, v)
 }
