@@ -115,13 +115,12 @@ func packIQ4(xb []float32, id float32, qs []byte) {
 
 // rowIQ4NL: block = d f16, qs[16] (18 bytes per 32).
 func rowIQ4NL(x []float32, y []byte) {
-	for b := 0; b < len(x)/32; b++ {
-		xb, yb := x[32*b:32*b+32], y[18*b:18*b+18]
+	forBlocks(x, y, 32, 18, func(xb []float32, yb []byte) {
 		d := iq4BlockScale(xb)
 		putF16(yb, d)
 		id := recip(d)
 		packIQ4(xb, id, yb[2:])
-	}
+	})
 }
 
 // rowIQ4XS: block = d f16, scales_h u16 (2 high bits of scale ib at bit
@@ -129,8 +128,7 @@ func rowIQ4NL(x []float32, y []byte) {
 // (136 bytes per 256). Scale ib is d·(l − 32), l in 0..63.
 func rowIQ4XS(x []float32, y []byte) {
 	var scales [8]float32
-	for b := 0; b < len(x)/256; b++ {
-		xb, yb := x[256*b:256*b+256], y[136*b:136*b+136]
+	forBlocks(x, y, 256, 136, func(xb []float32, yb []byte) {
 		var maxScale, amaxScale float32
 		for ib := range 8 {
 			scales[ib] = iq4BlockScale(xb[32*ib : 32*ib+32])
@@ -161,5 +159,5 @@ func rowIQ4XS(x []float32, y []byte) {
 			sh |= uint16(l>>4) << (2 * ib)
 		}
 		yb[2], yb[3] = byte(sh), byte(sh>>8)
-	}
+	})
 }

@@ -188,8 +188,7 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 // rowQ4K: block = d f16, dmin f16, scales[12], qs[128] (144 bytes).
 func rowQ4K(x []float32, y []byte) {
 	var L [256]uint8
-	for b := 0; b < len(x)/256; b++ {
-		xb, yb := x[256*b:256*b+256], y[144*b:144*b+144]
+	forBlocks(x, y, 256, 144, func(xb []float32, yb []byte) {
 		kScaleMin(xb, 15, -1, 0.1, 20, &L, yb)
 		q := yb[16:]
 		for c := range 4 { // chunk c: low nibbles = elements 64c.., high = 64c+32..
@@ -197,14 +196,13 @@ func rowQ4K(x []float32, y []byte) {
 				q[32*c+l] = L[64*c+l] | L[64*c+32+l]<<4
 			}
 		}
-	}
+	})
 }
 
 // rowQ5K: block = d f16, dmin f16, scales[12], qh[32], qs[128] (176 bytes).
 func rowQ5K(x []float32, y []byte) {
 	var L [256]uint8
-	for b := 0; b < len(x)/256; b++ {
-		xb, yb := x[256*b:256*b+256], y[176*b:176*b+176]
+	forBlocks(x, y, 256, 176, func(xb []float32, yb []byte) {
 		kScaleMin(xb, 31, -0.5, 0.1, 15, &L, yb)
 		qh, qs := yb[16:48], yb[48:176]
 		for i := range qh {
@@ -224,7 +222,7 @@ func rowQ5K(x []float32, y []byte) {
 				qs[32*c+l] = l1 | l2<<4
 			}
 		}
-	}
+	})
 }
 
 // makeQX6 is ggml's make_qx_quants for nmax = 32 with weights x²: it
@@ -276,21 +274,27 @@ func makeQX6(x []float32, L []uint8) float32 {
 	return scale
 }
 
+// subScales fits each 16-value sub-block of the 256-value block xb with fit
+// (its levels into the matching 16 of L) and returns the 16 scales, the
+// signed one of largest magnitude and that magnitude.
+func subScales[T any](xb []float32, L []T, fit func(x []float32, L []T) float32) (scales [16]float32, maxScale, maxAbs float32) {
+	for j := range scales {
+		scales[j] = fit(xb[16*j:16*j+16], L[16*j:16*j+16])
+	}
+	maxScale, maxAbs = absMaxSigned(scales[:])
+	return scales, maxScale, maxAbs
+}
+
 // rowQ6K: block = ql[128], qh[64], scales[16] int8, d f16 (210 bytes).
 func rowQ6K(x []float32, y []byte) {
 	var L [256]uint8
-	var scales [16]float32
-	for b := 0; b < len(x)/256; b++ {
-		xb, yb := x[256*b:256*b+256], y[210*b:210*b+210]
-		for ib := range 16 {
-			scales[ib] = makeQX6(xb[16*ib:16*ib+16], L[16*ib:16*ib+16])
-		}
-		maxScale, maxAbsScale := absMaxSigned(scales[:])
+	forBlocks(x, y, 256, 210, func(xb []float32, yb []byte) {
+		scales, maxScale, maxAbsScale := subScales(xb, L[:], makeQX6)
 		if maxAbsScale < groupMaxEps {
 			for i := range yb {
 				yb[i] = 0
 			}
-			continue
+			return
 		}
 		iscale := -128 / maxScale
 		putF16(yb[208:], 1/iscale)
@@ -318,5 +322,5 @@ func rowQ6K(x []float32, y []byte) {
 				qhh[l] = q1>>4 | (q2>>4)<<2 | (q3>>4)<<4 | (q4>>4)<<6
 			}
 		}
-	}
+	})
 }

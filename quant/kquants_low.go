@@ -33,8 +33,7 @@ func rowQ2K(x []float32, y []byte) {
 	var L [256]uint8
 	var weights [16]float32
 	var scales, mins [16]float32
-	for b := 0; b < len(x)/256; b++ {
-		xb, yb := x[256*b:256*b+256], y[84*b:84*b+84]
+	forBlocks(x, y, 256, 84, func(xb []float32, yb []byte) {
 		var maxScale, maxMin float32
 		for j := range 16 {
 			xs := xb[16*j : 16*j+16]
@@ -75,7 +74,7 @@ func rowQ2K(x []float32, y []byte) {
 			}
 		}
 		packQ2Bits(&L, yb[16:80])
-	}
+	})
 }
 
 // makeQ3 is ggml's make_q3_quants with its error search (nmax 4, weights
@@ -150,13 +149,8 @@ func q3Scale(sc []byte, j int) int8 {
 func rowQ3K(x []float32, y []byte) {
 	var Ls [256]int8
 	var L [256]uint8
-	var scales [16]float32
-	for b := 0; b < len(x)/256; b++ {
-		xb, yb := x[256*b:256*b+256], y[110*b:110*b+110]
-		for j := range 16 {
-			scales[j] = makeQ3(xb[16*j:16*j+16], Ls[16*j:16*j+16])
-		}
-		maxScale, _ := absMaxSigned(scales[:])
+	forBlocks(x, y, 256, 110, func(xb []float32, yb []byte) {
+		scales, maxScale, _ := subScales(xb, Ls[:], makeQ3)
 		sc := yb[96:108]
 		clear(sc)
 		putF16(yb[108:], 0)
@@ -196,5 +190,5 @@ func rowQ3K(x []float32, y []byte) {
 			}
 		}
 		packQ2Bits(&L, yb[32:96])
-	}
+	})
 }
