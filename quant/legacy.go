@@ -35,10 +35,7 @@ func minMax(x []float32) (lo, hi float32) {
 // Block: d f16, qs[16]; element j (j<16) in the low nibble of qs[j], j+16 in the high nibble.
 func rowQ4_0(x []float32, y []byte) {
 	forBlocks(x, y, 32, 18, func(xb []float32, yb []byte) {
-		maxv, _ := absMaxSigned(xb)
-		d := maxv / -8
-		id := recip(d)
-		putF16(yb, d)
+		id := symmetricHeader(xb, yb, -8)
 		for j := 0; j < 16; j++ {
 			q0 := min(15, int8(float32(xb[j]*id)+8.5))
 			q1 := min(15, int8(float32(xb[j+16]*id)+8.5))
@@ -53,6 +50,16 @@ func forBlocks(x []float32, y []byte, qk, blockBytes int, block func(xb []float3
 	for b := 0; b < len(x)/qk; b++ {
 		block(x[qk*b:qk*b+qk], y[blockBytes*b:blockBytes*b+blockBytes])
 	}
+}
+
+// symmetricHeader writes the block header d = max / div (max the signed
+// value of largest magnitude, one f16) at the start of yb and returns 1/d (0
+// for an all-zero block).
+func symmetricHeader(xb []float32, yb []byte, div float32) (id float32) {
+	maxv, _ := absMaxSigned(xb)
+	d := maxv / div
+	putF16(yb, d)
+	return recip(d)
 }
 
 // affineHeader writes the block header d = (max-min)/levels, m = min (two
@@ -90,10 +97,7 @@ func rowQ4_1(x []float32, y []byte) {
 // Block: d f16, qh[4] (u32, bit j = 5th bit of element j), qs[16].
 func rowQ5_0(x []float32, y []byte) {
 	forBlocks(x, y, 32, 22, func(xb []float32, yb []byte) {
-		maxv, _ := absMaxSigned(xb)
-		d := maxv / -16
-		id := recip(d)
-		putF16(yb, d)
+		id := symmetricHeader(xb, yb, -16)
 		var qh uint32
 		for j := 0; j < 16; j++ {
 			q0 := byte(min(31, int8(float32(xb[j]*id)+16.5)))
