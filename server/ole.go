@@ -139,7 +139,7 @@ func (s *Server) ole(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		}
 		j.req.MaxTokens = *q.MaxTokens
 	}
-	sampling{temperature: q.Temperature, topP: q.TopP, topK: q.TopK, repeatPenalty: q.RepetitionPenalty}.apply(&j.req)
+	sampling{Temperature: q.Temperature, TopP: q.TopP, TopK: q.TopK, RepeatPenalty: q.RepetitionPenalty}.apply(&j.req)
 	j.req.Stop = q.StopSequences
 
 	created, model := time.Now().Unix(), q.Model

@@ -15,19 +15,12 @@ import (
 // /api/version. Durations are in nanoseconds; streams are NDJSON.
 
 type ollamaOptions struct {
-	NumCtx           *int     `json:"num_ctx"`
-	NumPredict       *int     `json:"num_predict"`
-	Temperature      *float32 `json:"temperature"`
-	TopK             *int     `json:"top_k"`
-	TopP             *float32 `json:"top_p"`
-	MinP             *float32 `json:"min_p"`
-	Seed             *int64   `json:"seed"`
-	Stop             []string `json:"stop"`
-	RepeatPenalty    *float32 `json:"repeat_penalty"`
-	RepeatLastN      *int     `json:"repeat_last_n"`
-	FrequencyPenalty *float32 `json:"frequency_penalty"`
-	PresencePenalty  *float32 `json:"presence_penalty"`
-	NumThread        *int     `json:"num_thread"`
+	NumCtx     *int `json:"num_ctx"`
+	NumPredict *int `json:"num_predict"`
+	sampling
+	Stop        []string `json:"stop"`
+	RepeatLastN *int     `json:"repeat_last_n"`
+	NumThread   *int     `json:"num_thread"`
 }
 
 // keepAlive is Ollama's keep_alive: a duration string ("5m", "0", "-1") or
@@ -182,9 +175,7 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		setInt(&j.req.MaxTokens, o.NumPredict)
 		setInt(&j.req.RepeatLastN, o.RepeatLastN)
 		setInt(&j.threads, o.NumThread)
-		sampling{temperature: o.Temperature, topK: o.TopK, topP: o.TopP, minP: o.MinP, seed: o.Seed,
-			repeatPenalty: o.RepeatPenalty, frequencyPenalty: o.FrequencyPenalty, presencePenalty: o.PresencePenalty,
-		}.apply(&j.req)
+		o.sampling.apply(&j.req)
 		if o.Stop != nil {
 			j.req.Stop = o.Stop
 		}
@@ -210,25 +201,30 @@ func setF(dst *float32, v *float32) {
 	}
 }
 
-// sampling are the sampler settings a request names (the OpenAI and Ole
-// bodies, Ollama's options); nil keeps the default.
+// sampling are the sampler settings a request names, under the names
+// Ollama's options and OpenAI's body share (both embed it; Ole's body spells
+// repeat_penalty its own way and fills one in); nil keeps the default.
 type sampling struct {
-	temperature, topP, minP                          *float32
-	repeatPenalty, frequencyPenalty, presencePenalty *float32
-	topK                                             *int
-	seed                                             *int64
+	Temperature      *float32 `json:"temperature"`
+	TopK             *int     `json:"top_k"`
+	TopP             *float32 `json:"top_p"`
+	MinP             *float32 `json:"min_p"`
+	Seed             *int64   `json:"seed"`
+	RepeatPenalty    *float32 `json:"repeat_penalty"`
+	FrequencyPenalty *float32 `json:"frequency_penalty"`
+	PresencePenalty  *float32 `json:"presence_penalty"`
 }
 
 func (o sampling) apply(req *GenerateRequest) {
-	setF(&req.Temperature, o.temperature)
-	setInt(&req.TopK, o.topK)
-	setF(&req.TopP, o.topP)
-	setF(&req.MinP, o.minP)
-	setF(&req.RepeatPenalty, o.repeatPenalty)
-	setF(&req.FrequencyPenalty, o.frequencyPenalty)
-	setF(&req.PresencePenalty, o.presencePenalty)
-	if o.seed != nil {
-		req.Seed = *o.seed
+	setF(&req.Temperature, o.Temperature)
+	setInt(&req.TopK, o.TopK)
+	setF(&req.TopP, o.TopP)
+	setF(&req.MinP, o.MinP)
+	setF(&req.RepeatPenalty, o.RepeatPenalty)
+	setF(&req.FrequencyPenalty, o.FrequencyPenalty)
+	setF(&req.PresencePenalty, o.PresencePenalty)
+	if o.Seed != nil {
+		req.Seed = *o.Seed
 	}
 }
 

@@ -83,18 +83,11 @@ type openaiRequest struct {
 	StreamOptions     *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int       `json:"max_tokens"`
-	MaxCompletionTokens *int       `json:"max_completion_tokens"`
-	Temperature         *float32   `json:"temperature"`
-	TopP                *float32   `json:"top_p"`
-	TopK                *int       `json:"top_k"`
-	MinP                *float32   `json:"min_p"`
-	Stop                stringList `json:"stop"`
-	Seed                *int64     `json:"seed"`
-	FrequencyPenalty    *float32   `json:"frequency_penalty"`
-	PresencePenalty     *float32   `json:"presence_penalty"`
-	RepeatPenalty       *float32   `json:"repeat_penalty"`
-	N                   *int       `json:"n"`
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	sampling
+	Stop stringList `json:"stop"`
+	N    *int       `json:"n"`
 	// chat: logprobs true/false and top_logprobs 0..20; completions (the
 	// legacy API): logprobs N, the number of alternatives, 0..5.
 	Logprobs    json.RawMessage `json:"logprobs"`
@@ -180,9 +173,7 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 			j.req.MaxTokens = *v
 		}
 	}
-	sampling{temperature: q.Temperature, topK: q.TopK, topP: q.TopP, minP: q.MinP, seed: q.Seed,
-		repeatPenalty: q.RepeatPenalty, frequencyPenalty: q.FrequencyPenalty, presencePenalty: q.PresencePenalty,
-	}.apply(&j.req)
+	q.sampling.apply(&j.req)
 	j.req.Stop = q.Stop
 	if err := q.parseLogprobs(j, chatReq); err != nil {
 		return nil, err
