@@ -80,17 +80,9 @@ func modelsWithTools(t *testing.T, shared string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := loader.Open(filepath.Join(shared, "synth-qwen2-mini-Q4_K_M.gguf"))
+	err = loader.CopyWith(filepath.Join(shared, "synth-qwen2-mini-Q4_K_M.gguf"), filepath.Join(dir, toolsModel+".gguf"),
+		func(_ *loader.File, w *loader.Writer) { w.SetString("tokenizer.chat_template", string(tmpl)) })
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := loader.WriterFrom(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetString("tokenizer.chat_template", string(tmpl))
-	if err := w.WriteFile(filepath.Join(dir, toolsModel+".gguf")); err != nil {
 		t.Fatal(err)
 	}
 	return dir

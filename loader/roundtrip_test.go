@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -336,5 +337,50 @@ func TestWriterErrors(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// CopyWith copies every value and tensor, applies the edit, and refuses to
+// write over its source (by path or through a link).
+func TestCopyWith(t *testing.T) {
+	dir := t.TempDir()
+	w, data := buildTestFile(t, 64)
+	src := filepath.Join(dir, "src.gguf")
+	if err := w.WriteFile(src); err != nil {
+		t.Fatal(err)
+	}
+	copyOf := func(dst string, edit func(f *File, w *Writer)) *File {
+		t.Helper()
+		if err := CopyWith(src, dst, edit); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	checkTestFile(t, copyOf(filepath.Join(dir, "same.gguf"), func(*File, *Writer) {}), 64, data)
+	f := copyOf(filepath.Join(dir, "named.gguf"), func(f *File, w *Writer) {
+		if f.Architecture() != "llama" {
+			t.Errorf("edit sees architecture %q", f.Architecture())
+		}
+		w.SetString("general.name", "copied")
+	})
+	if name, _ := f.String("general.name"); name != "copied" {
+		t.Errorf("general.name = %q, want the edit's", name)
+	}
+	link := filepath.Join(dir, "link.gguf")
+	if err := os.Symlink(src, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{src, link, filepath.Join(dir, ".", "src.gguf")} {
+		if err := CopyWith(src, out, func(*File, *Writer) {}); err == nil || !strings.Contains(err.Error(), "is the input file") {
+			t.Errorf("CopyWith onto %s: err = %v, want a refusal", out, err)
+		}
+	}
+	if err := CopyWith(filepath.Join(dir, "absent.gguf"), filepath.Join(dir, "out.gguf"), func(*File, *Writer) {}); err == nil {
+		t.Error("CopyWith from a missing file: no error")
 	}
 }

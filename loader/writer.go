@@ -61,6 +61,48 @@ func WriterFrom(f *File) (*Writer, error) {
 	return w, nil
 }
 
+// CopyWith writes dst as a copy of the GGUF file src with the changes edit
+// makes to its Writer (a new chat template, a metadata fix, a tensor left
+// out); f is src, open while edit runs. dst is written through a temporary
+// file renamed at the end, and may not be src.
+func CopyWith(src, dst string, edit func(f *File, w *Writer)) error {
+	if err := CheckNotSameFile(src, dst); err != nil {
+		return err
+	}
+	f, err := Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := WriterFrom(f)
+	if err != nil {
+		return err
+	}
+	edit(f, w)
+	return w.WriteFile(dst)
+}
+
+// CheckNotSameFile refuses an output that would replace the input: the same
+// path once cleaned, or the same file reached another way (a symlink, a
+// hard link).
+func CheckNotSameFile(inPath, outPath string) error {
+	if filepath.Clean(inPath) == filepath.Clean(outPath) {
+		return fmt.Errorf("output %s is the input file: write to another path", outPath)
+	}
+	si, err := os.Stat(inPath)
+	if err != nil {
+		return err
+	}
+	so, err := os.Stat(outPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil && os.SameFile(si, so) {
+		return fmt.Errorf("output %s is the input file %s (a link to it): write to another path", outPath, inPath)
+	}
+	return nil
+}
+
 // Set stores v under key.
 func (w *Writer) Set(key string, v Value) {
 	if key == "" {

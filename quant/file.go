@@ -2,12 +2,9 @@ package quant
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 
 	"github.com/woolly-llm/woolly/kernels"
@@ -45,7 +42,7 @@ const ChunkElems = 16 << 20
 // outPath; an output that is the input file (same path, a link to it) is
 // refused.
 func QuantizeFile(inPath, outPath string, ft FileType, o FileOptions) (*FileSummary, error) {
-	if err := CheckNotSameFile(inPath, outPath); err != nil {
+	if err := loader.CheckNotSameFile(inPath, outPath); err != nil {
 		return nil, err
 	}
 	threads := o.Threads
@@ -138,27 +135,6 @@ var replacedKeys = map[string]bool{
 	"split.no":                     true,
 	"split.count":                  true,
 	"split.tensors.count":          true,
-}
-
-// CheckNotSameFile refuses an output that would replace the input: the same
-// path once cleaned, or the same file reached another way (a symlink, a
-// hard link).
-func CheckNotSameFile(inPath, outPath string) error {
-	if filepath.Clean(inPath) == filepath.Clean(outPath) {
-		return fmt.Errorf("output %s is the input file: write to another path", outPath)
-	}
-	si, err := os.Stat(inPath)
-	if err != nil {
-		return err
-	}
-	so, err := os.Stat(outPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err == nil && os.SameFile(si, so) {
-		return fmt.Errorf("output %s is the input file %s (a link to it): write to another path", outPath, inPath)
-	}
-	return nil
 }
 
 // convertTensor streams tensor t (bytes src) to out as type dst, in chunks

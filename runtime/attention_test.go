@@ -29,18 +29,7 @@ import (
 //	q   [NTok][QStride]   head h at t*QStride + h*HeadDim (f32)
 //	k,v [nPos][KVStride]  kv head g at p*KVStride + g*HeadDim (f16 bits)
 //	out [NTok][OutStride]
-type attnArgs struct {
-	NTok, Pos0, NHead, NHeadKV, HeadDim int
-	Q                                   []float32
-	QStride                             int
-	K, V                                []uint16
-	KVStride                            int
-	Scale                               float32
-	Out                                 []float32
-	OutStride                           int
-	Window                              int
-	SoftCap                             float32
-}
+type attnArgs kernels.AttnF16Params
 
 // first is the first position the query at position p sees.
 func (p *attnArgs) first(pos int) int {
@@ -287,9 +276,9 @@ func attnFixture(ntok, npos, nh, nkv, hd int, seed int64) *attnArgs {
 }
 
 func (p *attnArgs) kernelParams(out []float32) *kernels.AttnF16Params {
-	return &kernels.AttnF16Params{NTok: p.NTok, Pos0: p.Pos0, NHead: p.NHead, NHeadKV: p.NHeadKV, HeadDim: p.HeadDim,
-		Q: p.Q, QStride: p.QStride, K: p.K, V: p.V, KVStride: p.KVStride, Scale: p.Scale, Out: out, OutStride: p.OutStride,
-		Window: p.Window, SoftCap: p.SoftCap}
+	kp := kernels.AttnF16Params(*p)
+	kp.Out = out
+	return &kp
 }
 
 func (p *attnArgs) widened(out []float32) *kernels.AttnParams {

@@ -219,18 +219,9 @@ func TestEmbedTruncateAndErrors(t *testing.T) {
 // withPooling copies a model file with {arch}.pooling_type set to v.
 func withPooling(t *testing.T, src string, v uint32) string {
 	t.Helper()
-	f, err := loader.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := loader.WriterFrom(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetUint32(f.Architecture()+".pooling_type", v)
 	dst := filepath.Join(t.TempDir(), "pooled.gguf")
-	if err := w.WriteFile(dst); err != nil {
+	err := loader.CopyWith(src, dst, func(f *loader.File, w *loader.Writer) { w.SetUint32(f.Architecture()+".pooling_type", v) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -201,7 +201,7 @@ func WriteFile(path string, opt Options) (Result, error) {
 		return Result{}, fmt.Errorf("synth: preset %q incomplete (name, arch, dim, layers, heads, kv heads and vocab are required)", p.Name)
 	}
 	if opt.VocabPath != "" {
-		if err := quant.CheckNotSameFile(opt.VocabPath, path); err != nil {
+		if err := loader.CheckNotSameFile(opt.VocabPath, path); err != nil {
 			return Result{}, err
 		}
 	}

@@ -9,8 +9,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
-
-	"github.com/woolly-llm/woolly/quant"
 )
 
 // progress reports a long write (quantize, synth) on stderr: a bar when
@@ -90,7 +88,3 @@ func (p *progress) finish() {
 		fmt.Fprintln(p.w)
 	}
 }
-
-// checkNotSameFile refuses an output path that is the input file (the
-// same path, or a link to the same file).
-func checkNotSameFile(inPath, outPath string) error { return quant.CheckNotSameFile(inPath, outPath) }
