@@ -111,9 +111,7 @@ func serveRound(ctx context.Context, client *http.Client, url, model string, c, 
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			// A short prompt of its own per client and round: no prefix reuse.
 			body, _ := json.Marshal(map[string]any{"model": model, "raw": true, "stream": true,
 				"prompt":  fmt.Sprintf("%d.%d Once upon a time", round, i),
@@ -158,7 +156,7 @@ func serveRound(ctx context.Context, client *http.Client, url, model string, c, 
 				}
 			}
 			res[i].err = sc.Err()
-		}()
+		})
 	}
 	wg.Wait()
 	wall := time.Since(start)

@@ -134,9 +134,7 @@ func TestConcurrentMissesLoadOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			started.Done()
 			v, err := c.GetOrLoad("k", func() (int, int64, error) {
 				loads.Add(1)
@@ -146,7 +144,7 @@ func TestConcurrentMissesLoadOnce(t *testing.T) {
 			if err != nil || v != 42 {
 				errs <- fmt.Errorf("got %d, %v", v, err)
 			}
-		}()
+		})
 	}
 	started.Wait()
 	// Wait until every goroutine is either loading or waiting.
@@ -355,9 +353,7 @@ func TestLoadManyDeduplicatesWithGetOrLoad(t *testing.T) {
 	release := make(chan struct{})
 	claimed := make(chan []int, 1)
 	var bulkDone sync.WaitGroup
-	bulkDone.Add(1)
-	go func() {
-		defer bulkDone.Done()
+	bulkDone.Go(func() {
 		n, err := c.LoadMany([]string{"a", "b", "c"}, []int64{10, 10, 10}, func(idx []int) ([]int, error) {
 			claimed <- idx
 			<-release
@@ -366,7 +362,7 @@ func TestLoadManyDeduplicatesWithGetOrLoad(t *testing.T) {
 		if err != nil || n != 3 {
 			t.Errorf("LoadMany stored %d, %v", n, err)
 		}
-	}()
+	})
 	if idx := <-claimed; len(idx) != 3 {
 		t.Fatalf("claimed %v", idx)
 	}

@@ -153,16 +153,14 @@ func (d *DequantCache) Prefetch(model string, items []PrefetchItem) error {
 		return nil
 	}
 	items = append([]PrefetchItem(nil), items...)
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	d.wg.Go(func() {
 		// One at a time: prefetches that fall behind then find their
 		// tensors already loaded and skip them, instead of allocating
 		// buffers for several layers at once.
 		d.sem <- struct{}{}
 		defer func() { <-d.sem }()
 		d.prefetch(model, items)
-	}()
+	})
 	return nil
 }
 

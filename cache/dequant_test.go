@@ -132,9 +132,7 @@ func TestDequantBudgetNeverExceededConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for rep := 0; rep < 3; rep++ {
 				if err := generate(d, "m", m, loads); err != nil {
 					errs <- err
@@ -145,7 +143,7 @@ func TestDequantBudgetNeverExceededConcurrently(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

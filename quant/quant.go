@@ -82,9 +82,7 @@ func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				mu.Lock()
 				c := next
@@ -97,7 +95,7 @@ func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int
 					f(src[r*rowLen:(r+1)*rowLen], dst[r*rb:(r+1)*rb])
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return nil

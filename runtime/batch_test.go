@@ -86,12 +86,10 @@ func TestBatchLogitsMatchAlone(t *testing.T) {
 				s, err := b.NewSession(256)
 				require.NoError(t, err)
 				b.enter(s) // as if generating already: the first step waits for every prompt
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					<-start
 					together[i], errs[i] = generateRecording(s, p, gen)
-				}()
+				})
 			}
 			close(start)
 			wg.Wait()

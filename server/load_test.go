@@ -195,9 +195,7 @@ func TestLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perClient {
 				b := bodies[(c+i)%len(bodies)]
 				t0 := time.Now()
@@ -210,7 +208,7 @@ func TestLoad(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	wall := time.Since(start)

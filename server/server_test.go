@@ -655,11 +655,9 @@ func TestQueueFull503AndParallelSlots(t *testing.T) {
 			var wg sync.WaitGroup
 			results := make([]int, par+1)
 			for i := range par + 1 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					results[i] = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":1}}`).status
-				}()
+				})
 				// The first par are generating (held at the gate), the last waits.
 				deadline := time.Now().Add(5 * time.Second)
 				for time.Now().Before(deadline) {

@@ -63,6 +63,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if len(threads) > 0 {
 			t = threads[0]
 		}
+		if *bwMiB < 1 || *bwMiB > 1<<20 {
+			return fmt.Errorf("--bw-size %d: want 1 to %d MiB", *bwMiB, 1<<20)
+		}
 		return benchBandwidth(stdout, t, int64(*bwMiB)<<20, *asJSON)
 	}
 	if *model == "" {

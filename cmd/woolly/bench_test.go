@@ -84,6 +84,17 @@ func TestBandwidthProbe(t *testing.T) {
 	}
 }
 
+// A --bw-size out of range is an error naming the flag, not a panic.
+func TestBandwidthSizeRange(t *testing.T) {
+	for _, size := range []string{"0", "-5", "1073741824"} {
+		var so bytes.Buffer
+		err := runBench([]string{"--bandwidth", "--bw-size", size, "-t", "1"}, &so, &so)
+		if err == nil || !strings.Contains(err.Error(), "--bw-size") {
+			t.Errorf("--bw-size %s: err = %v, want one naming --bw-size", size, err)
+		}
+	}
+}
+
 // --profile prints each test's time per op class; run's --profile needs
 // --verbose and prints to stderr.
 func TestProfileFlags(t *testing.T) {

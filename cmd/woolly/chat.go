@@ -33,19 +33,11 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dq, err := parseDequantCache(*g.dequantCache)
-	if err != nil {
-		return err
-	}
-	m, err := runtime.Load(*g.model, runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, PrefixCache: g.prefix.v})
+	m, err := g.load(stderr, runtime.AttentionDefault)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	warnContext(stderr, m, *g.nctx)
-	if err := dq.apply(m); err != nil {
-		return err
-	}
 	tok := m.Tokenizer()
 	bos, eos := "", ""
 	if id := tok.BOS(); id >= 0 {

@@ -129,6 +129,27 @@ type generateFlags struct {
 	dequantCache  *string
 }
 
+// load loads the model the flags name with their threads, context length,
+// prefix cache and dequant cache, and attention mode, and warns on stderr
+// when -c is beyond the model's training context.
+func (g *generateFlags) load(stderr io.Writer, mode runtime.AttentionMode) (*runtime.Model, error) {
+	dq, err := parseDequantCache(*g.dequantCache)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.Load(*g.model, runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode,
+		PrefixCache: g.prefix.v})
+	if err != nil {
+		return nil, err
+	}
+	if err := dq.apply(m); err != nil {
+		m.Close()
+		return nil, err
+	}
+	warnContext(stderr, m, *g.nctx)
+	return m, nil
+}
+
 // addGenerateFlags registers run's and chat's shared flags; nUsage is -n's
 // help, which says what a token budget means for the command.
 func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {

@@ -52,21 +52,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if g.prefix.v == nil { // one generation per process: nothing to reuse unless asked
 		g.prefix.v = runtime.Ptr(int64(0))
 	}
-	dq, err := parseDequantCache(*g.dequantCache)
-	if err != nil {
-		return err
-	}
 	t0 := time.Now()
-	m, err := runtime.Load(*g.model, runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode,
-		PrefixCache: g.prefix.v})
+	m, err := g.load(stderr, mode)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := dq.apply(m); err != nil {
-		return err
-	}
-	warnContext(stderr, m, *g.nctx)
 	if *verbose {
 		inf := m.Info()
 		fmt.Fprintf(stderr, "model: %s (%s, %s, %d params, %d layers, vocab %d), context %d, %d threads, loaded in %v\n",

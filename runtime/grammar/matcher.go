@@ -330,11 +330,15 @@ func numStep(f *frame, b byte) bool {
 		default:
 			return false
 		}
-	case nDot:
+	case nDot, nESign: // a digit must follow: the fraction's or the exponent's first
 		if !isDigit(b) {
 			return false
 		}
-		f.st, f.n = nFrac, 1
+		if f.st == nDot {
+			f.st, f.n = nFrac, 1
+		} else {
+			f.st, f.n = nExp, 1
+		}
 	case nFrac:
 		switch {
 		case isDigit(b) && f.n < maxFracDigits:
@@ -353,11 +357,6 @@ func numStep(f *frame, b byte) bool {
 		default:
 			return false
 		}
-	case nESign:
-		if !isDigit(b) {
-			return false
-		}
-		f.st, f.n = nExp, 1
 	case nExp:
 		if !isDigit(b) || f.n >= maxExpDigits {
 			return false

@@ -410,15 +410,14 @@ func (c *compiler) compileOne(t string, s map[string]any, path string) (*node, e
 		return n, nil
 	case "string":
 		n := c.newNode(kString)
-		var err error
-		if n.minLen, n.maxLen, err = countRange(s, "minLength", "maxLength", path); err != nil {
+		if err := countRange(s, "minLength", "maxLength", path, &n.minLen, &n.maxLen); err != nil {
 			return nil, err
 		}
 		return n, nil
 	case "array":
 		n := c.newNode(kArray)
-		var err error
-		if n.minItems, n.maxItems, err = countRange(s, "minItems", "maxItems", path); err != nil {
+		err := countRange(s, "minItems", "maxItems", path, &n.minItems, &n.maxItems)
+		if err != nil {
 			return nil, err
 		}
 		n.items = c.any
@@ -434,19 +433,20 @@ func (c *compiler) compileOne(t string, s map[string]any, path string) (*node, e
 	return nil, &SchemaError{at(path, "type"), fmt.Sprintf("unknown type %q", t)}
 }
 
-// countRange reads a pair of count keywords: minKey (0 when absent) and
-// maxKey (-1 when absent: no bound), and checks that the range is not empty.
-func countRange(s map[string]any, minKey, maxKey, path string) (lo, hi int, err error) {
-	if lo, err = count(s, minKey, 0, path); err != nil {
-		return 0, 0, err
+// countRange reads a pair of count keywords into *lo and *hi: minKey (0
+// when absent) and maxKey (-1 when absent: no bound), and checks that the
+// range is not empty.
+func countRange(s map[string]any, minKey, maxKey, path string, lo, hi *int) (err error) {
+	if *lo, err = count(s, minKey, 0, path); err != nil {
+		return err
 	}
-	if hi, err = count(s, maxKey, -1, path); err != nil {
-		return 0, 0, err
+	if *hi, err = count(s, maxKey, -1, path); err != nil {
+		return err
 	}
-	if hi >= 0 && lo > hi {
-		return 0, 0, &SchemaError{path, minKey + " is more than " + maxKey}
+	if *hi >= 0 && *lo > *hi {
+		return &SchemaError{path, minKey + " is more than " + maxKey}
 	}
-	return lo, hi, nil
+	return nil
 }
 
 // count reads the non-negative integer keyword key, def when absent.
