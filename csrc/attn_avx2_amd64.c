@@ -89,16 +89,6 @@ K_AVX2 static void vacc16(float *acc, const float *vf, int64_t hd, const float *
 K_AVX2 static void vacc8(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) { vacc(1, acc, vf, hd, kq, n); }
 #pragma GCC pop_options
 
-K_AVX2 static inline AI int64_t attn_vaccum_f16(float *acc, const k_half *vc, int64_t kv_stride, int64_t cn,
-                                                const float *msv, const float *vsv, int64_t hd) {
-    int64_t i = 0;
-    for (; i + 64 <= hd; i += 64) vblock64(acc + i, vc + i, kv_stride, cn, msv, vsv);
-    if (i + 32 <= hd) { vblock32(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 32; }
-    if (i + 16 <= hd) { vblock16(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 16; }
-    if (i + 8 <= hd) { vblock8(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 8; }
-    return i;
-}
-
 /* ---- k_attention_tiled ---- */
 
 /* Transposes the 8x8 block r[0..7] in place: r[i] lane j <- r[j] lane i. */

@@ -14,6 +14,22 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+/* The parameters of the exact attention kernels over the f16 cache (see
+ * kernels.h) and their names as arguments, for the drivers and dispatch. */
+#define ATTN_F16_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
+        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+#define ATTN_F16_ARGS \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, out, out_stride, h0, h1, scratch
+
+/* The same for the attention over an f32 cache (k_attention_<set>). */
+#define ATTN_F32_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, const float *k, const float *v, int64_t kv_stride, float scale, int64_t window,     \
+        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+#define ATTN_F32_ARGS ATTN_F16_ARGS
+
 /* Query rows per block of k_attention_tiled: they share a converted K/V tile. */
 #define K_ATTN_TILED_ROWS 32
 #define K_ATTN_TILE 64
@@ -101,6 +117,43 @@ static inline void k_rope_pair(float *xh, int64_t i0, int64_t i1, float c, float
     const float b = x1 * s, f = x1 * c;
     xh[i0] = fmaf(x0, c, -b);
     xh[i1] = fmaf(x0, s, f);
+}
+
+/* The f32-cache attention k_attention_<set> (see kernels.h), written once:
+ * per (token, head) the scores over the window (soft-capped with the C
+ * library's tanhf), their softmax, and the weighted sum of V; scratch[i] is
+ * position first + i. A kernel set supplies the three vector primitives:
+ *   dot(a, b, n)           a . b
+ *   exp_sum(s, n, mx)      s[i] = exp(s[i] - mx), returns their sum
+ *   axpy(y, a, x, n)       y += a * x
+ * Inlined into each set's kernel, the calls through them are direct. */
+typedef float k_attn_dot_fn(const float *a, const float *b, int64_t n);
+typedef float k_attn_exp_sum_fn(float *s, int64_t n, float mx);
+typedef void k_attn_axpy_fn(float *y, float a, const float *x, int64_t n);
+
+static inline __attribute__((always_inline)) void k_attn_f32(ATTN_F32_PARAMS, k_attn_dot_fn *dot,
+                                                             k_attn_exp_sum_fn *exp_sum, k_attn_axpy_fn *axpy) {
+    const int64_t group = n_head / n_head_kv;
+    const float sc = k_attn_score_scale(scale, softcap);
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int64_t first = k_attn_first(pos0 + t, window), n = pos0 + t + 1 - first;
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t g = h / group;
+            const float *qh = q + t * q_stride + h * head_dim;
+            const float *kg = k + first * kv_stride + g * head_dim, *vg = v + first * kv_stride + g * head_dim;
+            float *o = out + t * out_stride + h * head_dim;
+            float mx = -INFINITY;
+            for (int64_t p = 0; p < n; p++) {
+                float s = dot(qh, kg + p * kv_stride, head_dim) * sc;
+                if (softcap != 0) s = softcap * tanhf(s);
+                scratch[p] = s;
+                mx = s > mx ? s : mx;
+            }
+            const float inv = 1.0f / exp_sum(scratch, n, mx);
+            for (int64_t i = 0; i < head_dim; i++) o[i] = 0;
+            for (int64_t p = 0; p < n; p++) axpy(o, scratch[p] * inv, vg + p * kv_stride, head_dim);
+        }
+    }
 }
 
 #endif

@@ -12,9 +12,9 @@
  *                      rounding to f16 and back, as the vector code does it
  *   float attn_dot64(x, y, np)   the vector part of dot_f16 of attn_f16_ref.c:
  *                      its first np (> 0, a multiple of 64) elements
- *   int64_t attn_vaccum_f16(acc, vc, kv_stride, cn, ms, vs, hd)   the V
- *                      accumulation of a chunk over the head lanes a vector
- *                      loop covers (returns how many); the driver does the rest
+ *   void vblock64/32/16/8(acc, v, kv_stride, cn, ms, vs) (and vblock4 when
+ *                      ATTN_LANES is 4)   the V accumulation of a chunk over
+ *                      that many head lanes
  *   void attn_widen_tile(kt, vf, kh, vh, kv_stride, ic, n0, n, hd)   K tile
  *                      transposed to f32 (lanes outside [n0, n) 0), V to f32
  *   void attn_scores(kq, kt, qh, hd, sc)   the tile's 64 scores times sc
@@ -33,14 +33,22 @@
 
 #define ATTN_CHUNK 64
 
-/* The parameters of the exact attention kernels over the f16 cache (see
- * kernels.h) and their names as arguments. */
-#define ATTN_F16_PARAMS                                                                                        \
-    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
-        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
-        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
-#define ATTN_F16_ARGS \
-    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, out, out_stride, h0, h1, scratch
+/* The V accumulation of a chunk over the head lanes the vector blocks cover
+ * (returns how many); the driver does the rest in scalar code. */
+ATTN_FN static inline __attribute__((always_inline)) int64_t attn_vaccum_f16(float *acc, const k_half *vc,
+                                                                            int64_t kv_stride, int64_t cn,
+                                                                            const float *msv, const float *vsv,
+                                                                            int64_t hd) {
+    int64_t i = 0;
+    for (; i + 64 <= hd; i += 64) vblock64(acc + i, vc + i, kv_stride, cn, msv, vsv);
+    if (i + 32 <= hd) { vblock32(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 32; }
+    if (i + 16 <= hd) { vblock16(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 16; }
+    if (i + 8 <= hd) { vblock8(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 8; }
+#if ATTN_LANES == 4
+    if (i + 4 <= hd) { vblock4(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 4; }
+#endif
+    return i;
+}
 
 /* dot_f16 of attn_f16_ref.c: the vector part, then the rest in double */
 ATTN_FN static inline __attribute__((always_inline)) float attn_dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {

@@ -81,17 +81,6 @@ static void vacc8(float *acc, const float *vf, int64_t hd, const float *kq, int6
 static void vacc4(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) { vacc(1, acc, vf, hd, kq, n); }
 #pragma GCC pop_options
 
-static inline AI int64_t attn_vaccum_f16(float *acc, const k_half *vc, int64_t kv_stride, int64_t cn,
-                                         const float *msv, const float *vsv, int64_t hd) {
-    int64_t i = 0;
-    for (; i + 64 <= hd; i += 64) vblock64(acc + i, vc + i, kv_stride, cn, msv, vsv);
-    if (i + 32 <= hd) { vblock32(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 32; }
-    if (i + 16 <= hd) { vblock16(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 16; }
-    if (i + 8 <= hd) { vblock8(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 8; }
-    if (i + 4 <= hd) { vblock4(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 4; }
-    return i;
-}
-
 /* ---- k_attention_tiled ---- */
 
 /* the tile's lanes [n0, n): K transposed by 4x4 blocks (other lanes 0), V as is */

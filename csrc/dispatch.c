@@ -2,6 +2,7 @@
  * kernels, lookups that ask the per-arch hooks (dispatch_<arch>.c) for SIMD
  * kernels, and the drivers that Go calls once per (op x row range). */
 #include <string.h>
+#include "attn_common.h"
 #include "kernels.h"
 
 /* ---- type facts ---- */
@@ -212,32 +213,10 @@ int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t pr
     return 0;
 }
 
-void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                 int64_t head_dim, const float *q, int64_t q_stride,
-                 const float *k, const float *v, int64_t kv_stride,
-                 float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                 int64_t h0, int64_t h1, float *scratch) {
-    OP(impl, attention)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                        scale, window, softcap, out, out_stride, h0, h1, scratch);
-}
+void k_attention(int impl, ATTN_F32_PARAMS) { OP(impl, attention)(ATTN_F32_ARGS); }
 
-void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                        int64_t head_dim, const float *q, int64_t q_stride,
-                        const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                        int64_t h0, int64_t h1, float *scratch) {
-    OP(impl, attention_f16acc)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                               scale, window, softcap, out, out_stride, h0, h1, scratch);
-}
-
-void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                       int64_t head_dim, const float *q, int64_t q_stride,
-                       const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                       int64_t h0, int64_t h1, float *scratch) {
-    OP(impl, attention_tiled)(n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride,
-                              scale, window, softcap, out, out_stride, h0, h1, scratch);
-}
+void k_attention_f16acc(int impl, ATTN_F16_PARAMS) { OP(impl, attention_f16acc)(ATTN_F16_ARGS); }
+void k_attention_tiled(int impl, ATTN_F16_PARAMS) { OP(impl, attention_tiled)(ATTN_F16_ARGS); }
 
 /* Scratch of the exact attention kernels, the largest any impl needs:
  * f16acc: the accumulator plus scores / ms / vs of a 64-position chunk;

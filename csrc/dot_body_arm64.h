@@ -131,7 +131,6 @@ static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, cons
 static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
     const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     for (int64_t i = 0; i < n / K_QKK; i++) {
@@ -146,12 +145,9 @@ static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, cons
             const int8_t *sc = x[i].scales + 8 * h;
             const int8_t *q8 = y[i].qs + 128 * h;
             for (int j = 0; j < 2; j++) { /* j = 0: lanes 0..3, j = 1: lanes 4..7 */
-                uint8x16_t la = vld1q_u8(L + 16 * j), lb = vld1q_u8(L + 32 + 16 * j);
-                uint8x16_t hh = vld1q_u8(H + 16 * j);
-                uint8x16_t u1 = vorrq_u8(vandq_u8(la, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
-                uint8x16_t u2 = vorrq_u8(vandq_u8(lb, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
-                uint8x16_t u3 = vorrq_u8(vshrq_n_u8(la, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
-                uint8x16_t u4 = vorrq_u8(vshrq_n_u8(lb, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
+                uint8x16_t u[4];
+                k_q6k_quads_neon(L, H, j, u);
+                const uint8x16_t u1 = u[0], u2 = u[1], u3 = u[2], u4 = u[3];
                 const int8_t *p = q8 + 16 * j;
                 int32x4_t s1 = K_DOT16(z, vreinterpretq_s8_u8(u1), vld1q_s8(p));
                 int32x4_t s2 = K_DOT16(z, vreinterpretq_s8_u8(u2), vld1q_s8(p + 32));
@@ -314,7 +310,6 @@ static void dot4_q5_k(int64_t n, const void *w, const void *a, size_t s, float o
 
 static void dot4_q6_k(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
-    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
     float32x4_t acc_lo[K_NT], acc_hi[K_NT];
     for (int k = 0; k < K_NT; k++) acc_lo[k] = acc_hi[k] = vdupq_n_f32(0);
     int8_t q[K_QKK];
@@ -323,13 +318,10 @@ static void dot4_q6_k(int64_t n, const void *w, const void *a, size_t a_row_byte
         for (int h = 0; h < 2; h++) {
             const uint8_t *L = x[i].ql + 64 * h, *H = x[i].qh + 32 * h;
             for (int j = 0; j < 2; j++) {
-                uint8x16_t la = vld1q_u8(L + 16 * j), lb = vld1q_u8(L + 32 + 16 * j);
-                uint8x16_t hh = vld1q_u8(H + 16 * j);
+                uint8x16_t u[4];
+                k_q6k_quads_neon(L, H, j, u);
                 int8_t *o = q + 128 * h + 16 * j;
-                vst1q_s8(o, vreinterpretq_s8_u8(vorrq_u8(vandq_u8(la, m4), vshlq_n_u8(vandq_u8(hh, m3), 4))));
-                vst1q_s8(o + 32, vreinterpretq_s8_u8(vorrq_u8(vandq_u8(lb, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4))));
-                vst1q_s8(o + 64, vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(la, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4))));
-                vst1q_s8(o + 96, vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(lb, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4))));
+                for (int k = 0; k < 4; k++) vst1q_s8(o + 32 * k, vreinterpretq_s8_u8(u[k]));
             }
         }
         const int8x16_t sc8 = vld1q_s8(x[i].scales);

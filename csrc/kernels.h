@@ -336,6 +336,9 @@ static inline float k_q8k_signed_max(const float *x, float amax) {
 
 /* 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. */
 void k_q4k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
+/* dm = {d*sc, dmin*m} of sub-block 2c, then of sub-block 2c+1 (chunk c of
+ * 64 elements of a Q4_K / Q5_K block) */
+void k_q4k_chunk_dm(const uint8_t *scales, int c, float d, float dmin, float dm[4]);
 
 /* Signatures of the non-table ops without the impl argument: the function
  * types declare the kernels (k_sgemm_kernel k_sgemm_ref; ...), the _fn

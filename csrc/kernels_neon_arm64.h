@@ -67,4 +67,17 @@ static inline __attribute__((always_inline)) void k_q5k_chunk_neon(uint8x16_t b0
     *hb1 = vshrq_n_u8(*hb1, 2);
 }
 
+/* Q6_K, 16 lanes of one half-block: the unsigned 6-bit quants of elements
+ * 16j + l (u[0]), 32 + 16j + l (u[1]), 64 + 16j + l (u[2]) and 96 + 16j + l
+ * (u[3]) of the half whose low bits are L (64 bytes) and high bits H (32). */
+static inline __attribute__((always_inline)) void k_q6k_quads_neon(const uint8_t *L, const uint8_t *H, int j,
+                                                                   uint8x16_t u[4]) {
+    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
+    const uint8x16_t la = vld1q_u8(L + 16 * j), lb = vld1q_u8(L + 32 + 16 * j), hh = vld1q_u8(H + 16 * j);
+    u[0] = vorrq_u8(vandq_u8(la, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
+    u[1] = vorrq_u8(vandq_u8(lb, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
+    u[2] = vorrq_u8(vshrq_n_u8(la, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
+    u[3] = vorrq_u8(vshrq_n_u8(lb, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
+}
+
 #endif

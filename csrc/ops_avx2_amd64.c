@@ -72,35 +72,8 @@ K_AVX2 static inline void axpy(float *y, float a, const float *x, int64_t n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-/* As k_attention_ref: per (token, head) scores over the window, softmax,
- * weighted sum of V (scratch[i] is position first + i). */
-K_AVX2 void k_attention_avx2(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                             int64_t head_dim, const float *q, int64_t q_stride,
-                             const float *k, const float *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                             int64_t h0, int64_t h1, float *scratch) {
-    const int64_t group = n_head / n_head_kv;
-    const float sc = k_attn_score_scale(scale, softcap);
-    for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t first = k_attn_first(pos0 + t, window), n = pos0 + t + 1 - first;
-        for (int64_t h = h0; h < h1; h++) {
-            const int64_t g = h / group;
-            const float *qh = q + t * q_stride + h * head_dim;
-            const float *kg = k + first * kv_stride + g * head_dim, *vg = v + first * kv_stride + g * head_dim;
-            float *o = out + t * out_stride + h * head_dim;
-            float mx = -INFINITY;
-            for (int64_t p = 0; p < n; p++) {
-                float s = dot_f32(qh, kg + p * kv_stride, head_dim) * sc;
-                if (softcap != 0) s = softcap * tanhf(s);
-                scratch[p] = s;
-                mx = s > mx ? s : mx;
-            }
-            const float inv = 1.0f / exp_sub_sum(scratch, n, mx);
-            for (int64_t i = 0; i < head_dim; i++) o[i] = 0;
-            for (int64_t p = 0; p < n; p++) axpy(o, scratch[p] * inv, vg + p * kv_stride, head_dim);
-        }
-    }
-}
+/* k_attn_f32 (attn_common.h) over the AVX2 dot, exp and axpy. */
+K_AVX2 void k_attention_avx2(ATTN_F32_PARAMS) { k_attn_f32(ATTN_F32_ARGS, dot_f32, exp_sub_sum, axpy); }
 
 /* sum of float squares accumulated in double, as ref */
 K_AVX2 void k_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n, float eps) {

@@ -29,50 +29,29 @@ void k_sgemm_ref(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
     }
 }
 
+/* The reference primitives of k_attn_f32: sums in order, float. */
+static float dot_ref(const float *a, const float *b, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+static float exp_sum_ref(float *s, int64_t n, float mx) {
+    float sum = 0;
+    for (int64_t p = 0; p < n; p++) {
+        s[p] = expf(s[p] - mx);
+        sum += s[p];
+    }
+    return sum;
+}
+static void axpy_ref(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 /* Causal GQA attention, one (token, head) at a time, over the positions
  * first .. p of the window (see kernels.h):
  *   s[p'] = scale * q.k[p'] (or softcap * tanhf(q.k[p'] * (scale / softcap)));
  *   s = softmax(s);  out = sum s[p'] v[p']     (scratch[i] is position first + i) */
-void k_attention_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                     int64_t head_dim, const float *q, int64_t q_stride,
-                     const float *k, const float *v, int64_t kv_stride,
-                     float scale, int64_t window, float softcap, float *out, int64_t out_stride,
-                     int64_t h0, int64_t h1, float *scratch) {
-    const int64_t group = n_head / n_head_kv;
-    const float sc = k_attn_score_scale(scale, softcap);
-    for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t first = k_attn_first(pos0 + t, window), n = pos0 + t + 1 - first;
-        for (int64_t h = h0; h < h1; h++) {
-            const int64_t g = h / group;
-            const float *qh = q + t * q_stride + h * head_dim;
-            const float *kg = k + first * kv_stride + g * head_dim, *vg = v + first * kv_stride + g * head_dim;
-            float *o = out + t * out_stride + h * head_dim;
-            float mx = -INFINITY;
-            for (int64_t p = 0; p < n; p++) {
-                const float *kp = kg + p * kv_stride;
-                float s = 0;
-                for (int64_t i = 0; i < head_dim; i++) s += qh[i] * kp[i];
-                s *= sc;
-                if (softcap != 0) s = softcap * tanhf(s);
-                scratch[p] = s;
-                if (s > mx) mx = s;
-            }
-            float sum = 0;
-            for (int64_t p = 0; p < n; p++) {
-                float e = expf(scratch[p] - mx);
-                scratch[p] = e;
-                sum += e;
-            }
-            const float inv = 1.0f / sum;
-            for (int64_t i = 0; i < head_dim; i++) o[i] = 0;
-            for (int64_t p = 0; p < n; p++) {
-                const float *vp = vg + p * kv_stride;
-                const float w = scratch[p] * inv;
-                for (int64_t i = 0; i < head_dim; i++) o[i] += w * vp[i];
-            }
-        }
-    }
-}
+void k_attention_ref(ATTN_F32_PARAMS) { k_attn_f32(ATTN_F32_ARGS, dot_ref, exp_sum_ref, axpy_ref); }
 
 /* out = x * (1/sqrtf(mean(x^2) + eps)) [* w]; sum of squares in double. */
 void k_rmsnorm_ref(float *out, const float *x, const float *w, int64_t n, float eps) {

@@ -68,54 +68,42 @@ void k_dequant_q8_0_neon(const void *src, float *dst, int64_t n) {
     }
 }
 
+/* Q4_K (qh NULL) and Q5_K, chunk by chunk as the reference (quant_ref.c);
+ * for Q5_K bit 2c of qh is 16 for the low nibbles, bit 2c+1 for the high. */
+static inline __attribute__((always_inline)) void dequant_q45k(const uint8_t *scales, float d, float dmin,
+                                                               const uint8_t *q, const uint8_t *qh, float *dst) {
+    const uint8x16_t m4 = vdupq_n_u8(15);
+    uint8x16_t h0 = vdupq_n_u8(0), h1 = h0;
+    if (qh) h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
+    for (int c = 0; c < 4; c++, q += 32, dst += 64) {
+        float dm[4];
+        k_q4k_chunk_dm(scales, c, d, dmin, dm);
+        const float32x4_t d0 = vdupq_n_f32(dm[0]), mm0 = vdupq_n_f32(dm[1]);
+        const float32x4_t d1 = vdupq_n_f32(dm[2]), mm1 = vdupq_n_f32(dm[3]);
+        const uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);
+        uint8x16_t u[4] = {vandq_u8(q0, m4), vandq_u8(q1, m4), vshrq_n_u8(q0, 4), vshrq_n_u8(q1, 4)};
+        if (qh) k_q5k_chunk_neon(q0, q1, &h0, &h1, u);
+        store16_u8_dm(dst + 0, u[0], d0, mm0);
+        store16_u8_dm(dst + 16, u[1], d0, mm0);
+        store16_u8_dm(dst + 32, u[2], d1, mm1);
+        store16_u8_dm(dst + 48, u[3], d1, mm1);
+    }
+}
+
 void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n) {
     const k_block_q4_k *b = (const k_block_q4_k *)src;
-    const uint8x16_t m4 = vdupq_n_u8(15);
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
-        const uint8_t *q = b[i].qs;
-        for (int c = 0; c < 4; c++, q += 32, dst += 64) {
-            uint8_t sc0, m0, sc1, m1;
-            k_q4k_scale_min(2 * c, b[i].scales, &sc0, &m0);
-            k_q4k_scale_min(2 * c + 1, b[i].scales, &sc1, &m1);
-            const float32x4_t d0 = vdupq_n_f32(d * sc0), mm0 = vdupq_n_f32(dmin * m0);
-            const float32x4_t d1 = vdupq_n_f32(d * sc1), mm1 = vdupq_n_f32(dmin * m1);
-            uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);
-            store16_u8_dm(dst + 0,  vandq_u8(q0, m4), d0, mm0);
-            store16_u8_dm(dst + 16, vandq_u8(q1, m4), d0, mm0);
-            store16_u8_dm(dst + 32, vshrq_n_u8(q0, 4), d1, mm1);
-            store16_u8_dm(dst + 48, vshrq_n_u8(q1, 4), d1, mm1);
-        }
-    }
+    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK)
+        dequant_q45k(b[i].scales, h2f(b[i].d), h2f(b[i].dmin), b[i].qs, NULL, dst);
 }
 
 void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n) {
     const k_block_q5_k *b = (const k_block_q5_k *)src;
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
-        const uint8_t *q = b[i].qs;
-        uint8x16_t h0 = vld1q_u8(b[i].qh), h1 = vld1q_u8(b[i].qh + 16);
-        for (int c = 0; c < 4; c++, q += 32, dst += 64) {
-            uint8_t sc0, m0, sc1, m1;
-            k_q4k_scale_min(2 * c, b[i].scales, &sc0, &m0);
-            k_q4k_scale_min(2 * c + 1, b[i].scales, &sc1, &m1);
-            const float32x4_t d0 = vdupq_n_f32(d * sc0), mm0 = vdupq_n_f32(dmin * m0);
-            const float32x4_t d1 = vdupq_n_f32(d * sc1), mm1 = vdupq_n_f32(dmin * m1);
-            uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);
-            /* bit 2c of qh -> 16 for the low nibbles, bit 2c+1 for the high */
-            uint8x16_t u[4];
-            k_q5k_chunk_neon(q0, q1, &h0, &h1, u);
-            store16_u8_dm(dst + 0,  u[0], d0, mm0);
-            store16_u8_dm(dst + 16, u[1], d0, mm0);
-            store16_u8_dm(dst + 32, u[2], d1, mm1);
-            store16_u8_dm(dst + 48, u[3], d1, mm1);
-        }
-    }
+    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK)
+        dequant_q45k(b[i].scales, h2f(b[i].d), h2f(b[i].dmin), b[i].qs, b[i].qh, dst);
 }
 
 void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n) {
     const k_block_q6_k *b = (const k_block_q6_k *)src;
-    const uint8x16_t m4 = vdupq_n_u8(15), m3 = vdupq_n_u8(3);
     const int8x16_t s32 = vdupq_n_s8(32);
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float d = h2f(b[i].d);
@@ -123,17 +111,11 @@ void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n) {
             const uint8_t *L = b[i].ql + 64 * h, *H = b[i].qh + 32 * h;
             const int8_t *sc = b[i].scales + 8 * h;
             for (int j = 0; j < 2; j++) { /* l = 16j .. 16j+15, scale group j */
-                uint8x16_t la = vld1q_u8(L + 16 * j), lb = vld1q_u8(L + 32 + 16 * j);
-                uint8x16_t hh = vld1q_u8(H + 16 * j);
-                uint8x16_t u1 = vorrq_u8(vandq_u8(la, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
-                uint8x16_t u2 = vorrq_u8(vandq_u8(lb, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
-                uint8x16_t u3 = vorrq_u8(vshrq_n_u8(la, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
-                uint8x16_t u4 = vorrq_u8(vshrq_n_u8(lb, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
-                float *o = dst + 16 * j;
-                store16_s8(o,      vsubq_s8(vreinterpretq_s8_u8(u1), s32), vdupq_n_f32(d * (float)sc[j + 0]));
-                store16_s8(o + 32, vsubq_s8(vreinterpretq_s8_u8(u2), s32), vdupq_n_f32(d * (float)sc[j + 2]));
-                store16_s8(o + 64, vsubq_s8(vreinterpretq_s8_u8(u3), s32), vdupq_n_f32(d * (float)sc[j + 4]));
-                store16_s8(o + 96, vsubq_s8(vreinterpretq_s8_u8(u4), s32), vdupq_n_f32(d * (float)sc[j + 6]));
+                uint8x16_t u[4];
+                k_q6k_quads_neon(L, H, j, u);
+                for (int k = 0; k < 4; k++)
+                    store16_s8(dst + 16 * j + 32 * k, vsubq_s8(vreinterpretq_s8_u8(u[k]), s32),
+                               vdupq_n_f32(d * (float)sc[j + 2 * k]));
             }
         }
     }

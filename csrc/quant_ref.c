@@ -29,61 +29,66 @@ void k_dequant_bf16_ref(const void *src, float *dst, int64_t n) {
 
 /* ---- 32-element formats ---- */
 
-/* Q4_0: qs[j] low nibble = element j, high nibble = element j+16; (q-8)*d */
+/* The 32 quants of a 32-element block: element j < 16 in the low nibble of
+ * qs[j], element j + 16 in its high nibble; with qh (Q5_0, Q5_1: u32 LE),
+ * bit j of it is the 5th bit of element j. */
+static void q4_quants(const uint8_t qs[16], int q[32]) {
+    for (int j = 0; j < 16; j++) {
+        q[j]      = qs[j] & 15;
+        q[j + 16] = qs[j] >> 4;
+    }
+}
+static void q5_quants(const uint8_t qs[16], const uint8_t qhb[4], int q[32]) {
+    uint32_t qh; memcpy(&qh, qhb, 4);
+    q4_quants(qs, q);
+    for (int j = 0; j < 32; j++) q[j] |= (int)(((qh >> j) & 1) << 4);
+}
+
+/* Q4_1 and Q5_1: q*d + m (the product rounded before the add) */
+static void affine32(const int q[32], float d, float m, float *dst) {
+    for (int j = 0; j < 32; j++) {
+        float t = (float)q[j] * d;
+        dst[j] = t + m;
+    }
+}
+
+/* Q4_0: (q-8)*d */
 void k_dequant_q4_0_ref(const void *src, float *dst, int64_t n) {
     const k_block_q4_0 *b = (const k_block_q4_0 *)src;
+    int q[32];
     for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
         const float d = H2F(b[i].d);
-        for (int j = 0; j < 16; j++) {
-            dst[j]      = (float)((b[i].qs[j] & 15) - 8) * d;
-            dst[j + 16] = (float)((b[i].qs[j] >> 4) - 8) * d;
-        }
+        q4_quants(b[i].qs, q);
+        for (int j = 0; j < 32; j++) dst[j] = (float)(q[j] - 8) * d;
     }
 }
 
-/* Q4_1: q*d + m */
 void k_dequant_q4_1_ref(const void *src, float *dst, int64_t n) {
     const k_block_q4_1 *b = (const k_block_q4_1 *)src;
+    int q[32];
     for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
-        const float d = H2F(b[i].d), m = H2F(b[i].m);
-        for (int j = 0; j < 16; j++) {
-            float t0 = (float)(b[i].qs[j] & 15) * d;
-            float t1 = (float)(b[i].qs[j] >> 4) * d;
-            dst[j]      = t0 + m;
-            dst[j + 16] = t1 + m;
-        }
+        q4_quants(b[i].qs, q);
+        affine32(q, H2F(b[i].d), H2F(b[i].m), dst);
     }
 }
 
-/* Q5_0: 5th bit of element j is bit j of qh (u32 LE); (q-16)*d */
+/* Q5_0: (q-16)*d */
 void k_dequant_q5_0_ref(const void *src, float *dst, int64_t n) {
     const k_block_q5_0 *b = (const k_block_q5_0 *)src;
+    int q[32];
     for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
         const float d = H2F(b[i].d);
-        uint32_t qh; memcpy(&qh, b[i].qh, 4);
-        for (int j = 0; j < 16; j++) {
-            int lo = (b[i].qs[j] & 15) | (int)(((qh >> j) & 1) << 4);
-            int hi = (b[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
-            dst[j]      = (float)(lo - 16) * d;
-            dst[j + 16] = (float)(hi - 16) * d;
-        }
+        q5_quants(b[i].qs, b[i].qh, q);
+        for (int j = 0; j < 32; j++) dst[j] = (float)(q[j] - 16) * d;
     }
 }
 
-/* Q5_1: q*d + m with 5-bit q */
 void k_dequant_q5_1_ref(const void *src, float *dst, int64_t n) {
     const k_block_q5_1 *b = (const k_block_q5_1 *)src;
+    int q[32];
     for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
-        const float d = H2F(b[i].d), m = H2F(b[i].m);
-        uint32_t qh; memcpy(&qh, b[i].qh, 4);
-        for (int j = 0; j < 16; j++) {
-            int lo = (b[i].qs[j] & 15) | (int)(((qh >> j) & 1) << 4);
-            int hi = (b[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
-            float t0 = (float)lo * d;
-            float t1 = (float)hi * d;
-            dst[j]      = t0 + m;
-            dst[j + 16] = t1 + m;
-        }
+        q5_quants(b[i].qs, b[i].qh, q);
+        affine32(q, H2F(b[i].d), H2F(b[i].m), dst);
     }
 }
 
@@ -107,55 +112,42 @@ void k_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
     }
 }
 
-/* Q4_K: 4 chunks of 64; chunk c = qs[32c..32c+31], low nibbles sub-block 2c,
- * high nibbles sub-block 2c+1; value = (d*sc)*q - (dmin*m). */
-void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n) {
-    const k_block_q4_k *b = (const k_block_q4_k *)src;
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = H2F(b[i].d), dmin = H2F(b[i].dmin);
-        const uint8_t *q = b[i].qs;
-        for (int c = 0; c < 4; c++, q += 32, dst += 64) {
-            uint8_t sc0, m0, sc1, m1;
-            k_q4k_scale_min(2 * c, b[i].scales, &sc0, &m0);
-            k_q4k_scale_min(2 * c + 1, b[i].scales, &sc1, &m1);
-            const float d0 = d * sc0, mm0 = dmin * m0;
-            const float d1 = d * sc1, mm1 = dmin * m1;
+void k_q4k_chunk_dm(const uint8_t *scales, int c, float d, float dmin, float dm[4]) {
+    uint8_t sc0, m0, sc1, m1;
+    k_q4k_scale_min(2 * c, scales, &sc0, &m0);
+    k_q4k_scale_min(2 * c + 1, scales, &sc1, &m1);
+    dm[0] = d * sc0, dm[1] = dmin * m0;
+    dm[2] = d * sc1, dm[3] = dmin * m1;
+}
+
+/* Q4_K (qh NULL) and Q5_K: 4 chunks of 64; chunk c = qs[32c..32c+31], low
+ * nibbles sub-block 2c, high nibbles sub-block 2c+1, for Q5_K plus a 5th bit:
+ * bit 2c (low half) / 2c+1 (high half) of qh[l]; value = (d*sc)*q - (dmin*m). */
+static void dequant_q45k(const uint8_t *scales, float d, float dmin, const uint8_t *q, const uint8_t *qh, float *dst) {
+    for (int c = 0; c < 4; c++, q += 32, dst += 64) {
+        float dm[4];
+        k_q4k_chunk_dm(scales, c, d, dmin, dm);
+        for (int half = 0; half < 2; half++) {
             for (int l = 0; l < 32; l++) {
-                float t = d0 * (float)(q[l] & 15);
-                dst[l] = t - mm0;
-            }
-            for (int l = 0; l < 32; l++) {
-                float t = d1 * (float)(q[l] >> 4);
-                dst[l + 32] = t - mm1;
+                int v = half ? q[l] >> 4 : q[l] & 15;
+                if (qh) v += ((qh[l] >> (2 * c + half)) & 1) << 4;
+                float t = dm[2 * half] * (float)v;
+                dst[32 * half + l] = t - dm[2 * half + 1];
             }
         }
     }
 }
 
-/* Q5_K: Q4_K plus a 5th bit: bit 2c (low half) / 2c+1 (high half) of qh[l]. */
+void k_dequant_q4_k_ref(const void *src, float *dst, int64_t n) {
+    const k_block_q4_k *b = (const k_block_q4_k *)src;
+    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK)
+        dequant_q45k(b[i].scales, H2F(b[i].d), H2F(b[i].dmin), b[i].qs, NULL, dst);
+}
+
 void k_dequant_q5_k_ref(const void *src, float *dst, int64_t n) {
     const k_block_q5_k *b = (const k_block_q5_k *)src;
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = H2F(b[i].d), dmin = H2F(b[i].dmin);
-        const uint8_t *q = b[i].qs, *qh = b[i].qh;
-        for (int c = 0; c < 4; c++, q += 32, dst += 64) {
-            uint8_t sc0, m0, sc1, m1;
-            k_q4k_scale_min(2 * c, b[i].scales, &sc0, &m0);
-            k_q4k_scale_min(2 * c + 1, b[i].scales, &sc1, &m1);
-            const float d0 = d * sc0, mm0 = dmin * m0;
-            const float d1 = d * sc1, mm1 = dmin * m1;
-            for (int l = 0; l < 32; l++) {
-                int v = (q[l] & 15) + (((qh[l] >> (2 * c)) & 1) << 4);
-                float t = d0 * (float)v;
-                dst[l] = t - mm0;
-            }
-            for (int l = 0; l < 32; l++) {
-                int v = (q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1) << 4);
-                float t = d1 * (float)v;
-                dst[l + 32] = t - mm1;
-            }
-        }
-    }
+    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK)
+        dequant_q45k(b[i].scales, H2F(b[i].d), H2F(b[i].dmin), b[i].qs, b[i].qh, dst);
 }
 
 /* Q6_K: two halves of 128; value = (d * scale[group]) * (q - 32). */

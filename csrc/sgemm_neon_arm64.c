@@ -93,57 +93,12 @@ static void micro_4x16(int rows, int cols, int64_t kc, const float *A, int64_t l
     }
 }
 
-/* Pack B[k0 .. k0+kc) x [j0 .. j0+cols) into P[kc][16], zero-padding. */
-static void pack_b(int trans_b, const float *B, int64_t ldb, int64_t k0, int64_t kc,
-                   int64_t j0, int cols, float *P) {
-    if (!trans_b) {
-        for (int64_t k = 0; k < kc; k++) {
-            const float *b = B + (k0 + k) * ldb + j0;
-            float *p = P + k * NR;
-            if (cols == NR) {
-                vst1q_f32(p, vld1q_f32(b));
-                vst1q_f32(p + 4, vld1q_f32(b + 4));
-                vst1q_f32(p + 8, vld1q_f32(b + 8));
-                vst1q_f32(p + 12, vld1q_f32(b + 12));
-            } else {
-                int j = 0;
-                for (; j < cols; j++) p[j] = b[j];
-                for (; j < NR; j++) p[j] = 0;
-            }
-        }
-        return;
-    }
-    /* B is N x K: column j of the panel is row j0+j of B */
-    if (cols < NR) memset(P, 0, (size_t)kc * NR * sizeof(float));
-    for (int j = 0; j < cols; j++) {
-        const float *b = B + (j0 + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; k++) P[k * NR + j] = b[k];
-    }
-}
+#define sgemm_micro micro_4x16
+#define sgemm_dot k_dot_f32_f32_neon
+#define SGEMM_FN
+#include "sgemm_driver.h"
 
 void k_sgemm_neon(int trans_b, int64_t m0, int64_t m1, int64_t N, int64_t K,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
-    if (m1 <= m0 || N <= 0) return;
-    if (K == 0) {
-        for (int64_t m = m0; m < m1; m++) memset(C + m * ldc, 0, (size_t)N * sizeof(float));
-        return;
-    }
-    /* one or two rows against B^T: plain dots read B once, no packing */
-    if (trans_b && m1 - m0 <= 2) {
-        for (int64_t m = m0; m < m1; m++)
-            for (int64_t j = 0; j < N; j++) C[m * ldc + j] = k_dot_f32_f32_neon(K, A + m * lda, B + j * ldb);
-        return;
-    }
-    float P[KC * NR] __attribute__((aligned(16)));
-    for (int64_t k0 = 0; k0 < K; k0 += KC) {
-        const int64_t kc = K - k0 < KC ? K - k0 : KC;
-        for (int64_t j0 = 0; j0 < N; j0 += NR) {
-            const int cols = N - j0 < NR ? (int)(N - j0) : NR;
-            pack_b(trans_b, B, ldb, k0, kc, j0, cols, P);
-            for (int64_t m = m0; m < m1; m += MR) {
-                const int rows = m1 - m < MR ? (int)(m1 - m) : MR;
-                micro_4x16(rows, cols, kc, A + m * lda + k0, lda, P, C + m * ldc + j0, ldc, k0 > 0);
-            }
-        }
-    }
+    sgemm_blocked(trans_b, m0, m1, N, K, A, lda, B, ldb, C, ldc);
 }

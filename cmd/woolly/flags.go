@@ -190,7 +190,7 @@ func checkPredict(fs *flag.FlagSet, n int) error {
 
 // readPrompt resolves -p and -f (one of them, not both).
 func readPrompt(fs *flag.FlagSet, prompt, file string) (string, error) {
-	if prompt != "" && file != "" {
+	if flagGiven(fs, "p") && file != "" {
 		return "", usageError(fs, "-p and -f both given: pass the prompt one way")
 	}
 	if file != "" {
@@ -201,6 +201,14 @@ func readPrompt(fs *flag.FlagSet, prompt, file string) (string, error) {
 		return string(b), nil
 	}
 	return prompt, nil
+}
+
+// flagGiven reports whether flag name was set on the command line (an empty
+// value counts).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // warnContext prints a warning when -c asks for more positions than the

@@ -149,6 +149,14 @@ func TestTokenizeCommand(t *testing.T) {
 	if _, _, code := rtMain(t, "tokenize", "-m", model); code == 0 {
 		t.Fatal("tokenize without -p or -f succeeded")
 	}
+	for _, p := range []string{"x", ""} { // an empty -p is still a -p
+		if _, stderr, code := rtMain(t, "tokenize", "-m", model, "-p", p, "-f", f); code != 2 || !strings.Contains(stderr, "-p and -f both given") {
+			t.Errorf("tokenize -p %q -f: exit %d, stderr %q", p, code, stderr)
+		}
+	}
+	if stdout, _, code := rtMain(t, "tokenize", "-m", model, "-p", "", "--no-bos", "--json"); code != 0 || strings.TrimSpace(stdout) != `{"ids":[]}` {
+		t.Errorf("tokenize -p '': exit %d, stdout %q", code, stdout)
+	}
 }
 
 func TestLogitsCommand(t *testing.T) {

@@ -2,11 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/woolly-llm/woolly/loader"
@@ -24,22 +21,12 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	if err := parseModelFlags(fs, args, model); err != nil {
 		return err
 	}
-	pSet := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "p" {
-			pSet = true
-		}
-	})
-	if pSet == (*file != "") {
-		return errors.New("give exactly one of -p TEXT and -f FILE")
+	if !flagGiven(fs, "p") && *file == "" {
+		return usageError(fs, "give -p TEXT or -f FILE")
 	}
-	text := *prompt
-	if *file != "" {
-		b, err := os.ReadFile(*file)
-		if err != nil {
-			return err
-		}
-		text = string(b)
+	text, err := readPrompt(fs, *prompt, *file)
+	if err != nil {
+		return err
 	}
 	f, err := loader.Open(*model)
 	if err != nil {
