@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"reflect"
 	"sort"
-	"unsafe"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -60,13 +59,15 @@ func (p *parser) u64(what string) (uint64, error) { return readLE[uint64](p, wha
 
 // readLE reads a little-endian unsigned integer of T's size.
 func readLE[T uint32 | uint64](p *parser, what string) (T, error) {
-	n := int(unsafe.Sizeof(T(0)))
+	var v T
+	n := binary.Size(v)
 	if err := p.need(uint64(n), what); err != nil {
 		return 0, err
 	}
-	var v T
-	for i := n - 1; i >= 0; i-- {
-		v = v<<8 | T(p.b[p.off+i])
+	if n == 4 {
+		v = T(le.Uint32(p.b[p.off:]))
+	} else {
+		v = T(le.Uint64(p.b[p.off:]))
 	}
 	p.off += n
 	return v, nil
@@ -334,12 +335,12 @@ func (p *parser) value(vt ValueType, depth int, key string) (Value, error) {
 		if vt == TypeBool && p.b[p.off] > 1 {
 			return Value{}, p.errAt(start, "metadata %q: bool byte is %d, not 0 or 1", key, p.b[p.off])
 		}
-		v, err := scalars(vt, p.b[p.off:p.off+sz], 1)
-		if err != nil {
+		v := reflect.New(scalarTypes[vt])
+		if err := binary.Read(bytes.NewReader(p.b[p.off:p.off+sz]), le, v.Interface()); err != nil {
 			return Value{}, p.errAt(start, "metadata %q: %v", key, err)
 		}
 		p.off += sz
-		return Value{Type: vt, V: reflect.ValueOf(v).Index(0).Interface()}, nil
+		return Value{Type: vt, V: v.Elem().Interface()}, nil
 	}
 	switch vt {
 	case TypeString:
