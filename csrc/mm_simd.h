@@ -16,22 +16,31 @@
 #define NT 4
 
 typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
+/* 8 tokens: prep8 writes what depends on the activations alone (per block,
+ * MM_SIDE8 bytes) once per group of 8 tokens and tile; dot8 then runs one
+ * weight row against the 8 tokens with it: out[k] = dot(row, token k). */
+#define MM_SIDE8 512
+#define MM_SIDE8_BLOCKS 64 /* rows up to 64 blocks (16384 Q4_K elements); longer ones go by 4 tokens */
+typedef void (*prep8_fn)(int64_t n, const char *a, size_t a_row_bytes, void *side);
+typedef void (*dot8_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float out[8]);
 /* 4 weight rows (row_bytes apart) x one token: out[r] = dot(row r, a) */
 typedef void (*rows4_fn)(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]);
 
 /* Tokens in groups of NT through dot4 (NULL: none); the remaining tokens
  * (all of them for MatVec, which calls with ntok = 1) row by row, four rows
  * at a time through rows4 where given. */
-static void mm_tile(dot4_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes,
-                    int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+static void mm_tile(prep8_fn prep8, dot8_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w,
+                    size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
-    if (dot8) { /* groups of 8 tokens where the type has such a kernel (dot4_fn shape, out[8]) */
+    if (dot8 && n / K_QKK <= MM_SIDE8_BLOCKS) { /* groups of 8 tokens where the type has such a kernel */
+        _Alignas(64) unsigned char side[MM_SIDE8_BLOCKS * MM_SIDE8]; /* 32 KB */
         for (; t + 8 <= ntok; t += 8) {
             const char *at = ab + (size_t)t * a_row_bytes;
+            prep8(n, at, a_row_bytes, side);
             for (int64_t r = 0; r < nr; r++) {
                 float o[8];
-                dot8(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
+                dot8(n, wb + (size_t)r * row_bytes, at, a_row_bytes, side, o);
                 _Pragma("GCC unroll 8")
                 for (int k = 0; k < 8; k++) y[(t + k) * y_stride + r] = o[k];
             }
@@ -188,9 +197,92 @@ KT static inline __attribute__((always_inline)) void q4k_zmm_tokens(const int NT
 KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     q4k_zmm_tokens(NT, n, w, a, a_row_bytes, out);
 }
-/* 8 tokens: the weight decode (scales, nibbles) is shared by twice as many tokens */
-KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[8]) {
-    q4k_zmm_tokens(8, n, w, a, a_row_bytes, out);
+
+/* ---- Q4_K x 8 tokens on 512-bit vectors: q4k_zmm_tokens' integer sums,
+ * with the per-token bookkeeping of a block done for several tokens per
+ * instruction. Per token the f32 operations are the same as in
+ * q4k_zmm_tokens (and so k_dot_q4_k_q8_k): acc lanes += (d * yd) *
+ * (lane sum), min lanes += (dmin * yd) * (mins . bsum pairs), in block
+ * order; only their packing into registers differs, so the bits are the
+ * same. The activation-only parts (pair sums of bsums, yd broadcasts) come
+ * from q4k_prep8, computed once per group of 8 tokens and tile. ---- */
+typedef struct {
+    int16_t bsum[2][32]; /* quad h: token 4h+j's 8 bsum pair sums in lanes 8j..8j+7 */
+    float yd4[2][16];    /* quad h: token 4h+j's d in lanes 4j..4j+3 (its min term lanes) */
+    float yd8[4][16];    /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
+} q4k_side8;
+_Static_assert(sizeof(q4k_side8) == MM_SIDE8, "q4k_side8 is MM_SIDE8 bytes");
+
+KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    q4k_side8 *s = (q4k_side8 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, s++) {
+        for (int k = 0; k < 8; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            _mm_storeu_si128((__m128i *)&s->bsum[k / 4][8 * (k % 4)],
+                             _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+            for (int l = 0; l < 4; l++) s->yd4[k / 4][4 * (k % 4) + l] = y->d;
+            for (int l = 0; l < 8; l++) s->yd8[k / 2][8 * (k % 2) + l] = y->d;
+        }
+    }
+}
+
+KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float out[8]) {
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const q4k_side8 *sd = (const q4k_side8 *)side;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i sidx[4];
+    _Pragma("GCC unroll 4")
+    for (int c = 0; c < 4; c++)
+        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m512 acc[4], accm[2]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); accm[h]: tokens 4h..4h+3 (4 lanes each) */
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
+    accm[0] = accm[1] = _mm512_setzero_ps();
+    const k_block_q8_k *y[8];
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) y[k] = ACT(k, k_block_q8_k);
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+        uint32_t u[4];
+        k_q4k_unpack_scales(x[i].scales, u);
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const __m512i mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(sm, 1));
+        const __m512i sm512 = _mm512_castsi256_si512(sm);
+        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const __m512i pm = _mm512_madd_epi16(mins, _mm512_load_si512((const void *)sd->bsum[h]));
+            accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
+        }
+        __m512i sumi[8];
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < 8; k++) sumi[k] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
+            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
+            const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 8; k++) {
+                const __m512i pr = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k][i].qs + 64 * c)));
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], pr, s);
+            }
+        }
+        const __m512 dv = _mm512_set1_ps(d);
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) { /* fold each token's halves: [2p lo+hi | 2p+1 lo+hi] */
+            const __m512i lo = _mm512_shuffle_i64x2(sumi[2 * p], sumi[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0));
+            const __m512i hi = _mm512_shuffle_i64x2(sumi[2 * p], sumi[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2));
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), acc[p]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) {
+        const __m256 ak = k % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k / 2]), 1))
+                                : _mm512_castps512_ps256(acc[k / 2]);
+        const __m128 mk = _mm512_extractf32x4_ps(accm[k / 4], k % 4);
+        out[k] = k_hsum_avx2(ak) - k_hsum128_avx2(mk);
+    }
 }
 #endif
 

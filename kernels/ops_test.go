@@ -489,3 +489,45 @@ func TestConcurrentMatVec(t *testing.T) {
 }
 
 func f16r(x float32) float32 { return F16ToF32(F32ToF16(x)) }
+
+// The tile kernels take tokens in groups of 8 (where a set has such a
+// kernel, with activation data prepared once per group), then 4, then one
+// at a time; x86 rows of up to 64 Q4_K/Q6_K blocks use the 8-token path and
+// longer ones fall back to groups of 4. Every token of every group must
+// equal MatVec bit for bit on amd64, for rows of random, zero and extreme
+// scales, at the lengths around that limit.
+func TestMatMulQTokenGroups(t *testing.T) {
+	if !exactMatMul {
+		t.Skip("the tiles are bit-identical to MatVec on amd64 only")
+	}
+	rng := rand.New(rand.NewSource(8))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, wt := range []Type{Q4_K, Q6_K} {
+			for _, n := range []int{256, 2048, 63 * 256, 64 * 256, 65 * 256} {
+				const rows = 6
+				rb, _ := wt.RowBytes(int64(n))
+				var w []byte
+				for r := 0; r < rows; r++ {
+					w = append(w, randomRow(wt, n, rng, r%3)...)
+				}
+				ab, _ := wt.ActType().RowBytes(int64(n))
+				for _, ntok := range []int{8, 16, 19} {
+					a := make([]byte, ntok*int(ab))
+					for tk := 0; tk < ntok; tk++ {
+						require.NoError(t, QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*int(ab):]))
+					}
+					y := make([]float32, ntok*rows)
+					require.NoError(t, MatMulQ(wt, n, w, int(rb), 0, rows, a, int(ab), ntok, y, rows))
+					for tk := 0; tk < ntok; tk++ {
+						yv := make([]float32, rows)
+						require.NoError(t, MatVec(wt, n, w, int(rb), a[tk*int(ab):], yv, 0, rows))
+						for r := range rows {
+							require.Equal(t, math.Float32bits(yv[r]), math.Float32bits(y[tk*rows+r]),
+								"%s %v n=%d ntok=%d t=%d r=%d: %g vs MatVec %g", impl, wt, n, ntok, tk, r, y[tk*rows+r], yv[r])
+						}
+					}
+				}
+			}
+		}
+	})
+}
