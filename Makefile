@@ -16,7 +16,8 @@
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
 #   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip)
-#   make test-darwin    compile every package for macOS/arm64 with zig (or a skip)
+#   make test-darwin    compile every package for macOS/arm64 (and the kernels for
+#                       macOS/amd64) with zig (or a skip)
 #   make bench          scripts/bench.sh (or the Go kernel benchmarks)
 #   make bench-c        the C microbenchmark
 #   make lint           gofmt and go vet

@@ -276,13 +276,13 @@ KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
             acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), acc[p]);
         }
     }
+    _Alignas(64) float av[4 * 16], mv[2 * 16]; /* token k: av[8k..8k+7], mv[4k..4k+3] */
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) _mm512_store_ps(av + 16 * p, acc[p]);
+    _mm512_store_ps(mv, accm[0]);
+    _mm512_store_ps(mv + 16, accm[1]);
     _Pragma("GCC unroll 8")
-    for (int k = 0; k < 8; k++) {
-        const __m256 ak = k % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k / 2]), 1))
-                                : _mm512_castps512_ps256(acc[k / 2]);
-        const __m128 mk = _mm512_extractf32x4_ps(accm[k / 4], k % 4);
-        out[k] = k_hsum_avx2(ak) - k_hsum128_avx2(mk);
-    }
+    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
 #endif
 

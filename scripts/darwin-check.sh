@@ -1,5 +1,6 @@
 #!/bin/sh
-# darwin-check.sh — compile every package for macOS on arm64 (Apple Silicon)
+# darwin-check.sh — compile every package for macOS on arm64 (Apple Silicon),
+# and the kernels for Intel Macs (x86-64),
 # without a Mac: cgo through `zig cc -target aarch64-macos`, which carries
 # macOS's libc and mach headers. It compiles, it does not link (zig cannot
 # link Apple's frameworks), so what it proves is that every Go and C file
@@ -60,4 +61,8 @@ CGO_ENABLED=1 GOOS=darwin GOARCH=arm64 CC="$tmp/cc" \
 CGO_ENABLED=1 GOOS=darwin GOARCH=arm64 CC="$tmp/cc" \
 	CGO_CFLAGS="-O2 -g -I$root/scripts/darwin-shim" \
 	go vet $mains
-echo "darwin-check: OK: $(echo "$libs" | wc -w) packages compiled, $(echo "$mains" | wc -w) main packages vetted (not linked or run)"
+# Intel Macs: the x86 kernels (AVX2, AVX-512) through clang as well.
+printf '#!/bin/sh\nexec "%s" cc -target x86_64-macos "$@"\n' "$zig" >"$tmp/cc64"
+chmod +x "$tmp/cc64"
+CGO_ENABLED=1 GOOS=darwin GOARCH=amd64 CC="$tmp/cc64" CGO_CFLAGS="-O2 -g" go build ./kernels
+echo "darwin-check: OK: $(echo "$libs" | wc -w) packages compiled, $(echo "$mains" | wc -w) main packages vetted (not linked or run); kernels compiled for darwin/amd64"
