@@ -221,8 +221,9 @@ KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *sid
             const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
             _mm_storeu_si128((__m128i *)&s->bsum[k / 4][8 * (k % 4)],
                              _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
-            for (int l = 0; l < 4; l++) s->yd4[k / 4][4 * (k % 4) + l] = y->d;
-            for (int l = 0; l < 8; l++) s->yd8[k / 2][8 * (k % 2) + l] = y->d;
+            const __m256 dk = _mm256_set1_ps(y->d);
+            _mm_store_ps(&s->yd4[k / 4][4 * (k % 4)], _mm256_castps256_ps128(dk));
+            _mm256_store_ps(&s->yd8[k / 2][8 * (k % 2)], dk);
         }
     }
 }
