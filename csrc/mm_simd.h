@@ -16,33 +16,38 @@
 #define NT 4
 
 typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
-/* 8 tokens: prep8 writes what depends on the activations alone (per block,
- * MM_SIDE8 bytes) once per group of 8 tokens and tile; dot8 then runs one
- * weight row against the 8 tokens with it: out[k] = dot(row, token k). */
-#define MM_SIDE8 512
-#define MM_SIDE8_BLOCKS 64 /* rows up to 64 blocks (16384 Q4_K elements); longer ones go by 4 tokens */
-typedef void (*prep8_fn)(int64_t n, const char *a, size_t a_row_bytes, void *side);
-typedef void (*dot8_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float out[8]);
+/* A group kernel: prep writes what depends on the activations alone (per
+ * block, at most MM_SIDE bytes) once per group of nt tokens and tile; dot
+ * then runs one weight row against the group with it: out[k] = dot(row,
+ * token k), k < nt. */
+#define MM_SIDE 512
+#define MM_SIDE_BLOCKS 64 /* rows up to 64 blocks (16384 K-quant elements); longer ones skip the group kernel */
+typedef struct {
+    int nt; /* tokens per group, at most 8 */
+    void (*prep)(int64_t n, const char *a, size_t a_row_bytes, void *side);
+    void (*dot)(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out);
+} mm_group;
 /* 4 weight rows (row_bytes apart) x one token: out[r] = dot(row r, a) */
 typedef void (*rows4_fn)(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]);
 
-/* Tokens in groups of NT through dot4 (NULL: none); the remaining tokens
- * (all of them for MatVec, which calls with ntok = 1) row by row, four rows
- * at a time through rows4 where given. */
-static void mm_tile(prep8_fn prep8, dot8_fn dot8, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w,
+/* Tokens in groups of grp->nt through grp (NULL: none), then in groups of
+ * NT through dot4 (NULL: none); the remaining tokens (all of them for
+ * MatVec, which calls with ntok = 1) row by row, four rows at a time
+ * through rows4 where given. */
+static void mm_tile(const mm_group *grp, dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w,
                     size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
-    if (dot8 && n / K_QKK <= MM_SIDE8_BLOCKS) { /* groups of 8 tokens where the type has such a kernel */
-        _Alignas(64) unsigned char side[MM_SIDE8_BLOCKS * MM_SIDE8]; /* 32 KB */
-        for (; t + 8 <= ntok; t += 8) {
+    if (grp && n / K_QKK <= MM_SIDE_BLOCKS) {
+        _Alignas(64) unsigned char side[MM_SIDE_BLOCKS * MM_SIDE]; /* 32 KB */
+        const int g = grp->nt;
+        for (; t + g <= ntok; t += g) {
             const char *at = ab + (size_t)t * a_row_bytes;
-            prep8(n, at, a_row_bytes, side);
+            grp->prep(n, at, a_row_bytes, side);
             for (int64_t r = 0; r < nr; r++) {
                 float o[8];
-                dot8(n, wb + (size_t)r * row_bytes, at, a_row_bytes, side, o);
-                _Pragma("GCC unroll 8")
-                for (int k = 0; k < 8; k++) y[(t + k) * y_stride + r] = o[k];
+                grp->dot(n, wb + (size_t)r * row_bytes, at, a_row_bytes, side, o);
+                for (int k = 0; k < g; k++) y[(t + k) * y_stride + r] = o[k];
             }
         }
     }
@@ -133,9 +138,90 @@ KT static inline __attribute__((always_inline)) void dot4_q45k(const int t, int6
         out[k] = t == K_Q4_K ? k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]) : k_hsum_avx2(acc[k]) + summs[k];
 }
 
+#ifndef MM_ZMM /* the 512-bit build has its own */
 KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     dot4_q45k(K_Q4_K, n, w, a, a_row_bytes, out);
 }
+#endif
+
+#ifndef MM_ZMM /* the 256-bit build's group kernel (MM_ZMM has q4k_group8) */
+/* ---- Q4_K x 4 tokens with prepared activation data (mm_group): the
+ * per-token operations of dot4_q4_k, with the min terms of two tokens in
+ * one register (4 lanes each) and the activation-only parts (bsum pair
+ * sums, d broadcasts) from q4k_prep4, so the bits are the same. ---- */
+typedef struct {
+    int16_t bsum[2][16]; /* pair p: token 2p+j's 8 bsum pair sums in lanes 8j..8j+7 */
+    float yd4[2][8];     /* pair p: token 2p+j's d in lanes 4j..4j+3 */
+    float yd8[4][8];     /* token k's d in all 8 lanes */
+} q4k_side4;
+_Static_assert(sizeof(q4k_side4) <= MM_SIDE && sizeof(q4k_side4) % 64 == 0, "q4k_side4 fits MM_SIDE, whole cache lines");
+
+KT static void q4k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    q4k_side4 *s = (q4k_side4 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, s++) {
+        for (int k = 0; k < 4; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            _mm_store_si128((__m128i *)&s->bsum[k / 2][8 * (k % 2)],
+                            _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+            const __m256 dk = _mm256_set1_ps(y->d);
+            _mm_store_ps(&s->yd4[k / 2][4 * (k % 2)], _mm256_castps256_ps128(dk));
+            _mm256_store_ps(s->yd8[k], dk);
+        }
+    }
+}
+
+KT static void dot4p_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const q4k_side4 *sd = (const q4k_side4 *)side;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[NT], accm[2]; /* accm[p]: tokens 2p, 2p+1 (4 lanes each) */
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    accm[0] = accm[1] = _mm256_setzero_ps();
+    const k_block_q8_k *y[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+        const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
+        const __m256i mins = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sm, 1));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        _Pragma("GCC unroll 2")
+        for (int p = 0; p < 2; p++) {
+            const __m256i pm = _mm256_madd_epi16(mins, _mm256_load_si256((const __m256i *)sd->bsum[p]));
+            accm[p] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_load_ps(sd->yd4[p])), _mm256_cvtepi32_ps(pm), accm[p]);
+        }
+        __m256i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) sumi[k] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            const __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const int8_t *qa = y[k][i].qs + 64 * c;
+                const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
+                const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
+                sumi[k] = ACC_MADD16(sumi[k], p0, s0);
+                sumi[k] = ACC_MADD16(sumi[k], p1, s1);
+            }
+        }
+        const __m256 dv = _mm256_set1_ps(d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, _mm256_load_ps(sd->yd8[k])), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) {
+        const __m128 mk = k % 2 ? _mm256_extractf128_ps(accm[k / 2], 1) : _mm256_castps256_ps128(accm[k / 2]);
+        out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(mk);
+    }
+}
+static const mm_group q4k_group4 = {4, q4k_prep4, dot4p_q4_k};
+#endif
 
 #ifdef MM_ZMM
 /* Q4_K x 4 tokens on 512-bit vectors (Zen 5 and the Intel cores run them
@@ -211,7 +297,7 @@ typedef struct {
     float yd4[2][16];    /* quad h: token 4h+j's d in lanes 4j..4j+3 (its min term lanes) */
     float yd8[4][16];    /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
 } q4k_side8;
-_Static_assert(sizeof(q4k_side8) == MM_SIDE8, "q4k_side8 is MM_SIDE8 bytes");
+_Static_assert(sizeof(q4k_side8) <= MM_SIDE && sizeof(q4k_side8) % 64 == 0, "q4k_side8 fits MM_SIDE, whole cache lines");
 
 KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
     q4k_side8 *s = (q4k_side8 *)side;
@@ -228,7 +314,7 @@ KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *sid
     }
 }
 
-KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float out[8]) {
+KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const q4k_side8 *sd = (const q4k_side8 *)side;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -285,6 +371,7 @@ KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
+static const mm_group q4k_group8 = {8, q4k_prep8, dot8_q4_k_zmm};
 #endif
 
 KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
@@ -292,6 +379,7 @@ KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_b
 }
 
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
+#ifndef MM_ZMM /* the 512-bit build has its own */
 KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     __m256 acc[NT];
@@ -333,6 +421,7 @@ KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_b
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
+#endif
 
 #ifdef MM_ZMM
 /* Q6_K on 512-bit vectors: ql+64h is loaded as one 64-byte vector, so the
@@ -527,6 +616,7 @@ KT static inline __attribute__((always_inline)) __m256i rows4_q4k_head(const k_b
 /* ---- Q4_K, 4 rows x 1 token (MatVec): the activation loads and bsum
  * pairs are shared by the 4 rows; per row the operations and their order are
  * those of the single-row kernel (same bits). ---- */
+#ifndef MM_ZMM /* the 512-bit build has its own */
 KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -567,6 +657,7 @@ KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
 }
+#endif
 
 #ifdef MM_ZMM
 /* rows4_q4_k on 512-bit vectors, the layout of dot4_q4_k_zmm: same int32
@@ -619,6 +710,7 @@ KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
 /* ---- Q6_K, 4 rows x 1 token (MatVec): per row the operations and their
  * order are those of the single-row kernel (same bits); four independent
  * rows per pass, the next row group prefetched (see rows4_q0). ---- */
+#ifndef MM_ZMM /* the 512-bit build has its own */
 KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     __m256 acc[4];
@@ -657,6 +749,7 @@ KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
 }
+#endif
 
 #ifdef MM_ZMM
 /* rows4_q6_k in the dot4_q6_k_zmm layout (same bits) */
