@@ -171,10 +171,16 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     return 0;
 }
 
-/* Rows are taken in tiles of MM_ROWS so a tile of weight rows (MM_ROWS *
- * row_bytes, e.g. 16 x 2.3 KB for a 4096-wide Q4_K row) stays in L1/L2 while
- * every token streams past it. */
-#define MM_ROWS 16
+/* Rows are taken in tiles of 16 to 64 rows, as many as fit MM_TILE_BYTES
+ * (e.g. 64 x 1.2 KB for a 2048-wide Q4_K row, 32 x 8 KB for a 14336-wide
+ * one), so a tile of weight rows stays in L2 while every token streams past
+ * it, and the activation data a tile kernel prepares per group of tokens is
+ * shared by many rows. 64-row tiles measured 3-10 % faster prompts than 16
+ * (TinyLlama- and granite-8b-shaped Q4_K_M, AVX-512 and AVX2, 2 threads);
+ * the byte cap keeps a tile within a 512 KB L2. */
+#define MM_ROWS_MIN 16
+#define MM_ROWS_MAX 64
+#define MM_TILE_BYTES (256 * 1024)
 
 int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
                int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
@@ -183,8 +189,10 @@ int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
     const char *wb = (const char *)w;
-    for (int64_t rt = r0; rt < r1; rt += MM_ROWS) {
-        const int64_t nr = r1 - rt < MM_ROWS ? r1 - rt : MM_ROWS;
+    int64_t rows = (int64_t)(MM_TILE_BYTES / (row_bytes ? row_bytes : 1));
+    rows = rows < MM_ROWS_MIN ? MM_ROWS_MIN : rows > MM_ROWS_MAX ? MM_ROWS_MAX : rows & ~(int64_t)3;
+    for (int64_t rt = r0; rt < r1; rt += rows) {
+        const int64_t nr = r1 - rt < rows ? r1 - rt : rows;
         const char *wt = wb + (size_t)rt * row_bytes;
         if (tile) tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
         else k_mm_rows_x_dot(f, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);

@@ -1,6 +1,6 @@
 /* mm_drive.c — the row and token loops of a k_matmul_q tile kernel built
  * from a per-format piece (see k_mm_drive in kernels.h). The rows of the
- * tile (at most 16, from k_matmul_q) stay in cache while each group of 4
+ * tile (16 to 64, from k_matmul_q) stay in cache while each group of 4
  * tokens streams past them; with one token (k_matvec) 4 rows share each
  * activation load. A piece covers whole rows, so calling it through a
  * pointer costs nothing measurable. */

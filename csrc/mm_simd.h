@@ -1,17 +1,17 @@
-/* mm_simd.h — the pieces of the k_matmul_q tile kernels (one weight row x 4
- * tokens, 4 rows x one token) and their driver mm_tile, as static functions
- * included by mm_<isa>_amd64.c after simd_<isa>_amd64.h (KT, ACC_MADD16,
- * ACC_DOT_U8I8; MM_ZMM adds the 512-bit pieces); each .c file writes out its
- * k_mm_*_<isa> as one mm_tile call naming its pieces.
- * Specification: the single-token dots; each 4-token kernel performs the same
- * per-token operations in the same order as its single-token kernel, so
- * results are bit-identical; it only decodes every weight block once for 4
- * tokens.
+/* mm_simd.h — the pieces of the k_matmul_q tile kernels (one weight row x a
+ * group of 4 or 8 tokens, 4 rows x one token) and their driver mm_tile, as
+ * static functions included by mm_<isa>_amd64.c after simd_<isa>_amd64.h
+ * (KT, ACC_MADD16, ACC_DOT_U8I8; MM_ZMM adds the 512-bit pieces); each .c
+ * file writes out its k_mm_*_<isa> as one mm_tile call naming its pieces.
+ * Specification: the single-token dots; each group kernel performs the same
+ * per-token operations in the same order as its single-token kernel (the
+ * f32 steps of several tokens may share one instruction, lane for lane), so
+ * results are bit-identical; it decodes every weight block once per group.
  *
- * The generic driver (k_matmul_q in dispatch.c) hands a tile of up to 16
- * weight rows to mm_tile(): for each group of 4 tokens every row of the tile
- * is run against them, so the tile's rows stay in L1/L2 across all tokens and
- * the 4 activation rows stay in L1 across the tile. */
+ * The generic driver (k_matmul_q in dispatch.c) hands a tile of 16 to 64
+ * weight rows to mm_tile(): for each group of tokens every row of the tile
+ * is run against them, so the tile's rows stay in L2 across all tokens and
+ * the group's activation rows stay in L1 across the tile. */
 
 #define NT 4
 
