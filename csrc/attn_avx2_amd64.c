@@ -73,6 +73,38 @@ K_AVX2 static void vblock32(VBLOCK_PARAMS) { vblock(4, acc, v, kvs, cn, ms, vs);
 K_AVX2 static void vblock16(VBLOCK_PARAMS) { vblock(2, acc, v, kvs, cn, ms, vs); }
 K_AVX2 static void vblock8(VBLOCK_PARAMS) { vblock(1, acc, v, kvs, cn, ms, vs); }
 
+/* vblock for two heads over the same V rows: each row's lanes are widened
+ * once and accumulated into both, each head with its own ms / vs. */
+K_AVX2 static inline AI void vblock2(const int nv, float *acc0, float *acc1, const k_half *v, int64_t kv_stride,
+                                     int64_t cn, const float *ms0, const float *vs0, const float *ms1, const float *vs1) {
+    __m256 a[4], b[4];
+    for (int r = 0; r < nv; r++) a[r] = _mm256_loadu_ps(acc0 + 8 * r), b[r] = _mm256_loadu_ps(acc1 + 8 * r);
+    for (int64_t j = 0; j < cn; j++) {
+        const k_half *vp = v + j * kv_stride;
+        if (ms0[j] != 1.0f) {
+            const __m256 vm = _mm256_set1_ps(ms0[j]);
+            for (int r = 0; r < nv; r++) a[r] = f16r8(_mm256_mul_ps(a[r], vm));
+        }
+        if (ms1[j] != 1.0f) {
+            const __m256 vm = _mm256_set1_ps(ms1[j]);
+            for (int r = 0; r < nv; r++) b[r] = f16r8(_mm256_mul_ps(b[r], vm));
+        }
+        const __m256 vv0 = _mm256_set1_ps(vs0[j]), vv1 = _mm256_set1_ps(vs1[j]);
+        for (int r = 0; r < nv; r++) {
+            const __m256 x = ldh8(vp + 8 * r);
+            a[r] = f16r8(_mm256_fmadd_ps(x, vv0, a[r]));
+            b[r] = f16r8(_mm256_fmadd_ps(x, vv1, b[r]));
+        }
+    }
+    for (int r = 0; r < nv; r++) _mm256_storeu_ps(acc0 + 8 * r, a[r]), _mm256_storeu_ps(acc1 + 8 * r, b[r]);
+}
+/* 64 lanes of two heads as two passes of 32 (8 accumulators: the 16 ymm registers hold them) */
+K_AVX2 static void vblock64x2(float *acc0, float *acc1, const k_half *v, int64_t kvs, int64_t cn, const float *ms0,
+                              const float *vs0, const float *ms1, const float *vs1) {
+    vblock2(4, acc0, acc1, v, kvs, cn, ms0, vs0, ms1, vs1);
+    vblock2(4, acc0 + 32, acc1 + 32, v + 32, kvs, cn, ms0, vs0, ms1, vs1);
+}
+
 /* acc[0..8*nv) = fmaf(kq[j], vf[j*hd + ...], acc) for j < n, in registers. */
 K_AVX2 static inline AI void vacc(const int nv, float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
     __m256 a[8];

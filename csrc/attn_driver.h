@@ -15,6 +15,8 @@
  *   void vblock64/32/16/8(acc, v, kv_stride, cn, ms, vs) (and vblock4 when
  *                      ATTN_LANES is 4)   the V accumulation of a chunk over
  *                      that many head lanes
+ *   void vblock64x2(acc0, acc1, v, kv_stride, cn, ms0, vs0, ms1, vs1)   vblock64
+ *                      for two heads over the same V rows
  *   void attn_widen_tile(kt, vf, kh, vh, kv_stride, ic, n0, n, hd)   K tile
  *                      transposed to f32 (lanes outside [n0, n) 0), V to f32
  *   void attn_scores(kq, kt, qh, hd, sc)   the tile's 64 scores times sc
@@ -33,13 +35,13 @@
 
 #define ATTN_CHUNK 64
 
-/* The V accumulation of a chunk over the head lanes the vector blocks cover
- * (returns how many); the driver does the rest in scalar code. */
+/* The V accumulation of a chunk over the head lanes [i, hd) the vector
+ * blocks cover (returns where they stop); the driver does the rest in
+ * scalar code. */
 ATTN_FN static inline __attribute__((always_inline)) int64_t attn_vaccum_f16(float *acc, const k_half *vc,
                                                                             int64_t kv_stride, int64_t cn,
                                                                             const float *msv, const float *vsv,
-                                                                            int64_t hd) {
-    int64_t i = 0;
+                                                                            int64_t i, int64_t hd) {
     for (; i + 64 <= hd; i += 64) vblock64(acc + i, vc + i, kv_stride, cn, msv, vsv);
     if (i + 32 <= hd) { vblock32(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 32; }
     if (i + 16 <= hd) { vblock16(acc + i, vc + i, kv_stride, cn, msv, vsv); i += 16; }
@@ -64,50 +66,71 @@ ATTN_FN static inline __attribute__((always_inline)) float attn_dot_f16(const fl
 /* k_attention_f16acc: positions (from the window's first one) in chunks of
  * 64: first the chunk's scores (independent dots, pipelined; soft-capped
  * with the C library's tanhf), then the scalar online-softmax recurrence
- * (ms, vs, S), then the V accumulation. scratch: head_dim + 3*64 floats. */
+ * (ms, vs, S), then the V accumulation. Two query heads of one KV group go
+ * together (e = 0, 1: each with its own scores, softmax and accumulator,
+ * computed exactly as alone), so each V row is loaded once for both and the
+ * two accumulations give the vector units independent work.
+ * scratch: 2 * (head_dim + 3*64) floats. */
 ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(ATTN_F16_PARAMS) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
     const float ksc = k_attn_score_scale(scale, softcap);
-    float *acc = scratch, *sc = scratch + hd, *msv = sc + ATTN_CHUNK, *vsv = msv + ATTN_CHUNK;
     for (int64_t t = 0; t < n_tok; t++) {
         const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
-        for (int64_t h = h0; h < h1; h++) {
+        for (int64_t h = h0; h < h1;) {
             const int64_t g = h / group;
-            const float *qh = q + t * q_stride + h * hd;
+            const int nh = h + 1 < h1 && (h + 1) / group == g ? 2 : 1;
             const k_half *kh = k + g * hd, *vh = v + g * hd;
-            float S = 0, M = -INFINITY;
-            for (int64_t i = 0; i < hd; i++) acc[i] = 0;
+            float *acc[2], *sc[2], *msv[2], *vsv[2], S[2], M[2];
+            const float *qh[2];
+            for (int e = 0; e < nh; e++) {
+                acc[e] = scratch + e * (hd + 3 * ATTN_CHUNK);
+                sc[e] = acc[e] + hd, msv[e] = sc[e] + ATTN_CHUNK, vsv[e] = msv[e] + ATTN_CHUNK;
+                qh[e] = q + t * q_stride + (h + e) * hd;
+                S[e] = 0, M[e] = -INFINITY;
+                for (int64_t i = 0; i < hd; i++) acc[e][i] = 0;
+            }
             for (int64_t c0 = first; c0 < npos; c0 += ATTN_CHUNK) {
                 const int64_t cn = npos - c0 < ATTN_CHUNK ? npos - c0 : ATTN_CHUNK;
-                for (int64_t j = 0; j < cn; j++) sc[j] = attn_dot_f16(qh, kh + (c0 + j) * kv_stride, hd, np) * ksc;
-                if (softcap != 0)
-                    for (int64_t j = 0; j < cn; j++) sc[j] = softcap * tanhf(sc[j]);
-                for (int64_t j = 0; j < cn; j++) {
-                    const float s = sc[j];
-                    float ms = 1, vs = 1;
-                    if (s > M) {
-                        ms = k_attn_expf(M - s);
-                        M = s;
-                    } else {
-                        vs = k_attn_expf(s - M);
+                for (int e = 0; e < nh; e++) {
+                    for (int64_t j = 0; j < cn; j++) sc[e][j] = attn_dot_f16(qh[e], kh + (c0 + j) * kv_stride, hd, np) * ksc;
+                    if (softcap != 0)
+                        for (int64_t j = 0; j < cn; j++) sc[e][j] = softcap * tanhf(sc[e][j]);
+                    for (int64_t j = 0; j < cn; j++) {
+                        const float s = sc[e][j];
+                        float ms = 1, vs = 1;
+                        if (s > M[e]) {
+                            ms = k_attn_expf(M[e] - s);
+                            M[e] = s;
+                        } else {
+                            vs = k_attn_expf(s - M[e]);
+                        }
+                        S[e] = fmaf(S[e], ms, vs);
+                        msv[e][j] = ms;
+                        vsv[e][j] = vs;
                     }
-                    S = fmaf(S, ms, vs);
-                    msv[j] = ms;
-                    vsv[j] = vs;
                 }
                 const k_half *vc = vh + c0 * kv_stride;
-                for (int64_t i = attn_vaccum_f16(acc, vc, kv_stride, cn, msv, vsv, hd); i < hd; i++) {
-                    float a = acc[i];
-                    for (int64_t j = 0; j < cn; j++) {
-                        if (msv[j] != 1.0f) a = attn_f16r1(a * msv[j]);
-                        a = attn_f16r1(fmaf(attn_h2f(vc[j * kv_stride + i]), vsv[j], a));
+                int64_t i0 = 0;
+                if (nh == 2)
+                    for (; i0 + 64 <= hd; i0 += 64)
+                        vblock64x2(acc[0] + i0, acc[1] + i0, vc + i0, kv_stride, cn, msv[0], vsv[0], msv[1], vsv[1]);
+                for (int e = 0; e < nh; e++) {
+                    for (int64_t i = attn_vaccum_f16(acc[e], vc, kv_stride, cn, msv[e], vsv[e], i0, hd); i < hd; i++) {
+                        float a = acc[e][i];
+                        for (int64_t j = 0; j < cn; j++) {
+                            if (msv[e][j] != 1.0f) a = attn_f16r1(a * msv[e][j]);
+                            a = attn_f16r1(fmaf(attn_h2f(vc[j * kv_stride + i]), vsv[e][j], a));
+                        }
+                        acc[e][i] = a;
                     }
-                    acc[i] = a;
                 }
             }
-            const float inv = S != 0 ? 1 / S : 0;
-            float *o = out + t * out_stride + h * hd;
-            for (int64_t i = 0; i < hd; i++) o[i] = acc[i] * inv;
+            for (int e = 0; e < nh; e++) {
+                const float inv = S[e] != 0 ? 1 / S[e] : 0;
+                float *o = out + t * out_stride + (h + e) * hd;
+                for (int64_t i = 0; i < hd; i++) o[i] = acc[e][i] * inv;
+            }
+            h += nh;
         }
     }
 }

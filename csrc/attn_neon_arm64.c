@@ -64,6 +64,32 @@ static void vblock16(VBLOCK_PARAMS) { vblock(4, acc, v, kvs, cn, ms, vs); }
 static void vblock8(VBLOCK_PARAMS) { vblock(2, acc, v, kvs, cn, ms, vs); }
 static void vblock4(VBLOCK_PARAMS) { vblock(1, acc, v, kvs, cn, ms, vs); }
 
+/* vblock for two heads over the same V rows (see the AVX2 vblock2) */
+static inline AI void vblock2(const int nv, float *acc0, float *acc1, const k_half *v, int64_t kv_stride, int64_t cn,
+                              const float *ms0, const float *vs0, const float *ms1, const float *vs1) {
+    float32x4_t a[8], b[8];
+    for (int r = 0; r < nv; r++) a[r] = vld1q_f32(acc0 + 4 * r), b[r] = vld1q_f32(acc1 + 4 * r);
+    for (int64_t j = 0; j < cn; j++) {
+        const k_half *vp = v + j * kv_stride;
+        if (ms0[j] != 1.0f)
+            for (int r = 0; r < nv; r++) a[r] = f16r4(vmulq_n_f32(a[r], ms0[j]));
+        if (ms1[j] != 1.0f)
+            for (int r = 0; r < nv; r++) b[r] = f16r4(vmulq_n_f32(b[r], ms1[j]));
+        for (int r = 0; r < nv; r++) {
+            const float32x4_t x = ldh4(vp + 4 * r);
+            a[r] = f16r4(vfmaq_n_f32(a[r], x, vs0[j]));
+            b[r] = f16r4(vfmaq_n_f32(b[r], x, vs1[j]));
+        }
+    }
+    for (int r = 0; r < nv; r++) vst1q_f32(acc0 + 4 * r, a[r]), vst1q_f32(acc1 + 4 * r, b[r]);
+}
+/* 64 lanes of two heads as two passes of 32 (16 accumulators of the 32 registers) */
+static void vblock64x2(float *acc0, float *acc1, const k_half *v, int64_t kvs, int64_t cn, const float *ms0,
+                       const float *vs0, const float *ms1, const float *vs1) {
+    vblock2(8, acc0, acc1, v, kvs, cn, ms0, vs0, ms1, vs1);
+    vblock2(8, acc0 + 32, acc1 + 32, v + 32, kvs, cn, ms0, vs0, ms1, vs1);
+}
+
 /* acc[0..4*nv) = fmaf(kq[j], vf[j*hd + ...], acc) for j < n, in registers. */
 static inline AI void vacc(const int nv, float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
     float32x4_t a[16];

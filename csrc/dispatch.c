@@ -227,10 +227,11 @@ void k_attention_f16acc(int impl, ATTN_F16_PARAMS) { OP(impl, attention_f16acc)(
 void k_attention_tiled(int impl, ATTN_F16_PARAMS) { OP(impl, attention_tiled)(ATTN_F16_ARGS); }
 
 /* Scratch of the exact attention kernels, the largest any impl needs:
- * f16acc: the accumulator plus scores / ms / vs of a 64-position chunk;
+ * f16acc: per head of a pair, the accumulator plus scores / ms / vs of a
+ * 64-position chunk;
  * tiled: a 64-position K tile (transposed) and V tile in f32, plus the
  * accumulators, M and S of a block of 32 query rows and one tile of scores. */
-int64_t k_attention_f16acc_scratch(int64_t head_dim) { return head_dim + 3 * 64; }
+int64_t k_attention_f16acc_scratch(int64_t head_dim) { return 2 * (head_dim + 3 * 64); }
 int64_t k_attention_tiled_scratch(int64_t head_dim) { return (2 * 64 + 32) * head_dim + 2 * 32 + 64; }
 
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps) {
