@@ -144,6 +144,27 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
 }
 #endif
 
+/* The activation side data of the Q4_K group kernels for nt tokens, per
+ * block (64*nt bytes): the 8 bsum pair sums of token k at int16 8k, its d
+ * at floats 4k..4k+3 of the second part and 8k..8k+7 of the third (the
+ * layouts q4k_side4 and q4k_side8 name). */
+KT static inline __attribute__((always_inline)) void q4k_prep_tokens(const int nt, int64_t n, const char *a,
+                                                                   size_t a_row_bytes, void *side) {
+    char *blk = (char *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, blk += 64 * nt) {
+        int16_t *bsum = (int16_t *)blk;
+        float *yd4 = (float *)(blk + 16 * nt), *yd8 = (float *)(blk + 32 * nt);
+        for (int k = 0; k < nt; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            _mm_store_si128((__m128i *)(bsum + 8 * k), _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+            const __m256 dk = _mm256_set1_ps(y->d);
+            _mm_store_ps(yd4 + 4 * k, _mm256_castps256_ps128(dk));
+            _mm256_store_ps(yd8 + 8 * k, dk);
+        }
+    }
+}
+
 #ifndef MM_ZMM /* the 256-bit build's group kernel (MM_ZMM has q4k_group8) */
 /* ---- Q4_K x 4 tokens with prepared activation data (mm_group): the
  * per-token operations of dot4_q4_k, with the min terms of two tokens in
@@ -154,21 +175,10 @@ typedef struct {
     float yd4[2][8];     /* pair p: token 2p+j's d in lanes 4j..4j+3 */
     float yd8[4][8];     /* token k's d in all 8 lanes */
 } q4k_side4;
-_Static_assert(sizeof(q4k_side4) <= MM_SIDE && sizeof(q4k_side4) % 64 == 0, "q4k_side4 fits MM_SIDE, whole cache lines");
+_Static_assert(sizeof(q4k_side4) == 64 * 4 && sizeof(q4k_side4) <= MM_SIDE, "q4k_side4 is q4k_prep_tokens' 4-token block");
 
 KT static void q4k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *side) {
-    q4k_side4 *s = (q4k_side4 *)side;
-    for (int64_t i = 0; i < n / K_QKK; i++, s++) {
-        for (int k = 0; k < 4; k++) {
-            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-            _mm_store_si128((__m128i *)&s->bsum[k / 2][8 * (k % 2)],
-                            _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
-            const __m256 dk = _mm256_set1_ps(y->d);
-            _mm_store_ps(&s->yd4[k / 2][4 * (k % 2)], _mm256_castps256_ps128(dk));
-            _mm256_store_ps(s->yd8[k], dk);
-        }
-    }
+    q4k_prep_tokens(4, n, a, a_row_bytes, side);
 }
 
 KT static void dot4p_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
@@ -297,21 +307,10 @@ typedef struct {
     float yd4[2][16];    /* quad h: token 4h+j's d in lanes 4j..4j+3 (its min term lanes) */
     float yd8[4][16];    /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
 } q4k_side8;
-_Static_assert(sizeof(q4k_side8) <= MM_SIDE && sizeof(q4k_side8) % 64 == 0, "q4k_side8 fits MM_SIDE, whole cache lines");
+_Static_assert(sizeof(q4k_side8) == 64 * 8 && sizeof(q4k_side8) <= MM_SIDE, "q4k_side8 is q4k_prep_tokens' 8-token block");
 
 KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
-    q4k_side8 *s = (q4k_side8 *)side;
-    for (int64_t i = 0; i < n / K_QKK; i++, s++) {
-        for (int k = 0; k < 8; k++) {
-            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-            _mm_storeu_si128((__m128i *)&s->bsum[k / 4][8 * (k % 4)],
-                             _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
-            const __m256 dk = _mm256_set1_ps(y->d);
-            _mm_store_ps(&s->yd4[k / 4][4 * (k % 4)], _mm256_castps256_ps128(dk));
-            _mm256_store_ps(&s->yd8[k / 2][8 * (k % 2)], dk);
-        }
-    }
+    q4k_prep_tokens(8, n, a, a_row_bytes, side);
 }
 
 KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
