@@ -241,18 +241,17 @@ static const mm_group q4k_group4 = {4, q4k_prep4, dot4p_q4_k};
  * where dot4_q4_k has two of each. Folding the halves at the end of a block
  * gives the same exact int32 lane sums as dot4_q4_k, and the f32 part is the
  * same code, so the bits are the same. */
-KT static inline __attribute__((always_inline)) void q4k_zmm_tokens(const int NTK, int64_t n, const void *w, const char *a,
-                                                                  size_t a_row_bytes, float *out) {
+KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512i sidx[4];
-    _Pragma("GCC unroll 8")
+    _Pragma("GCC unroll 4")
     for (int c = 0; c < 4; c++)
         sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
-    __m256 acc[NTK];
-    __m128 accm[NTK];
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < NTK; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    __m256 acc[NT];
+    __m128 accm[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
     for (int64_t i = 0; i < n / K_QKK; i++) {
         uint32_t u[4];
         k_q4k_unpack_scales(x[i].scales, u);
@@ -260,44 +259,41 @@ KT static inline __attribute__((always_inline)) void q4k_zmm_tokens(const int NT
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
         const __m512i sm512 = _mm512_castsi256_si512(sm);
         const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
-        const k_block_q8_k *y[NTK];
-        __m512i sumi[NTK];
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < NTK; k++) {
+        const k_block_q8_k *y[NT];
+        __m512i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
             y[k] = ACT(k, k_block_q8_k) + i;
             const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
             const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
             accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
             sumi[k] = _mm512_setzero_si512();
         }
-        _Pragma("GCC unroll 8")
+        _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
             const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
             const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
             const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < NTK; k++) {
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
                 const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k]->qs + 64 * c)));
                 sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, s);
             }
         }
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < NTK; k++) {
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
             const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[k]), _mm512_extracti64x4_epi64(sumi[k], 1));
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(s8), acc[k]);
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < NTK; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
-}
-KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    q4k_zmm_tokens(NT, n, w, a, a_row_bytes, out);
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
 }
 
-/* ---- Q4_K x 8 tokens on 512-bit vectors: q4k_zmm_tokens' integer sums,
+/* ---- Q4_K x 8 tokens on 512-bit vectors: dot4_q4_k_zmm's integer sums,
  * with the per-token bookkeeping of a block done for several tokens per
  * instruction. Per token the f32 operations are the same as in
- * q4k_zmm_tokens (and so k_dot_q4_k_q8_k): acc lanes += (d * yd) *
+ * dot4_q4_k_zmm (and so k_dot_q4_k_q8_k): acc lanes += (d * yd) *
  * (lane sum), min lanes += (dmin * yd) * (mins . bsum pairs), in block
  * order; only their packing into registers differs, so the bits are the
  * same. The activation-only parts (pair sums of bsums, yd broadcasts) come
