@@ -11,22 +11,77 @@
  * The generic driver (k_matmul_q in dispatch.c) hands a tile of 16 to 64
  * weight rows to mm_tile(): for each group of tokens every row of the tile
  * is run against them, so the tile's rows stay in L2 across all tokens and
- * the group's activation rows stay in L1 across the tile. */
+ * the group's activation rows stay in L1 across the tile. A group kernel
+ * that decodes its weights first (the AVX-512 Q4_K one) takes the tile in
+ * chunks of rows whose decoded form fits a per-thread buffer in L2, and
+ * every group of tokens reads that instead of unpacking nibbles and scales
+ * again. */
 
 #define NT 4
 
 typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
 /* A group kernel: prep writes what depends on the activations alone (per
- * block, at most MM_SIDE bytes) once per group of nt tokens and tile; dot
- * then runs one weight row against the group with it: out[k] = dot(row,
- * token k), k < nt. */
-#define MM_SIDE 512
+ * block, side_block bytes) once per group of nt tokens and chunk of rows;
+ * dot then runs one weight row against the group with it: out[k] =
+ * dot(row, token k), k < nt. Optionally wprep first decodes what depends on
+ * the weights alone (per block, wx_block bytes; row r of the chunk at r *
+ * blocks * wx_block) once per chunk of rows, and dot gets a decoded row in
+ * place of the packed one. */
+#define MM_SIDE 512        /* side_block of a group kernel without wprep (its side data is on the stack) */
+#define MM_SIDE_WX 2560    /* side_block of one with wprep (its side data is in mm_group_buffer) */
 #define MM_SIDE_BLOCKS 64 /* rows up to 64 blocks (16384 K-quant elements); longer ones skip the group kernel */
+#define MM_WX_BYTES (384 * 1024) /* decoded weights of a chunk of rows */
 typedef struct {
     int nt; /* tokens per group, at most 8 */
+    size_t side_block;
     void (*prep)(int64_t n, const char *a, size_t a_row_bytes, void *side);
     void (*dot)(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out);
+    size_t wx_block;                                                             /* 0: no wprep */
+    void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx); /* NULL: none */
 } mm_group;
+
+/* The calling thread's buffer for decoded weights and side data
+ * (MM_WX_BYTES + MM_SIDE_BLOCKS * MM_SIDE_WX), NULL if it cannot be had:
+ * allocated on the thread's first use and kept for its life, so worker
+ * threads neither allocate per call nor share one. */
+static unsigned char *mm_group_buffer(void) {
+    static _Thread_local unsigned char *buf;
+    if (!buf) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, MM_WX_BYTES + MM_SIDE_BLOCKS * MM_SIDE_WX) == 0) buf = (unsigned char *)p;
+    }
+    return buf;
+}
+
+/* Whole groups of tokens through grp, the rows in chunks whose decoded
+ * weights fit wx (wx NULL: one chunk of all rows, dot on the packed rows);
+ * returns the number of tokens done. */
+static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t row_bytes, int64_t nr, const char *ab,
+                         size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride, unsigned char *wx, unsigned char *side) {
+    const int g = grp->nt;
+    const size_t wx_row = (size_t)(n / K_QKK) * grp->wx_block;
+    int64_t chunk = wx && wx_row ? (int64_t)(MM_WX_BYTES / wx_row) : nr;
+    if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
+        const int64_t nchunks = (nr + chunk - 1) / chunk;
+        chunk = (nr + nchunks - 1) / nchunks;
+    }
+    for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
+        const int64_t rn = nr - r0 < chunk ? nr - r0 : chunk;
+        const char *wr = wb + (size_t)r0 * row_bytes;
+        if (wx) grp->wprep(n, wr, row_bytes, rn, wx);
+        for (int64_t t = 0; t + g <= ntok; t += g) {
+            const char *at = ab + (size_t)t * a_row_bytes;
+            grp->prep(n, at, a_row_bytes, side);
+            for (int64_t r = 0; r < rn; r++) {
+                float o[8];
+                grp->dot(n, wx ? (const void *)(wx + (size_t)r * wx_row) : wr + (size_t)r * row_bytes, at, a_row_bytes, side, o);
+                for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
+            }
+        }
+    }
+    return ntok / g * g;
+}
+
 /* 4 weight rows (row_bytes apart) x one token: out[r] = dot(row r, a) */
 typedef void (*rows4_fn)(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]);
 
@@ -38,17 +93,13 @@ static void mm_tile(const mm_group *grp, dot4_fn dot4, rows4_fn rows4, k_dot_fn 
                     size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
-    if (grp && n / K_QKK <= MM_SIDE_BLOCKS) {
-        _Alignas(64) unsigned char side[MM_SIDE_BLOCKS * MM_SIDE]; /* 32 KB */
-        const int g = grp->nt;
-        for (; t + g <= ntok; t += g) {
-            const char *at = ab + (size_t)t * a_row_bytes;
-            grp->prep(n, at, a_row_bytes, side);
-            for (int64_t r = 0; r < nr; r++) {
-                float o[8];
-                grp->dot(n, wb + (size_t)r * row_bytes, at, a_row_bytes, side, o);
-                for (int k = 0; k < g; k++) y[(t + k) * y_stride + r] = o[k];
-            }
+    if (grp && n / K_QKK <= MM_SIDE_BLOCKS && ntok >= grp->nt) {
+        if (!grp->wprep) {
+            _Alignas(64) unsigned char side[MM_SIDE_BLOCKS * MM_SIDE]; /* 32 KB */
+            t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, NULL, side);
+        } else {
+            unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through dot4 below */
+            if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
         }
     }
     if (dot4) {
@@ -147,7 +198,7 @@ KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_b
 /* The activation side data of the Q4_K group kernels for nt tokens, per
  * block (64*nt bytes): the 8 bsum pair sums of token k at int16 8k, its d
  * at floats 4k..4k+3 of the second part and 8k..8k+7 of the third (the
- * layouts q4k_side4 and q4k_side8 name). */
+ * layout q4k_side4 names; q4k_side8 puts the same after the quants). */
 KT static inline __attribute__((always_inline)) void q4k_prep_tokens(const int nt, int64_t n, const char *a,
                                                                    size_t a_row_bytes, void *side) {
     char *blk = (char *)side;
@@ -230,7 +281,7 @@ KT static void dot4p_q4_k(int64_t n, const void *w, const char *a, size_t a_row_
         out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(mk);
     }
 }
-static const mm_group q4k_group4 = {4, q4k_prep4, dot4p_q4_k};
+static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 0, NULL};
 #endif
 
 #ifdef MM_ZMM
@@ -290,73 +341,104 @@ KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
 }
 
-/* ---- Q4_K x 8 tokens on 512-bit vectors: dot4_q4_k_zmm's integer sums,
- * with the per-token bookkeeping of a block done for several tokens per
- * instruction. Per token the f32 operations are the same as in
- * dot4_q4_k_zmm (and so k_dot_q4_k_q8_k): acc lanes += (d * yd) *
- * (lane sum), min lanes += (dmin * yd) * (mins . bsum pairs), in block
- * order; only their packing into registers differs, so the bits are the
- * same. The activation-only parts (pair sums of bsums, yd broadcasts) come
- * from q4k_prep8, computed once per group of 8 tokens and tile. ---- */
+/* ---- Q4_K x 8 tokens on 512-bit vectors. The weights of a chunk of rows
+ * are decoded once (q4k_wprep: quants as bytes, scales, mins, d, dmin as
+ * f32) and the activations of a group of 8 tokens laid out once per chunk
+ * (q4k_prep8) so that one register holds the same sub-block of two tokens,
+ * token 2p in the low 256 bits and 2p+1 in the high: one maddubs and one
+ * dpwssd per token and 64 quants, as in dot4_q4_k_zmm, and every sub-block
+ * of a token lands in the same 8 int32 lanes, which are then exactly
+ * k_dot_q4_k_q8_k's lane sums with no folding. Per token the f32
+ * operations are those of the one-token dot: acc lanes += (d * yd) * (lane
+ * sum), min lanes += (dmin * yd) * (mins . bsum pairs), in block order, so
+ * the bits are the same. ---- */
 typedef struct {
+    int8_t qs[4][8][64]; /* pair p, sub-block j: token 2p's 32 quants, then token 2p+1's */
     int16_t bsum[2][32]; /* quad h: token 4h+j's 8 bsum pair sums in lanes 8j..8j+7 */
     float yd4[2][16];    /* quad h: token 4h+j's d in lanes 4j..4j+3 (its min term lanes) */
     float yd8[4][16];    /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
 } q4k_side8;
-_Static_assert(sizeof(q4k_side8) == 64 * 8 && sizeof(q4k_side8) <= MM_SIDE, "q4k_side8 is q4k_prep_tokens' 8-token block");
+_Static_assert(sizeof(q4k_side8) == MM_SIDE_WX, "q4k_side8 is one block of q4k_prep8");
+_Static_assert(offsetof(q4k_side8, yd4) - offsetof(q4k_side8, bsum) == 16 * 8 && offsetof(q4k_side8, yd8) - offsetof(q4k_side8, bsum) == 32 * 8,
+               "bsum..yd8 is q4k_prep_tokens' 8-token block");
 
 KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
-    q4k_prep_tokens(8, n, a, a_row_bytes, side);
+    q4k_side8 *sd = (q4k_side8 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+        for (int k = 0; k < 8; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            _Pragma("GCC unroll 8")
+            for (int j = 0; j < 8; j++)
+                _mm256_store_si256((__m256i *)(sd->qs[k / 2][j] + 32 * (k % 2)), _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j)));
+        }
+        q4k_prep_tokens(8, K_QKK, a + (size_t)i * sizeof(k_block_q8_k), a_row_bytes, sd->bsum);
+    }
+}
+
+/* One Q4_K block decoded by q4k_wprep for dot8_q4_k_zmm. */
+typedef struct {
+    uint8_t q[8][32]; /* sub-block j's 32 quants, 0..15 */
+    int32_t s[8];     /* sub-block j's scale in both int16 halves */
+    int16_t mins[8];  /* the 8 mins */
+    float d, dmin;    /* the block's d and dmin as f32 */
+    uint8_t pad[8];
+} q4k_wx;
+_Static_assert(sizeof(q4k_wx) == 320, "q4k_wx is 5 cache lines");
+
+KT static void q4k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    q4k_wx *o = (q4k_wx *)wx;
+    for (int64_t r = 0; r < nr; r++) {
+        const k_block_q4_k *x = (const k_block_q4_k *)((const char *)w + (size_t)r * row_bytes);
+        for (int64_t i = 0; i < n / K_QKK; i++, o++) {
+            const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
+            const __m256i sc = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm));
+            _mm256_store_si256((__m256i *)o->s, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+            _mm_store_si128((__m128i *)o->mins, _mm256_extracti128_si256(sm, 1));
+            _Pragma("GCC unroll 4")
+            for (int c = 0; c < 4; c++) {
+                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+                _mm256_store_si256((__m256i *)o->q[2 * c], _mm256_and_si256(q4, m4));
+                _mm256_store_si256((__m256i *)o->q[2 * c + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            }
+            o->d = k_h2f_avx2(x[i].d);
+            o->dmin = k_h2f_avx2(x[i].dmin);
+        }
+    }
 }
 
 KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    (void)a, (void)a_row_bytes;
+    const q4k_wx *x = (const q4k_wx *)w;
     const q4k_side8 *sd = (const q4k_side8 *)side;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512i sidx[4];
-    _Pragma("GCC unroll 4")
-    for (int c = 0; c < 4; c++)
-        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
     __m512 acc[4], accm[2]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); accm[h]: tokens 4h..4h+3 (4 lanes each) */
     _Pragma("GCC unroll 4")
     for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
     accm[0] = accm[1] = _mm512_setzero_ps();
-    const k_block_q8_k *y[8];
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < 8; k++) y[k] = ACT(k, k_block_q8_k);
-    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
-        uint32_t u[4];
-        k_q4k_unpack_scales(x[i].scales, u);
-        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
-        const __m512i mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(sm, 1));
-        const __m512i sm512 = _mm512_castsi256_si512(sm);
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++, x++) {
+        const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)x->mins));
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
             const __m512i pm = _mm512_madd_epi16(mins, _mm512_load_si512((const void *)sd->bsum[h]));
-            accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
+            accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x->dmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
         }
-        __m512i sumi[8];
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < 8; k++) sumi[k] = _mm512_setzero_si512();
+        __m512i sumi[2][4]; /* two sums per pair (even, odd sub-blocks) for shorter chains */
         _Pragma("GCC unroll 4")
-        for (int c = 0; c < 4; c++) {
-            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
-            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
-            const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < 8; k++) {
-                const __m512i pr = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k][i].qs + 64 * c)));
-                sumi[k] = _mm512_dpwssd_epi32(sumi[k], pr, s);
+        for (int p = 0; p < 4; p++) sumi[0][p] = sumi[1][p] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->q[j]));
+            const __m512i s = _mm512_set1_epi32(x->s[j]);
+            _Pragma("GCC unroll 4")
+            for (int p = 0; p < 4; p++) {
+                const __m512i pr = _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][j]));
+                sumi[j % 2][p] = _mm512_dpwssd_epi32(sumi[j % 2][p], pr, s);
             }
         }
-        const __m512 dv = _mm512_set1_ps(d);
+        const __m512 dv = _mm512_set1_ps(x->d);
         _Pragma("GCC unroll 4")
-        for (int p = 0; p < 4; p++) { /* fold each token's halves: [2p lo+hi | 2p+1 lo+hi] */
-            const __m512i lo = _mm512_shuffle_i64x2(sumi[2 * p], sumi[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0));
-            const __m512i hi = _mm512_shuffle_i64x2(sumi[2 * p], sumi[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2));
-            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), acc[p]);
-        }
+        for (int p = 0; p < 4; p++)
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
     }
     _Alignas(64) float av[4 * 16], mv[2 * 16]; /* token k: av[8k..8k+7], mv[4k..4k+3] */
     _Pragma("GCC unroll 4")
@@ -366,7 +448,7 @@ KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
-static const mm_group q4k_group8 = {8, q4k_prep8, dot8_q4_k_zmm};
+static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, sizeof(q4k_wx), q4k_wprep};
 #endif
 
 KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {

@@ -85,9 +85,10 @@ func BenchmarkMatVec(b *testing.B) {
 	})
 }
 
-// MatMulQ: 32 tokens against a 4096 x 256 matrix (weights reused per tile).
+// MatMulQ: 128 tokens (one pp128 batch) against a 2048 x 256 matrix (weights
+// reused per tile; the AVX-512 Q4_K tile decodes them once per chunk of rows).
 func BenchmarkMatMulQ(b *testing.B) {
-	const n, rows, ntok = 4096, 256, 32
+	const n, rows, ntok = 2048, 256, 128
 	benchImpls(b, func(b *testing.B) {
 		for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, F16, F32, Q2_K, Q3_K} {
 			w, rb := benchMatrix(t, n, rows)
