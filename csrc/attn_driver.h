@@ -2,7 +2,8 @@
  * written once: the drivers of k_attention_f16acc_<isa> and
  * k_attention_tiled_<isa> (the loops over tokens, heads, chunks and tiles,
  * the online softmax, the masks and the soft-cap), as static inline
- * functions over per-ISA vector primitives. Included by attn_avx2_amd64.c
+ * functions over per-ISA vector primitives. Included by attn_x86.h (for
+ * attn_avx2_amd64.c and attn_avx512_amd64.c)
  * and attn_neon_arm64.c after they define:
  *
  *   ATTN_FN            function attribute of the drivers (the target ISA)

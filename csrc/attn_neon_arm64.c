@@ -2,7 +2,7 @@
  * attn_neon_arm64.c — k_attention_f16acc_neon and k_attention_tiled_neon:
  * the drivers of attn_driver.h over NEON primitives; the same bits as
  * k_attention_f16acc_ref / k_attention_tiled_ref (attn_f16_ref.c,
- * attn_tiled_ref.c), and as the AVX2 kernels (attn_avx2_amd64.c) with
+ * attn_tiled_ref.c), and as the x86 kernels (attn_x86.h) with
  * 4-lane vectors: vfmaq is the fused step, vcvt_f16_f32 rounds to nearest
  * even (default FPCR), and the 16-lane reduction trees are spelled out lane
  * for lane.

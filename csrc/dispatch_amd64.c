@@ -53,6 +53,14 @@ static const k_arch_ops avx2_ops = {
     .rope = k_rope_avx2, .swiglu = k_swiglu_avx2,
 };
 
+/* avx2's, with the attention drivers built for AVX-512 (32 registers) */
+static const k_arch_ops avx512_ops = {
+    .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,
+    .softmax = k_softmax_avx2, .silu_mul = k_silu_mul_avx2, .add = k_add_avx2, .scale = k_scale_avx2,
+    .attention_f16acc = k_attention_f16acc_avx512, .attention_tiled = k_attention_tiled_avx512,
+    .rope = k_rope_avx2, .swiglu = k_swiglu_avx2,
+};
+
 const k_arch_ops *k_arch_get_ops(int impl) {
-    return impl == K_IMPL_AVX2 || impl == K_IMPL_AVX512 ? &avx2_ops : NULL;
+    return impl == K_IMPL_AVX512 ? &avx512_ops : impl == K_IMPL_AVX2 ? &avx2_ops : NULL;
 }
