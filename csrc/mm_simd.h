@@ -22,21 +22,30 @@
 typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
 /* A group kernel: prep writes what depends on the activations alone (per
  * block, side_block bytes) once per group of nt tokens and chunk of rows;
- * dot then runs one weight row against the group with it: out[k] =
- * dot(row, token k), k < nt. Optionally wprep first decodes what depends on
- * the weights alone (per block, wx_block bytes; row r of the chunk at r *
- * blocks * wx_block) once per chunk of rows, and dot gets a decoded row in
- * place of the packed one. */
-#define MM_SIDE 512        /* side_block of a group kernel without wprep (its side data is on the stack) */
-#define MM_SIDE_WX 2560    /* side_block of one with wprep (its side data is in mm_group_buffer) */
-#define MM_SIDE_BLOCKS 64 /* rows up to 64 blocks (16384 K-quant elements); longer ones skip the group kernel */
+ * dot then runs one weight row against the group with it, a range of
+ * blocks at a time: out[k] = dot(row, token k), k < nt, after the last
+ * range. Optionally wprep first decodes what depends on the weights alone
+ * (per block, wx_block bytes; row r of the chunk at r * blocks * wx_block)
+ * once per chunk of rows, and dot gets a decoded row in place of the
+ * packed one. */
+#define MM_SIDE 512              /* side_block of a group kernel without wprep (its side data is on the stack) */
+#define MM_SIDE_WX 2560          /* side_block of one with wprep (its side data is in mm_group_buffer) */
+#define MM_SIDE_BLOCKS 64        /* rows up to 64 blocks (16384 K-quant elements); longer ones skip the group kernel */
 #define MM_WX_BYTES (384 * 1024) /* decoded weights of a chunk of rows */
+#define MM_SEG_BLOCKS 8          /* blocks per pass over a chunk's rows: 8 tokens' side data of 8 blocks stay in L1 */
+#define MM_GROUP_ROWS 64         /* rows per chunk at most (their accumulators are on the stack) */
+#define MM_ST_FLOATS 96          /* st_floats at most */
 typedef struct {
     int nt; /* tokens per group, at most 8 */
     size_t side_block;
     void (*prep)(int64_t n, const char *a, size_t a_row_bytes, void *side);
-    void (*dot)(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out);
-    size_t wx_block;                                                             /* 0: no wprep */
+    /* blocks [i0, i1) of nb (w, a, side point at block i0); st: the row's
+     * st_floats f32 accumulators, carried from one range to the next (read
+     * when i0 > 0, written when i1 < nb); out written when i1 == nb */
+    void (*dot)(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,
+                float *st, float *out);
+    int st_floats; /* at most MM_ST_FLOATS, a multiple of 16 (aligned loads) */
+    size_t wx_block;                                                                 /* 0: no wprep */
     void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx); /* NULL: none */
 } mm_group;
 
@@ -54,17 +63,22 @@ static unsigned char *mm_group_buffer(void) {
 }
 
 /* Whole groups of tokens through grp, the rows in chunks whose decoded
- * weights fit wx (wx NULL: one chunk of all rows, dot on the packed rows);
- * returns the number of tokens done. */
+ * weights fit wx (wx NULL: dot on the packed rows), and each row in passes
+ * of MM_SEG_BLOCKS blocks, so a group's side data of a pass stays in L1
+ * across the chunk's rows; returns the number of tokens done. */
 static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t row_bytes, int64_t nr, const char *ab,
                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride, unsigned char *wx, unsigned char *side) {
+    _Alignas(64) float st[MM_GROUP_ROWS * MM_ST_FLOATS]; /* 24 KB */
     const int g = grp->nt;
-    const size_t wx_row = (size_t)(n / K_QKK) * grp->wx_block;
+    const int64_t nb = n / K_QKK;
+    const size_t wx_row = (size_t)nb * grp->wx_block;
     int64_t chunk = wx && wx_row ? (int64_t)(MM_WX_BYTES / wx_row) : nr;
+    if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
     if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
         const int64_t nchunks = (nr + chunk - 1) / chunk;
         chunk = (nr + nchunks - 1) / nchunks;
     }
+    const size_t sb = grp->side_block, wb_block = wx ? grp->wx_block : row_bytes / (size_t)(nb ? nb : 1);
     for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
         const int64_t rn = nr - r0 < chunk ? nr - r0 : chunk;
         const char *wr = wb + (size_t)r0 * row_bytes;
@@ -72,10 +86,16 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
         for (int64_t t = 0; t + g <= ntok; t += g) {
             const char *at = ab + (size_t)t * a_row_bytes;
             grp->prep(n, at, a_row_bytes, side);
-            for (int64_t r = 0; r < rn; r++) {
-                float o[8];
-                grp->dot(n, wx ? (const void *)(wx + (size_t)r * wx_row) : wr + (size_t)r * row_bytes, at, a_row_bytes, side, o);
-                for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
+            for (int64_t i0 = 0; i0 < nb; i0 += MM_SEG_BLOCKS) {
+                const int64_t i1 = nb - i0 < MM_SEG_BLOCKS ? nb : i0 + MM_SEG_BLOCKS;
+                for (int64_t r = 0; r < rn; r++) {
+                    const char *row = wx ? (const char *)wx + (size_t)r * wx_row : wr + (size_t)r * row_bytes;
+                    float o[8];
+                    grp->dot(i0, i1, nb, row + (size_t)i0 * wb_block, at + (size_t)i0 * sizeof(k_block_q8_k), a_row_bytes,
+                             side + (size_t)i0 * sb, st + r * grp->st_floats, o);
+                    if (i1 == nb)
+                        for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
+                }
             }
         }
     }
@@ -232,18 +252,20 @@ KT static void q4k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *sid
     q4k_prep_tokens(4, n, a, a_row_bytes, side);
 }
 
-KT static void dot4p_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
+KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                          const void *side, float *st, float *out) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const q4k_side4 *sd = (const q4k_side4 *)side;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[NT], accm[2]; /* accm[p]: tokens 2p, 2p+1 (4 lanes each) */
+    __m256 acc[NT], accm[2]; /* accm[p]: tokens 2p, 2p+1 (4 lanes each); st: acc, then accm */
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    accm[0] = accm[1] = _mm256_setzero_ps();
+    for (int k = 0; k < NT; k++) acc[k] = i0 ? _mm256_load_ps(st + 8 * k) : _mm256_setzero_ps();
+    accm[0] = i0 ? _mm256_load_ps(st + 32) : _mm256_setzero_ps();
+    accm[1] = i0 ? _mm256_load_ps(st + 40) : _mm256_setzero_ps();
     const k_block_q8_k *y[NT];
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
-    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+    for (int64_t i = 0; i < i1 - i0; i++, sd++) {
         const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
         const __m256i mins = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sm, 1));
         const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
@@ -275,13 +297,20 @@ KT static void dot4p_q4_k(int64_t n, const void *w, const char *a, size_t a_row_
         for (int k = 0; k < NT; k++)
             acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, _mm256_load_ps(sd->yd8[k])), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
     }
+    if (i1 < nb) {
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) _mm256_store_ps(st + 8 * k, acc[k]);
+        _mm256_store_ps(st + 32, accm[0]);
+        _mm256_store_ps(st + 40, accm[1]);
+        return;
+    }
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) {
         const __m128 mk = k % 2 ? _mm256_extractf128_ps(accm[k / 2], 1) : _mm256_castps256_ps128(accm[k / 2]);
         out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(mk);
     }
 }
-static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 0, NULL};
+static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 48, 0, NULL};
 #endif
 
 #ifdef MM_ZMM
@@ -362,15 +391,21 @@ _Static_assert(sizeof(q4k_side8) == MM_SIDE_WX, "q4k_side8 is one block of q4k_p
 _Static_assert(offsetof(q4k_side8, yd4) - offsetof(q4k_side8, bsum) == 16 * 8 && offsetof(q4k_side8, yd8) - offsetof(q4k_side8, bsum) == 32 * 8,
                "bsum..yd8 is q4k_prep_tokens' 8-token block");
 
+/* Block i of 8 tokens' Q8_K quants in pairs: qs[p][j] = token 2p's quants
+ * 32j..32j+31, then token 2p+1's (the Q4_K and Q6_K 8-token layouts) */
+KT static inline void prep8_pairs(int8_t qs[4][8][64], const char *a, size_t a_row_bytes, int64_t i) {
+    for (int k = 0; k < 8; k++) {
+        const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++)
+            _mm256_store_si256((__m256i *)(qs[k / 2][j] + 32 * (k % 2)), _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j)));
+    }
+}
+
 KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
     q4k_side8 *sd = (q4k_side8 *)side;
     for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
-        for (int k = 0; k < 8; k++) {
-            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
-            _Pragma("GCC unroll 8")
-            for (int j = 0; j < 8; j++)
-                _mm256_store_si256((__m256i *)(sd->qs[k / 2][j] + 32 * (k % 2)), _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j)));
-        }
+        prep8_pairs(sd->qs, a, a_row_bytes, i);
         q4k_prep_tokens(8, K_QKK, a + (size_t)i * sizeof(k_block_q8_k), a_row_bytes, sd->bsum);
     }
 }
@@ -407,15 +442,17 @@ KT static void q4k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr,
     }
 }
 
-KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, const void *side, float *out) {
+KT static void dot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                             const void *side, float *st, float *out) {
     (void)a, (void)a_row_bytes;
     const q4k_wx *x = (const q4k_wx *)w;
     const q4k_side8 *sd = (const q4k_side8 *)side;
-    __m512 acc[4], accm[2]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); accm[h]: tokens 4h..4h+3 (4 lanes each) */
+    __m512 acc[4], accm[2]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); accm[h]: tokens 4h..4h+3 (4 lanes each); st: acc, accm */
     _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
-    accm[0] = accm[1] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++, sd++, x++) {
+    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
+    accm[0] = i0 ? _mm512_load_ps(st + 64) : _mm512_setzero_ps();
+    accm[1] = i0 ? _mm512_load_ps(st + 80) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
         const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)x->mins));
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
@@ -440,6 +477,13 @@ KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
         for (int p = 0; p < 4; p++)
             acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
     }
+    if (i1 < nb) {
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) _mm512_store_ps(st + 16 * p, acc[p]);
+        _mm512_store_ps(st + 64, accm[0]);
+        _mm512_store_ps(st + 80, accm[1]);
+        return;
+    }
     _Alignas(64) float av[4 * 16], mv[2 * 16]; /* token k: av[8k..8k+7], mv[4k..4k+3] */
     _Pragma("GCC unroll 4")
     for (int p = 0; p < 4; p++) _mm512_store_ps(av + 16 * p, acc[p]);
@@ -448,7 +492,7 @@ KT static void dot8_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
-static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, sizeof(q4k_wx), q4k_wprep};
+static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep};
 #endif
 
 KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
@@ -572,6 +616,105 @@ KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
+/* ---- Q6_K x 8 tokens on 512-bit vectors, as dot8_q4_k_zmm: the weights of
+ * a chunk of rows decoded once (q6k_wprep: quants as bytes in element
+ * order, per-vector scale words, -32 * scales, d as f32), 8 tokens' quants
+ * in pairs (q6k_prep8), so vector v (quants 32v..32v+31) of tokens 2p and
+ * 2p+1 is one register and each token's 8 lanes collect every vector: lane
+ * l starts at -32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]) (one
+ * madd of the -32 * scales with the pair's bsums) and adds (scale of its
+ * group) * (its 4 quants . activations), exactly k_dot_q6_k_q8_k's lane
+ * sums; per token the f32 steps are the one-token dot's, so the same bits. ---- */
+typedef struct {
+    int8_t qs[4][8][64]; /* as q4k_side8 */
+    int16_t bsums[4][32]; /* pair p: token 2p's 16 bsums, then token 2p+1's */
+    float yd8[4][16];     /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
+} q6k_side8;
+_Static_assert(sizeof(q6k_side8) == MM_SIDE_WX, "q6k_side8 is one block of q6k_prep8");
+
+KT static void q6k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    q6k_side8 *sd = (q6k_side8 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+        prep8_pairs(sd->qs, a, a_row_bytes, i);
+        for (int k = 0; k < 8; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            _mm256_store_si256((__m256i *)(sd->bsums[k / 2] + 16 * (k % 2)), _mm256_loadu_si256((const __m256i *)y->bsums));
+            _mm256_store_ps(sd->yd8[k / 2] + 8 * (k % 2), _mm256_set1_ps(y->d));
+        }
+    }
+}
+
+/* One Q6_K block decoded by q6k_wprep for dot8_q6_k_zmm. */
+typedef struct {
+    uint8_t q[8][32];  /* vector v: quants 32v..32v+31, 0..63 */
+    int16_t s[8][16];  /* vector v: scale 2v in lanes 0..7, scale 2v+1 in lanes 8..15 */
+    int16_t sc32[16];  /* -32 * scale g */
+    float d;           /* the block's d as f32 */
+    uint8_t pad[28];
+} q6k_wx;
+_Static_assert(sizeof(q6k_wx) == 576, "q6k_wx is 9 cache lines");
+
+KT static void q6k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
+    q6k_wx *o = (q6k_wx *)wx;
+    for (int64_t r = 0; r < nr; r++) {
+        const k_block_q6_k *x = (const k_block_q6_k *)((const char *)w + (size_t)r * row_bytes);
+        for (int64_t i = 0; i < n / K_QKK; i++, o++) {
+            _Pragma("GCC unroll 2")
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                k_q6k_quants_avx2(&x[i], h, q);
+                _Pragma("GCC unroll 4")
+                for (int j = 0; j < 4; j++) _mm256_store_si256((__m256i *)o->q[4 * h + j], q[j]);
+            }
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+            _mm256_store_si256((__m256i *)o->sc32, _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
+            _Pragma("GCC unroll 8")
+            for (int v = 0; v < 8; v++)
+                _mm256_store_si256((__m256i *)o->s[v], _mm256_setr_m128i(_mm_set1_epi16((short)x[i].scales[2 * v]),
+                                                                          _mm_set1_epi16((short)x[i].scales[2 * v + 1])));
+            o->d = k_h2f_avx2(x[i].d);
+        }
+    }
+}
+
+KT static void dot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                             const void *side, float *st, float *out) {
+    (void)a, (void)a_row_bytes;
+    const q6k_wx *x = (const q6k_wx *)w;
+    const q6k_side8 *sd = (const q6k_side8 *)side;
+    __m512 acc[4]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); st: acc */
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
+        const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->sc32));
+        __m512i sumi[2][4]; /* two sums per pair (even, odd vectors) for shorter chains */
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) {
+            sumi[0][p] = _mm512_madd_epi16(sc32, _mm512_load_si512((const void *)sd->bsums[p]));
+            sumi[1][p] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < 8; v++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->q[v]));
+            const __m512i s = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->s[v]));
+            _Pragma("GCC unroll 4")
+            for (int p = 0; p < 4; p++)
+                sumi[v % 2][p] = _mm512_dpwssd_epi32(sumi[v % 2][p], _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][v])), s);
+        }
+        const __m512 dv = _mm512_set1_ps(x->d);
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++)
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
+    }
+    _Alignas(64) float av[4 * 16]; /* token k: av[8k..8k+7] */
+    float *sa = i1 < nb ? st : av;
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) _mm512_store_ps(sa + 16 * p, acc[p]);
+    if (i1 < nb) return;
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k));
+}
+static const mm_group q6k_group8 = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep};
 #endif
 
 /* ---- the Q0 family (Q8_0, Q4_0, Q5_0; see dot_q32_simd.h): each
