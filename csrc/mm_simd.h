@@ -11,25 +11,22 @@
  * The generic driver (k_matmul_q in dispatch.c) hands a tile of 16 to 64
  * weight rows to mm_tile(): for each group of tokens every row of the tile
  * is run against them, so the tile's rows stay in L2 across all tokens and
- * the group's activation rows stay in L1 across the tile. A group kernel
- * that decodes its weights first (the AVX-512 Q4_K one) takes the tile in
- * chunks of rows whose decoded form fits a per-thread buffer in L2, and
- * every group of tokens reads that instead of unpacking nibbles and scales
- * again. */
+ * the group's activation rows stay in L1 across the tile. The group
+ * kernels (Q4_K on AVX2 and AVX-512, Q6_K on AVX-512) decode the weights
+ * first: the tile in chunks of rows whose decoded form fits a per-thread
+ * buffer in L2, which every group of tokens reads instead of unpacking
+ * nibbles and scales again. */
 
 #define NT 4
 
 typedef void (*dot4_fn)(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]);
-/* A group kernel: prep writes what depends on the activations alone (per
- * block, side_block bytes) once per group of nt tokens and chunk of rows;
- * dot then runs one weight row against the group with it, a range of
- * blocks at a time: out[k] = dot(row, token k), k < nt, after the last
- * range. Optionally wprep first decodes what depends on the weights alone
- * (per block, wx_block bytes; row r of the chunk at r * blocks * wx_block)
- * once per chunk of rows, and dot gets a decoded row in place of the
- * packed one. */
-#define MM_SIDE 512              /* side_block of a group kernel without wprep (its side data is on the stack) */
-#define MM_SIDE_WX 2560          /* side_block of one with wprep (its side data is in mm_group_buffer) */
+/* A group kernel: wprep decodes what depends on the weights alone (per
+ * block, wx_block bytes; row r of the chunk at r * blocks * wx_block) once
+ * per chunk of rows; prep writes what depends on the activations alone
+ * (per block, side_block bytes) once per group of nt tokens and chunk; dot
+ * then runs one decoded row against the group with them, a range of blocks
+ * at a time: out[k] = dot(row, token k), k < nt, after the last range. */
+#define MM_SIDE_WX 2560          /* side_block at most */
 #define MM_SIDE_BLOCKS 64        /* rows up to 64 blocks (16384 K-quant elements); longer ones skip the group kernel */
 #define MM_WX_BYTES (384 * 1024) /* decoded weights of a chunk of rows */
 #define MM_SEG_BLOCKS 8          /* blocks per pass over a chunk's rows: 8 tokens' side data of 8 blocks stay in L1 */
@@ -45,8 +42,8 @@ typedef struct {
     void (*dot)(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,
                 float *st, float *out);
     int st_floats; /* at most MM_ST_FLOATS, a multiple of 16 (aligned loads) */
-    size_t wx_block;                                                                 /* 0: no wprep */
-    void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx); /* NULL: none */
+    size_t wx_block;
+    void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx);
 } mm_group;
 
 /* The calling thread's buffer for decoded weights and side data
@@ -63,7 +60,7 @@ static unsigned char *mm_group_buffer(void) {
 }
 
 /* Whole groups of tokens through grp, the rows in chunks whose decoded
- * weights fit wx (wx NULL: dot on the packed rows), and each row in passes
+ * weights fit wx (MM_WX_BYTES), and each row in passes
  * of MM_SEG_BLOCKS blocks, so a group's side data of a pass stays in L1
  * across the chunk's rows; returns the number of tokens done. */
 static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t row_bytes, int64_t nr, const char *ab,
@@ -72,27 +69,27 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
     const int g = grp->nt;
     const int64_t nb = n / K_QKK;
     const size_t wx_row = (size_t)nb * grp->wx_block;
-    int64_t chunk = wx && wx_row ? (int64_t)(MM_WX_BYTES / wx_row) : nr;
+    int64_t chunk = wx_row ? (int64_t)(MM_WX_BYTES / wx_row) : nr;
     if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
+    if (chunk < 1) chunk = 1;
     if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
         const int64_t nchunks = (nr + chunk - 1) / chunk;
         chunk = (nr + nchunks - 1) / nchunks;
     }
-    const size_t sb = grp->side_block, wb_block = wx ? grp->wx_block : row_bytes / (size_t)(nb ? nb : 1);
+    const size_t sb = grp->side_block;
     for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
         const int64_t rn = nr - r0 < chunk ? nr - r0 : chunk;
         const char *wr = wb + (size_t)r0 * row_bytes;
-        if (wx) grp->wprep(n, wr, row_bytes, rn, wx);
+        grp->wprep(n, wr, row_bytes, rn, wx);
         for (int64_t t = 0; t + g <= ntok; t += g) {
             const char *at = ab + (size_t)t * a_row_bytes;
             grp->prep(n, at, a_row_bytes, side);
             for (int64_t i0 = 0; i0 < nb; i0 += MM_SEG_BLOCKS) {
                 const int64_t i1 = nb - i0 < MM_SEG_BLOCKS ? nb : i0 + MM_SEG_BLOCKS;
                 for (int64_t r = 0; r < rn; r++) {
-                    const char *row = wx ? (const char *)wx + (size_t)r * wx_row : wr + (size_t)r * row_bytes;
                     float o[8];
-                    grp->dot(i0, i1, nb, row + (size_t)i0 * wb_block, at + (size_t)i0 * sizeof(k_block_q8_k), a_row_bytes,
-                             side + (size_t)i0 * sb, st + r * grp->st_floats, o);
+                    grp->dot(i0, i1, nb, wx + (size_t)r * wx_row + (size_t)i0 * grp->wx_block,
+                             at + (size_t)i0 * sizeof(k_block_q8_k), a_row_bytes, side + (size_t)i0 * sb, st + r * grp->st_floats, o);
                     if (i1 == nb)
                         for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
                 }
@@ -114,13 +111,8 @@ static void mm_tile(const mm_group *grp, dot4_fn dot4, rows4_fn rows4, k_dot_fn 
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
     if (grp && n / K_QKK <= MM_SIDE_BLOCKS && ntok >= grp->nt) {
-        if (!grp->wprep) {
-            _Alignas(64) unsigned char side[MM_SIDE_BLOCKS * MM_SIDE]; /* 32 KB */
-            t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, NULL, side);
-        } else {
-            unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through dot4 below */
-            if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
-        }
+        unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through dot4 below */
+        if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
     }
     if (dot4) {
         for (; t + NT <= ntok; t += NT) {
@@ -236,17 +228,51 @@ KT static inline __attribute__((always_inline)) void q4k_prep_tokens(const int n
     }
 }
 
+/* One Q4_K block decoded by q4k_wprep for the group kernels (dot4p_q4_k,
+ * dot8_q4_k_zmm): quants as bytes, scale words, mins, d and dmin as f32. */
+typedef struct {
+    uint8_t q[8][32]; /* sub-block j's 32 quants, 0..15 */
+    int32_t s[8];     /* sub-block j's scale in both int16 halves */
+    int16_t mins[8];  /* the 8 mins */
+    float d, dmin;    /* the block's d and dmin as f32 */
+    uint8_t pad[8];
+} q4k_wx;
+_Static_assert(sizeof(q4k_wx) == 320, "q4k_wx is 5 cache lines");
+
+KT static void q4k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    q4k_wx *o = (q4k_wx *)wx;
+    for (int64_t r = 0; r < nr; r++) {
+        const k_block_q4_k *x = (const k_block_q4_k *)((const char *)w + (size_t)r * row_bytes);
+        for (int64_t i = 0; i < n / K_QKK; i++, o++) {
+            const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
+            const __m256i sc = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm));
+            _mm256_store_si256((__m256i *)o->s, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+            _mm_store_si128((__m128i *)o->mins, _mm256_extracti128_si256(sm, 1));
+            _Pragma("GCC unroll 4")
+            for (int c = 0; c < 4; c++) {
+                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+                _mm256_store_si256((__m256i *)o->q[2 * c], _mm256_and_si256(q4, m4));
+                _mm256_store_si256((__m256i *)o->q[2 * c + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            }
+            o->d = k_h2f_avx2(x[i].d);
+            o->dmin = k_h2f_avx2(x[i].dmin);
+        }
+    }
+}
+
 #ifndef MM_ZMM /* the 256-bit build's group kernel (MM_ZMM has q4k_group8) */
-/* ---- Q4_K x 4 tokens with prepared activation data (mm_group): the
- * per-token operations of dot4_q4_k, with the min terms of two tokens in
- * one register (4 lanes each) and the activation-only parts (bsum pair
- * sums, d broadcasts) from q4k_prep4, so the bits are the same. ---- */
+/* ---- Q4_K x 4 tokens on decoded weights (mm_group): the per-token
+ * operations of dot4_q4_k, with the min terms of two tokens in one register
+ * (4 lanes each), the quants, scale words, mins, d and dmin from q4k_wprep
+ * and the activation-only parts (bsum pair sums, d broadcasts) from
+ * q4k_prep4, so the bits are the same. ---- */
 typedef struct {
     int16_t bsum[2][16]; /* pair p: token 2p+j's 8 bsum pair sums in lanes 8j..8j+7 */
     float yd4[2][8];     /* pair p: token 2p+j's d in lanes 4j..4j+3 */
     float yd8[4][8];     /* token k's d in all 8 lanes */
 } q4k_side4;
-_Static_assert(sizeof(q4k_side4) == 64 * 4 && sizeof(q4k_side4) <= MM_SIDE, "q4k_side4 is q4k_prep_tokens' 4-token block");
+_Static_assert(sizeof(q4k_side4) == 64 * 4 && sizeof(q4k_side4) <= MM_SIDE_WX, "q4k_side4 is q4k_prep_tokens' 4-token block");
 
 KT static void q4k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *side) {
     q4k_prep_tokens(4, n, a, a_row_bytes, side);
@@ -254,9 +280,8 @@ KT static void q4k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *sid
 
 KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
                           const void *side, float *st, float *out) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const q4k_wx *x = (const q4k_wx *)w;
     const q4k_side4 *sd = (const q4k_side4 *)side;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[NT], accm[2]; /* accm[p]: tokens 2p, 2p+1 (4 lanes each); st: acc, then accm */
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) acc[k] = i0 ? _mm256_load_ps(st + 8 * k) : _mm256_setzero_ps();
@@ -266,10 +291,8 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
     for (int64_t i = 0; i < i1 - i0; i++, sd++) {
-        const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
-        const __m256i mins = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sm, 1));
-        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const __m256i mins = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)x[i].mins));
+        const float d = x[i].d, dmin = x[i].dmin;
         _Pragma("GCC unroll 2")
         for (int p = 0; p < 2; p++) {
             const __m256i pm = _mm256_madd_epi16(mins, _mm256_load_si256((const __m256i *)sd->bsum[p]));
@@ -280,9 +303,8 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
         for (int k = 0; k < NT; k++) sumi[k] = _mm256_setzero_si256();
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            const __m256i s0 = k_bcast16_avx2(sc, 2 * c), s1 = k_bcast16_avx2(sc, 2 * c + 1);
+            const __m256i lo = _mm256_load_si256((const __m256i *)x[i].q[2 * c]), hi = _mm256_load_si256((const __m256i *)x[i].q[2 * c + 1]);
+            const __m256i s0 = _mm256_set1_epi32(x[i].s[2 * c]), s1 = _mm256_set1_epi32(x[i].s[2 * c + 1]);
             _Pragma("GCC unroll 4")
             for (int k = 0; k < NT; k++) {
                 const int8_t *qa = y[k][i].qs + 64 * c;
@@ -310,7 +332,7 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
         out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(mk);
     }
 }
-static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 48, 0, NULL};
+static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 48, sizeof(q4k_wx), q4k_wprep};
 #endif
 
 #ifdef MM_ZMM
@@ -407,38 +429,6 @@ KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *sid
     for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
         prep8_pairs(sd->qs, a, a_row_bytes, i);
         q4k_prep_tokens(8, K_QKK, a + (size_t)i * sizeof(k_block_q8_k), a_row_bytes, sd->bsum);
-    }
-}
-
-/* One Q4_K block decoded by q4k_wprep for dot8_q4_k_zmm. */
-typedef struct {
-    uint8_t q[8][32]; /* sub-block j's 32 quants, 0..15 */
-    int32_t s[8];     /* sub-block j's scale in both int16 halves */
-    int16_t mins[8];  /* the 8 mins */
-    float d, dmin;    /* the block's d and dmin as f32 */
-    uint8_t pad[8];
-} q4k_wx;
-_Static_assert(sizeof(q4k_wx) == 320, "q4k_wx is 5 cache lines");
-
-KT static void q4k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    q4k_wx *o = (q4k_wx *)wx;
-    for (int64_t r = 0; r < nr; r++) {
-        const k_block_q4_k *x = (const k_block_q4_k *)((const char *)w + (size_t)r * row_bytes);
-        for (int64_t i = 0; i < n / K_QKK; i++, o++) {
-            const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
-            const __m256i sc = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm));
-            _mm256_store_si256((__m256i *)o->s, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
-            _mm_store_si128((__m128i *)o->mins, _mm256_extracti128_si256(sm, 1));
-            _Pragma("GCC unroll 4")
-            for (int c = 0; c < 4; c++) {
-                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-                _mm256_store_si256((__m256i *)o->q[2 * c], _mm256_and_si256(q4, m4));
-                _mm256_store_si256((__m256i *)o->q[2 * c + 1], _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
-            }
-            o->d = k_h2f_avx2(x[i].d);
-            o->dmin = k_h2f_avx2(x[i].dmin);
-        }
     }
 }
 
