@@ -489,6 +489,99 @@ KT static void dot4_q5_k(int64_t n, const void *w, const char *a, size_t a_row_b
     dot4_q45k(K_Q5_K, n, w, a, a_row_bytes, out);
 }
 
+/* One Q6_K block decoded by q6k_wprep for the group kernels (dot4p_q6_k,
+ * dot8_q6_k_zmm). */
+typedef struct {
+    uint8_t q[8][32];  /* vector v: quants 32v..32v+31, 0..63 */
+    int16_t s[8][16];  /* vector v: scale 2v in lanes 0..7, scale 2v+1 in lanes 8..15 */
+    int16_t sc32[16];  /* -32 * scale g */
+    float d;           /* the block's d as f32 */
+    uint8_t pad[28];
+} q6k_wx;
+_Static_assert(sizeof(q6k_wx) == 576, "q6k_wx is 9 cache lines");
+
+KT static void q6k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
+    q6k_wx *o = (q6k_wx *)wx;
+    for (int64_t r = 0; r < nr; r++) {
+        const k_block_q6_k *x = (const k_block_q6_k *)((const char *)w + (size_t)r * row_bytes);
+        for (int64_t i = 0; i < n / K_QKK; i++, o++) {
+            _Pragma("GCC unroll 2")
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                k_q6k_quants_avx2(&x[i], h, q);
+                _Pragma("GCC unroll 4")
+                for (int j = 0; j < 4; j++) _mm256_store_si256((__m256i *)o->q[4 * h + j], q[j]);
+            }
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+            _mm256_store_si256((__m256i *)o->sc32, _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
+            _Pragma("GCC unroll 8")
+            for (int v = 0; v < 8; v++)
+                _mm256_store_si256((__m256i *)o->s[v], _mm256_setr_m128i(_mm_set1_epi16((short)x[i].scales[2 * v]),
+                                                                          _mm_set1_epi16((short)x[i].scales[2 * v + 1])));
+            o->d = k_h2f_avx2(x[i].d);
+        }
+    }
+}
+
+
+#ifndef MM_ZMM /* the 256-bit build's Q6_K group kernel (MM_ZMM has q6k_group8) */
+/* ---- Q6_K x 4 tokens on decoded weights (mm_group): dot4_q6_k's integer
+ * sums with the quants, scale words and -32 * scales from q6k_wprep (lane
+ * l starts at -32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]), one
+ * madd) and each token's bsums and d from q6k_prep4; the f32 steps are the
+ * one-token dot's, so the bits are the same. ---- */
+typedef struct {
+    int16_t bsums[NT][16]; /* token k's 16 bsums */
+    float yd8[NT][8];      /* token k's d in all 8 lanes */
+} q6k_side4;
+_Static_assert(sizeof(q6k_side4) == 64 * NT && sizeof(q6k_side4) <= MM_SIDE_WX, "q6k_side4 is one block of q6k_prep4");
+
+KT static void q6k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    q6k_side4 *sd = (q6k_side4 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++)
+        for (int k = 0; k < NT; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            _mm256_store_si256((__m256i *)sd->bsums[k], _mm256_loadu_si256((const __m256i *)y->bsums));
+            _mm256_store_ps(sd->yd8[k], _mm256_set1_ps(y->d));
+        }
+}
+
+KT static void dot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                          const void *side, float *st, float *out) {
+    const q6k_wx *x = (const q6k_wx *)w;
+    const q6k_side4 *sd = (const q6k_side4 *)side;
+    __m256 acc[NT]; /* st: acc */
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = i0 ? _mm256_load_ps(st + 8 * k) : _mm256_setzero_ps();
+    const k_block_q8_k *y[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
+        const __m256i sc32 = _mm256_load_si256((const __m256i *)x->sc32);
+        __m256i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) sumi[k] = _mm256_madd_epi16(sc32, _mm256_load_si256((const __m256i *)sd->bsums[k]));
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < 8; v++) {
+            const __m256i q = _mm256_load_si256((const __m256i *)x->q[v]), s = _mm256_load_si256((const __m256i *)x->s[v]);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++)
+                sumi[k] = ACC_MADD16(sumi[k], _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(y[k][i].qs + 32 * v))), s);
+        }
+        const __m256 dv = _mm256_set1_ps(x->d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, _mm256_load_ps(sd->yd8[k])), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) {
+        if (i1 < nb) _mm256_store_ps(st + 8 * k, acc[k]);
+        else out[k] = k_hsum_avx2(acc[k]);
+    }
+}
+static const mm_group q6k_group4 = {NT, sizeof(q6k_side4), q6k_prep4, dot4p_q6_k, 32, sizeof(q6k_wx), q6k_wprep};
+#endif
+
 /* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
 #ifndef MM_ZMM /* the 512-bit build has its own */
 KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
@@ -630,39 +723,6 @@ KT static void q6k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *sid
             const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
             _mm256_store_si256((__m256i *)(sd->bsums[k / 2] + 16 * (k % 2)), _mm256_loadu_si256((const __m256i *)y->bsums));
             _mm256_store_ps(sd->yd8[k / 2] + 8 * (k % 2), _mm256_set1_ps(y->d));
-        }
-    }
-}
-
-/* One Q6_K block decoded by q6k_wprep for dot8_q6_k_zmm. */
-typedef struct {
-    uint8_t q[8][32];  /* vector v: quants 32v..32v+31, 0..63 */
-    int16_t s[8][16];  /* vector v: scale 2v in lanes 0..7, scale 2v+1 in lanes 8..15 */
-    int16_t sc32[16];  /* -32 * scale g */
-    float d;           /* the block's d as f32 */
-    uint8_t pad[28];
-} q6k_wx;
-_Static_assert(sizeof(q6k_wx) == 576, "q6k_wx is 9 cache lines");
-
-KT static void q6k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
-    q6k_wx *o = (q6k_wx *)wx;
-    for (int64_t r = 0; r < nr; r++) {
-        const k_block_q6_k *x = (const k_block_q6_k *)((const char *)w + (size_t)r * row_bytes);
-        for (int64_t i = 0; i < n / K_QKK; i++, o++) {
-            _Pragma("GCC unroll 2")
-            for (int h = 0; h < 2; h++) {
-                __m256i q[4];
-                k_q6k_quants_avx2(&x[i], h, q);
-                _Pragma("GCC unroll 4")
-                for (int j = 0; j < 4; j++) _mm256_store_si256((__m256i *)o->q[4 * h + j], q[j]);
-            }
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
-            _mm256_store_si256((__m256i *)o->sc32, _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
-            _Pragma("GCC unroll 8")
-            for (int v = 0; v < 8; v++)
-                _mm256_store_si256((__m256i *)o->s[v], _mm256_setr_m128i(_mm_set1_epi16((short)x[i].scales[2 * v]),
-                                                                          _mm_set1_epi16((short)x[i].scales[2 * v + 1])));
-            o->d = k_h2f_avx2(x[i].d);
         }
     }
 }
