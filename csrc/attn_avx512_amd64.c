@@ -1,8 +1,8 @@
 /* attn_avx512_amd64.c — k_attention_f16acc_avx512 and
- * k_attention_tiled_avx512: attn_x86.h for the AVX-512 impl — the same
- * 256-bit operations (so the same bits), with the 32 vector registers of
- * AVX-512VL: vblock64x2 keeps both heads' 64 lanes in registers in one pass
- * over the V rows. */
+ * k_attention_tiled_avx512: attn_x86.h for the AVX-512 impl — the 256-bit
+ * primitives with the 32 vector registers of AVX-512VL, and vblock64x2 (the
+ * V rows of a head pair) on 512-bit vectors; every step is lane-wise or the
+ * same tree as the AVX2 build, so the bits are the same. */
 #define ATTN_X86 K_AVX512
 #define ATTN_PAIR_LANES 64
 #include "attn_x86.h"

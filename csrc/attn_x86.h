@@ -1,8 +1,8 @@
 /* attn_x86.h — the attention primitives for x86-64 over AVX2+FMA+F16C
  * intrinsics, and the drivers of attn_driver.h over them, included once per
  * target by attn_avx2_amd64.c (ATTN_X86 = K_AVX2) and attn_avx512_amd64.c
- * (K_AVX512: the same 256-bit code with 32 vector registers, so the two heads
- * of a pair take all 64 lanes of a V row in one pass). The same bits as
+ * (K_AVX512: the same code with 32 vector registers, and the V rows of a head
+ * pair on 512-bit vectors, 64 lanes of both heads in one pass). The same bits as
  * k_attention_f16acc_ref / k_attention_tiled_ref (attn_f16_ref.c,
  * attn_tiled_ref.c): the same FMAs, the same reduction trees, f16 rounding
  * by vcvtps2ph (round to nearest even). The V accumulations hold 64 head
@@ -11,7 +11,7 @@
  * its exponentials are ggml_v_expf on 8 lanes.
  *
  * Before including: ATTN_X86 (the target attribute), ATTN_PAIR_LANES (V lanes
- * per pass of vblock64x2: 32 with 16 registers, 64 with 32). */
+ * per pass of vblock64x2: 32 with 16 ymm registers; 64: one pass on zmm). */
 #include "attn_common.h"
 #include "kernels_avx2_amd64.h"
 #include "vexp_avx2_amd64.h"
@@ -104,13 +104,41 @@ ATTN_X86 static inline AI void vblock2(const int nv, float *acc0, float *acc1, c
     }
     for (int r = 0; r < nv; r++) _mm256_storeu_ps(acc0 + 8 * r, a[r]), _mm256_storeu_ps(acc1 + 8 * r, b[r]);
 }
-/* 64 lanes of two heads in passes of ATTN_PAIR_LANES (2 * ATTN_PAIR_LANES / 8
- * accumulators: 8 fit the 16 ymm registers of AVX2, 16 the 32 of AVX-512) */
+#if ATTN_PAIR_LANES == 64
+/* 64 lanes of two heads on 512-bit vectors (AVX-512 build): the same
+ * lane-wise steps as vblock2, 16 lanes per instruction, so the same bits */
+ATTN_X86 static inline __m512 f16r16(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, RNE)); }
+ATTN_X86 static void vblock64x2(float *acc0, float *acc1, const k_half *v, int64_t kv_stride, int64_t cn, const float *ms0,
+                              const float *vs0, const float *ms1, const float *vs1) {
+    __m512 a[4], b[4];
+    for (int r = 0; r < 4; r++) a[r] = _mm512_loadu_ps(acc0 + 16 * r), b[r] = _mm512_loadu_ps(acc1 + 16 * r);
+    for (int64_t j = 0; j < cn; j++) {
+        const k_half *vp = v + j * kv_stride;
+        if (ms0[j] != 1.0f) {
+            const __m512 vm = _mm512_set1_ps(ms0[j]);
+            for (int r = 0; r < 4; r++) a[r] = f16r16(_mm512_mul_ps(a[r], vm));
+        }
+        if (ms1[j] != 1.0f) {
+            const __m512 vm = _mm512_set1_ps(ms1[j]);
+            for (int r = 0; r < 4; r++) b[r] = f16r16(_mm512_mul_ps(b[r], vm));
+        }
+        const __m512 vv0 = _mm512_set1_ps(vs0[j]), vv1 = _mm512_set1_ps(vs1[j]);
+        for (int r = 0; r < 4; r++) {
+            const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vp + 16 * r)));
+            a[r] = f16r16(_mm512_fmadd_ps(x, vv0, a[r]));
+            b[r] = f16r16(_mm512_fmadd_ps(x, vv1, b[r]));
+        }
+    }
+    for (int r = 0; r < 4; r++) _mm512_storeu_ps(acc0 + 16 * r, a[r]), _mm512_storeu_ps(acc1 + 16 * r, b[r]);
+}
+#else
+/* 64 lanes of two heads in passes of 32 (8 accumulators fit the 16 ymm registers) */
 ATTN_X86 static void vblock64x2(float *acc0, float *acc1, const k_half *v, int64_t kvs, int64_t cn, const float *ms0,
                               const float *vs0, const float *ms1, const float *vs1) {
     for (int l = 0; l < 64; l += ATTN_PAIR_LANES)
         vblock2(ATTN_PAIR_LANES / 8, acc0 + l, acc1 + l, v + l, kvs, cn, ms0, vs0, ms1, vs1);
 }
+#endif
 
 /* acc[0..8*nv) = fmaf(kq[j], vf[j*hd + ...], acc) for j < n, in registers. */
 ATTN_X86 static inline AI void vacc(const int nv, float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
