@@ -150,7 +150,20 @@ ATTN_X86 static inline AI void vacc(const int nv, float *acc, const float *vf, i
     }
     for (int r = 0; r < nv; r++) _mm256_storeu_ps(acc + 8 * r, a[r]);
 }
+#if ATTN_PAIR_LANES == 64
+/* vacc for 64 lanes on 512-bit vectors (AVX-512 build): lane-wise, the same bits */
+ATTN_X86 static void vacc64(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
+    __m512 a[4];
+    for (int r = 0; r < 4; r++) a[r] = _mm512_loadu_ps(acc + 16 * r);
+    for (int64_t j = 0; j < n; j++) {
+        const __m512 w = _mm512_set1_ps(kq[j]);
+        for (int r = 0; r < 4; r++) a[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vf + j * hd + 16 * r), a[r]);
+    }
+    for (int r = 0; r < 4; r++) _mm512_storeu_ps(acc + 16 * r, a[r]);
+}
+#else
 ATTN_X86 static void vacc64(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) { vacc(8, acc, vf, hd, kq, n); }
+#endif
 ATTN_X86 static void vacc32(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) { vacc(4, acc, vf, hd, kq, n); }
 ATTN_X86 static void vacc16(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) { vacc(2, acc, vf, hd, kq, n); }
 ATTN_X86 static void vacc8(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) { vacc(1, acc, vf, hd, kq, n); }
