@@ -12,7 +12,7 @@
  * weight rows to mm_tile(): for each group of tokens every row of the tile
  * is run against them, so the tile's rows stay in L2 across all tokens and
  * the group's activation rows stay in L1 across the tile. The group
- * kernels (Q4_K on AVX2 and AVX-512, Q6_K on AVX-512) decode the weights
+ * kernels (Q4_K and Q6_K, AVX2 and AVX-512) decode the weights
  * first: the tile in chunks of rows whose decoded form fits a per-thread
  * buffer in L2, which every group of tokens reads instead of unpacking
  * nibbles and scales again. */
@@ -59,19 +59,18 @@ static unsigned char *mm_group_buffer(void) {
     return buf;
 }
 
-/* Whole groups of tokens through grp, the rows in chunks whose decoded
- * weights fit wx (MM_WX_BYTES), and each row in passes
- * of MM_SEG_BLOCKS blocks, so a group's side data of a pass stays in L1
- * across the chunk's rows; returns the number of tokens done. */
+/* Whole groups of tokens through grp (rows of 1 to MM_SIDE_BLOCKS blocks),
+ * the rows in chunks whose decoded weights fit wx (MM_WX_BYTES), and each
+ * row in passes of MM_SEG_BLOCKS blocks, so a group's side data of a pass
+ * stays in L1 across the chunk's rows; returns the number of tokens done. */
 static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t row_bytes, int64_t nr, const char *ab,
                          size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride, unsigned char *wx, unsigned char *side) {
     _Alignas(64) float st[MM_GROUP_ROWS * MM_ST_FLOATS]; /* 24 KB */
     const int g = grp->nt;
     const int64_t nb = n / K_QKK;
     const size_t wx_row = (size_t)nb * grp->wx_block;
-    int64_t chunk = wx_row ? (int64_t)(MM_WX_BYTES / wx_row) : nr;
+    int64_t chunk = (int64_t)(MM_WX_BYTES / wx_row);
     if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
-    if (chunk < 1) chunk = 1;
     if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
         const int64_t nchunks = (nr + chunk - 1) / chunk;
         chunk = (nr + nchunks - 1) / nchunks;
@@ -110,7 +109,7 @@ static void mm_tile(const mm_group *grp, dot4_fn dot4, rows4_fn rows4, k_dot_fn 
                     size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     int64_t t = 0;
-    if (grp && n / K_QKK <= MM_SIDE_BLOCKS && ntok >= grp->nt) {
+    if (grp && n >= K_QKK && n / K_QKK <= MM_SIDE_BLOCKS && ntok >= grp->nt) {
         unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through dot4 below */
         if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
     }
@@ -238,6 +237,7 @@ typedef struct {
     uint8_t pad[8];
 } q4k_wx;
 _Static_assert(sizeof(q4k_wx) == 320, "q4k_wx is 5 cache lines");
+_Static_assert(MM_SIDE_BLOCKS * sizeof(q4k_wx) <= MM_WX_BYTES, "a chunk holds at least one row");
 
 KT static void q4k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -499,6 +499,7 @@ typedef struct {
     uint8_t pad[28];
 } q6k_wx;
 _Static_assert(sizeof(q6k_wx) == 576, "q6k_wx is 9 cache lines");
+_Static_assert(MM_SIDE_BLOCKS * sizeof(q6k_wx) <= MM_WX_BYTES, "a chunk holds at least one row");
 
 KT static void q6k_wprep(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx) {
     q6k_wx *o = (q6k_wx *)wx;

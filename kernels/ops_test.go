@@ -503,7 +503,7 @@ func TestMatMulQTokenGroups(t *testing.T) {
 	rng := rand.New(rand.NewSource(8))
 	forEachImpl(t, func(t *testing.T, impl string) {
 		for _, wt := range []Type{Q4_K, Q6_K} {
-			for _, n := range []int{256, 2048, 63 * 256, 64 * 256, 65 * 256} {
+			for _, n := range []int{0, 256, 2048, 63 * 256, 64 * 256, 65 * 256} {
 				rows := 6
 				if n == 64*256 {
 					rows = 45 // two tiles, each in chunks of rows (AVX-512 Q4_K decodes weights per chunk)
@@ -520,6 +520,9 @@ func TestMatMulQTokenGroups(t *testing.T) {
 						require.NoError(t, QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*int(ab):]))
 					}
 					y := make([]float32, ntok*rows)
+					for i := range y {
+						y[i] = -12345 // every output must be written, also for n = 0
+					}
 					require.NoError(t, MatMulQ(wt, n, w, int(rb), 0, rows, a, int(ab), ntok, y, rows))
 					for tk := 0; tk < ntok; tk++ {
 						yv := make([]float32, rows)
