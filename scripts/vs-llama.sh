@@ -71,8 +71,8 @@ run_engine() { # engine round
 		fi
 		;;
 	*)
-		bin=$LLAMA_AVX2
-		[ "$e" = native ] && bin=$LLAMA_NATIVE
+		bin=${LLAMA_AVX2:-}
+		[ "$e" = native ] && bin=${LLAMA_NATIVE:-}
 		/usr/bin/time $timeflag "$bin" -m "$model" -p "$PP" -n "$TG" -t "$THREADS" -r "$R" -o jsonl >"$tmp/o" 2>"$tmp/t" || { cat "$tmp/t" >&2; exit 1; }
 		llama_rows "$tmp/o" >"$tmp/rows"
 		if [ -n "$DEPTHS" ]; then
