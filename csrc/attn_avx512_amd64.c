@@ -4,7 +4,7 @@
  * V rows of a head pair) on 512-bit vectors; every step is lane-wise or the
  * same tree as the AVX2 build, so the bits are the same. */
 #define ATTN_X86 K_AVX512
-#define ATTN_PAIR_LANES 64
+#define ATTN_ZMM 1
 #include "attn_x86.h"
 
 K_AVX512 void k_attention_f16acc_avx512(ATTN_F16_PARAMS) { attn_f16acc(ATTN_F16_ARGS); }

@@ -10,8 +10,8 @@
  * of independent FMA chains over the head dimension (lane j = position j);
  * its exponentials are ggml_v_expf on 8 lanes.
  *
- * Before including: ATTN_X86 (the target attribute), ATTN_PAIR_LANES (V lanes
- * per pass of vblock64x2: 32 with 16 ymm registers; 64: one pass on zmm). */
+ * Before including: ATTN_X86 (the target attribute) and ATTN_ZMM (1: the V
+ * accumulations of 64 lanes on 512-bit vectors; 0: on 256-bit ones). */
 #include "attn_common.h"
 #include "kernels_avx2_amd64.h"
 #include "vexp_avx2_amd64.h"
@@ -83,7 +83,7 @@ ATTN_X86 static void vblock8(VBLOCK_PARAMS) { vblock(1, acc, v, kvs, cn, ms, vs)
  * once and accumulated into both, each head with its own ms / vs. */
 ATTN_X86 static inline AI void vblock2(const int nv, float *acc0, float *acc1, const k_half *v, int64_t kv_stride,
                                      int64_t cn, const float *ms0, const float *vs0, const float *ms1, const float *vs1) {
-    __m256 a[ATTN_PAIR_LANES / 8], b[ATTN_PAIR_LANES / 8];
+    __m256 a[4], b[4];
     for (int r = 0; r < nv; r++) a[r] = _mm256_loadu_ps(acc0 + 8 * r), b[r] = _mm256_loadu_ps(acc1 + 8 * r);
     for (int64_t j = 0; j < cn; j++) {
         const k_half *vp = v + j * kv_stride;
@@ -104,7 +104,7 @@ ATTN_X86 static inline AI void vblock2(const int nv, float *acc0, float *acc1, c
     }
     for (int r = 0; r < nv; r++) _mm256_storeu_ps(acc0 + 8 * r, a[r]), _mm256_storeu_ps(acc1 + 8 * r, b[r]);
 }
-#if ATTN_PAIR_LANES == 64
+#if ATTN_ZMM
 /* 64 lanes of two heads on 512-bit vectors (AVX-512 build): the same
  * lane-wise steps as vblock2, 16 lanes per instruction, so the same bits */
 ATTN_X86 static inline __m512 f16r16(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, RNE)); }
@@ -135,8 +135,8 @@ ATTN_X86 static void vblock64x2(float *acc0, float *acc1, const k_half *v, int64
 /* 64 lanes of two heads in passes of 32 (8 accumulators fit the 16 ymm registers) */
 ATTN_X86 static void vblock64x2(float *acc0, float *acc1, const k_half *v, int64_t kvs, int64_t cn, const float *ms0,
                               const float *vs0, const float *ms1, const float *vs1) {
-    for (int l = 0; l < 64; l += ATTN_PAIR_LANES)
-        vblock2(ATTN_PAIR_LANES / 8, acc0 + l, acc1 + l, v + l, kvs, cn, ms0, vs0, ms1, vs1);
+    vblock2(4, acc0, acc1, v, kvs, cn, ms0, vs0, ms1, vs1);
+    vblock2(4, acc0 + 32, acc1 + 32, v + 32, kvs, cn, ms0, vs0, ms1, vs1);
 }
 #endif
 
@@ -150,7 +150,7 @@ ATTN_X86 static inline AI void vacc(const int nv, float *acc, const float *vf, i
     }
     for (int r = 0; r < nv; r++) _mm256_storeu_ps(acc + 8 * r, a[r]);
 }
-#if ATTN_PAIR_LANES == 64
+#if ATTN_ZMM
 /* vacc for 64 lanes on 512-bit vectors (AVX-512 build): lane-wise, the same bits */
 ATTN_X86 static void vacc64(float *acc, const float *vf, int64_t hd, const float *kq, int64_t n) {
     __m512 a[4];
