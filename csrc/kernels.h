@@ -454,17 +454,41 @@ typedef struct {
 } k_arch_ops;
 
 
+/* ---- row-interleaved ("packed") weights ---------------------------------
+ * A kernel set may keep a type's matrices in groups of pack_rows (G) rows
+ * whose blocks are interleaved in a layout of its own (block b of the G rows
+ * side by side), so that one activation load feeds G rows and each worker
+ * reads one sequential stream. A packed group occupies exactly the
+ * G * row_bytes bytes of the rows it replaces, at the same offset, so row
+ * addressing is unchanged for whole groups; rows past the last whole group
+ * stay unpacked and go through the set's mm_tile / dot.
+ *   pack       nrows (a multiple of G) rows, row_bytes apart -> dst, the same
+ *              number of bytes (dst != src)
+ *   mm_packed  a k_mm_tile_kernel over packed rows: w at the start of a group,
+ *              nr a multiple of G, row_bytes the unpacked row size; its
+ *              results equal, bit for bit, those of the same set's mm_tile
+ *              (or dot) over the unpacked rows, for every ntok.
+ * A layout belongs to one set: the three members are taken together, from
+ * the layer that has the type's dot. */
+typedef void k_pack_kernel(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst);
+typedef k_pack_kernel *k_pack_fn;
+
 /* One type's kernels in a kernel set; the sets are tables of these indexed
  * by type id (K_TYPE_MAX entries), any member NULL where the set has none:
  *   dequant   k_dequant_<t>_<impl>
  *   dot       k_dot_<w>_<a>_<impl>, a = k_act_type(type)
  *   mm_tile   the k_matmul_q tile (optional: NULL = rows x dot)
- *   quantize  k_quantize_<t>_<impl>, in the entries of the activation types */
+ *   quantize  k_quantize_<t>_<impl>, in the entries of the activation types
+ *   pack_rows, pack, mm_packed  the packed layout (above; 0/NULL = none):
+ *             k_pack_<t>_x<G>_<impl>, k_mm_packed_<t>_x<G>_<impl> */
 typedef struct {
     k_dequant_fn  dequant;
     k_dot_fn      dot;
     k_mm_tile_fn  mm_tile;
     k_quantize_fn quantize;
+    int           pack_rows;
+    k_pack_fn     pack;
+    k_mm_tile_fn  mm_packed;
 } k_type_kernels;
 
 /* The tables of impl's kernel sets, most specific first: layer 0 is impl's
