@@ -18,9 +18,13 @@
 #   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip)
 #   make test-darwin    compile every package for macOS/arm64 (and the kernels for
 #                       macOS/amd64) with zig (or a skip)
-#   make bench          scripts/bench.sh (or the Go kernel benchmarks)
+#   make bench          scripts/bench.sh: kernel benchmarks, woolly bench on a
+#                       synthesized TinyLlama-shaped model, bench-out/report.md
+#   make bench-go       the Go kernel benchmarks only
 #   make bench-c        the C microbenchmark
-#   make lint           gofmt and go vet
+#   make lint           gofmt, go vet and go mod tidy -diff
+#   make hooks          install the commit-msg hook (subjects <= 72 characters)
+#   make test-hooks     check that hook (not part of make test)
 #   make clean
 
 GO      ?= go
@@ -36,7 +40,7 @@ FUZZTIME ?=
 # test-asan: the runtime tests that drive the kernels through cgo
 ASAN_RUN ?= TestParityLogits|TestParityGreedy
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c lint clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c lint hooks test-hooks clean
 
 all: build
 
@@ -99,15 +103,10 @@ test-asan:
 lint-sh:
 	sh scripts/lint-sh.sh
 
-# scripts/bench.sh is the project benchmark (owner: speed); until it exists,
-# the Go kernel benchmarks stand in.
+# The project benchmark (docs/performance.md): Go kernel benchmarks, woolly
+# bench on a synthesized TinyLlama-shaped model, bench-out/report.md.
 bench: build
-	@if [ -f scripts/bench.sh ]; then \
-		sh scripts/bench.sh; \
-	else \
-		echo "scripts/bench.sh not found: running the Go kernel benchmarks"; \
-		$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels; \
-	fi
+	sh scripts/bench.sh
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels
@@ -122,6 +121,16 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; $(GO) mod tidy -diff; exit 1; }
+
+# The commit-msg hook (scripts/hooks/commit-msg) into this repository's hooks
+# directory (shared by its worktrees). CI does not need it.
+hooks:
+	@d=`git rev-parse --git-path hooks` || exit 1; \
+	mkdir -p "$$d" && cp scripts/hooks/commit-msg "$$d/commit-msg" && chmod +x "$$d/commit-msg" && \
+	echo "installed $$d/commit-msg (subjects <= 72 characters; bypass once: git commit --no-verify)"
+
+test-hooks:
+	sh scripts/test-hooks.sh
 
 clean:
 	rm -rf $(BIN) $(BUILD)
