@@ -2,7 +2,9 @@
 // the way llama-bench does: ppN evaluates N random prompt tokens in one
 // batch, tgN generates N tokens one at a time (greedy), each after an
 // unrecorded warm-up, at a context depth of D tokens already in the cache
-// (llama-bench's -d). `woolly bench` is a front end to Run.
+// (llama-bench's -d). `woolly bench` is a front end to Run; Serve is the
+// serving benchmark of `woolly bench --clients` (many clients streaming
+// from an in-process server at once).
 package bench
 
 import (

@@ -2,64 +2,39 @@
 // statistics and load de-duplication (Cache), the dequantized-weight cache
 // (DequantCache) and the prefix KV cache (PrefixCache).
 //
-// # Integration (for the runtime)
+// # How the runtime uses them
 //
-// Dequantized weights. Make one DequantCache per loaded model (in Load, kept
-// in the Model, closed in Model.Close) when --dequant-cache SIZE > 0 (parse
-// it with ParseSize), and share it between all sessions and requests: the
-// statistics then cover the model's lifetime and a second request finds the
-// first one's tensors. Use it on the prompt path only (ntok ≥ a threshold
-// set by benchmark; MatVec stays for single tokens). In Session.matmul, per
-// matOp, before the worker pool runs:
+// runtime/caches.go makes one DequantCache and one PrefixCache per loaded
+// model (sized by runtime.LoadOptions; ParseSize reads the command-line
+// sizes), shared by all the model's sessions and requests, so statistics
+// cover the model's lifetime and a request finds an earlier one's entries.
 //
-//	w, ok, err := dc.TryGet(modelID, m.Name, m.Rows*m.Cols, func(dst []float32) error {
-//		return kernels.Dequant(m.Type, m.Data, dst)
-//	})
+// Dequantized weights (off by default). For a forward pass of one sequence
+// with at least 32 tokens, runtime's pass.dequantOps asks TryGet for each
+// matrix of a product, with kernels.Dequant as the loader; the workers of
+// pass.matmulOps then run kernels.Sgemm on the f32 weights it returned and
+// the quantized kernels (MatMulQ) on the rest. TryGet never dequantizes a
+// tensor the cache will not keep (too large, or outside the stable subset of
+// a budget smaller than the model, see below), so a small budget costs
+// nothing on the other tensors. Before each layer, pass.prefetchLayer hands
+// the next layer's matrices to Prefetch, which runs kernels.DequantBulk in
+// the background; a TryGet that arrives while it works waits for it instead
+// of dequantizing again. The model key is unique per loaded file. f32
+// weights times f32 activations are not bit-identical to MatMulQ (which
+// quantizes the activations to Q8) and the cache lost the benchmark, so it
+// stays off by default (docs/caches.md has the figures).
 //
-// and in each worker, for its weight rows [r0, r1):
-//
-//	if ok { // f32 weights: out[t][r] = dot(w row r, in row t)
-//		err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, w[r0*cols:], cols, out[r0:], m.Rows)
-//	} else { // not kept by the cache: the quantized kernels, as today
-//		err = kernels.MatMulQ(...)
-//	}
-//
-// TryGet never dequantizes a tensor the cache will not keep (too large, or
-// outside the stable subset of a budget smaller than the model), so a small
-// budget costs nothing on the other tensors. modelID must be unique per
-// loaded file (e.g. its path plus a load counter). Before layer L's matmuls,
-// call dc.Prefetch(modelID, items of layer L+1), one PrefetchItem{Tensor:
-// m.Name, Type: m.Type, Data: m.Data, N: m.Rows*m.Cols} per matrix: it runs
-// kernels.DequantBulk in the background and a TryGet that arrives while it
-// works waits for it instead of dequantizing again. Note that f32 weights
-// times f32 activations are not bit-identical to MatMulQ (which quantizes
-// the activations to Q8): measure parity before the cache is turned on by
-// default (contracts.md), and keep it off by default unless it wins the
-// benchmark within the RSS bound (an f32 copy is ~7x a Q4_K tensor).
-//
-// Prefix KV reuse. Make one PrefixCache per loaded model (snapshots are only
-// valid for the model that made them). The runtime supplies the snapshot
-// type: Session.Snapshot() returns a value holding a copy of the KV rows
-// [0, Pos) of every layer plus the tokens, with Bytes() = its memory;
-// Session.Restore(snap) copies them back and sets Pos and Tokens. A request
-// with prompt tokens p does
-//
-//	n, snap, _ := pc.LongestCommon(p[:len(p)-1]) // keep ≥ 1 token to evaluate for logits
-//	if n > 0 {
-//		s.Restore(snap)  // the snapshot may run past n: it diverges from p there
-//		s.Truncate(n)
-//	} else {
-//		s.Reset()
-//	}
-//	logits, err := s.Eval(p[n:], false)
-//
-// (Longest is the simpler variant that only returns snapshots whose whole
-// sequence is a prefix of p: no Truncate needed.) At a turn boundary, after
-// the prompt and after the reply when the conversation goes on, call
-// pc.Put(s.Tokens(), s.Snapshot()). Snapshots are shared by concurrent
-// requests: Restore must copy, never alias. A session that already holds a
-// prefix of p (runtime.Session.Generate's own common-prefix reuse) needs no
-// lookup; the cache serves other conversations and new sessions.
+// Prefix KV reuse. Snapshots are valid only for the model that made them.
+// Session.Generate (runtime's Session.lookupPrefix) asks LongestCommon for
+// the prompt minus its last token (at least one token is evaluated, for
+// logits) and restores the snapshot when it covers more of the prompt than
+// the session's own cache; the snapshot may run past the shared prefix, so
+// the session is cut back to it. After the generation, Session.storePrefix
+// Puts a snapshot of the sequence (prompt and reply) unless Contains finds
+// one for exactly these tokens. (Longest is the simpler variant that only
+// returns snapshots whose whole sequence is a prefix of the tokens.)
+// Snapshots are shared by concurrent requests: a restore copies, never
+// aliases.
 //
 // # Cache concurrency rules
 //

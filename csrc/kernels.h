@@ -15,7 +15,7 @@
  * per (op x row range x worker). All functions are pure: no globals are
  * written, so concurrent calls on disjoint outputs are safe.
  *
- * Block layouts are facts of the GGUF/ggml format (see shared/docs/formats.md).
+ * Block layouts are facts of the GGUF/ggml format (see docs/formats.md).
  */
 #ifndef WOOLLY_KERNELS_H
 #define WOOLLY_KERNELS_H

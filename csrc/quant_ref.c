@@ -1,5 +1,5 @@
 /* quant_ref.c — scalar reference dequantization (bit-identical to ggml's
- * to_float) and activation quantization (formats.md, "Activation side").
+ * to_float) and activation quantization (docs/formats.md, "Activation quantization").
  *
  * Floating-point expressions are split into separate statements where a
  * compiler could otherwise contract a*b+c into an FMA (clang's default

@@ -12,7 +12,7 @@
 // init from golang.org/x/sys/cpu (GODEBUG=cpu.avx2=off disables the x86 sets).
 //
 // Numerics: dequantization is bit-identical to ggml on every set. Activation
-// quantization (Q8_K, Q8_0, F16) follows shared/docs/formats.md and gives the
+// quantization (Q8_K, Q8_0, F16) follows docs/formats.md and gives the
 // same bytes on every set. Dot products (MatVec, MatMulQ) sum in the
 // reference build's order (llama.cpp x86: ggml vec_dot / tinyBLAS_Q0), so on
 // amd64 ref, avx2 and avx512 give the same bits, and MatMulQ equals MatVec

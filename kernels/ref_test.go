@@ -145,7 +145,7 @@ func TestDequantKnownAnswers(t *testing.T) {
 	})
 }
 
-// ---- activation quantization, re-derived in Go from formats.md ----
+// ---- activation quantization, re-derived in Go from docs/formats.md ----
 
 func goQuantizeQ8K(x []float32) []byte {
 	out := make([]byte, len(x)/256*292)

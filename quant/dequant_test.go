@@ -9,7 +9,7 @@ import (
 )
 
 // testDequant is an independent, plainly written dequantizer following
-// formats.md; TestDequantKnownAnswers checks it bit-exactly against ggml's
+// docs/formats.md; TestDequantKnownAnswers checks it bit-exactly against ggml's
 // outputs in ../shared/ref/dequant before the other tests rely on it.
 func testDequant(t kernels.Type, src []byte, dst []float32) error {
 	f16 := func(b []byte) float32 { return kernels.F16ToF32(binary.LittleEndian.Uint16(b)) }

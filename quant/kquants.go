@@ -177,7 +177,7 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 	}
 }
 
-// scaleMinK4 unpacks the 6-bit scale and min of sub-block j (formats.md).
+// scaleMinK4 unpacks the 6-bit scale and min of sub-block j (docs/formats.md).
 func scaleMinK4(j int, q []byte) (sc, m uint8) {
 	if j < 4 {
 		return q[j] & 63, q[j+4] & 63

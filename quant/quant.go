@@ -5,8 +5,9 @@
 // The K-quants search per-sub-block scales and mins (Q4_K, Q5_K) or signed
 // scales (Q6_K) and then quantize those scales against one super-block scale;
 // the 32-element types follow ggml's simple rules (Q4_0: d = max / -8, where
-// max is the signed value of largest magnitude). The package is pure Go;
-// Quantize spreads rows over goroutines.
+// max is the signed value of largest magnitude). The quantizers are written
+// in Go; QuantizeFile reads quantized input tensors through package
+// kernels' dequantization. Quantize spreads rows over goroutines.
 package quant
 
 import (

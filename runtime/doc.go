@@ -1,5 +1,7 @@
-// Package runtime runs GGUF language models of the llama family (llama,
-// qwen2, granite) on the CPU with the numerics of llama.cpp's CPU backend.
+// Package runtime runs GGUF language models of the llama family and its
+// relatives (llama and its mixtures of experts, qwen2, qwen3, qwen3moe,
+// gemma2, gemma3, phi3, granite) on the CPU with the numerics of llama.cpp's
+// CPU backend.
 //
 // Load maps a file and binds its tensors: weight matrices stay in the
 // mapping and are multiplied in their stored format by the kernels package,
@@ -7,13 +9,20 @@
 // (Q8_K, Q8_0, F16 or F32) exactly as the reference build does. A Session
 // holds the KV cache of one sequence; Eval appends tokens and returns logits.
 // Generate samples a continuation (greedy, temperature, top-k, top-p, min-p,
-// repetition penalties, stop strings) and streams it token by token.
-// Perplexity reproduces llama-perplexity's figure.
+// repetition penalties, stop strings, optionally constrained by a grammar
+// from package grammar) and streams it token by token. Embed returns pooled
+// hidden states (embed.go); Perplexity reproduces llama-perplexity's figure.
+//
+// Continuous batching (batch.go): the sessions of one Batch that generate
+// at the same time step together, one forward pass per step for all of
+// them, each sequence getting the same bits as alone.
 //
 // The forward pass lives in forward.go, written top to bottom like
-// llama2.c's run.c. Matrix products and attention are split across a
-// persistent pool of workers (one per physical core by default) with one
-// kernel call per worker per op.
+// llama2.c's run.c (mixture-of-experts layers in moe.go); architecture
+// differences are switches of Config (config.go). Matrix products and
+// attention are split across a persistent pool of workers (pool.go: one per
+// physical core by default, the caller included) that claim chunks of rows,
+// one kernel call per chunk.
 //
 // Exactness: besides the activation quantization, the places where llama.cpp's
 // CPU backend rounds differently from textbook math are reproduced in

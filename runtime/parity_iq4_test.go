@@ -14,7 +14,7 @@ import (
 // TestParityLogits, which runs everything as one batch or everything token by
 // token, sees up to ~0.05 for it. Woolly follows both orders (csrc/kernels.h):
 // evaluated the way the reference was made, the IQ4 files must agree to the
-// precision of the JSON files, not just contracts.md's 0.1.
+// precision of the JSON files, not just the 0.1 of docs/exactness.md.
 func TestParityIQ4AsReference(t *testing.T) {
 	shared := sharedDir(t)
 	const tol = 1e-5

@@ -24,7 +24,7 @@ func sharedDir(t testing.TB) string {
 	return d
 }
 
-// tolerance is contracts.md's max |Δlogit| per model.
+// tolerance is the max |Δlogit| per model of docs/exactness.md.
 func tolerance(model string) float64 {
 	switch {
 	case strings.HasPrefix(model, "llama-2-tiny-random-F16"):

@@ -10,7 +10,7 @@ import (
 )
 
 // The Ole desktop client's routes under /api/v1 (shapes in
-// shared/docs/ole-api.md).
+// docs/server-api.md, "The Ole desktop client's routes").
 
 func (s *Server) oleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": "woolly-server", "version": Version,

@@ -12,9 +12,10 @@
 //	metrics.go GET /metrics
 //
 // A model is named by its file: NAME (or NAME:latest) is DIR/NAME.gguf;
-// paths are refused. models.go loads models on demand, runs one generation
-// at a time per model behind a bounded queue (503 when full) and unloads a
-// model after its keep-alive. With an API key set, every route but /metrics
+// paths are refused. models.go loads models on demand, runs up to
+// Config.Parallel generations at a time per model (the runtime batches
+// them: one forward pass per step for all), queues more behind a bounded
+// queue (503 when full) and unloads a model after its keep-alive. With an API key set, every route but /metrics
 // and /api/v1/health needs it (Bearer or x-api-key). Errors are JSON in each
 // family's shape with their status: 400 (malformed JSON, bad options), 401,
 // 404 (unknown model or route), 405, 413 (body too large), 503 (queue full,

@@ -1,7 +1,8 @@
 // Command woolly runs GGUF language models on the CPU.
 //
-// Each subcommand lives in its own file and registers itself in init with
-// register; main only dispatches. Subcommands return errors; only main exits.
+// Each subcommand lives in its own file (run.go, serve.go, ...); the
+// commands table below lists them, and main only dispatches. Subcommands
+// return errors; only main exits.
 package main
 
 import (

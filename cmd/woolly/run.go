@@ -104,7 +104,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			ids = []int32{}
 		}
 		out := struct {
-			PromptTokens []int32 `json:"prompt_tokens"` // the prompt's ids (contracts.md)
+			PromptTokens []int32 `json:"prompt_tokens"` // the prompt's ids (docs/commands.md)
 			PromptCount  int     `json:"prompt_count"`
 			Tokens       []int32 `json:"tokens"`
 			Text         string  `json:"text"`
