@@ -74,6 +74,7 @@ type GenerateRequest struct {
 type GenerateResult struct {
 	PromptTokens, Tokens int
 	StopReason           string // "stop", "length" or "cancel"
+	StopString           string // the stop string that ended it ("" for any other end)
 	PromptDuration       time.Duration
 	GenDuration          time.Duration
 }

@@ -22,6 +22,7 @@ type fakeBackend struct {
 	template string        // chat template of every model
 	script   []string      // when set, the pieces every model generates instead of w0 w1 ...
 	fim      *[3]string    // fill-in-the-middle token texts of every model
+	count    bool          // models count tokens (a prompt's whitespace-separated words, as Generate counts them)
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -36,7 +37,14 @@ func (b *fakeBackend) meta(path string) (ModelMeta, error) {
 	}
 	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
 		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim,
-		Embedding: strings.HasPrefix(string(data), "GGUF embedding")}, nil
+		Embedding: strings.HasPrefix(string(data), "GGUF embedding"), CountTokens: b.counter(), DefaultCtx: 512}, nil
+}
+
+func (b *fakeBackend) counter() func(string) (int, error) {
+	if !b.count {
+		return nil
+	}
+	return func(p string) (int, error) { return len(strings.Fields(p)), nil }
 }
 
 func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }
@@ -145,6 +153,7 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		}
 		if m.b.script != nil {
 			if i >= len(m.b.script) {
+				reason = "stop" // the script's end: the model's end of generation
 				break
 			}
 			piece = m.b.script[i]
@@ -154,7 +163,7 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		text.WriteString(piece)
 		for _, s := range req.Stop {
 			if strings.Contains(text.String(), s) {
-				res.StopReason = "stop"
+				res.StopReason, res.StopString = "stop", s
 				res.GenDuration = time.Since(start)
 				return res, nil
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -48,6 +49,12 @@ type job struct {
 	// suffix: the text after the insertion point (infill, with the
 	// model's FIM tokens).
 	suffix string
+	// promptTokens is the rendered chat prompt's token count when the
+	// model counts tokens (set with the prompt, before generation);
+	// countOnly renders the whole chat without dropping turns to fit
+	// the context (a token count, not a generation).
+	promptTokens int
+	countOnly    bool
 }
 
 // outcome is what a finished generation reports.
@@ -156,7 +163,15 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		if limit == 0 {
 			limit = meta.DefaultCtx
 		}
-		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) }, limit)
+		if j.countOnly {
+			limit = math.MaxInt
+		}
+		// Fit counts the prompt it returns last: that count is kept.
+		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) {
+			n, err := meta.CountTokens(trimBOS(p))
+			j.promptTokens = n
+			return n, err
+		}, limit)
 		if err != nil {
 			return "", badRequest("%v", err)
 		}
@@ -209,11 +224,19 @@ func validate(r *GenerateRequest) error {
 
 // shapes turns a generation into one API's bodies.
 type shapes struct {
-	fam   family
-	sse   bool                                  // SSE frames ending in [DONE], else NDJSON lines
-	piece func(text string) any                 // a streamed chunk
-	final func(o *outcome, reason string) []any // the chunks closing a stream
-	whole func(o *outcome, text, reason string) any
+	fam family
+	sse bool // SSE frames ending in [DONE] (unless noDone), else NDJSON lines
+	// start, when set, gives the frames that open a stream (sent once the
+	// request is known to be servable, before generation).
+	start func() []any
+	// noDone leaves out the closing [DONE] frame of an SSE stream.
+	noDone bool
+	// streamError, when set, is the frame reporting an error mid-stream
+	// (else errorBody).
+	streamError func(status int, msg string) any
+	piece       func(text string) any                 // a streamed chunk
+	final       func(o *outcome, reason string) []any // the chunks closing a stream
+	whole       func(o *outcome, text, reason string) any
 	// logprobs adds the entries of the tokens a body carries to it (nil:
 	// the API has no logprobs).
 	logprobs func(body any, entries []logprobEntry)
@@ -270,6 +293,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 	begin := func() error {
 		if streaming {
 			st = newStream(w, sh.sse)
+			if sh.start != nil {
+				for _, f := range sh.start() {
+					if sendErr = st.send(f); sendErr != nil {
+						return sendErr
+					}
+				}
+			}
 		}
 		return nil
 	}
@@ -308,12 +338,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 	if sendErr != nil || r.Context().Err() != nil {
 		return // the client is gone
 	}
+	streamError := func(status int, msg string) any { return errorBody(sh.fam, status, msg) }
+	if sh.streamError != nil {
+		streamError = sh.streamError
+	}
 	switch {
 	case err != nil:
-		st.send(errorBody(sh.fam, statusOf(err), err.Error()))
+		st.send(streamError(statusOf(err), err.Error()))
 		s.log.Printf("%s %s: generation failed: %v", r.Method, r.URL.Path, err)
 	case timedOut:
-		st.send(errorBody(sh.fam, http.StatusServiceUnavailable, "request timed out"))
+		st.send(streamError(http.StatusServiceUnavailable, "request timed out"))
 	default:
 		for i, f := range sh.final(out, out.res.StopReason) {
 			if i == 0 {
@@ -324,7 +358,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			}
 		}
 	}
-	if sh.sse {
+	if sh.sse && !sh.noDone {
 		st.done()
 	}
 }

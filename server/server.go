@@ -40,8 +40,16 @@ import (
 	"github.com/woolly-llm/woolly/runtime"
 )
 
-// Version is reported by /api/version and /api/v1/health.
+// Version is Woolly's own version, reported by /api/v1/health and
+// `woolly version`.
 const Version = "0.1.0"
+
+// OllamaAPIVersion is the Ollama release whose API /api/version says Woolly
+// implements: clients read it to decide which features to use (and some
+// refuse a server below their minimum, such as 0.6.4). 0.14.0 is the first
+// Ollama release that serves the Anthropic Messages API (/v1/messages),
+// the newest of the routes Woolly answers.
+const OllamaAPIVersion = "0.14.0"
 
 // The defaults of the settings whose unset state is not their zero value.
 const (
@@ -131,6 +139,7 @@ const (
 	famOllama family = iota
 	famOpenAI
 	famOle
+	famAnthropic
 )
 
 func (s *Server) routes() {
@@ -149,6 +158,11 @@ func (s *Server) routes() {
 	s.handle(famOpenAI, "/v1/embeddings", false, s.openaiEmbeddings, "POST")
 	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
+	s.handle(famAnthropic, "/v1/messages", false, s.anthropicMessages, "POST")
+	s.handle(famAnthropic, "/v1/messages/count_tokens", false, s.anthropicCountTokens, "POST")
+	s.handle(famOpenAI, "/v1/", false, func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, famOpenAI, http.StatusNotFound, "no route for "+r.Method+" "+r.URL.Path)
+	}, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 	s.handle(famOle, "/api/v1/health", true, s.oleHealth, "GET", "HEAD")
 	s.handle(famOle, "/api/v1/models", false, s.oleModels, "GET", "HEAD")
@@ -225,7 +239,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			if ok {
 				h := w.Header()
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Ole-Client")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Ole-Client, Anthropic-Version, Anthropic-Beta")
 				h.Set("Access-Control-Max-Age", "600")
 			}
 			w.WriteHeader(http.StatusNoContent)
@@ -253,7 +267,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status
 }
 
 // errorBody is an error in the family's shape: Ollama {"error": msg}, OpenAI
-// {"error": {"message", "type", ...}}, Ole {"success": false, "message"}.
+// {"error": {"message", "type", ...}}, Ole {"success": false, "message"},
+// Anthropic {"type": "error", "error": {"type", "message"}}.
 func errorBody(fam family, status int, msg string) any {
 	switch fam {
 	case famOpenAI:
@@ -267,6 +282,8 @@ func errorBody(fam family, status int, msg string) any {
 			typ = "server_error"
 		}
 		return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
+	case famAnthropic:
+		return anthropicError(status, msg)
 	case famOle:
 		return map[string]any{"success": false, "message": msg}
 	}
@@ -433,15 +450,36 @@ func newStream(w http.ResponseWriter, sse bool) *stream {
 	return st
 }
 
+// sseEvent is an SSE frame with an event name (Anthropic's streams name
+// every frame); a shape may return one or a list of them as a body.
+type sseEvent struct {
+	name string
+	data any
+}
+
 func (st *stream) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if st.sse {
-		b = append(append([]byte("data: "), b...), '\n', '\n')
-	} else {
-		b = append(b, '\n')
+	var b []byte
+	switch ev := v.(type) {
+	case sseEvent:
+		return st.send([]sseEvent{ev})
+	case []sseEvent:
+		for _, e := range ev {
+			d, err := json.Marshal(e.data)
+			if err != nil {
+				return err
+			}
+			b = append(append(append(append(append(b, "event: "...), e.name...), "\ndata: "...), d...), '\n', '\n')
+		}
+	default:
+		d, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if st.sse {
+			b = append(append([]byte("data: "), d...), '\n', '\n')
+		} else {
+			b = append(d, '\n')
+		}
 	}
 	if _, err := st.w.Write(b); err != nil {
 		return err
