@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 
 const url = process.env.WOOLLY_URL ?? 'http://127.0.0.1:8080';
 const model = process.env.WOOLLY_MODEL;
@@ -372,6 +373,109 @@ if (toolsModel) {
     await assert.rejects(openai.chat.completions.create({ model: toolsModel, messages, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
       (e) => e.status === 400 && /nope/.test(e.message));
   });
+}
+
+// ── Anthropic Messages API (issue 24) ───────────────────────────────────
+// The official SDK against /v1/messages: plain, streamed (the SDK's
+// MessageStream rebuilds the message from the events), stop_sequences,
+// count_tokens, a forced tool call (tool_choice tool, streamed and not, and
+// the tool_result turn after it) and errors in Anthropic's shape. The SDK
+// sends the key in x-api-key and anthropic-version on every request.
+{
+  const anthropic = new Anthropic({ baseURL: url, apiKey: key || 'unused', maxRetries: 0 });
+  const params = { model, max_tokens: 12, temperature: 0, system: 'Be brief.', messages: [{ role: 'user', content: 'Tell me a story.' }] };
+  let plain;
+  await check('anthropic messages.create (not streamed)', async () => {
+    plain = await anthropic.messages.create(params);
+    assert.equal(plain.type, 'message');
+    assert.equal(plain.role, 'assistant');
+    assert.match(plain.id, /^msg_/);
+    assert.equal(plain.content.length, 1, JSON.stringify(plain.content));
+    assert.equal(plain.content[0].type, 'text');
+    assert.ok(plain.content[0].text.length > 0);
+    assert.ok(['end_turn', 'max_tokens'].includes(plain.stop_reason), plain.stop_reason);
+    assert.ok(plain.usage.input_tokens > 0 && plain.usage.output_tokens > 0 && plain.usage.output_tokens <= 12, JSON.stringify(plain.usage));
+  });
+  await check('anthropic messages.stream (events, same greedy text)', async () => {
+    const stream = anthropic.messages.stream(params);
+    const types = [];
+    let text = '';
+    stream.on('text', (t) => { text += t; });
+    for await (const ev of stream) types.push(ev.type);
+    const final = await stream.finalMessage();
+    assert.equal(types[0], 'message_start');
+    assert.equal(types.at(-1), 'message_stop');
+    assert.equal(types.at(-2), 'message_delta');
+    assert.ok(types.filter((t) => t === 'content_block_delta').length >= 2, types.join());
+    assert.equal(text, plain.content[0].text);
+    assert.equal(final.content[0].text, plain.content[0].text);
+    assert.equal(final.stop_reason, plain.stop_reason);
+    assert.deepEqual(final.usage.output_tokens, plain.usage.output_tokens);
+    assert.deepEqual(final.usage.input_tokens, plain.usage.input_tokens);
+  });
+  await check('anthropic stop_sequences', async () => {
+    // A word from the middle of the greedy answer ends the same answer there.
+    const text = plain.content[0].text;
+    const word = text.split(/\s+/).filter((w) => w.length >= 2 && text.indexOf(w) > 0)[0];
+    assert.ok(word, `no word to stop at in ${JSON.stringify(text)}`);
+    const r = await anthropic.messages.create({ ...params, stop_sequences: ['never-in-a-story', word] });
+    assert.equal(r.stop_reason, 'stop_sequence');
+    assert.equal(r.stop_sequence, word);
+    assert.equal(r.content[0]?.text ?? '', text.slice(0, text.indexOf(word)).trimStart());
+  });
+  await check('anthropic messages.countTokens', async () => {
+    const { system, messages } = params;
+    const c = await anthropic.messages.countTokens({ model, system, messages });
+    assert.equal(c.input_tokens, plain.usage.input_tokens);
+  });
+  await check('anthropic errors: image 400, unknown model 404, in Anthropic\'s shape', async () => {
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } };
+    await assert.rejects(anthropic.messages.create({ model, max_tokens: 4, messages: [{ role: 'user', content: [image] }] }),
+      (e) => e instanceof Anthropic.BadRequestError && e.error?.type === 'error' && e.error.error.type === 'invalid_request_error' && /image/.test(e.message));
+    await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
+      (e) => e instanceof Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error');
+  });
+
+  if (toolsModel) {
+    const tools = [
+      { name: 'get_weather', description: 'Get the weather', input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } },
+      { name: 'get_time', description: 'Get the time', input_schema: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } },
+    ];
+    const ask = { model: toolsModel, max_tokens: 60, tools, tool_choice: { type: 'tool', name: 'get_time' }, messages: [{ role: 'user', content: 'What time is it?' }] };
+    let call;
+    await check('anthropic forced tool call (tool_choice tool)', async () => {
+      const r = await anthropic.messages.create(ask);
+      assert.equal(r.stop_reason, 'tool_use', JSON.stringify(r));
+      assert.equal(r.content.length, 1);
+      call = r.content[0];
+      assert.equal(call.type, 'tool_use');
+      assert.equal(call.name, 'get_time');
+      assert.ok(call.id);
+      assert.ok(['UTC', 'CET'].includes(call.input.zone), JSON.stringify(call.input));
+    });
+    await check('anthropic forced tool call (streamed: input_json_delta)', async () => {
+      const stream = anthropic.messages.stream({ ...ask, tool_choice: { type: 'any' } });
+      let json = '';
+      stream.on('inputJson', (partial) => { json += partial; });
+      const final = await stream.finalMessage();
+      assert.equal(final.stop_reason, 'tool_use');
+      const use = final.content.find((b) => b.type === 'tool_use');
+      assert.ok(['get_weather', 'get_time'].includes(use.name), use.name);
+      assert.deepEqual(JSON.parse(json), use.input);
+    });
+    await check('anthropic tool_result turn', async () => {
+      const r = await anthropic.messages.create({ model: toolsModel, max_tokens: 6, tools, messages: [
+        ask.messages[0],
+        { role: 'assistant', content: [call] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '12:00' }] },
+      ] });
+      assert.equal(r.type, 'message');
+      assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(r.stop_reason), r.stop_reason);
+      const c = await anthropic.messages.countTokens({ model: toolsModel, tools, messages: [ask.messages[0], { role: 'assistant', content: [call] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '12:00' }] }] });
+      assert.equal(c.input_tokens, r.usage.input_tokens);
+    });
+  }
 }
 
 console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);
