@@ -90,8 +90,14 @@ type anthropicRequest struct {
 	Tools         []json.RawMessage `json:"tools"`
 	ToolChoice    json.RawMessage   `json:"tool_choice"`
 	Thinking      json.RawMessage   `json:"thinking"`
+	OutputConfig  *struct {
+		Effort *string         `json:"effort"`
+		Format json.RawMessage `json:"format"`
+	} `json:"output_config"`
 	// countOnly: a count_tokens body (max_tokens not required).
 	countOnly bool
+	// omitThinking: thinking.display "omitted" (blocks without their text).
+	omitThinking bool
 }
 
 // The fields of /v1/messages; unknown ones are a 400, as Anthropic answers.
@@ -99,8 +105,14 @@ var anthropicFields = map[string]fieldRule{
 	"model": honoured, "messages": honoured, "system": honoured, "max_tokens": honoured,
 	"stop_sequences": honoured, "stream": honoured, "temperature": honoured, "top_p": honoured,
 	"top_k": honoured, "tools": honoured, "tool_choice": honoured, "thinking": honoured,
-	"metadata":           noEffect, // user_id: for Anthropic's abuse detection
-	"service_tier":       noEffect, // one tier here
+	"output_config": honoured, // format: structured output; effort: see thinking
+	"metadata":      noEffect, // user_id: for Anthropic's abuse detection
+	"service_tier":  noEffect, // one tier here
+	"speed":         noEffect, // one speed here
+	"inference_geo": noEffect, "workspace_id": noEffect, "user_profile_id": noEffect, "diagnostics": noEffect,
+	// Prompt caching needs no marker: the server reuses the longest cached
+	// prefix of every prompt by itself.
+	"cache_control":      noEffect,
 	"container":          unsupported("container (code execution)"),
 	"mcp_servers":        unsupported("mcp_servers (MCP connector)"),
 	"context_management": unsupported("context_management"),
@@ -108,7 +120,8 @@ var anthropicFields = map[string]fieldRule{
 
 var anthropicCountFields = map[string]fieldRule{
 	"model": honoured, "messages": honoured, "system": honoured, "tools": honoured,
-	"tool_choice": honoured, "thinking": honoured,
+	"tool_choice": honoured, "thinking": honoured, "output_config": honoured,
+	"speed": noEffect, "workspace_id": noEffect, "user_profile_id": noEffect, "cache_control": noEffect,
 	"mcp_servers":        unsupported("mcp_servers (MCP connector)"),
 	"context_management": unsupported("context_management"),
 }
@@ -185,31 +198,53 @@ func anthropicTool(i int, raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // thinking reads thinking: {"type": "enabled", "budget_tokens": N} turns
-// the model's reasoning switch on, {"type": "disabled"} (or no field, as
-// Anthropic's default is no extended thinking) off. budget_tokens is
-// checked as Anthropic checks it (>= 1024 and below max_tokens); the
-// reasoning and the answer together are bounded by max_tokens.
+// the model's reasoning switch on, {"type": "disabled"} off, and
+// {"type": "adaptive"} or no field (where Anthropic's models decide) leaves
+// the template's default. budget_tokens is checked as Anthropic checks it
+// (>= 1024 and below max_tokens); the reasoning and the answer together are
+// bounded by max_tokens. display "omitted" returns thinking blocks with
+// their text left out. output_config.effort (how hard to think) is
+// accepted: a template's switch is only on or off.
 func (q *anthropicRequest) thinking(j *job) error {
-	off, on := false, true
-	j.think = &off
+	if q.OutputConfig != nil && q.OutputConfig.Effort != nil {
+		switch *q.OutputConfig.Effort {
+		case "low", "medium", "high", "xhigh", "max":
+		default:
+			return badRequest("output_config.effort must be low, medium, high, xhigh or max, not %q", *q.OutputConfig.Effort)
+		}
+	}
 	if absent(q.Thinking) {
 		return nil
 	}
+	off, on := false, true
 	var th struct {
-		Type         string `json:"type"`
-		BudgetTokens *int   `json:"budget_tokens"`
+		Type         string  `json:"type"`
+		BudgetTokens *int    `json:"budget_tokens"`
+		Display      *string `json:"display"`
 	}
 	d := json.NewDecoder(bytes.NewReader(q.Thinking))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&th); err != nil {
 		return badRequest("thinking: %v", err)
 	}
+	if th.Display != nil {
+		switch *th.Display {
+		case "summarized":
+		case "omitted":
+			q.omitThinking = true
+		default:
+			return badRequest(`thinking.display must be "summarized" or "omitted", not %q`, *th.Display)
+		}
+	}
 	switch th.Type {
 	case "disabled":
+		j.think = &off
+		return nil
+	case "adaptive":
 		return nil
 	case "enabled":
 	default:
-		return badRequest(`thinking.type must be "enabled" or "disabled", not %q`, th.Type)
+		return badRequest(`thinking.type must be "enabled", "adaptive" or "disabled", not %q`, th.Type)
 	}
 	if th.BudgetTokens == nil {
 		return badRequest("thinking.budget_tokens is required with thinking enabled")
@@ -265,8 +300,11 @@ func (q *anthropicRequest) toolChoice(j *job) error {
 	if len(j.tools) == 0 {
 		return badRequest("tool_choice: a call is required but the request has no tools")
 	}
-	if *j.think {
+	if j.think != nil && *j.think {
 		return badRequest(`tool_choice: "any" and "tool" force a call from the first token, so they cannot be combined with thinking`)
+	}
+	if j.req.Grammar != nil {
+		return badRequest("tool_choice: a forced tool call and output_config.format cannot both constrain the answer")
 	}
 	g, err := forcedToolGrammar(j.tools, *j.forceTool)
 	if err != nil {
@@ -296,6 +334,25 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 	j.req.Stop = q.StopSequences
 	if err := q.thinking(j); err != nil {
 		return nil, err
+	}
+	if q.OutputConfig != nil && !absent(q.OutputConfig.Format) {
+		var f struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		}
+		d := json.NewDecoder(bytes.NewReader(q.OutputConfig.Format))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&f); err != nil {
+			return nil, badRequest("output_config.format: %v", err)
+		}
+		if f.Type != "json_schema" || absent(f.Schema) {
+			return nil, badRequest(`output_config.format must be {"type": "json_schema", "schema": {...}}`)
+		}
+		g, err := compileSchema("output_config.format.schema", f.Schema)
+		if err != nil {
+			return nil, err
+		}
+		j.req.Grammar = g
 	}
 	for i, raw := range q.Tools {
 		t, err := anthropicTool(i, raw)
@@ -438,6 +495,7 @@ func toolUseBlock(c chat.ToolCall) map[string]any {
 // the open block (thinking or text) and the next block's index.
 type anthropicBlocks struct {
 	j     *job
+	omit  bool // thinking blocks without their text
 	sp    thinkSplitter
 	index int
 	open  string // "", "thinking" or "text"
@@ -470,6 +528,9 @@ func (a *anthropicBlocks) delta(typ, text string) {
 		}
 		a.emit("content_block_start", map[string]any{"index": a.index, "content_block": block})
 		a.open = typ
+	}
+	if typ == "thinking" && a.omit {
+		return
 	}
 	a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": typ + "_delta", typ: text}})
 }
@@ -512,7 +573,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID("msg_")
-	blocks := &anthropicBlocks{j: j}
+	blocks := &anthropicBlocks{j: j, omit: q.omitThinking}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famAnthropic, sse: true, noDone: true,
 		start: func() []any {
@@ -543,6 +604,9 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 			if j.thinking {
 				var th string
 				if th, text = splitThinking(text); th != "" {
+					if q.omitThinking {
+						th = ""
+					}
 					content = append(content, map[string]any{"type": "thinking", "thinking": th, "signature": ""})
 				}
 			}

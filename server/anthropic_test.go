@@ -97,7 +97,7 @@ func TestAnthropicMessages(t *testing.T) {
 	}
 	req := b.last().lastReq()
 	want := "<|im_start|>system\nBe brief.\nBe kind.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHey.<|im_end|>\n" +
-		"<|im_start|>user\nMore?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n" // no thinking unless asked
+		"<|im_start|>user\nMore?<|im_end|>\n<|im_start|>assistant\n" // without thinking: the template's default
 	if req.Prompt != want {
 		t.Errorf("prompt %q, want %q", req.Prompt, want)
 	}
@@ -196,6 +196,25 @@ func TestAnthropicThinking(t *testing.T) {
 	if th.String() != "Let me see." {
 		t.Errorf("streamed thinking %q", th.String())
 	}
+	// display omitted: the blocks come without their text.
+	r = post("/v1/messages", strings.Replace(body, `"budget_tokens":1024`, `"budget_tokens":1024,"display":"omitted"`, 1)+`}`)
+	if c := r.json(t)["content"].([]any); len(c) != 2 || c[0].(map[string]any)["type"] != "thinking" || c[0].(map[string]any)["thinking"] != "" {
+		t.Errorf("display omitted: %s", r.body)
+	}
+	ev = anthropicSSE(t, post("/v1/messages", strings.Replace(body, `"budget_tokens":1024`, `"budget_tokens":1024,"display":"omitted"`, 1)+`,"stream":true}`))
+	if got, want := eventNames(ev), "message_start ping content_block_start(0 thinking) content_block_stop(0) content_block_start(1 text) "+
+		"content_block_delta(1 text_delta) content_block_stop(1) message_delta message_stop"; got != want {
+		t.Errorf("display omitted events\n%s\nwant\n%s", got, want)
+	}
+	// disabled: the template's switch off; adaptive: its default.
+	for th, suffix := range map[string]string{`{"type":"disabled"}`: "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+		`{"type":"adaptive"}`: "<|im_start|>assistant\n"} {
+		r = post("/v1/messages", `{"model":"tiny","max_tokens":9,"thinking":`+th+`,"output_config":{"effort":"low"},"messages":[{"role":"user","content":"x"}]}`)
+		wantStatus(t, r, 200)
+		if p := b.last().lastReq().Prompt; !strings.HasSuffix(p, suffix) {
+			t.Errorf("thinking %s: prompt %q", th, p)
+		}
+	}
 	// Earlier turns' thinking blocks are not in the prompt.
 	r = post("/v1/messages", `{"model":"tiny","max_tokens":9,"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"2+2?"},`+
 		`{"role":"assistant","content":[{"type":"thinking","thinking":"SECRET","signature":""},{"type":"text","text":"4"}]},{"role":"user","content":"3+3?"}]}`)
@@ -205,7 +224,7 @@ func TestAnthropicThinking(t *testing.T) {
 	}
 	for _, bad := range []string{
 		`{"type":"enabled"}`, `{"type":"enabled","budget_tokens":100}`, `{"type":"enabled","budget_tokens":4096}`, `{"type":"on"}`,
-		`{"type":"enabled","budget_tokens":1024,"extra":1}`,
+		`{"type":"enabled","budget_tokens":1024,"extra":1}`, `{"type":"enabled","budget_tokens":1024,"display":"full"}`,
 	} {
 		r = post("/v1/messages", `{"model":"tiny","max_tokens":2048,"thinking":`+bad+`,"messages":[{"role":"user","content":"x"}]}`)
 		wantAnthropicError(t, r, 400, "thinking")
@@ -338,19 +357,22 @@ func TestAnthropicErrors(t *testing.T) {
 		`{"model":"tiny","max_tokens":0,` + user + `}`:  "max_tokens",
 		`{"max_tokens":5,` + user + `}`:                 "model",
 		`{"model":"tiny","max_tokens":5,"messages":[]}`: "messages",
-		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`:                            "image",
-		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                                     "document",
-		`{"model":"tiny","max_tokens":5,"system":[{"type":"image"}],` + user + `}`:                                                         "system[0]",
-		`{"model":"tiny","max_tokens":5,"messages":[{"role":"system","content":"x"}]}`:                                                     "role",
-		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"The"}]}`:                  "prefill",
-		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]}`: "t9",
-		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":5}]}`:                                                         "content",
-		`{"model":"tiny","max_tokens":5,"frobnicate":1,` + user + `}`:                                                                      "frobnicate",
-		`{"model":"tiny","max_tokens":5,"mcp_servers":[{"url":"x"}],` + user + `}`:                                                         "mcp_servers",
-		`{"model":"tiny","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],` + user + `}`:                        "web_search_20250305",
-		`{"model":"tiny","max_tokens":5,"tools":[{"name":"f"}],` + user + `}`:                                                              "input_schema",
-		`{"model":"tiny","max_tokens":5,"temperature":-1,` + user + `}`:                                                                    "temperature",
-		`{"model":"tiny","max_tokens":5,` + user:                                                                                           "malformed",
+		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`:                                        "image",
+		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                                                 "document",
+		`{"model":"tiny","max_tokens":5,"system":[{"type":"image"}],` + user + `}`:                                                                     "system[0]",
+		`{"model":"tiny","max_tokens":5,"messages":[{"role":"system","content":"x"}]}`:                                                                 "role",
+		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"The"}]}`:                              "prefill",
+		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]}`:             "t9",
+		`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":5}]}`:                                                                     "content",
+		`{"model":"tiny","max_tokens":5,"frobnicate":1,` + user + `}`:                                                                                  "frobnicate",
+		`{"model":"tiny","max_tokens":5,"mcp_servers":[{"url":"x"}],` + user + `}`:                                                                     "mcp_servers",
+		`{"model":"tiny","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],` + user + `}`:                                    "web_search_20250305",
+		`{"model":"tiny","max_tokens":5,"tools":[{"name":"f"}],` + user + `}`:                                                                          "input_schema",
+		`{"model":"tiny","max_tokens":5,"temperature":-1,` + user + `}`:                                                                                "temperature",
+		`{"model":"tiny","max_tokens":5,"output_config":{"effort":"extreme"},` + user + `}`:                                                            "effort",
+		`{"model":"tiny","max_tokens":5,"output_config":{"format":{"type":"json_object"}},` + user + `}`:                                               "output_config.format",
+		`{"model":"tiny","max_tokens":5,"output_config":{"format":{"type":"json_schema","schema":{"type":"string","pattern":"(?<=a)"}}},` + user + `}`: "output_config.format.schema",
+		`{"model":"tiny","max_tokens":5,` + user:                                                                                                       "malformed",
 	} {
 		wantAnthropicError(t, post("/v1/messages", body), 400, word)
 	}
@@ -361,6 +383,25 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	wantAnthropicError(t, post("/v1/messages/count_tokens", `{"model":"tiny","max_tokens":5,`+user+`}`), 400, "max_tokens")
 	wantAnthropicError(t, post("/v1/messages/count_tokens", `{"model":"nope",`+user+`}`), 404, "nope")
+}
+
+// output_config.format constrains the answer to the schema (the grammar the
+// other APIs' structured output uses); it cannot be combined with a forced
+// call or with thinking.
+func TestAnthropicOutputFormat(t *testing.T) {
+	b, _, post := anthropicServer(t, qwen3Tmpl, []string{`{"a":`, ` 1}`})
+	body := `{"model":"tiny","max_tokens":20,"cache_control":{"type":"ephemeral"},"messages":[{"role":"user","content":"x"}],` +
+		`"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}`
+	r := post("/v1/messages", body+`}`)
+	wantStatus(t, r, 200)
+	if c := r.json(t)["content"].([]any); len(c) != 1 || c[0].(map[string]any)["text"] != `{"a": 1}` {
+		t.Errorf("output format: %s", r.body)
+	}
+	if b.last().lastReq().Grammar == nil {
+		t.Error("output_config.format: no grammar")
+	}
+	wantAnthropicError(t, post("/v1/messages", body+`,"thinking":{"type":"enabled","budget_tokens":1024}}`), 400, "thinking")
+	wantAnthropicError(t, post("/v1/messages", body+`,"tools":[`+anthropicWeather+`],"tool_choice":{"type":"any"}}`), 400, "output_config.format")
 }
 
 func TestAnthropicAuth(t *testing.T) {
