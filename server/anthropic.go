@@ -318,7 +318,9 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 	if q.Model == "" {
 		return nil, badRequest("model: Field required")
 	}
-	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: true, countOnly: q.countOnly}
+	// As Anthropic's API, a conversation longer than the context is a 400
+	// ("prompt is too long"), not cut: agents compact it themselves.
+	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: true, countOnly: q.countOnly, keepAllTurns: true}
 	if !q.countOnly {
 		if q.MaxTokens == nil {
 			return nil, badRequest("max_tokens: Field required")

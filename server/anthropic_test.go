@@ -383,6 +383,18 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	wantAnthropicError(t, post("/v1/messages/count_tokens", `{"model":"tiny","max_tokens":5,`+user+`}`), 400, "max_tokens")
 	wantAnthropicError(t, post("/v1/messages/count_tokens", `{"model":"nope",`+user+`}`), 404, "nope")
+
+	// A conversation longer than the context (the fake's 512 tokens) is a
+	// 400 before any stream starts, not cut; count_tokens counts it whole.
+	long := `"messages":[{"role":"user","content":"` + strings.Repeat("w ", 400) + `"},{"role":"assistant","content":"ok"},` +
+		`{"role":"user","content":"` + strings.Repeat("w ", 200) + `"}]`
+	wantAnthropicError(t, post("/v1/messages", `{"model":"tiny","max_tokens":5,`+long+`}`), 400, "prompt is too long")
+	wantAnthropicError(t, post("/v1/messages", `{"model":"tiny","max_tokens":5,"stream":true,`+long+`}`), 400, "prompt is too long")
+	r = post("/v1/messages/count_tokens", `{"model":"tiny",`+long+`}`)
+	wantStatus(t, r, 200)
+	if n := r.json(t)["input_tokens"].(float64); n < 600 {
+		t.Errorf("count_tokens of the long chat: %v", n)
+	}
 }
 
 // output_config.format constrains the answer to the schema (the grammar the

@@ -50,10 +50,12 @@ type job struct {
 	// model's FIM tokens).
 	suffix string
 	// promptTokens is the rendered chat prompt's token count when the
-	// model counts tokens (set with the prompt, before generation);
-	// countOnly renders the whole chat without dropping turns to fit
-	// the context (a token count, not a generation).
+	// model counts tokens (set with the prompt, before generation).
+	// keepAllTurns renders the whole chat and refuses one longer than the
+	// context (a 400 saying "prompt is too long"), where others drop the
+	// oldest turns; countOnly renders the whole chat for its token count.
 	promptTokens int
+	keepAllTurns bool
 	countOnly    bool
 }
 
@@ -163,17 +165,21 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		if limit == 0 {
 			limit = meta.DefaultCtx
 		}
-		if j.countOnly {
-			limit = math.MaxInt
+		fitLimit := limit
+		if j.countOnly || j.keepAllTurns {
+			fitLimit = math.MaxInt
 		}
 		// Fit counts the prompt it returns last: that count is kept.
 		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) {
 			n, err := meta.CountTokens(trimBOS(p))
 			j.promptTokens = n
 			return n, err
-		}, limit)
+		}, fitLimit)
 		if err != nil {
 			return "", badRequest("%v", err)
+		}
+		if j.keepAllTurns && !j.countOnly && j.promptTokens >= limit {
+			return "", badRequest("prompt is too long: %d tokens > %d maximum (the context; num_ctx or the server's default)", j.promptTokens, limit-1)
 		}
 		return trimBOS(p), nil
 	}
