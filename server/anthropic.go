@@ -543,10 +543,10 @@ func (a *anthropicBlocks) feed(t string, flush bool) []sseEvent {
 	a.out = nil
 	if a.j.thinking {
 		var th string
+		th, t = a.sp.feed(t)
 		if flush {
-			th, t = a.sp.flush()
-		} else {
-			th, t = a.sp.feed(t)
+			th2, t2 := a.sp.flush()
+			th, t = th+th2, t+t2
 		}
 		a.delta("thinking", th)
 	}

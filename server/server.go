@@ -158,6 +158,7 @@ func (s *Server) routes() {
 	s.handle(famOpenAI, "/v1/embeddings", false, s.openaiEmbeddings, "POST")
 	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
+	s.handle(famOpenAI, "/v1/responses", false, s.responses, "POST")
 	s.handle(famAnthropic, "/v1/messages", false, s.anthropicMessages, "POST")
 	s.handle(famAnthropic, "/v1/messages/count_tokens", false, s.anthropicCountTokens, "POST")
 	s.handle(famOpenAI, "/v1/", false, func(w http.ResponseWriter, r *http.Request) {
