@@ -478,4 +478,87 @@ if (toolsModel) {
   }
 }
 
+// ── OpenAI Responses API (issue 24) ─────────────────────────────────────
+// The openai client's responses.create / responses.stream / responses.parse
+// against /v1/responses (stateless): plain and streamed (the client's
+// ResponseStream rebuilds the response from the events), a JSON schema
+// (zod), a forced function call and the function_call_output turn after
+// it, and previous_response_id refused.
+{
+  const params = { model, instructions: 'Be brief.', input: 'Tell me a story.', max_output_tokens: 12, temperature: 0 };
+  let plain;
+  await check('openai responses.create', async () => {
+    plain = await openai.responses.create(params);
+    assert.equal(plain.object, 'response');
+    assert.match(plain.id, /^resp_/);
+    assert.ok(['completed', 'incomplete'].includes(plain.status), plain.status);
+    assert.equal(plain.output[0].type, 'message');
+    assert.ok(plain.output_text.length > 0, JSON.stringify(plain.output));
+    assert.ok(plain.usage.input_tokens > 0 && plain.usage.output_tokens > 0 && plain.usage.output_tokens <= 12, JSON.stringify(plain.usage));
+  });
+  await check('openai responses.stream (events, same greedy text)', async () => {
+    const stream = openai.responses.stream(params);
+    const types = [];
+    let text = '';
+    stream.on('response.output_text.delta', (e) => { text += e.delta; });
+    for await (const ev of stream) types.push(ev.type);
+    const final = await stream.finalResponse();
+    assert.equal(types[0], 'response.created');
+    assert.ok(['response.completed', 'response.incomplete'].includes(types.at(-1)), types.at(-1));
+    assert.ok(types.includes('response.output_item.added') && types.includes('response.output_text.done'), types.join());
+    assert.equal(text, plain.output_text);
+    // The client's final response is its snapshot of the events (no
+    // output_text helper; usage only from response.completed).
+    const finalText = final.output.filter((o) => o.type === 'message').flatMap((o) => o.content).map((c) => c.text).join('');
+    assert.equal(finalText, plain.output_text);
+    if (types.at(-1) === 'response.completed') assert.equal(final.usage.output_tokens, plain.usage.output_tokens);
+  });
+  await check('openai responses.parse with a zod schema (text.format json_schema)', async () => {
+    const { z } = await import('zod');
+    const { zodTextFormat } = await import('openai/helpers/zod');
+    const Pet = z.object({ name: z.string().max(4), kind: z.enum(['cat', 'dog']) });
+    const r = await openai.responses.parse({ model, input: 'A pet?', text: { format: zodTextFormat(Pet, 'pet') } });
+    assert.equal(r.status, 'completed', r.output_text);
+    assert.deepEqual(r.output_parsed, Pet.parse(JSON.parse(r.output_text)));
+  });
+  await check('openai responses: previous_response_id is a 400 (stateless)', async () => {
+    await assert.rejects(openai.responses.create({ ...params, previous_response_id: plain.id }),
+      (e) => e.status === 400 && /previous_response_id/.test(e.message));
+  });
+  if (toolsModel) {
+    const tools = [
+      { type: 'function', name: 'get_weather', description: 'Get the weather', strict: true, parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } },
+      { type: 'function', name: 'get_time', description: 'Get the time', strict: true, parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } },
+    ];
+    const ask = { model: toolsModel, max_output_tokens: 60, tools, tool_choice: { type: 'function', name: 'get_time' }, input: [{ role: 'user', content: 'What time is it?' }] };
+    let call;
+    await check('openai responses: forced function call', async () => {
+      const r = await openai.responses.create(ask);
+      assert.equal(r.output.length, 1, JSON.stringify(r.output));
+      call = r.output[0];
+      assert.equal(call.type, 'function_call');
+      assert.equal(call.name, 'get_time');
+      assert.ok(call.call_id);
+      assert.ok(['UTC', 'CET'].includes(JSON.parse(call.arguments).zone), call.arguments);
+    });
+    await check('openai responses.stream: function_call_arguments.delta', async () => {
+      const stream = openai.responses.stream({ ...ask, tool_choice: 'required' });
+      let args = '';
+      stream.on('response.function_call_arguments.delta', (e) => { args += e.delta; });
+      const final = await stream.finalResponse();
+      const fc = final.output.find((o) => o.type === 'function_call');
+      assert.ok(fc && ['get_weather', 'get_time'].includes(fc.name), JSON.stringify(final.output));
+      assert.equal(args, fc.arguments);
+      JSON.parse(args);
+    });
+    await check('openai responses: function_call_output turn', async () => {
+      const r = await openai.responses.create({ model: toolsModel, max_output_tokens: 6, tools, input: [
+        ...ask.input, call, { type: 'function_call_output', call_id: call.call_id, output: '12:00' },
+      ] });
+      assert.ok(['completed', 'incomplete'].includes(r.status), r.status);
+      assert.ok(r.output.length >= 1);
+    });
+  }
+}
+
 console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);
