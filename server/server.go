@@ -1,11 +1,14 @@
-// Package server is Woolly's HTTP API: the Ollama API, the OpenAI API, the
-// routes of the Ole desktop client, and Prometheus metrics, over models
+// Package server is Woolly's HTTP API: the Ollama API, the OpenAI API
+// (Chat Completions, Completions, Responses), the Anthropic Messages API,
+// the routes of the Ole desktop client, and Prometheus metrics, over models
 // loaded on demand from one directory.
 //
 // Routes (one file per family):
 //
 //	ollama.go  GET|HEAD /  POST /api/generate /api/chat /api/show  GET /api/tags /api/ps /api/version
 //	openai.go  POST /v1/chat/completions /v1/completions  GET /v1/models[/{model}]
+//	responses.go  POST /v1/responses
+//	anthropic.go  POST /v1/messages /v1/messages/count_tokens
 //	embed.go   POST /api/embed /api/embeddings /v1/embeddings
 //	ole.go     GET /api/v1/health /api/v1/models  POST /api/v1/models/{name}/load
 //	           POST /api/v1/inference/complete /api/v1/inference/chat
@@ -46,9 +49,11 @@ const Version = "0.1.0"
 
 // OllamaAPIVersion is the Ollama release whose API /api/version says Woolly
 // implements: clients read it to decide which features to use (and some
-// refuse a server below their minimum, such as 0.6.4). 0.14.0 is the first
-// Ollama release that serves the Anthropic Messages API (/v1/messages),
-// the newest of the routes Woolly answers.
+// refuse a server below their minimum, such as 0.6.4; Codex's --oss mode
+// speaks /v1/responses to 0.13.4 or later and falls back to chat
+// completions below). 0.14.0 is the first Ollama release that serves the
+// Anthropic Messages API (/v1/messages), the newest of the routes Woolly
+// answers.
 const OllamaAPIVersion = "0.14.0"
 
 // The defaults of the settings whose unset state is not their zero value.
