@@ -578,6 +578,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	blocks := &anthropicBlocks{j: j, omit: q.omitThinking}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famAnthropic, sse: true, noDone: true,
+		keepAlive: sseEvent{"ping", map[string]any{"type": "ping"}},
 		start: func() []any {
 			msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": q.Model, "content": []any{},
 				"stop_reason": nil, "stop_sequence": nil, "usage": anthropicUsage(j, nil)}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 type anthropicEvent struct {
@@ -427,4 +428,35 @@ func TestAnthropicAuth(t *testing.T) {
 	wantStatus(t, do(t, ts, "POST", "/v1/messages", body, "x-api-key", "secret", "anthropic-version", "2023-06-01"), 200)
 	wantStatus(t, do(t, ts, "POST", "/v1/messages", body, "Authorization", "Bearer secret"), 200)
 	wantAnthropicError(t, do(t, ts, "GET", "/v1/messages", "", "x-api-key", "secret"), 405, "GET")
+}
+
+// A stream silent for keepAliveEvery (a long prompt evaluation) gets
+// keep-alive frames: Anthropic's ping events, and SSE comments in a
+// Responses stream; the events around them are unchanged.
+func TestStreamKeepAlive(t *testing.T) {
+	old := keepAliveEvery
+	keepAliveEvery = 20 * time.Millisecond
+	defer func() { keepAliveEvery = old }()
+	b := newFakeBackend()
+	b.script = []string{"Hi"}
+	b.gate = make(chan struct{})
+	_, ts := newTestServer(t, Config{}, b)
+	held := func(path, body string) resp {
+		got := make(chan resp)
+		go func() { got <- do(t, ts, "POST", path, body) }()
+		time.Sleep(200 * time.Millisecond) // the model is "evaluating the prompt"
+		b.gate <- struct{}{}
+		return <-got
+	}
+	ev := anthropicSSE(t, held("/v1/messages", `{"model":"tiny","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	names := eventNames(ev)
+	if !strings.HasPrefix(names, "message_start ping ping ping") || !strings.HasSuffix(names, "ping content_block_start(0 text) content_block_delta(0 text_delta) content_block_stop(0) message_delta message_stop") {
+		t.Errorf("events: %s", names)
+	}
+	r := held("/v1/responses", `{"model":"tiny","input":"x","stream":true}`)
+	n := strings.Count(string(r.body), ": keep-alive\n\n")
+	r.body = []byte(strings.ReplaceAll(string(r.body), ": keep-alive\n\n", ""))
+	if got := responsesNames(responsesEvents(t, r)); n < 3 || got != "created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed" {
+		t.Errorf("%d keep-alives; events %s", n, got)
+	}
 }

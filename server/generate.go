@@ -240,9 +240,13 @@ type shapes struct {
 	// streamError, when set, is the frame reporting an error mid-stream
 	// (else errorBody).
 	streamError func(status int, msg string) any
-	piece       func(text string) any                 // a streamed chunk
-	final       func(o *outcome, reason string) []any // the chunks closing a stream
-	whole       func(o *outcome, text, reason string) any
+	// keepAlive, when set, is sent when a stream has been silent for
+	// keepAliveEvery (a long prompt evaluation writes nothing, and
+	// clients and proxies drop connections idle for minutes).
+	keepAlive any
+	piece     func(text string) any                 // a streamed chunk
+	final     func(o *outcome, reason string) []any // the chunks closing a stream
+	whole     func(o *outcome, text, reason string) any
 	// logprobs adds the entries of the tokens a body carries to it (nil:
 	// the API has no logprobs).
 	logprobs func(body any, entries []logprobEntry)
@@ -263,6 +267,35 @@ func newLogprobEntry(t runtime.TokenLogprob) logprobEntry {
 		b[i] = int(c)
 	}
 	return logprobEntry{Token: string(t.Piece), Logprob: t.Logprob, Bytes: b}
+}
+
+// keepAliveEvery is how long a stream with a keep-alive frame may stay
+// silent.
+var keepAliveEvery = 10 * time.Second
+
+// keepStreamAlive sends frame whenever st has been silent for
+// keepAliveEvery, until the returned stop is called.
+func keepStreamAlive(st *stream, frame any) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(keepAliveEvery / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if st.idle() >= keepAliveEvery && st.send(frame) != nil {
+					return // the client is gone
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // serve runs j and answers with sh, streaming or not.
@@ -296,6 +329,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			pendingLP = nil
 		}
 	}
+	stopKeepAlive := func() {}
 	begin := func() error {
 		if streaming {
 			st = newStream(w, sh.sse)
@@ -305,6 +339,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 						return sendErr
 					}
 				}
+			}
+			if sh.keepAlive != nil {
+				stopKeepAlive = keepStreamAlive(st, sh.keepAlive)
 			}
 		}
 		return nil
@@ -324,6 +361,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 		return sendErr
 	}
 	out, err := s.run(ctx, j, begin, onText)
+	stopKeepAlive()
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if st == nil { // nothing sent yet: a plain status
 		switch {

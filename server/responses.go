@@ -547,6 +547,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famOpenAI, sse: true, noDone: true,
+		keepAlive: sseComment("keep-alive"), // no Responses event: a comment, which clients skip
 		start: func() []any {
 			out.emit("response.created", map[string]any{"response": response("in_progress", nil)})
 			out.emit("response.in_progress", map[string]any{"response": response("in_progress", nil)})

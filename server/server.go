@@ -436,10 +436,14 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // stream writes NDJSON lines or SSE frames, flushing each.
+// A stream may be written by the generation and by a keep-alive timer at
+// once: mu orders the writes; last is when the latest one was.
 type stream struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	sse bool
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	sse  bool
+	mu   sync.Mutex
+	last time.Time
 }
 
 func newStream(w http.ResponseWriter, sse bool) *stream {
@@ -451,9 +455,19 @@ func newStream(w http.ResponseWriter, sse bool) *stream {
 	}
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &stream{w: w, rc: http.NewResponseController(w), sse: sse}
+	st := &stream{w: w, rc: http.NewResponseController(w), sse: sse, last: time.Now()}
 	st.rc.Flush()
 	return st
+}
+
+// sseComment is an SSE comment line, which clients skip (a keep-alive).
+type sseComment string
+
+// idle is how long ago the stream last wrote.
+func (st *stream) idle() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return time.Since(st.last)
 }
 
 // sseEvent is an SSE frame with an event name (Anthropic's streams name
@@ -468,6 +482,8 @@ func (st *stream) send(v any) error {
 	switch ev := v.(type) {
 	case sseEvent:
 		return st.send([]sseEvent{ev})
+	case sseComment:
+		b = []byte(": " + string(ev) + "\n\n")
 	case []sseEvent:
 		for _, e := range ev {
 			d, err := json.Marshal(e.data)
@@ -487,6 +503,9 @@ func (st *stream) send(v any) error {
 			b = append(d, '\n')
 		}
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = time.Now()
 	if _, err := st.w.Write(b); err != nil {
 		return err
 	}
@@ -495,6 +514,8 @@ func (st *stream) send(v any) error {
 
 // done ends an SSE stream the OpenAI way.
 func (st *stream) done() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	io.WriteString(st.w, "data: [DONE]\n\n")
 	st.rc.Flush()
 }
