@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -179,7 +180,8 @@ func buildPrompt(e *entry, j *job) (string, error) {
 			return "", badRequest("%v", err)
 		}
 		if j.keepAllTurns && !j.countOnly && j.promptTokens >= limit {
-			return "", badRequest("prompt is too long: %d tokens > %d maximum (the context; num_ctx or the server's default)", j.promptTokens, limit-1)
+			return "", &codedError{&httpError{http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum (the context; num_ctx or the server's default)",
+				j.promptTokens, limit-1)}, "context_length_exceeded"}
 		}
 		return trimBOS(p), nil
 	}

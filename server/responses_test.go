@@ -267,7 +267,7 @@ func TestResponsesErrors(t *testing.T) {
 	long := `[{"role":"user","content":"` + strings.Repeat("w ", 400) + `"},{"role":"assistant","content":"ok"},{"role":"user","content":"` + strings.Repeat("w ", 200) + `"}]`
 	r = post(`{"model":"tiny","stream":true,"input":` + long + `}`)
 	wantStatus(t, r, 400)
-	if !strings.Contains(string(r.body), "prompt is too long") {
+	if e := r.json(t)["error"].(map[string]any); !strings.Contains(e["message"].(string), "prompt is too long") || e["code"] != "context_length_exceeded" {
 		t.Errorf("long input: %s", r.body)
 	}
 	wantStatus(t, post(`{"model":"tiny","truncation":"auto","input":`+long+`}`), 200)

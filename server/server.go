@@ -296,10 +296,28 @@ func errorBody(fam family, status int, msg string) any {
 	return map[string]any{"error": msg}
 }
 
-// failErr maps an error from the registry or decoding to its status.
+// failErr maps an error from the registry or decoding to its status; an
+// OpenAI error body carries a codedError's code.
 func (s *Server) failErr(w http.ResponseWriter, r *http.Request, fam family, err error) {
+	var ce *codedError
+	if fam == famOpenAI && errors.As(err, &ce) {
+		b := errorBody(fam, statusOf(err), err.Error()).(map[string]any)
+		b["error"].(map[string]any)["code"] = ce.code
+		writeJSON(w, statusOf(err), b)
+		return
+	}
 	s.fail(w, r, fam, statusOf(err), err.Error())
 }
+
+// codedError is an httpError with the machine-readable code OpenAI's error
+// bodies carry (e.g. context_length_exceeded, which clients such as
+// agents read to compact a conversation).
+type codedError struct {
+	*httpError
+	code string
+}
+
+func (e *codedError) Unwrap() error { return e.httpError }
 
 func statusOf(err error) int {
 	var he *httpError
