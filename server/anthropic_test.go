@@ -431,8 +431,9 @@ func TestAnthropicAuth(t *testing.T) {
 }
 
 // A stream silent for keepAliveEvery (a long prompt evaluation) gets
-// keep-alive frames: Anthropic's ping events, and SSE comments in a
-// Responses stream; the events around them are unchanged.
+// keep-alive frames: Anthropic's ping events, and SSE comments in OpenAI
+// streams (chat completions, Responses); the events around them are
+// unchanged.
 func TestStreamKeepAlive(t *testing.T) {
 	old := keepAliveEvery
 	keepAliveEvery = 20 * time.Millisecond
@@ -453,8 +454,14 @@ func TestStreamKeepAlive(t *testing.T) {
 	if !strings.HasPrefix(names, "message_start ping ping ping") || !strings.HasSuffix(names, "ping content_block_start(0 text) content_block_delta(0 text_delta) content_block_stop(0) message_delta message_stop") {
 		t.Errorf("events: %s", names)
 	}
-	r := held("/v1/responses", `{"model":"tiny","input":"x","stream":true}`)
+	r := held("/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"stream":true}`)
 	n := strings.Count(string(r.body), ": keep-alive\n\n")
+	r.body = []byte(strings.ReplaceAll(string(r.body), ": keep-alive\n\n", ""))
+	if frames := sse(t, r.body); n < 3 || len(frames) != 2 {
+		t.Errorf("chat completions: %d keep-alives, %d frames", n, len(frames))
+	}
+	r = held("/v1/responses", `{"model":"tiny","input":"x","stream":true}`)
+	n = strings.Count(string(r.body), ": keep-alive\n\n")
 	r.body = []byte(strings.ReplaceAll(string(r.body), ": keep-alive\n\n", ""))
 	if got := responsesNames(responsesEvents(t, r)); n < 3 || got != "created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed" {
 		t.Errorf("%d keep-alives; events %s", n, got)
