@@ -63,12 +63,13 @@ var responsesFields = map[string]fieldRule{
 	// Nothing is stored (the response says store: false); the rest only
 	// label or route a request.
 	"store": noEffect, "metadata": noEffect, "user": noEffect, "safety_identifier": noEffect,
-	"prompt_cache_key": noEffect, "service_tier": noEffect, "stream_options": noEffect,
-	"background":     unsupported("background"),
-	"conversation":   unsupported("conversation (stored conversations; send the whole conversation in input)"),
-	"prompt":         unsupported("prompt (stored prompt templates)"),
-	"top_logprobs":   unsupported("top_logprobs"),
-	"max_tool_calls": unsupported("max_tool_calls"),
+	"prompt_cache_key": noEffect, "prompt_cache_retention": noEffect, "service_tier": noEffect, "stream_options": noEffect,
+	"context_management": unsupported("context_management (server-side compaction)"),
+	"background":         unsupported("background"),
+	"conversation":       unsupported("conversation (stored conversations; send the whole conversation in input)"),
+	"prompt":             unsupported("prompt (stored prompt templates)"),
+	"top_logprobs":       unsupported("top_logprobs"),
+	"max_tool_calls":     unsupported("max_tool_calls"),
 }
 
 // responsesContent is a message item's text: a string or a list of

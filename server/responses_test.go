@@ -250,6 +250,7 @@ func TestResponsesErrors(t *testing.T) {
 		`{"model":"tiny","input":"x","text":{"format":{"type":"xml"}}}`:                                 "text.format",
 		`{"model":"tiny","input":"x","reasoning":{"effort":"huge"}}`:                                    "reasoning.effort",
 		`{"model":"tiny","input":"x","background":true}`:                                                "background",
+		`{"model":"tiny","input":"x","context_management":[{"type":"compaction"}]}`:                     "context_management",
 		`{"model":"tiny","input":"x","frobnicate":1}`:                                                   "frobnicate",
 		`{"model":"tiny","input":"x","temperature":-1}`:                                                 "temperature",
 	} {
