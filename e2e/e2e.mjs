@@ -383,6 +383,9 @@ if (toolsModel) {
 // sends the key in x-api-key and anthropic-version on every request.
 {
   const anthropic = new Anthropic({ baseURL: url, apiKey: key || 'unused', maxRetries: 0 });
+  // The prompt's tokens: Anthropic splits them into those evaluated
+  // (input_tokens) and those reused from the prefix cache.
+  const promptTokens = (u) => u.input_tokens + (u.cache_read_input_tokens ?? 0);
   const params = { model, max_tokens: 12, temperature: 0, system: 'Be brief.', messages: [{ role: 'user', content: 'Tell me a story.' }] };
   let plain;
   await check('anthropic messages.create (not streamed)', async () => {
@@ -394,7 +397,7 @@ if (toolsModel) {
     assert.equal(plain.content[0].type, 'text');
     assert.ok(plain.content[0].text.length > 0);
     assert.ok(['end_turn', 'max_tokens'].includes(plain.stop_reason), plain.stop_reason);
-    assert.ok(plain.usage.input_tokens > 0 && plain.usage.output_tokens > 0 && plain.usage.output_tokens <= 12, JSON.stringify(plain.usage));
+    assert.ok(promptTokens(plain.usage) > 0 && plain.usage.output_tokens > 0 && plain.usage.output_tokens <= 12, JSON.stringify(plain.usage));
   });
   await check('anthropic messages.stream (events, same greedy text)', async () => {
     const stream = anthropic.messages.stream(params);
@@ -411,7 +414,9 @@ if (toolsModel) {
     assert.equal(final.content[0].text, plain.content[0].text);
     assert.equal(final.stop_reason, plain.stop_reason);
     assert.deepEqual(final.usage.output_tokens, plain.usage.output_tokens);
-    assert.deepEqual(final.usage.input_tokens, plain.usage.input_tokens);
+    assert.equal(promptTokens(final.usage), promptTokens(plain.usage));
+    // The same prompt again: the prefix cache holds it.
+    assert.ok(final.usage.cache_read_input_tokens > 0, JSON.stringify(final.usage));
   });
   await check('anthropic stop_sequences', async () => {
     // A word from the middle of the greedy answer ends the same answer there.
@@ -426,7 +431,7 @@ if (toolsModel) {
   await check('anthropic messages.countTokens', async () => {
     const { system, messages } = params;
     const c = await anthropic.messages.countTokens({ model, system, messages });
-    assert.equal(c.input_tokens, plain.usage.input_tokens);
+    assert.equal(c.input_tokens, promptTokens(plain.usage));
   });
   await check('anthropic errors: image 400, unknown model 404, in Anthropic\'s shape', async () => {
     const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } };
@@ -473,7 +478,7 @@ if (toolsModel) {
       assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(r.stop_reason), r.stop_reason);
       const c = await anthropic.messages.countTokens({ model: toolsModel, tools, messages: [ask.messages[0], { role: 'assistant', content: [call] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '12:00' }] }] });
-      assert.equal(c.input_tokens, r.usage.input_tokens);
+      assert.equal(c.input_tokens, promptTokens(r.usage));
     });
   }
 }

@@ -473,16 +473,16 @@ func anthropicStop(j *job, res *GenerateResult) (string, any) {
 	return "end_turn", nil
 }
 
+// anthropicUsage is the usage of a finished generation (res) or, before
+// one, of the rendered prompt. As Anthropic counts, input_tokens are the
+// prompt tokens evaluated and cache_read_input_tokens those reused from
+// the prefix cache (their sum is the prompt).
 func anthropicUsage(j *job, res *GenerateResult) map[string]any {
-	in := j.promptTokens
-	if res != nil {
-		in = res.PromptTokens
+	if res == nil {
+		return map[string]any{"input_tokens": j.promptTokens, "output_tokens": 0}
 	}
-	u := map[string]any{"input_tokens": in, "output_tokens": 0}
-	if res != nil {
-		u["output_tokens"] = res.Tokens
-	}
-	return u
+	return map[string]any{"input_tokens": res.PromptTokens - res.CachedTokens, "cache_read_input_tokens": res.CachedTokens,
+		"output_tokens": res.Tokens}
 }
 
 func toolUseBlock(c chat.ToolCall) map[string]any {

@@ -118,6 +118,19 @@ func TestAnthropicMessages(t *testing.T) {
 		t.Errorf("count_tokens %s, usage %v", r.body, u)
 	}
 
+	// Prompt tokens reused from the prefix cache: cache_read_input_tokens,
+	// the rest input_tokens (Anthropic's split), streamed and not.
+	b.cached = 4
+	r = post("/v1/messages", body+`}`)
+	if u := r.json(t)["usage"].(map[string]any); u["input_tokens"] != float64(len(strings.Fields(want))-4) || u["cache_read_input_tokens"] != float64(4) {
+		t.Errorf("cached usage %v", u)
+	}
+	ev := anthropicSSE(t, post("/v1/messages", body+`,"stream":true}`))
+	if u := ev[len(ev)-2].data["usage"].(map[string]any); u["input_tokens"] != float64(len(strings.Fields(want))-4) || u["cache_read_input_tokens"] != float64(4) {
+		t.Errorf("streamed cached usage %v", u)
+	}
+	b.cached = 0
+
 	// max_tokens cuts the answer: stop_reason max_tokens.
 	r = post("/v1/messages", `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"Hi"}]}`)
 	if m := r.json(t); m["stop_reason"] != "max_tokens" || m["usage"].(map[string]any)["output_tokens"] != float64(2) {
@@ -463,7 +476,13 @@ func TestStreamKeepAlive(t *testing.T) {
 	r = held("/v1/responses", `{"model":"tiny","input":"x","stream":true}`)
 	n = strings.Count(string(r.body), ": keep-alive\n\n")
 	r.body = []byte(strings.ReplaceAll(string(r.body), ": keep-alive\n\n", ""))
-	if got := responsesNames(responsesEvents(t, r)); n < 3 || got != "created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed" {
+	ev = responsesEvents(t, r)
+	if got := responsesNames(ev); n < 3 || got != "created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed" {
 		t.Errorf("%d keep-alives; events %s", n, got)
+	}
+	// A model without a reasoning switch: its reasoning tokens are 0.
+	u := ev[len(ev)-1].data["response"].(map[string]any)["usage"].(map[string]any)
+	if d, _ := u["output_tokens_details"].(map[string]any); d == nil || d["reasoning_tokens"] != float64(0) {
+		t.Errorf("usage %v", u)
 	}
 }

@@ -23,6 +23,7 @@ type fakeBackend struct {
 	script   []string      // when set, the pieces every model generates instead of w0 w1 ...
 	fim      *[3]string    // fill-in-the-middle token texts of every model
 	count    bool          // models count tokens (a prompt's whitespace-separated words, as Generate counts them)
+	cached   int           // prompt tokens every generation reports as reused from a cache (at most the prompt's)
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -132,6 +133,7 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		}
 	}
 	res := &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), PromptDuration: time.Millisecond}
+	res.CachedTokens = min(m.b.cached, res.PromptTokens)
 	start := time.Now()
 	limit, reason := req.MaxTokens, "length"
 	if limit < 0 {

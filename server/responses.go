@@ -536,9 +536,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			"store": false, "temperature": j.req.Temperature, "top_p": j.req.TopP, "text": map[string]any{"format": format},
 			"tool_choice": toolChoice, "tools": tools, "truncation": truncation, "usage": nil, "metadata": map[string]any{}}
 		if o != nil {
-			resp["usage"] = map[string]any{"input_tokens": o.res.PromptTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
-				"output_tokens": o.res.Tokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-				"total_tokens": o.res.PromptTokens + o.res.Tokens}
+			u := map[string]any{"input_tokens": o.res.PromptTokens, "input_tokens_details": map[string]any{"cached_tokens": o.res.CachedTokens},
+				"output_tokens": o.res.Tokens, "total_tokens": o.res.PromptTokens + o.res.Tokens}
+			if !j.thinking { // else the reasoning's share of the output is not counted apart
+				u["output_tokens_details"] = map[string]any{"reasoning_tokens": 0}
+			}
+			resp["usage"] = u
 			if o.res.StopReason == "length" {
 				resp["status"] = "incomplete"
 				resp["incomplete_details"] = map[string]any{"reason": "max_output_tokens"}

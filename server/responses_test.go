@@ -86,6 +86,18 @@ func TestResponsesPlain(t *testing.T) {
 		t.Errorf("usage %v", u)
 	}
 
+	// A thinking model's reasoning tokens are not counted apart: no
+	// output_tokens_details (TestStreamKeepAlive has a model without).
+	if d := u["input_tokens_details"].(map[string]any); d["cached_tokens"] != float64(0) || u["output_tokens_details"] != nil {
+		t.Errorf("usage details %v", u)
+	}
+	b.cached = 2
+	r = post(`{"model":"tiny","input":"Hi"}`)
+	if u := r.json(t)["usage"].(map[string]any); u["input_tokens_details"].(map[string]any)["cached_tokens"] != float64(2) {
+		t.Errorf("cached usage %v", u)
+	}
+	b.cached = 0
+
 	// Streamed: the same text in output_text deltas, the events in order.
 	ev := responsesEvents(t, post(`{"model":"tiny","input":"Hi","stream":true}`))
 	want := "created in_progress output_item.added content_part.added output_text.delta* output_text.done content_part.done output_item.done completed"
