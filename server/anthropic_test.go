@@ -486,3 +486,26 @@ func TestStreamKeepAlive(t *testing.T) {
 		t.Errorf("usage %v", u)
 	}
 }
+
+// A request shaped as Claude Code sends one (system blocks with
+// cache_control, tools whose schemas carry $schema, metadata, a large
+// max_tokens, temperature 1, a tool_result with is_error false, the beta
+// headers) is served.
+func TestAnthropicClaudeCodeShape(t *testing.T) {
+	src, err := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, post := anthropicServer(t, string(src), []string{"Done."})
+	body := `{"model":"tiny","max_tokens":32000,"temperature":1,"stream":true,"metadata":{"user_id":"user_abc_account__session_1"},
+	"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Env: linux"}],
+	"tools":[{"name":"Bash","description":"Run a command","input_schema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+	"properties":{"command":{"type":"string"},"timeout":{"type":"number"}},"required":["command"],"additionalProperties":false},"cache_control":{"type":"ephemeral"}}],
+	"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>ctx</system-reminder>"},{"type":"text","text":"list files","cache_control":{"type":"ephemeral"}}]},
+	{"role":"assistant","content":[{"type":"text","text":"Listing."},{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"ls"}}]},
+	{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"a.go\nb.go","is_error":false}]}]}`
+	ev := anthropicSSE(t, post("/v1/messages?beta=true", body, "anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14"))
+	if got := eventNames(ev); got != "message_start ping content_block_start(0 text) content_block_delta(0 text_delta) content_block_stop(0) message_delta message_stop" {
+		t.Errorf("events %s", got)
+	}
+}
