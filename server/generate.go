@@ -180,7 +180,7 @@ func buildPrompt(e *entry, j *job) (string, error) {
 			return "", badRequest("%v", err)
 		}
 		if j.keepAllTurns && !j.countOnly && j.promptTokens >= limit {
-			return "", &codedError{&httpError{http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum (the context; num_ctx or the server's default)",
+			return "", &codedError{&httpError{http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum (the model's context on this server)",
 				j.promptTokens, limit-1)}, "context_length_exceeded"}
 		}
 		return trimBOS(p), nil
