@@ -201,8 +201,8 @@ func anthropicTool(i int, raw json.RawMessage) (json.RawMessage, error) {
 // the model's reasoning switch on, {"type": "disabled"} off, and
 // {"type": "adaptive"} or no field (where Anthropic's models decide) leaves
 // the template's default. budget_tokens is checked as Anthropic checks it
-// (>= 1024 and below max_tokens); the reasoning and the answer together are
-// bounded by max_tokens. display "omitted" returns thinking blocks with
+// (>= 1024 and below max_tokens) and bounds the reasoning (thinkbudget.go);
+// the reasoning and the answer together are bounded by max_tokens. display "omitted" returns thinking blocks with
 // their text left out. output_config.effort (how hard to think) is
 // accepted: a template's switch is only on or off.
 func (q *anthropicRequest) thinking(j *job) error {
@@ -256,6 +256,7 @@ func (q *anthropicRequest) thinking(j *job) error {
 		return badRequest("thinking.budget_tokens must be less than max_tokens")
 	}
 	j.think = &on
+	j.thinkBudget = *th.BudgetTokens
 	return nil
 }
 

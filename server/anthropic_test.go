@@ -509,3 +509,62 @@ func TestAnthropicClaudeCodeShape(t *testing.T) {
 		t.Errorf("events %s", got)
 	}
 }
+
+// thinking.budget_tokens bounds the reasoning: at the budget the block is
+// closed and a second generation, prompted with everything so far and the
+// closing tag, writes the answer; max_tokens bounds both.
+func TestAnthropicThinkingBudget(t *testing.T) {
+	long := []string{"<think>"}
+	for i := 0; i < 1100; i++ {
+		long = append(long, " x")
+	}
+	long = append(long, "</think>", "Too late.")
+	b, _, post := anthropicServer(t, qwen3Tmpl, nil)
+	thought := strings.TrimSpace(strings.Repeat(" x", 1023)) // 1024 tokens with <think>
+	body := `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]`
+	for _, stream := range []bool{false, true} {
+		b.scripts = [][]string{long, {"Answer", "."}}
+		var thinking, text string
+		var usage map[string]any
+		if !stream {
+			m := post("/v1/messages", body+`}`).json(t)
+			c := m["content"].([]any)
+			if len(c) != 2 {
+				t.Fatalf("content %v", c)
+			}
+			thinking, text = c[0].(map[string]any)["thinking"].(string), c[1].(map[string]any)["text"].(string)
+			usage = m["usage"].(map[string]any)
+		} else {
+			ev := anthropicSSE(t, post("/v1/messages", body+`,"stream":true}`))
+			if got := eventNames(ev); !strings.HasPrefix(got, "message_start ping content_block_start(0 thinking)") ||
+				!strings.HasSuffix(got, "content_block_stop(0) content_block_start(1 text) content_block_delta(1 text_delta) content_block_delta(1 text_delta) content_block_stop(1) message_delta message_stop") {
+				t.Errorf("events %s ... %s", got[:80], got[len(got)-200:])
+			}
+			for _, e := range ev {
+				if d, ok := e.data["delta"].(map[string]any); ok {
+					if s, ok := d["thinking"].(string); ok {
+						thinking += s
+					}
+					if s, ok := d["text"].(string); ok {
+						text += s
+					}
+				}
+			}
+			usage = ev[len(ev)-2].data["usage"].(map[string]any)
+		}
+		if thinking != thought || text != "Answer." || usage["output_tokens"] != float64(1026) {
+			t.Errorf("stream %v: thinking of %d bytes, text %q, usage %v", stream, len(thinking), text, usage)
+		}
+		req := b.last().lastReq()
+		if !strings.HasSuffix(req.Prompt, "<|im_start|>assistant\n<think>"+strings.Repeat(" x", 1023)+"\n</think>\n\n") || req.MaxTokens != 2000-1024 {
+			t.Errorf("stream %v: continuation prompt ends %q, max tokens %d", stream, req.Prompt[max(0, len(req.Prompt)-60):], req.MaxTokens)
+		}
+	}
+	// Reasoning that ends within the budget needs no second generation.
+	b.scripts = [][]string{{"<think>", "short", "</think>", "Done."}}
+	n := len(b.last().reqs)
+	m := post("/v1/messages", body+`}`).json(t)
+	if c := m["content"].([]any); len(c) != 2 || c[1].(map[string]any)["text"] != "Done." || len(b.last().reqs) != n+1 {
+		t.Errorf("within the budget: %v, %d generations", m, len(b.last().reqs)-n)
+	}
+}

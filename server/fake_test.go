@@ -24,6 +24,7 @@ type fakeBackend struct {
 	fim      *[3]string    // fill-in-the-middle token texts of every model
 	count    bool          // models count tokens (a prompt's whitespace-separated words, as Generate counts them)
 	cached   int           // prompt tokens every generation reports as reused from a cache (at most the prompt's)
+	scripts  [][]string    // when set, the next generation's pieces (taken in turn; then script)
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -132,6 +133,12 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 			return &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), StopReason: "cancel"}, nil
 		}
 	}
+	script := m.b.script
+	m.b.mu.Lock()
+	if len(m.b.scripts) > 0 {
+		script, m.b.scripts = m.b.scripts[0], m.b.scripts[1:]
+	}
+	m.b.mu.Unlock()
 	res := &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), PromptDuration: time.Millisecond}
 	res.CachedTokens = min(m.b.cached, res.PromptTokens)
 	start := time.Now()
@@ -153,12 +160,12 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		if i == 0 {
 			piece = "w0"
 		}
-		if m.b.script != nil {
-			if i >= len(m.b.script) {
+		if script != nil {
+			if i >= len(script) {
 				reason = "stop" // the script's end: the model's end of generation
 				break
 			}
-			piece = m.b.script[i]
+			piece = script[i]
 		}
 		res.Tokens++
 		m.produced.Add(1)

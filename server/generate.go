@@ -58,6 +58,9 @@ type job struct {
 	promptTokens int
 	keepAllTurns bool
 	countOnly    bool
+	// thinkBudget, when > 0, bounds the tokens of a thinking model's
+	// reasoning (thinkbudget.go).
+	thinkBudget int
 }
 
 // outcome is what a finished generation reports.
@@ -89,7 +92,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	}
 	req := j.req
 	req.Prompt = prompt
-	res, err := l.model().Generate(ctx, req, onText)
+	res, err := generate(ctx, l.model(), j, req, onText)
 	s.metrics.generation(out.model, res)
 	out.res = res
 	if err != nil && res != nil && ctx.Err() != nil {
