@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 
 const url = process.env.WOOLLY_URL ?? 'http://127.0.0.1:8080';
 const model = process.env.WOOLLY_MODEL;
@@ -372,6 +373,197 @@ if (toolsModel) {
     await assert.rejects(openai.chat.completions.create({ model: toolsModel, messages, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
       (e) => e.status === 400 && /nope/.test(e.message));
   });
+}
+
+// ── Anthropic Messages API (issue 24) ───────────────────────────────────
+// The official SDK against /v1/messages: plain, streamed (the SDK's
+// MessageStream rebuilds the message from the events), stop_sequences,
+// count_tokens, a forced tool call (tool_choice tool, streamed and not, and
+// the tool_result turn after it) and errors in Anthropic's shape. The SDK
+// sends the key in x-api-key and anthropic-version on every request.
+{
+  const anthropic = new Anthropic({ baseURL: url, apiKey: key || 'unused', maxRetries: 0 });
+  // The prompt's tokens: Anthropic splits them into those evaluated
+  // (input_tokens) and those reused from the prefix cache.
+  const promptTokens = (u) => u.input_tokens + (u.cache_read_input_tokens ?? 0);
+  const params = { model, max_tokens: 12, temperature: 0, system: 'Be brief.', messages: [{ role: 'user', content: 'Tell me a story.' }] };
+  let plain;
+  await check('anthropic messages.create (not streamed)', async () => {
+    plain = await anthropic.messages.create(params);
+    assert.equal(plain.type, 'message');
+    assert.equal(plain.role, 'assistant');
+    assert.match(plain.id, /^msg_/);
+    assert.equal(plain.content.length, 1, JSON.stringify(plain.content));
+    assert.equal(plain.content[0].type, 'text');
+    assert.ok(plain.content[0].text.length > 0);
+    assert.ok(['end_turn', 'max_tokens'].includes(plain.stop_reason), plain.stop_reason);
+    assert.ok(promptTokens(plain.usage) > 0 && plain.usage.output_tokens > 0 && plain.usage.output_tokens <= 12, JSON.stringify(plain.usage));
+  });
+  await check('anthropic messages.stream (events, same greedy text)', async () => {
+    const stream = anthropic.messages.stream(params);
+    const types = [];
+    let text = '';
+    stream.on('text', (t) => { text += t; });
+    for await (const ev of stream) types.push(ev.type);
+    const final = await stream.finalMessage();
+    assert.equal(types[0], 'message_start');
+    assert.equal(types.at(-1), 'message_stop');
+    assert.equal(types.at(-2), 'message_delta');
+    assert.ok(types.filter((t) => t === 'content_block_delta').length >= 2, types.join());
+    assert.equal(text, plain.content[0].text);
+    assert.equal(final.content[0].text, plain.content[0].text);
+    assert.equal(final.stop_reason, plain.stop_reason);
+    assert.deepEqual(final.usage.output_tokens, plain.usage.output_tokens);
+    assert.equal(promptTokens(final.usage), promptTokens(plain.usage));
+    // The same prompt again: the prefix cache holds it.
+    assert.ok(final.usage.cache_read_input_tokens > 0, JSON.stringify(final.usage));
+  });
+  await check('anthropic stop_sequences', async () => {
+    // A word from the middle of the greedy answer ends the same answer there.
+    const text = plain.content[0].text;
+    const word = text.split(/\s+/).filter((w) => w.length >= 2 && text.indexOf(w) > 0)[0];
+    assert.ok(word, `no word to stop at in ${JSON.stringify(text)}`);
+    const r = await anthropic.messages.create({ ...params, stop_sequences: ['never-in-a-story', word] });
+    assert.equal(r.stop_reason, 'stop_sequence');
+    assert.equal(r.stop_sequence, word);
+    assert.equal(r.content[0]?.text ?? '', text.slice(0, text.indexOf(word)).trimStart());
+  });
+  await check('anthropic messages.countTokens', async () => {
+    const { system, messages } = params;
+    const c = await anthropic.messages.countTokens({ model, system, messages });
+    assert.equal(c.input_tokens, promptTokens(plain.usage));
+  });
+  await check('anthropic errors: image 400, unknown model 404, in Anthropic\'s shape', async () => {
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } };
+    await assert.rejects(anthropic.messages.create({ model, max_tokens: 4, messages: [{ role: 'user', content: [image] }] }),
+      (e) => e instanceof Anthropic.BadRequestError && e.error?.type === 'error' && e.error.error.type === 'invalid_request_error' && /image/.test(e.message));
+    await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
+      (e) => e instanceof Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error');
+  });
+
+  if (toolsModel) {
+    const tools = [
+      { name: 'get_weather', description: 'Get the weather', input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } },
+      { name: 'get_time', description: 'Get the time', input_schema: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } },
+    ];
+    const ask = { model: toolsModel, max_tokens: 60, tools, tool_choice: { type: 'tool', name: 'get_time' }, messages: [{ role: 'user', content: 'What time is it?' }] };
+    let call;
+    await check('anthropic forced tool call (tool_choice tool)', async () => {
+      const r = await anthropic.messages.create(ask);
+      assert.equal(r.stop_reason, 'tool_use', JSON.stringify(r));
+      assert.equal(r.content.length, 1);
+      call = r.content[0];
+      assert.equal(call.type, 'tool_use');
+      assert.equal(call.name, 'get_time');
+      assert.ok(call.id);
+      assert.ok(['UTC', 'CET'].includes(call.input.zone), JSON.stringify(call.input));
+    });
+    await check('anthropic forced tool call (streamed: input_json_delta)', async () => {
+      const stream = anthropic.messages.stream({ ...ask, tool_choice: { type: 'any' } });
+      let json = '';
+      stream.on('inputJson', (partial) => { json += partial; });
+      const final = await stream.finalMessage();
+      assert.equal(final.stop_reason, 'tool_use');
+      const use = final.content.find((b) => b.type === 'tool_use');
+      assert.ok(['get_weather', 'get_time'].includes(use.name), use.name);
+      assert.deepEqual(JSON.parse(json), use.input);
+    });
+    await check('anthropic tool_result turn', async () => {
+      const r = await anthropic.messages.create({ model: toolsModel, max_tokens: 6, tools, messages: [
+        ask.messages[0],
+        { role: 'assistant', content: [call] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '12:00' }] },
+      ] });
+      assert.equal(r.type, 'message');
+      assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(r.stop_reason), r.stop_reason);
+      const c = await anthropic.messages.countTokens({ model: toolsModel, tools, messages: [ask.messages[0], { role: 'assistant', content: [call] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '12:00' }] }] });
+      assert.equal(c.input_tokens, promptTokens(r.usage));
+    });
+  }
+}
+
+// ── OpenAI Responses API (issue 24) ─────────────────────────────────────
+// The openai client's responses.create / responses.stream / responses.parse
+// against /v1/responses (stateless): plain and streamed (the client's
+// ResponseStream rebuilds the response from the events), a JSON schema
+// (zod), a forced function call and the function_call_output turn after
+// it, and previous_response_id refused.
+{
+  const params = { model, instructions: 'Be brief.', input: 'Tell me a story.', max_output_tokens: 12, temperature: 0 };
+  let plain;
+  await check('openai responses.create', async () => {
+    plain = await openai.responses.create(params);
+    assert.equal(plain.object, 'response');
+    assert.match(plain.id, /^resp_/);
+    assert.ok(['completed', 'incomplete'].includes(plain.status), plain.status);
+    assert.equal(plain.output[0].type, 'message');
+    assert.ok(plain.output_text.length > 0, JSON.stringify(plain.output));
+    assert.ok(plain.usage.input_tokens > 0 && plain.usage.output_tokens > 0 && plain.usage.output_tokens <= 12, JSON.stringify(plain.usage));
+  });
+  await check('openai responses.stream (events, same greedy text)', async () => {
+    const stream = openai.responses.stream(params);
+    const types = [];
+    let text = '';
+    stream.on('response.output_text.delta', (e) => { text += e.delta; });
+    for await (const ev of stream) types.push(ev.type);
+    const final = await stream.finalResponse();
+    assert.equal(types[0], 'response.created');
+    assert.ok(['response.completed', 'response.incomplete'].includes(types.at(-1)), types.at(-1));
+    assert.ok(types.includes('response.output_item.added') && types.includes('response.output_text.done'), types.join());
+    assert.equal(text, plain.output_text);
+    // The client's final response is its snapshot of the events (no
+    // output_text helper; usage only from response.completed).
+    const finalText = final.output.filter((o) => o.type === 'message').flatMap((o) => o.content).map((c) => c.text).join('');
+    assert.equal(finalText, plain.output_text);
+    if (types.at(-1) === 'response.completed') assert.equal(final.usage.output_tokens, plain.usage.output_tokens);
+  });
+  await check('openai responses.parse with a zod schema (text.format json_schema)', async () => {
+    const { z } = await import('zod');
+    const { zodTextFormat } = await import('openai/helpers/zod');
+    const Pet = z.object({ name: z.string().max(4), kind: z.enum(['cat', 'dog']) });
+    const r = await openai.responses.parse({ model, input: 'A pet?', text: { format: zodTextFormat(Pet, 'pet') } });
+    assert.equal(r.status, 'completed', r.output_text);
+    assert.deepEqual(r.output_parsed, Pet.parse(JSON.parse(r.output_text)));
+  });
+  await check('openai responses: previous_response_id is a 400 (stateless)', async () => {
+    await assert.rejects(openai.responses.create({ ...params, previous_response_id: plain.id }),
+      (e) => e.status === 400 && /previous_response_id/.test(e.message));
+  });
+  if (toolsModel) {
+    const tools = [
+      { type: 'function', name: 'get_weather', description: 'Get the weather', strict: true, parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } },
+      { type: 'function', name: 'get_time', description: 'Get the time', strict: true, parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } },
+    ];
+    const ask = { model: toolsModel, max_output_tokens: 60, tools, tool_choice: { type: 'function', name: 'get_time' }, input: [{ role: 'user', content: 'What time is it?' }] };
+    let call;
+    await check('openai responses: forced function call', async () => {
+      const r = await openai.responses.create(ask);
+      assert.equal(r.output.length, 1, JSON.stringify(r.output));
+      call = r.output[0];
+      assert.equal(call.type, 'function_call');
+      assert.equal(call.name, 'get_time');
+      assert.ok(call.call_id);
+      assert.ok(['UTC', 'CET'].includes(JSON.parse(call.arguments).zone), call.arguments);
+    });
+    await check('openai responses.stream: function_call_arguments.delta', async () => {
+      const stream = openai.responses.stream({ ...ask, tool_choice: 'required' });
+      let args = '';
+      stream.on('response.function_call_arguments.delta', (e) => { args += e.delta; });
+      const final = await stream.finalResponse();
+      const fc = final.output.find((o) => o.type === 'function_call');
+      assert.ok(fc && ['get_weather', 'get_time'].includes(fc.name), JSON.stringify(final.output));
+      assert.equal(args, fc.arguments);
+      JSON.parse(args);
+    });
+    await check('openai responses: function_call_output turn', async () => {
+      const r = await openai.responses.create({ model: toolsModel, max_output_tokens: 6, tools, input: [
+        ...ask.input, call, { type: 'function_call_output', call_id: call.call_id, output: '12:00' },
+      ] });
+      assert.ok(['completed', 'incomplete'].includes(r.status), r.status);
+      assert.ok(r.output.length >= 1);
+    });
+  }
 }
 
 console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);

@@ -1,6 +1,7 @@
 // Package e2e runs `woolly serve` as a process and drives it with the
-// official ollama and openai npm clients (e2e.mjs). Run `npm ci` in this
-// directory first; without node_modules the client part is skipped.
+// official ollama, openai and @anthropic-ai/sdk npm clients (e2e.mjs).
+// Run `npm ci` in this directory first; without node_modules the client
+// part is skipped.
 package e2e
 
 import (

@@ -60,6 +60,7 @@ type GenerateResult struct {
 	Tokens         []int32 // generated ids, including the end-of-generation id if one stopped it
 	Text           string  // generated text without stop strings and end-of-generation text
 	StopReason     string  // "stop" (end of generation or stop string), "length", "cancel"
+	StopString     string  // the stop string that ended the generation ("" for any other end)
 	CachedTokens   int     // prompt tokens reused (the session's cache or the model's prefix cache)
 	PromptDuration time.Duration
 	GenDuration    time.Duration
@@ -242,6 +243,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		}
 		if hit || done {
 			res.StopReason = "stop"
+			if hit {
+				res.StopString = stop.matched
+			}
 			break
 		}
 		if last {
@@ -262,6 +266,7 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 type stopMatcher struct {
 	stops   []string
 	pending string
+	matched string // the stop string add found
 }
 
 // add appends text and returns what can be emitted; hit reports that a stop
@@ -274,7 +279,7 @@ func (m *stopMatcher) add(text string) (out string, hit bool) {
 			continue
 		}
 		if i := strings.Index(m.pending, s); i >= 0 && (first < 0 || i < first) {
-			first = i
+			first, m.matched = i, s
 		}
 	}
 	if first >= 0 {

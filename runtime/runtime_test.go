@@ -287,13 +287,16 @@ func TestGenerateStopsAndReuse(t *testing.T) {
 		t.Fatalf("greedy text %q has no Lily", full.Text)
 	}
 	var streamed strings.Builder
-	res, err := m.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 16, Stop: []string{"Lily"}},
+	res, err := m.Generate(ctx, GenerateOptions{Prompt: "Once upon a time", MaxTokens: 16, Stop: []string{"no such text", "Lily"}},
 		func(tk Token) error { streamed.WriteString(tk.Text); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.StopReason != "stop" || res.Text != full.Text[:i] || streamed.String() != res.Text {
 		t.Fatalf("stop string: reason %q text %q streamed %q, want %q", res.StopReason, res.Text, streamed.String(), full.Text[:i])
+	}
+	if res.StopString != "Lily" || full.StopString != "" {
+		t.Fatalf("stop string reported %q (want Lily), without a stop string %q", res.StopString, full.StopString)
 	}
 
 	// Cancellation is checked every token.

@@ -74,6 +74,8 @@ type GenerateRequest struct {
 type GenerateResult struct {
 	PromptTokens, Tokens int
 	StopReason           string // "stop", "length" or "cancel"
+	StopString           string // the stop string that ended it ("" for any other end)
+	CachedTokens         int    // prompt tokens reused from a cache, not evaluated
 	PromptDuration       time.Duration
 	GenDuration          time.Duration
 }

@@ -22,6 +22,9 @@ type fakeBackend struct {
 	template string        // chat template of every model
 	script   []string      // when set, the pieces every model generates instead of w0 w1 ...
 	fim      *[3]string    // fill-in-the-middle token texts of every model
+	count    bool          // models count tokens (a prompt's whitespace-separated words, as Generate counts them)
+	cached   int           // prompt tokens every generation reports as reused from a cache (at most the prompt's)
+	scripts  [][]string    // when set, the next generation's pieces (taken in turn; then script)
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -36,7 +39,14 @@ func (b *fakeBackend) meta(path string) (ModelMeta, error) {
 	}
 	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
 		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim,
-		Embedding: strings.HasPrefix(string(data), "GGUF embedding")}, nil
+		Embedding: strings.HasPrefix(string(data), "GGUF embedding"), CountTokens: b.counter(), DefaultCtx: 512}, nil
+}
+
+func (b *fakeBackend) counter() func(string) (int, error) {
+	if !b.count {
+		return nil
+	}
+	return func(p string) (int, error) { return len(strings.Fields(p)), nil }
 }
 
 func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }
@@ -123,7 +133,14 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 			return &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), StopReason: "cancel"}, nil
 		}
 	}
+	script := m.b.script
+	m.b.mu.Lock()
+	if len(m.b.scripts) > 0 {
+		script, m.b.scripts = m.b.scripts[0], m.b.scripts[1:]
+	}
+	m.b.mu.Unlock()
 	res := &GenerateResult{PromptTokens: len(strings.Fields(req.Prompt)), PromptDuration: time.Millisecond}
+	res.CachedTokens = min(m.b.cached, res.PromptTokens)
 	start := time.Now()
 	limit, reason := req.MaxTokens, "length"
 	if limit < 0 {
@@ -143,18 +160,19 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		if i == 0 {
 			piece = "w0"
 		}
-		if m.b.script != nil {
-			if i >= len(m.b.script) {
+		if script != nil {
+			if i >= len(script) {
+				reason = "stop" // the script's end: the model's end of generation
 				break
 			}
-			piece = m.b.script[i]
+			piece = script[i]
 		}
 		res.Tokens++
 		m.produced.Add(1)
 		text.WriteString(piece)
 		for _, s := range req.Stop {
 			if strings.Contains(text.String(), s) {
-				res.StopReason = "stop"
+				res.StopReason, res.StopString = "stop", s
 				res.GenDuration = time.Since(start)
 				return res, nil
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -48,6 +50,17 @@ type job struct {
 	// suffix: the text after the insertion point (infill, with the
 	// model's FIM tokens).
 	suffix string
+	// promptTokens is the rendered chat prompt's token count when the
+	// model counts tokens (set with the prompt, before generation).
+	// keepAllTurns renders the whole chat and refuses one longer than the
+	// context (a 400 saying "prompt is too long"), where others drop the
+	// oldest turns; countOnly renders the whole chat for its token count.
+	promptTokens int
+	keepAllTurns bool
+	countOnly    bool
+	// thinkBudget, when > 0, bounds the tokens of a thinking model's
+	// reasoning (thinkbudget.go).
+	thinkBudget int
 }
 
 // outcome is what a finished generation reports.
@@ -79,7 +92,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	}
 	req := j.req
 	req.Prompt = prompt
-	res, err := l.model().Generate(ctx, req, onText)
+	res, err := generate(ctx, l.model(), j, req, onText)
 	s.metrics.generation(out.model, res)
 	out.res = res
 	if err != nil && res != nil && ctx.Err() != nil {
@@ -156,9 +169,22 @@ func buildPrompt(e *entry, j *job) (string, error) {
 		if limit == 0 {
 			limit = meta.DefaultCtx
 		}
-		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) }, limit)
+		fitLimit := limit
+		if j.countOnly || j.keepAllTurns {
+			fitLimit = math.MaxInt
+		}
+		// Fit counts the prompt it returns last: that count is kept.
+		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) {
+			n, err := meta.CountTokens(trimBOS(p))
+			j.promptTokens = n
+			return n, err
+		}, fitLimit)
 		if err != nil {
 			return "", badRequest("%v", err)
+		}
+		if j.keepAllTurns && !j.countOnly && j.promptTokens >= limit {
+			return "", &codedError{&httpError{http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum (the model's context on this server)",
+				j.promptTokens, limit-1)}, "context_length_exceeded"}
 		}
 		return trimBOS(p), nil
 	}
@@ -209,11 +235,23 @@ func validate(r *GenerateRequest) error {
 
 // shapes turns a generation into one API's bodies.
 type shapes struct {
-	fam   family
-	sse   bool                                  // SSE frames ending in [DONE], else NDJSON lines
-	piece func(text string) any                 // a streamed chunk
-	final func(o *outcome, reason string) []any // the chunks closing a stream
-	whole func(o *outcome, text, reason string) any
+	fam family
+	sse bool // SSE frames ending in [DONE] (unless noDone), else NDJSON lines
+	// start, when set, gives the frames that open a stream (sent once the
+	// request is known to be servable, before generation).
+	start func() []any
+	// noDone leaves out the closing [DONE] frame of an SSE stream.
+	noDone bool
+	// streamError, when set, is the frame reporting an error mid-stream
+	// (else errorBody).
+	streamError func(status int, msg string) any
+	// keepAlive, when set, is sent when a stream has been silent for
+	// keepAliveEvery (a long prompt evaluation writes nothing, and
+	// clients and proxies drop connections idle for minutes).
+	keepAlive any
+	piece     func(text string) any                 // a streamed chunk
+	final     func(o *outcome, reason string) []any // the chunks closing a stream
+	whole     func(o *outcome, text, reason string) any
 	// logprobs adds the entries of the tokens a body carries to it (nil:
 	// the API has no logprobs).
 	logprobs func(body any, entries []logprobEntry)
@@ -234,6 +272,35 @@ func newLogprobEntry(t runtime.TokenLogprob) logprobEntry {
 		b[i] = int(c)
 	}
 	return logprobEntry{Token: string(t.Piece), Logprob: t.Logprob, Bytes: b}
+}
+
+// keepAliveEvery is how long a stream with a keep-alive frame may stay
+// silent.
+var keepAliveEvery = 10 * time.Second
+
+// keepStreamAlive sends frame whenever st has been silent for
+// keepAliveEvery, until the returned stop is called.
+func keepStreamAlive(st *stream, frame any) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(keepAliveEvery / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if st.idle() >= keepAliveEvery && st.send(frame) != nil {
+					return // the client is gone
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // serve runs j and answers with sh, streaming or not.
@@ -267,9 +334,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			pendingLP = nil
 		}
 	}
+	stopKeepAlive := func() {}
 	begin := func() error {
 		if streaming {
 			st = newStream(w, sh.sse)
+			if sh.start != nil {
+				for _, f := range sh.start() {
+					if sendErr = st.send(f); sendErr != nil {
+						return sendErr
+					}
+				}
+			}
+			if sh.keepAlive != nil {
+				stopKeepAlive = keepStreamAlive(st, sh.keepAlive)
+			}
 		}
 		return nil
 	}
@@ -288,6 +366,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 		return sendErr
 	}
 	out, err := s.run(ctx, j, begin, onText)
+	stopKeepAlive()
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if st == nil { // nothing sent yet: a plain status
 		switch {
@@ -308,12 +387,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 	if sendErr != nil || r.Context().Err() != nil {
 		return // the client is gone
 	}
+	streamError := func(status int, msg string) any { return errorBody(sh.fam, status, msg) }
+	if sh.streamError != nil {
+		streamError = sh.streamError
+	}
 	switch {
 	case err != nil:
-		st.send(errorBody(sh.fam, statusOf(err), err.Error()))
+		st.send(streamError(statusOf(err), err.Error()))
 		s.log.Printf("%s %s: generation failed: %v", r.Method, r.URL.Path, err)
 	case timedOut:
-		st.send(errorBody(sh.fam, http.StatusServiceUnavailable, "request timed out"))
+		st.send(streamError(http.StatusServiceUnavailable, "request timed out"))
 	default:
 		for i, f := range sh.final(out, out.res.StopReason) {
 			if i == 0 {
@@ -324,7 +407,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 			}
 		}
 	}
-	if sh.sse {
+	if sh.sse && !sh.noDone {
 		st.done()
 	}
 }

@@ -465,5 +465,5 @@ func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"version": Version})
+	writeJSON(w, http.StatusOK, map[string]any{"version": OllamaAPIVersion})
 }

@@ -319,6 +319,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	textOffset := 0 // completions' text_offset: where each token starts in the text
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famOpenAI, sse: true,
+		keepAlive: sseComment("keep-alive"), // skipped by SSE clients
 		logprobs: func(b any, entries []logprobEntry) {
 			choices, _ := b.(map[string]any)["choices"].([]any)
 			if len(choices) == 0 {

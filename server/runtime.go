@@ -196,7 +196,7 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		return nil, err // the session is dropped: its cache may be half-written
 	}
 	out := &GenerateResult{PromptTokens: len(res.PromptTokens), Tokens: len(res.Tokens), StopReason: res.StopReason,
-		PromptDuration: res.PromptDuration, GenDuration: res.GenDuration}
+		StopString: res.StopString, CachedTokens: res.CachedTokens, PromptDuration: res.PromptDuration, GenDuration: res.GenDuration}
 	if err == nil {
 		r.putBack(sess)
 	}

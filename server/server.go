@@ -1,11 +1,14 @@
-// Package server is Woolly's HTTP API: the Ollama API, the OpenAI API, the
-// routes of the Ole desktop client, and Prometheus metrics, over models
+// Package server is Woolly's HTTP API: the Ollama API, the OpenAI API
+// (Chat Completions, Completions, Responses), the Anthropic Messages API,
+// the routes of the Ole desktop client, and Prometheus metrics, over models
 // loaded on demand from one directory.
 //
 // Routes (one file per family):
 //
 //	ollama.go  GET|HEAD /  POST /api/generate /api/chat /api/show  GET /api/tags /api/ps /api/version
 //	openai.go  POST /v1/chat/completions /v1/completions  GET /v1/models[/{model}]
+//	responses.go  POST /v1/responses
+//	anthropic.go  POST /v1/messages /v1/messages/count_tokens
 //	embed.go   POST /api/embed /api/embeddings /v1/embeddings
 //	ole.go     GET /api/v1/health /api/v1/models  POST /api/v1/models/{name}/load
 //	           POST /api/v1/inference/complete /api/v1/inference/chat
@@ -41,8 +44,18 @@ import (
 	"github.com/woolly-llm/woolly/runtime"
 )
 
-// Version is reported by /api/version and /api/v1/health.
+// Version is Woolly's own version, reported by /api/v1/health and
+// `woolly version`.
 const Version = "0.1.0"
+
+// OllamaAPIVersion is the Ollama release whose API /api/version says Woolly
+// implements: clients read it to decide which features to use (and some
+// refuse a server below their minimum, such as 0.6.4; Codex's --oss mode
+// speaks /v1/responses to 0.13.4 or later and falls back to chat
+// completions below). 0.14.0 is the first Ollama release that serves the
+// Anthropic Messages API (/v1/messages), the newest of the routes Woolly
+// answers.
+const OllamaAPIVersion = "0.14.0"
 
 // The defaults of the settings whose unset state is not their zero value.
 const (
@@ -132,6 +145,7 @@ const (
 	famOllama family = iota
 	famOpenAI
 	famOle
+	famAnthropic
 )
 
 func (s *Server) routes() {
@@ -150,6 +164,12 @@ func (s *Server) routes() {
 	s.handle(famOpenAI, "/v1/embeddings", false, s.openaiEmbeddings, "POST")
 	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
+	s.handle(famOpenAI, "/v1/responses", false, s.responses, "POST")
+	s.handle(famAnthropic, "/v1/messages", false, s.anthropicMessages, "POST")
+	s.handle(famAnthropic, "/v1/messages/count_tokens", false, s.anthropicCountTokens, "POST")
+	s.handle(famOpenAI, "/v1/", false, func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, famOpenAI, http.StatusNotFound, "no route for "+r.Method+" "+r.URL.Path)
+	}, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 	s.handle(famOle, "/api/v1/health", true, s.oleHealth, "GET", "HEAD")
 	s.handle(famOle, "/api/v1/models", false, s.oleModels, "GET", "HEAD")
@@ -226,7 +246,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			if ok {
 				h := w.Header()
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Ole-Client")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Ole-Client, Anthropic-Version, Anthropic-Beta")
 				h.Set("Access-Control-Max-Age", "600")
 			}
 			w.WriteHeader(http.StatusNoContent)
@@ -254,7 +274,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status
 }
 
 // errorBody is an error in the family's shape: Ollama {"error": msg}, OpenAI
-// {"error": {"message", "type", ...}}, Ole {"success": false, "message"}.
+// {"error": {"message", "type", ...}}, Ole {"success": false, "message"},
+// Anthropic {"type": "error", "error": {"type", "message"}}.
 func errorBody(fam family, status int, msg string) any {
 	switch fam {
 	case famOpenAI:
@@ -268,16 +289,36 @@ func errorBody(fam family, status int, msg string) any {
 			typ = "server_error"
 		}
 		return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
+	case famAnthropic:
+		return anthropicError(status, msg)
 	case famOle:
 		return map[string]any{"success": false, "message": msg}
 	}
 	return map[string]any{"error": msg}
 }
 
-// failErr maps an error from the registry or decoding to its status.
+// failErr maps an error from the registry or decoding to its status; an
+// OpenAI error body carries a codedError's code.
 func (s *Server) failErr(w http.ResponseWriter, r *http.Request, fam family, err error) {
+	var ce *codedError
+	if fam == famOpenAI && errors.As(err, &ce) {
+		b := errorBody(fam, statusOf(err), err.Error()).(map[string]any)
+		b["error"].(map[string]any)["code"] = ce.code
+		writeJSON(w, statusOf(err), b)
+		return
+	}
 	s.fail(w, r, fam, statusOf(err), err.Error())
 }
+
+// codedError is an httpError with the machine-readable code OpenAI's error
+// bodies carry (e.g. context_length_exceeded, which clients such as
+// agents read to compact a conversation).
+type codedError struct {
+	*httpError
+	code string
+}
+
+func (e *codedError) Unwrap() error { return e.httpError }
 
 func statusOf(err error) int {
 	var he *httpError
@@ -414,10 +455,14 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // stream writes NDJSON lines or SSE frames, flushing each.
+// A stream may be written by the generation and by a keep-alive timer at
+// once: mu orders the writes; last is when the latest one was.
 type stream struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	sse bool
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	sse  bool
+	mu   sync.Mutex
+	last time.Time
 }
 
 func newStream(w http.ResponseWriter, sse bool) *stream {
@@ -429,21 +474,57 @@ func newStream(w http.ResponseWriter, sse bool) *stream {
 	}
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &stream{w: w, rc: http.NewResponseController(w), sse: sse}
+	st := &stream{w: w, rc: http.NewResponseController(w), sse: sse, last: time.Now()}
 	st.rc.Flush()
 	return st
 }
 
+// sseComment is an SSE comment line, which clients skip (a keep-alive).
+type sseComment string
+
+// idle is how long ago the stream last wrote.
+func (st *stream) idle() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return time.Since(st.last)
+}
+
+// sseEvent is an SSE frame with an event name (Anthropic's streams name
+// every frame); a shape may return one or a list of them as a body.
+type sseEvent struct {
+	name string
+	data any
+}
+
 func (st *stream) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+	var b []byte
+	switch ev := v.(type) {
+	case sseEvent:
+		return st.send([]sseEvent{ev})
+	case sseComment:
+		b = []byte(": " + string(ev) + "\n\n")
+	case []sseEvent:
+		for _, e := range ev {
+			d, err := json.Marshal(e.data)
+			if err != nil {
+				return err
+			}
+			b = append(append(append(append(append(b, "event: "...), e.name...), "\ndata: "...), d...), '\n', '\n')
+		}
+	default:
+		d, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if st.sse {
+			b = append(append([]byte("data: "), d...), '\n', '\n')
+		} else {
+			b = append(d, '\n')
+		}
 	}
-	if st.sse {
-		b = append(append([]byte("data: "), b...), '\n', '\n')
-	} else {
-		b = append(b, '\n')
-	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = time.Now()
 	if _, err := st.w.Write(b); err != nil {
 		return err
 	}
@@ -452,6 +533,8 @@ func (st *stream) send(v any) error {
 
 // done ends an SSE stream the OpenAI way.
 func (st *stream) done() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	io.WriteString(st.w, "data: [DONE]\n\n")
 	st.rc.Flush()
 }

@@ -156,13 +156,22 @@ func TestRootVersionAndUnknownRoutes(t *testing.T) {
 	wantStatus(t, do(t, ts, "HEAD", "/", ""), 200)
 	r = do(t, ts, "GET", "/api/version", "")
 	wantStatus(t, r, 200)
-	if r.json(t)["version"] != Version {
+	if r.json(t)["version"] != "0.14.0" {
 		t.Errorf("version %s", r.body)
 	}
 	r = do(t, ts, "GET", "/nope", "")
 	wantStatus(t, r, 404)
 	if r.json(t)["error"] == nil {
 		t.Errorf("404 body %s", r.body)
+	}
+	// Unknown /v1 routes: a 404 in OpenAI's shape, whatever the method.
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		r = do(t, ts, m, "/v1/responses/x", `{}`)
+		wantStatus(t, r, 404)
+		e, _ := r.json(t)["error"].(map[string]any)
+		if e == nil || e["type"] != "not_found_error" || !strings.Contains(e["message"].(string), "/v1/responses/x") {
+			t.Errorf("%s unknown /v1 route: %s", m, r.body)
+		}
 	}
 	r = do(t, ts, "GET", "/api/generate", "")
 	wantStatus(t, r, 405)
