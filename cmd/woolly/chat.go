@@ -29,7 +29,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
 	var think triBool
 	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
-	sampler, err := g.parse(fs, args)
+	sampler, _, err := g.parseNamed(fs, args, false)
 	if err != nil {
 		return err
 	}

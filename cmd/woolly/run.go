@@ -34,7 +34,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	attn := attentionFlag(fs)
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
-	sampler, err := g.parse(fs, args)
+	sampler, positional, err := g.parseNamed(fs, args, true)
 	if err != nil {
 		return err
 	}
@@ -42,8 +42,17 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if positional != "" {
+		if text != "" || flagGiven(fs, "p") {
+			return usageError(fs, "the prompt is given twice (after the model and with -p/-f): pass it one way")
+		}
+		text = positional
+	}
 	if text == "" {
-		return usageError(fs, "-p TEXT (or -f FILE) is required")
+		if stdinIsTerminal() { // `woolly run NAME` as Ollama's: a chat
+			return runChat(args, stdout, stderr)
+		}
+		return usageError(fs, "a prompt is required: woolly run MODEL PROMPT, or -p TEXT, or -f FILE")
 	}
 	mode, err := parseAttention(*attn)
 	if err != nil {
