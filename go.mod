@@ -3,6 +3,8 @@ module github.com/woolly-llm/woolly
 go 1.26.0
 
 require (
+	github.com/chzyer/readline v1.5.1
+	github.com/creack/pty v1.1.24
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/dustin/go-humanize v1.0.1
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8

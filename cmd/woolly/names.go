@@ -4,7 +4,9 @@ package main
 // chat NAME` beside -m PATH. The names live in internal/models.
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 
@@ -16,8 +18,8 @@ import (
 // parseNamed parses run's and chat's arguments: the flags (anywhere), then
 // the model as -m PATH|NAME or the first positional argument, then, when
 // takesPrompt, the prompt: the remaining positional arguments joined by
-// spaces. The model is resolved to its file (*g.model). Like parse, -n and
-// the sampler options are checked.
+// spaces. Like parse, -n and the sampler options are checked. The model is resolved to its file
+// (resolveModel) after the other usage checks, just before loading.
 func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt bool) (runtime.SamplerOptions, string, error) {
 	llamaAliases(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -37,15 +39,7 @@ func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt 
 		return runtime.SamplerOptions{}, "", err
 	}
 	o, err := g.sampler.options(fs)
-	if err != nil {
-		return o, "", err
-	}
-	p, err := resolveModel(*g.model)
-	if err != nil {
-		return o, "", err
-	}
-	*g.model = p
-	return o, strings.Join(pos, " "), nil
+	return o, strings.Join(pos, " "), err
 }
 
 // resolveModel maps a model argument to its file: a path (a separator, or
@@ -58,11 +52,15 @@ func resolveModel(arg string) (string, error) {
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
 		return arg, nil
 	}
-	dir, err := models.Dir()
+	dir, err := models.DirPath()
 	if err != nil {
 		return "", err
 	}
 	_, p, err := models.Resolve(dir, arg)
+	var nf *models.NotFoundError
+	if errors.As(err, &nf) && strings.HasSuffix(arg, models.Ext) {
+		return "", fmt.Errorf("%s: no such file (nor a model of that name in %s)", arg, dir)
+	}
 	return p, err
 }
 

@@ -61,6 +61,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if g.prefix.v == nil { // one generation per process: nothing to reuse unless asked
 		g.prefix.v = runtime.Ptr(int64(0))
 	}
+	if *g.model, err = resolveModel(*g.model); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	m, err := g.load(stderr, mode)
 	if err != nil {

@@ -53,14 +53,20 @@ func DefaultDir() (string, error) {
 // Dir returns the models directory (WOOLLY_MODELS, else ~/.woolly/models),
 // created when it does not exist yet.
 func Dir() (string, error) {
-	d := os.Getenv(Env)
-	if d == "" {
-		var err error
-		if d, err = DefaultDir(); err != nil {
-			return "", err
-		}
+	d, err := DirPath()
+	if err != nil {
+		return "", err
 	}
 	return d, Ensure(d)
+}
+
+// DirPath returns the models directory like Dir, without creating it (to
+// look a name up, an absent directory has no models).
+func DirPath() (string, error) {
+	if d := os.Getenv(Env); d != "" {
+		return d, nil
+	}
+	return DefaultDir()
 }
 
 // Ensure creates the directory d (and its parents) when it does not exist;
