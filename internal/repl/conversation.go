@@ -43,9 +43,6 @@ func HistoryFile() string {
 	if err != nil {
 		return ""
 	}
-	if err := os.MkdirAll(h, 0o755); err != nil {
-		return ""
-	}
 	return filepath.Join(h, "history")
 }
 

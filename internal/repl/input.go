@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/chzyer/readline"
@@ -38,6 +39,11 @@ const maxLine = 1 << 20
 // as they come and the prompt is written to out.
 func NewLineReader(in io.Reader, out io.Writer, historyFile string) (LineReader, error) {
 	if f, ok := in.(*os.File); ok && f == os.Stdin && term.IsTerminal(int(f.Fd())) {
+		if historyFile != "" { // its directory is made on first use; without one, no history is kept
+			if err := os.MkdirAll(filepath.Dir(historyFile), 0o755); err != nil {
+				historyFile = ""
+			}
+		}
 		rl, err := readline.NewEx(&readline.Config{
 			HistoryFile:       historyFile,
 			HistorySearchFold: true,
