@@ -70,20 +70,54 @@ func (s *screen) expect(t *testing.T, want string) string {
 		select {
 		case <-s.done:
 			s.mu.Lock()
-			ok := strings.Contains(s.buf.String()[s.mark:], want)
+			text = s.buf.String()
 			s.mu.Unlock()
-			if !ok {
-				t.Fatalf("the program ended without showing %q; after the mark:\n%q", want, text[s.mark:])
+			if !strings.Contains(text[s.mark:], want) {
+				t.Fatalf("the program ended without showing %q; it showed:\n%q", want, text)
 			}
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// The chat on a terminal: line editing and history (the Up arrow recalls a
-// line instead of reaching the model as "\x1b[A"), the slash commands,
-// """ blocks, /save and /load, Ctrl-C at the prompt, /bye.
-func TestChatREPLOnTerminal(t *testing.T) {
+// startOnPty runs woolly with args on a new pseudo-terminal (HOME and
+// WOOLLY_MODELS set) and returns its screen, a way to type, a channel
+// closed when it exits and its exit error then. The process is killed at
+// the end of the test if still running.
+func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(string), chan struct{}, *error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "WOOLLY_TEST_MAIN=1", "HOME="+home, "WOOLLY_MODELS="+dir, "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &screen{done: make(chan struct{})}
+	go sc.read(tty)
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+		tty.Close()
+	})
+	send := func(keys string) {
+		t.Helper()
+		if _, err := tty.WriteString(keys); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sc, send, exited, &waitErr
+}
+
+// tinyModels makes a models directory holding the shared tiny model as
+// "tiny" (a link) and returns a home directory and the models directory.
+func tinyModels(t *testing.T) (string, string) {
 	src := filepath.Join(shared.Dir(t), "models", "stories260K-Q8_0.gguf")
 	home := t.TempDir()
 	dir := filepath.Join(home, "models")
@@ -93,32 +127,36 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	if _, err := models.Import(dir, src, "tiny", models.ImportOptions{Link: true}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "chat", "tiny", "-n", "6", "--temp", "0", "-t", "1", "-c", "256", "--show-prompt")
-	cmd.Env = append(os.Environ(), "WOOLLY_TEST_MAIN=1", "HOME="+home, "WOOLLY_MODELS="+dir, "TERM=xterm")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	sc := &screen{done: make(chan struct{})}
-	go sc.read(tty)
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
+	return home, dir
+}
+
+// `woolly run NAME` with no prompt, on a terminal, is the chat (Ollama's
+// run); Ctrl-D on an empty line ends it.
+func TestRunWithoutPromptChats(t *testing.T) {
+	home, dir := tinyModels(t)
+	sc, send, exited, waitErr := startOnPty(t, home, dir, "run", "tiny", "-n", "4", "-t", "1")
+	sc.expect(t, "/? lists the commands")
+	sc.expect(t, ">>> ")
+	send("Hi there\r")
+	sc.expect(t, "Hi there\r\n")
+	sc.expect(t, ">>> ")
+	send("\x04")
+	select {
+	case <-exited:
+		if *waitErr != nil {
+			t.Fatalf("Ctrl-D: %v", *waitErr)
 		}
-	}()
-	send := func(keys string) {
-		t.Helper()
-		if _, err := tty.WriteString(keys); err != nil {
-			t.Fatal(err)
-		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chat did not end at Ctrl-D")
 	}
+}
+
+// The chat on a terminal: line editing and history (the Up arrow recalls a
+// line instead of reaching the model as "\x1b[A"), the slash commands,
+// """ blocks, /save and /load, Ctrl-C at the prompt, /bye.
+func TestChatREPLOnTerminal(t *testing.T) {
+	home, dir := tinyModels(t)
+	sc, send, exited, waitErr := startOnPty(t, home, dir, "chat", "tiny", "-n", "6", "--temp", "0", "-t", "1", "-c", "256", "--show-prompt")
 
 	// turn sends keys that end in a message and returns the prompt the
 	// model was given (--show-prompt) once the answer is written.
@@ -221,8 +259,8 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	send("/bye\r")
 	select {
 	case <-exited:
-		if waitErr != nil {
-			t.Fatalf("/bye: %v", waitErr)
+		if *waitErr != nil {
+			t.Fatalf("/bye: %v", *waitErr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the chat did not end after /bye")
