@@ -293,3 +293,33 @@ func TestChatWarnsDroppedSystem(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C on the terminal while an answer is written stops the answer (the
+// terminal's interrupt, SIGINT), and the chat goes on.
+func TestChatCtrlCStopsAnswerOnTerminal(t *testing.T) {
+	home, dir := tinyModels(t)
+	// A context far past the model's 128 makes an answer long enough to
+	// interrupt (-n -1: until the context is full).
+	sc, send, exited, waitErr := startOnPty(t, home, dir, "chat", "tiny", "-n", "-1", "-t", "1", "-c", "32768")
+	sc.expect(t, ">>> ")
+	send("Once upon a time\r")
+	sc.expect(t, "Once upon a time\r\n")
+	sc.expect(t, " ") // the answer has begun
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	send("\x03")
+	sc.expect(t, "woolly chat: answer stopped")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the answer stopped %v after Ctrl-C", d)
+	}
+	sc.expect(t, ">>> ")
+	send("/bye\r")
+	select {
+	case <-exited:
+		if *waitErr != nil {
+			t.Fatalf("/bye: %v", *waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chat did not end after /bye")
+	}
+}
