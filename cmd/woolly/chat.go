@@ -18,7 +18,8 @@ import (
 var chatInput io.Reader = os.Stdin
 
 func runChat(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("chat", stderr)
+	fs := newFlagSet("chat", stderr,
+		"usage: woolly chat [flags] MODEL   (or -m MODEL)", "MODEL is a name of the models directory or a GGUF path. In the chat, /? lists the commands.")
 	g, err := addGenerateFlags(fs, "tokens per answer at most (-1: until end of turn or the context is full)")
 	if err != nil {
 		return err

@@ -34,6 +34,7 @@ func init() {
 		{"cp", "copy a model under a second name", runCp},
 		{"import", "copy (or --link) a GGUF file into the models directory", runImport},
 		{"ps", "list the models a running 'woolly serve' has loaded", runPs},
+		{"stop", "unload a model from a running 'woolly serve'", runStop},
 		{"pull", "not supported: Woolly downloads nothing (use import)", runPull},
 	} {
 		commands[c.name] = c
@@ -258,36 +259,62 @@ func serverURL(host string) (string, error) {
 	return "http://" + net.JoinHostPort(strings.Trim(h, "[]"), port), nil
 }
 
-func runPs(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ps", stderr, "usage: woolly ps", "Lists the models a running 'woolly serve' has loaded.")
-	host := fs.String("host", envOr("WOOLLY_HOST", ""), "the server: URL, HOST:PORT or HOST (port: WOOLLY_PORT, else 8080; env WOOLLY_HOST)")
-	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "the server's API key (env WOOLLY_API_KEY)")
-	if _, err := positional(fs, args, 0, 0, "no arguments"); err != nil {
-		return err
+// clientFlags are the flags of the verbs that ask a running server.
+type clientFlags struct{ host, apiKey *string }
+
+func addClientFlags(fs *flag.FlagSet) clientFlags {
+	return clientFlags{
+		host:   fs.String("host", envOr("WOOLLY_HOST", ""), "the server: URL, HOST:PORT or HOST (port: WOOLLY_PORT, else 8080; env WOOLLY_HOST)"),
+		apiKey: fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "the server's API key (env WOOLLY_API_KEY)"),
 	}
-	base, err := serverURL(*host)
+}
+
+// call sends one request to the server and returns its body; a status
+// other than 200 is an error with the server's words.
+func (c clientFlags) call(method, path, body string) ([]byte, error) {
+	base, err := serverURL(*c.host)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req, err := http.NewRequest("GET", base+"/api/ps", nil)
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
-		return fmt.Errorf("--host %q: %v", *host, err)
+		return nil, fmt.Errorf("--host %q: %v", *c.host, err)
 	}
-	if *apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+*apiKey)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if *c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+*c.apiKey)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("no answer from a woolly server at %s (start one with 'woolly serve', or name it with --host or WOOLLY_HOST): %v", base, err)
+		return nil, fmt.Errorf("no answer from a woolly server at %s (start one with 'woolly serve', or name it with --host or WOOLLY_HOST): %v", base, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s/api/ps: %s: %s", base, resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("%s%s: %s: %s", base, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+func runPs(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("ps", stderr, "usage: woolly ps", "Lists the models a running 'woolly serve' has loaded.")
+	c := addClientFlags(fs)
+	if _, err := positional(fs, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	body, err := c.call("GET", "/api/ps", "")
+	if err != nil {
+		return err
 	}
 	var ps struct {
 		Models []struct {
@@ -297,7 +324,7 @@ func runPs(args []string, stdout, stderr io.Writer) error {
 		} `json:"models"`
 	}
 	if err := json.Unmarshal(body, &ps); err != nil {
-		return fmt.Errorf("%s/api/ps: not the answer of a woolly server: %v", base, err)
+		return fmt.Errorf("/api/ps: not the answer of a woolly server: %v", err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSIZE\tPROCESSOR\tUNTIL\t")
@@ -309,4 +336,19 @@ func runPs(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t100%% CPU\t%s\t\n", m.Name, humanize.Bytes(uint64(m.Size)), until)
 	}
 	return tw.Flush()
+}
+
+func runStop(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("stop", stderr, "usage: woolly stop NAME", "Unloads a model from a running 'woolly serve' (Ollama's keep_alive 0).")
+	c := addClientFlags(fs)
+	pos, err := positional(fs, args, 1, 1, "one model name")
+	if err != nil {
+		return err
+	}
+	req, err := json.Marshal(map[string]any{"model": pos[0], "keep_alive": 0})
+	if err != nil {
+		return err
+	}
+	_, err = c.call("POST", "/api/generate", string(req))
+	return err
 }

@@ -270,6 +270,18 @@ func TestPs(t *testing.T) {
 		t.Errorf("ps after a generation:\n%s", out)
 	}
 
+	// stop unloads it (keep_alive 0); ps then lists nothing.
+	mustMain(t, 0, "stop", "tiny:latest", "--host", hs.URL)
+	out, _ = mustMain(t, 0, "ps", "--host", hs.URL)
+	if strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("ps after stop:\n%s", out)
+	}
+	_, errs := mustMain(t, 1, "stop", "absent", "--host", hs.URL)
+	if !strings.Contains(errs, "404") || !strings.Contains(errs, "absent") {
+		t.Errorf("stop of a missing model: %s", errs)
+	}
+	mustMain(t, 2, "stop")
+
 	// Nothing listening: an error naming the address and how to start one.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -278,7 +290,7 @@ func TestPs(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	start := time.Now()
-	_, errs := mustMain(t, 1, "ps", "--host", addr)
+	_, errs = mustMain(t, 1, "ps", "--host", addr)
 	if !strings.Contains(errs, "no answer from a woolly server at http://"+addr) || !strings.Contains(errs, "woolly serve") {
 		t.Errorf("ps without a server: %s", errs)
 	}

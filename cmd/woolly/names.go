@@ -21,6 +21,9 @@ import (
 // spaces. Like parse, -n and the sampler options are checked. The model is resolved to its file
 // (resolveModel) after the other usage checks, just before loading.
 func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt bool) (runtime.SamplerOptions, string, error) {
+	if f := fs.Lookup("m"); f != nil {
+		f.Usage = "the model: a `NAME` of the models directory (woolly list) or a GGUF file's path"
+	}
 	llamaAliases(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -21,7 +21,8 @@ func (l *stringList) String() string     { return fmt.Sprint(*l) }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", stderr)
+	fs := newFlagSet("run", stderr,
+		"usage: woolly run [flags] MODEL [PROMPT...]   (or -m MODEL, -p PROMPT, -f FILE)", "MODEL is a name of the models directory or a GGUF path; with no prompt, on a terminal, it is woolly chat.")
 	g, err := addGenerateFlags(fs, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
 	if err != nil {
 		return err
