@@ -50,7 +50,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		text = positional
 	}
 	if text == "" {
-		if stdinIsTerminal() { // `woolly run NAME` as Ollama's: a chat
+		if !flagGiven(fs, "p") && *promptFile == "" && stdinIsTerminal() { // `woolly run NAME` as Ollama's: a chat
 			return runChat(args, stdout, stderr)
 		}
 		return usageError(fs, "a prompt is required: woolly run MODEL PROMPT, or -p TEXT, or -f FILE")
