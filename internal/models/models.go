@@ -272,6 +272,9 @@ func Import(dir, file, name string, o ImportOptions) (string, error) {
 	}
 	f.Close()
 	dst := filepath.Join(dir, n+Ext)
+	if dfi, err := os.Stat(dst); err == nil && os.SameFile(fi, dfi) {
+		return "", fmt.Errorf("%s is the model %q already", file, n) // replacing it by a copy or link of itself would lose it
+	}
 	if err := checkFree(dst, n, o.Force); err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/woolly-llm/woolly/internal/shared"
@@ -81,6 +82,16 @@ func TestImportResolveListCopyRemove(t *testing.T) {
 	}
 	if _, err := Import(dir, src, "", ImportOptions{Force: true}); err != nil {
 		t.Fatalf("Force: %v", err)
+	}
+	// The model's own file (or a link to it) brought in over itself: refused, kept.
+	own := filepath.Join(dir, n+".gguf")
+	for _, o := range []ImportOptions{{Force: true}, {Force: true, Link: true}} {
+		if _, err := Import(dir, own, "", o); err == nil || !strings.Contains(err.Error(), "already") {
+			t.Errorf("import of %s over itself (%+v): %v", own, o, err)
+		}
+		if got, _ := os.ReadFile(own); string(got) != string(want) {
+			t.Fatalf("import over itself (%+v) lost the model", o)
+		}
 	}
 	if n, err := Import(dir, src, "tiny:latest", ImportOptions{Link: true}); err != nil || n != "tiny" {
 		t.Fatalf("Import --link = %q, %v", n, err)
