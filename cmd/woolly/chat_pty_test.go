@@ -65,7 +65,7 @@ func (s *screen) expect(t *testing.T, want string) string {
 		}
 		s.mu.Unlock()
 		if time.Now().After(deadline) {
-			t.Fatalf("the screen never showed %q; after the mark it has:\n%q", want, text[s.mark:])
+			t.Fatalf("the screen never showed %q; its end:\n%q", want, text[max(0, len(text)-800):])
 		}
 		select {
 		case <-s.done:
@@ -184,6 +184,13 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	// Line editing: Left and a typed letter mid-line, Ctrl-A to the start.
 	send("ello\x1b[D\x1b[D\x1b[D\x1b[DH\x01/show system\x1b[3~\x1b[3~\x1b[3~\x1b[3~\x1b[3~\r")
 	sc.expect(t, "No system message was set.")
+
+	// Tab completes the commands and their words.
+	send("/sh\tpa\t\r")
+	if seen := sc.expect(t, "num_predict"); !strings.Contains(seen, "temperature ") {
+		t.Fatalf("/sh<Tab>pa<Tab>: %q", seen)
+	}
+	sc.expect(t, ">>> ")
 
 	send("/?\r")
 	if help := sc.expect(t, "this help"); !strings.Contains(help, "/set parameter NAME VALUE") {

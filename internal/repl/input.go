@@ -47,6 +47,7 @@ func NewLineReader(in io.Reader, out io.Writer, historyFile string) (LineReader,
 		rl, err := readline.NewEx(&readline.Config{
 			HistoryFile:       historyFile,
 			HistorySearchFold: true,
+			AutoComplete:      completer(),
 			Stdout:            out,
 			InterruptPrompt:   "^C",
 			EOFPrompt:         "",
@@ -146,4 +147,33 @@ func unquote(s string) string {
 	}
 	inner := strings.TrimPrefix(s[i+3:j], "\n")
 	return s[:i] + strings.TrimSuffix(inner, "\n") + s[j+3:]
+}
+
+// completer completes the commands with Tab: /sh<Tab> is /show, /show
+// pa<Tab> is /show parameters, /set parameter t<Tab> lists the parameters
+// that start with t.
+func completer() readline.AutoCompleter {
+	var params []readline.PrefixCompleterInterface
+	for _, n := range ParamNames {
+		params = append(params, readline.PcItem(n))
+	}
+	return readline.NewPrefixCompleter(
+		readline.PcItem("/set",
+			readline.PcItem("parameter", params...),
+			readline.PcItem("system"),
+			readline.PcItem("think"),
+			readline.PcItem("nothink"),
+		),
+		readline.PcItem("/show",
+			readline.PcItem("info"),
+			readline.PcItem("parameters"),
+			readline.PcItem("system"),
+			readline.PcItem("template"),
+		),
+		readline.PcItem("/clear"),
+		readline.PcItem("/save"),
+		readline.PcItem("/load"),
+		readline.PcItem("/help"),
+		readline.PcItem("/bye"),
+	)
 }
