@@ -48,7 +48,7 @@ func (c *chatter) loop(in repl.LineReader) error {
 			}
 			continue
 		}
-		if err := c.answer(line); err != nil {
+		if err := c.answer(text); err != nil {
 			return err
 		}
 	}
