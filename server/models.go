@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	modelnames "github.com/woolly-llm/woolly/internal/models"
 	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
@@ -82,20 +83,18 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 
 var errNotFound = errors.New("model not found")
 
-// resolve maps a model name to its file: "NAME", "NAME:latest" and
-// "NAME.gguf" all name DIR/NAME.gguf. Paths and other tags are refused.
+// resolve maps a model name to its file as the command line does
+// (internal/models): "NAME", "NAME:latest" and "NAME.gguf" name
+// DIR/NAME.gguf, "NAME:TAG" names DIR/NAME:TAG.gguf. Paths are refused.
 func (r *registry) resolve(name string) (string, string, error) {
-	n := strings.TrimSuffix(strings.TrimSuffix(name, ":latest"), ".gguf")
-	if n == "" {
+	if name == "" {
 		return "", "", badRequest("no model given")
 	}
-	if strings.ContainsAny(n, "/\\\x00") || strings.Contains(n, "..") || strings.HasPrefix(n, ".") || filepath.IsAbs(n) {
-		return "", "", badRequest("invalid model name %q: names are files of the models directory, not paths", name)
+	n, err := modelnames.Canonical(name)
+	if err != nil {
+		return "", "", badRequest("%v", err)
 	}
-	if strings.Contains(n, ":") {
-		return "", "", &httpError{http.StatusNotFound, fmt.Sprintf("model %q not found (only the tag :latest exists)", name)}
-	}
-	p := filepath.Join(r.dir, n+".gguf")
+	p := filepath.Join(r.dir, n+modelnames.Ext)
 	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 		return "", "", &httpError{http.StatusNotFound, fmt.Sprintf("model %q not found", name)}
 	}
@@ -120,8 +119,8 @@ func (r *registry) list() ([]listing, error) {
 	}
 	var out []listing
 	for _, de := range des {
-		name, ok := strings.CutSuffix(de.Name(), ".gguf")
-		if !ok || name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, ":") {
+		name, ok := strings.CutSuffix(de.Name(), modelnames.Ext)
+		if n, err := modelnames.Canonical(name); !ok || err != nil || n != name {
 			continue
 		}
 		fi, err := os.Stat(filepath.Join(r.dir, de.Name()))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	modelnames "github.com/woolly-llm/woolly/internal/models"
 	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
@@ -378,7 +379,7 @@ func paramSize(n int64) string {
 func (s *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 	models, ok := s.listModels(w, r, famOllama, func(l listing) any {
 		return map[string]any{
-			"name": l.Name + ":latest", "model": l.Name + ":latest",
+			"name": modelnames.Display(l.Name), "model": modelnames.Display(l.Name),
 			"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano), "size": l.Size,
 			"digest": s.models.digest(l.File), "details": ollamaDetails(l.Meta),
 		}
@@ -456,7 +457,7 @@ func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 			exp = time.Now().AddDate(100, 0, 0) // kept loaded
 		}
 		models = append(models, map[string]any{
-			"name": m.Name + ":latest", "model": m.Name + ":latest", "size": l.Size,
+			"name": modelnames.Display(m.Name), "model": modelnames.Display(m.Name), "size": l.Size,
 			"digest": s.models.digest(l.File), "details": ollamaDetails(m.Meta),
 			"expires_at": exp.UTC().Format(time.RFC3339Nano), "size_vram": 0,
 		})

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/woolly-llm/woolly/internal/repl"
 	"github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/chat"
 )
@@ -19,7 +18,8 @@ import (
 var chatInput io.Reader = os.Stdin
 
 func runChat(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("chat", stderr)
+	fs := newFlagSet("chat", stderr,
+		"usage: woolly chat [flags] MODEL   (or -m MODEL)", "MODEL is a name of the models directory or a GGUF path. In the chat, /? lists the commands.")
 	g, err := addGenerateFlags(fs, "tokens per answer at most (-1: until end of turn or the context is full)")
 	if err != nil {
 		return err
@@ -29,8 +29,11 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
 	var think triBool
 	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
-	sampler, err := g.parse(fs, args)
+	sampler, _, err := g.parseNamed(fs, args, false)
 	if err != nil {
+		return err
+	}
+	if *g.model, err = resolveModel(*g.model); err != nil {
 		return err
 	}
 	m, err := g.load(stderr, runtime.AttentionDefault)
@@ -57,7 +60,6 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := runtime.GenerateOptions{MaxTokens: *g.n, PromptOnly: *g.n == 0, Sampler: sampler}
 
 	// Ctrl-C stops the answer being written, not the program; at the
 	// prompt it says how to leave.
@@ -67,70 +69,21 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	ctrlC := newInterruptWatcher(stdout)
 	go ctrlC.watch(interrupts)
 
-	var history []chat.Message
-	if *system != "" {
-		history = append(history, chat.Message{Role: "system", Content: *system})
+	st := &repl.State{Model: *g.model, System: *system, Params: repl.Params{Sampler: sampler, NumPredict: *g.n},
+		Think: think.v, Template: m.Info().ChatTemplate, Info: chatModelInfo(m, *g.model), DropsSystem: dropsSystem(tmpl)}
+	if st.ConversationsDir, err = repl.ConversationsDir(); err != nil {
+		return err
 	}
-	fmt.Fprintln(stderr, "woolly chat: /bye ends the chat; Ctrl-C stops an answer")
-	in := bufio.NewScanner(chatInput)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for {
-		fmt.Fprint(stdout, ">>> ")
-		if !in.Scan() {
-			fmt.Fprintln(stdout)
-			return in.Err()
-		}
-		line := strings.TrimSpace(in.Text())
-		switch {
-		case line == "":
-			continue
-		case line == "/bye":
-			return nil
-		}
-		turn := append(history, chat.Message{Role: "user", Content: line})
-		// A conversation longer than the context drops its oldest turns
-		// (the system message and this message stay), as Ollama does.
-		trimBOS := func(p string) string {
-			if tok.AddBOS() && bos != "" {
-				return strings.TrimPrefix(p, bos)
-			}
-			return p
-		}
-		count := func(p string) (int, error) {
-			ids, err := tok.Encode(trimBOS(p), tok.AddBOS(), true)
-			return len(ids), err
-		}
-		prompt, kept, err := tmpl.Fit(turn, chat.Options{AddGenerationPrompt: true, EnableThinking: think.v}, count, sess.NCtx())
-		if err != nil {
-			fmt.Fprintf(stderr, "woolly chat: %v\n", err)
-			continue
-		}
-		if dropped := len(turn) - len(kept); dropped > 0 {
-			fmt.Fprintf(stderr, "woolly chat: the conversation is longer than the context (%d); dropped the %d oldest messages\n", sess.NCtx(), dropped)
-		}
-		turn = kept
-		prompt = trimBOS(prompt)
-		if *showPrompt {
-			fmt.Fprintf(stderr, "[prompt] %q\n", prompt)
-		}
-		answer, reason, err := chatTurn(sess, opts, prompt, ctrlC, stdout)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout)
-		if *verbose {
-			printCacheStats(stderr, m)
-		}
-		switch reason {
-		case "cancel":
-			fmt.Fprintln(stderr, "woolly chat: answer stopped")
-		case "length":
-			if sess.Pos() >= sess.NCtx() {
-				fmt.Fprintln(stderr, "woolly chat: the context is full; the next turn drops the oldest messages")
-			}
-		}
-		history = append(turn, chat.Message{Role: "assistant", Content: answer})
+	st.WarnSystem(stderr)
+	fmt.Fprintln(stderr, "woolly chat: /? lists the commands, /bye ends the chat; Ctrl-C stops an answer")
+	in, err := repl.NewLineReader(chatInput, stdout, repl.HistoryFile())
+	if err != nil {
+		return err
 	}
+	defer in.Close()
+	c := &chatter{m: m, sess: sess, tmpl: tmpl, st: st, showPrompt: *showPrompt, verbose: *verbose,
+		ctrlC: ctrlC, stdout: stdout, stderr: stderr}
+	return c.loop(in)
 }
 
 // chatTurn generates one answer, streaming it to out; an interrupt cancels it.

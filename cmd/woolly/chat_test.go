@@ -131,8 +131,12 @@ func TestChatInterruptAtPrompt(t *testing.T) {
 func TestServeFlagErrors(t *testing.T) {
 	var out, errb bytes.Buffer
 	t.Setenv("WOOLLY_MODELS", "")
-	if err := runServe(nil, &out, &errb); err == nil || !strings.Contains(err.Error(), "--models") {
-		t.Errorf("no models dir: %v", err)
+	t.Setenv("HOME", t.TempDir())
+	// No --models: the default directory, created (then the bad --timeout stops it).
+	if err := runServe([]string{"--timeout", "soon"}, &out, &errb); err == nil {
+		t.Error("bad --timeout accepted")
+	} else if d, _ := defaultModelsDir(); d == "" || !dirExists(d) {
+		t.Errorf("no --models: the default directory %q was not created", d)
 	}
 	if err := runServe([]string{"--models", t.TempDir(), "--timeout", "soon"}, &out, &errb); err == nil {
 		t.Error("bad --timeout accepted")

@@ -21,7 +21,8 @@ func (l *stringList) String() string     { return fmt.Sprint(*l) }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", stderr)
+	fs := newFlagSet("run", stderr,
+		"usage: woolly run [flags] MODEL [PROMPT...]   (or -m MODEL, -p PROMPT, -f FILE)", "MODEL is a name of the models directory or a GGUF path; with no prompt, on a terminal, it is woolly chat.")
 	g, err := addGenerateFlags(fs, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
 	if err != nil {
 		return err
@@ -34,7 +35,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	attn := attentionFlag(fs)
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
-	sampler, err := g.parse(fs, args)
+	sampler, positional, err := g.parseNamed(fs, args, true)
 	if err != nil {
 		return err
 	}
@@ -42,8 +43,17 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if positional != "" {
+		if text != "" || flagGiven(fs, "p") {
+			return usageError(fs, "the prompt is given twice (after the model and with -p/-f): pass it one way")
+		}
+		text = positional
+	}
 	if text == "" {
-		return usageError(fs, "-p TEXT (or -f FILE) is required")
+		if !flagGiven(fs, "p") && *promptFile == "" && stdinIsTerminal() { // `woolly run NAME` as Ollama's: a chat
+			return runChat(args, stdout, stderr)
+		}
+		return usageError(fs, "a prompt is required: woolly run MODEL PROMPT, or -p TEXT, or -f FILE")
 	}
 	mode, err := parseAttention(*attn)
 	if err != nil {
@@ -51,6 +61,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if g.prefix.v == nil { // one generation per process: nothing to reuse unless asked
 		g.prefix.v = runtime.Ptr(int64(0))
+	}
+	if *g.model, err = resolveModel(*g.model); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	m, err := g.load(stderr, mode)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -99,7 +98,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	host := fs.String("host", envOr("WOOLLY_HOST", "127.0.0.1"), "address to bind (env WOOLLY_HOST)")
 	fs.IntVar(&port, "port", port, "port (env WOOLLY_PORT; 11434 for clients that expect Ollama's)")
-	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS)")
+	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS; default ~/.woolly/models)")
 	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
 	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
 	timeoutS := fs.String("timeout", envOr("WOOLLY_TIMEOUT", "0"), "per-request time limit, e.g. 5m (0: none; env WOOLLY_TIMEOUT)")
@@ -117,8 +116,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *models == "" {
-		return errors.New("--models DIR (or WOOLLY_MODELS) is required")
+	if *models == "" { // the models directory of run, list, import, ...
+		if *models, err = defaultModelsDir(); err != nil {
+			return err
+		}
 	}
 	timeout, err := time.ParseDuration(*timeoutS)
 	if err != nil {
