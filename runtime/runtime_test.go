@@ -432,3 +432,21 @@ func TestHalfConversions(t *testing.T) {
 		}
 	}
 }
+
+// A session larger than the machine's memory (or than can be counted) is
+// an error, not the fatal out-of-memory of a plain make.
+func TestSessionKVSizeChecked(t *testing.T) {
+	m := loadStories(t)
+	for _, n := range []int{1 << 31, 1<<62 + 5} {
+		if _, err := m.NewSession(n); err == nil || !strings.Contains(err.Error(), "KV cache") {
+			t.Errorf("NewSession(%d): err = %v", n, err)
+		}
+	}
+	c := &Config{NLayer: 2, NHeadKV: 1, HeadDim: 4}
+	if err := checkKVSize(c, 1000, 1<<20); err != nil {
+		t.Errorf("32000 bytes in 1 MiB: %v", err)
+	}
+	if err := checkKVSize(c, 1<<20, 1<<20); err == nil || !strings.Contains(err.Error(), "more than the machine's 1 MiB") {
+		t.Errorf("32 MiB in 1 MiB: %v", err)
+	}
+}

@@ -50,6 +50,9 @@ type EmbedResult struct {
 
 // Embed computes one pooled embedding per input with the runtime.
 func (r *runtimeModel) Embed(ctx context.Context, req EmbedRequest) (*EmbedResult, error) {
+	if req.NumCtx > maxCtx(r.meta) { // the server checked; this backend does not rely on it
+		return nil, badRequest("num_ctx %d is more than the largest context, %d", req.NumCtx, maxCtx(r.meta))
+	}
 	pool := r.m.EmbeddingPooling()
 	if pool == runtime.PoolingNone {
 		pool = runtime.PoolingLast // see the file comment
@@ -101,6 +104,10 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	}
 	defer l.release(j.keepAlive)
 	out.loadDur = l.loadDur
+	// num_ctx sizes the embedding session: checked before it is made.
+	if _, err := requestCtx(l.model().Meta(), j.req.NumCtx); err != nil {
+		return nil, err
+	}
 	if len(j.req.Inputs) == 0 && len(j.req.Tokens) == 0 {
 		out.res = &EmbedResult{Embeddings: [][]float32{}}
 		return out, nil

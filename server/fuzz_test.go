@@ -33,6 +33,9 @@ func FuzzServerRequests(f *testing.F) {
 		`{"model":"tiny","prompt":"x","options":{"temperature":-1}}`,
 		`{"model":"tiny","think":"high","keep_alive":"5m","format":"json"}`,
 		`{"name":"tiny"}`, `[]`, `null`, `{`, ``, `{"model":1}`,
+		// issue 25: sizes that once crashed or stalled the server
+		`{"model":"tiny","prompt":"hi","input":"hi","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":2147483647}}`,
+		`{"model":"tiny","prompt":"hi","options":{"num_ctx":-1,"num_thread":100000,"top_k":1099511627776}}`,
 	} {
 		for i := range fuzzRoutes {
 			f.Add(uint8(i), b)

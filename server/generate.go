@@ -70,7 +70,12 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	}
 	defer l.release(j.keepAlive)
 	out.model, out.loadDur = l.e.name, l.loadDur
-	prompt, err := buildPrompt(l.e, j)
+	// num_ctx is checked against the model before anything is sized by it.
+	nctx, err := requestCtx(l.model().Meta(), j.req.NumCtx)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := buildPrompt(l.e, j, nctx)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +96,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	return out, err
 }
 
-func buildPrompt(e *entry, j *job) (string, error) {
+func buildPrompt(e *entry, j *job, nctx int) (string, error) {
 	var msgs []chat.Message
 	if j.suffix != "" && j.messages == nil {
 		return infillPrompt(e, j)
@@ -152,11 +157,7 @@ func buildPrompt(e *entry, j *job) (string, error) {
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.
-		limit := j.req.NumCtx
-		if limit == 0 {
-			limit = meta.DefaultCtx
-		}
-		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) }, limit)
+		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) }, nctx)
 		if err != nil {
 			return "", badRequest("%v", err)
 		}
@@ -190,7 +191,7 @@ func validate(r *GenerateRequest) error {
 	}
 	switch {
 	case r.NumCtx < 0:
-		return badRequest("num_ctx must be >= 0")
+		return badRequest("num_ctx %d: must be >= 0", r.NumCtx)
 	case len(r.Stop) > 16:
 		return badRequest("at most 16 stop strings")
 	}
