@@ -17,10 +17,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -104,9 +106,15 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	}
 	defer l.release(j.keepAlive)
 	out.loadDur = l.loadDur
-	// num_ctx sizes the embedding session: checked before it is made.
-	if _, err := requestCtx(l.model().Meta(), j.req.NumCtx); err != nil {
+	// num_ctx sizes the embedding session: checked before it is made; the
+	// inputs' bytes are checked against it before they are tokenized.
+	meta := l.model().Meta()
+	nctx, err := requestCtx(meta, j.req.NumCtx)
+	if err != nil {
 		return nil, err
+	}
+	if err := boundInputs(meta, &j.req, nctx); err != nil {
+		return nil, badRequest("%v%s", err, j.tooLong)
 	}
 	if len(j.req.Inputs) == 0 && len(j.req.Tokens) == 0 {
 		out.res = &EmbedResult{Embeddings: [][]float32{}}
@@ -139,6 +147,29 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	}
 	out.res = res
 	return out, nil
+}
+
+// boundInputs refuses an input too long in bytes for the context before it
+// is tokenized (see checkPromptBytes), or with truncate on, cuts it to
+// twice that many bytes (at a character boundary): its first nctx tokens
+// come from text well before the cut, so the truncated input is the same
+// unless a single word (or SentencePiece run) spans the cut.
+func boundInputs(meta ModelMeta, req *EmbedRequest, nctx int) error {
+	for i, in := range req.Inputs {
+		err := checkPromptBytes(meta, fmt.Sprintf("input[%d]", i), len(in), nctx)
+		if err == nil {
+			continue
+		}
+		if !req.Truncate {
+			return err
+		}
+		cut := 2 * nctx * meta.MaxTokenBytes
+		for cut > 0 && !utf8.RuneStart(in[cut]) {
+			cut--
+		}
+		req.Inputs[i] = in[:cut]
+	}
+	return nil
 }
 
 // checkNumbers refuses embeddings that JSON cannot carry.

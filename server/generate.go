@@ -75,6 +75,12 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	if err != nil {
 		return nil, err
 	}
+	if err := checkJobBytes(l.model().Meta(), j, nctx); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	prompt, err := buildPrompt(l.e, j, nctx)
 	if err != nil {
 		return nil, err

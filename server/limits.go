@@ -3,6 +3,9 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strings"
+
+	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
 // Per-request bounds. Every one is checked before the work it bounds and
@@ -49,3 +52,24 @@ func checkPromptBytes(m ModelMeta, field string, n, nctx int) error {
 	}
 	return nil
 }
+
+// checkJobBytes refuses a generation whose text cannot fit the context,
+// before the template or the tokenizer sees it: a completion's prompt
+// (with its system prompt and suffix), or the messages a chat always
+// keeps when it drops old turns to fit (the system messages and the last).
+func checkJobBytes(m ModelMeta, j *job, nctx int) error {
+	if j.messages == nil {
+		return checkPromptBytes(m, "prompt", len(j.prompt)+len(j.system)+len(j.suffix), nctx)
+	}
+	n := 0
+	for i, msg := range j.messages {
+		if msg.Role == "system" || i == len(j.messages)-1 {
+			n += messageBytes(msg)
+		}
+	}
+	return checkPromptBytes(m, "messages (the system messages and the last message, which are always kept)", n, nctx)
+}
+
+// messageBytes is a lower bound of the bytes a message adds to a rendered
+// prompt: its content (templates may trim the whitespace around it).
+func messageBytes(m chat.Message) int { return len(strings.TrimSpace(m.Content)) }

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"encoding/json"
+	"math"
 	"net/http/httptest"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // wantRefusal checks a 400 whose message names every one of words.
@@ -74,4 +78,71 @@ func newHTTPTestServer(t *testing.T, s *Server) *httptest.Server {
 		s.Close()
 	})
 	return ts
+}
+
+// A prompt longer in bytes than the context could hold (the fake's tokens
+// are at most 16 bytes: 512 × 16 = 8192) is refused before the model sees
+// it, on every route; an embedding input with truncate on is cut instead.
+func TestPromptBytesBounded(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	long := strings.Repeat("a", 8193)
+	for _, c := range []struct{ path, body, field string }{
+		{"/api/generate", `{"model":"tiny","stream":false,"prompt":"` + long + `"}`, "prompt has 8193 bytes"},
+		{"/api/generate", `{"model":"tiny","stream":false,"prompt":"` + long[:8000] + `","system":"` + long[:200] + `"}`, "prompt has 8200 bytes"},
+		{"/v1/completions", `{"model":"tiny","prompt":"` + long + `"}`, "prompt has 8193 bytes"},
+		{"/api/v1/inference/complete", `{"model":"tiny","prompt":"` + long + `"}`, "prompt has 8193 bytes"},
+		{"/api/chat", `{"model":"tiny","stream":false,"messages":[{"role":"user","content":"hi"},{"role":"user","content":"` + long + `"}]}`, "messages"},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"system","content":"` + long[:5000] + `"},{"role":"user","content":"` + long[:5000] + `"}]}`, "messages"},
+		{"/v1/embeddings", `{"model":"tiny","input":["hi","` + long + `"]}`, "input[1] has 8193 bytes"},
+		{"/api/embed", `{"model":"tiny","truncate":false,"input":"` + long + `"}`, "input[0] has 8193 bytes"},
+		{"/api/embeddings", `{"model":"tiny","prompt":"` + long + `"}`, "input[0] has 8193 bytes"},
+	} {
+		r := do(t, ts, "POST", c.path, c.body)
+		wantRefusal(t, r, c.field, "8192")
+	}
+	if n := len(b.last().reqs); n != 0 {
+		t.Errorf("the model generated for %d refused requests", n)
+	}
+	// At the bound: served; an old turn past it is dropped, not refused.
+	wantStatus(t, do(t, ts, "POST", "/api/generate", `{"model":"tiny","stream":false,"prompt":"`+long[:8192]+`"}`), 200)
+	// truncate on (Ollama's default): the input is cut to twice the bound.
+	r := do(t, ts, "POST", "/api/embed", `{"model":"tiny","input":"`+strings.Repeat("é", 20000)+`"}`)
+	wantStatus(t, r, 200)
+	var e struct{ Embeddings [][]float64 }
+	json.Unmarshal(r.body, &e)
+	if len(e.Embeddings) != 1 || math.Round(e.Embeddings[0][0]/e.Embeddings[0][1]) != 16384 {
+		t.Errorf("truncated input: %s", r.body)
+	}
+}
+
+// Over the runtime: a 7.6 MB prompt is refused without being tokenized
+// (the issue: 8-12 s and RSS 27 MiB -> 1.17 GB). Allocation is measured
+// in-process: reading and decoding the body costs a few copies of it,
+// tokenizing it cost over a gigabyte.
+func TestHugePromptRefusedCheaply(t *testing.T) {
+	dir := realModelsDir(t)
+	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newHTTPTestServer(t, s)
+	big := strings.Repeat("Once upon a time ", 7_600_000/17)
+	for _, c := range []struct{ path, body string }{
+		{"/api/generate", `{"model":"` + realModel + `","stream":false,"prompt":"` + big + `"}`},
+		{"/api/chat", `{"model":"` + realModel + `","stream":false,"messages":[{"role":"user","content":"` + big + `"}]}`},
+		{"/v1/embeddings", `{"model":"` + realModel + `","input":"` + big + `"}`},
+		{"/api/embed", `{"model":"` + realModel + `","input":"` + big + `","truncate":false}`},
+	} {
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		start := time.Now()
+		r := do(t, ts, "POST", c.path, c.body)
+		d := time.Since(start)
+		goruntime.ReadMemStats(&after)
+		wantRefusal(t, r, "bytes")
+		if alloc := (after.TotalAlloc - before.TotalAlloc) >> 20; alloc > 200 || d > 5*time.Second {
+			t.Errorf("%s: refused after %v and %d MiB allocated", c.path, d, alloc)
+		}
+	}
 }

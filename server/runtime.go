@@ -76,6 +76,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
 		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS(), DefaultCtx: info.DefaultCtx,
 		Embedding: m.Config().Pooling != runtime.PoolingDefault, MaxCtx: maxContext(b.ContextLength, info.ContextLength, info.DefaultCtx),
+		MaxTokenBytes: tok.MaxTokenBytes(),
 		CountTokens: func(p string) (int, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err
@@ -174,6 +175,19 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if err := r.m.CheckFile(); err != nil {
 		return nil, err
 	}
+	nctx := req.NumCtx
+	if nctx == 0 {
+		nctx = r.m.Info().DefaultCtx
+	}
+	if nctx < 0 || nctx > maxCtx(r.meta) { // the server checked; this backend does not rely on it
+		return nil, badRequest("num_ctx %d: want 0 to %d", nctx, maxCtx(r.meta))
+	}
+	if err := checkPromptBytes(r.meta, "the prompt", len(req.Prompt), nctx); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	tok := r.m.Tokenizer()
 	ids, err := tok.Encode(req.Prompt, tok.AddBOS(), true)
 	if err != nil {
@@ -182,12 +196,8 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if len(ids) == 0 {
 		return nil, badRequest("empty prompt")
 	}
-	nctx := req.NumCtx
-	if nctx == 0 {
-		nctx = r.m.Info().DefaultCtx
-	}
-	if nctx < 0 || nctx > maxCtx(r.meta) { // the server checked; this backend does not rely on it
-		return nil, badRequest("num_ctx %d: want 0 to %d", nctx, maxCtx(r.meta))
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if len(ids) >= nctx {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("prompt has %d tokens; the context holds %d", len(ids), nctx)}
