@@ -450,3 +450,32 @@ func TestSessionKVSizeChecked(t *testing.T) {
 		t.Errorf("32 MiB in 1 MiB: %v", err)
 	}
 }
+
+// errAfter is a context whose Err turns Canceled after n calls.
+type errAfter struct {
+	context.Context
+	n int
+}
+
+func (c *errAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A prompt stops being evaluated between chunks when the context ends
+// (the issue: the server's work went on long after the client left).
+func TestPromptEvalCancels(t *testing.T) {
+	m := loadStories(t)
+	s := newSession(t, m, 2048)
+	ids := make([]int32, 1500)
+	for i := range ids {
+		ids[i] = int32(100 + i%50)
+	}
+	// Err calls: before the prompt, then one per chunk of 512.
+	res, err := s.Generate(&errAfter{Context: context.Background(), n: 2}, GenerateOptions{Tokens: ids, MaxTokens: 4}, nil)
+	if err != nil || res.StopReason != "cancel" || s.Pos() != 512 || len(res.Tokens) != 0 {
+		t.Fatalf("err %v, stop %q, %d positions evaluated, %d tokens: want cancel after one chunk of 512", err, res.StopReason, s.Pos(), len(res.Tokens))
+	}
+}

@@ -81,7 +81,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	prompt, err := buildPrompt(l.e, j, nctx)
+	prompt, err := buildPrompt(ctx, l.e, j, nctx)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	return out, err
 }
 
-func buildPrompt(e *entry, j *job, nctx int) (string, error) {
+func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error) {
 	var msgs []chat.Message
 	if j.suffix != "" && j.messages == nil {
 		return infillPrompt(e, j)
@@ -163,8 +163,12 @@ func buildPrompt(e *entry, j *job, nctx int) (string, error) {
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.
-		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) }, nctx)
+		p, _, err := e.tmpl.FitContext(ctx, msgs, o, func(p string) (int, error) { return meta.CountTokens(trimBOS(p)) },
+			nctx, meta.MaxTokenBytes)
 		if err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
 			return "", badRequest("%v", err)
 		}
 		return trimBOS(p), nil

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/woolly-llm/woolly/runtime/chat"
 )
@@ -64,12 +63,8 @@ func checkJobBytes(m ModelMeta, j *job, nctx int) error {
 	n := 0
 	for i, msg := range j.messages {
 		if msg.Role == "system" || i == len(j.messages)-1 {
-			n += messageBytes(msg)
+			n += chat.MinContentBytes(msg)
 		}
 	}
 	return checkPromptBytes(m, "messages (the system messages and the last message, which are always kept)", n, nctx)
 }
-
-// messageBytes is a lower bound of the bytes a message adds to a rendered
-// prompt: its content (templates may trim the whitespace around it).
-func messageBytes(m chat.Message) int { return len(strings.TrimSpace(m.Content)) }

@@ -146,3 +146,29 @@ func TestHugePromptRefusedCheaply(t *testing.T) {
 		}
 	}
 }
+
+// A long history is trimmed in time linear in it (the issue: 2,000
+// messages took 58-69 s of re-rendering and re-tokenizing).
+func TestLongChatTrimmedFast(t *testing.T) {
+	dir := realModelsDir(t)
+	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newHTTPTestServer(t, s)
+	var msgs []map[string]string
+	for i := 0; i < 2000; i++ {
+		msgs = append(msgs, map[string]string{"role": []string{"user", "assistant"}[i%2], "content": "the cat sat on the mat and then it ran"})
+	}
+	body, _ := json.Marshal(map[string]any{"model": realModel, "messages": msgs, "stream": false, "options": map[string]any{"num_predict": 2}})
+	start := time.Now()
+	r := do(t, ts, "POST", "/api/chat", string(body))
+	wantStatus(t, r, 200)
+	var res struct {
+		PromptEvalCount int `json:"prompt_eval_count"`
+	}
+	json.Unmarshal(r.body, &res)
+	if d := time.Since(start); d > 3*time.Second || res.PromptEvalCount >= 128 || res.PromptEvalCount < 64 {
+		t.Errorf("2000 messages: %v, %d prompt tokens (context 128)", d, res.PromptEvalCount)
+	}
+}

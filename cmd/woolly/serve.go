@@ -172,17 +172,24 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case <-sig.Done():
 	}
 	stop()
-	logger.Printf("shutting down: finishing requests in flight (10s at most)")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Requests in flight get shutdownGrace to finish; then their contexts
+	// end, which every stage (queue, template, prompt, generation) checks,
+	// so the process is gone within 10 s of the signal.
+	logger.Printf("shutting down: finishing requests in flight (%v at most)", shutdownGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(ctx); err != nil {
 		cancelAll() // stop the generations still running
 		hs.Close()
 	}
 	<-served
+	srv.Close() // waits for the handlers, which stop once canceled
 	logger.Printf("stopped")
 	return nil
 }
+
+// shutdownGrace is how long requests in flight may run on after SIGTERM.
+const shutdownGrace = 5 * time.Second
 
 func isLoopback(host string) bool {
 	if host == "localhost" {
