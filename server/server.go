@@ -16,15 +16,18 @@
 // at a time per model behind a bounded queue (503 when full) and unloads a
 // model after its keep-alive. With an API key set, every route but /metrics
 // and /api/v1/health needs it (Bearer or x-api-key). Errors are JSON in each
-// family's shape with their status: 400 (malformed JSON, bad options), 401,
-// 404 (unknown model or route), 405, 413 (body too large), 503 (queue full,
-// timeout, shutting down), 500 (a model that fails to load).
+// family's shape with their status: 400 (malformed JSON, bad options, a
+// size past its limit: docs/server-limits.md), 401, 404 (unknown model or
+// route), 405, 408 (body not received within Config.BodyTimeout), 413
+// (body too large), 503 (queue full, timeout, shutting down), 500 (a model
+// that fails to load).
 //
 // The server reaches models through the Backend and Model interfaces;
 // RuntimeBackend (runtime.go) is the real one.
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -32,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,6 +52,10 @@ const (
 	DefaultMaxQueue  = 64
 	DefaultKeepAlive = 5 * time.Minute
 	DefaultParallel  = 4
+	// DefaultBodyTimeout bounds the time a client may take to send a
+	// request body (a stalled Content-Length or a chunked body that never
+	// ends): past it the request gets 408 and its connection is closed.
+	DefaultBodyTimeout = 60 * time.Second
 )
 
 // Config holds the server's settings. Zero values get the defaults noted;
@@ -62,6 +70,7 @@ type Config struct {
 	KeepAlive    *time.Duration // idle time before a model is unloaded; nil: DefaultKeepAlive; 0: as soon as idle; < 0: never
 	Threads      int            // threads per model; 0: the runtime's default
 	MaxBodyBytes int64          // request body limit; 0: 8 MiB
+	BodyTimeout  time.Duration  // time to receive a request body; 0: DefaultBodyTimeout
 	Logger       *log.Logger    // nil: discard
 }
 
@@ -99,6 +108,12 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 8 << 20
+	}
+	switch {
+	case cfg.BodyTimeout == 0:
+		cfg.BodyTimeout = DefaultBodyTimeout
+	case cfg.BodyTimeout < 0:
+		return nil, fmt.Errorf("server: body timeout %v is negative", cfg.BodyTimeout)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	if s.log == nil {
@@ -191,9 +206,41 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 			s.fail(rec, r, fam, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
-		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
+		if !s.readBody(rec, r, fam) {
+			return
+		}
 		h(rec, r)
 	})
+}
+
+// readBody reads the whole request body, at most MaxBodyBytes of it within
+// BodyTimeout: a per-request read deadline (not http.Server.ReadTimeout,
+// which would stay on the connection), lifted once the body is in so that
+// a long streamed answer is not cut. The handler reads the body from
+// memory. On a failure it has answered and returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fam family) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // not supported by test recorders: then no deadline
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	rc.SetReadDeadline(time.Time{})
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case err == nil:
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		return true
+	case errors.As(err, &mbe):
+		s.fail(w, r, fam, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("Connection", "close")
+		s.fail(w, r, fam, http.StatusRequestTimeout, fmt.Sprintf("request body not received within %v", s.cfg.BodyTimeout))
+	default:
+		s.fail(w, r, fam, http.StatusBadRequest, fmt.Sprintf("reading request body: %v", err))
+	}
+	return false
 }
 
 func (s *Server) authorized(r *http.Request) bool {

@@ -103,6 +103,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
 	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
 	timeoutS := fs.String("timeout", envOr("WOOLLY_TIMEOUT", "0"), "per-request time limit, e.g. 5m (0: none; env WOOLLY_TIMEOUT)")
+	bodyTimeoutS := fs.String("body-timeout", envOr("WOOLLY_BODY_TIMEOUT", server.DefaultBodyTimeout.String()),
+		"time a client may take to send a request body; slower ones get 408 (env WOOLLY_BODY_TIMEOUT)")
 	threads := fs.Int("t", threadsDef, "threads per model (0: physical cores; env WOOLLY_THREADS)")
 	nctx := fs.Int("c", 0, "context length cap per model (0: the model's, at most the runtime's default)")
 	prefix, err := prefixFlag(fs, "WOOLLY_PREFIX_CACHE")
@@ -121,8 +123,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--models DIR (or WOOLLY_MODELS) is required")
 	}
 	timeout, err := time.ParseDuration(*timeoutS)
-	if err != nil {
-		return fmt.Errorf("--timeout: %v", err)
+	if err != nil || timeout < 0 {
+		return usageError(fs, "--timeout %q: want a duration, 0 or more, e.g. 5m", *timeoutS)
+	}
+	bodyTimeout, err := time.ParseDuration(*bodyTimeoutS)
+	if err != nil || bodyTimeout <= 0 {
+		return usageError(fs, "--body-timeout %q: want a duration above 0, e.g. 60s", *bodyTimeoutS)
 	}
 	var origins []string
 	for _, o := range strings.Split(*cors, ",") {
@@ -137,7 +143,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
 	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
-		Timeout: timeout, KeepAlive: keep.v, Threads: *threads, Logger: logger},
+		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
 			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {
