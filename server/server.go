@@ -35,11 +35,14 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"mime"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -71,7 +74,14 @@ type Config struct {
 	Threads      int            // threads per model; 0: the runtime's default
 	MaxBodyBytes int64          // request body limit; 0: 8 MiB
 	BodyTimeout  time.Duration  // time to receive a request body; 0: DefaultBodyTimeout
-	Logger       *log.Logger    // nil: discard
+	// LocalOnly (set when the server is bound to a loopback address)
+	// refuses with 403 requests whose Host is not a loopback address,
+	// localhost (or a name under .localhost) or one of AllowedHosts: a web
+	// page that rebinds its own domain name to 127.0.0.1 cannot read
+	// the answers.
+	LocalOnly    bool
+	AllowedHosts []string    // host names (without port) also allowed when LocalOnly; "*" allows any
+	Logger       *log.Logger // nil: discard
 }
 
 // Server answers the HTTP API. Create it with New; call Close after the
@@ -137,7 +147,67 @@ func (s *Server) Close() error {
 }
 
 // Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.cors(s.mux) }
+func (s *Server) Handler() http.Handler { return s.checkHost(s.cors(s.mux)) }
+
+// checkHost refuses requests for other hosts when LocalOnly (see Config).
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.LocalOnly && !s.localHost(r.Host) {
+			s.fail(w, r, familyOf(r.URL.Path), http.StatusForbidden, fmt.Sprintf(
+				"host %s is not allowed: this server listens on a loopback address and answers only localhost, loopback addresses and --allowed-hosts", quoteShort(r.Host)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) localHost(hostport string) bool {
+	if hostport == "" { // HTTP/1.0 without Host: no browser sends that
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, a := range s.cfg.AllowedHosts {
+		if a == "*" || strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// familyOf is the API family of a path, for errors answered before routing.
+func familyOf(path string) family {
+	switch {
+	case strings.HasPrefix(path, "/v1/"):
+		return famOpenAI
+	case strings.HasPrefix(path, "/api/v1/"):
+		return famOle
+	}
+	return famOllama
+}
+
+// quoteShort quotes s for an error message, cut to 64 bytes (a name or
+// header sent back whole could be megabytes).
+func quoteShort(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:cut], len(s))
+}
 
 // API families differ in their error bodies.
 type family int
@@ -206,6 +276,13 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 			s.fail(rec, r, fam, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
+		if r.Method == http.MethodPost && !jsonBody(r) {
+			// Browsers send text/plain and form bodies cross-site without
+			// asking (no CORS preflight): only JSON is taken.
+			s.fail(rec, r, fam, http.StatusUnsupportedMediaType, fmt.Sprintf(
+				"Content-Type %s: request bodies must be application/json", quoteShort(r.Header.Get("Content-Type"))))
+			return
+		}
 		if !s.readBody(rec, r, fam) {
 			return
 		}
@@ -241,6 +318,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fam family) bo
 		s.fail(w, r, fam, http.StatusBadRequest, fmt.Sprintf("reading request body: %v", err))
 	}
 	return false
+}
+
+// jsonBody tells whether a POST's body is declared JSON, or absent
+// (Content-Length 0 without a Content-Type: a load with nothing to say).
+func jsonBody(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return r.ContentLength == 0
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 func (s *Server) authorized(r *http.Request) bool {

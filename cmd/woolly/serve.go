@@ -101,6 +101,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&port, "port", port, "port (env WOOLLY_PORT; 11434 for clients that expect Ollama's)")
 	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS)")
 	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
+	allowedHosts := fs.String("allowed-hosts", envOr("WOOLLY_ALLOWED_HOSTS", ""),
+		"comma-separated host `names` answered besides localhost and loopback addresses when bound to loopback (\"*\": any; env WOOLLY_ALLOWED_HOSTS)")
 	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
 	timeoutS := fs.String("timeout", envOr("WOOLLY_TIMEOUT", "0"), "per-request time limit, e.g. 5m (0: none; env WOOLLY_TIMEOUT)")
 	bodyTimeoutS := fs.String("body-timeout", envOr("WOOLLY_BODY_TIMEOUT", server.DefaultBodyTimeout.String()),
@@ -130,6 +132,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil || bodyTimeout <= 0 {
 		return usageError(fs, "--body-timeout %q: want a duration above 0, e.g. 60s", *bodyTimeoutS)
 	}
+	var hosts []string
+	for _, h := range strings.Split(*allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
 	var origins []string
 	for _, o := range strings.Split(*cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -143,7 +151,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
 	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
-		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger},
+		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
+		LocalOnly: isLoopback(*host), AllowedHosts: hosts},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
 			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {
