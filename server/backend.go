@@ -52,7 +52,9 @@ type ModelMeta struct {
 	// context × MaxTokenBytes bytes cannot fit and is refused before it is
 	// tokenized (0: no such check).
 	MaxTokenBytes int
-	AddBOS        bool
+	// NVocab is the vocabulary size (0: unknown): top_k may not exceed it.
+	NVocab int
+	AddBOS bool
 	// FIM holds the texts of the fill-in-the-middle tokens (prefix,
 	// suffix, middle) when the model has them: a request's suffix is
 	// answered with an infill prompt.

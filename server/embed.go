@@ -218,8 +218,11 @@ func decodeOllamaEmbed(r *http.Request, fields map[string]fieldRule) (*ollamaEmb
 		}
 		setInt(&j.req.NumCtx, o.NumCtx)
 		setInt(&j.threads, o.NumThread)
-		if j.req.NumCtx < 0 || j.threads < 0 {
-			return nil, nil, badRequest("num_ctx and num_thread must be >= 0")
+		if j.req.NumCtx < 0 {
+			return nil, nil, badRequest("num_ctx %d: must be >= 0", j.req.NumCtx)
+		}
+		if err := checkThreads(j.threads); err != nil {
+			return nil, nil, err
 		}
 	}
 	return &q, j, nil
@@ -370,7 +373,7 @@ func (s *Server) openaiEmbeddings(w http.ResponseWriter, r *http.Request) {
 		case "base64":
 			b64 = true
 		default:
-			s.failErr(w, r, famOpenAI, badRequest("encoding_format must be float or base64, not %q", *q.EncodingFormat))
+			s.failErr(w, r, famOpenAI, badRequest("encoding_format must be float or base64, not %s", quoteShort(*q.EncodingFormat)))
 			return
 		}
 	}

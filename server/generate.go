@@ -78,6 +78,9 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	if err := checkJobBytes(l.model().Meta(), j, nctx); err != nil {
 		return nil, err
 	}
+	if err := checkModelBounds(l.model().Meta(), &j.req); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -202,8 +205,6 @@ func validate(r *GenerateRequest) error {
 	switch {
 	case r.NumCtx < 0:
 		return badRequest("num_ctx %d: must be >= 0", r.NumCtx)
-	case len(r.Stop) > 16:
-		return badRequest("at most 16 stop strings")
 	}
 	stops := r.Stop[:0:0]
 	for _, s := range r.Stop {
@@ -250,6 +251,10 @@ func newLogprobEntry(t runtime.TokenLogprob) logprobEntry {
 // serve runs j and answers with sh, streaming or not.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming bool, sh shapes) {
 	if err := validate(&j.req); err != nil {
+		s.failErr(w, r, sh.fam, err)
+		return
+	}
+	if err := checkJob(j); err != nil {
 		s.failErr(w, r, sh.fam, err)
 		return
 	}

@@ -15,7 +15,8 @@
 // paths are refused. models.go loads models on demand, runs one generation
 // at a time per model behind a bounded queue (503 when full) and unloads a
 // model after its keep-alive. With an API key set, every route but /metrics
-// and /api/v1/health needs it (Bearer or x-api-key). Errors are JSON in each
+// and /api/v1/health needs it (Bearer or x-api-key); /metrics needs
+// Config.MetricsKey when that is set. Errors are JSON in each
 // family's shape with their status: 400 (malformed JSON, bad options, a
 // size past its limit: docs/server-limits.md), 401, 404 (unknown model or
 // route), 405, 408 (body not received within Config.BodyTimeout), 413
@@ -66,6 +67,7 @@ const (
 type Config struct {
 	ModelsDir    string         // directory of *.gguf files (required)
 	APIKey       string         // when set, required on every route but /metrics and /api/v1/health
+	MetricsKey   string         // when set, required on /metrics (open by default, even with APIKey)
 	CORSOrigins  []string       // allowed browser origins ("*" allows any); none by default
 	MaxQueue     *int           // requests allowed to wait for a model; nil: DefaultMaxQueue; 0: none may wait
 	Parallel     *int           // requests one model generates at once (batched); nil: DefaultParallel; at least 1
@@ -241,7 +243,14 @@ func (s *Server) routes() {
 	s.handle(famOle, "/api/v1/inference/complete", false, s.oleComplete, "POST")
 	s.handle(famOle, "/api/v1/inference/chat", false, s.oleChat, "POST")
 
-	s.handle(famOllama, "/metrics", true, s.metrics.serve, "GET", "HEAD")
+	s.handle(famOllama, "/metrics", true, func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.MetricsKey != "" && !keyMatches(r, s.cfg.MetricsKey) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			s.fail(w, r, famOllama, http.StatusUnauthorized, "missing or invalid metrics key")
+			return
+		}
+		s.metrics.serve(w, r)
+	}, "GET", "HEAD")
 	s.handle(famOllama, "/", false, func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, famOllama, http.StatusNotFound, "no route for "+r.URL.Path)
 	}, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -332,14 +341,17 @@ func jsonBody(r *http.Request) bool {
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	if s.cfg.APIKey == "" {
-		return true
-	}
+	return s.cfg.APIKey == "" || keyMatches(r, s.cfg.APIKey)
+}
+
+// keyMatches tells whether the request carries want as a Bearer token or
+// in x-api-key.
+func keyMatches(r *http.Request, want string) bool {
 	key := r.Header.Get("X-Api-Key")
 	if auth := r.Header.Get("Authorization"); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 		key = strings.TrimSpace(auth[7:])
 	}
-	return subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
+	return subtle.ConstantTimeCompare([]byte(key), []byte(want)) == 1
 }
 
 // cors answers preflight requests and marks responses for allowed origins.
@@ -379,12 +391,13 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "Woolly is running")
 }
 
-// fail writes an error in the family's shape (see errorBody).
+// fail writes an error in the family's shape (see errorBody), without the
+// models directory's path or bytes of its files (the log has them).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status int, msg string) {
 	if status >= 500 {
 		s.log.Printf("%s %s: %d %s", r.Method, r.URL.Path, status, msg)
 	}
-	writeJSON(w, status, errorBody(fam, status, msg))
+	writeJSON(w, status, errorBody(fam, status, s.models.scrub(msg)))
 }
 
 // errorBody is an error in the family's shape: Ollama {"error": msg}, OpenAI

@@ -101,6 +101,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&port, "port", port, "port (env WOOLLY_PORT; 11434 for clients that expect Ollama's)")
 	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS)")
 	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
+	metricsKey := fs.String("metrics-key", envOr("WOOLLY_METRICS_KEY", ""),
+		"require this key on /metrics, which is open otherwise, even with --api-key (may be the same key; env WOOLLY_METRICS_KEY)")
 	allowedHosts := fs.String("allowed-hosts", envOr("WOOLLY_ALLOWED_HOSTS", ""),
 		"comma-separated host `names` answered besides localhost and loopback addresses when bound to loopback (\"*\": any; env WOOLLY_ALLOWED_HOSTS)")
 	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
@@ -150,7 +152,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
-	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
+	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, MetricsKey: *metricsKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
 		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
 		LocalOnly: isLoopback(*host), AllowedHosts: hosts},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
