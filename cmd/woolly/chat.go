@@ -57,7 +57,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := runtime.GenerateOptions{MaxTokens: *g.n, PromptOnly: *g.n == 0, Sampler: sampler}
+	opts := runtime.GenerateOptions{MaxTokens: *g.n, PromptOnly: *g.n == 0, Sampler: sampler, Stop: g.stops}
 
 	// Ctrl-C stops the answer being written, not the program; at the
 	// prompt it says how to leave.

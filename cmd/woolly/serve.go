@@ -126,6 +126,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *models == "" {
 		return errors.New("--models DIR (or WOOLLY_MODELS) is required")
 	}
+	if err := checkThreads(fs, *threads); err != nil {
+		return err
+	}
+	if *nctx < 0 {
+		return usageError(fs, "-c %d: want 0 (each model's context) or a context length", *nctx)
+	}
 	timeout, err := time.ParseDuration(*timeoutS)
 	if err != nil || timeout < 0 {
 		return usageError(fs, "--timeout %q: want a duration, 0 or more, e.g. 5m", *timeoutS)
