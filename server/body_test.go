@@ -13,6 +13,13 @@ import (
 // rawRequest writes head and body to a new connection to ts and returns
 // the response read within wait, and how long it took.
 func rawRequest(t *testing.T, addr, head string, body func(c net.Conn), wait time.Duration) (*http.Response, string, time.Duration) {
+	res, b, d, _ := rawRequestConn(t, addr, head, body, wait)
+	return res, b, d
+}
+
+// rawRequestConn is rawRequest, also telling whether the server closed
+// the connection within a second of its answer.
+func rawRequestConn(t *testing.T, addr, head string, body func(c net.Conn), wait time.Duration) (*http.Response, string, time.Duration, bool) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -27,12 +34,16 @@ func rawRequest(t *testing.T, addr, head string, body func(c net.Conn), wait tim
 		go body(c)
 	}
 	c.SetReadDeadline(time.Now().Add(wait))
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("no response within %v: %v", wait, err)
 	}
 	b, _ := io.ReadAll(res.Body)
-	return res, string(b), time.Since(start)
+	d := time.Since(start)
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = br.ReadByte()
+	return res, string(b), d, err == io.EOF
 }
 
 // A body that stalls (Content-Length not reached) or never ends (chunks
@@ -45,12 +56,12 @@ func TestBodyReadDeadline(t *testing.T) {
 	_, ts := newTestServer(t, Config{BodyTimeout: 300 * time.Millisecond, Timeout: time.Minute}, b)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	stalled := "POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":"
-	res, body, d := rawRequest(t, addr, stalled, nil, 5*time.Second)
+	res, body, d, closed := rawRequestConn(t, addr, stalled, nil, 5*time.Second)
 	if res.StatusCode != 408 || !strings.Contains(body, "not received within 300ms") || d > 2*time.Second {
 		t.Errorf("stalled body: %d %s after %v", res.StatusCode, body, d)
 	}
-	if !res.Close {
-		t.Error("stalled body: the connection is kept open")
+	if !res.Close || !closed {
+		t.Errorf("stalled body: the connection is kept open (Connection: close %v, closed %v)", res.Close, closed)
 	}
 	chunked := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 	drip := func(c net.Conn) {

@@ -39,9 +39,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -95,6 +97,8 @@ type Server struct {
 	metrics *metrics
 	mux     *http.ServeMux
 	active  sync.WaitGroup // handlers running
+
+	lastRelease atomic.Int64 // unix ns of the last releaseAfter
 }
 
 // New checks cfg and makes a server over backend.
@@ -310,13 +314,29 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fam family) bo
 	}
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // not supported by test recorders: then no deadline
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	rc.SetReadDeadline(time.Time{})
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+		b = make([]byte, n) // one buffer of the declared size, not ReadAll's doublings
+		_, err = io.ReadFull(body, b)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the body ended before its Content-Length: %w", err)
+		}
+	} else {
+		b, err = io.ReadAll(body)
+	}
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
 	case err == nil:
+		// Lifted only now: after a timeout it stays passed, so that
+		// net/http does not wait on the rest of the body before closing.
+		rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(b))
+		if len(b) >= bigBody {
+			s.releaseAfter(r)
+		}
 		return true
 	case errors.As(err, &mbe):
 		s.fail(w, r, fam, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
@@ -327,6 +347,26 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fam family) bo
 		s.fail(w, r, fam, http.StatusBadRequest, fmt.Sprintf("reading request body: %v", err))
 	}
 	return false
+}
+
+// bigBody is the body size from which a request's memory is handed back
+// to the system when it ends (see releaseAfter).
+const bigBody = 1 << 20
+
+// releaseAfter returns the memory a large request used (its body and the
+// copies decoding makes: tens of MB for a body of a few) to the system
+// once the request ends, at most once a second, rather than whenever the
+// Go runtime's scavenger gets to it: the server's resident size goes back
+// to its baseline after each large request.
+func (s *Server) releaseAfter(r *http.Request) {
+	context.AfterFunc(r.Context(), func() {
+		now := time.Now().UnixNano()
+		last := s.lastRelease.Load()
+		if now-last < int64(time.Second) || !s.lastRelease.CompareAndSwap(last, now) {
+			return
+		}
+		debug.FreeOSMemory()
+	})
 }
 
 // jsonBody tells whether a POST's body is declared JSON, or absent
