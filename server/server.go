@@ -98,7 +98,7 @@ type Server struct {
 	mux     *http.ServeMux
 	active  sync.WaitGroup // handlers running
 
-	lastRelease atomic.Int64 // unix ns of the last releaseAfter
+	releasePending atomic.Bool // a releaseAfter is scheduled
 }
 
 // New checks cfg and makes a server over backend.
@@ -355,19 +355,26 @@ const bigBody = 1 << 20
 
 // releaseAfter returns the memory a large request used (its body and the
 // copies decoding makes: tens of MB for a body of a few) to the system
-// once the request ends, at most once a second, rather than whenever the
-// Go runtime's scavenger gets to it: the server's resident size goes back
-// to its baseline after each large request.
+// shortly after the request ends, rather than whenever the Go runtime's
+// scavenger gets to it, so that the server's resident size goes back to
+// its baseline. Requests ending close together share one release (at
+// most one every releaseDelay).
 func (s *Server) releaseAfter(r *http.Request) {
 	context.AfterFunc(r.Context(), func() {
-		now := time.Now().UnixNano()
-		last := s.lastRelease.Load()
-		if now-last < int64(time.Second) || !s.lastRelease.CompareAndSwap(last, now) {
-			return
+		if !s.releasePending.CompareAndSwap(false, true) {
+			return // one is on its way, after this request's end
 		}
-		debug.FreeOSMemory()
+		// The context ends as the handler returns, while net/http still
+		// holds the request: wait until it has let go.
+		time.AfterFunc(releaseDelay, func() {
+			s.releasePending.Store(false)
+			debug.FreeOSMemory()
+		})
 	})
 }
+
+// releaseDelay is how long after a large request its memory is released.
+const releaseDelay = 250 * time.Millisecond
 
 // jsonBody tells whether a POST's body is declared JSON, or absent
 // (Content-Length 0 without a Content-Type: a load with nothing to say).
