@@ -18,10 +18,11 @@
 // and /api/v1/health needs it (Bearer or x-api-key); /metrics needs
 // Config.MetricsKey when that is set. Errors are JSON in each
 // family's shape with their status: 400 (malformed JSON, bad options, a
-// size past its limit: docs/server-limits.md), 401, 404 (unknown model or
-// route), 405, 408 (body not received within Config.BodyTimeout), 413
-// (body too large), 503 (queue full, timeout, shutting down), 500 (a model
-// that fails to load).
+// size past its limit: docs/server-limits.md), 401, 403 (a Host other than
+// localhost when Config.LocalOnly), 404 (unknown model or route), 405, 408
+// (body not received within Config.BodyTimeout), 413 (body too large), 415
+// (a POST body that is not application/json), 503 (queue full, timeout,
+// shutting down), 500 (a model that fails to load).
 //
 // The server reaches models through the Backend and Model interfaces;
 // RuntimeBackend (runtime.go) is the real one.
