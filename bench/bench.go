@@ -135,6 +135,9 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 		}
 	}
 	info := m.Info()
+	if train := info.ContextLength; train > 0 && nctx-1 > train {
+		return fmt.Errorf("the deepest, longest test needs %d positions (depth + the larger of -p and -n), more than the model's context of %d", nctx-1, train)
+	}
 	rep.Model, rep.FileType, rep.SizeBytes, rep.Params = info.Name, info.FileType, info.SizeBytes, info.NParams
 	// One session sized for the deepest, longest test; Truncate returns it
 	// to the depth between runs.

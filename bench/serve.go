@@ -121,6 +121,7 @@ func serveRound(ctx context.Context, client *http.Client, url, model string, c, 
 				res[i].err = err
 				return
 			}
+			req.Header.Set("Content-Type", "application/json") // the server takes JSON bodies only
 			r, err := client.Do(req)
 			if err != nil {
 				res[i].err = err

@@ -106,6 +106,30 @@ func (m *Model) promptTokens(o GenerateOptions) ([]int32, error) {
 	return ids, nil
 }
 
+// evalPrompt evaluates a prompt in pieces of whole evaluation chunks (so
+// the numerics are those of one eval), stopping between pieces when ctx
+// ends: a long prompt on a large model is minutes of work.
+func (s *Session) evalPrompt(ctx context.Context, tokens []int32) error {
+	step := maxBatch
+	switch {
+	case s.batch != nil:
+		step = s.batch.chunk * max(1, maxBatch/s.batch.chunk)
+	case s.st != nil:
+		step = s.st.nBatch
+	}
+	for len(tokens) > 0 {
+		if ctx.Err() != nil {
+			return nil
+		}
+		n := min(step, len(tokens))
+		if _, err := s.eval(tokens[:n], false); err != nil {
+			return err
+		}
+		tokens = tokens[n:]
+	}
+	return nil
+}
+
 // Generate continues the session's sequence with the prompt and generates.
 // Cached positions that match the start of the prompt are reused; the rest
 // of the cache is dropped. o.NCtx is ignored (the session has its size).
@@ -141,8 +165,13 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		return nil, err
 	}
 	res.CachedTokens = n
-	if _, err := s.eval(prompt[n:], false); err != nil {
+	if err := s.evalPrompt(ctx, prompt[n:]); err != nil {
 		return nil, err
+	}
+	if ctx.Err() != nil { // the positions evaluated so far stay valid
+		res.StopReason = "cancel"
+		res.PromptDuration = time.Since(t0)
+		return res, nil
 	}
 	t1 := time.Now()
 	res.PromptDuration = t1.Sub(t0)

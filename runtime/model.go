@@ -259,6 +259,9 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 		return nil, err
 	}
 	c := m.cfg
+	if err := checkKVSize(c, nCtx, totalMemory()); err != nil {
+		return nil, err
+	}
 	s := &Session{model: m, nCtx: nCtx, kcache: make([][]uint16, c.NLayer), vcache: make([][]uint16, c.NLayer)}
 	for i := range s.kcache {
 		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
@@ -269,6 +272,25 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 	}
 	s.last = make([]float32, c.NVocab)
 	return s, nil
+}
+
+// checkKVSize refuses a KV cache of nCtx positions that could not be
+// allocated: larger than the machine's memory (mem bytes; 0: unknown) or
+// than an int can count. A plain make of that size is a fatal error, not
+// an error a caller can handle.
+func checkKVSize(c *Config, nCtx int, mem uint64) error {
+	per := uint64(2 * 2 * c.NLayer * c.KVDim()) // K and V, f16, every layer
+	if per == 0 {
+		return nil
+	}
+	if uint64(nCtx) > (1<<62)/per || uint64(nCtx)*uint64(c.KVDim()) > 1<<40 {
+		return fmt.Errorf("context length %d: its KV cache is too large to allocate", nCtx)
+	}
+	if need := uint64(nCtx) * per; mem > 0 && need > mem {
+		return fmt.Errorf("context length %d: its KV cache needs %d MiB, more than the machine's %d MiB of memory",
+			nCtx, need>>20, mem>>20)
+	}
+	return nil
 }
 
 // Pos is the number of positions in the cache.

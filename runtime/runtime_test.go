@@ -435,3 +435,50 @@ func TestHalfConversions(t *testing.T) {
 		}
 	}
 }
+
+// A session larger than the machine's memory (or than can be counted) is
+// an error, not the fatal out-of-memory of a plain make.
+func TestSessionKVSizeChecked(t *testing.T) {
+	m := loadStories(t)
+	for _, n := range []int{1 << 31, 1<<62 + 5} {
+		if _, err := m.NewSession(n); err == nil || !strings.Contains(err.Error(), "KV cache") {
+			t.Errorf("NewSession(%d): err = %v", n, err)
+		}
+	}
+	c := &Config{NLayer: 2, NHeadKV: 1, HeadDim: 4}
+	if err := checkKVSize(c, 1000, 1<<20); err != nil {
+		t.Errorf("32000 bytes in 1 MiB: %v", err)
+	}
+	if err := checkKVSize(c, 1<<20, 1<<20); err == nil || !strings.Contains(err.Error(), "more than the machine's 1 MiB") {
+		t.Errorf("32 MiB in 1 MiB: %v", err)
+	}
+}
+
+// errAfter is a context whose Err turns Canceled after n calls.
+type errAfter struct {
+	context.Context
+	n int
+}
+
+func (c *errAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A prompt stops being evaluated between chunks when the context ends
+// (the issue: the server's work went on long after the client left).
+func TestPromptEvalCancels(t *testing.T) {
+	m := loadStories(t)
+	s := newSession(t, m, 2048)
+	ids := make([]int32, 1500)
+	for i := range ids {
+		ids[i] = int32(100 + i%50)
+	}
+	// Err calls: before the prompt, then one per chunk of 512.
+	res, err := s.Generate(&errAfter{Context: context.Background(), n: 2}, GenerateOptions{Tokens: ids, MaxTokens: 4}, nil)
+	if err != nil || res.StopReason != "cancel" || s.Pos() != 512 || len(res.Tokens) != 0 {
+		t.Fatalf("err %v, stop %q, %d positions evaluated, %d tokens: want cancel after one chunk of 512", err, res.StopReason, s.Pos(), len(res.Tokens))
+	}
+}

@@ -654,7 +654,17 @@ func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, famAnthropic, http.StatusNotImplemented, "this model cannot count tokens")
 		return
 	}
-	if _, err := buildPrompt(l.e, j); err != nil {
+	// Bounded as a generation is: a prompt that could never fit the
+	// context is refused before it is tokenized.
+	nctx, err := requestCtx(l.model().Meta(), j.req.NumCtx)
+	if err == nil {
+		err = checkJobBytes(l.model().Meta(), j, nctx)
+	}
+	if err != nil {
+		s.failErr(w, r, famAnthropic, err)
+		return
+	}
+	if _, err := buildPrompt(ctx, l.e, j, nctx); err != nil {
 		s.failErr(w, r, famAnthropic, err)
 		return
 	}

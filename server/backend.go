@@ -42,7 +42,19 @@ type ModelMeta struct {
 	// requests longer than the context drop their oldest turns to fit.
 	CountTokens func(prompt string) (int, error)
 	DefaultCtx  int
-	AddBOS      bool
+	// MaxCtx is the largest context (num_ctx) a request may ask for: the
+	// server's -c when set, else the model's training context (0: the
+	// larger of ContextLength and DefaultCtx). A larger request is a 400
+	// before any KV cache is made.
+	MaxCtx int
+	// MaxTokenBytes is the most prompt bytes one token stands for (the
+	// vocabulary's longest token text): a prompt of more than
+	// context × MaxTokenBytes bytes cannot fit and is refused before it is
+	// tokenized (0: no such check).
+	MaxTokenBytes int
+	// NVocab is the vocabulary size (0: unknown): top_k may not exceed it.
+	NVocab int
+	AddBOS bool
 	// FIM holds the texts of the fill-in-the-middle tokens (prefix,
 	// suffix, middle) when the model has them: a request's suffix is
 	// answered with an infill prompt.

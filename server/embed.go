@@ -17,10 +17,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -50,6 +52,9 @@ type EmbedResult struct {
 
 // Embed computes one pooled embedding per input with the runtime.
 func (r *runtimeModel) Embed(ctx context.Context, req EmbedRequest) (*EmbedResult, error) {
+	if req.NumCtx > maxCtx(r.meta) { // the server checked; this backend does not rely on it
+		return nil, badRequest("num_ctx %d is more than the largest context, %d", req.NumCtx, maxCtx(r.meta))
+	}
 	pool := r.m.EmbeddingPooling()
 	if pool == runtime.PoolingNone {
 		pool = runtime.PoolingLast // see the file comment
@@ -101,6 +106,16 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	}
 	defer l.release(j.keepAlive)
 	out.loadDur = l.loadDur
+	// num_ctx sizes the embedding session: checked before it is made; the
+	// inputs' bytes are checked against it before they are tokenized.
+	meta := l.model().Meta()
+	nctx, err := requestCtx(meta, j.req.NumCtx)
+	if err != nil {
+		return nil, err
+	}
+	if err := boundInputs(meta, &j.req, nctx); err != nil {
+		return nil, badRequest("%v%s", err, j.tooLong)
+	}
 	if len(j.req.Inputs) == 0 && len(j.req.Tokens) == 0 {
 		out.res = &EmbedResult{Embeddings: [][]float32{}}
 		return out, nil
@@ -132,6 +147,29 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	}
 	out.res = res
 	return out, nil
+}
+
+// boundInputs refuses an input too long in bytes for the context before it
+// is tokenized (see checkPromptBytes), or with truncate on, cuts it to
+// twice that many bytes (at a character boundary): its first nctx tokens
+// come from text well before the cut, so the truncated input is the same
+// unless a single word (or SentencePiece run) spans the cut.
+func boundInputs(meta ModelMeta, req *EmbedRequest, nctx int) error {
+	for i, in := range req.Inputs {
+		err := checkPromptBytes(meta, fmt.Sprintf("input[%d]", i), len(in), nctx)
+		if err == nil {
+			continue
+		}
+		if !req.Truncate {
+			return err
+		}
+		cut := 2 * nctx * meta.MaxTokenBytes
+		for cut > 0 && !utf8.RuneStart(in[cut]) {
+			cut--
+		}
+		req.Inputs[i] = in[:cut]
+	}
+	return nil
 }
 
 // checkNumbers refuses embeddings that JSON cannot carry.
@@ -180,8 +218,11 @@ func decodeOllamaEmbed(r *http.Request, fields map[string]fieldRule) (*ollamaEmb
 		}
 		setInt(&j.req.NumCtx, o.NumCtx)
 		setInt(&j.threads, o.NumThread)
-		if j.req.NumCtx < 0 || j.threads < 0 {
-			return nil, nil, badRequest("num_ctx and num_thread must be >= 0")
+		if j.req.NumCtx < 0 {
+			return nil, nil, badRequest("num_ctx %d: must be >= 0", j.req.NumCtx)
+		}
+		if err := checkThreads(j.threads); err != nil {
+			return nil, nil, err
 		}
 	}
 	return &q, j, nil
@@ -332,7 +373,7 @@ func (s *Server) openaiEmbeddings(w http.ResponseWriter, r *http.Request) {
 		case "base64":
 			b64 = true
 		default:
-			s.failErr(w, r, famOpenAI, badRequest("encoding_format must be float or base64, not %q", *q.EncodingFormat))
+			s.failErr(w, r, famOpenAI, badRequest("encoding_format must be float or base64, not %s", quoteShort(*q.EncodingFormat)))
 			return
 		}
 	}

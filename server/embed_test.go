@@ -383,15 +383,20 @@ func TestEmbedRealModel(t *testing.T) {
 	if json.Unmarshal(body, &r); code != 200 || r.PromptEvalCount != 16 || len(r.Embeddings) != 1 {
 		t.Fatalf("truncated: %d %.200s", code, body)
 	}
-	code, body = post(t, url+"/api/embed", `{"model":"`+realModel+`","input":"`+long+`","truncate":false,"options":{"num_ctx":16}}`)
+	short := strings.Repeat("The dog ran and ran. ", 4) // fewer bytes than 16 tokens' worth, more tokens
+	code, body = post(t, url+"/api/embed", `{"model":"`+realModel+`","input":"`+short+`","truncate":false,"options":{"num_ctx":16}}`)
 	if code != 400 || !strings.Contains(string(body), `"error":"input 0 has`) || !strings.Contains(string(body), "(truncate is false") {
 		t.Fatalf("truncate false: %d %s", code, body)
+	}
+	code, body = post(t, url+"/api/embed", `{"model":"`+realModel+`","input":"`+long+`","truncate":false,"options":{"num_ctx":16}}`)
+	if code != 400 || !strings.Contains(string(body), `"error":"input[0] has 420 bytes`) || !strings.Contains(string(body), "(truncate is false") {
+		t.Fatalf("truncate false, too many bytes: %d %s", code, body)
 	}
 	code, body = post(t, url+"/v1/embeddings", `{"model":"`+realModel+`","input":["a","`+strings.Repeat(long, 10)+`"]}`)
 	var oe struct {
 		Error struct{ Message, Type string }
 	}
-	if json.Unmarshal(body, &oe); code != 400 || !strings.HasPrefix(oe.Error.Message, "input 1 has") || oe.Error.Type != "invalid_request_error" {
+	if json.Unmarshal(body, &oe); code != 400 || !strings.HasPrefix(oe.Error.Message, "input[1] has 4200 bytes") || oe.Error.Type != "invalid_request_error" {
 		t.Fatalf("OpenAI too long: %d %s", code, body)
 	}
 	code, body = post(t, url+"/v1/embeddings", `{"model":"`+realModel+`","input":[[1,99999]]}`)

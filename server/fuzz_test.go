@@ -33,6 +33,12 @@ func FuzzServerRequests(f *testing.F) {
 		`{"model":"tiny","prompt":"x","options":{"temperature":-1}}`,
 		`{"model":"tiny","think":"high","keep_alive":"5m","format":"json"}`,
 		`{"name":"tiny"}`, `[]`, `null`, `{`, ``, `{"model":1}`,
+		// issue 25: sizes that once crashed or stalled the server
+		`{"model":"tiny","prompt":"hi","input":"hi","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":2147483647}}`,
+		`{"model":"tiny","prompt":"hi","options":{"num_ctx":-1,"num_thread":100000,"top_k":1099511627776}}`,
+		`{"model":"tiny","messages":[{"role":"root","content":"x"}],"stop":["a","b"],"format":{"enum":[1,2,3]}}`,
+		`{"model":"tiny","messages":[` + strings.Repeat(`{"role":"user","content":"a b c"},`, 300) + `{"role":"user","content":"hi"}]}`,
+		`{"model":"tiny","prompt":"` + strings.Repeat("x", 9000) + `","input":["` + strings.Repeat("y", 9000) + `"],"truncate":false}`,
 	} {
 		for i := range fuzzRoutes {
 			f.Add(uint8(i), b)

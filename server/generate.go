@@ -83,7 +83,21 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	}
 	defer l.release(j.keepAlive)
 	out.model, out.loadDur = l.e.name, l.loadDur
-	prompt, err := buildPrompt(l.e, j)
+	// num_ctx is checked against the model before anything is sized by it.
+	nctx, err := requestCtx(l.model().Meta(), j.req.NumCtx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJobBytes(l.model().Meta(), j, nctx); err != nil {
+		return nil, err
+	}
+	if err := checkModelBounds(l.model().Meta(), &j.req); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	prompt, err := buildPrompt(ctx, l.e, j, nctx)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +118,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	return out, err
 }
 
-func buildPrompt(e *entry, j *job) (string, error) {
+func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error) {
 	var msgs []chat.Message
 	if j.suffix != "" && j.messages == nil {
 		return infillPrompt(e, j)
@@ -165,21 +179,29 @@ func buildPrompt(e *entry, j *job) (string, error) {
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.
-		limit := j.req.NumCtx
-		if limit == 0 {
-			limit = meta.DefaultCtx
-		}
+		limit := nctx
 		fitLimit := limit
 		if j.countOnly || j.keepAllTurns {
 			fitLimit = math.MaxInt
 		}
-		// Fit counts the prompt it returns last: that count is kept.
-		p, _, err := e.tmpl.Fit(msgs, o, func(p string) (int, error) {
+		// The prompt's token count is kept (usage, the too-long check):
+		// the last prompt counted is usually the one returned.
+		var lastP string
+		var lastN int
+		count := func(p string) (int, error) {
 			n, err := meta.CountTokens(trimBOS(p))
-			j.promptTokens = n
+			lastP, lastN = p, n
 			return n, err
-		}, fitLimit)
+		}
+		p, _, err := e.tmpl.FitContext(ctx, msgs, o, count, fitLimit, meta.MaxTokenBytes)
+		if err == nil && lastP != p {
+			_, err = count(p)
+		}
+		j.promptTokens = lastN
 		if err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
 			return "", badRequest("%v", err)
 		}
 		if j.keepAllTurns && !j.countOnly && j.promptTokens >= limit {
@@ -216,9 +238,7 @@ func validate(r *GenerateRequest) error {
 	}
 	switch {
 	case r.NumCtx < 0:
-		return badRequest("num_ctx must be >= 0")
-	case len(r.Stop) > 16:
-		return badRequest("at most 16 stop strings")
+		return badRequest("num_ctx %d: must be >= 0", r.NumCtx)
 	}
 	stops := r.Stop[:0:0]
 	for _, s := range r.Stop {
@@ -306,6 +326,10 @@ func keepStreamAlive(st *stream, frame any) (stop func()) {
 // serve runs j and answers with sh, streaming or not.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming bool, sh shapes) {
 	if err := validate(&j.req); err != nil {
+		s.failErr(w, r, sh.fam, err)
+		return
+	}
+	if err := checkJob(j); err != nil {
 		s.failErr(w, r, sh.fam, err)
 		return
 	}

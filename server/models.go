@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	modelnames "github.com/woolly-llm/woolly/internal/models"
 	"github.com/woolly-llm/woolly/runtime/chat"
@@ -27,6 +29,7 @@ import (
 // and unloads models after their keep-alive.
 type registry struct {
 	dir       string
+	dirForms  []string // dir as given, absolute and with links resolved: scrubbed from errors
 	backend   Backend
 	keepAlive time.Duration
 	maxQueue  int
@@ -77,11 +80,49 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("models directory %s is not a directory", cfg.ModelsDir)
 	}
-	return &registry{dir: cfg.ModelsDir, backend: backend, keepAlive: *cfg.KeepAlive, maxQueue: *cfg.MaxQueue,
+	dirs := []string{cfg.ModelsDir}
+	if abs, err := filepath.Abs(cfg.ModelsDir); err == nil {
+		dirs = append(dirs, abs)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			dirs = append(dirs, real)
+		}
+	}
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // longest first
+	return &registry{dir: cfg.ModelsDir, dirForms: dirs, backend: backend, keepAlive: *cfg.KeepAlive, maxQueue: *cfg.MaxQueue,
 		parallel: *cfg.Parallel, threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
 }
 
 var errNotFound = errors.New("model not found")
+
+// quotedMagic is the loader's "bad magic" text, which quotes a file's
+// first bytes.
+var quotedMagic = regexp.MustCompile(`bad magic "(?:[^"\\]|\\.)*"`)
+
+// maxErrorText bounds an error message sent to a client.
+const maxErrorText = 1024
+
+// scrub makes an error message fit for a client: file paths are made
+// relative to the models directory (NAME.gguf), the directory itself is
+// not named, a file's bytes are not quoted, and the text is cut to
+// maxErrorText bytes.
+func (r *registry) scrub(msg string) string {
+	for _, d := range r.dirForms {
+		if d == "" || d == "." {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, d+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, d, "the models directory")
+	}
+	msg = quotedMagic.ReplaceAllString(msg, "bad magic")
+	if len(msg) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	return msg
+}
 
 // resolve maps a model name to its file as the command line does
 // (internal/models): "NAME", "NAME:latest" and "NAME.gguf" name
@@ -92,11 +133,15 @@ func (r *registry) resolve(name string) (string, string, error) {
 	}
 	n, err := modelnames.Canonical(name)
 	if err != nil {
-		return "", "", badRequest("%v", err)
+		why := err.Error()
+		if ne, ok := err.(*modelnames.NameError); ok {
+			why = ne.Why
+		}
+		return "", "", badRequest("invalid model name %s: %s", quoteShort(name), why)
 	}
 	p := filepath.Join(r.dir, n+modelnames.Ext)
 	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-		return "", "", &httpError{http.StatusNotFound, fmt.Sprintf("model %q not found", name)}
+		return "", "", &httpError{http.StatusNotFound, fmt.Sprintf("model %s not found", quoteShort(name))}
 	}
 	return n, p, nil
 }
@@ -143,7 +188,7 @@ func (r *registry) describe(name string) (listing, error) {
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return listing{}, &httpError{http.StatusNotFound, fmt.Sprintf("model %q not found", name)}
+		return listing{}, &httpError{http.StatusNotFound, fmt.Sprintf("model %s not found", quoteShort(name))}
 	}
 	l := listing{Name: n, File: filepath.Base(p), Size: fi.Size(), ModTime: fi.ModTime()}
 	l.Meta, l.MetaErr = r.inspect(p, fi)

@@ -44,7 +44,7 @@ func (k *keepAlive) UnmarshalJSON(b []byte) error {
 		if d, err = time.ParseDuration(x); err != nil {
 			n, err2 := strconv.ParseFloat(x, 64)
 			if err2 != nil {
-				return fmt.Errorf("keep_alive %q is neither a duration nor a number of seconds", x)
+				return fmt.Errorf("keep_alive %s is neither a duration nor a number of seconds", quoteShort(x))
 			}
 			d = time.Duration(n * float64(time.Second))
 		}
@@ -180,8 +180,8 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		if o.Stop != nil {
 			j.req.Stop = o.Stop
 		}
-		if j.threads < 0 {
-			return nil, badRequest("num_thread must be >= 0")
+		if err := checkThreads(j.threads); err != nil {
+			return nil, err
 		}
 	}
 	if j.req.MaxTokens == 0 {

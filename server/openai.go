@@ -119,7 +119,7 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	}
 	for k, v := range q.ChatTemplateKwargs {
 		if k != "enable_thinking" {
-			return nil, badRequest("chat_template_kwargs: %q is not supported (only enable_thinking)", k)
+			return nil, badRequest("chat_template_kwargs: %s is not supported (only enable_thinking)", quoteShort(k))
 		}
 		var b bool
 		if err := json.Unmarshal(v, &b); err != nil {
@@ -133,7 +133,7 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 		case "none":
 			j.splitReasoning = false
 		default:
-			return nil, badRequest("reasoning_format must be auto, deepseek or none, not %q", *f)
+			return nil, badRequest("reasoning_format must be auto, deepseek or none, not %s", quoteShort(*f))
 		}
 	}
 	if chatReq {

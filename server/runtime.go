@@ -40,7 +40,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 	defer f.Close()
 	arch := f.Architecture()
 	meta := ModelMeta{Architecture: arch}
-	if n, ok := f.Uint(arch + ".context_length"); ok {
+	if n, ok := f.Uint(arch + ".context_length"); ok && n <= 1<<31 {
 		meta.ContextLength = int(n)
 	}
 	meta.ChatTemplate, _ = f.String("tokenizer.chat_template")
@@ -75,7 +75,8 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	info, tok := m.Info(), m.Tokenizer()
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
 		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS(), DefaultCtx: info.DefaultCtx,
-		Embedding: m.Config().Pooling != runtime.PoolingDefault,
+		Embedding: m.Config().Pooling != runtime.PoolingDefault, MaxCtx: maxContext(b.ContextLength, info.ContextLength, info.DefaultCtx),
+		MaxTokenBytes: tok.MaxTokenBytes(), NVocab: info.NVocab,
 		CountTokens: func(p string) (int, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err
@@ -94,6 +95,16 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	}
 	b.Caches.add(m)
 	return &runtimeModel{m: m, batch: batch, meta: meta, caches: b.Caches}, nil
+}
+
+// maxContext is the largest context a request may ask for: the server's
+// cap when set, else the model's training context (or its default context
+// when that is larger or the file does not say).
+func maxContext(cap, train, def int) int {
+	if cap > 0 {
+		return cap
+	}
+	return max(train, def)
 }
 
 func fimTexts(tok *tokenizer.Tokenizer) *[3]string {
@@ -164,6 +175,19 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if err := r.m.CheckFile(); err != nil {
 		return nil, err
 	}
+	nctx := req.NumCtx
+	if nctx == 0 {
+		nctx = r.m.Info().DefaultCtx
+	}
+	if nctx < 0 || nctx > maxCtx(r.meta) { // the server checked; this backend does not rely on it
+		return nil, badRequest("num_ctx %d: want 0 to %d", nctx, maxCtx(r.meta))
+	}
+	if err := checkPromptBytes(r.meta, "the prompt", len(req.Prompt), nctx); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	tok := r.m.Tokenizer()
 	ids, err := tok.Encode(req.Prompt, tok.AddBOS(), true)
 	if err != nil {
@@ -172,9 +196,8 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if len(ids) == 0 {
 		return nil, badRequest("empty prompt")
 	}
-	nctx := req.NumCtx
-	if nctx == 0 {
-		nctx = r.m.Info().DefaultCtx
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if len(ids) >= nctx {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("prompt has %d tokens; the context holds %d", len(ids), nctx)}

@@ -18,17 +18,22 @@
 // paths are refused. models.go loads models on demand, runs up to
 // Config.Parallel generations at a time per model (the runtime batches
 // them: one forward pass per step for all), queues more behind a bounded
-// queue (503 when full) and unloads a model after its keep-alive. With an API key set, every route but /metrics
-// and /api/v1/health needs it (Bearer or x-api-key). Errors are JSON in each
-// family's shape with their status: 400 (malformed JSON, bad options), 401,
-// 404 (unknown model or route), 405, 413 (body too large), 503 (queue full,
-// timeout, shutting down), 500 (a model that fails to load).
+// queue (503 when full) and unloads a model after its keep-alive. With an
+// API key set, every route but /metrics and /api/v1/health needs it (Bearer
+// or x-api-key); /metrics needs Config.MetricsKey when that is set. Errors
+// are JSON in each family's shape with their status: 400 (malformed JSON,
+// bad options, a size past its limit: docs/server-limits.md), 401, 403 (a
+// Host other than localhost when Config.LocalOnly), 404 (unknown model or
+// route), 405, 408 (body not received within Config.BodyTimeout), 413 (body
+// too large), 415 (a POST body that is not application/json), 503 (queue
+// full, timeout, shutting down), 500 (a model that fails to load).
 //
 // The server reaches models through the Backend and Model interfaces;
 // RuntimeBackend (runtime.go) is the real one.
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -36,10 +41,16 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"mime"
+	"net"
 	"net/http"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -62,6 +73,10 @@ const (
 	DefaultMaxQueue  = 64
 	DefaultKeepAlive = 5 * time.Minute
 	DefaultParallel  = 4
+	// DefaultBodyTimeout bounds the time a client may take to send a
+	// request body (a stalled Content-Length or a chunked body that never
+	// ends): past it the request gets 408 and its connection is closed.
+	DefaultBodyTimeout = 60 * time.Second
 )
 
 // Config holds the server's settings. Zero values get the defaults noted;
@@ -69,6 +84,7 @@ const (
 type Config struct {
 	ModelsDir    string         // directory of *.gguf files (required)
 	APIKey       string         // when set, required on every route but /metrics and /api/v1/health
+	MetricsKey   string         // when set, required on /metrics (open by default, even with APIKey)
 	CORSOrigins  []string       // allowed browser origins ("*" allows any); none by default
 	MaxQueue     *int           // requests allowed to wait for a model; nil: DefaultMaxQueue; 0: none may wait
 	Parallel     *int           // requests one model generates at once (batched); nil: DefaultParallel; at least 1
@@ -76,7 +92,15 @@ type Config struct {
 	KeepAlive    *time.Duration // idle time before a model is unloaded; nil: DefaultKeepAlive; 0: as soon as idle; < 0: never
 	Threads      int            // threads per model; 0: the runtime's default
 	MaxBodyBytes int64          // request body limit; 0: 8 MiB
-	Logger       *log.Logger    // nil: discard
+	BodyTimeout  time.Duration  // time to receive a request body; 0: DefaultBodyTimeout
+	// LocalOnly (set when the server is bound to a loopback address)
+	// refuses with 403 requests whose Host is not a loopback address,
+	// localhost (or a name under .localhost) or one of AllowedHosts: a web
+	// page that rebinds its own domain name to 127.0.0.1 cannot read
+	// the answers.
+	LocalOnly    bool
+	AllowedHosts []string    // host names (without port) also allowed when LocalOnly; "*" allows any
+	Logger       *log.Logger // nil: discard
 }
 
 // Server answers the HTTP API. Create it with New; call Close after the
@@ -88,6 +112,8 @@ type Server struct {
 	metrics *metrics
 	mux     *http.ServeMux
 	active  sync.WaitGroup // handlers running
+
+	releasePending atomic.Bool // a releaseAfter is scheduled
 }
 
 // New checks cfg and makes a server over backend.
@@ -114,6 +140,12 @@ func New(cfg Config, backend Backend) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 8 << 20
 	}
+	switch {
+	case cfg.BodyTimeout == 0:
+		cfg.BodyTimeout = DefaultBodyTimeout
+	case cfg.BodyTimeout < 0:
+		return nil, fmt.Errorf("server: body timeout %v is negative", cfg.BodyTimeout)
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	if s.log == nil {
 		s.log = log.New(io.Discard, "", 0)
@@ -136,7 +168,67 @@ func (s *Server) Close() error {
 }
 
 // Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.cors(s.mux) }
+func (s *Server) Handler() http.Handler { return s.checkHost(s.cors(s.mux)) }
+
+// checkHost refuses requests for other hosts when LocalOnly (see Config).
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.LocalOnly && !s.localHost(r.Host) {
+			s.fail(w, r, familyOf(r.URL.Path), http.StatusForbidden, fmt.Sprintf(
+				"host %s is not allowed: this server listens on a loopback address and answers only localhost, loopback addresses and --allowed-hosts", quoteShort(r.Host)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) localHost(hostport string) bool {
+	if hostport == "" { // HTTP/1.0 without Host: no browser sends that
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, a := range s.cfg.AllowedHosts {
+		if a == "*" || strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// familyOf is the API family of a path, for errors answered before routing.
+func familyOf(path string) family {
+	switch {
+	case strings.HasPrefix(path, "/v1/"):
+		return famOpenAI
+	case strings.HasPrefix(path, "/api/v1/"):
+		return famOle
+	}
+	return famOllama
+}
+
+// quoteShort quotes s for an error message, cut to 64 bytes (a name or
+// header sent back whole could be megabytes).
+func quoteShort(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:cut], len(s))
+}
 
 // API families differ in their error bodies.
 type family int
@@ -177,7 +269,14 @@ func (s *Server) routes() {
 	s.handle(famOle, "/api/v1/inference/complete", false, s.oleComplete, "POST")
 	s.handle(famOle, "/api/v1/inference/chat", false, s.oleChat, "POST")
 
-	s.handle(famOllama, "/metrics", true, s.metrics.serve, "GET", "HEAD")
+	s.handle(famOllama, "/metrics", true, func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.MetricsKey != "" && !keyMatches(r, s.cfg.MetricsKey) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			s.fail(w, r, famOllama, http.StatusUnauthorized, "missing or invalid metrics key")
+			return
+		}
+		s.metrics.serve(w, r)
+	}, "GET", "HEAD")
 	s.handle(famOllama, "/", false, func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, famOllama, http.StatusNotFound, "no route for "+r.URL.Path)
 	}, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -212,20 +311,116 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 			s.fail(rec, r, fam, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
-		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
+		if r.Method == http.MethodPost && !jsonBody(r) {
+			// Browsers send text/plain and form bodies cross-site without
+			// asking (no CORS preflight): only JSON is taken.
+			s.fail(rec, r, fam, http.StatusUnsupportedMediaType, fmt.Sprintf(
+				"Content-Type %s: request bodies must be application/json", quoteShort(r.Header.Get("Content-Type"))))
+			return
+		}
+		if !s.readBody(rec, r, fam) {
+			return
+		}
 		h(rec, r)
 	})
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	if s.cfg.APIKey == "" {
+// readBody reads the whole request body, at most MaxBodyBytes of it within
+// BodyTimeout: a per-request read deadline (not http.Server.ReadTimeout,
+// which would stay on the connection), lifted once the body is in so that
+// a long streamed answer is not cut. The handler reads the body from
+// memory. On a failure it has answered and returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, fam family) bool {
+	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // not supported by test recorders: then no deadline
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+		b = make([]byte, n) // one buffer of the declared size, not ReadAll's doublings
+		_, err = io.ReadFull(body, b)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the body ended before its Content-Length: %w", err)
+		}
+	} else {
+		b, err = io.ReadAll(body)
+	}
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case err == nil:
+		// Lifted only now: after a timeout it stays passed, so that
+		// net/http does not wait on the rest of the body before closing.
+		rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if len(b) >= bigBody {
+			s.releaseAfter(r)
+		}
+		return true
+	case errors.As(err, &mbe):
+		s.fail(w, r, fam, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("Connection", "close")
+		s.fail(w, r, fam, http.StatusRequestTimeout, fmt.Sprintf("request body not received within %v", s.cfg.BodyTimeout))
+	default:
+		s.fail(w, r, fam, http.StatusBadRequest, fmt.Sprintf("reading request body: %v", err))
+	}
+	return false
+}
+
+// bigBody is the body size from which a request's memory is handed back
+// to the system when it ends (see releaseAfter).
+const bigBody = 1 << 20
+
+// releaseAfter returns the memory a large request used (its body and the
+// copies decoding makes: tens of MB for a body of a few) to the system
+// shortly after the request ends, rather than whenever the Go runtime's
+// scavenger gets to it, so that the server's resident size goes back to
+// its baseline. Requests ending close together share one release (at
+// most one every releaseDelay).
+func (s *Server) releaseAfter(r *http.Request) {
+	context.AfterFunc(r.Context(), func() {
+		if !s.releasePending.CompareAndSwap(false, true) {
+			return // one is on its way, after this request's end
+		}
+		// The context ends as the handler returns, while net/http still
+		// holds the request: wait until it has let go.
+		time.AfterFunc(releaseDelay, func() {
+			s.releasePending.Store(false)
+			debug.FreeOSMemory()
+		})
+	})
+}
+
+// releaseDelay is how long after a large request its memory is released.
+const releaseDelay = 250 * time.Millisecond
+
+// jsonBody tells whether a POST's body is declared JSON, or absent
+// (Content-Length 0 without a Content-Type: a load with nothing to say).
+func jsonBody(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return r.ContentLength == 0
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	return s.cfg.APIKey == "" || keyMatches(r, s.cfg.APIKey)
+}
+
+// keyMatches tells whether the request carries want as a Bearer token or
+// in x-api-key.
+func keyMatches(r *http.Request, want string) bool {
 	key := r.Header.Get("X-Api-Key")
 	if auth := r.Header.Get("Authorization"); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 		key = strings.TrimSpace(auth[7:])
 	}
-	return subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
+	return subtle.ConstantTimeCompare([]byte(key), []byte(want)) == 1
 }
 
 // cors answers preflight requests and marks responses for allowed origins.
@@ -265,12 +460,13 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "Woolly is running")
 }
 
-// fail writes an error in the family's shape (see errorBody).
+// fail writes an error in the family's shape (see errorBody), without the
+// models directory's path or bytes of its files (the log has them).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status int, msg string) {
 	if status >= 500 {
 		s.log.Printf("%s %s: %d %s", r.Method, r.URL.Path, status, msg)
 	}
-	writeJSON(w, status, errorBody(fam, status, msg))
+	writeJSON(w, status, errorBody(fam, status, s.models.scrub(msg)))
 }
 
 // errorBody is an error in the family's shape: Ollama {"error": msg}, OpenAI

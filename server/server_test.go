@@ -70,7 +70,14 @@ func do(t *testing.T, ts *httptest.Server, method, path, body string, hdr ...str
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := ts.Client().Do(req)
@@ -742,6 +749,7 @@ func TestClientDisconnectCancelsGeneration(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"x"}],"stream":true,"max_tokens":100000}`))
+	req.Header.Set("Content-Type", "application/json")
 	res, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

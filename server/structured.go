@@ -15,6 +15,9 @@ import (
 )
 
 func compileSchema(field string, schema json.RawMessage) (*grammar.Grammar, error) {
+	if err := checkSchema(field, schema); err != nil {
+		return nil, err
+	}
 	g, err := grammar.CompileSchema(schema)
 	if err != nil {
 		return nil, badRequest("%s: %v", field, err)
@@ -35,7 +38,7 @@ func ollamaFormat(raw json.RawMessage) (*grammar.Grammar, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if s != "json" {
-			return nil, badRequest(`format must be "json" or a JSON schema, not %q`, s)
+			return nil, badRequest(`format must be "json" or a JSON schema, not %s`, quoteShort(s))
 		}
 		return grammar.JSONObject(), nil
 	}
@@ -87,5 +90,5 @@ func openaiResponseFormat(raw json.RawMessage) (*grammar.Grammar, error) {
 		}
 		return compileSchema("response_format.json_schema.schema", rf.JSONSchema.Schema)
 	}
-	return nil, badRequest(`response_format.type must be "text", "json_object" or "json_schema", not %q`, rf.Type)
+	return nil, badRequest(`response_format.type must be "text", "json_object" or "json_schema", not %s`, quoteShort(rf.Type))
 }

@@ -112,7 +112,7 @@ func historyCalls(i int, calls []wireToolCall) ([]chat.ToolCall, error) {
 	var out []chat.ToolCall
 	for k, c := range calls {
 		if c.Type != "" && c.Type != "function" {
-			return nil, badRequest("messages[%d].tool_calls[%d].type %q is not supported (only function)", i, k, c.Type)
+			return nil, badRequest("messages[%d].tool_calls[%d].type %s is not supported (only function)", i, k, quoteShort(c.Type))
 		}
 		if c.Function.Name == "" {
 			return nil, badRequest("messages[%d].tool_calls[%d].function.name is required", i, k)
@@ -154,11 +154,14 @@ func forcedToolGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, 
 			`},"arguments":`+string(params)+`},"required":["name","arguments"],"additionalProperties":false}`))
 	}
 	if len(alts) == 0 {
-		return nil, badRequest("tool_choice: no tool named %q in tools", name)
+		return nil, badRequest("tool_choice: no tool named %s in tools", quoteShort(name))
 	}
 	schema, _ := json.Marshal(map[string]any{"anyOf": alts})
 	if len(alts) == 1 {
 		schema = alts[0]
+	}
+	if err := checkSchema("tools (the parameters of the tools tool_choice asks for)", schema); err != nil {
+		return nil, err
 	}
 	g, err := grammar.CompileSchema(schema)
 	if err != nil {

@@ -56,7 +56,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	threads, err := parseIntList(*tList, "-t", 1)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
+	}
+	for _, t := range threads {
+		if err := checkThreads(fs, t); err != nil {
+			return err
+		}
 	}
 	if *bandwidth {
 		t := runtime.NumCPU()
@@ -64,7 +69,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			t = threads[0]
 		}
 		if *bwMiB < 1 || *bwMiB > 1<<20 {
-			return fmt.Errorf("--bw-size %d: want 1 to %d MiB", *bwMiB, 1<<20)
+			return usageError(fs, "--bw-size %d: want 1 to %d MiB", *bwMiB, 1<<20)
 		}
 		return benchBandwidth(stdout, t, int64(*bwMiB)<<20, *asJSON)
 	}
@@ -84,7 +89,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *clientsS != "" {
 		clients, gens := list(*clientsS, "--clients", 1), list(*nList, "-n", 1)
 		if listErr != nil {
-			return listErr
+			return usageError(fs, "%v", listErr)
 		}
 		nt := 0
 		if len(threads) > 0 {
@@ -95,20 +100,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	prompts, gens, depths := list(*pList, "-p", 0), list(*nList, "-n", 0), list(*dList, "-d", 0)
 	if listErr != nil {
-		return listErr
+		return usageError(fs, "%v", listErr)
 	}
 	dq, err := parseDequantCache(*dequantS)
 	if err != nil {
 		return err
 	}
 	if *reps < 1 {
-		return fmt.Errorf("-r %d: need at least 1 repetition", *reps)
+		return usageError(fs, "-r %d: need at least 1 repetition", *reps)
 	}
 	var caches *cacheJSON
-	if !*asJSON {
-		fmt.Fprintf(stdout, "| %-28s | %10s | %8s | %-12s | %7s | %14s | %16s |\n", "model", "size", "params", "kernels", "threads", "test", "t/s")
-		fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 13), strings.Repeat("-", 15))
-	}
+	// The table's header comes with its first row, so that a model that
+	// fails to load prints its error alone.
+	header := !*asJSON
 	rep, err := bench.Run(bench.Options{
 		Model: *model, Prompts: prompts, Gens: gens, Depths: depths, Threads: threads, Reps: *reps, Seed: *seed, Profile: *profile,
 		Prepare: func(m *wrt.Model) (int64, error) {
@@ -120,6 +124,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		OnResult: func(info wrt.ModelInfo, res bench.Result) {
 			if *asJSON {
 				return
+			}
+			if header {
+				header = false
+				fmt.Fprintf(stdout, "| %-28s | %10s | %8s | %-12s | %7s | %14s | %16s |\n", "model", "size", "params", "kernels", "threads", "test", "t/s")
+				fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 13), strings.Repeat("-", 15))
 			}
 			name := fmt.Sprintf("%s %s %s", info.Architecture, paramsLabel(info.NParams), info.FileType)
 			fmt.Fprintf(stdout, "| %-28s | %6.2f MiB | %6.2f B | %-12s | %7d | %14s | %8.2f ± %5.2f |\n",

@@ -82,7 +82,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	}
 	defer in.Close()
 	c := &chatter{m: m, sess: sess, tmpl: tmpl, st: st, showPrompt: *showPrompt, verbose: *verbose,
-		ctrlC: ctrlC, stdout: stdout, stderr: stderr}
+		ctrlC: ctrlC, stdout: stdout, stderr: stderr, stops: g.stops}
 	return c.loop(in)
 }
 

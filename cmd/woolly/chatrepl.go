@@ -23,6 +23,7 @@ type chatter struct {
 	showPrompt, verbose bool
 	ctrlC               *interruptWatcher
 	stdout, stderr      io.Writer
+	stops               []string // --stop: each turn ends at the first of these
 }
 
 // loop reads inputs until /bye or the end of the input.
@@ -87,7 +88,7 @@ func (c *chatter) answer(message string) error {
 		fmt.Fprintf(c.stderr, "[prompt] %q\n", prompt)
 	}
 	p := c.st.Params
-	opts := runtime.GenerateOptions{MaxTokens: p.NumPredict, PromptOnly: p.NumPredict == 0, Sampler: p.Sampler}
+	opts := runtime.GenerateOptions{MaxTokens: p.NumPredict, PromptOnly: p.NumPredict == 0, Sampler: p.Sampler, Stop: c.stops}
 	answer, reason, err := chatTurn(c.sess, opts, prompt, c.ctrlC, c.stdout)
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	goruntime "runtime"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -51,8 +53,9 @@ func parseModelFlags(fs *flag.FlagSet, args []string, model *string) error {
 }
 
 func usageError(fs *flag.FlagSet, format string, a ...any) error {
-	fmt.Fprintf(fs.Output(), "%s: %s (see '%s -h')\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
-	return errUsage
+	msg := fmt.Sprintf(format, a...)
+	fmt.Fprintf(fs.Output(), "%s: %s (see '%s -h')\n", fs.Name(), msg, fs.Name())
+	return fmt.Errorf("%s: %w", msg, errUsage) // printed already: main only sets the exit code
 }
 
 // llamaAliases registers llama.cpp's spellings of the flags fs already has
@@ -127,6 +130,7 @@ type generateFlags struct {
 	threads, nctx *int
 	prefix        *optional[int64]
 	dequantCache  *string
+	stops         stringList
 }
 
 // load loads the model the flags name with their threads, context length,
@@ -161,6 +165,7 @@ func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
 		nctx:         ctxFlag(fs),
 		dequantCache: dequantFlag(fs),
 	}
+	fs.Var(&g.stops, "stop", "stop `string` (repeatable)")
 	var err error
 	g.prefix, err = prefixFlag(fs, "")
 	return g, err
@@ -177,7 +182,38 @@ func (g *generateFlags) parse(fs *flag.FlagSet, args []string) (runtime.SamplerO
 	if err := checkPredict(fs, *g.n); err != nil {
 		return runtime.SamplerOptions{}, err
 	}
+	if err := checkThreads(fs, *g.threads); err != nil {
+		return runtime.SamplerOptions{}, err
+	}
+	if *g.nctx < 0 {
+		return runtime.SamplerOptions{}, usageError(fs, "-c %d: want 0 (the model's context) or a context length", *g.nctx)
+	}
 	return g.sampler.options(fs)
+}
+
+// checkOutputDir reports a missing output directory by name before any
+// work (the writer's own error would name its hidden temporary file).
+func checkOutputDir(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("the directory %s does not exist", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+// checkThreads validates -t: 0 (the physical cores) up to the machine's
+// logical cores (more threads than cores only slow a model down).
+func checkThreads(fs *flag.FlagSet, n int) error {
+	if cores := goruntime.NumCPU(); n < 0 || n > cores {
+		return usageError(fs, "-t %d: want 0 (the physical cores) to %d (this machine's logical cores)", n, cores)
+	}
+	return nil
 }
 
 // checkPredict validates -n: -1 (until the end), 0 (nothing) or a count.

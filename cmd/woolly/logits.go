@@ -69,10 +69,13 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if (*tokens == "") == (*prompt == "") {
-		return errors.New("give exactly one of --tokens ID,ID,... and -p TEXT")
+		return usageError(fs, "give exactly one of --tokens ID,ID,... and -p TEXT")
 	}
 	if *top < 1 {
-		return errors.New("--top must be at least 1")
+		return usageError(fs, "--top %d: must be at least 1", *top)
+	}
+	if err := checkThreads(fs, *threads); err != nil {
+		return err
 	}
 	m, err := loadForEval(*model, *threads, *attn)
 	if err != nil {
@@ -92,6 +95,14 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 		if len(ids) == 0 {
 			return errors.New("the prompt has no tokens")
 		}
+	}
+	// One sequence, evaluated whole: at most the model's training context.
+	if limit := m.Info().ContextLength; limit > 0 && len(ids) > limit {
+		what := "-p"
+		if *tokens != "" {
+			what = "--tokens"
+		}
+		return fmt.Errorf("%s has %d tokens, more than the model's context of %d", what, len(ids), limit)
 	}
 	s, err := m.NewSession(len(ids))
 	if err != nil {

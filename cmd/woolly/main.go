@@ -63,6 +63,10 @@ func usage(w io.Writer) {
 // errUsage marks an error that was already explained by a flag set.
 var errUsage = errors.New("usage")
 
+// errInterrupted ends a command stopped by Ctrl-C: exit code 130 (128 +
+// SIGINT), as shells and llama-cli report it.
+var errInterrupted = errors.New("interrupted")
+
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -91,6 +95,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		}
 		if errors.Is(err, errUsage) {
 			return 2
+		}
+		if errors.Is(err, errInterrupted) {
+			return 130
 		}
 		fmt.Fprintf(stderr, "woolly %s: %v\n", cmd.name, err)
 		return 1

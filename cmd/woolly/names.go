@@ -18,7 +18,7 @@ import (
 // parseNamed parses run's and chat's arguments: the flags (anywhere), then
 // the model as -m PATH|NAME or the first positional argument, then, when
 // takesPrompt, the prompt: the remaining positional arguments joined by
-// spaces. Like parse, -n and the sampler options are checked. The model is resolved to its file
+// spaces. Like parse, -n, -t, -c and the sampler options are checked. The model is resolved to its file
 // (resolveModel) after the other usage checks, just before loading.
 func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt bool) (runtime.SamplerOptions, string, error) {
 	if f := fs.Lookup("m"); f != nil {
@@ -40,6 +40,12 @@ func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt 
 	}
 	if err := checkPredict(fs, *g.n); err != nil {
 		return runtime.SamplerOptions{}, "", err
+	}
+	if err := checkThreads(fs, *g.threads); err != nil {
+		return runtime.SamplerOptions{}, "", err
+	}
+	if *g.nctx < 0 {
+		return runtime.SamplerOptions{}, "", usageError(fs, "-c %d: want 0 (the model's context) or a context length", *g.nctx)
 	}
 	o, err := g.sampler.options(fs)
 	return o, strings.Join(pos, " "), err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,10 +22,16 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *model == "" || *file == "" {
-		return errors.New("-m MODEL and -f FILE are required")
+		return usageError(fs, "-m MODEL and -f FILE are required")
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError(fs, "unexpected arguments %q", fs.Args())
+	}
+	if err := checkThreads(fs, *threads); err != nil {
+		return err
+	}
+	if *nctx < 4 {
+		return usageError(fs, "-c %d: want at least 4 tokens per chunk", *nctx)
 	}
 	b, err := os.ReadFile(*file)
 	if err != nil {

@@ -31,7 +31,13 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	inPath, outPath := pos[0], pos[1]
 	ft, err := quant.ParseFileType(pos[2])
 	if err != nil {
+		return usageError(fs, "TYPE: %v", err)
+	}
+	if err := checkThreads(fs, *threads); err != nil {
 		return err
+	}
+	if err := checkOutputDir(outPath); err != nil {
+		return fmt.Errorf("OUT %s: %v", outPath, err)
 	}
 	start := time.Now()
 	bar := newProgress(stderr, "quantizing", *noBar)

@@ -33,8 +33,6 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
 	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
 	attn := attentionFlag(fs)
-	var stops stringList
-	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	sampler, positional, err := g.parseNamed(fs, args, true)
 	if err != nil {
 		return err
@@ -52,6 +50,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if text == "" {
 		if !flagGiven(fs, "p") && *promptFile == "" && stdinIsTerminal() { // `woolly run NAME` as Ollama's: a chat
 			return runChat(args, stdout, stderr)
+		}
+		switch {
+		case *promptFile != "":
+			return usageError(fs, "-f %s: the file is empty", *promptFile)
+		case flagGiven(fs, "p"):
+			return usageError(fs, "-p is empty: give the prompt text (or -f FILE)")
 		}
 		return usageError(fs, "a prompt is required: woolly run MODEL PROMPT, or -p TEXT, or -f FILE")
 	}
@@ -89,7 +93,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		Prompt:     text,
 		MaxTokens:  *g.n,
 		PromptOnly: *g.n == 0,
-		Stop:       stops,
+		Stop:       g.stops,
 		Sampler:    sampler,
 	}
 	var onTok func(runtime.Token) error
@@ -130,11 +134,20 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		out.Timings.PromptPerSecond, out.Timings.GenPerSecond = pps, gps
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		return nil
 	}
 	fmt.Fprintf(stderr, "\nprompt: %d tokens in %v (%.2f tokens/s); generated: %d tokens in %v (%.2f tokens/s); stop: %s\n",
 		len(res.PromptTokens), res.PromptDuration.Round(time.Microsecond), pps,
 		len(res.Tokens), res.GenDuration.Round(time.Microsecond), gps, res.StopReason)
+	if ctx.Err() != nil {
+		return errInterrupted // Ctrl-C: exit 130, as llama-cli
+	}
 	return nil
 }
 

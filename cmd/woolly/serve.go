@@ -100,8 +100,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&port, "port", port, "port (env WOOLLY_PORT; 11434 for clients that expect Ollama's)")
 	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS; default ~/.woolly/models)")
 	apiKey := fs.String("api-key", envOr("WOOLLY_API_KEY", ""), "require this key as Bearer token or x-api-key (env WOOLLY_API_KEY)")
+	metricsKey := fs.String("metrics-key", envOr("WOOLLY_METRICS_KEY", ""),
+		"require this key on /metrics, which is open otherwise, even with --api-key (may be the same key; env WOOLLY_METRICS_KEY)")
+	allowedHosts := fs.String("allowed-hosts", envOr("WOOLLY_ALLOWED_HOSTS", ""),
+		"comma-separated host `names` answered besides localhost and loopback addresses when bound to loopback (\"*\": any; env WOOLLY_ALLOWED_HOSTS)")
 	cors := fs.String("cors-origin", envOr("WOOLLY_CORS_ORIGINS", ""), "comma-separated browser `origins` allowed (env WOOLLY_CORS_ORIGINS)")
 	timeoutS := fs.String("timeout", envOr("WOOLLY_TIMEOUT", "0"), "per-request time limit, e.g. 5m (0: none; env WOOLLY_TIMEOUT)")
+	bodyTimeoutS := fs.String("body-timeout", envOr("WOOLLY_BODY_TIMEOUT", server.DefaultBodyTimeout.String()),
+		"time a client may take to send a request body; slower ones get 408 (env WOOLLY_BODY_TIMEOUT)")
 	threads := fs.Int("t", threadsDef, "threads per model (0: physical cores; env WOOLLY_THREADS)")
 	nctx := fs.Int("c", 0, "context length cap per model (0: the model's, at most the runtime's default)")
 	prefix, err := prefixFlag(fs, "WOOLLY_PREFIX_CACHE")
@@ -121,9 +127,25 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if err := checkThreads(fs, *threads); err != nil {
+		return err
+	}
+	if *nctx < 0 {
+		return usageError(fs, "-c %d: want 0 (each model's context) or a context length", *nctx)
+	}
 	timeout, err := time.ParseDuration(*timeoutS)
-	if err != nil {
-		return fmt.Errorf("--timeout: %v", err)
+	if err != nil || timeout < 0 {
+		return usageError(fs, "--timeout %q: want a duration, 0 or more, e.g. 5m", *timeoutS)
+	}
+	bodyTimeout, err := time.ParseDuration(*bodyTimeoutS)
+	if err != nil || bodyTimeout <= 0 {
+		return usageError(fs, "--body-timeout %q: want a duration above 0, e.g. 60s", *bodyTimeoutS)
+	}
+	var hosts []string
+	for _, h := range strings.Split(*allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
 	}
 	var origins []string
 	for _, o := range strings.Split(*cors, ",") {
@@ -137,8 +159,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
-	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
-		Timeout: timeout, KeepAlive: keep.v, Threads: *threads, Logger: logger},
+	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, MetricsKey: *metricsKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
+		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
+		LocalOnly: isLoopback(*host), AllowedHosts: hosts},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
 			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {
@@ -173,17 +196,24 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case <-sig.Done():
 	}
 	stop()
-	logger.Printf("shutting down: finishing requests in flight (10s at most)")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Requests in flight get shutdownGrace to finish; then their contexts
+	// end, which every stage (queue, template, prompt, generation) checks,
+	// so the process is gone within 10 s of the signal.
+	logger.Printf("shutting down: finishing requests in flight (%v at most)", shutdownGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(ctx); err != nil {
 		cancelAll() // stop the generations still running
 		hs.Close()
 	}
 	<-served
+	srv.Close() // waits for the handlers, which stop once canceled
 	logger.Printf("stopped")
 	return nil
 }
+
+// shutdownGrace is how long requests in flight may run on after SIGTERM.
+const shutdownGrace = 5 * time.Second
 
 func isLoopback(host string) bool {
 	if host == "localhost" {

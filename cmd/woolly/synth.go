@@ -32,11 +32,17 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	p, err := synth.FindPreset(*presetName)
 	if err != nil {
-		return err
+		return usageError(fs, "--preset: %v", err)
 	}
 	ft, err := quant.ParseFileType(*typeName)
 	if err != nil {
+		return usageError(fs, "--type: %v", err)
+	}
+	if err := checkThreads(fs, *threads); err != nil {
 		return err
+	}
+	if err := checkOutputDir(*outPath); err != nil {
+		return fmt.Errorf("-o %s: %v", *outPath, err)
 	}
 	start := time.Now()
 	bar := newProgress(stderr, "synthesizing "+p.Name, *noBar)

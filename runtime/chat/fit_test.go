@@ -1,6 +1,9 @@
 package chat
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -36,5 +39,106 @@ func TestFitDropsOldestTurns(t *testing.T) {
 	}
 	if _, _, err := tm.Fit(msgs, Options{AddGenerationPrompt: true}, words, 2); err == nil || !strings.Contains(err.Error(), "context holds 2") {
 		t.Fatalf("nothing fits: %v", err)
+	}
+}
+
+// fitSlow is Fit's definition step by step (the old quadratic loop): drop
+// the oldest turn until the prompt fits.
+func fitSlow(t *Template, msgs []Message, o Options, count func(string) (int, error), limit int) (string, int, bool) {
+	kept := msgs
+	for {
+		p, _ := t.RenderOptions(kept, o)
+		if n, _ := count(p); n < limit {
+			return p, len(kept), true
+		}
+		drop := -1
+		for i, m := range kept[:len(kept)-1] {
+			if m.Role != "system" {
+				drop = i
+				break
+			}
+		}
+		if drop < 0 {
+			return "", 0, false
+		}
+		kept = append(append([]Message{}, kept[:drop]...), kept[drop+1:]...)
+	}
+}
+
+// FitContext keeps what the step-by-step definition keeps, for random
+// conversations and limits, with and without the byte bound.
+func TestFitMatchesDefinition(t *testing.T) {
+	tm, err := Builtin("chatml", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := func(s string) (int, error) { return len(strings.Fields(s)) + 1, nil } // +1: a BOS
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 300; trial++ {
+		var msgs []Message
+		for i, n := 0, 1+rng.IntN(30); i < n; i++ {
+			role := []string{"user", "assistant", "system"}[rng.IntN(3)]
+			msgs = append(msgs, Message{Role: role, Content: strings.Repeat("w ", rng.IntN(40))})
+		}
+		o := Options{AddGenerationPrompt: true}
+		full, _ := tm.RenderOptions(msgs, o)
+		n, _ := words(full)
+		limit := 1 + rng.IntN(n+5)
+		wantP, wantN, ok := fitSlow(tm, msgs, o, words, limit)
+		// Every word here is 2 bytes with its space: at most 2 bytes a token.
+		for _, mtb := range []int{0, 2} {
+			p, kept, err := tm.FitContext(context.Background(), msgs, o, words, limit, mtb)
+			if !ok {
+				if err == nil || !strings.Contains(err.Error(), "context holds") {
+					t.Fatalf("trial %d: nothing fits, got %d kept, %v", trial, len(kept), err)
+				}
+				continue
+			}
+			if err != nil || p != wantP || len(kept) != wantN {
+				t.Fatalf("trial %d limit %d mtb %d: kept %d (%v), want %d", trial, limit, mtb, len(kept), err, wantN)
+			}
+		}
+	}
+}
+
+// Trimming a long history costs time linear in it: the text counted over
+// the whole trim is a few times the full prompt, not one prompt per
+// dropped turn (the issue: 2,000 messages took a minute), and with the
+// byte bound the turns that cannot fit are never counted at all.
+func TestFitLinear(t *testing.T) {
+	tm, err := Builtin("chatml", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []Message
+	for i := 0; i < 2000; i++ {
+		msgs = append(msgs, Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("turn %d: %s", i, strings.Repeat("word ", 10))})
+	}
+	full, _ := tm.Render(msgs, true)
+	counted, calls := 0, 0
+	words := func(s string) (int, error) {
+		counted += len(s)
+		calls++
+		return len(strings.Fields(s)), nil
+	}
+	for _, mtb := range []int{0, 5} {
+		counted, calls = 0, 0
+		p, kept, err := tm.FitContext(context.Background(), msgs, Options{AddGenerationPrompt: true}, words, 1000, mtb)
+		if err != nil || len(kept) < 10 || !strings.Contains(p, "turn 1999:") {
+			t.Fatalf("mtb %d: %d kept, %v", mtb, len(kept), err)
+		}
+		if counted > 4*len(full) {
+			t.Errorf("mtb %d: counted %d bytes in %d calls for a %d-byte history", mtb, counted, calls, len(full))
+		}
+		if mtb > 0 && counted > 10*len(p) {
+			t.Errorf("mtb %d: counted %d bytes for a %d-byte prompt: the turns that cannot fit were tokenized", mtb, counted, len(p))
+		}
+		t.Logf("mtb %d: %d calls, %d bytes counted, history %d bytes, prompt %d", mtb, calls, counted, len(full), len(p))
+	}
+	// A context that ends stops the trim.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := tm.FitContext(ctx, msgs, Options{}, words, 1000, 0); err != context.Canceled {
+		t.Errorf("canceled: %v", err)
 	}
 }

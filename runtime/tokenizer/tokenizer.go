@@ -87,6 +87,8 @@ type Tokenizer struct {
 	eog     map[int32]bool
 	special []int32 // control / user-defined / unknown tokens, longest text first
 	pieces  [][]byte
+
+	maxTextLen int // the longest token text, in bytes
 }
 
 type mergeKey struct{ a, b string }
@@ -172,6 +174,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 		}
 		t.toID[w] = int32(i)
 		t.texts[i] = w
+		t.maxTextLen = max(t.maxTextLen, len(w))
 		if v.Scores != nil {
 			t.scores[i] = v.Scores[i]
 		}
@@ -353,6 +356,16 @@ func (t *Tokenizer) Model() string { return t.model }
 
 // Pre is tokenizer.ggml.pre as stored ("" when missing).
 func (t *Tokenizer) Pre() string { return t.pre }
+
+// MaxTokenBytes bounds the input bytes one token of Encode stands for: the
+// longest token text of the vocabulary (a text is never shorter than the
+// input it matches: SentencePiece writes a space as the 3-byte U+2581,
+// byte-level BPE a byte as one or two, byte tokens are "<0xNN>"). So text
+// of more than n × MaxTokenBytes bytes has more than n tokens, which lets a
+// caller refuse it before tokenizing. Whitespace that a special token with
+// the lstrip/rstrip attribute absorbs is the one exception (it yields no
+// token at all).
+func (t *Tokenizer) MaxTokenBytes() int { return t.maxTextLen }
 
 // NumTokens is the vocabulary size.
 func (t *Tokenizer) NumTokens() int { return len(t.texts) }

@@ -122,3 +122,36 @@ func TestVocabPairs(t *testing.T) {
 		})
 	}
 }
+
+// MaxTokenBytes bounds the bytes per token of every test vector, so that a
+// caller may refuse text longer than n × MaxTokenBytes bytes before
+// tokenizing it; a run of the longest token's text is one token per copy.
+func TestMaxTokenBytes(t *testing.T) {
+	for _, name := range pairVocabs {
+		t.Run(name, func(t *testing.T) {
+			tok, tests, _ := loadPairs(t, name)
+			mb := tok.MaxTokenBytes()
+			longest := ""
+			for _, w := range tok.texts {
+				if len(w) > len(longest) {
+					longest = w
+				}
+			}
+			if mb != len(longest) || mb < 1 {
+				t.Fatalf("MaxTokenBytes %d, longest text %d", mb, len(longest))
+			}
+			for _, s := range append(tests, strings.Repeat(" ", 5000), strings.Repeat("\n", 3000), strings.Repeat("a", 4000)) {
+				for _, special := range []bool{false, true} {
+					ids, err := tok.Encode(s, true, special)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(s) > len(ids)*mb {
+						t.Errorf("%q: %d bytes in %d tokens of at most %d bytes", s, len(s), len(ids), mb)
+					}
+				}
+			}
+			t.Logf("%s: %d bytes at most per token", name, mb)
+		})
+	}
+}
