@@ -21,7 +21,8 @@ import (
 // 512 tokens of context (beyond stories260K's 128: the positions past its
 // training only change what it writes). Such models rarely close a
 // string, so each schema is tightened first (strings without maxLength get
-// one, arrays without maxItems too): the output must still validate
+// one, arrays without maxItems and objects with extra keys without
+// maxProperties too): the output must still validate
 // against the original. Schemas with free keys (json mode, "any" values,
 // additionalProperties) cannot be bounded that way; the byte-level tests of
 // runtime/grammar (TestMaskMatchesBruteForce) cover them.
@@ -96,12 +97,19 @@ func tighten(t *testing.T, schema []byte, maxLen, items float64) []byte {
 			typ := fmt.Sprint(s["type"])
 			_, isEnum := s["enum"]
 			_, isConst := s["const"]
-			if strings.Contains(typ, "string") && s["maxLength"] == nil && !isEnum && !isConst {
+			_, isPattern := s["pattern"]
+			_, isFormat := s["format"]
+			if strings.Contains(typ, "string") && s["maxLength"] == nil && !isEnum && !isConst && !isPattern && !isFormat {
 				n, _ := s["minLength"].(float64)
 				s["maxLength"] = max(n, maxLen)
 			}
 			if m, ok := s["maxItems"].(float64); ok && typ == "array" && m > items && s["minItems"] == nil {
 				s["maxItems"] = items
+			}
+			if ap, ok := s["additionalProperties"]; ok && ap != false && typ == "object" && s["maxProperties"] == nil {
+				props, _ := s["properties"].(map[string]any)
+				n, _ := s["minProperties"].(float64)
+				s["maxProperties"] = max(n, float64(len(props))+items)
 			}
 			if typ == "array" && s["maxItems"] == nil {
 				n, _ := s["minItems"].(float64)

@@ -47,13 +47,13 @@ func TestStructuredBadFormats(t *testing.T) {
 	for _, c := range []struct{ route, body, want string }{
 		{"/api/generate", `{"model":"tiny","prompt":"x","format":"yaml"}`, `format must be \"json\" or a JSON schema`},
 		{"/api/generate", `{"model":"tiny","prompt":"x","format":[1]}`, `format must be \"json\" or a JSON schema`},
-		{"/api/generate", `{"model":"tiny","prompt":"x","format":{"type":"string","pattern":"a+"}}`, `keyword \"pattern\" is not supported`},
-		{"/api/chat", `{` + chat + `,"format":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}`, `format: schema at /properties/d/format: format date is not supported`},
+		{"/api/generate", `{"model":"tiny","prompt":"x","format":{"type":"string","pattern":"(?<=a)b"}}`, `lookbehind`},
+		{"/api/chat", `{` + chat + `,"format":{"type":"object","properties":{"d":{"type":"string","format":"uri"}}}}`, `format: schema at /properties/d/format: format \"uri\" is not supported`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"xml"}}`, `response_format.type must be`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema"}}`, `response_format.json_schema is required`},
-		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"number","minimum":0}}}}`, `keyword \"minimum\" is not supported`},
+		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"number","minimum":2,"maximum":1}}}}`, `no number lies between the minimum and the maximum`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_object","frob":1}}`, `unknown field \"frob\"`},
-		{"/v1/completions", `{"model":"tiny","prompt":"x","response_format":{"type":"json_object","schema":{"type":"string","pattern":"a"}}}`, `pattern`},
+		{"/v1/completions", `{"model":"tiny","prompt":"x","response_format":{"type":"json_object","schema":{"type":"string","pattern":"(a)\\1"}}}`, `backreference \\1 is not supported`},
 	} {
 		r := do(t, ts, "POST", c.route, c.body)
 		if r.status != 400 || !strings.Contains(string(r.body), c.want) {

@@ -1,5 +1,6 @@
 // Package schematest holds the structured-output test set (the schemas of
-// ../testdata/schemas.json) and checks documents against them with an
+// ../testdata/schemas.json, and ../testdata/zod-schemas.json: what zod 4
+// emits, written by e2e/zod-schemas.mjs) and checks documents against them with an
 // independent JSON Schema validator (santhosh-tekuri/jsonschema), for the
 // tests of runtime/grammar, runtime and server.
 package schematest
@@ -29,14 +30,19 @@ type Case struct {
 // Load reads the test set and compiles every schema for the validator.
 func Load() ([]*Case, error) {
 	_, file, _, _ := goruntime.Caller(0)
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "testdata", "schemas.json"))
-	if err != nil {
-		return nil, err
-	}
 	var cases []*Case
-	if err := json.Unmarshal(data, &cases); err != nil {
-		return nil, err
+	for _, name := range []string{"schemas.json", "zod-schemas.json"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "testdata", name))
+		if err != nil {
+			return nil, err
+		}
+		var more []*Case
+		if err := json.Unmarshal(data, &more); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		cases = append(cases, more...)
 	}
+	var err error
 	for _, c := range cases {
 		src := c.Schema
 		if c.Validate != nil {
@@ -56,6 +62,7 @@ func Compile(schema []byte) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat() // formats are checked, not only annotations
 	if err := c.AddResource("mem://schema.json", doc); err != nil {
 		return nil, err
 	}
