@@ -641,3 +641,60 @@ func literalsDFA(names []string) (*dfa, error) {
 	}
 	return compileRx(alt)
 }
+
+// byteSpan is the fewest bytes of an accepted body and the most (-1 when
+// unbounded: the automaton has a cycle).
+func (d *dfa) byteSpan() (shortest, longest int) {
+	const unknown, active = -2, -3
+	long := make([]int, len(d.acc))
+	for i := range long {
+		long[i] = unknown
+	}
+	var visit func(s int32) int
+	visit = func(s int32) int {
+		switch long[s] {
+		case active:
+			return -1
+		case unknown:
+		default:
+			return long[s]
+		}
+		long[s] = active
+		best := 0
+		if !d.acc[s] {
+			best = -4 // no accepting end yet (every state reaches one)
+		}
+		for _, e := range d.edges[s] {
+			l := visit(e.to)
+			if l < 0 {
+				long[s] = -1
+				return -1
+			}
+			best = max(best, l+1)
+		}
+		long[s] = best
+		return best
+	}
+	longest = visit(d.start)
+	// Shortest: breadth-first from the start.
+	dist := make([]int, len(d.acc))
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[d.start] = 0
+	queue := []int32{d.start}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if d.acc[s] {
+			return dist[s], longest
+		}
+		for _, e := range d.edges[s] {
+			if dist[e.to] < 0 {
+				dist[e.to] = dist[s] + 1
+				queue = append(queue, e.to)
+			}
+		}
+	}
+	return 0, longest
+}

@@ -134,6 +134,15 @@ func stringDFA(s map[string]any, path string) (*dfa, error) {
 	if err := countRange(s, "minLength", "maxLength", path, &lo, &hi); err != nil {
 		return nil, err
 	}
+	// A bound every body already meets costs nothing (a character is 1 to
+	// 6 bytes: \u00XX).
+	short, long := d.byteSpan()
+	if hi >= 0 && long >= 0 && long <= hi {
+		hi = -1
+	}
+	if lo > 0 && short >= 6*lo {
+		lo = 0
+	}
 	if lo > 0 || hi >= 0 {
 		if d, err = withLength(d, lo, hi); err != nil {
 			return nil, &SchemaError{path, err.Error()}
