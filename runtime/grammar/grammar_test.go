@@ -669,3 +669,24 @@ func TestStringLanguages(t *testing.T) {
 		}
 	}
 }
+
+// All the automata of one schema are bounded together; repeated patterns
+// are built once.
+func TestPatternBudget(t *testing.T) {
+	var props []string
+	for i := range 210 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","pattern":"^[a-z]{1,1000}%s$"}`, i, strings.Repeat("0", i)))
+	}
+	_, err := CompileSchema([]byte(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`))
+	if err == nil || !strings.Contains(err.Error(), "too complex together") {
+		t.Errorf("210 patterns of 1000 states: %v", err)
+	}
+	props = props[:0]
+	for i := range 210 {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","pattern":"^[a-z]{1,1000}$"}`, i))
+	}
+	g := mustCompile(t, `{"type":"object","properties":{`+strings.Join(props, ",")+`}}`)
+	if !accepts(g, `{"p0":"ab","p209":"c"}`) || accepts(g, `{"p0":"aB"}`) {
+		t.Error("repeated pattern")
+	}
+}

@@ -89,6 +89,9 @@ type compiler struct {
 	any    *node            // any JSON value
 	str    *node            // any string
 	anyObj *node
+	// string automata by their keywords, and their states in all
+	dfas      map[string]*dfa
+	dfaStates int
 }
 
 func (c *compiler) newNode(k kind) *node {
@@ -98,7 +101,7 @@ func (c *compiler) newNode(k kind) *node {
 }
 
 func newCompiler() *compiler {
-	c := &compiler{g: &Grammar{}, refs: map[string]*node{}}
+	c := &compiler{g: &Grammar{}, refs: map[string]*node{}, dfas: map[string]*dfa{}}
 	c.str = c.newNode(kString)
 	c.any = c.newNode(kAnyOf)
 	c.anyObj = c.newNode(kObject)
@@ -434,7 +437,7 @@ func (c *compiler) compileOne(t string, s map[string]any, path string) (*node, e
 		return n, nil
 	case "string":
 		if has(s, "pattern", "format") {
-			d, err := stringDFA(s, path)
+			d, err := c.stringDFA(s, path)
 			if err != nil {
 				return nil, err
 			}

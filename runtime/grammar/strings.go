@@ -59,7 +59,37 @@ func patternDFA(pat, path string) (*dfa, error) {
 // stringDFA compiles a string schema's pattern, format, minLength and
 // maxLength (and, for propertyNames, enum and const) into one automaton: a
 // body must match all of them.
-func stringDFA(s map[string]any, path string) (*dfa, error) {
+//
+// The compiler keeps one automaton per distinct set of these keywords (zod
+// repeats its email and date patterns) and bounds the states of all of
+// them together.
+func (c *compiler) stringDFA(s map[string]any, path string) (*dfa, error) {
+	key := make(map[string]any)
+	for _, k := range []string{"pattern", "format", "enum", "const", "minLength", "maxLength"} {
+		if v, ok := s[k]; ok {
+			key[k] = v
+		}
+	}
+	ks := string(literalBytes(key))
+	if d, ok := c.dfas[ks]; ok {
+		return d, nil
+	}
+	d, err := buildStringDFA(s, path)
+	if err != nil {
+		return nil, err
+	}
+	c.dfaStates += len(d.acc)
+	if c.dfaStates > maxSchemaDFAStates {
+		return nil, &SchemaError{path, fmt.Sprintf("the schema's patterns and formats are too complex together (over %d automaton states)", maxSchemaDFAStates)}
+	}
+	c.dfas[ks] = d
+	return d, nil
+}
+
+// maxSchemaDFAStates bounds the automata of one schema (a few MB).
+const maxSchemaDFAStates = 200000
+
+func buildStringDFA(s map[string]any, path string) (*dfa, error) {
 	d, err := compileRx(anyStar())
 	if err != nil {
 		return nil, err
@@ -187,7 +217,7 @@ func (c *compiler) propertyNames(n *node, pn any, path string) error {
 			return &SchemaError{path, fmt.Sprintf("keyword %q in propertyNames is not supported", k)}
 		}
 	}
-	d, err := stringDFA(s, path)
+	d, err := c.stringDFA(s, path)
 	if err != nil {
 		return err
 	}
