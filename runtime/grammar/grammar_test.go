@@ -636,6 +636,7 @@ func TestStringLanguages(t *testing.T) {
 		{`{"type":"string","pattern":"^(cat|dog)s?$"}`, []string{`"cat"`, `"dogs"`}, []string{`"cats?"`, `"cow"`}},
 		{`{"type":"string","pattern":"^[^a-z]$"}`, []string{`"A"`, `"é"`, `"😀"`, `"\n"`, `"\""`}, []string{`"a"`, `"AB"`, `""`}},
 		{`{"type":"string","pattern":"^.{2}$"}`, []string{`"ab"`, `"☃😀"`}, []string{`"a"`, `"a\n"`, `"abc"`}},
+		{`{"type":"string","pattern":"^\\ud83d\\ude00[\\u00e0-\\u00e9]{0,1}x{,2}$"}`, []string{`"😀x{,2}"`, `"😀éx{,2}"`}, []string{`"😀xx"`, `"😀"`}},
 		{`{"type":"string","pattern":"^[à-ÿ]+$"}`, []string{`"é"`, `"ÿà"`}, []string{`"a"`, `"Ā"`}},
 		{`{"type":"string","pattern":"^x{2,}?$","maxLength":3}`, []string{`"xx"`, `"xxx"`}, []string{`"x"`, `"xxxx"`}},
 		{`{"type":"string","pattern":"^[a-z]+$","minLength":3,"maxLength":4}`, []string{`"abc"`, `"abcd"`}, []string{`"ab"`, `"abcde"`}},
@@ -654,6 +655,10 @@ func TestStringLanguages(t *testing.T) {
 			[]string{`{"k1":true,"k2":3}`, `{"k3":3}`, `{"k2":3,"k1":true}`}, []string{`{"k1":1}`, `{"kk":1}`, `{"k1":true,"k1":true}`}},
 		{`{"type":"object","propertyNames":{"enum":["a","b"]},"additionalProperties":{"type":"boolean"}}`,
 			[]string{`{"a":true,"b":false}`, `{}`}, []string{`{"c":true}`, `{"ab":true}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"boolean"},"c":{"type":"null"}},"required":["b"],"minProperties":2,"maxProperties":2}`,
+			[]string{`{"b":true,"a":1}`, `{"b":true,"c":null}`}, []string{`{"b":true}`, `{"b":true,"a":1,"c":null}`, `{}`}},
+		{`{"type":"object","additionalProperties":{"type":"boolean"},"minProperties":1,"maxProperties":2}`,
+			[]string{`{"x":true}`, `{"x":true,"y":false}`}, []string{`{}`, `{"x":true,"y":true,"z":true}`}},
 		{`{"type":"object","propertyNames":{"minLength":2,"maxLength":3}}`, []string{`{"ab":1,"abc":[]}`}, []string{`{"a":1}`, `{"abcd":1}`}},
 	} {
 		g := mustCompile(t, c.schema)

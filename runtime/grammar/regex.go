@@ -376,6 +376,14 @@ func (p *rxParser) escape(inClass bool) ([]rrange, bool) {
 			return nil, false
 		}
 		p.i += n
+		// A surrogate pair written as two escapes is one character.
+		if c == 'u' && v >= 0xd800 && v <= 0xdbff && p.i+6 <= len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
+			lo, err := strconv.ParseUint(string(p.s[p.i+2:p.i+6]), 16, 32)
+			if err == nil && lo >= 0xdc00 && lo <= 0xdfff {
+				p.i += 6
+				return one(rune(0x10000 + (v-0xd800)<<10 + (lo - 0xdc00)))
+			}
+		}
 		return one(rune(v))
 	case 'b':
 		if inClass {
