@@ -120,7 +120,7 @@ func TestCompileErrors(t *testing.T) {
 		`false`:                            `false matches nothing`,
 		`{"type":"string"`:                 `not valid JSON`,
 		`{"minLength":-1}`:                 `must be a non-negative integer`,
-		`{"type":"integer","maxLength":3}`: `string keywords (minLength, maxLength, pattern, format) without type string`,
+		`{"type":"integer","maxLength":3}`: `string keywords (minLength, maxLength, pattern) without type string`,
 	}
 	for schema, want := range cases {
 		_, err := CompileSchema([]byte(schema))
@@ -648,6 +648,8 @@ func TestStringLanguages(t *testing.T) {
 		{`{"type":"string","format":"date-time"}`, []string{`"2024-01-02T03:04:05Z"`}, []string{`"2024-01-02 03:04:05Z"`, `"2024-01-02"`}},
 		{`{"type":"string","format":"uuid"}`, []string{`"123e4567-e89b-12d3-a456-426614174000"`}, []string{`"123e4567e89b12d3a456426614174000"`, `"123e4567-e89b-12d3-a456-42661417400g"`}},
 		{`{"type":"string","format":"email"}`, []string{`"a.b@c.de"`, `"x_y+z@mail.example.org"`}, []string{`"a@b"`, `".a@b.cd"`, `"a..b@c.de"`, `"a@-b.cd"`, `"@b.cd"`}},
+		{`{"type":"object","properties":{"n":{"type":"integer","format":"int64"},"x":{"type":"number","format":"double"}},"required":["n","x"]}`,
+			[]string{`{"n":-5,"x":1.5}`}, []string{`{"n":"5","x":1}`}},
 		{`{"type":["string","null"],"format":"date"}`, []string{`null`, `"2020-01-01"`}, []string{`"x"`}},
 		{`{"type":"object","propertyNames":{"pattern":"^k[0-9]$"},"additionalProperties":{"type":"integer","minimum":0}}`,
 			[]string{`{}`, `{"k1":1,"k2":0}`}, []string{`{"x":1}`, `{"k1":-1}`, `{"k12":1}`}},

@@ -344,11 +344,18 @@ func (c *compiler) compileType(s map[string]any, path string) (*node, error) {
 		}
 		alts = append(alts, n)
 	}
-	// Keywords of a type that is not asked for.
+	// Keywords of a type that is not asked for. format is the exception:
+	// it constrains strings only, and OpenAPI-made tool schemas put
+	// int32/int64/float/double on numbers (llama.cpp ignores it there too).
+	if f, ok := s["format"]; ok && !contains(types, "string") {
+		if _, isStr := f.(string); !isStr {
+			return nil, &SchemaError{at(path, "format"), "must be a string"}
+		}
+	}
 	for _, group := range []struct {
 		t    string
 		keys []string
-	}{{"object", objectKeys}, {"array", arrayKeys}, {"string", stringKeys}, {"number", numberKeys}} {
+	}{{"object", objectKeys}, {"array", arrayKeys}, {"string", []string{"minLength", "maxLength", "pattern"}}, {"number", numberKeys}} {
 		if has(s, group.keys...) && !contains(types, group.t) && !(group.t == "number" && contains(types, "integer")) {
 			return nil, &SchemaError{path, fmt.Sprintf("%s keywords (%s) without type %s", group.t,
 				strings.Join(group.keys, ", "), group.t)}
