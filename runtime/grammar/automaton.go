@@ -50,46 +50,86 @@ func (d *dfa) matches(p []byte) bool {
 	return s >= 0 && d.acc[s]
 }
 
-// nfa is a Thompson automaton: each state has epsilon moves and at most one
-// byte-range move.
+// nfa is a Thompson automaton: each state has epsilon moves and
+// byte-range moves.
 type nfa struct {
-	eps    [][]int32
-	lo, hi []byte
-	to     []int32
-	err    error
+	eps   [][]int32
+	moves [][]dedge
+	err   error
 }
 
 type frag struct{ start, end int32 }
 
 func (n *nfa) state() int32 {
-	if len(n.to) >= maxNFAStates && n.err == nil {
+	if len(n.eps) >= maxNFAStates && n.err == nil {
 		n.err = &PatternError{fmt.Sprintf("pattern too large (over %d automaton states)", maxNFAStates)}
 	}
 	n.eps = append(n.eps, nil)
-	n.lo = append(n.lo, 0)
-	n.hi = append(n.hi, 0)
-	n.to = append(n.to, -1)
-	return int32(len(n.to) - 1)
+	n.moves = append(n.moves, nil)
+	return int32(len(n.eps) - 1)
 }
 
 func (n *nfa) link(a, b int32) { n.eps[a] = append(n.eps[a], b) }
 
-// bytesFrag matches one of the byte-range sequences seqs.
+func (n *nfa) move(a int32, lo, hi byte, b int32) {
+	n.moves[a] = append(n.moves[a], dedge{lo, hi, b})
+}
+
+// bytesFrag matches one of the byte-range sequences seqs. Sequences share
+// their common prefixes (all escapes start with a backslash) and their
+// tails of UTF-8 continuation bytes, so a class such as "." costs a few
+// dozen states, not one chain per sequence.
 func (n *nfa) bytesFrag(seqs [][]brange) frag {
 	f := frag{n.state(), n.state()}
+	type key struct {
+		from   int32
+		lo, hi byte
+	}
+	child := map[key]int32{}
+	cont := map[int]int32{} // k continuation bytes to go, then the end
+	var contState func(k int) int32
+	contState = func(k int) int32 {
+		if k == 0 {
+			return f.end
+		}
+		if s, ok := cont[k]; ok {
+			return s
+		}
+		s := n.state()
+		n.move(s, 0x80, 0xbf, contState(k-1))
+		cont[k] = s
+		return s
+	}
 	for _, seq := range seqs {
 		cur := f.start
 		for i, r := range seq {
-			nx := f.end
-			if i < len(seq)-1 {
-				nx = n.state()
-			}
 			if n.err != nil {
 				return f
 			}
-			s := n.state()
-			n.link(cur, s)
-			n.lo[s], n.hi[s], n.to[s] = r.lo, r.hi, nx
+			last := i == len(seq)-1
+			tail := !last
+			for _, t := range seq[i+1:] {
+				tail = tail && t.lo == 0x80 && t.hi == 0xbf
+			}
+			if !last && !tail {
+				k := key{cur, r.lo, r.hi}
+				if nx, ok := child[k]; ok {
+					cur = nx
+					continue
+				}
+			}
+			nx := f.end
+			switch {
+			case tail:
+				nx = contState(len(seq) - 1 - i)
+			case !last:
+				nx = n.state()
+				child[key{cur, r.lo, r.hi}] = nx
+			}
+			n.move(cur, r.lo, r.hi, nx)
+			if tail || last {
+				break
+			}
 			cur = nx
 		}
 	}
@@ -174,12 +214,7 @@ func (n *nfa) embed(d *dfa) frag {
 			n.link(ids[i], f.end)
 		}
 		for _, e := range es {
-			s := n.state()
-			if n.err != nil {
-				return f
-			}
-			n.link(ids[i], s)
-			n.lo[s], n.hi[s], n.to[s] = e.lo, e.hi, ids[e.to]
+			n.move(ids[i], e.lo, e.hi, ids[e.to])
 		}
 	}
 	return f
@@ -281,22 +316,28 @@ func setKey(set []int32) string {
 
 // determinize is the subset construction, then trim.
 func (n *nfa) determinize(f frag) (*dfa, error) {
-	mark := make([]bool, len(n.to))
+	mark := make([]bool, len(n.eps))
 	mark[f.start] = true
 	start := n.closure([]int32{f.start}, mark)
 	index := map[string]int32{setKey(start): 0}
 	sets := [][]int32{start}
 	d := &dfa{}
+	work := 0
 	for i := 0; i < len(sets); i++ {
 		set := sets[i]
+		// The subset construction's cost is the sizes of the sets it
+		// builds: bounded, so a pattern cannot take seconds of CPU.
+		if work += len(set); work > maxSubsetWork {
+			return nil, &PatternError{"pattern too complex (its automaton takes too long to build)"}
+		}
 		acc := false
 		var cuts []int
 		for _, s := range set {
 			if s == f.end {
 				acc = true
 			}
-			if n.to[s] >= 0 {
-				cuts = append(cuts, int(n.lo[s]), int(n.hi[s])+1)
+			for _, m := range n.moves[s] {
+				cuts = append(cuts, int(m.lo), int(m.hi)+1)
 			}
 		}
 		sort.Ints(cuts)
@@ -307,16 +348,24 @@ func (n *nfa) determinize(f frag) (*dfa, error) {
 				continue
 			}
 			var tgt []int32
+			if work += len(set); work > maxSubsetWork {
+				return nil, &PatternError{"pattern too complex (its automaton takes too long to build)"}
+			}
 			for _, s := range set {
-				if n.to[s] >= 0 && int(n.lo[s]) <= lo && hi <= int(n.hi[s]) && !mark[n.to[s]] {
-					mark[n.to[s]] = true
-					tgt = append(tgt, n.to[s])
+				for _, m := range n.moves[s] {
+					if int(m.lo) <= lo && hi <= int(m.hi) && !mark[m.to] {
+						mark[m.to] = true
+						tgt = append(tgt, m.to)
+					}
 				}
 			}
 			if len(tgt) == 0 {
 				continue
 			}
 			tgt = n.closure(tgt, mark)
+			if work += 4 * len(tgt); work > maxSubsetWork { // sorted and keyed: dearer
+				return nil, &PatternError{"pattern too complex (its automaton takes too long to build)"}
+			}
 			k := setKey(tgt)
 			id, ok := index[k]
 			if !ok {
@@ -414,6 +463,7 @@ func combine(a, b *dfa, diff bool) (*dfa, error) {
 		}
 		var es []dedge
 		for _, e := range a.edges[p.x] {
+			prev, prevID := pair{-2, -2}, int32(-1)
 			for c := int(e.lo); c <= int(e.hi); c++ {
 				y := int32(-1)
 				if p.y >= 0 {
@@ -423,7 +473,14 @@ func combine(a, b *dfa, diff bool) (*dfa, error) {
 					continue
 				}
 				q := pair{e.to, y}
+				if q == prev && es[len(es)-1].hi == byte(c-1) {
+					es[len(es)-1].hi = byte(c)
+					continue
+				}
+				prev = q
 				id, ok := index[q]
+				prevID = id
+				_ = prevID
 				if !ok {
 					if len(pairs) >= maxDFAStates {
 						return nil, &PatternError{fmt.Sprintf("pattern too complex (over %d automaton states)", maxDFAStates)}
@@ -466,6 +523,7 @@ func withLength(d *dfa, minLen, maxLen int) (*dfa, error) {
 		t := states[i]
 		var es []dedge
 		for _, e := range d.edges[t.x] {
+			prev := triple{-2, 0, 0}
 			for c := int(e.lo); c <= int(e.hi); c++ {
 				lex, ev := lexStep(t.lex, byte(c))
 				if ev == evReject || ev == evClose {
@@ -479,6 +537,11 @@ func withLength(d *dfa, minLen, maxLen int) (*dfa, error) {
 					n = min(n+1, int32(limit))
 				}
 				q := triple{e.to, lex, n}
+				if q == prev && es[len(es)-1].hi == byte(c-1) {
+					es[len(es)-1].hi = byte(c)
+					continue
+				}
+				prev = q
 				id, ok := index[q]
 				if !ok {
 					if len(states) >= maxDFAStates {
@@ -514,8 +577,22 @@ func charSeqs(set []rrange) [][]brange {
 	}
 	for _, r := range set {
 		lo, hi := r.lo, r.hi
+		// Control characters: the short escapes, and \u00XX with the last
+		// hex digit as ranges.
+		var hexLast [2][]rrange
 		for c := lo; c <= min(hi, 0x1f); c++ {
-			lit(escapeControl(c))
+			if e := escapeControl(c); len(e) == 2 {
+				lit(e)
+				continue
+			}
+			d := rune("0123456789abcdef"[c&15])
+			hexLast[c>>4] = append(hexLast[c>>4], rrange{d, d})
+		}
+		for h, ds := range hexLast {
+			for _, d := range normalize(ds) {
+				seq := []brange{{'\\', '\\'}, {'u', 'u'}, {'0', '0'}, {'0', '0'}, {byte('0' + h), byte('0' + h)}, {byte(d.lo), byte(d.hi)}}
+				out = append(out, seq)
+			}
 		}
 		lo = max(lo, 0x20)
 		// ASCII, with '"' and '\' escaped.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/woolly-llm/woolly/runtime/grammar/schematest"
 )
@@ -696,4 +697,49 @@ func TestPatternBudget(t *testing.T) {
 	if !accepts(g, `{"p0":"ab","p209":"c"}`) || accepts(g, `{"p0":"aB"}`) {
 		t.Error("repeated pattern")
 	}
+}
+
+// Any pattern either compiles to an automaton whose documents the matcher
+// takes, or is a *SchemaError: never a panic.
+func FuzzPattern(f *testing.F) {
+	for _, p := range []string{`^[a-z]{2,4}$`, `(?!\.)(?!.*\.\.)a+@b`, `[^\]\\-]*?x{3}|(?:ab)+$`, `\u{1F600}\ud83d\ude00.`,
+		`^(a|b)*a(a|b){3}$`, `(?<n>x)[\w-]{0,}\S`, `a{2,1}`, `[z-a]`, `(?=`, `\`, `\x4`, `((((a))))`, `^$`} {
+		f.Add(p, 3)
+	}
+	f.Fuzz(func(t *testing.T, pat string, maxLen int) {
+		if len(pat) > 200 {
+			return
+		}
+		schema, _ := json.Marshal(map[string]any{"type": "string", "pattern": pat, "maxLength": maxLen & 15})
+		g, err := CompileSchema(schema)
+		if err != nil {
+			var se *SchemaError
+			if !errors.As(err, &se) {
+				t.Fatalf("%q: %T %v", pat, err, err)
+			}
+			return
+		}
+		// A random document of the grammar is accepted.
+		gn := gen{r: rand.New(rand.NewPCG(uint64(len(pat)), 1))}
+		gn.value(g.root.child, 0)
+		if !accepts(g, gn.buf.String()) {
+			t.Fatalf("%q: own document %q rejected", pat, gn.buf.String())
+		}
+	})
+}
+
+// Wide classes repeated many times stay within the automaton bounds; a
+// pattern whose automaton explodes is a 400 within about a second.
+func TestPatternCost(t *testing.T) {
+	g := mustCompile(t, `{"type":"string","pattern":"^.{300}$"}`)
+	if !accepts(g, `"`+strings.Repeat("é", 300)+`"`) || accepts(g, `"`+strings.Repeat("é", 299)+`"`) {
+		t.Error(".{300}")
+	}
+	mustCompile(t, `{"type":"string","pattern":"^[^a]{0,1000}$"}`)
+	start := time.Now()
+	_, err := CompileSchema([]byte(`{"type":"string","pattern":"[^\"]{999}"}`))
+	if err == nil || !strings.Contains(err.Error(), "pattern too complex") {
+		t.Errorf("unanchored [^\"]{999}: %v", err)
+	}
+	t.Logf("refused in %v", time.Since(start))
 }

@@ -23,6 +23,9 @@ const (
 	maxNFAStates = 50000
 	maxDFAStates = 20000
 	maxRepeat    = 1000 // largest count in {n,m}
+	// maxSubsetWork bounds the NFA states in all the sets of one subset
+	// construction (about a second of CPU at most).
+	maxSubsetWork = 4000000
 )
 
 // rx is a parsed regular expression.
