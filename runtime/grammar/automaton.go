@@ -463,7 +463,7 @@ func combine(a, b *dfa, diff bool) (*dfa, error) {
 		}
 		var es []dedge
 		for _, e := range a.edges[p.x] {
-			prev, prevID := pair{-2, -2}, int32(-1)
+			prev := pair{-2, -2}
 			for c := int(e.lo); c <= int(e.hi); c++ {
 				y := int32(-1)
 				if p.y >= 0 {
@@ -479,8 +479,6 @@ func combine(a, b *dfa, diff bool) (*dfa, error) {
 				}
 				prev = q
 				id, ok := index[q]
-				prevID = id
-				_ = prevID
 				if !ok {
 					if len(pairs) >= maxDFAStates {
 						return nil, &PatternError{fmt.Sprintf("pattern too complex (over %d automaton states)", maxDFAStates)}
