@@ -107,3 +107,35 @@ func TestStructuredRealModel(t *testing.T) {
 		}
 	}
 }
+
+// Every schema of the test set (zod 4's defaults among them) is accepted
+// on each route family that takes a schema, and reaches the backend as a
+// grammar.
+func TestStructuredAcceptsTestSet(t *testing.T) {
+	cases, err := schematest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	for _, c := range cases {
+		s := string(c.Schema)
+		if !strings.HasPrefix(s, "{") {
+			continue // the boolean schema: not a format the routes take
+		}
+		for _, req := range []struct{ route, body string }{
+			{"/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"stream":false,"format":` + s + `}`},
+			{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":` + s + `}}}`},
+			{"/v1/messages", `{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"x"}],"output_config":{"format":{"type":"json_schema","schema":` + s + `}}}`},
+		} {
+			r := do(t, ts, "POST", req.route, req.body)
+			if r.status != 200 {
+				t.Errorf("%s %s: %d %s", c.Name, req.route, r.status, r.body)
+				continue
+			}
+			if b.last().lastReq().Grammar == nil {
+				t.Errorf("%s %s: no grammar", c.Name, req.route)
+			}
+		}
+	}
+}
