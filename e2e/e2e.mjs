@@ -323,8 +323,8 @@ await embeddingChecks();
     await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }],
       response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '(?<=a)b' } } } }),
     (e) => e.status === 400 && /lookbehind/.test(e.message));
-    await assert.rejects(ollama.generate({ model, prompt: 'x', format: { type: 'string', format: 'uri' }, stream: false }),
-      (e) => e.status_code === 400 && /format "uri" is not supported/.test(e.message));
+    await assert.rejects(ollama.generate({ model, prompt: 'x', format: { type: 'string', format: 'ipv6' }, stream: false }),
+      (e) => e.status_code === 400 && /format "ipv6" is not supported/.test(e.message));
   });
 }
 

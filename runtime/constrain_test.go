@@ -99,8 +99,11 @@ func tighten(t testing.TB, schema []byte, maxLen, items float64) []byte {
 			_, isConst := s["const"]
 			_, isPattern := s["pattern"]
 			_, isFormat := s["format"]
-			if strings.Contains(typ, "string") && s["maxLength"] == nil && !isEnum && !isConst && !isPattern && !isFormat {
+			if strings.Contains(typ, "string") && s["maxLength"] == nil && !isEnum && !isConst {
 				n, _ := s["minLength"].(float64)
+				if isPattern || isFormat {
+					n = max(n, 40) // room for a uuid or a date-time
+				}
 				s["maxLength"] = max(n, maxLen)
 			}
 			if m, ok := s["maxItems"].(float64); ok && typ == "array" && m > items && s["minItems"] == nil {

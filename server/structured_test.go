@@ -48,7 +48,7 @@ func TestStructuredBadFormats(t *testing.T) {
 		{"/api/generate", `{"model":"tiny","prompt":"x","format":"yaml"}`, `format must be \"json\" or a JSON schema`},
 		{"/api/generate", `{"model":"tiny","prompt":"x","format":[1]}`, `format must be \"json\" or a JSON schema`},
 		{"/api/generate", `{"model":"tiny","prompt":"x","format":{"type":"string","pattern":"(?<=a)b"}}`, `lookbehind`},
-		{"/api/chat", `{` + chat + `,"format":{"type":"object","properties":{"d":{"type":"string","format":"uri"}}}}`, `format: schema at /properties/d/format: format \"uri\" is not supported`},
+		{"/api/chat", `{` + chat + `,"format":{"type":"object","properties":{"d":{"type":"string","format":"ipv6"}}}}`, `format: schema at /properties/d/format: format \"ipv6\" is not supported`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"xml"}}`, `response_format.type must be`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema"}}`, `response_format.json_schema is required`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"number","minimum":2,"maximum":1}}}}`, `no number lies between the minimum and the maximum`},

@@ -254,7 +254,7 @@ func (n *nfa) buildTop(r *rx) (frag, error) {
 			if err != nil {
 				return frag{}, err
 			}
-			look, err := compileRxAllowEmpty(&rx{op: rxCat, subs: []*rx{s.subs[0], anyStar()}})
+			look, err := compileRxAllowEmpty(lookLanguage(s.subs[0]))
 			if err != nil {
 				return frag{}, err
 			}
@@ -273,6 +273,28 @@ func (n *nfa) buildTop(r *rx) (frag, error) {
 	}
 	f := n.build(r)
 	return f, n.err
+}
+
+// lookLanguage is what a lookahead's content x requires of the rest of the
+// string: x then anything, or exactly x where an alternative ends with $.
+func lookLanguage(x *rx) *rx {
+	alts := []*rx{x}
+	if x.op == rxAlt {
+		alts = x.subs
+	}
+	out := &rx{op: rxAlt}
+	for _, a := range alts {
+		parts := []*rx{a}
+		if a.op == rxCat {
+			parts = a.subs
+		}
+		if n := len(parts); n > 0 && parts[n-1].op == rxEnd {
+			out.subs = append(out.subs, &rx{op: rxCat, subs: parts[:n-1]})
+		} else {
+			out.subs = append(out.subs, &rx{op: rxCat, subs: append(append([]*rx(nil), parts...), anyStar())})
+		}
+	}
+	return out
 }
 
 // compileRxAllowEmpty is compileRx, nil (not an error) for the empty

@@ -87,7 +87,7 @@ func TestAcceptReject(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"type":"string","format":"uri"}`:                                                       `format "uri" is not supported`,
+		`{"type":"string","format":"ipv6"}`:                                                      `format "ipv6" is not supported`,
 		`{"type":"number","minimum":1,"maximum":0.5}`:                                            `no number lies between the minimum and the maximum`,
 		`{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}`:                           `no integer lies between`,
 		`{"type":"integer","minimum":1e17}`:                                                      `beyond the largest number written`,
@@ -651,6 +651,12 @@ func TestStringLanguages(t *testing.T) {
 		{`{"type":"string","format":"email"}`, []string{`"a.b@c.de"`, `"x_y+z@mail.example.org"`}, []string{`"a@b"`, `".a@b.cd"`, `"a..b@c.de"`, `"a@-b.cd"`, `"@b.cd"`}},
 		{`{"type":"object","properties":{"n":{"type":"integer","format":"int64"},"x":{"type":"number","format":"double"}},"required":["n","x"]}`,
 			[]string{`{"n":-5,"x":1.5}`}, []string{`{"n":"5","x":1}`}},
+		{`{"type":"string","format":"ipv4"}`, []string{`"0.0.0.0"`, `"255.249.10.1"`}, []string{`"256.1.1.1"`, `"01.1.1.1"`, `"1.1.1"`}},
+		{`{"type":"string","format":"hostname"}`, []string{`"a.io"`, `"x-1.example.com"`}, []string{`"-a.io"`, `"a-.io"`, `"localhost"`, `"a.1"`}},
+		{`{"type":"string","format":"uri"}`, []string{`"https://a.io"`, `"http://x.y.org/p/q.r"`}, []string{`"a.io"`, `"ftp://a.io"`, `"https://a.io/ b"`}},
+		{`{"type":"string","format":"cuid","pattern":"^c[0-9]{2}$"}`, []string{`"c12"`}, []string{`"c1"`, `"x12"`}},
+		{`{"type":"string","pattern":"^(?=.{1,4}$)a+$"}`, []string{`"a"`, `"aaaa"`}, []string{`""`, `"aaaaa"`}},
+		{`{"type":"string","pattern":"^(?!ab$|c)[a-c]{2}$"}`, []string{`"aa"`, `"ba"`, `"bc"`}, []string{`"ab"`, `"ca"`}},
 		{`{"type":["string","null"],"format":"date"}`, []string{`null`, `"2020-01-01"`}, []string{`"x"`}},
 		{`{"type":"object","propertyNames":{"pattern":"^k[0-9]$"},"additionalProperties":{"type":"integer","minimum":0}}`,
 			[]string{`{}`, `{"k1":1,"k2":0}`}, []string{`{"x":1}`, `{"k1":-1}`, `{"k12":1}`}},

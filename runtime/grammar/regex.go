@@ -21,7 +21,7 @@ import (
 // build an unbounded automaton).
 const (
 	maxNFAStates = 50000
-	maxDFAStates = 20000
+	maxDFAStates = 50000
 	maxRepeat    = 1000 // largest count in {n,m}
 	// maxSubsetWork bounds the NFA states in all the sets of one subset
 	// construction (about a second of CPU at most).
@@ -44,6 +44,7 @@ const (
 	rxAlt         // one of subs
 	rxRep         // subs[0] min..max times
 	rxLook        // lookahead (?=...) or (?!...)
+	rxEnd         // $ at the end of a lookahead's alternative
 )
 
 type rrange struct{ lo, hi rune }
@@ -57,6 +58,9 @@ type rxParser struct {
 	s   []rune
 	i   int
 	err error
+	// lookSeq: the sequence about to be parsed is an alternative of a
+	// lookahead, where a final $ is allowed
+	lookSeq bool
 }
 
 func (p *rxParser) fail(format string, a ...any) {
@@ -130,6 +134,8 @@ func (p *rxParser) topSeq() *rx {
 
 // seq parses a sequence up to '|', ')' , '$' or the end.
 func (p *rxParser) seq(top bool) *rx {
+	inLook := p.lookSeq
+	p.lookSeq = false
 	cat := &rx{op: rxCat}
 	for p.err == nil {
 		c := p.peek()
@@ -138,6 +144,11 @@ func (p *rxParser) seq(top bool) *rx {
 		}
 		if c == '$' {
 			if top {
+				break
+			}
+			if inLook && p.i+1 < len(p.s) && (p.s[p.i+1] == ')' || p.s[p.i+1] == '|') {
+				p.i++
+				cat.subs = append(cat.subs, &rx{op: rxEnd})
 				break
 			}
 			p.fail("anchor $ inside a group is not supported")
@@ -194,6 +205,7 @@ func (p *rxParser) atom(top bool) *rx {
 		}
 		var alts []*rx
 		for {
+			p.lookSeq = look
 			alts = append(alts, p.seq(false))
 			if p.err != nil {
 				return nil

@@ -167,6 +167,8 @@ var (
 var annotations = map[string]bool{
 	"title": true, "description": true, "$schema": true, "$id": true, "$comment": true, "examples": true,
 	"default": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$defs": true, "definitions": true,
+	// JSON Schema 2020-12 makes these annotations only (zod's z.base64 writes one)
+	"contentEncoding": true, "contentMediaType": true,
 }
 
 // CompileSchema compiles a JSON Schema. Supported: type (a name or a list,

@@ -13,15 +13,27 @@ import (
 // the month and February 29 only in leap years, so every date written is
 // a real one. uuid is llama.cpp's (any version: 8-4-4-4-12 hex digits).
 // llama.cpp has no email format; ours is a conservative address a
-// validator accepts: dot-separated atoms before the @, hostname labels and
-// a letters-only top-level domain after it, short enough for RFC 5321.
+// validator accepts: dot-separated atoms before the @, a hostname after
+// it, short enough for RFC 5321.
 var formats = map[string]string{
 	"date":      "^" + datePat + "$",
 	"time":      "^" + timePat + "$",
 	"date-time": "^" + datePat + "T" + timePat + "$",
 	"uuid":      "^" + uuidPat + "$",
-	"email":     `^[A-Za-z0-9_+-]{1,20}(\.[A-Za-z0-9_+-]{1,20}){0,2}@([A-Za-z0-9]([A-Za-z0-9-]{0,20}[A-Za-z0-9])?\.){1,3}[A-Za-z]{2,12}$`,
+	"email":     `^[A-Za-z0-9_+-]{1,20}(\.[A-Za-z0-9_+-]{1,20}){0,2}@` + hostPat + `$`,
+	"hostname":  `^` + hostPat + `$`,
+	"ipv4":      `^(` + octetPat + `\.){3}` + octetPat + `$`,
+	"uri":       `^https?://` + hostPat + `(/[A-Za-z0-9._~-]{1,20}){0,4}$`,
 }
+
+// Beyond llama.cpp: hostname (labels of letters, digits and inner hyphens
+// and a letters-only top-level domain, short enough for RFC 1034), ipv4
+// (dotted decimal without leading zeros) and uri (an http(s) URL of such a
+// host and a few plain path segments).
+const (
+	hostPat  = `([A-Za-z0-9]([A-Za-z0-9-]{0,20}[A-Za-z0-9])?\.){1,3}[A-Za-z]{2,12}`
+	octetPat = `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
+)
 
 const (
 	datePat = `(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))` +
@@ -120,16 +132,23 @@ func buildStringDFA(s map[string]any, path string) (*dfa, error) {
 		if name == "uuid1" || name == "uuid2" || name == "uuid3" || name == "uuid4" || name == "uuid5" {
 			fp, ok = formats["uuid"], true // llama.cpp's spellings
 		}
-		if !ok {
-			return nil, &SchemaError{at(path, "format"), fmt.Sprintf("format %s is not supported (supported: %s)",
+		_, hasPattern := s["pattern"]
+		switch {
+		case ok:
+			e, err := patternDFA(fp, at(path, "format"))
+			if err != nil {
+				return nil, err
+			}
+			if err := and(e, "the pattern and the format"); err != nil {
+				return nil, err
+			}
+		case hasPattern:
+			// A format we do not know next to a pattern (zod writes its own:
+			// cuid, nanoid, ulid, e164, base64, ...): the pattern defines
+			// the string.
+		default:
+			return nil, &SchemaError{at(path, "format"), fmt.Sprintf("format %s is not supported (supported: %s; any other with a pattern)",
 				literalBytes(v), formatNames())}
-		}
-		e, err := patternDFA(fp, at(path, "format"))
-		if err != nil {
-			return nil, err
-		}
-		if err := and(e, "the pattern and the format"); err != nil {
-			return nil, err
 		}
 	}
 	var lits []string
