@@ -307,12 +307,24 @@ await embeddingChecks();
     assert.deepEqual(Pet.parse(JSON.parse(msg.content)), msg.parsed);
   });
 
+  await check('structured: zod 4 defaults (.int().min/.max, .regex, .date, z.record)', async () => {
+    const Item = z.object({
+      n: z.number().int().min(1).max(9), code: z.string().regex(/^[A-Z]{2}$/), day: z.iso.date(),
+      m: z.record(z.string().max(1), z.boolean()).nullable(),
+    });
+    const r = await openai.chat.completions.parse({ model, messages: [{ role: 'user', content: 'An item?' }], response_format: zodResponseFormat(Item, 'item'), seed: 2 });
+    const msg = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'stop', msg.content);
+    assert.ok(msg.parsed, msg.content);
+    assert.deepEqual(Item.parse(JSON.parse(msg.content)), msg.parsed);
+  });
+
   await check('structured: unsupported schema keyword is a 400 naming it', async () => {
     await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }],
-      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } } }),
-    (e) => e.status === 400 && /pattern/.test(e.message));
-    await assert.rejects(ollama.generate({ model, prompt: 'x', format: { type: 'string', pattern: '^a' }, stream: false }),
-      (e) => e.status_code === 400 && /pattern/.test(e.message));
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '(?<=a)b' } } } }),
+    (e) => e.status === 400 && /lookbehind/.test(e.message));
+    await assert.rejects(ollama.generate({ model, prompt: 'x', format: { type: 'string', format: 'ipv6' }, stream: false }),
+      (e) => e.status_code === 400 && /format "ipv6" is not supported/.test(e.message));
   });
 }
 

@@ -21,7 +21,8 @@ import (
 // 512 tokens of context (beyond stories260K's 128: the positions past its
 // training only change what it writes). Such models rarely close a
 // string, so each schema is tightened first (strings without maxLength get
-// one, arrays without maxItems too): the output must still validate
+// one, arrays without maxItems and objects with extra keys without
+// maxProperties too): the output must still validate
 // against the original. Schemas with free keys (json mode, "any" values,
 // additionalProperties) cannot be bounded that way; the byte-level tests of
 // runtime/grammar (TestMaskMatchesBruteForce) cover them.
@@ -84,7 +85,7 @@ func TestGenerateStructured(t *testing.T) {
 
 // tighten bounds a schema's strings (maxLength) and arrays (maxItems)
 // where it does not.
-func tighten(t *testing.T, schema []byte, maxLen, items float64) []byte {
+func tighten(t testing.TB, schema []byte, maxLen, items float64) []byte {
 	var v any
 	if err := json.Unmarshal(schema, &v); err != nil {
 		t.Fatal(err)
@@ -96,12 +97,22 @@ func tighten(t *testing.T, schema []byte, maxLen, items float64) []byte {
 			typ := fmt.Sprint(s["type"])
 			_, isEnum := s["enum"]
 			_, isConst := s["const"]
+			_, isPattern := s["pattern"]
+			_, isFormat := s["format"]
 			if strings.Contains(typ, "string") && s["maxLength"] == nil && !isEnum && !isConst {
 				n, _ := s["minLength"].(float64)
+				if isPattern || isFormat {
+					n = max(n, 40) // room for a uuid or a date-time
+				}
 				s["maxLength"] = max(n, maxLen)
 			}
 			if m, ok := s["maxItems"].(float64); ok && typ == "array" && m > items && s["minItems"] == nil {
 				s["maxItems"] = items
+			}
+			if ap, ok := s["additionalProperties"]; ok && ap != false && typ == "object" && s["maxProperties"] == nil {
+				props, _ := s["properties"].(map[string]any)
+				n, _ := s["minProperties"].(float64)
+				s["maxProperties"] = max(n, float64(len(props))+items)
 			}
 			if typ == "array" && s["maxItems"] == nil {
 				n, _ := s["minItems"].(float64)
@@ -130,52 +141,69 @@ func tighten(t *testing.T, schema []byte, maxLen, items float64) []byte {
 // masking the logits and advancing the matcher, on the largest vocabulary
 // among the shared models, over documents of a nested schema whose tokens
 // are drawn at random from the allowed ones (no forward pass).
+//
+// The "zod" variant is zod 4's object of the test set (bounded integers,
+// patterns, formats, a record), whose strings are matched by automata
+// (the general trie walk) rather than the string fast path.
 func BenchmarkGrammarMask(b *testing.B) {
-	for _, name := range []string{"synth-qwen3-mini-Q4_K_M.gguf", "synth-llama-mini-Q4_K_M.gguf"} {
-		b.Run(strings.TrimSuffix(name, ".gguf"), func(b *testing.B) {
-			m := loadPath(b, filepath.Join(sharedDir(b), "models", name), LoadOptions{Threads: 1})
-			v := m.GrammarVocab()
-			g, err := grammar.CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":40},
+	plain := `{"type":"object","properties":{"name":{"type":"string","maxLength":40},
 				"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string","maxLength":12},"maxItems":4},
 				"address":{"type":"object","properties":{"street":{"type":"string","maxLength":30},"zip":{"enum":["12345","67890"]}},
 				"required":["street","zip"],"additionalProperties":false},"score":{"type":"number"},"ok":{"type":"boolean"}},
-				"required":["name","age","tags","address","score","ok"],"additionalProperties":false}`))
-			if err != nil {
-				b.Fatal(err)
-			}
-			raw := make([]float32, v.Size())
-			var logits []float32
-			var tm *grammar.TokenMatcher
-			seed := uint64(1)
-			var spent time.Duration // what Session.Generate adds: maskLogits and Accept
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if tm == nil || tm.Finished() {
-					tm = grammar.NewTokenMatcher(g, v)
-				}
-				t0 := time.Now()
-				l, err := maskLogits(tm, raw, &logits)
+				"required":["name","age","tags","address","score","ok"],"additionalProperties":false}`
+	cases, err := schematest.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var zod []byte
+	for _, c := range cases {
+		if c.Name == "zod-object" {
+			zod = tighten(b, c.Schema, 8, 3)
+		}
+	}
+	for _, name := range []string{"synth-qwen3-mini-Q4_K_M.gguf", "synth-llama-mini-Q4_K_M.gguf"} {
+		for _, sc := range []struct{ name, schema string }{{"plain", plain}, {"zod", string(zod)}} {
+			b.Run(strings.TrimSuffix(name, ".gguf")+"/"+sc.name, func(b *testing.B) {
+				m := loadPath(b, filepath.Join(sharedDir(b), "models", name), LoadOptions{Threads: 1})
+				v := m.GrammarVocab()
+				g, err := grammar.CompileSchema([]byte(sc.schema))
 				if err != nil {
 					b.Fatal(err)
 				}
-				spent += time.Since(t0)
-				// a random allowed token (xorshift)
-				var allowed []int32
-				for j, x := range l {
-					if x == 0 {
-						allowed = append(allowed, int32(j))
+				raw := make([]float32, v.Size())
+				var logits []float32
+				var tm *grammar.TokenMatcher
+				seed := uint64(1)
+				var spent time.Duration // what Session.Generate adds: maskLogits and Accept
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if tm == nil || tm.Finished() {
+						tm = grammar.NewTokenMatcher(g, v)
 					}
+					t0 := time.Now()
+					l, err := maskLogits(tm, raw, &logits)
+					if err != nil {
+						b.Fatal(err)
+					}
+					spent += time.Since(t0)
+					// a random allowed token (xorshift)
+					var allowed []int32
+					for j, x := range l {
+						if x == 0 {
+							allowed = append(allowed, int32(j))
+						}
+					}
+					seed ^= seed << 13
+					seed ^= seed >> 7
+					seed ^= seed << 17
+					t0 = time.Now()
+					if err := tm.Accept(allowed[seed%uint64(len(allowed))]); err != nil {
+						b.Fatal(err)
+					}
+					spent += time.Since(t0)
 				}
-				seed ^= seed << 13
-				seed ^= seed >> 7
-				seed ^= seed << 17
-				t0 = time.Now()
-				if err := tm.Accept(allowed[seed%uint64(len(allowed))]); err != nil {
-					b.Fatal(err)
-				}
-				spent += time.Since(t0)
-			}
-			b.ReportMetric(float64(spent.Microseconds())/float64(b.N), "µs/token")
-		})
+				b.ReportMetric(float64(spent.Microseconds())/float64(b.N), "µs/token")
+			})
+		}
 	}
 }

@@ -23,6 +23,7 @@ type frame struct {
 	ws  uint8 // whitespace run: 0 none, 1 one space (no more), 2+k a newline and k indents
 	n   int32 // object: next property index; array: items; string: characters; number: digits; literal: bytes
 	aux int32 // object: the property whose value comes next (-1: an extra key)
+	cnt int32 // object with minProperties/maxProperties: members so far
 	key string
 }
 
@@ -155,10 +156,27 @@ func advance(s *stack, b byte, out []*stack) []*stack {
 		return append(out, with(s, f))
 	case kNumber:
 		if numStep(&f, b) {
+			if nd.bounds != nil {
+				f.key += string([]byte{b})
+				if !nd.bounds.feasible(f.key, f.st) {
+					return out
+				}
+			}
 			return append(out, with(s, f))
 		}
-		if numAccepting(f.st) {
+		if numAccepting(f.st) && (nd.bounds == nil || nd.bounds.inRange(f.key)) {
 			return advance(s.up, b, out) // the number ended: b belongs to the parent
+		}
+		return out
+	case kPattern:
+		// A '"' in the body is always escaped (the automaton takes it
+		// after a backslash only), so a '"' it does not take closes.
+		if t := nd.dfa.step(f.n, b); t >= 0 {
+			f.n = t
+			return append(out, with(s, f))
+		}
+		if b == '"' && nd.dfa.acc[f.n] {
+			out = append(out, s.up)
 		}
 		return out
 	case kLiteral:
@@ -187,6 +205,40 @@ func extraAllowed(nd *node, n int32) bool {
 	return nd.extra != nil && nd.nextReq[n] == len(nd.props)
 }
 
+// countProps: the object counts its members (minProperties or
+// maxProperties is set).
+func (nd *node) countProps() bool { return nd.minProps > 0 || nd.maxProps >= 0 }
+
+// declOK: declared property j may come next, cnt members written: the
+// required ones after it still fit under maxProperties, and minProperties
+// can still be reached.
+func declOK(nd *node, cnt int32, j int) bool {
+	if !nd.countProps() {
+		return true
+	}
+	c := int(cnt) + 1
+	if nd.maxProps >= 0 && c+nd.reqAfter[j+1] > nd.maxProps {
+		return false
+	}
+	return nd.extra != nil || c+len(nd.props)-(j+1) >= nd.minProps
+}
+
+// declAny: some declared property may come next.
+func declAny(nd *node, f frame) bool {
+	last := min(nd.nextReq[f.n], len(nd.props)-1)
+	for j := int(f.n); j <= last; j++ {
+		if declOK(nd, f.cnt, j) {
+			return true
+		}
+	}
+	return false
+}
+
+// extraOK: an extra key may come next.
+func extraOK(nd *node, f frame) bool {
+	return extraAllowed(nd, f.n) && (nd.maxProps < 0 || int(f.cnt) < nd.maxProps)
+}
+
 func advanceObject(s *stack, b byte, out []*stack) []*stack {
 	f := s.f
 	nd := f.nd
@@ -201,24 +253,27 @@ func advanceObject(s *stack, b byte, out []*stack) []*stack {
 	case oOpen, oComma, oAfter:
 		switch {
 		case b == '}' && f.st != oComma:
-			if nd.nextReq[f.n] == len(nd.props) {
+			if nd.nextReq[f.n] == len(nd.props) && int(f.cnt) >= nd.minProps {
 				out = append(out, s.up)
 			}
 		case b == ',' && f.st == oAfter:
-			if int(f.n) < len(nd.props) || extraAllowed(nd, f.n) {
+			if declAny(nd, f) || extraOK(nd, f) {
 				f.st = oComma
 				out = append(out, with(s, f))
 			}
 		case b == '"' && f.st != oAfter:
-			if int(f.n) < len(nd.props) {
+			if declAny(nd, f) {
 				g := f
 				g.st, g.key = oKeyDecl, ""
 				out = append(out, with(s, g))
 			}
-			if extraAllowed(nd, f.n) {
+			if extraOK(nd, f) {
 				g := f
 				g.st, g.aux = oColon, -1
-				out = append(out, push(with(s, g), frame{nd: nd.keyNode, st: lNormal}))
+				if nd.countProps() {
+					g.cnt++
+				}
+				out = append(out, push(with(s, g), stringFrame(nd.keyNode)))
 			}
 		}
 		return out
@@ -226,15 +281,18 @@ func advanceObject(s *stack, b byte, out []*stack) []*stack {
 		last := min(nd.nextReq[f.n], len(nd.props)-1)
 		if b == '"' {
 			for j := int(f.n); j <= last; j++ {
-				if string(nd.props[j].enc) == f.key {
+				if string(nd.props[j].enc) == f.key && declOK(nd, f.cnt, j) {
 					f.st, f.aux, f.key = oColon, int32(j), ""
+					if nd.countProps() {
+						f.cnt++
+					}
 					return append(out, with(s, f))
 				}
 			}
 		}
 		k := f.key + string([]byte{b})
 		for j := int(f.n); j <= last; j++ {
-			if bytes.HasPrefix(nd.props[j].enc, []byte(k)) {
+			if bytes.HasPrefix(nd.props[j].enc, []byte(k)) && declOK(nd, f.cnt, j) {
 				f.key = k
 				return append(out, with(s, f))
 			}
@@ -277,19 +335,29 @@ func startValue(nd *node, below *stack, b byte, out []*stack, depth int) []*stac
 		if b == '[' {
 			out = append(out, push(below, frame{nd: nd, st: aOpen}))
 		}
-	case kString:
+	case kString, kPattern:
 		if b == '"' {
-			out = append(out, push(below, frame{nd: nd, st: lNormal}))
+			out = append(out, push(below, stringFrame(nd)))
 		}
 	case kNumber:
+		var f frame
 		switch {
 		case b == '-':
-			out = append(out, push(below, frame{nd: nd, st: nSign}))
+			f = frame{nd: nd, st: nSign}
 		case b == '0':
-			out = append(out, push(below, frame{nd: nd, st: nZero}))
+			f = frame{nd: nd, st: nZero}
 		case b >= '1' && b <= '9':
-			out = append(out, push(below, frame{nd: nd, st: nInt, n: 1}))
+			f = frame{nd: nd, st: nInt, n: 1}
+		default:
+			return out
 		}
+		if nd.bounds != nil {
+			f.key = string([]byte{b})
+			if !nd.bounds.feasible(f.key, f.st) {
+				return out
+			}
+		}
+		out = append(out, push(below, f))
 	case kLiteral:
 		if b == nd.lit[0] {
 			if len(nd.lit) == 1 {
@@ -300,6 +368,15 @@ func startValue(nd *node, below *stack, b byte, out []*stack, depth int) []*stac
 		}
 	}
 	return out
+}
+
+// stringFrame is the frame of a string value or key after its opening
+// quote.
+func stringFrame(nd *node) frame {
+	if nd.kind == kPattern {
+		return frame{nd: nd, n: nd.dfa.start}
+	}
+	return frame{nd: nd, st: lNormal}
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
@@ -325,7 +402,7 @@ func numStep(f *frame, b byte) bool {
 			f.n++
 		case b == '.' && !integer:
 			f.st, f.n = nDot, 0
-		case (b == 'e' || b == 'E') && !integer:
+		case (b == 'e' || b == 'E') && !integer && f.nd.bounds == nil:
 			f.st, f.n = nE, 0
 		default:
 			return false
@@ -343,7 +420,7 @@ func numStep(f *frame, b byte) bool {
 		switch {
 		case isDigit(b) && f.n < maxFracDigits:
 			f.n++
-		case b == 'e' || b == 'E':
+		case (b == 'e' || b == 'E') && f.nd.bounds == nil:
 			f.st, f.n = nE, 0
 		default:
 			return false
@@ -374,7 +451,7 @@ func complete(s *stack) bool {
 	case kRoot:
 		return s.f.st == 1
 	case kNumber:
-		return numAccepting(s.f.st) && complete(s.up)
+		return numAccepting(s.f.st) && (s.f.nd.bounds == nil || s.f.nd.bounds.inRange(s.f.key)) && complete(s.up)
 	}
 	return false
 }
@@ -388,6 +465,7 @@ func appendKey(b []byte, s *stack) []byte {
 		b = append(b, f.st, f.ws)
 		b = binary.LittleEndian.AppendUint32(b, uint32(f.n))
 		b = binary.LittleEndian.AppendUint32(b, uint32(f.aux))
+		b = binary.LittleEndian.AppendUint32(b, uint32(f.cnt))
 		b = binary.AppendUvarint(b, uint64(len(f.key)))
 		b = append(b, f.key...)
 	}

@@ -24,6 +24,7 @@ const (
 	kString              // a string of minLen..maxLen characters
 	kNumber              // a number (integer: no fraction, no exponent)
 	kLiteral             // exactly lit (true, false, null, an enum or const value)
+	kPattern             // a string whose body dfa accepts (pattern, format, propertyNames)
 )
 
 // node is one compiled schema. Nodes form a graph ($ref may recurse).
@@ -38,7 +39,11 @@ type node struct {
 	props   []prop
 	nextReq []int // nextReq[i]: the first required prop at index >= i (len(props) if none)
 	extra   *node // value schema of keys not in props; nil: none allowed
-	keyNode *node // the kString node of extra keys
+	keyNode *node // the kString (or kPattern) node of extra keys
+	// minProperties, maxProperties (-1: none); reqAfter[i]: the required
+	// props at index >= i
+	minProps, maxProps int
+	reqAfter           []int
 	// kArray
 	items              *node
 	minItems, maxItems int // maxItems < 0: unbounded
@@ -47,6 +52,9 @@ type node struct {
 	exclude        map[string]bool // keys: names an extra key must not take
 	// kNumber
 	integer bool
+	bounds  *numBounds // nil: unbounded
+	// kPattern
+	dfa *dfa
 	// kLiteral
 	lit []byte
 }
@@ -81,16 +89,19 @@ type compiler struct {
 	any    *node            // any JSON value
 	str    *node            // any string
 	anyObj *node
+	// string automata by their keywords, and their states in all
+	dfas      map[string]*dfa
+	dfaStates int
 }
 
 func (c *compiler) newNode(k kind) *node {
-	n := &node{id: int32(c.g.nodes), kind: k, maxItems: -1, maxLen: -1}
+	n := &node{id: int32(c.g.nodes), kind: k, maxItems: -1, maxLen: -1, maxProps: -1}
 	c.g.nodes++
 	return n
 }
 
 func newCompiler() *compiler {
-	c := &compiler{g: &Grammar{}, refs: map[string]*node{}}
+	c := &compiler{g: &Grammar{}, refs: map[string]*node{}, dfas: map[string]*dfa{}}
 	c.str = c.newNode(kString)
 	c.any = c.newNode(kAnyOf)
 	c.anyObj = c.newNode(kObject)
@@ -136,16 +147,35 @@ func (e *SchemaError) Error() string {
 	return "schema at " + e.Path + ": " + e.Msg
 }
 
+// Keywords the compiler honours.
+var known = map[string]bool{"type": true, "properties": true, "required": true, "additionalProperties": true,
+	"items": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true, "enum": true,
+	"const": true, "anyOf": true, "oneOf": true, "nullable": true, "$ref": true, "format": true, "pattern": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "propertyNames": true,
+	"minProperties": true, "maxProperties": true}
+
+// The keywords of each type.
+var (
+	objectKeys = []string{"properties", "required", "additionalProperties", "propertyNames", "minProperties", "maxProperties"}
+	arrayKeys  = []string{"items", "minItems", "maxItems"}
+	stringKeys = []string{"minLength", "maxLength", "pattern", "format"}
+	numberKeys = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+)
+
 // Keywords that only annotate: they change nothing a generated document must
 // satisfy.
 var annotations = map[string]bool{
 	"title": true, "description": true, "$schema": true, "$id": true, "$comment": true, "examples": true,
 	"default": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$defs": true, "definitions": true,
+	// JSON Schema 2020-12 makes these annotations only (zod's z.base64 writes one)
+	"contentEncoding": true, "contentMediaType": true,
 }
 
 // CompileSchema compiles a JSON Schema. Supported: type (a name or a list,
 // e.g. ["string","null"]), properties, required, additionalProperties,
-// items, minItems, maxItems, minLength, maxLength, enum, const, anyOf,
+// propertyNames, minProperties, maxProperties, items, minItems, maxItems, minLength, maxLength, pattern,
+// format (date, time, date-time, uuid, email), minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, enum, const, anyOf,
 // oneOf (as anyOf: the branches of the schemas that zod and OpenAI emit do
 // not overlap), nullable, $ref to "#" or "#/$defs/..." ("#/definitions/..."),
 // and the annotations (title, description, default, ...). Objects list
@@ -189,16 +219,10 @@ func at(path, key string) string {
 }
 
 func (c *compiler) compileObject(s map[string]any, keys []string, path string) (*node, error) {
-	known := map[string]bool{"type": true, "properties": true, "required": true, "additionalProperties": true,
-		"items": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true, "enum": true,
-		"const": true, "anyOf": true, "oneOf": true, "nullable": true, "$ref": true, "format": true}
 	for _, k := range keys {
 		if !known[k] && !annotations[k] {
 			return nil, &SchemaError{path, fmt.Sprintf("keyword %q is not supported", k)}
 		}
-	}
-	if f, ok := s["format"]; ok {
-		return nil, &SchemaError{at(path, "format"), fmt.Sprintf("format %v is not supported", f)}
 	}
 	if ref, ok := s["$ref"]; ok {
 		for _, k := range keys {
@@ -234,8 +258,9 @@ func (c *compiler) compileType(s map[string]any, path string) (*node, error) {
 		if _, ok := s[k]; !ok {
 			continue
 		}
-		for _, other := range []string{"type", "properties", "items", "minItems", "maxItems", "minLength", "maxLength",
-			"required", "additionalProperties", "enum", "const", "anyOf", "oneOf"} {
+		others := append([]string{"type", "enum", "const", "anyOf", "oneOf"}, objectKeys...)
+		others = append(append(append(others, arrayKeys...), stringKeys...), numberKeys...)
+		for _, other := range others {
 			if _, ok := s[other]; ok && other != k && !(other == "type" && (k == "enum" || k == "const")) {
 				return nil, &SchemaError{path, fmt.Sprintf("%s together with %s is not supported", k, other)}
 			}
@@ -286,12 +311,14 @@ func (c *compiler) compileType(s map[string]any, path string) (*node, error) {
 		}
 		// No type: what the other keywords say, else any value.
 		switch {
-		case has(s, "properties", "required", "additionalProperties"):
+		case has(s, objectKeys...):
 			types = []string{"object"}
-		case has(s, "items", "minItems", "maxItems"):
+		case has(s, arrayKeys...):
 			types = []string{"array"}
-		case has(s, "minLength", "maxLength"):
+		case has(s, stringKeys...):
 			types = []string{"string"}
+		case has(s, numberKeys...):
+			types = []string{"number"}
 		default:
 			return c.any, nil
 		}
@@ -319,14 +346,19 @@ func (c *compiler) compileType(s map[string]any, path string) (*node, error) {
 		}
 		alts = append(alts, n)
 	}
-	// Keywords of a type that is not asked for.
+	// Keywords of a type that is not asked for. format is the exception:
+	// it constrains strings only, and OpenAPI-made tool schemas put
+	// int32/int64/float/double on numbers (llama.cpp ignores it there too).
+	if f, ok := s["format"]; ok && !contains(types, "string") {
+		if _, isStr := f.(string); !isStr {
+			return nil, &SchemaError{at(path, "format"), "must be a string"}
+		}
+	}
 	for _, group := range []struct {
 		t    string
 		keys []string
-	}{{"object", []string{"properties", "required", "additionalProperties"}},
-		{"array", []string{"items", "minItems", "maxItems"}},
-		{"string", []string{"minLength", "maxLength"}}} {
-		if has(s, group.keys...) && !contains(types, group.t) {
+	}{{"object", objectKeys}, {"array", arrayKeys}, {"string", []string{"minLength", "maxLength", "pattern"}}, {"number", numberKeys}} {
+		if has(s, group.keys...) && !contains(types, group.t) && !(group.t == "number" && contains(types, "integer")) {
 			return nil, &SchemaError{path, fmt.Sprintf("%s keywords (%s) without type %s", group.t,
 				strings.Join(group.keys, ", "), group.t)}
 		}
@@ -407,8 +439,21 @@ func (c *compiler) compileOne(t string, s map[string]any, path string) (*node, e
 	case "number", "integer":
 		n := c.newNode(kNumber)
 		n.integer = t == "integer"
+		var err error
+		if n.bounds, err = readBounds(s, n.integer, path); err != nil {
+			return nil, err
+		}
 		return n, nil
 	case "string":
+		if has(s, "pattern", "format") {
+			d, err := c.stringDFA(s, path)
+			if err != nil {
+				return nil, err
+			}
+			n := c.newNode(kPattern)
+			n.dfa = d
+			return n, nil
+		}
 		n := c.newNode(kString)
 		if err := countRange(s, "minLength", "maxLength", path, &n.minLen, &n.maxLen); err != nil {
 			return nil, err
@@ -509,12 +554,30 @@ func (c *compiler) compileProps(s map[string]any, path string) (*node, error) {
 			ordered = append(ordered, k)
 		}
 	}
+	// A required name without a schema in properties is an additional
+	// property: its value follows additionalProperties.
+	var apNode *node
 	for _, k := range ordered {
 		p := prop{name: k, enc: encodeName(k), required: required[k], node: c.any}
 		if sch, ok := props.m[k]; ok {
 			var err error
 			if p.node, err = c.compile(sch, at(at(path, "properties"), k)); err != nil {
 				return nil, err
+			}
+		} else {
+			switch ap := s["additionalProperties"].(type) {
+			case bool:
+				if !ap {
+					return nil, &SchemaError{at(path, "required"), fmt.Sprintf("%q is required but additionalProperties is false", k)}
+				}
+			case *omap:
+				if apNode == nil {
+					var err error
+					if apNode, err = c.compile(ap, at(path, "additionalProperties")); err != nil {
+						return nil, err
+					}
+				}
+				p.node = apNode
 			}
 		}
 		n.props = append(n.props, p)
@@ -540,12 +603,29 @@ func (c *compiler) compileProps(s map[string]any, path string) (*node, error) {
 			n.extra = c.any
 		}
 	default:
-		var err error
-		if n.extra, err = c.compile(ap, at(path, "additionalProperties")); err != nil {
-			return nil, err
+		n.extra = apNode
+		if n.extra == nil {
+			var err error
+			if n.extra, err = c.compile(ap, at(path, "additionalProperties")); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if n.extra != nil {
+	if err := countRange(s, "minProperties", "maxProperties", path, &n.minProps, &n.maxProps); err != nil {
+		return nil, err
+	}
+	n.reqAfter = make([]int, len(n.props)+1)
+	for i := len(n.props) - 1; i >= 0; i-- {
+		n.reqAfter[i] = n.reqAfter[i+1]
+		if n.props[i].required {
+			n.reqAfter[i]++
+		}
+	}
+	if pn, ok := s["propertyNames"]; ok {
+		if err := c.propertyNames(n, pn, at(path, "propertyNames")); err != nil {
+			return nil, err
+		}
+	} else if n.extra != nil {
 		n.keyNode = c.str
 		if len(n.props) > 0 {
 			k := c.newNode(kString)
@@ -555,6 +635,12 @@ func (c *compiler) compileProps(s map[string]any, path string) (*node, error) {
 			}
 			n.keyNode = k
 		}
+	}
+	if n.maxProps >= 0 && n.reqAfter[0] > n.maxProps {
+		return nil, &SchemaError{path, fmt.Sprintf("%d properties are required, more than maxProperties", n.reqAfter[0])}
+	}
+	if n.extra == nil && len(n.props) < n.minProps {
+		return nil, &SchemaError{path, fmt.Sprintf("minProperties is %d but only %d properties are allowed", n.minProps, len(n.props))}
 	}
 	return n, nil
 }

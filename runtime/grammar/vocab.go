@@ -229,10 +229,42 @@ func (v *Vocab) stringMask(s *stack, mask []uint64) {
 	}
 }
 
+// patternMask marks the tokens accepted by s, whose top frame is a string
+// under an automaton in state st: the trie walk follows the automaton's
+// state alone (no stacks) until a closing quote hands the rest of the
+// token to the stack below.
+func (v *Vocab) patternMask(node int32, s *stack, st int32, mask []uint64) {
+	d := s.f.nd.dfa
+	t := v.trie[node]
+	for _, e := range v.edges[t.edge : t.edge+t.nEdges] {
+		next := d.step(st, e.b)
+		closes := next < 0 && e.b == '"' && d.acc[st]
+		if next < 0 && !closes {
+			continue
+		}
+		c := v.trie[e.child]
+		for _, id := range v.toks[c.tok : c.tok+c.nToks] {
+			mask[id/64] |= 1 << (id % 64)
+		}
+		if c.nEdges == 0 {
+			continue
+		}
+		if closes {
+			v.walk(e.child, []*stack{s.up}, mask)
+		} else {
+			v.patternMask(e.child, s, next, mask)
+		}
+	}
+}
+
 // stateMask marks the tokens one stack accepts.
 func (v *Vocab) stateMask(s *stack, mask []uint64) {
-	if s.f.nd.kind == kString {
+	switch s.f.nd.kind {
+	case kString:
 		v.stringMask(s, mask)
+		return
+	case kPattern:
+		v.patternMask(0, s, s.f.n, mask)
 		return
 	}
 	v.walk(0, []*stack{s}, mask)

@@ -1,6 +1,8 @@
 // Package schematest holds the structured-output test set (the schemas of
-// ../testdata/schemas.json) and checks documents against them with an
-// independent JSON Schema validator (santhosh-tekuri/jsonschema), for the
+// ../testdata/schemas.json, and ../testdata/zod-schemas.json: what zod 4
+// emits, written by e2e/zod-schemas.mjs) and checks documents against them with an
+// independent JSON Schema validator (santhosh-tekuri/jsonschema, with
+// ECMAScript regexes by dlclark/regexp2 and formats asserted), for the
 // tests of runtime/grammar, runtime and server.
 package schematest
 
@@ -12,8 +14,29 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 
+	"github.com/dlclark/regexp2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
+
+// ecmaRegexp matches patterns as ECMAScript does (lookaheads included,
+// which Go's regexp lacks), with regexp2, already a dependency of the
+// tokenizer.
+type ecmaRegexp struct{ re *regexp2.Regexp }
+
+func (r ecmaRegexp) String() string { return r.re.String() }
+
+func (r ecmaRegexp) MatchString(s string) bool {
+	ok, err := r.re.MatchString(s)
+	return ok && err == nil
+}
+
+func ecmaCompile(pat string) (jsonschema.Regexp, error) {
+	re, err := regexp2.Compile(pat, regexp2.ECMAScript|regexp2.Unicode)
+	if err != nil {
+		return nil, err
+	}
+	return ecmaRegexp{re}, nil
+}
 
 // Case is one schema of the test set.
 type Case struct {
@@ -29,14 +52,19 @@ type Case struct {
 // Load reads the test set and compiles every schema for the validator.
 func Load() ([]*Case, error) {
 	_, file, _, _ := goruntime.Caller(0)
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "testdata", "schemas.json"))
-	if err != nil {
-		return nil, err
-	}
 	var cases []*Case
-	if err := json.Unmarshal(data, &cases); err != nil {
-		return nil, err
+	for _, name := range []string{"schemas.json", "zod-schemas.json"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "testdata", name))
+		if err != nil {
+			return nil, err
+		}
+		var more []*Case
+		if err := json.Unmarshal(data, &more); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		cases = append(cases, more...)
 	}
+	var err error
 	for _, c := range cases {
 		src := c.Schema
 		if c.Validate != nil {
@@ -56,6 +84,8 @@ func Compile(schema []byte) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat() // formats are checked, not only annotations
+	c.UseRegexpEngine(ecmaCompile)
 	if err := c.AddResource("mem://schema.json", doc); err != nil {
 		return nil, err
 	}
