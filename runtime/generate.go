@@ -160,6 +160,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		return res, nil
 	}
 	smp := NewSampler(o.Sampler)
+	if err := smp.UseVocab(m.tok); err != nil {
+		return nil, err
+	}
 	for _, id := range prompt {
 		smp.Accept(id)
 	}
