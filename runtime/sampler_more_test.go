@@ -264,7 +264,8 @@ func TestDRY(t *testing.T) {
 		{"ab:ab", []string{}, map[byte]float32{':': 1}},
 		// A two-token breaker "x:" ("x" ends its first byte; ":" is the
 		// rest): caps like a single one, but ":" alone does not.
-		{"cabx:ab", []string{"x:"}, map[byte]float32{'x': 1}},
+		{"b:abx:ab", []string{"x:"}, map[byte]float32{'x': 1}},
+		{"b:abx:ab", []string{}, map[byte]float32{'x': 2}},
 	} {
 		o.DryBreakers = tc.breakers
 		got := dryAfter(t, o, v, tc.text)
@@ -281,6 +282,49 @@ func TestDRY(t *testing.T) {
 	o.DryBreakers, o.DryPenaltyLastN = nil, -1
 	if got, w := dryAfter(t, o, v, "\nabc\nab"), want(map[byte]float32{'c': 1}); !slices.Equal(got, w) {
 		t.Errorf("DRY with default breakers: %v, want %v", got, w)
+	}
+}
+
+// DRY without breakers against a direct count on random sequences: for
+// every earlier position, the common suffix of the sequence up to it and
+// the whole sequence; the token after it gets the longest such repeat.
+func TestDRYRandom(t *testing.T) {
+	v := letterVocab("abc")
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := range 300 {
+		n := 1 + r.IntN(30)
+		var b strings.Builder
+		for range n {
+			b.WriteByte("abc"[r.IntN(3)])
+		}
+		text := b.String()
+		allowed := r.IntN(4)
+		o := SamplerOptions{DryMultiplier: 0.5, DryBase: 1.5, DryAllowedLength: allowed, DryPenaltyLastN: -1, DryBreakers: []string{}}
+		got := dryAfter(t, o, v, text)
+		want := make([]float32, 3)
+		best := map[int]int{}
+		if n > allowed {
+			for i := 0; i < n-1; i++ {
+				L := 0
+				for L <= i && text[i-L] == text[n-1-L] {
+					L++
+				}
+				if L >= allowed {
+					tok := strings.IndexByte("abc", text[i+1])
+					if old, ok := best[tok]; !ok || L > old {
+						best[tok] = L
+					}
+				}
+			}
+		}
+		for tok, L := range best {
+			want[tok] = -0.5 * float32(math.Pow(1.5, float64(L-allowed)))
+		}
+		for i := range want {
+			if math.Abs(float64(got[i]-want[i])) > 1e-5 {
+				t.Fatalf("trial %d: DRY after %q (allowed %d): %v, want %v", trial, text, allowed, got, want)
+			}
+		}
 	}
 }
 
