@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/woolly-llm/woolly/internal/shared"
+)
+
+func TestStripIgnored(t *testing.T) {
+	var w bytes.Buffer
+	got := stripIgnored(&w, "woolly run", []string{"-ngl", "99", "-m", "x", "-fa", "on", "--color", "-b=512",
+		"--mlock", "-fa", "-p", "hi", "--n-gpu-layers", "12", "-cnv", "--jinja", "--no-mmap", "-ub", "64", "--", "-ngl"})
+	want := []string{"-m", "x", "-p", "hi", "--", "-ngl"}
+	if !slices.Equal(got, want) {
+		t.Errorf("left %q, want %q", got, want)
+	}
+	note := w.String()
+	if strings.Count(note, "\n") != 1 || !strings.Contains(note, "-ngl 99, -fa on, --color, -b=512, --mlock, -fa, --n-gpu-layers 12, -cnv, --jinja, --no-mmap, -ub 64") {
+		t.Errorf("note %q", note)
+	}
+	w.Reset()
+	if got := stripIgnored(&w, "woolly run", []string{"-m", "x"}); len(got) != 2 || w.Len() != 0 {
+		t.Errorf("nothing to strip: %q, note %q", got, w.String())
+	}
+}
+
+// runOut runs woolly run --json and returns its generated ids and text.
+func runOut(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	out, errs, code := rtMain(t, args...)
+	var r struct {
+		Tokens []int32 `json:"tokens"`
+		Text   string  `json:"text"`
+	}
+	if code == 0 {
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %q", err, out)
+		}
+	}
+	b, _ := json.Marshal(r)
+	return string(b), errs, code
+}
+
+// run with llama.cpp's GPU flags and with the added samplers switched off
+// explicitly gives the same greedy text as plain run; a note on stderr.
+func TestRunLlamaSamplerFlags(t *testing.T) {
+	model := filepath.Join(shared.Dir(t), "models", "stories260K-Q8_0.gguf")
+	base := []string{"run", "-m", model, "-p", "Once upon a time", "-n", "12", "--temp", "0", "-t", "1", "--json"}
+	plain, errs, code := runOut(t, base...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	args := append(slices.Clone(base), "-ngl", "99", "-fa", "on", "--mlock", "--typical", "1", "--mirostat", "0",
+		"--dry-multiplier", "0", "--xtc-probability", "0")
+	same, errs, code := runOut(t, args...)
+	if code != 0 || same != plain {
+		t.Fatalf("with ignored flags and samplers off: exit %d %q (stderr %s), want %q", code, same, errs, plain)
+	}
+	if !strings.Contains(errs, "ignoring -ngl 99, -fa on, --mlock") {
+		t.Errorf("stderr %q has no note on the ignored flags", errs)
+	}
+	// DRY on, greedy: the stories model repeats itself; DRY must change
+	// the output, and two runs agree.
+	dry := append(slices.Clone(base), "-n", "60", "--dry-multiplier", "3", "--dry-allowed-length", "1")
+	a, errs, code := runOut(t, dry...)
+	if code != 0 {
+		t.Fatalf("dry: exit %d: %s", code, errs)
+	}
+	b, _, _ := runOut(t, dry...)
+	long, _, _ := runOut(t, append(slices.Clone(base), "-n", "60")...)
+	var ra, rl struct{ Text string }
+	json.Unmarshal([]byte(a), &ra)
+	json.Unmarshal([]byte(long), &rl)
+	if a != b || ra.Text == rl.Text {
+		t.Errorf("DRY greedy: runs agree %v; text %q, without DRY %q", a == b, ra.Text, rl.Text)
+	}
+	// Mirostat 2 and XTC, seeded: deterministic.
+	for _, extra := range [][]string{{"--mirostat", "2", "--mirostat-ent", "3"}, {"--xtc-probability", "0.5", "--xtc-threshold", "0.05"}} {
+		args := append(slices.Clone(base), "--temp", "0.8", "--seed", "5")
+		args = append(args, extra...)
+		x, errs, code := runOut(t, args...)
+		y, _, _ := runOut(t, args...)
+		if code != 0 || x != y {
+			t.Errorf("%v: exit %d (%s), runs agree %v", extra, code, errs, x == y)
+		}
+	}
+}
+
+func TestRunSamplerFlagRanges(t *testing.T) {
+	for flag, val := range map[string]string{
+		"--typical": "2", "--mirostat": "3", "--mirostat-lr": "-1", "--mirostat-ent": "-1",
+		"--dry-multiplier": "-1", "--dry-allowed-length": "-1", "--dry-penalty-last-n": "-2",
+		"--xtc-probability": "1.5", "--xtc-threshold": "-0.5",
+	} {
+		_, errs, code := rtMain(t, "run", "-m", "nonexistent.gguf", "-p", "x", flag, val)
+		if code != 2 || !strings.Contains(errs, flag+" ") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s %s: exit %d, stderr %q", flag, val, code, errs)
+		}
+	}
+	_, errs, code := rtMain(t, "run", "-m", "nonexistent.gguf", "-p", "x", "--dry-multiplier", "0.8", "--dry-base", "0.5")
+	if code != 2 || !strings.Contains(errs, "--dry-base") {
+		t.Errorf("--dry-base 0.5: exit %d, %q", code, errs)
+	}
+}
