@@ -49,6 +49,11 @@ type ModelMeta struct {
 	FIM *[3]string
 	// Embedding: the file sets {arch}.pooling_type (an embedding model).
 	Embedding bool
+	// Tokenize and Piece, when set (by Load), serve llama-server's
+	// /tokenize and /detokenize: text to ids, and one id's bytes (false
+	// when out of range).
+	Tokenize func(text string, addSpecial, parseSpecial bool) ([]int32, error)
+	Piece    func(id int32) ([]byte, bool)
 }
 
 // GenerateRequest is one generation with its sampling settings.

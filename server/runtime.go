@@ -46,6 +46,13 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 	meta.ChatTemplate, _ = f.String("tokenizer.chat_template")
 	if tok, err := tokenizer.FromGGUF(f); err == nil { // no tokenizer: no infill
 		meta.FIM = fimTexts(tok)
+		meta.Tokenize = tok.Encode
+		meta.Piece = func(id int32) ([]byte, bool) {
+			if id < 0 || int(id) >= tok.NumTokens() {
+				return nil, false
+			}
+			return tok.Piece(id), true
+		}
 	}
 	_, meta.Embedding = f.Get(arch + ".pooling_type")
 	_, meta.FileType, _ = f.FileType()
@@ -81,6 +88,13 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 			return len(ids), err
 		}}
 	meta.FIM = fimTexts(tok)
+	meta.Tokenize = tok.Encode
+	meta.Piece = func(id int32) ([]byte, bool) {
+		if id < 0 || int(id) >= tok.NumTokens() {
+			return nil, false
+		}
+		return tok.Piece(id), true
+	}
 	if id := tok.BOS(); id >= 0 {
 		meta.BOSText = tok.TokenText(id)
 	}

@@ -177,6 +177,8 @@ func (s *Server) routes() {
 	s.handle(famOle, "/api/v1/inference/complete", false, s.oleComplete, "POST")
 	s.handle(famOle, "/api/v1/inference/chat", false, s.oleChat, "POST")
 
+	s.llamaServerRoutes()
+
 	s.handle(famOllama, "/metrics", true, s.metrics.serve, "GET", "HEAD")
 	s.handle(famOllama, "/", false, func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, famOllama, http.StatusNotFound, "no route for "+r.URL.Path)
