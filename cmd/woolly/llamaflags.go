@@ -8,9 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/chat"
+	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
 // ignoredFlags are llama.cpp's flags that mean nothing on a CPU engine
@@ -130,4 +134,99 @@ var moreSamplerFlagNames = map[string]string{
 	"dry_allowed_length": "--dry-allowed-length", "dry_penalty_last_n": "--dry-penalty-last-n",
 	"dry_sequence_breakers": "--dry-sequence-breaker", "xtc_probability": "--xtc-probability",
 	"xtc_threshold": "--xtc-threshold",
+}
+
+// templateFlags are --chat-template NAME|TEXT and --chat-template-file FILE:
+// the conversation format instead of the GGUF's own template.
+type templateFlags struct{ name, file *string }
+
+func addTemplateFlags(fs *flag.FlagSet) *templateFlags {
+	return &templateFlags{
+		name: fs.String("chat-template", "", "chat format instead of the model's: a built-in `name` ("+strings.Join(chat.BuiltinNames(), ", ")+") or a Jinja template's text"),
+		file: fs.String("chat-template-file", "", "read the chat template (Jinja) from `file` instead of the model's"),
+	}
+}
+
+// template returns the template source to show and the template to use:
+// the flags' choice, else the model's src.
+func (t *templateFlags) template(fs *flag.FlagSet, src, bos, eos string) (string, *chat.Template, error) {
+	if *t.name != "" && *t.file != "" {
+		return "", nil, usageError(fs, "--chat-template and --chat-template-file both given: pass one")
+	}
+	if *t.file != "" {
+		b, err := os.ReadFile(*t.file)
+		if err != nil {
+			return "", nil, fmt.Errorf("--chat-template-file: %w", err)
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", nil, fmt.Errorf("--chat-template-file %s: the file is empty", *t.file)
+		}
+		tm, err := chat.New(string(b), bos, eos)
+		if err != nil {
+			return "", nil, fmt.Errorf("--chat-template-file %s: %w", *t.file, err)
+		}
+		return string(b), tm, nil
+	}
+	if n := *t.name; n != "" {
+		if slices.Contains(chat.BuiltinNames(), n) {
+			tm, err := chat.Builtin(n, bos, eos)
+			return "(built-in " + n + ")", tm, err
+		}
+		if !strings.Contains(n, "{") { // not a template's text: a misspelt name
+			return "", nil, usageError(fs, "--chat-template %q: not a built-in name (%s) nor a Jinja template", n, strings.Join(chat.BuiltinNames(), ", "))
+		}
+		tm, err := chat.New(n, bos, eos)
+		if err != nil {
+			return "", nil, fmt.Errorf("--chat-template: %w", err)
+		}
+		return n, tm, nil
+	}
+	tm, err := chat.New(src, bos, eos)
+	return src, tm, err
+}
+
+// schemaFlags are llama.cpp's structured-output flags on run: -j/--json-schema
+// SCHEMA and -jf/--json-schema-file FILE (the server's JSON-schema
+// constraint), and --grammar/--grammar-file (GBNF, refused: not supported).
+type schemaFlags struct{ schema, schemaFile, grammarText, grammarFile *string }
+
+func addSchemaFlags(fs *flag.FlagSet) *schemaFlags {
+	s := &schemaFlags{
+		schema:      fs.String("json-schema", "", "constrain the output to this JSON `schema` ({} for any JSON object)"),
+		schemaFile:  fs.String("json-schema-file", "", "read the JSON schema from `file`"),
+		grammarText: fs.String("grammar", "", "GBNF grammar (not supported yet: an error; use --json-schema)"),
+		grammarFile: fs.String("grammar-file", "", "GBNF grammar file (not supported yet: an error; use --json-schema-file)"),
+	}
+	fs.Var(fs.Lookup("json-schema").Value, "j", "same as --json-schema")
+	fs.Var(fs.Lookup("json-schema-file").Value, "jf", "same as --json-schema-file")
+	return s
+}
+
+// grammar returns the constraint the flags ask for (nil: none).
+func (s *schemaFlags) grammar(fs *flag.FlagSet) (*grammar.Grammar, error) {
+	if *s.grammarText != "" || *s.grammarFile != "" {
+		return nil, usageError(fs, "--grammar/--grammar-file: GBNF grammars are not supported; constrain the output with --json-schema or --json-schema-file")
+	}
+	src := *s.schema
+	if *s.schemaFile != "" {
+		if src != "" {
+			return nil, usageError(fs, "--json-schema and --json-schema-file both given: pass one")
+		}
+		b, err := os.ReadFile(*s.schemaFile)
+		if err != nil {
+			return nil, fmt.Errorf("--json-schema-file: %w", err)
+		}
+		src = string(b)
+	}
+	if src == "" {
+		return nil, nil
+	}
+	if strings.TrimSpace(src) == "{}" {
+		return grammar.JSONObject(), nil
+	}
+	g, err := grammar.CompileSchema([]byte(src))
+	if err != nil {
+		return nil, fmt.Errorf("--json-schema: %w", err)
+	}
+	return g, nil
 }

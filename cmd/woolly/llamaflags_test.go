@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,5 +108,87 @@ func TestRunSamplerFlagRanges(t *testing.T) {
 	_, errs, code := rtMain(t, "run", "-m", "nonexistent.gguf", "-p", "x", "--dry-multiplier", "0.8", "--dry-base", "0.5")
 	if code != 2 || !strings.Contains(errs, "--dry-base") {
 		t.Errorf("--dry-base 0.5: exit %d, %q", code, errs)
+	}
+}
+
+// chatPrompts runs a one-turn chat with args and returns the rendered
+// prompts (--show-prompt) and stderr.
+func chatPrompts(t *testing.T, args ...string) ([]string, string, error) {
+	t.Helper()
+	old := chatInput
+	defer func() { chatInput = old }()
+	chatInput = strings.NewReader("Hello\n/bye\n")
+	var out, errb bytes.Buffer
+	err := runChat(append([]string{"-m", chatModel(t), "-n", "4", "--temp", "0", "-t", "1", "--show-prompt"}, args...), &out, &errb)
+	var prompts []string
+	for _, l := range strings.Split(errb.String(), "\n") {
+		if p, ok := strings.CutPrefix(l, "[prompt] "); ok {
+			prompts = append(prompts, p)
+		}
+	}
+	return prompts, errb.String(), err
+}
+
+func TestChatTemplateFlags(t *testing.T) {
+	p, errs, err := chatPrompts(t, "--chat-template", "llama2")
+	if err != nil || len(p) != 1 || !strings.Contains(p[0], "[INST] Hello [/INST]") || strings.Contains(errs, "using ChatML") {
+		t.Errorf("--chat-template llama2: %v, prompts %q, stderr %s", err, p, errs)
+	}
+	file := filepath.Join(t.TempDir(), "t.jinja")
+	tmpl := "{% for m in messages %}<<{{ m.role }}>>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<<assistant>>{% endif %}"
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, errs, err = chatPrompts(t, "--chat-template-file", file)
+	if err != nil || len(p) != 1 || !strings.Contains(p[0], `<<user>>Hello\n<<assistant>>`) {
+		t.Errorf("--chat-template-file: %v, prompts %q, stderr %s", err, p, errs)
+	}
+	_, errs, err = chatPrompts(t, "--chat-template", "nosuch")
+	if !errors.Is(err, errUsage) || !strings.Contains(errs, `--chat-template "nosuch"`) {
+		t.Errorf("--chat-template nosuch: %v %s", err, errs)
+	}
+}
+
+// run -j: the output is JSON of the schema, sampled (temperature 1) over
+// several seeds; --grammar is refused naming the flag.
+func TestRunJSONSchema(t *testing.T) {
+	model := filepath.Join(shared.Dir(t), "models", "stories260K-Q8_0.gguf")
+	schema := `{"type":"object","properties":{"n":{"type":"integer"},"ok":{"type":"boolean"}},"required":["n","ok"]}`
+	file := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(file, []byte(schema), 0o644)
+	for seed := range 4 {
+		args := []string{"run", "-m", model, "-p", "Once upon a time", "-n", "200", "--temp", "1", "--seed", fmt.Sprint(seed), "-t", "1", "--json"}
+		if seed%2 == 0 {
+			args = append(args, "-j", schema)
+		} else {
+			args = append(args, "--json-schema-file", file)
+		}
+		out, errs, code := runOut(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r struct{ Text string }
+		json.Unmarshal([]byte(out), &r)
+		var v struct {
+			N  *json.Number `json:"n"`
+			OK *bool        `json:"ok"`
+		}
+		dec := json.NewDecoder(strings.NewReader(r.Text))
+		dec.UseNumber()
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil || v.N == nil || v.OK == nil {
+			t.Errorf("seed %d: %q is not the schema's JSON (%v)", seed, r.Text, err)
+		} else if _, err := v.N.Int64(); err != nil {
+			t.Errorf("seed %d: n %s is not an integer", seed, *v.N)
+		}
+	}
+	for _, bad := range [][]string{{"--grammar", `root ::= "a"`}, {"--grammar-file", "g.gbnf"}} {
+		_, errs, code := rtMain(t, append([]string{"run", "-m", model, "-p", "x"}, bad...)...)
+		if code != 2 || !strings.Contains(errs, "GBNF") {
+			t.Errorf("%v: exit %d, %q", bad, code, errs)
+		}
+	}
+	if _, errs, code := rtMain(t, "run", "-m", model, "-p", "x", "-j", `{"type":"nosuch"}`); code == 0 || !strings.Contains(errs, "json-schema") {
+		t.Errorf("bad schema: exit %d, %q", code, errs)
 	}
 }

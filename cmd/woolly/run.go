@@ -33,9 +33,14 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
 	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
 	attn := attentionFlag(fs)
+	structured := addSchemaFlags(fs)
 	var stops stringList
 	fs.Var(&stops, "stop", "stop `string` (repeatable)")
 	sampler, positional, err := g.parseNamed(fs, args, true)
+	if err != nil {
+		return err
+	}
+	gram, err := structured.grammar(fs)
 	if err != nil {
 		return err
 	}
@@ -91,6 +96,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		PromptOnly: *g.n == 0,
 		Stop:       stops,
 		Sampler:    sampler,
+		Grammar:    gram,
 	}
 	var onTok func(runtime.Token) error
 	if !*asJSON {
