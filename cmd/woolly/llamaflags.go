@@ -14,6 +14,7 @@ import (
 
 	"github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/chat"
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
@@ -187,26 +188,49 @@ func (t *templateFlags) template(fs *flag.FlagSet, src, bos, eos string) (string
 
 // schemaFlags are llama.cpp's structured-output flags on run: -j/--json-schema
 // SCHEMA and -jf/--json-schema-file FILE (the server's JSON-schema
-// constraint), and --grammar/--grammar-file (GBNF, refused: not supported).
+// constraint), and --grammar GBNF / --grammar-file FILE.
 type schemaFlags struct{ schema, schemaFile, grammarText, grammarFile *string }
 
 func addSchemaFlags(fs *flag.FlagSet) *schemaFlags {
 	s := &schemaFlags{
 		schema:      fs.String("json-schema", "", "constrain the output to this JSON `schema` ({} for any JSON object)"),
 		schemaFile:  fs.String("json-schema-file", "", "read the JSON schema from `file`"),
-		grammarText: fs.String("grammar", "", "GBNF grammar (not supported yet: an error; use --json-schema)"),
-		grammarFile: fs.String("grammar-file", "", "GBNF grammar file (not supported yet: an error; use --json-schema-file)"),
+		grammarText: fs.String("grammar", "", "constrain the output to this GBNF `grammar` (llama.cpp's format; rule root)"),
+		grammarFile: fs.String("grammar-file", "", "read the GBNF grammar from `file`"),
 	}
 	fs.Var(fs.Lookup("json-schema").Value, "j", "same as --json-schema")
 	fs.Var(fs.Lookup("json-schema-file").Value, "jf", "same as --json-schema-file")
 	return s
 }
 
-// grammar returns the constraint the flags ask for (nil: none).
-func (s *schemaFlags) grammar(fs *flag.FlagSet) (*grammar.Grammar, error) {
-	if *s.grammarText != "" || *s.grammarFile != "" {
-		return nil, usageError(fs, "--grammar/--grammar-file: GBNF grammars are not supported; constrain the output with --json-schema or --json-schema-file")
+// gbnf returns the GBNF grammar the flags give (nil: none).
+func (s *schemaFlags) gbnf(fs *flag.FlagSet) (*gbnf.Grammar, error) {
+	src, name := *s.grammarText, "--grammar"
+	if *s.grammarFile != "" {
+		if src != "" {
+			return nil, usageError(fs, "--grammar and --grammar-file both given: pass one")
+		}
+		b, err := os.ReadFile(*s.grammarFile)
+		if err != nil {
+			return nil, fmt.Errorf("--grammar-file: %w", err)
+		}
+		src, name = string(b), "--grammar-file "+*s.grammarFile
 	}
+	if src == "" {
+		return nil, nil
+	}
+	if *s.schema != "" || *s.schemaFile != "" {
+		return nil, usageError(fs, "a GBNF grammar and a JSON schema both given: pass one")
+	}
+	g, err := gbnf.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return g, nil
+}
+
+// grammar returns the JSON-schema constraint the flags ask for (nil: none).
+func (s *schemaFlags) grammar(fs *flag.FlagSet) (*grammar.Grammar, error) {
 	src := *s.schema
 	if *s.schemaFile != "" {
 		if src != "" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/woolly-llm/woolly/internal/shared"
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 )
 
 func TestStripIgnored(t *testing.T) {
@@ -182,13 +183,56 @@ func TestRunJSONSchema(t *testing.T) {
 			t.Errorf("seed %d: n %s is not an integer", seed, *v.N)
 		}
 	}
-	for _, bad := range [][]string{{"--grammar", `root ::= "a"`}, {"--grammar-file", "g.gbnf"}} {
-		_, errs, code := rtMain(t, append([]string{"run", "-m", model, "-p", "x"}, bad...)...)
-		if code != 2 || !strings.Contains(errs, "GBNF") {
-			t.Errorf("%v: exit %d, %q", bad, code, errs)
-		}
-	}
 	if _, errs, code := rtMain(t, "run", "-m", model, "-p", "x", "-j", `{"type":"nosuch"}`); code == 0 || !strings.Contains(errs, "json-schema") {
 		t.Errorf("bad schema: exit %d, %q", code, errs)
+	}
+}
+
+// run --grammar / --grammar-file: sampled output (temperature 1, several
+// seeds) is always a sentence of the grammar, and generation stops there.
+func TestRunGBNF(t *testing.T) {
+	model := filepath.Join(shared.Dir(t), "models", "stories260K-Q8_0.gguf")
+	grammars := []string{
+		"root ::= \"The \" animal \" is \" color \".\"\nanimal ::= \"cat\" | \"dog\" | \"big bird\"\ncolor ::= (\"very \")? (\"red\" | \"blue\")",
+		"root ::= word (\", \" word){2}  # three words\nword ::= [a-z]{2,8}",
+	}
+	file := filepath.Join(t.TempDir(), "g.gbnf")
+	for gi, src := range grammars {
+		g, err := gbnf.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(file, []byte(src), 0o644)
+		seen := map[string]bool{}
+		for seed := range 6 {
+			args := []string{"run", "-m", model, "-p", "Once upon a time", "-n", "100", "--temp", "1", "--seed", fmt.Sprint(seed), "-t", "1", "--json"}
+			if seed%2 == 0 {
+				args = append(args, "--grammar", src)
+			} else {
+				args = append(args, "--grammar-file", file)
+			}
+			out, errs, code := rtMain(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var r struct {
+				Text       string `json:"text"`
+				StopReason string `json:"stop_reason"`
+			}
+			json.Unmarshal([]byte(out), &r)
+			if ok, err := g.Match(r.Text); !ok || err != nil || r.StopReason != "stop" {
+				t.Errorf("grammar %d seed %d: %q (stop %s) is not a sentence of the grammar", gi, seed, r.Text, r.StopReason)
+			}
+			seen[r.Text] = true
+		}
+		if len(seen) < 2 {
+			t.Errorf("grammar %d: every seed gave the same text %v (sampling should vary)", gi, seen)
+		}
+	}
+	for _, bad := range [][]string{{"--grammar", "root ::= missing"}, {"--grammar-file", "/nonexistent.gbnf"}, {"--grammar", `root ::= "a"`, "-j", "{}"}} {
+		_, errs, code := rtMain(t, append([]string{"run", "-m", model, "-p", "x"}, bad...)...)
+		if code == 0 || !strings.Contains(errs, "grammar") {
+			t.Errorf("%v: exit %d, %q", bad, code, errs)
+		}
 	}
 }

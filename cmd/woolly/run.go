@@ -44,6 +44,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	gb, err := structured.gbnf(fs)
+	if err != nil {
+		return err
+	}
 	text, err := readPrompt(fs, *prompt, *promptFile)
 	if err != nil {
 		return err
@@ -97,6 +101,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		Stop:       stops,
 		Sampler:    sampler,
 		Grammar:    gram,
+		GBNF:       gb,
 	}
 	var onTok func(runtime.Token) error
 	if !*asJSON {
