@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
@@ -73,6 +74,9 @@ type GenerateRequest struct {
 	// Grammar, when set, constrains the output to its JSON documents
 	// (structured output: Ollama's format, OpenAI's response_format).
 	Grammar *grammar.Grammar
+	// GBNF, when set, constrains the output to a GBNF grammar
+	// (llama-server's grammar field).
+	GBNF *gbnf.Grammar
 }
 
 // GenerateResult is the outcome of a generation.

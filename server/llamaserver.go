@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 )
 
 func (s *Server) llamaServerRoutes() {
@@ -39,7 +41,7 @@ var llamaCompletionFields = map[string]fieldRule{
 	"xtc_probability": honoured, "xtc_threshold": honoured, "json_schema": honoured,
 	// the prompt cache is always on here; slots are not addressable
 	"cache_prompt": noEffect, "id_slot": noEffect,
-	"grammar":             unsupported("grammar (GBNF; use json_schema)"),
+	"grammar":             honoured,
 	"n_probs":             unsupported("n_probs"),
 	"n_keep":              unsupported("n_keep"),
 	"n_indent":            unsupported("n_indent"),
@@ -65,6 +67,7 @@ type llamaCompletionRequest struct {
 	Stop        []string        `json:"stop"`
 	RepeatLastN *int            `json:"repeat_last_n"`
 	JSONSchema  json.RawMessage `json:"json_schema"`
+	Grammar     *string         `json:"grammar"`
 	sampling
 }
 
@@ -89,6 +92,16 @@ func (q *llamaCompletionRequest) job(bool) (*job, error) {
 			return nil, err
 		}
 		j.req.Grammar = g
+	}
+	if q.Grammar != nil && *q.Grammar != "" {
+		if j.req.Grammar != nil {
+			return nil, badRequest("grammar and json_schema both given: pass one")
+		}
+		g, err := gbnf.Parse(*q.Grammar)
+		if err != nil {
+			return nil, badRequest("grammar: %v", err)
+		}
+		j.req.GBNF = g
 	}
 	return j, nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 )
 
 // sseNoDone splits llama-server's /completion stream (no [DONE]).
@@ -70,12 +72,13 @@ func TestLlamaServerRoutesFake(t *testing.T) {
 	}
 	b.script = nil
 	for body, want := range map[string]string{
-		`{"model":"tiny","prompt":"x","grammar":"root ::= \"a\""}`:      "grammar",
-		`{"model":"tiny","prompt":[1,2]}`:                               "prompt",
-		`{"model":"tiny","prompt":"x","n_predict":0}`:                   "n_predict",
-		`{"model":"tiny","prompt":"x","typical_p":3}`:                   "typical_p",
-		`{"model":"tiny","prompt":"x","dry_sequence_breakers":[]}`:      "dry_sequence_breakers",
-		`{"model":"tiny","prompt":"x","json_schema":{"type":"nosuch"}}`: "json_schema",
+		`{"model":"tiny","prompt":"x","grammar":"root ::= nosuch"}`:                 "grammar",
+		`{"model":"tiny","prompt":"x","grammar":"root ::= \"a\"","json_schema":{}}`: "grammar and json_schema",
+		`{"model":"tiny","prompt":[1,2]}`:                                           "prompt",
+		`{"model":"tiny","prompt":"x","n_predict":0}`:                               "n_predict",
+		`{"model":"tiny","prompt":"x","typical_p":3}`:                               "typical_p",
+		`{"model":"tiny","prompt":"x","dry_sequence_breakers":[]}`:                  "dry_sequence_breakers",
+		`{"model":"tiny","prompt":"x","json_schema":{"type":"nosuch"}}`:             "json_schema",
 	} {
 		r = do(t, ts, "POST", "/completion", body)
 		if r.status != 400 || !strings.Contains(string(r.body), want) {
@@ -163,6 +166,24 @@ func TestLlamaServerRoutesReal(t *testing.T) {
 		json.Unmarshal(b, &y)
 		if x.Content == "" || x.Content != y.Content {
 			t.Errorf("%s: %q then %q", extra, x.Content, y.Content)
+		}
+	}
+	// A GBNF grammar on /completion: sampled output is a sentence of it.
+	src := "root ::= (\"yes\" | \"no\") \", \" [a-z]{3,6} \".\""
+	gr, err := gbnf.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range 4 {
+		req, _ := json.Marshal(map[string]any{"model": realModel, "prompt": "Once upon a time", "temperature": 1, "seed": seed, "grammar": src})
+		st, body := post(t, url+"/completion", string(req))
+		var c struct {
+			Content  string `json:"content"`
+			StopType string `json:"stop_type"`
+		}
+		json.Unmarshal(body, &c)
+		if ok, _ := gr.Match(c.Content); st != 200 || !ok || c.StopType != "eos" {
+			t.Errorf("grammar seed %d: %d %q (%s)", seed, st, c.Content, body)
 		}
 	}
 	res, err := http.Get(url + "/props")

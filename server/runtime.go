@@ -199,7 +199,7 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	}
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
 		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
-		Grammar: req.Grammar}
+		Grammar: req.Grammar, GBNF: req.GBNF}
 	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
 		if req.OnLogprob != nil && t.Logprob != nil {
 			req.OnLogprob(*t.Logprob, t.TopLogprobs)
