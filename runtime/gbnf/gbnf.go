@@ -69,6 +69,7 @@ type parser struct {
 	seqs  [][][]elem // per rule: alternatives as element lists (before flattening)
 	used  map[string]int
 	fresh int
+	total int // elements made by repetitions so far
 }
 
 // Parse compiles GBNF source. Errors name the line and what is wrong.
@@ -361,6 +362,10 @@ func (p *parser) repeat(item []elem) ([]elem, error) {
 			return nil, p.errf("repetition {%s} above %d", body, maxRepeat)
 		}
 	}
+	if n := max(lo, hi) * len(item); n > maxElems || p.total+n > maxElems {
+		return nil, p.errf("repetition makes more than %d elements", maxElems)
+	}
+	p.total += max(lo, hi) * len(item)
 	var out []elem
 	for range lo {
 		out = append(out, item...)
