@@ -40,13 +40,14 @@ type SamplerOptions struct {
 	// more than DryAllowedLength tokens of the last DryPenaltyLastN (-1:
 	// the whole sequence, 0: off) loses DryMultiplier *
 	// DryBase^(length-DryAllowedLength) from its logit. DryBreakers end
-	// repeats (nil: llama.cpp's "\n", ":", "\"", "*"; empty: none); they
-	// need the vocabulary (Sampler.UseVocab). DryMultiplier 0: off.
+	// repeats (nil: llama.cpp's "\n", ":", "\"", "*"; an empty list: none;
+	// a pointer so that options stay comparable); they need the
+	// vocabulary (Sampler.UseVocab). DryMultiplier 0: off.
 	DryMultiplier    float32
 	DryBase          float32
 	DryAllowedLength int
 	DryPenaltyLastN  int
-	DryBreakers      []string
+	DryBreakers      *[]string
 
 	// XTC ("exclude top choices"): with probability XTCProbability, the
 	// tokens at least XTCThreshold likely are removed except the least

@@ -38,7 +38,7 @@ func (o SamplerOptions) validateMore() error {
 	case o.XTCThreshold < 0 || o.XTCThreshold > 1 || !fin(o.XTCThreshold):
 		return bad("xtc_threshold", float64(o.XTCThreshold), "in [0, 1]")
 	}
-	for i, b := range o.DryBreakers {
+	for i, b := range o.dryBreakers() {
 		if b == "" {
 			return bad("dry_sequence_breakers", float64(i), "non-empty strings (entry at that index is empty)")
 		}
@@ -231,6 +231,18 @@ type DryVocab interface {
 // llama.cpp's default DRY sequence breakers and its bounds on them.
 var defaultDryBreakers = []string{"\n", ":", "\"", "*"}
 
+// dryBreakers is the breaker list in use: the given one, else llama.cpp's.
+func (o SamplerOptions) dryBreakers() []string {
+	if o.DryBreakers == nil {
+		return defaultDryBreakers
+	}
+	return *o.DryBreakers
+}
+
+// DryBreakerList returns the DRY sequence breakers o uses (the defaults
+// when none are set).
+func (o SamplerOptions) DryBreakerList() []string { return append([]string(nil), o.dryBreakers()...) }
+
 const (
 	dryMaxBreakerBytes = 40
 	dryMaxTail         = 20
@@ -242,10 +254,7 @@ func (s *Sampler) UseVocab(v DryVocab) error {
 	if !s.dryOn() {
 		return nil
 	}
-	list := s.o.DryBreakers
-	if list == nil {
-		list = defaultDryBreakers
-	}
+	list := s.o.dryBreakers()
 	s.breakers = s.breakers[:0]
 	tails := map[string][]int32{}
 	has := func(b dryBreaker) bool {

@@ -231,7 +231,7 @@ func dryAfter(t *testing.T, o SamplerOptions, v DryVocab, text string) []float32
 
 func TestDRY(t *testing.T) {
 	v := letterVocab("abcx:\n")
-	o := SamplerOptions{DryMultiplier: 1, DryBase: 2, DryAllowedLength: 2, DryPenaltyLastN: -1, DryBreakers: []string{}}
+	o := SamplerOptions{DryMultiplier: 1, DryBase: 2, DryAllowedLength: 2, DryPenaltyLastN: -1, DryBreakers: &[]string{}}
 	want := func(pen map[byte]float32) []float32 {
 		w := make([]float32, len(v))
 		for ch, p := range pen {
@@ -267,14 +267,14 @@ func TestDRY(t *testing.T) {
 		{"b:abx:ab", []string{"x:"}, map[byte]float32{'x': 1}},
 		{"b:abx:ab", []string{}, map[byte]float32{'x': 2}},
 	} {
-		o.DryBreakers = tc.breakers
+		o.DryBreakers = &tc.breakers
 		got := dryAfter(t, o, v, tc.text)
 		if w := want(tc.pen); !slices.Equal(got, w) {
 			t.Errorf("DRY after %q with breakers %q: %v, want %v", tc.text, tc.breakers, got, w)
 		}
 	}
 	// The last-n window: with 4 tokens only "b:ab" is seen, no repeat.
-	o.DryBreakers, o.DryPenaltyLastN = []string{}, 4
+	o.DryBreakers, o.DryPenaltyLastN = &[]string{}, 4
 	if got := dryAfter(t, o, v, "abcxb:ab"); slices.Min(got) != 0 {
 		t.Errorf("DRY over the last 4 tokens penalised: %v", got)
 	}
@@ -299,7 +299,7 @@ func TestDRYRandom(t *testing.T) {
 		}
 		text := b.String()
 		allowed := r.IntN(4)
-		o := SamplerOptions{DryMultiplier: 0.5, DryBase: 1.5, DryAllowedLength: allowed, DryPenaltyLastN: -1, DryBreakers: []string{}}
+		o := SamplerOptions{DryMultiplier: 0.5, DryBase: 1.5, DryAllowedLength: allowed, DryPenaltyLastN: -1, DryBreakers: &[]string{}}
 		got := dryAfter(t, o, v, text)
 		want := make([]float32, 3)
 		best := map[int]int{}
@@ -367,7 +367,7 @@ func TestSamplerMoreValidate(t *testing.T) {
 		"dry_base":              {DryMultiplier: 0.8, DryBase: 0.5},
 		"dry_allowed_length":    {DryAllowedLength: -1},
 		"dry_penalty_last_n":    {DryPenaltyLastN: -2},
-		"dry_sequence_breakers": {DryBreakers: []string{"\n", ""}},
+		"dry_sequence_breakers": {DryBreakers: &[]string{"\n", ""}},
 		"xtc_probability":       {XTCProbability: 2},
 		"xtc_threshold":         {XTCThreshold: -0.1},
 	} {

@@ -123,10 +123,7 @@ func stopType(reason, word string) string {
 // names.
 func generationSettings(req GenerateRequest, stream bool) map[string]any {
 	o := req.SamplerOptions
-	breakers := o.DryBreakers
-	if breakers == nil {
-		breakers = []string{"\n", ":", "\"", "*"}
-	}
+	breakers := o.DryBreakerList()
 	stop := req.Stop
 	if stop == nil {
 		stop = []string{}

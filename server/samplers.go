@@ -34,7 +34,7 @@ func (o moreSampling) apply(req *GenerateRequest) {
 	setInt(&req.DryAllowedLength, o.DryAllowedLength)
 	setInt(&req.DryPenaltyLastN, o.DryPenaltyLastN)
 	if o.DrySequenceBreakers != nil {
-		req.DryBreakers = *o.DrySequenceBreakers
+		req.DryBreakers = o.DrySequenceBreakers
 	}
 	setF(&req.XTCProbability, o.XTCProbability)
 	setF(&req.XTCThreshold, o.XTCThreshold)

@@ -29,7 +29,7 @@ func TestSamplerFieldsReachModel(t *testing.T) {
 		wantStatus(t, r, 200)
 		o := b.last().lastReq().SamplerOptions
 		if o.TypicalP != 0.9 || o.Mirostat != 1 || o.MirostatTau != 3 || o.MirostatEta != 0.05 || o.DryMultiplier != 0.8 ||
-			o.DryBase != 2 || o.DryAllowedLength != 3 || o.DryPenaltyLastN != -1 || !slices.Equal(o.DryBreakers, []string{"\n", "###"}) ||
+			o.DryBase != 2 || o.DryAllowedLength != 3 || o.DryPenaltyLastN != -1 || o.DryBreakers == nil || !slices.Equal(*o.DryBreakers, []string{"\n", "###"}) ||
 			o.XTCProbability != 0.5 || o.XTCThreshold != 0.2 {
 			t.Errorf("%s: reached the model as %+v", path, o)
 		}

@@ -113,12 +113,13 @@ func (m *moreSamplerFlags) apply(o *runtime.SamplerOptions) {
 	o.DryAllowedLength, o.DryPenaltyLastN = *m.dryAllowed, *m.dryLastN
 	o.XTCProbability, o.XTCThreshold = float32(*m.xtcP), float32(*m.xtcT)
 	if len(m.breakers) > 0 {
-		o.DryBreakers = []string{}
+		list := []string{}
 		for _, b := range m.breakers {
 			if b != "none" {
-				o.DryBreakers = append(o.DryBreakers, unescapeBreaker(b))
+				list = append(list, unescapeBreaker(b))
 			}
 		}
+		o.DryBreakers = &list
 	}
 }
 
