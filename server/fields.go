@@ -90,7 +90,7 @@ var openaiCommonFields = map[string]fieldRule{
 	"typical_p": honoured, "mirostat": honoured, "mirostat_tau": honoured, "mirostat_eta": honoured,
 	"dry_multiplier": honoured, "dry_base": honoured, "dry_allowed_length": honoured,
 	"dry_penalty_last_n": honoured, "dry_sequence_breakers": breakersRule,
-	"xtc_probability": honoured, "xtc_threshold": honoured,
+	"xtc_probability": honoured, "xtc_threshold": honoured, "grammar": honoured,
 	"user": noEffect, "logit_bias": unsupported("logit_bias"),
 }
 

@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/woolly-llm/woolly/runtime/gbnf"
 )
 
 func (s *Server) llamaServerRoutes() {
@@ -93,15 +91,9 @@ func (q *llamaCompletionRequest) job(bool) (*job, error) {
 		}
 		j.req.Grammar = g
 	}
-	if q.Grammar != nil && *q.Grammar != "" {
-		if j.req.Grammar != nil {
-			return nil, badRequest("grammar and json_schema both given: pass one")
-		}
-		g, err := gbnf.Parse(*q.Grammar)
-		if err != nil {
-			return nil, badRequest("grammar: %v", err)
-		}
-		j.req.GBNF = g
+	var err error
+	if j.req.GBNF, err = gbnfField(q.Grammar, j.req.Grammar != nil); err != nil {
+		return nil, err
 	}
 	return j, nil
 }

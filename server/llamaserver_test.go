@@ -73,7 +73,7 @@ func TestLlamaServerRoutesFake(t *testing.T) {
 	b.script = nil
 	for body, want := range map[string]string{
 		`{"model":"tiny","prompt":"x","grammar":"root ::= nosuch"}`:                 "grammar",
-		`{"model":"tiny","prompt":"x","grammar":"root ::= \"a\"","json_schema":{}}`: "grammar and json_schema",
+		`{"model":"tiny","prompt":"x","grammar":"root ::= \"a\"","json_schema":{}}`: "cannot be combined",
 		`{"model":"tiny","prompt":[1,2]}`:                                           "prompt",
 		`{"model":"tiny","prompt":"x","n_predict":0}`:                               "n_predict",
 		`{"model":"tiny","prompt":"x","typical_p":3}`:                               "typical_p",

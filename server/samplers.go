@@ -8,6 +8,8 @@ package server
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 )
 
 type moreSampling struct {
@@ -38,6 +40,23 @@ func (o moreSampling) apply(req *GenerateRequest) {
 	}
 	setF(&req.XTCProbability, o.XTCProbability)
 	setF(&req.XTCThreshold, o.XTCThreshold)
+}
+
+// gbnfField compiles llama-server's grammar field (GBNF); nil or "" is
+// none. other says another constraint (a JSON schema, a forced tool call)
+// is set already: both is a 400.
+func gbnfField(src *string, other bool) (*gbnf.Grammar, error) {
+	if src == nil || *src == "" {
+		return nil, nil
+	}
+	if other {
+		return nil, badRequest("grammar cannot be combined with another constraint (response_format, json_schema or a forced tool call)")
+	}
+	g, err := gbnf.Parse(*src)
+	if err != nil {
+		return nil, badRequest("grammar: %v", err)
+	}
+	return g, nil
 }
 
 // breakersRule refuses what llama-server refuses: an empty list (null is

@@ -56,3 +56,29 @@ func TestSamplerFieldsReachModel(t *testing.T) {
 		}
 	}
 }
+
+// llama-server's grammar field on the OpenAI routes: compiled and passed
+// to the model; a bad grammar or one beside response_format is a 400.
+func TestOpenAIGrammarField(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	r := do(t, ts, "POST", "/v1/completions", `{"model":"tiny","max_tokens":2,"prompt":"x","grammar":"root ::= \"a\"+"}`)
+	wantStatus(t, r, 200)
+	if g := b.last().lastReq().GBNF; g == nil {
+		t.Error("grammar did not reach the model")
+	} else if ok, _ := g.Match("aaa"); !ok {
+		t.Error("the grammar that reached the model does not match aaa")
+	}
+	for body, want := range map[string]string{
+		`{"model":"tiny","prompt":"x","grammar":"root ::= x"}`:                                                                            "grammar",
+		`{"model":"tiny","messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}}`: "cannot be combined",
+	} {
+		path := "/v1/completions"
+		if strings.Contains(body, "messages") {
+			path = "/v1/chat/completions"
+		}
+		if r := do(t, ts, "POST", path, body); r.status != 400 || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %d %s", body, r.status, r.body)
+		}
+	}
+}
