@@ -3,6 +3,7 @@ package runtime
 import (
 	"sync"
 
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
@@ -12,6 +13,21 @@ type constraint interface {
 	Mask(logits []float32) error
 	Accept(id int32) error
 	Finished() bool
+}
+
+// gbnfVocabOnce is the model's vocabulary prepared for GBNF grammars,
+// built on first use.
+type gbnfVocabOnce struct {
+	once sync.Once
+	v    *gbnf.Vocab
+}
+
+func (m *Model) gbnfVocab() *gbnf.Vocab {
+	m.gbnf.once.Do(func() {
+		t := m.tok
+		m.gbnf.v = gbnf.NewVocab(t.NumTokens(), t.Piece, func(id int32) bool { return !t.IsControl(id) }, t.EOGs())
+	})
+	return m.gbnf.v
 }
 
 // grammarVocab is the model's vocabulary prepared for constrained sampling,

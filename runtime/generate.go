@@ -198,9 +198,7 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	case o.Grammar != nil:
 		gm = grammar.NewTokenMatcher(o.Grammar, m.GrammarVocab())
 	case o.GBNF != nil:
-		t := m.tok
-		gbm, err := o.GBNF.NewMatcher(gbnf.Vocab{N: t.NumTokens(), Piece: t.Piece,
-			Text: func(id int32) bool { return !t.IsControl(id) }, EOG: t.EOGs()})
+		gbm, err := o.GBNF.NewMatcher(m.gbnfVocab())
 		if err != nil {
 			return nil, err
 		}

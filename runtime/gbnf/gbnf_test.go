@@ -64,8 +64,8 @@ func TestParseErrors(t *testing.T) {
 // Masking over a tiny vocabulary: which tokens stay, step by step.
 func TestMask(t *testing.T) {
 	pieces := []string{"a", "b", "ab", "ba", "!", "", "<eos>", "\xe2"}
-	v := Vocab{N: len(pieces), Piece: func(id int32) []byte { return []byte(pieces[id]) },
-		Text: func(id int32) bool { return id != 6 }, EOG: []int32{6}}
+	v := NewVocab(len(pieces), func(id int32) []byte { return []byte(pieces[id]) },
+		func(id int32) bool { return id != 6 }, []int32{6})
 	g, err := Parse(`root ::= "a" "b"* "!"`)
 	if err != nil {
 		t.Fatal(err)

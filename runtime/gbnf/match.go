@@ -107,24 +107,63 @@ func complete(stacks []stack) bool {
 	return false
 }
 
-// Vocab is what the matcher needs of a tokenizer.
+// Vocab is a tokenizer's vocabulary prepared for masking: the tokens'
+// texts as a trie of code points, so a mask walks each shared prefix once
+// and drops a subtree at its first rejected character. Safe for concurrent
+// use once made.
 type Vocab struct {
-	N     int
-	Piece func(id int32) []byte // the token's bytes as generated text
-	Text  func(id int32) bool   // false: never text (control tokens)
-	EOG   []int32
+	n     int
+	piece func(id int32) []byte
+	eog   map[int32]bool
+	nodes []trieNode
+}
+
+type trieNode struct {
+	kids map[rune]int32 // child node by next character
+	toks []int32        // tokens whose text ends here
+}
+
+// NewVocab prepares n tokens: piece(id) is a token's bytes as generated
+// text; text(id) false marks tokens that never appear as text (control
+// tokens); eog lists the end-of-generation tokens. Tokens whose text is
+// empty or not whole UTF-8 are left out (never allowed under a grammar).
+func NewVocab(n int, piece func(id int32) []byte, text func(id int32) bool, eog []int32) *Vocab {
+	v := &Vocab{n: n, piece: piece, eog: map[int32]bool{}, nodes: []trieNode{{}}}
+	for _, id := range eog {
+		v.eog[id] = true
+	}
+	for id := int32(0); int(id) < n; id++ {
+		p := piece(id)
+		if v.eog[id] || !text(id) || len(p) == 0 || !utf8.Valid(p) {
+			continue
+		}
+		node := int32(0)
+		for _, c := range string(p) {
+			next, ok := v.nodes[node].kids[c]
+			if !ok {
+				next = int32(len(v.nodes))
+				v.nodes = append(v.nodes, trieNode{})
+				if v.nodes[node].kids == nil {
+					v.nodes[node].kids = map[rune]int32{}
+				}
+				v.nodes[node].kids[c] = next
+			}
+			node = next
+		}
+		v.nodes[node].toks = append(v.nodes[node].toks, id)
+	}
+	return v
 }
 
 // Matcher constrains one generation to a grammar.
 type Matcher struct {
 	g      *Grammar
-	v      Vocab
+	v      *Vocab
 	stacks []stack
-	cache  map[string][]stack // after a piece, from the current set (cleared each step)
 }
 
 // NewMatcher starts matching g at its root, over vocabulary v.
-func (g *Grammar) NewMatcher(v Vocab) (*Matcher, error) {
+func (g *Grammar) NewMatcher(v *Vocab) (*Matcher, error) {
 	st, err := g.start()
 	if err != nil {
 		return nil, err
@@ -182,72 +221,74 @@ func (m *Matcher) Finished() bool {
 // tokens whose text continues the grammar, and end-of-generation tokens
 // once it is complete, stay.
 func (m *Matcher) Mask(logits []float32) error {
-	if len(logits) < m.v.N {
-		return fmt.Errorf("grammar: %d logits for a vocabulary of %d tokens", len(logits), m.v.N)
+	if len(logits) < m.v.n {
+		return fmt.Errorf("grammar: %d logits for a vocabulary of %d tokens", len(logits), m.v.n)
 	}
-	done := m.Done()
-	eog := map[int32]bool{}
-	for _, id := range m.v.EOG {
-		eog[id] = true
-	}
-	ninf := float32(math.Inf(-1))
-	m.cache = map[string][]stack{}
+	allowed := make([]bool, len(logits))
 	ok := 0
-	for id := int32(0); int(id) < len(logits); id++ {
-		allowed := false
-		switch {
-		case int(id) >= m.v.N:
-		case eog[id]:
-			allowed = done
-		case !m.v.Text(id):
-		default:
-			p := m.v.Piece(id)
-			if len(p) > 0 && !m.Finished() {
-				st, err := m.after(p)
+	if m.Done() {
+		for id := range m.v.eog {
+			if id >= 0 && int(id) < m.v.n {
+				allowed[id] = true
+				ok++
+			}
+		}
+	}
+	if !m.Finished() {
+		var walk func(node int32, st []stack) error
+		walk = func(node int32, st []stack) error {
+			for c, child := range m.v.nodes[node].kids {
+				next, err := m.g.step(st, c)
 				if err != nil {
 					return err
 				}
-				if st != nil {
-					allowed = true
-					m.cache[string(p)] = st
+				if len(next) == 0 {
+					continue
+				}
+				for _, id := range m.v.nodes[child].toks {
+					allowed[id] = true
+					ok++
+				}
+				if err := walk(child, next); err != nil {
+					return err
 				}
 			}
+			return nil
 		}
-		if allowed {
-			ok++
-		} else {
-			logits[id] = ninf
+		if err := walk(0, m.stacks); err != nil {
+			return err
 		}
 	}
 	if ok == 0 {
 		return errors.New("grammar: no token of the vocabulary can continue the text")
+	}
+	ninf := float32(math.Inf(-1))
+	for id := range logits {
+		if !allowed[id] {
+			logits[id] = ninf
+		}
 	}
 	return nil
 }
 
 // Accept advances over the chosen token.
 func (m *Matcher) Accept(id int32) error {
-	for _, e := range m.v.EOG {
-		if e == id {
-			if !m.Done() {
-				return errors.New("grammar: end of generation before the grammar is complete")
-			}
-			m.stacks = []stack{{}}
-			return nil
+	if m.v.eog[id] {
+		if !m.Done() {
+			return errors.New("grammar: end of generation before the grammar is complete")
 		}
+		m.stacks = []stack{{}}
+		return nil
 	}
-	if int(id) < 0 || int(id) >= m.v.N {
+	if int(id) < 0 || int(id) >= m.v.n {
 		return fmt.Errorf("grammar: token %d out of the vocabulary", id)
 	}
-	p := m.v.Piece(id)
-	st, ok := m.cache[string(p)]
-	if !ok {
-		var err error
-		if st, err = m.after(p); err != nil {
-			return err
-		}
+	p := m.v.piece(id)
+	st, err := m.after(p)
+	if err != nil {
+		return err
 	}
-	if st == nil {
+	if st == nil || len(p) == 0 {
 		return fmt.Errorf("grammar: token %d (%q) cannot come next", id, p)
 	}
 	m.stacks = st
