@@ -1,11 +1,11 @@
 package gbnf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -14,20 +14,11 @@ import (
 // root rule is complete).
 type stack []int32
 
-func (s stack) key() string {
-	var b strings.Builder
-	for _, p := range s {
-		b.WriteString(strconv.Itoa(int(p)))
-		b.WriteByte(',')
-	}
-	return b.String()
-}
-
 var errTooMany = errors.New("grammar: too many parse stacks (an ambiguous grammar)")
 
 // expand pushes the alternatives of rule references on top of s until a
 // character (or nothing) is on top, adding the results to out.
-func (g *Grammar) expand(s stack, out []stack, seen map[string]bool, budget *int) ([]stack, error) {
+func (g *Grammar) expand(s stack, out []stack, budget *int) ([]stack, error) {
 	*budget--
 	if *budget < 0 {
 		return nil, errTooMany
@@ -44,17 +35,17 @@ func (g *Grammar) expand(s stack, out []stack, seen map[string]bool, budget *int
 		var err error
 		for _, a := range g.rules[g.elems[pos].rule] {
 			next := append(append(stack(nil), rest...), int32(a))
-			if out, err = g.expand(next, out, seen, budget); err != nil {
+			if out, err = g.expand(next, out, budget); err != nil {
 				return nil, err
 			}
 		}
 		return out, nil
 	}
-	k := s.key()
-	if seen[k] {
-		return out, nil
+	for _, o := range out { // the sets are small: a scan beats hashing
+		if slices.Equal(o, s) {
+			return out, nil
+		}
 	}
-	seen[k] = true
 	if len(out) >= maxStacks {
 		return nil, errTooMany
 	}
@@ -64,11 +55,10 @@ func (g *Grammar) expand(s stack, out []stack, seen map[string]bool, budget *int
 // start is the set of stacks before any character.
 func (g *Grammar) start() ([]stack, error) {
 	budget := maxExpand
-	seen := map[string]bool{}
 	var out []stack
 	for _, a := range g.rules[g.root] {
 		var err error
-		if out, err = g.expand(stack{int32(a)}, out, seen, &budget); err != nil {
+		if out, err = g.expand(stack{int32(a)}, out, &budget); err != nil {
 			return nil, err
 		}
 	}
@@ -79,7 +69,6 @@ func (g *Grammar) start() ([]stack, error) {
 // come next.
 func (g *Grammar) step(stacks []stack, c rune) ([]stack, error) {
 	var out []stack
-	seen := map[string]bool{}
 	budget := maxExpand
 	for _, s := range stacks {
 		if len(s) == 0 {
@@ -91,7 +80,7 @@ func (g *Grammar) step(stacks []stack, c rune) ([]stack, error) {
 		}
 		next := append(append(stack(nil), s[:len(s)-1]...), top+1)
 		var err error
-		if out, err = g.expand(next, out, seen, &budget); err != nil {
+		if out, err = g.expand(next, out, &budget); err != nil {
 			return nil, err
 		}
 	}
@@ -119,8 +108,14 @@ type Vocab struct {
 }
 
 type trieNode struct {
-	kids map[rune]int32 // child node by next character
+	kids map[rune]int32 // child node by next character (while building)
+	edge []trieEdge     // the same, for walking
 	toks []int32        // tokens whose text ends here
+}
+
+type trieEdge struct {
+	c     rune
+	child int32
 }
 
 // NewVocab prepares n tokens: piece(id) is a token's bytes as generated
@@ -152,6 +147,14 @@ func NewVocab(n int, piece func(id int32) []byte, text func(id int32) bool, eog 
 		}
 		v.nodes[node].toks = append(v.nodes[node].toks, id)
 	}
+	for i := range v.nodes {
+		nd := &v.nodes[i]
+		for c, child := range nd.kids {
+			nd.edge = append(nd.edge, trieEdge{c, child})
+		}
+		slices.SortFunc(nd.edge, func(a, b trieEdge) int { return int(a.c - b.c) })
+		nd.kids = nil
+	}
 	return v
 }
 
@@ -160,6 +163,55 @@ type Matcher struct {
 	g      *Grammar
 	v      *Vocab
 	stacks []stack
+	// A lazily built automaton over stack sets: sets[i] is a set met so
+	// far, index finds a set by its key, trans caches step(sets[i], c)
+	// (-1: no stack survives). Cleared when it grows past maxSets.
+	sets  [][]stack
+	index map[string]int32
+	trans map[uint64]int32
+}
+
+const maxSets = 1 << 16
+
+// setKey identifies a stack set (the order step makes them in).
+func setKey(st []stack) string {
+	var b []byte
+	for _, s := range st {
+		for _, p := range s {
+			b = binary.AppendUvarint(b, uint64(p))
+		}
+		b = append(b, 0xff)
+	}
+	return string(b)
+}
+
+func (m *Matcher) intern(st []stack) int32 {
+	k := setKey(st)
+	if id, ok := m.index[k]; ok {
+		return id
+	}
+	id := int32(len(m.sets))
+	m.sets = append(m.sets, st)
+	m.index[k] = id
+	return id
+}
+
+// next is the set after character c from set id (-1: none).
+func (m *Matcher) next(id int32, c rune) (int32, error) {
+	k := uint64(id)<<32 | uint64(uint32(c))
+	if n, ok := m.trans[k]; ok {
+		return n, nil
+	}
+	st, err := m.g.step(m.sets[id], c)
+	if err != nil {
+		return 0, err
+	}
+	n := int32(-1)
+	if len(st) > 0 {
+		n = m.intern(st)
+	}
+	m.trans[k] = n
+	return n, nil
 }
 
 // NewMatcher starts matching g at its root, over vocabulary v.
@@ -235,27 +287,30 @@ func (m *Matcher) Mask(logits []float32) error {
 		}
 	}
 	if !m.Finished() {
-		var walk func(node int32, st []stack) error
-		walk = func(node int32, st []stack) error {
-			for c, child := range m.v.nodes[node].kids {
-				next, err := m.g.step(st, c)
+		if m.index == nil || len(m.sets) > maxSets {
+			m.sets, m.index, m.trans = nil, map[string]int32{}, map[uint64]int32{}
+		}
+		var walk func(node, set int32) error
+		walk = func(node, set int32) error {
+			for _, e := range m.v.nodes[node].edge {
+				next, err := m.next(set, e.c)
 				if err != nil {
 					return err
 				}
-				if len(next) == 0 {
+				if next < 0 {
 					continue
 				}
-				for _, id := range m.v.nodes[child].toks {
+				for _, id := range m.v.nodes[e.child].toks {
 					allowed[id] = true
 					ok++
 				}
-				if err := walk(child, next); err != nil {
+				if err := walk(e.child, next); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		if err := walk(0, m.stacks); err != nil {
+		if err := walk(0, m.intern(m.stacks)); err != nil {
 			return err
 		}
 	}
