@@ -171,7 +171,10 @@ type Matcher struct {
 	trans map[uint64]int32
 }
 
-const maxSets = 1 << 16
+const (
+	maxSets  = 1 << 16
+	maxTrans = 1 << 20
+)
 
 // setKey identifies a stack set (the order step makes them in).
 func setKey(st []stack) string {
@@ -287,7 +290,8 @@ func (m *Matcher) Mask(logits []float32) error {
 		}
 	}
 	if !m.Finished() {
-		if m.index == nil || len(m.sets) > maxSets {
+		// Bounded: one walk adds at most a transition per trie node.
+		if m.index == nil || len(m.sets) > maxSets || len(m.trans) > maxTrans {
 			m.sets, m.index, m.trans = nil, map[string]int32{}, map[uint64]int32{}
 		}
 		var walk func(node, set int32) error
