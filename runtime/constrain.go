@@ -3,8 +3,32 @@ package runtime
 import (
 	"sync"
 
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
+
+// constraint is a grammar matcher driving one generation: JSON's
+// (grammar.TokenMatcher) or GBNF's (gbnf.Matcher).
+type constraint interface {
+	Mask(logits []float32) error
+	Accept(id int32) error
+	Finished() bool
+}
+
+// gbnfVocabOnce is the model's vocabulary prepared for GBNF grammars,
+// built on first use.
+type gbnfVocabOnce struct {
+	once sync.Once
+	v    *gbnf.Vocab
+}
+
+func (m *Model) gbnfVocab() *gbnf.Vocab {
+	m.gbnf.once.Do(func() {
+		t := m.tok
+		m.gbnf.v = gbnf.NewVocab(t.NumTokens(), t.Piece, func(id int32) bool { return !t.IsControl(id) }, t.EOGs())
+	})
+	return m.gbnf.v
+}
 
 // grammarVocab is the model's vocabulary prepared for constrained sampling,
 // built on first use.
@@ -28,7 +52,7 @@ func (m *Model) GrammarVocab() *grammar.Vocab {
 // maskLogits returns logits with every token the grammar forbids at -Inf
 // (a copy in *buf; logits itself is left as the model wrote it, for
 // logprobs), or logits unchanged without a grammar.
-func maskLogits(gm *grammar.TokenMatcher, logits []float32, buf *[]float32) ([]float32, error) {
+func maskLogits(gm constraint, logits []float32, buf *[]float32) ([]float32, error) {
 	if gm == nil {
 		return logits, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
@@ -35,6 +36,10 @@ type GenerateOptions struct {
 	// as soon as nothing can follow. With MaxTokens reached first, Text is
 	// an unfinished document (StopReason "length"), as llama-server does.
 	Grammar *grammar.Grammar
+	// GBNF, when set (and Grammar is not), constrains the output to the
+	// grammar's language the same way: masked before sampling, end of
+	// generation only once complete, "stop" when nothing can follow.
+	GBNF *gbnf.Grammar
 }
 
 // TokenLogprob is one token's log-probability.
@@ -189,6 +194,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		return res, nil
 	}
 	smp := NewSampler(o.Sampler)
+	if err := smp.UseVocab(m.tok); err != nil {
+		return nil, err
+	}
 	for _, id := range prompt {
 		smp.Accept(id)
 	}
@@ -211,10 +219,19 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	if maxTok <= 0 {
 		maxTok = -1
 	}
-	var gm *grammar.TokenMatcher
+	var gm constraint
 	var masked []float32
-	if o.Grammar != nil {
+	switch {
+	case o.Grammar != nil && o.GBNF != nil:
+		return nil, errors.New("generate: Grammar and GBNF both set")
+	case o.Grammar != nil:
 		gm = grammar.NewTokenMatcher(o.Grammar, m.GrammarVocab())
+	case o.GBNF != nil:
+		gbm, err := o.GBNF.NewMatcher(m.gbnfVocab())
+		if err != nil {
+			return nil, err
+		}
+		gm = gbm
 	}
 	for {
 		if ctx.Err() != nil {

@@ -77,6 +77,7 @@ type Model struct {
 
 	caches  modelCaches
 	grammar grammarVocab
+	gbnf    gbnfVocabOnce // constrain.go
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
 }

@@ -10,10 +10,13 @@ import (
 )
 
 // SamplerOptions choose how the next token is picked from the logits. The
-// chain is llama.cpp's: penalties, top-k, top-p, min-p, temperature, then a
-// random draw. Temperature <= 0 is greedy: the argmax (lowest id on ties)
-// after penalties. Zero values switch a stage off, so SamplerOptions{} is
-// plain greedy decoding.
+// chain is llama.cpp's: penalties, DRY, top-k, typical-p, top-p, min-p, XTC,
+// temperature, then a random draw. With Mirostat 1 or 2 it is llama.cpp's
+// mirostat chain instead: temperature, then mirostat (the penalties, DRY
+// and the filters do not take part). Temperature <= 0 is greedy: the best
+// survivor of the chain (lowest id on ties), which with typical-p and XTC
+// off is the argmax after penalties and DRY. Zero values switch a stage
+// off, so SamplerOptions{} is plain greedy decoding.
 type SamplerOptions struct {
 	Temperature      float32 // <= 0: greedy
 	TopP             float32 // 0 or >= 1: off
@@ -24,12 +27,44 @@ type SamplerOptions struct {
 	TopK             int     // <= 0: off
 	RepeatLastN      int     // tokens the penalties look back on; 0: 64, -1: all
 	Seed             int64   // < 0: random
+
+	TypicalP float32 // locally typical sampling; 0 or >= 1: off
+
+	// Mirostat: 0 off, 1 (Mirostat), 2 (Mirostat 2.0); Tau is the target
+	// surprise (entropy, in bits), Eta the learning rate.
+	Mirostat    int
+	MirostatTau float32
+	MirostatEta float32
+
+	// DRY ("don't repeat yourself"): a token that would extend a repeat of
+	// more than DryAllowedLength tokens of the last DryPenaltyLastN (-1:
+	// the whole sequence, 0: off) loses DryMultiplier *
+	// DryBase^(length-DryAllowedLength) from its logit. DryBreakers end
+	// repeats (nil: llama.cpp's "\n", ":", "\"", "*"; an empty list: none;
+	// a pointer so that options stay comparable); they need the
+	// vocabulary (Sampler.UseVocab). DryMultiplier 0: off.
+	DryMultiplier    float32
+	DryBase          float32
+	DryAllowedLength int
+	DryPenaltyLastN  int
+	DryBreakers      *[]string
+
+	// XTC ("exclude top choices"): with probability XTCProbability, the
+	// tokens at least XTCThreshold likely are removed except the least
+	// likely of them. Threshold > 0.5 switches it off, as in llama.cpp.
+	XTCProbability float32
+	XTCThreshold   float32
 }
 
 // DefaultSamplerOptions are llama.cpp's defaults (temp 0.8, top-k 40,
-// top-p 0.95, min-p 0.05, no repetition penalty, random seed).
+// top-p 0.95, min-p 0.05, no repetition penalty, random seed; typical-p,
+// mirostat, DRY and XTC off, with their parameters at llama.cpp's values:
+// mirostat tau 5 and eta 0.1, DRY base 1.75, allowed length 2, last 64
+// tokens, XTC threshold 0.1).
 func DefaultSamplerOptions() SamplerOptions {
-	return SamplerOptions{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64, Seed: -1}
+	return SamplerOptions{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64, Seed: -1,
+		TypicalP: 1, MirostatTau: 5, MirostatEta: 0.1,
+		DryBase: 1.75, DryAllowedLength: 2, DryPenaltyLastN: 64, XTCThreshold: 0.1}
 }
 
 // SamplerRangeError is a sampler setting outside its range. Field is the
@@ -73,7 +108,7 @@ func (o SamplerOptions) Validate() error {
 	case o.RepeatLastN < -1:
 		return bad("repeat_last_n", float64(o.RepeatLastN), ">= -1")
 	}
-	return nil
+	return o.validateMore()
 }
 
 // Sampler picks tokens from logits. Feed it every token of the sequence
@@ -85,6 +120,13 @@ type Sampler struct {
 	work    []float32
 	cands   candHeap
 	counts  map[int32]int
+
+	xrng     *rand.Rand // XTC's own draws, so they do not shift the token draws
+	mu       float32    // mirostat's running surprise bound
+	breakers []dryBreaker
+	vocabSet bool
+	dryCount []int
+	dryMax   map[int32]int
 }
 
 type cand struct {
@@ -99,14 +141,15 @@ func NewSampler(o SamplerOptions) *Sampler {
 	if o.Seed < 0 {
 		seed = uint64(time.Now().UnixNano()) ^ rand.Uint64()
 	}
-	return &Sampler{o: o, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), counts: map[int32]int{}}
+	return &Sampler{o: o, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), counts: map[int32]int{},
+		xrng: rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed)), mu: 2 * o.MirostatTau}
 }
 
 // Accept records a token of the sequence for the penalties.
 func (s *Sampler) Accept(id int32) { s.history = append(s.history, id) }
 
 // Reset forgets the history.
-func (s *Sampler) Reset() { s.history = s.history[:0] }
+func (s *Sampler) Reset() { s.history = s.history[:0]; s.mu = 2 * s.o.MirostatTau }
 
 func (s *Sampler) penaltiesOn() bool {
 	o := s.o
@@ -116,10 +159,41 @@ func (s *Sampler) penaltiesOn() bool {
 // Sample picks the next token from logits (not modified).
 func (s *Sampler) Sample(logits []float32) int32 {
 	o := s.o
+	if o.Mirostat != 0 {
+		return s.sampleMirostat(logits)
+	}
+	l := s.adjusted(logits)
+	if o.Temperature <= 0 && !s.typicalOn() && !s.xtcOn() {
+		return argmax(l)
+	}
+	c := s.filtered(l)
+	if o.Temperature <= 0 {
+		// llama.cpp's temperature 0 keeps the best survivor of the chain.
+		best := c[0]
+		for _, x := range c[1:] {
+			if better(x, best) {
+				best = x
+			}
+		}
+		return best.id
+	}
+	for i := range c {
+		c[i].logit /= o.Temperature
+	}
+	return c[s.draw(softmaxOf(c), s.rng)].id
+}
+
+// adjusted returns the logits after the penalties and DRY (a copy when
+// either is on; logits itself otherwise).
+func (s *Sampler) adjusted(logits []float32) []float32 {
+	o := s.o
 	l := logits
+	if !s.penaltiesOn() && !s.dryOn() {
+		return l
+	}
+	s.work = append(s.work[:0], logits...)
+	l = s.work
 	if s.penaltiesOn() {
-		s.work = append(s.work[:0], logits...)
-		l = s.work
 		n := o.RepeatLastN
 		if n == 0 {
 			n = 64
@@ -147,17 +221,26 @@ func (s *Sampler) Sample(logits []float32) int32 {
 			l[id] = v
 		}
 	}
-	if o.Temperature <= 0 {
-		return argmax(l)
+	if s.dryOn() {
+		s.applyDRY(l)
 	}
+	return l
+}
 
+// filtered runs top-k, typical-p, top-p, min-p and XTC over adjusted
+// logits, in llama.cpp's order, and returns the survivors best first
+// (before temperature).
+func (s *Sampler) filtered(l []float32) []cand {
+	o := s.o
 	// top-k: the k best candidates, sorted by logit (ties by id).
 	k := o.TopK
 	if k <= 0 || k > len(l) {
 		k = len(l)
 	}
 	c := s.topK(l, k)
-
+	if s.typicalOn() {
+		c = typicalFilter(c, o.TypicalP)
+	}
 	// top-p: the smallest prefix whose probability reaches p.
 	if o.TopP > 0 && o.TopP < 1 {
 		p := softmaxOf(c)
@@ -180,20 +263,23 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		}
 		c = c[:keep]
 	}
-	// temperature, then a draw from the softmax.
-	for i := range c {
-		c[i].logit /= o.Temperature
+	if s.xtcOn() && len(c) >= 2 && s.xrng.Float64() < float64(o.XTCProbability) {
+		c = xtcFilter(c, o.XTCThreshold)
 	}
-	p := softmaxOf(c)
-	r := s.rng.Float64()
+	return c
+}
+
+// draw picks an index from probabilities p with rng.
+func (s *Sampler) draw(p []float64, rng *rand.Rand) int {
+	r := rng.Float64()
 	cum := 0.0
 	for i, pi := range p {
 		cum += pi
 		if r < cum {
-			return c[i].id
+			return i
 		}
 	}
-	return c[len(c)-1].id
+	return len(p) - 1
 }
 
 // Argmax returns the index of the largest value, the lowest on ties: the

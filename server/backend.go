@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
 
@@ -61,6 +62,11 @@ type ModelMeta struct {
 	FIM *[3]string
 	// Embedding: the file sets {arch}.pooling_type (an embedding model).
 	Embedding bool
+	// Tokenize and Piece, when set (by Load), serve llama-server's
+	// /tokenize and /detokenize: text to ids, and one id's bytes (false
+	// when out of range).
+	Tokenize func(text string, addSpecial, parseSpecial bool) ([]int32, error)
+	Piece    func(id int32) ([]byte, bool)
 }
 
 // GenerateRequest is one generation with its sampling settings.
@@ -80,6 +86,9 @@ type GenerateRequest struct {
 	// Grammar, when set, constrains the output to its JSON documents
 	// (structured output: Ollama's format, OpenAI's response_format).
 	Grammar *grammar.Grammar
+	// GBNF, when set, constrains the output to a GBNF grammar
+	// (llama-server's grammar field).
+	GBNF *gbnf.Grammar
 }
 
 // GenerateResult is the outcome of a generation.

@@ -132,7 +132,7 @@ func TestOllamaEmbedRoutes(t *testing.T) {
 		{"/api/embed", `{"model":"tiny","input":"abc","dimensions":9}`, 400, "dimensions 9 is more than the model's embedding length 4"},
 		{"/api/embed", `{"model":"tiny","input":"abc","dimensions":-1}`, 400, "dimensions"},
 		{"/api/embed", `{"model":"tiny","input":"toolong","truncate":false}`, 400, "input 0 has 1000 tokens, more than the context length 512 (truncate is false"},
-		{"/api/embed", `{"model":"tiny","input":"abc","options":{"mirostat":1}}`, 400, "options.mirostat"},
+		{"/api/embed", `{"model":"tiny","input":"abc","options":{"tfs_z":0.5}}`, 400, "options.tfs_z"},
 		{"/api/embed", `{"model":"tiny","input":"abc","options":{"num_ctx":-1}}`, 400, "num_ctx"},
 		{"/api/embed", `{"model":"tiny","input":"abc","truncate":"yes"}`, 400, "malformed JSON"},
 		{"/api/embed", `{"model":"nosuch","input":"abc"}`, 404, "not found"},

@@ -87,6 +87,10 @@ var openaiCommonFields = map[string]fieldRule{
 	"seed": honoured, "stop": honoured, "n": honoured, "logprobs": honoured,
 	// llama-server's sampling extensions
 	"top_k": honoured, "min_p": honoured, "repeat_penalty": honoured,
+	"typical_p": honoured, "mirostat": honoured, "mirostat_tau": honoured, "mirostat_eta": honoured,
+	"dry_multiplier": honoured, "dry_base": honoured, "dry_allowed_length": honoured,
+	"dry_penalty_last_n": honoured, "dry_sequence_breakers": breakersRule,
+	"xtc_probability": honoured, "xtc_threshold": honoured, "grammar": honoured,
 	"user": noEffect, "logit_bias": unsupported("logit_bias"),
 }
 
@@ -142,13 +146,11 @@ var ollamaOptionFields = map[string]fieldRule{
 	// placement and memory switches of a GPU engine: nothing to do on the CPU
 	"num_gpu": noEffect, "main_gpu": noEffect, "low_vram": noEffect, "use_mmap": noEffect, "use_mlock": noEffect,
 	"numa": noEffect, "num_batch": noEffect, "f16_kv": noEffect, "vocab_only": noEffect,
-	"typical_p":        unsupported("typical_p", "1"),
-	"tfs_z":            unsupported("tfs_z", "1"),
-	"mirostat":         unsupported("mirostat"),
-	"mirostat_tau":     unsupported("mirostat_tau", "5"),
-	"mirostat_eta":     unsupported("mirostat_eta", "0.1"),
-	"penalize_newline": unsupported("penalize_newline"),
-	"num_keep":         unsupported("num_keep"),
+	"typical_p": honoured, "mirostat": honoured, "mirostat_tau": honoured, "mirostat_eta": honoured,
+	"dry_sequence_breakers": breakersRule, // llama-server's DRY and XTC names are taken here too
+	"tfs_z":                 unsupported("tfs_z", "1"),
+	"penalize_newline":      unsupported("penalize_newline"),
+	"num_keep":              unsupported("num_keep"),
 }
 
 // The embedding routes' fields (embed.go): Ollama's /api/embed and legacy

@@ -27,7 +27,7 @@ func TestRequestFieldsNeverIgnored(t *testing.T) {
 		{"/v1/completions", `{` + m + `,"prompt":"x","suffix":"end"}`, 400, "suffix"},
 		{"/api/generate", `{` + m + `,"prompt":"x","suffix":"end","stream":false}`, 400, "suffix"},
 		{"/api/generate", `{` + m + `,"prompt":"x","template":"{{ .Prompt }}","stream":false}`, 400, "template"},
-		{"/api/generate", `{` + m + `,"prompt":"x","options":{"mirostat":2},"stream":false}`, 400, "options.mirostat"},
+		{"/api/generate", `{` + m + `,"prompt":"x","options":{"tfs_z":0.5},"stream":false}`, 400, "options.tfs_z"},
 		{"/api/chat", `{` + m + `,"messages":[{"role":"user","content":"x","images":["aGk="]}],"stream":false}`, 400, "messages[0].images"},
 		// accepted: asking for nothing, or nothing to do here
 		{"/v1/chat/completions", `{` + m + `,` + chatMsgs + `,"max_tokens":2,"response_format":{"type":"text"},"user":"u","store":false,"tool_choice":"none"}`, 200, ""},

@@ -214,9 +214,11 @@ type sampling struct {
 	RepeatPenalty    *float32 `json:"repeat_penalty"`
 	FrequencyPenalty *float32 `json:"frequency_penalty"`
 	PresencePenalty  *float32 `json:"presence_penalty"`
+	moreSampling
 }
 
 func (o sampling) apply(req *GenerateRequest) {
+	o.moreSampling.apply(req)
 	setF(&req.Temperature, o.Temperature)
 	setInt(&req.TopK, o.TopK)
 	setF(&req.TopP, o.TopP)

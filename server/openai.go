@@ -100,6 +100,8 @@ type openaiRequest struct {
 	ReasoningFormat    *string                    `json:"reasoning_format"`
 	// response_format: text, json_object or json_schema (structured output).
 	ResponseFormat json.RawMessage `json:"response_format"`
+	// grammar: llama-server's GBNF constraint (samplers.go).
+	Grammar *string `json:"grammar"`
 }
 
 func (q *openaiRequest) job(chatReq bool) (*job, error) {
@@ -115,6 +117,9 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	}
 	var err error
 	if j.req.Grammar, err = openaiResponseFormat(q.ResponseFormat); err != nil {
+		return nil, err
+	}
+	if j.req.GBNF, err = gbnfField(q.Grammar, j.req.Grammar != nil || j.forcedGrammar != nil); err != nil {
 		return nil, err
 	}
 	for k, v := range q.ChatTemplateKwargs {

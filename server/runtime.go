@@ -46,6 +46,13 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 	meta.ChatTemplate, _ = f.String("tokenizer.chat_template")
 	if tok, err := tokenizer.FromGGUF(f); err == nil { // no tokenizer: no infill
 		meta.FIM = fimTexts(tok)
+		meta.Tokenize = tok.Encode
+		meta.Piece = func(id int32) ([]byte, bool) {
+			if id < 0 || int(id) >= tok.NumTokens() {
+				return nil, false
+			}
+			return tok.Piece(id), true
+		}
 	}
 	_, meta.Embedding = f.Get(arch + ".pooling_type")
 	_, meta.FileType, _ = f.FileType()
@@ -82,6 +89,13 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 			return len(ids), err
 		}}
 	meta.FIM = fimTexts(tok)
+	meta.Tokenize = tok.Encode
+	meta.Piece = func(id int32) ([]byte, bool) {
+		if id < 0 || int(id) >= tok.NumTokens() {
+			return nil, false
+		}
+		return tok.Piece(id), true
+	}
 	if id := tok.BOS(); id >= 0 {
 		meta.BOSText = tok.TokenText(id)
 	}
@@ -208,7 +222,7 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	}
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
 		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
-		Grammar: req.Grammar}
+		Grammar: req.Grammar, GBNF: req.GBNF}
 	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
 		if req.OnLogprob != nil && t.Logprob != nil {
 			req.OnLogprob(*t.Logprob, t.TopLogprobs)

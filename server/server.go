@@ -269,6 +269,8 @@ func (s *Server) routes() {
 	s.handle(famOle, "/api/v1/inference/complete", false, s.oleComplete, "POST")
 	s.handle(famOle, "/api/v1/inference/chat", false, s.oleChat, "POST")
 
+	s.llamaServerRoutes()
+
 	s.handle(famOllama, "/metrics", true, func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.MetricsKey != "" && !keyMatches(r, s.cfg.MetricsKey) {
 			w.Header().Set("WWW-Authenticate", "Bearer")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/woolly-llm/woolly/internal/repl"
 	"github.com/woolly-llm/woolly/runtime"
-	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
 // chatInput is where chat reads the user's lines (tests replace it).
@@ -27,6 +26,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	system := fs.String("system", "", "system `message`")
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")
+	tf := addTemplateFlags(fs)
 	var think triBool
 	fs.Var(&think, "think", "thinking models (Qwen3): --think=false answers without reasoning (the template's enable_thinking); default: the template's")
 	sampler, _, err := g.parseNamed(fs, args, false)
@@ -49,7 +49,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if id := tok.EOS(); id >= 0 {
 		eos = tok.TokenText(id)
 	}
-	tmpl, err := chat.New(m.Info().ChatTemplate, bos, eos)
+	tmplSrc, tmpl, err := tf.template(fs, m.Info().ChatTemplate, bos, eos)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	go ctrlC.watch(interrupts)
 
 	st := &repl.State{Model: *g.model, System: *system, Params: repl.Params{Sampler: sampler, NumPredict: *g.n},
-		Think: think.v, Template: m.Info().ChatTemplate, Info: chatModelInfo(m, *g.model), DropsSystem: dropsSystem(tmpl)}
+		Think: think.v, Template: tmplSrc, Info: chatModelInfo(m, *g.model), DropsSystem: dropsSystem(tmpl)}
 	if st.ConversationsDir, err = repl.ConversationsDir(); err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ type samplerFlags struct {
 	temp, topP, minP, rep, freq, pres *float64
 	topK, repN                        *int
 	seed                              *int64
+	more                              *moreSamplerFlags
 }
 
 func addSamplerFlags(fs *flag.FlagSet) *samplerFlags {
@@ -93,6 +94,7 @@ func addSamplerFlags(fs *flag.FlagSet) *samplerFlags {
 		freq: fs.Float64("frequency-penalty", 0, "frequency penalty, in [-2, 2] (0: off)"),
 		pres: fs.Float64("presence-penalty", 0, "presence penalty, in [-2, 2] (0: off)"),
 		seed: fs.Int64("seed", def.Seed, "random seed (-1: random)"),
+		more: addMoreSamplerFlags(fs),
 	}
 }
 
@@ -111,10 +113,15 @@ func (s *samplerFlags) options(fs *flag.FlagSet) (runtime.SamplerOptions, error)
 		RepeatPenalty: float32(*s.rep), RepeatLastN: *s.repN, FrequencyPenalty: float32(*s.freq),
 		PresencePenalty: float32(*s.pres), Seed: *s.seed,
 	}
+	s.more.apply(&o)
 	if err := o.Validate(); err != nil {
 		var re *runtime.SamplerRangeError
 		if errors.As(err, &re) {
-			return o, usageError(fs, "%s %g is out of range: must be %s", samplerFlagNames[re.Field], re.Value, re.Want)
+			name := samplerFlagNames[re.Field]
+			if name == "" {
+				name = moreSamplerFlagNames[re.Field]
+			}
+			return o, usageError(fs, "%s %g is out of range: must be %s", name, re.Value, re.Want)
 		}
 		return o, usageError(fs, "%v", err)
 	}

@@ -25,6 +25,7 @@ func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt 
 		f.Usage = "the model: a `NAME` of the models directory (woolly list) or a GGUF file's path"
 	}
 	llamaAliases(fs)
+	args = stripIgnored(fs.Output(), fs.Name(), args)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return runtime.SamplerOptions{}, "", err

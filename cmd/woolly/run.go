@@ -33,7 +33,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("verbose", false, "print model details and cache statistics to stderr")
 	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
 	attn := attentionFlag(fs)
+	structured := addSchemaFlags(fs)
 	sampler, positional, err := g.parseNamed(fs, args, true)
+	if err != nil {
+		return err
+	}
+	gram, err := structured.grammar(fs)
+	if err != nil {
+		return err
+	}
+	gb, err := structured.gbnf(fs)
 	if err != nil {
 		return err
 	}
@@ -95,6 +104,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		PromptOnly: *g.n == 0,
 		Stop:       g.stops,
 		Sampler:    sampler,
+		Grammar:    gram,
+		GBNF:       gb,
 	}
 	var onTok func(runtime.Token) error
 	if !*asJSON {

@@ -116,7 +116,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
 		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, stripIgnored(stderr, fs.Name(), args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

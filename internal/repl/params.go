@@ -19,7 +19,9 @@ type Params struct {
 
 // ParamNames are the settable parameters in the order /show lists them.
 var ParamNames = []string{"temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n",
-	"frequency_penalty", "presence_penalty", "seed", "num_predict"}
+	"frequency_penalty", "presence_penalty", "seed", "num_predict",
+	"typical_p", "mirostat", "mirostat_tau", "mirostat_eta", "dry_multiplier", "dry_base", "dry_allowed_length",
+	"dry_penalty_last_n", "xtc_probability", "xtc_threshold"}
 
 // Get returns a parameter's value as text.
 func (p *Params) Get(name string) (string, bool) {
@@ -46,6 +48,26 @@ func (p *Params) Get(name string) (string, bool) {
 		return strconv.FormatInt(s.Seed, 10), true
 	case "num_predict":
 		return strconv.Itoa(p.NumPredict), true
+	case "typical_p":
+		return f(s.TypicalP), true
+	case "mirostat":
+		return strconv.Itoa(s.Mirostat), true
+	case "mirostat_tau":
+		return f(s.MirostatTau), true
+	case "mirostat_eta":
+		return f(s.MirostatEta), true
+	case "dry_multiplier":
+		return f(s.DryMultiplier), true
+	case "dry_base":
+		return f(s.DryBase), true
+	case "dry_allowed_length":
+		return strconv.Itoa(s.DryAllowedLength), true
+	case "dry_penalty_last_n":
+		return strconv.Itoa(s.DryPenaltyLastN), true
+	case "xtc_probability":
+		return f(s.XTCProbability), true
+	case "xtc_threshold":
+		return f(s.XTCThreshold), true
 	}
 	return "", false
 }
@@ -56,6 +78,9 @@ var aliases = map[string]string{
 	"temp": "temperature", "top-k": "top_k", "top-p": "top_p", "min-p": "min_p",
 	"repeat-penalty": "repeat_penalty", "repeat-last-n": "repeat_last_n", "frequency-penalty": "frequency_penalty",
 	"presence-penalty": "presence_penalty", "n": "num_predict", "n-predict": "num_predict", "max_tokens": "num_predict",
+	"typical": "typical_p", "mirostat-ent": "mirostat_tau", "mirostat-lr": "mirostat_eta",
+	"dry-multiplier": "dry_multiplier", "dry-base": "dry_base", "dry-allowed-length": "dry_allowed_length",
+	"dry-penalty-last-n": "dry_penalty_last_n", "xtc-probability": "xtc_probability", "xtc-threshold": "xtc_threshold",
 }
 
 // Set changes one parameter. An unknown name, a value that does not parse
@@ -75,7 +100,7 @@ func (p *Params) Set(name, value string) error {
 	s := &next.Sampler
 	var err error
 	switch name {
-	case "top_k", "repeat_last_n", "num_predict", "seed":
+	case "top_k", "repeat_last_n", "num_predict", "seed", "mirostat", "dry_allowed_length", "dry_penalty_last_n":
 		var n int64
 		n, err = strconv.ParseInt(value, 10, 64)
 		if err != nil {
@@ -91,6 +116,12 @@ func (p *Params) Set(name, value string) error {
 			s.RepeatLastN = int(n)
 		case "seed":
 			s.Seed = n
+		case "mirostat":
+			s.Mirostat = int(n)
+		case "dry_allowed_length":
+			s.DryAllowedLength = int(n)
+		case "dry_penalty_last_n":
+			s.DryPenaltyLastN = int(n)
 		case "num_predict":
 			if n < -1 {
 				return fmt.Errorf("num_predict %d is out of range: want -1 (until the end of the turn) or a token count", n)
@@ -117,6 +148,20 @@ func (p *Params) Set(name, value string) error {
 			s.FrequencyPenalty = f
 		case "presence_penalty":
 			s.PresencePenalty = f
+		case "typical_p":
+			s.TypicalP = f
+		case "mirostat_tau":
+			s.MirostatTau = f
+		case "mirostat_eta":
+			s.MirostatEta = f
+		case "dry_multiplier":
+			s.DryMultiplier = f
+		case "dry_base":
+			s.DryBase = f
+		case "xtc_probability":
+			s.XTCProbability = f
+		case "xtc_threshold":
+			s.XTCThreshold = f
 		}
 	}
 	if err := s.Validate(); err != nil {

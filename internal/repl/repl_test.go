@@ -63,8 +63,9 @@ func TestParams(t *testing.T) {
 			t.Errorf("Set(%q, %q): %v", set[0], set[1], err)
 		}
 	}
-	want := runtime.SamplerOptions{Temperature: 0.25, TopK: 7, TopP: 0.5, MinP: 0.1, RepeatPenalty: 1.1, RepeatLastN: -1,
-		FrequencyPenalty: -2, PresencePenalty: 0.5, Seed: 42}
+	want := runtime.DefaultSamplerOptions()
+	want.Temperature, want.TopK, want.TopP, want.MinP, want.RepeatPenalty, want.RepeatLastN = 0.25, 7, 0.5, 0.1, 1.1, -1
+	want.FrequencyPenalty, want.PresencePenalty, want.Seed = -2, 0.5, 42
 	if p.Sampler != want || p.NumPredict != 13 {
 		t.Errorf("params %+v, want %+v and num_predict 13", p, want)
 	}
@@ -82,6 +83,23 @@ func TestParams(t *testing.T) {
 	}
 	if p != before {
 		t.Errorf("a refused Set changed the parameters: %+v", p)
+	}
+	// llama.cpp's samplers, by Ollama's names and llama.cpp's flag spellings.
+	q := Params{Sampler: runtime.DefaultSamplerOptions(), NumPredict: -1}
+	for _, set := range [][2]string{{"typical_p", "0.9"}, {"mirostat", "2"}, {"mirostat-ent", "3"}, {"mirostat_eta", "0.2"},
+		{"dry_multiplier", "0.8"}, {"dry-base", "2"}, {"dry_allowed_length", "3"}, {"dry_penalty_last_n", "-1"},
+		{"xtc_probability", "0.5"}, {"xtc-threshold", "0.2"}} {
+		if err := q.Set(set[0], set[1]); err != nil {
+			t.Errorf("Set(%q, %q): %v", set[0], set[1], err)
+		}
+	}
+	o := q.Sampler
+	if o.TypicalP != 0.9 || o.Mirostat != 2 || o.MirostatTau != 3 || o.MirostatEta != 0.2 || o.DryMultiplier != 0.8 ||
+		o.DryBase != 2 || o.DryAllowedLength != 3 || o.DryPenaltyLastN != -1 || o.XTCProbability != 0.5 || o.XTCThreshold != 0.2 {
+		t.Errorf("samplers set to %+v", o)
+	}
+	if err := q.Set("mirostat", "3"); err == nil || !strings.Contains(err.Error(), "mirostat") {
+		t.Errorf("mirostat 3: %v", err)
 	}
 	if v, _ := p.Get("top_p"); v != "0.5" {
 		t.Errorf("Get(top_p) = %q", v)

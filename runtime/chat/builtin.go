@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,16 @@ var builtins_ = map[string]renderFunc{
 	"phi3":    renderPhi3,
 	"gemma":   renderGemma,
 	"zephyr":  renderZephyr,
+}
+
+// BuiltinNames lists the built-in formats (Builtin's kinds), sorted.
+func BuiltinNames() []string {
+	names := make([]string, 0, len(builtins_))
+	for k := range builtins_ {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func errAlternate() error {
