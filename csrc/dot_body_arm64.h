@@ -46,40 +46,82 @@ static inline int32x4_t k_madd16(int16x8_t a, int16x8_t b) {
 }
 
 static inline void k_scales_mins(const uint8_t *scales, uint8_t sc[8], uint8_t m[8]) {
-    for (int j = 0; j < 8; j++) k_q4k_scale_min(j, scales, &sc[j], &m[j]);
+    uint64_t s8, m8;
+    k_q4k_scales_mins8(scales, &s8, &m8);
+    vst1_u8(sc, vcreate_u8(s8));
+    vst1_u8(m, vcreate_u8(m8));
 }
 
 /* Min term of a Q4_K / Q5_K block: lane i = m[2i]*bsum[2i] + m[2i+1]*bsum[2i+1]
  * with bsum[s] = bsums[2s] + bsums[2s+1] (the sub-block sums). */
-static inline int32x4_t k_mins4(const uint8_t m[8], const int16_t *bsums) {
+static inline int32x4_t k_mins4v(uint8x8_t m, const int16_t *bsums) {
     int16x8_t bs = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8));
-    int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m)));
-    return k_madd16(mv, bs);
+    return k_madd16(vreinterpretq_s16_u16(vmovl_u8(m)), bs);
 }
+static inline int32x4_t k_mins4(const uint8_t m[8], const int16_t *bsums) { return k_mins4v(vld1_u8(m), bsums); }
+
+/* The scale sums of the Q4_K / Q5_K dots in the integer units, without a
+ * zeroed register per group: with P[s] the products of sub-block s (one
+ * int32x4 of lanes) and C[s] = P[0] + ... + P[s] (one chain of K_DOT16s),
+ *   sum_s sc[s] * P[s] = sum_s (sc[s] - sc[s+1]) * C[s],   sc[8] = 0
+ * (summation by parts; the integer lanes are the same numbers). k_q4k_dsc
+ * gives dsc[0] = sc[s] - sc[s+1] for s = 0..3, dsc[1] for s = 4..7, and the
+ * 8 mins. */
+static inline void k_q4k_dsc(const uint8_t *scales, int32x4_t dsc[2], uint8x8_t *m8) {
+    uint64_t sc, m;
+    k_q4k_scales_mins8(scales, &sc, &m);
+    const uint16x8_t s16 = vmovl_u8(vcreate_u8(sc));
+    const int32x4_t s0 = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(s16)));
+    const int32x4_t s1 = vreinterpretq_s32_u32(vmovl_high_u16(s16));
+    /* (the differences in 32 bits: widened after, clang turns each lane use
+     * into a dup and a widening) */
+    dsc[0] = vsubq_s32(s0, vextq_s32(s0, s1, 1));
+    dsc[1] = vsubq_s32(s1, vextq_s32(s1, vdupq_n_s32(0), 1));
+    *m8 = vcreate_u8(m);
+}
+
+/* lo/hi lanes of one Q4_K / Q5_K block from its 256 unsigned quants u (chunk
+ * c: u[4c+0] / u[4c+1] the low 16 / high 16 of sub-block 2c, u[4c+2] /
+ * u[4c+3] those of sub-block 2c+1) and the block's activations q8. */
+#define K_Q45K_CHUNK(c, U0, U1, U2, U3)                                                          \
+    do {                                                                                       \
+        clo = K_DOT16(clo, vreinterpretq_s8_u8(U0), vld1q_s8(q8 + 64 * (c)));                    \
+        chi = K_DOT16(chi, vreinterpretq_s8_u8(U1), vld1q_s8(q8 + 64 * (c) + 16));               \
+        if ((c) == 0) {                                                                        \
+            lo = vmulq_laneq_s32(clo, dsc[0], 0);                                              \
+            hi = vmulq_laneq_s32(chi, dsc[0], 0);                                              \
+        } else {                                                                               \
+            lo = vmlaq_laneq_s32(lo, clo, dsc[(c) / 2], (2 * (c)) % 4);                         \
+            hi = vmlaq_laneq_s32(hi, chi, dsc[(c) / 2], (2 * (c)) % 4);                         \
+        }                                                                                      \
+        clo = K_DOT16(clo, vreinterpretq_s8_u8(U2), vld1q_s8(q8 + 64 * (c) + 32));               \
+        chi = K_DOT16(chi, vreinterpretq_s8_u8(U3), vld1q_s8(q8 + 64 * (c) + 48));               \
+        lo = vmlaq_laneq_s32(lo, clo, dsc[(c) / 2], (2 * (c)) % 4 + 1);                         \
+        hi = vmlaq_laneq_s32(hi, chi, dsc[(c) / 2], (2 * (c)) % 4 + 1);                         \
+    } while (0)
 
 static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q4_k *x = (const k_block_q4_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15);
-    const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo, accm = acc_lo;
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float yd = y[i].d;
-        uint8_t sc[8], m[8];
-        k_scales_mins(x[i].scales, sc, m);
-        accm = vfmaq_f32(accm, vcvtq_f32_s32(k_mins4(m, y[i].bsums)), vdupq_n_f32(k_h2f(x[i].dmin) * yd));
+        int32x4_t dsc[2];
+        uint8x8_t m;
+        k_q4k_dsc(x[i].scales, dsc, &m);
+        accm = vfmaq_f32(accm, vcvtq_f32_s32(k_mins4v(m, y[i].bsums)), vdupq_n_f32(k_h2f(x[i].dmin) * yd));
         const uint8_t *q = x[i].qs;
         const int8_t *q8 = y[i].qs;
-        int32x4_t lo = z, hi = z; /* lanes 0..3 / 4..7: elements 0..15 / 16..31 of each sub-block */
-        for (int c = 0; c < 4; c++, q += 32, q8 += 64) {
-            uint8x16_t b0 = vld1q_u8(q), b1 = vld1q_u8(q + 16);
-            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(vandq_u8(b0, m4)), vld1q_s8(q8));
-            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(vandq_u8(b1, m4)), vld1q_s8(q8 + 16));
-            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(vshrq_n_u8(b0, 4)), vld1q_s8(q8 + 32));
-            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(vshrq_n_u8(b1, 4)), vld1q_s8(q8 + 48));
-            lo = vmlaq_n_s32(vmlaq_n_s32(lo, l0, sc[2 * c]), h0, sc[2 * c + 1]);
-            hi = vmlaq_n_s32(vmlaq_n_s32(hi, l1, sc[2 * c]), h1, sc[2 * c + 1]);
-        }
+        /* lanes 0..3 / 4..7: elements 0..15 / 16..31 of each sub-block */
+        int32x4_t clo = vdupq_n_s32(0), chi = clo, lo, hi;
+#define K_Q4K_CHUNK(c)                                                                          \
+    do {                                                                                        \
+        const uint8x16_t b0 = vld1q_u8(q + 32 * (c)), b1 = vld1q_u8(q + 32 * (c) + 16);        \
+        K_Q45K_CHUNK(c, vandq_u8(b0, m4), vandq_u8(b1, m4), vshrq_n_u8(b0, 4), vshrq_n_u8(b1, 4)); \
+    } while (0)
+        K_Q4K_CHUNK(0); K_Q4K_CHUNK(1); K_Q4K_CHUNK(2); K_Q4K_CHUNK(3);
+#undef K_Q4K_CHUNK
         const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * yd);
         acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
         acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
@@ -90,32 +132,30 @@ static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, cons
 static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q5_k *x = (const k_block_q5_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     float summs = 0;
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const float yd = y[i].d;
-        uint8_t sc[8], m[8];
-        k_scales_mins(x[i].scales, sc, m);
+        int32x4_t dsc[2];
+        uint8x8_t m;
+        k_q4k_dsc(x[i].scales, dsc, &m);
         /* the min term as the reference sums it for Q5_K: the exact integer
          * sum per block, folded with one scalar FMA (Q4_K keeps 4 lanes) */
         const float dmin_yd = yd * k_h2f(x[i].dmin);
-        summs = fmaf(-dmin_yd, (float)vaddvq_s32(k_mins4(m, y[i].bsums)), summs);
+        summs = fmaf(-dmin_yd, (float)vaddvq_s32(k_mins4v(m, y[i].bsums)), summs);
         const uint8_t *q = x[i].qs;
         const int8_t *q8 = y[i].qs;
         uint8x16_t hb0 = vld1q_u8(x[i].qh), hb1 = vld1q_u8(x[i].qh + 16);
-        int32x4_t lo = z, hi = z;
-        for (int c = 0; c < 4; c++, q += 32, q8 += 64) {
-            /* bit 2c of qh adds 16 to the low nibbles, bit 2c+1 to the high */
-            uint8x16_t u[4];
-            k_q5k_chunk_neon(vld1q_u8(q), vld1q_u8(q + 16), &hb0, &hb1, u);
-            int32x4_t l0 = K_DOT16(z, vreinterpretq_s8_u8(u[0]), vld1q_s8(q8));
-            int32x4_t l1 = K_DOT16(z, vreinterpretq_s8_u8(u[1]), vld1q_s8(q8 + 16));
-            int32x4_t h0 = K_DOT16(z, vreinterpretq_s8_u8(u[2]), vld1q_s8(q8 + 32));
-            int32x4_t h1 = K_DOT16(z, vreinterpretq_s8_u8(u[3]), vld1q_s8(q8 + 48));
-            lo = vmlaq_n_s32(vmlaq_n_s32(lo, l0, sc[2 * c]), h0, sc[2 * c + 1]);
-            hi = vmlaq_n_s32(vmlaq_n_s32(hi, l1, sc[2 * c]), h1, sc[2 * c + 1]);
-        }
+        int32x4_t clo = vdupq_n_s32(0), chi = clo, lo, hi;
+        /* bit 2c of qh adds 16 to the low nibbles, bit 2c+1 to the high */
+#define K_Q5K_CHUNK(c)                                                          \
+    do {                                                                        \
+        uint8x16_t u[4];                                                        \
+        k_q5k_chunk_neon(vld1q_u8(q + 32 * (c)), vld1q_u8(q + 32 * (c) + 16), &hb0, &hb1, u); \
+        K_Q45K_CHUNK(c, u[0], u[1], u[2], u[3]);                                \
+    } while (0)
+        K_Q5K_CHUNK(0); K_Q5K_CHUNK(1); K_Q5K_CHUNK(2); K_Q5K_CHUNK(3);
+#undef K_Q5K_CHUNK
         const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * yd);
         acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
         acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
