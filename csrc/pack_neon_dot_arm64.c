@@ -1,0 +1,153 @@
+/*
+ * pack_neon_dot_arm64.c — row-interleaved ("packed") weights of the
+ * dotprod set (kernels.h, "row-interleaved weights"): groups of 4 rows
+ * whose blocks sit side by side, one activation load feeding the 4 rows
+ * through SDOT by element (k_sdot_lane<i>, sdot_arm64.h).
+ *
+ * The results are the bits of the set's unpacked kernels (the Q4_K dot of
+ * dot_body_arm64.h and its tiles): per row the same 8 integer lanes per
+ * block (lane l = the products of elements 4l..4l+3 of each 32-element
+ * sub-block, times its scale), the same FMAs into 8 f32 lanes and the same
+ * final sums. Here the 4 lanes of a vector are the 4 rows: vector l holds
+ * integer lane l of rows 0..3, so every float step is the unpacked one,
+ * done for 4 rows at once.
+ *
+ * Q4_K x4 layout: per super-block b, 576 bytes (4 x 144) at 576 * b from
+ * the group's start:
+ *     0  d[4]      f16, row r at 2r
+ *     8  dmin[4]   f16
+ *    16  S[32]     byte 4s + r = scale s of row r (6 bits) | (min s >> 4) << 6
+ *    48  N[16]     byte 4s + r (s < 4) = (min s of row r) & 15
+ *                                      | ((min s+4 of row r) & 15) << 4
+ *    64  Q[512]    16 bytes per (c, l), c = 0..3 chunks of 64 elements,
+ *                  l = 0..7, at 64 + 16 * (8c + l): bytes 4r..4r+3 = row
+ *                  r's qs[32c + 4l .. 32c + 4l + 3] (low nibbles: elements
+ *                  4l..4l+3 of sub-block 2c, high: of sub-block 2c + 1)
+ */
+#include "sdot_arm64.h"
+#include "kernels_neon_arm64.h"
+
+#define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
+
+void k_pack_q4_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q4K_X4_BYTES) {
+            const k_block_q4_k *x[4];
+            uint8_t sc[4][8], m[4][8];
+            for (int r = 0; r < 4; r++) {
+                x[r] = (const k_block_q4_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+                memcpy(o + 2 * r, &x[r]->d, 2);
+                memcpy(o + 8 + 2 * r, &x[r]->dmin, 2);
+                for (int s = 0; s < 8; s++) k_q4k_scale_min(s, x[r]->scales, &sc[r][s], &m[r][s]);
+            }
+            for (int s = 0; s < 8; s++)
+                for (int r = 0; r < 4; r++) o[16 + 4 * s + r] = (uint8_t)(sc[r][s] | (m[r][s] >> 4) << 6);
+            for (int s = 0; s < 4; s++)
+                for (int r = 0; r < 4; r++) o[48 + 4 * s + r] = (uint8_t)((m[r][s] & 15) | (m[r][s + 4] & 15) << 4);
+            for (int c = 0; c < 4; c++)
+                for (int l = 0; l < 8; l++)
+                    for (int r = 0; r < 4; r++) memcpy(o + 64 + 16 * (8 * c + l) + 4 * r, x[r]->qs + 32 * c + 4 * l, 4);
+        }
+    }
+}
+
+K_DOTPROD_BEGIN
+
+/* One group of 4 rows x one token: out[r] = the unpacked dot of row r. */
+static inline __attribute__((always_inline)) void q4k_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                         float *out) {
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+                acc6 = acc0, acc7 = acc0, am0 = acc0, am1 = acc0, am2 = acc0, am3 = acc0;
+    for (int64_t b = 0; b < nb; b++, o += Q4K_X4_BYTES, y++) {
+        const float32x4_t yd = vdupq_n_f32(y->d);
+        const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        const float32x4_t dmv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd))), yd);
+        /* scales by parts (dot_body_arm64.h, k_q4k_dsc): ds[s] = sc[s] - sc[s+1] per row */
+        const uint8x16_t S0 = vld1q_u8(o + 16), S1 = vld1q_u8(o + 32), N = vld1q_u8(o + 48);
+        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
+        const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
+        const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
+        const int32x4_t ds0 = vmovl_s16(vget_low_s16(e01)), ds1 = vmovl_high_s16(e01);
+        const int32x4_t ds2 = vmovl_s16(vget_low_s16(e23)), ds3 = vmovl_high_s16(e23);
+        const int32x4_t ds4 = vmovl_s16(vget_low_s16(e45)), ds5 = vmovl_high_s16(e45);
+        const int32x4_t ds6 = vmovl_s16(vget_low_s16(e67)), ds7 = vmovl_high_s16(e67);
+        /* min term: lane i of the unpacked dot's k_mins4, one vector per i */
+        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
+        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums), vld1q_s16(y->bsums + 8));
+        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+        am0 = vfmaq_f32(am0, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1)), dmv);
+        am1 = vfmaq_f32(am1, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3)), dmv);
+        am2 = vfmaq_f32(am2, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5)), dmv);
+        am3 = vfmaq_f32(am3, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7)), dmv);
+
+        const int8_t *q8 = y->qs;
+        const uint8_t *qv = o + 64;
+        /* integer lane l of the 4 rows: C chains the sub-blocks' SDOTs, L
+         * sums them by parts; lanes 0..3 use activations 0..15 of each
+         * sub-block, lanes 4..7 activations 16..31 */
+#define Q4K_LANE(c, l, AE, AO, i)                                                                  \
+    do {                                                                                         \
+        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
+        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(vandq_u8(v, m4)), AE);                   \
+        L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
+        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), AO);                  \
+        L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
+    } while (0)
+#define Q4K_HALF(c, h, la, lb, lc, ld)                                                           \
+    do {                                                                                         \
+        const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
+        const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
+        Q4K_LANE(c, la, ae, ao, 0); Q4K_LANE(c, lb, ae, ao, 1);                                    \
+        Q4K_LANE(c, lc, ae, ao, 2); Q4K_LANE(c, ld, ae, ao, 3);                                    \
+    } while (0)
+        const int32x4_t ds0_e = ds0, ds0_o = ds1, ds1_e = ds2, ds1_o = ds3;
+        const int32x4_t ds2_e = ds4, ds2_o = ds5, ds3_e = ds6, ds3_o = ds7;
+        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
+        Q4K_HALF(0, 0, 0, 1, 2, 3); Q4K_HALF(1, 0, 0, 1, 2, 3); Q4K_HALF(2, 0, 0, 1, 2, 3); Q4K_HALF(3, 0, 0, 1, 2, 3);
+        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
+        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
+        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
+        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
+        Q4K_HALF(0, 1, 4, 5, 6, 7); Q4K_HALF(1, 1, 4, 5, 6, 7); Q4K_HALF(2, 1, 4, 5, 6, 7); Q4K_HALF(3, 1, 4, 5, 6, 7);
+        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
+        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
+        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
+        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+#undef Q4K_HALF
+#undef Q4K_LANE
+    }
+    /* k_hsum8(lo, hi) - k_hsum4(accm), for the 4 rows at once */
+    const float32x4_t t0 = vaddq_f32(acc0, acc4), t1 = vaddq_f32(acc1, acc5);
+    const float32x4_t t2 = vaddq_f32(acc2, acc6), t3 = vaddq_f32(acc3, acc7);
+    const float32x4_t s = vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
+    const float32x4_t ms = vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3));
+    vst1q_f32(out, vsubq_f32(s, ms));
+}
+
+/* nr rows (a multiple of 4) x ntok tokens; each group's weights stay in
+ * cache across the tokens. */
+void k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            q4k_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+K_DOTPROD_END
