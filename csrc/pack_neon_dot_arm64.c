@@ -23,9 +23,21 @@
  *                  l = 0..7, at 64 + 16 * (8c + l): bytes 4r..4r+3 = row
  *                  r's qs[32c + 4l .. 32c + 4l + 3] (low nibbles: elements
  *                  4l..4l+3 of sub-block 2c, high: of sub-block 2c + 1)
+ *
+ * Q8_0 x8 layout: per block b, 272 bytes (8 x 34) at 272 * b:
+ *     0  Q[256]    32 bytes per l = 0..7 at 32l: bytes 4r..4r+3 = row r's
+ *                  qs[4l .. 4l + 3], r = 0..7
+ *   256  d[8]      f16, row r at 256 + 2r
+ * (8 rows: the block's float work, 8 lanes per row, is most of the cost,
+ * and 8 rows keep 16 accumulators, no spills)
  */
 #include "sdot_arm64.h"
 #include "kernels_neon_arm64.h"
+
+/* f16 -> f32 as dot_body_arm64.h's k_h2f */
+static inline float k_f16_to_f32_neon(k_half h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
 
 #define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
 
@@ -53,7 +65,31 @@ void k_pack_q4_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64
     }
 }
 
+#define Q80_X8_BYTES (8 * sizeof(k_block_q8_0))
+
+void k_pack_q8_0_x8_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QK;
+    for (int64_t g = 0; g + 8 <= nrows; g += 8) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q80_X8_BYTES) {
+            for (int r = 0; r < 8; r++) {
+                const k_block_q8_0 *x = (const k_block_q8_0 *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+                memcpy(o + 256 + 2 * r, &x->d, 2);
+                for (int l = 0; l < 8; l++) memcpy(o + 32 * l + 4 * r, x->qs + 4 * l, 4);
+            }
+        }
+    }
+}
+
 K_DOTPROD_BEGIN
+
+/* k_hsum8 of the 8 lane accumulators, for the 4 rows at once */
+static inline float32x4_t hsum8_x4(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3, float32x4_t a4,
+                                   float32x4_t a5, float32x4_t a6, float32x4_t a7) {
+    const float32x4_t t0 = vaddq_f32(a0, a4), t1 = vaddq_f32(a1, a5);
+    const float32x4_t t2 = vaddq_f32(a2, a6), t3 = vaddq_f32(a3, a7);
+    return vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
+}
 
 /* One group of 4 rows x one token: out[r] = the unpacked dot of row r. */
 static inline __attribute__((always_inline)) void q4k_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
@@ -129,9 +165,7 @@ static inline __attribute__((always_inline)) void q4k_x4(int64_t nb, const uint8
 #undef Q4K_LANE
     }
     /* k_hsum8(lo, hi) - k_hsum4(accm), for the 4 rows at once */
-    const float32x4_t t0 = vaddq_f32(acc0, acc4), t1 = vaddq_f32(acc1, acc5);
-    const float32x4_t t2 = vaddq_f32(acc2, acc6), t3 = vaddq_f32(acc3, acc7);
-    const float32x4_t s = vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
+    const float32x4_t s = hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
     const float32x4_t ms = vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3));
     vst1q_f32(out, vsubq_f32(s, ms));
 }
@@ -145,6 +179,46 @@ void k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_PARAMS) {
         for (int64_t t = 0; t < ntok; t++) {
             float out[4];
             q4k_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+/* Q8_0, one group of 8 rows x one token: per block integer lane l of rows
+ * 0..3 (a) and 4..7 (b) in one vector each, folded with the unpacked dot's
+ * FMA (dot_q32). */
+static inline __attribute__((always_inline)) void q80_x8(int64_t nb, const uint8_t *o, const k_block_q8_0 *y,
+                                                         float *out) {
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    float32x4_t b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+    for (int64_t i = 0; i < nb; i++, o += Q80_X8_BYTES, y++) {
+        const float32x4_t yd = vdupq_n_f32(k_f16_to_f32_neon(y->d));
+        const uint16x8_t dd = vld1q_u16((const uint16_t *)(o + 256));
+        const float32x4_t da = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        const float32x4_t db = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd))), yd);
+        const int8x16_t q0 = vld1q_s8(y->qs), q1 = vld1q_s8(y->qs + 16);
+        const int8_t *q = (const int8_t *)o;
+#define Q80_LANE(l, Q, i)                                                                                 \
+    do {                                                                                                  \
+        a##l = vfmaq_f32(a##l, vcvtq_f32_s32(k_sdot_lane##i(z, vld1q_s8(q + 32 * (l)), Q)), da);          \
+        b##l = vfmaq_f32(b##l, vcvtq_f32_s32(k_sdot_lane##i(z, vld1q_s8(q + 32 * (l) + 16), Q)), db);     \
+    } while (0)
+        Q80_LANE(0, q0, 0); Q80_LANE(1, q0, 1); Q80_LANE(2, q0, 2); Q80_LANE(3, q0, 3);
+        Q80_LANE(4, q1, 0); Q80_LANE(5, q1, 1); Q80_LANE(6, q1, 2); Q80_LANE(7, q1, 3);
+#undef Q80_LANE
+    }
+    vst1q_f32(out, hsum8_x4(a0, a1, a2, a3, a4, a5, a6, a7));
+    vst1q_f32(out + 4, hsum8_x4(b0, b1, b2, b3, b4, b5, b6, b7));
+}
+
+void k_mm_packed_q8_0_x8_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QK;
+    for (int64_t g = 0; g + 8 <= nr; g += 8) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[8];
+            q80_x8(nb, o, (const k_block_q8_0 *)((const char *)a + (size_t)t * a_row_bytes), out);
             memcpy(y + t * y_stride + g, out, sizeof out);
         }
     }
