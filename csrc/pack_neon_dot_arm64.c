@@ -30,6 +30,16 @@
  *   256  d[8]      f16, row r at 256 + 2r
  * (8 rows: the block's float work, 8 lanes per row, is most of the cost,
  * and 8 rows keep 16 accumulators, no spills)
+ *
+ * Q6_K x4 layout: per super-block b, 840 bytes (4 x 210) at 840 * b. The
+ * 6-bit quants u (0..63) of 16-element group g (elements 16g..16g+15) as
+ * 4 vectors W(g, j), j = 0..3, bytes 4r..4r+3 = row r's u of elements
+ * 16g + 4j .. 16g + 4j + 3, stored in 3 x 16 bytes:
+ *   48g        X = W(g,0) | (W(g,3) & 3) << 6
+ *   48g + 16   Y = W(g,1) | (W(g,3) >> 2 & 3) << 6
+ *   48g + 32   Z = W(g,2) | (W(g,3) >> 4) << 6
+ *   768        scales: byte 4g + r = scale g of row r (int8)
+ *   832        d[4]  f16
  */
 #include "sdot_arm64.h"
 #include "kernels_neon_arm64.h"
@@ -76,6 +86,38 @@ void k_pack_q8_0_x8_neon_dot(int64_t n, const void *src, size_t row_bytes, int64
                 const k_block_q8_0 *x = (const k_block_q8_0 *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
                 memcpy(o + 256 + 2 * r, &x->d, 2);
                 for (int l = 0; l < 8; l++) memcpy(o + 32 * l + 4 * r, x->qs + 4 * l, 4);
+            }
+        }
+    }
+}
+
+#define Q6K_X4_BYTES (4 * sizeof(k_block_q6_k))
+
+/* the unsigned 6-bit quant j (0..255) of a Q6_K block */
+static inline uint8_t q6k_u(const k_block_q6_k *x, int j) {
+    const int h = j / 128, e = j % 128, k = e / 32, l = e % 32; /* e = 32k + l */
+    const uint8_t lo = k < 2 ? x->ql[64 * h + 32 * k + l] & 15 : x->ql[64 * h + 32 * (k - 2) + l] >> 4;
+    return (uint8_t)(lo | ((x->qh[32 * h + l] >> (2 * k)) & 3) << 4);
+}
+
+void k_pack_q6_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g0 = 0; g0 + 4 <= nrows; g0 += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g0 * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES) {
+            for (int r = 0; r < 4; r++) {
+                const k_block_q6_k *x = (const k_block_q6_k *)((const char *)src + (size_t)(g0 + r) * row_bytes) + b;
+                memcpy(o + 832 + 2 * r, &x->d, 2);
+                for (int g = 0; g < 16; g++) {
+                    o[768 + 4 * g + r] = (uint8_t)x->scales[g];
+                    for (int e = 0; e < 4; e++) {
+                        const int base = 16 * g + e;
+                        const uint8_t u3 = q6k_u(x, base + 12);
+                        o[48 * g + 4 * r + e] = (uint8_t)(q6k_u(x, base) | (u3 & 3) << 6);
+                        o[48 * g + 16 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 4) | (u3 >> 2 & 3) << 6);
+                        o[48 * g + 32 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 8) | (u3 >> 4) << 6);
+                    }
+                }
             }
         }
     }
@@ -219,6 +261,89 @@ void k_mm_packed_q8_0_x8_neon_dot(K_MM_TILE_PARAMS) {
         for (int64_t t = 0; t < ntok; t++) {
             float out[8];
             q80_x8(nb, o, (const k_block_q8_0 *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+/* Q6_K, one group of 4 rows x one token. Lane l < 4 of the unpacked dot
+ * (dot_q6_k_q8_k) holds elements 4l..4l+3 of the even 16-element groups,
+ * lane 4 + l those of the odd groups, each times its group's scale, plus
+ * the -32 offset as -32 * (scale[2l] * bsum[2l] + scale[2l+1] * bsum[2l+1]);
+ * here vector l holds lane l of the 4 rows, the scales by parts along the
+ * even groups (lanes 0..3) and the odd ones (lanes 4..7). */
+static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                         float *out) {
+    const uint8x16_t m6 = vdupq_n_u8(63);
+    const int16x8_t zh = vdupq_n_s16(0);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+                acc6 = acc0, acc7 = acc0;
+    for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES, y++) {
+        const float32x4_t dv =
+            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), vdupq_n_f32(y->d));
+        /* E[j]: the scales of groups 2j (low half) and 2j+1 (high), 4 rows each */
+        const int8x16_t V0 = vld1q_s8((const int8_t *)o + 768), V1 = vld1q_s8((const int8_t *)o + 784);
+        const int8x16_t V2 = vld1q_s8((const int8_t *)o + 800), V3 = vld1q_s8((const int8_t *)o + 816);
+        const int16x8_t E0 = vmovl_s8(vget_low_s8(V0)), E1 = vmovl_high_s8(V0), E2 = vmovl_s8(vget_low_s8(V1));
+        const int16x8_t E3 = vmovl_high_s8(V1), E4 = vmovl_s8(vget_low_s8(V2)), E5 = vmovl_high_s8(V2);
+        const int16x8_t E6 = vmovl_s8(vget_low_s8(V3)), E7 = vmovl_high_s8(V3);
+        /* the offset term, lane l from groups 2l and 2l+1: -32 * sc * bsum, exact in 32 bits */
+        const int16x8_t bs0 = vld1q_s16(y->bsums), bs1 = vld1q_s16(y->bsums + 8);
+        const int32x4_t m32 = vdupq_n_s32(-32);
+#define Q6K_OFF(l, E, BS, i) vmulq_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(E), BS, i), E, BS, (i) + 1), m32)
+        int32x4_t L0 = Q6K_OFF(0, E0, bs0, 0), L1 = Q6K_OFF(1, E1, bs0, 2), L2 = Q6K_OFF(2, E2, bs0, 4);
+        int32x4_t L3 = Q6K_OFF(3, E3, bs0, 6), L4 = Q6K_OFF(4, E4, bs1, 0), L5 = Q6K_OFF(5, E5, bs1, 2);
+        int32x4_t L6 = Q6K_OFF(6, E6, bs1, 4), L7 = Q6K_OFF(7, E7, bs1, 6);
+#undef Q6K_OFF
+        /* by parts: D[k] low half = sc[2k] - sc[2k+2], high half = sc[2k+1] - sc[2k+3] (sc[16], sc[17] = 0) */
+        const int16x8_t D0 = vsubq_s16(E0, E1), D1 = vsubq_s16(E1, E2), D2 = vsubq_s16(E2, E3), D3 = vsubq_s16(E3, E4);
+        const int16x8_t D4 = vsubq_s16(E4, E5), D5 = vsubq_s16(E5, E6), D6 = vsubq_s16(E6, E7), D7 = vsubq_s16(E7, zh);
+        const int8_t *q8 = y->qs;
+        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, C4 = z, C5 = z, C6 = z, C7 = z;
+        /* group g = 2k + h: its 64 quants, 4 SDOTs by element into lanes 4h..4h+3 */
+#define Q6K_GROUP(k, h, c0, c1, c2, c3, l0, l1, l2, l3, DS)                                         \
+    do {                                                                                            \
+        const uint8_t *p = o + 48 * (2 * (k) + (h));                                                \
+        const uint8x16_t X = vld1q_u8(p), Y = vld1q_u8(p + 16), Zq = vld1q_u8(p + 32);              \
+        const uint8x16_t W3 = vshrq_n_u8(vsriq_n_u8(vsriq_n_u8(Zq, Y, 2), X, 4), 2);                \
+        const int8x16_t A = vld1q_s8(q8 + 16 * (2 * (k) + (h)));                                    \
+        const int32x4_t ds = DS;                                                                    \
+        c0 = k_sdot_lane0(c0, vreinterpretq_s8_u8(vandq_u8(X, m6)), A);                            \
+        c1 = k_sdot_lane1(c1, vreinterpretq_s8_u8(vandq_u8(Y, m6)), A);                            \
+        c2 = k_sdot_lane2(c2, vreinterpretq_s8_u8(vandq_u8(Zq, m6)), A);                           \
+        c3 = k_sdot_lane3(c3, vreinterpretq_s8_u8(W3), A);                                          \
+        l0 = vmlaq_s32(l0, c0, ds);                                                                 \
+        l1 = vmlaq_s32(l1, c1, ds);                                                                 \
+        l2 = vmlaq_s32(l2, c2, ds);                                                                 \
+        l3 = vmlaq_s32(l3, c3, ds);                                                                 \
+    } while (0)
+#define Q6K_EVEN(k) Q6K_GROUP(k, 0, C0, C1, C2, C3, L0, L1, L2, L3, vmovl_s16(vget_low_s16(D##k)))
+#define Q6K_ODD(k) Q6K_GROUP(k, 1, C4, C5, C6, C7, L4, L5, L6, L7, vmovl_high_s16(D##k))
+        Q6K_EVEN(0); Q6K_EVEN(1); Q6K_EVEN(2); Q6K_EVEN(3); Q6K_EVEN(4); Q6K_EVEN(5); Q6K_EVEN(6); Q6K_EVEN(7);
+        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
+        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
+        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
+        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        Q6K_ODD(0); Q6K_ODD(1); Q6K_ODD(2); Q6K_ODD(3); Q6K_ODD(4); Q6K_ODD(5); Q6K_ODD(6); Q6K_ODD(7);
+        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
+        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
+        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
+        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+#undef Q6K_EVEN
+#undef Q6K_ODD
+#undef Q6K_GROUP
+    }
+    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+}
+
+void k_mm_packed_q6_k_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            q6k_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
             memcpy(y + t * y_stride + g, out, sizeof out);
         }
     }
