@@ -24,6 +24,17 @@
  *                  r's qs[32c + 4l .. 32c + 4l + 3] (low nibbles: elements
  *                  4l..4l+3 of sub-block 2c, high: of sub-block 2c + 1)
  *
+ * Q5_K x4 layout: per super-block b, 704 bytes (4 x 176) at 704 * b: the
+ * head of Q4_K x4 (d, dmin, S, N at 0..63), then per chunk c and half h
+ * (lanes 4h..4h+3) 80 bytes at 64 + 80 * (2c + h): the 5-bit quants of
+ * the 8 vectors u[j] = lane 4h+j of sub-block 2c, u[4+j] = lane 4h+j of
+ * sub-block 2c+1 (bytes 4r..4r+3 of a vector: row r's elements), 8 values
+ * in 5 bytes at X0..X4 (16 bytes apart):
+ *   X0 = u0 | (u5 >> 2) << 5        X1 = u1 | (u7 & 1) << 5 | (u5 & 3) << 6
+ *   X2 = u2 | (u6 >> 2) << 5        X3 = u3 | (u7 >> 1 & 1) << 5 | (u6 & 3) << 6
+ *   X4 = u4 | (u7 >> 2) << 5
+ * (decoded with 5 ANDs and 3 shift-inserts, see q45k_x4)
+ *
  * Q8_0 x8 layout: per block b, 272 bytes (8 x 34) at 272 * b:
  *     0  Q[256]    32 bytes per l = 0..7 at 32l: bytes 4r..4r+3 = row r's
  *                  qs[4l .. 4l + 3], r = 0..7
@@ -51,26 +62,71 @@ static inline float k_f16_to_f32_neon(k_half h) {
 
 #define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
 
+/* The 64-byte head of a Q4_K / Q5_K x4 group block (d, dmin, S, N above)
+ * from the 4 rows' blocks x[r] (d, dmin and scales at the same offsets in
+ * both formats). */
+static void pack_q45k_head(const k_block_q4_k *const x[4], uint8_t *o) {
+    uint8_t sc[4][8], m[4][8];
+    for (int r = 0; r < 4; r++) {
+        memcpy(o + 2 * r, &x[r]->d, 2);
+        memcpy(o + 8 + 2 * r, &x[r]->dmin, 2);
+        for (int s = 0; s < 8; s++) k_q4k_scale_min(s, x[r]->scales, &sc[r][s], &m[r][s]);
+    }
+    for (int s = 0; s < 8; s++)
+        for (int r = 0; r < 4; r++) o[16 + 4 * s + r] = (uint8_t)(sc[r][s] | (m[r][s] >> 4) << 6);
+    for (int s = 0; s < 4; s++)
+        for (int r = 0; r < 4; r++) o[48 + 4 * s + r] = (uint8_t)((m[r][s] & 15) | (m[r][s + 4] & 15) << 4);
+}
+
 void k_pack_q4_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
     const int64_t nb = n / K_QKK;
     for (int64_t g = 0; g + 4 <= nrows; g += 4) {
         uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
         for (int64_t b = 0; b < nb; b++, o += Q4K_X4_BYTES) {
             const k_block_q4_k *x[4];
-            uint8_t sc[4][8], m[4][8];
-            for (int r = 0; r < 4; r++) {
-                x[r] = (const k_block_q4_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
-                memcpy(o + 2 * r, &x[r]->d, 2);
-                memcpy(o + 8 + 2 * r, &x[r]->dmin, 2);
-                for (int s = 0; s < 8; s++) k_q4k_scale_min(s, x[r]->scales, &sc[r][s], &m[r][s]);
-            }
-            for (int s = 0; s < 8; s++)
-                for (int r = 0; r < 4; r++) o[16 + 4 * s + r] = (uint8_t)(sc[r][s] | (m[r][s] >> 4) << 6);
-            for (int s = 0; s < 4; s++)
-                for (int r = 0; r < 4; r++) o[48 + 4 * s + r] = (uint8_t)((m[r][s] & 15) | (m[r][s + 4] & 15) << 4);
+            for (int r = 0; r < 4; r++) x[r] = (const k_block_q4_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+            pack_q45k_head(x, o);
             for (int c = 0; c < 4; c++)
                 for (int l = 0; l < 8; l++)
                     for (int r = 0; r < 4; r++) memcpy(o + 64 + 16 * (8 * c + l) + 4 * r, x[r]->qs + 32 * c + 4 * l, 4);
+        }
+    }
+}
+
+#define Q5K_X4_BYTES (4 * sizeof(k_block_q5_k))
+
+/* the 5-bit quant of element e (0..31) of sub-block s of a Q5_K block */
+static inline unsigned q5k_u(const k_block_q5_k *x, int s, int e) {
+    const uint8_t q = x->qs[32 * (s / 2) + e];
+    return (unsigned)((s % 2 ? q >> 4 : q & 15) | ((x->qh[e] >> s) & 1) << 4);
+}
+
+void k_pack_q5_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q5K_X4_BYTES) {
+            const k_block_q5_k *x[4];
+            for (int r = 0; r < 4; r++) x[r] = (const k_block_q5_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+            pack_q45k_head((const k_block_q4_k *const *)x, o);
+            for (int c = 0; c < 4; c++)
+                for (int h = 0; h < 2; h++) {
+                    uint8_t *X = o + 64 + 80 * (2 * c + h);
+                    for (int r = 0; r < 4; r++)
+                        for (int e = 0; e < 4; e++) {
+                            unsigned u[8]; /* u[j]: lane 4h+j of sub-block 2c, u[4+j]: of 2c+1 */
+                            for (int j = 0; j < 4; j++) {
+                                u[j] = q5k_u(x[r], 2 * c, 4 * (4 * h + j) + e);
+                                u[4 + j] = q5k_u(x[r], 2 * c + 1, 4 * (4 * h + j) + e);
+                            }
+                            const int k = 4 * r + e;
+                            X[k] = (uint8_t)(u[0] | (u[5] >> 2) << 5);
+                            X[16 + k] = (uint8_t)(u[1] | (u[7] & 1) << 5 | (u[5] & 3) << 6);
+                            X[32 + k] = (uint8_t)(u[2] | (u[6] >> 2) << 5);
+                            X[48 + k] = (uint8_t)(u[3] | (u[7] >> 1 & 1) << 5 | (u[6] & 3) << 6);
+                            X[64 + k] = (uint8_t)(u[4] | (u[7] >> 2) << 5);
+                        }
+                }
         }
     }
 }
@@ -133,14 +189,17 @@ static inline float32x4_t hsum8_x4(float32x4_t a0, float32x4_t a1, float32x4_t a
     return vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
 }
 
-/* One group of 4 rows x one token: out[r] = the unpacked dot of row r. */
-static inline __attribute__((always_inline)) void q4k_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
-                                                         float *out) {
-    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+/* Q4_K (t = K_Q4_K) or Q5_K, one group of 4 rows x one token: out[r] =
+ * the unpacked dot of row r. */
+static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                          float *out) {
+    const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : Q5K_X4_BYTES;
+    const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    const uint8x16_t b6 = vdupq_n_u8(0x40);
     const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0, am0 = acc0, am1 = acc0, am2 = acc0, am3 = acc0;
-    for (int64_t b = 0; b < nb; b++, o += Q4K_X4_BYTES, y++) {
+                acc6 = acc0, acc7 = acc0, am0 = acc0, am1 = acc0, am2 = acc0, am3 = acc0, summs = acc0;
+    for (int64_t b = 0; b < nb; b++, o += gb, y++) {
         const float32x4_t yd = vdupq_n_f32(y->d);
         const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
         const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
@@ -156,7 +215,8 @@ static inline __attribute__((always_inline)) void q4k_x4(int64_t nb, const uint8
         const int32x4_t ds2 = vmovl_s16(vget_low_s16(e23)), ds3 = vmovl_high_s16(e23);
         const int32x4_t ds4 = vmovl_s16(vget_low_s16(e45)), ds5 = vmovl_high_s16(e45);
         const int32x4_t ds6 = vmovl_s16(vget_low_s16(e67)), ds7 = vmovl_high_s16(e67);
-        /* min term: lane i of the unpacked dot's k_mins4, one vector per i */
+        /* min term: lane i of the unpacked dot's k_mins4, one vector per i
+         * (Q4_K), or their sum in one FMA per block (Q5_K) */
         const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
         const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
         const int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums), vld1q_s16(y->bsums + 8));
@@ -164,52 +224,80 @@ static inline __attribute__((always_inline)) void q4k_x4(int64_t nb, const uint8
         const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
         const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
         const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
-        am0 = vfmaq_f32(am0, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1)), dmv);
-        am1 = vfmaq_f32(am1, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3)), dmv);
-        am2 = vfmaq_f32(am2, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5)), dmv);
-        am3 = vfmaq_f32(am3, vcvtq_f32_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7)), dmv);
+        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
+        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
+        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
+        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
+        if (t == K_Q4_K) {
+            am0 = vfmaq_f32(am0, vcvtq_f32_s32(M0), dmv);
+            am1 = vfmaq_f32(am1, vcvtq_f32_s32(M1), dmv);
+            am2 = vfmaq_f32(am2, vcvtq_f32_s32(M2), dmv);
+            am3 = vfmaq_f32(am3, vcvtq_f32_s32(M3), dmv);
+        } else { /* summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
+            const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
+            summs = vfmaq_f32(summs, vnegq_f32(dmv), vcvtq_f32_s32(M));
+        }
 
         const int8_t *q8 = y->qs;
         const uint8_t *qv = o + 64;
         /* integer lane l of the 4 rows: C chains the sub-blocks' SDOTs, L
          * sums them by parts; lanes 0..3 use activations 0..15 of each
          * sub-block, lanes 4..7 activations 16..31 */
-#define Q4K_LANE(c, l, AE, AO, i)                                                                  \
+#define Q45_LANE(c, l, WE, WO, AE, AO, i)                                                         \
     do {                                                                                         \
-        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
-        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(vandq_u8(v, m4)), AE);                   \
+        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(WE), AE);                                \
         L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
-        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), AO);                  \
+        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(WO), AO);                                \
         L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
     } while (0)
-#define Q4K_HALF(c, h, la, lb, lc, ld)                                                           \
+#define Q4K_LANE(c, l, AE, AO, i)                                                                \
+    do {                                                                                         \
+        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
+        Q45_LANE(c, l, vandq_u8(v, m4), vshrq_n_u8(v, 4), AE, AO, i);                            \
+    } while (0)
+#define Q45_HALF(c, h, la, lb, lc, ld)                                                           \
     do {                                                                                         \
         const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
         const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
-        Q4K_LANE(c, la, ae, ao, 0); Q4K_LANE(c, lb, ae, ao, 1);                                    \
-        Q4K_LANE(c, lc, ae, ao, 2); Q4K_LANE(c, ld, ae, ao, 3);                                    \
+        if (t == K_Q4_K) {                                                                       \
+            Q4K_LANE(c, la, ae, ao, 0); Q4K_LANE(c, lb, ae, ao, 1);                                \
+            Q4K_LANE(c, lc, ae, ao, 2); Q4K_LANE(c, ld, ae, ao, 3);                                \
+        } else {                                                                                 \
+            const uint8_t *p5 = qv + 80 * (2 * (c) + (h));                                       \
+            const uint8x16_t X0 = vld1q_u8(p5), X1 = vld1q_u8(p5 + 16), X2 = vld1q_u8(p5 + 32);   \
+            const uint8x16_t X3 = vld1q_u8(p5 + 48), X4 = vld1q_u8(p5 + 64);                     \
+            const uint8x16_t u5 = vshrq_n_u8(vsriq_n_u8(X0, X1, 3), 3);                          \
+            const uint8x16_t u6 = vshrq_n_u8(vsriq_n_u8(X2, X3, 3), 3);                          \
+            const uint8x16_t Yb = vbslq_u8(b6, vshlq_n_u8(X1, 1), vshlq_n_u8(X3, 2));             \
+            const uint8x16_t u7 = vshrq_n_u8(vsriq_n_u8(X4, Yb, 3), 3);                          \
+            Q45_LANE(c, la, vandq_u8(X0, m5), vandq_u8(X4, m5), ae, ao, 0);                        \
+            Q45_LANE(c, lb, vandq_u8(X1, m5), u5, ae, ao, 1);                                      \
+            Q45_LANE(c, lc, vandq_u8(X2, m5), u6, ae, ao, 2);                                      \
+            Q45_LANE(c, ld, vandq_u8(X3, m5), u7, ae, ao, 3);                                      \
+        }                                                                                        \
     } while (0)
         const int32x4_t ds0_e = ds0, ds0_o = ds1, ds1_e = ds2, ds1_o = ds3;
         const int32x4_t ds2_e = ds4, ds2_o = ds5, ds3_e = ds6, ds3_o = ds7;
         int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
-        Q4K_HALF(0, 0, 0, 1, 2, 3); Q4K_HALF(1, 0, 0, 1, 2, 3); Q4K_HALF(2, 0, 0, 1, 2, 3); Q4K_HALF(3, 0, 0, 1, 2, 3);
+        Q45_HALF(0, 0, 0, 1, 2, 3); Q45_HALF(1, 0, 0, 1, 2, 3); Q45_HALF(2, 0, 0, 1, 2, 3); Q45_HALF(3, 0, 0, 1, 2, 3);
         acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
         acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
         acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
         acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
         int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
-        Q4K_HALF(0, 1, 4, 5, 6, 7); Q4K_HALF(1, 1, 4, 5, 6, 7); Q4K_HALF(2, 1, 4, 5, 6, 7); Q4K_HALF(3, 1, 4, 5, 6, 7);
+        Q45_HALF(0, 1, 4, 5, 6, 7); Q45_HALF(1, 1, 4, 5, 6, 7); Q45_HALF(2, 1, 4, 5, 6, 7); Q45_HALF(3, 1, 4, 5, 6, 7);
         acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
         acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
         acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
         acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
-#undef Q4K_HALF
+#undef Q45_HALF
+#undef Q45_LANE
 #undef Q4K_LANE
     }
-    /* k_hsum8(lo, hi) - k_hsum4(accm), for the 4 rows at once */
+    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + summs */
     const float32x4_t s = hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
-    const float32x4_t ms = vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3));
-    vst1q_f32(out, vsubq_f32(s, ms));
+    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3))));
+    else vst1q_f32(out, vaddq_f32(s, summs));
 }
 
 /* nr rows (a multiple of 4) x ntok tokens; each group's weights stay in
@@ -220,7 +308,19 @@ void k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_PARAMS) {
         const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
         for (int64_t t = 0; t < ntok; t++) {
             float out[4];
-            q4k_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            q45k_x4(K_Q4_K, nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+void k_mm_packed_q5_k_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            q45k_x4(K_Q5_K, nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
             memcpy(y + t * y_stride + g, out, sizeof out);
         }
     }
