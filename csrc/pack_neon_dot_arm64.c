@@ -35,6 +35,16 @@
  *   X4 = u4 | (u7 >> 2) << 5
  * (decoded with 5 ANDs and 3 shift-inserts, see q45k_x4)
  *
+ * IQ4_XS x4 layout: per super-block b, 544 bytes (4 x 136) at 544 * b:
+ *     0  d[4]      f16
+ *     8  S[16]     byte 4s + r (s < 4) = scale s of row r (6 bits, before
+ *                  the -32) | (scale s+4 >> 4) << 6
+ *    24  N[8]      byte k = n[k] | n[k+8] << 4, n[4s + r] = scale s+4 of
+ *                  row r & 15 (s < 4)
+ *    32  Q[512]    as Q4_K x4: 16 bytes per (c, l) at 32 + 16 * (8c + l),
+ *                  bytes 4r..4r+3 = row r's nibbles of elements 4l..4l+3
+ *                  of sub-block 2c (low) and of sub-block 2c+1 (high)
+ *
  * Q8_0 x8 layout: per block b, 272 bytes (8 x 34) at 272 * b:
  *     0  Q[256]    32 bytes per l = 0..7 at 32l: bytes 4r..4r+3 = row r's
  *                  qs[4l .. 4l + 3], r = 0..7
@@ -127,6 +137,37 @@ void k_pack_q5_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64
                             X[64 + k] = (uint8_t)(u[4] | (u[7] >> 2) << 5);
                         }
                 }
+        }
+    }
+}
+
+#define IQ4XS_X4_BYTES (4 * sizeof(k_block_iq4_xs))
+
+void k_pack_iq4_xs_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES) {
+            uint8_t nib[16];
+            for (int r = 0; r < 4; r++) {
+                const k_block_iq4_xs *x = (const k_block_iq4_xs *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                for (int s = 0; s < 4; s++) {
+                    const int lo = k_iq4xs_scale(x, s) + 32, hi = k_iq4xs_scale(x, s + 4) + 32;
+                    o[8 + 4 * s + r] = (uint8_t)(lo | (hi >> 4) << 6);
+                    nib[4 * s + r] = (uint8_t)(hi & 15);
+                }
+                /* element e of sub-block j: nibble e % 16 of qs[16j + e % 16], low for e < 16 */
+                for (int c = 0; c < 4; c++)
+                    for (int l = 0; l < 8; l++)
+                        for (int e = 0; e < 4; e++) {
+                            const int el = 4 * l + e, sh = el < 16 ? 0 : 4;
+                            const unsigned q0 = (x->qs[16 * (2 * c) + el % 16] >> sh) & 15;
+                            const unsigned q1 = (x->qs[16 * (2 * c + 1) + el % 16] >> sh) & 15;
+                            o[32 + 16 * (8 * c + l) + 4 * r + e] = (uint8_t)(q0 | q1 << 4);
+                        }
+            }
+            for (int k = 0; k < 8; k++) o[24 + k] = (uint8_t)(nib[k] | nib[k + 8] << 4);
         }
     }
 }
@@ -298,6 +339,79 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
     const float32x4_t s = hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
     if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3))));
     else vst1q_f32(out, vaddq_f32(s, summs));
+}
+
+/* IQ4_XS, one group of 4 rows x one token: the Q4_K kernel's integer lanes
+ * with the nibbles looked up in k_iq4nl_values and the scales minus 32
+ * (by parts, the last difference is scale 7 - 32); no min term; the float
+ * steps of the unpacked IQ4_XS kernels (iq4_neon_dot_arm64.c). */
+static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+                acc6 = acc0, acc7 = acc0;
+    for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES, y++) {
+        const float32x4_t dv =
+            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), vdupq_n_f32(y->d));
+        const uint8x16_t S = vld1q_u8(o + 8);
+        const uint8x8_t N = vld1_u8(o + 24);
+        const uint8x16_t sc0 = vandq_u8(S, m6);
+        const uint8x16_t sc1 = vsliq_n_u8(vcombine_u8(vand_u8(N, vget_low_u8(m4)), vshr_n_u8(N, 4)), vshrq_n_u8(S, 6), 4);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
+        const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
+        const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
+        const int32x4_t ds0_e = vmovl_s16(vget_low_s16(e01)), ds0_o = vmovl_high_s16(e01);
+        const int32x4_t ds1_e = vmovl_s16(vget_low_s16(e23)), ds1_o = vmovl_high_s16(e23);
+        const int32x4_t ds2_e = vmovl_s16(vget_low_s16(e45)), ds2_o = vmovl_high_s16(e45);
+        const int32x4_t ds3_e = vmovl_s16(vget_low_s16(e67)), ds3_o = vmovl_high_s16(e67);
+        const int8_t *q8 = y->qs;
+        const uint8_t *qv = o + 32;
+#define XS_LANE(c, l, AE, AO, i)                                                                 \
+    do {                                                                                         \
+        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
+        C##l = k_sdot_lane##i(C##l, vqtbl1q_s8(table, vandq_u8(v, m4)), AE);                     \
+        L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
+        C##l = k_sdot_lane##i(C##l, vqtbl1q_s8(table, vshrq_n_u8(v, 4)), AO);                    \
+        L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
+    } while (0)
+#define XS_HALF(c, h, la, lb, lc, ld)                                                            \
+    do {                                                                                         \
+        const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
+        const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
+        XS_LANE(c, la, ae, ao, 0); XS_LANE(c, lb, ae, ao, 1);                                      \
+        XS_LANE(c, lc, ae, ao, 2); XS_LANE(c, ld, ae, ao, 3);                                      \
+    } while (0)
+        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
+        XS_HALF(0, 0, 0, 1, 2, 3); XS_HALF(1, 0, 0, 1, 2, 3); XS_HALF(2, 0, 0, 1, 2, 3); XS_HALF(3, 0, 0, 1, 2, 3);
+        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
+        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
+        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
+        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
+        XS_HALF(0, 1, 4, 5, 6, 7); XS_HALF(1, 1, 4, 5, 6, 7); XS_HALF(2, 1, 4, 5, 6, 7); XS_HALF(3, 1, 4, 5, 6, 7);
+        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
+        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
+        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
+        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+#undef XS_HALF
+#undef XS_LANE
+    }
+    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+}
+
+void k_mm_packed_iq4_xs_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            iq4xs_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
 }
 
 /* nr rows (a multiple of 4) x ntok tokens; each group's weights stay in
