@@ -167,7 +167,10 @@ static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, cons
  * block per lane as -32 * (scale[2l]*bsum[2l] + scale[2l+1]*bsum[2l+1]), the
  * way the x86 kernels do (so the 8 integer lanes are the same numbers). The
  * 32 quants of vector (h, k) are elements 128h + 32k + 0..31; its first 16
- * (lanes 0..3) take scale 8h+2k, the next 16 (lanes 4..7) scale 8h+2k+1. */
+ * (lanes 0..3) take scale 8h+2k, the next 16 (lanes 4..7) scale 8h+2k+1.
+ * The scales apply by parts (see k_q4k_dsc) along each lane set's groups:
+ * lanes 0..3 chain the even 16-element groups g = 0, 2, .., 14 with
+ * differences sc[g] - sc[g+2], lanes 4..7 the odd ones (sc[16], sc[17] = 0). */
 static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, const void *w, const void *a) {
     const k_block_q6_k *x = (const k_block_q6_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
@@ -180,27 +183,33 @@ static inline __attribute__((always_inline)) float dot_q6_k_q8_k(int64_t n, cons
         int32x4_t hi = vshlq_n_s32(k_madd16(s_hi, vld1q_s16(y[i].bsums + 8)), 5);
         lo = vsubq_s32(z, lo);
         hi = vsubq_s32(z, hi);
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *L = x[i].ql + 64 * h, *H = x[i].qh + 32 * h;
-            const int8_t *sc = x[i].scales + 8 * h;
-            const int8_t *q8 = y[i].qs + 128 * h;
-            for (int j = 0; j < 2; j++) { /* j = 0: lanes 0..3, j = 1: lanes 4..7 */
-                uint8x16_t u[4];
-                k_q6k_quads_neon(L, H, j, u);
-                const uint8x16_t u1 = u[0], u2 = u[1], u3 = u[2], u4 = u[3];
-                const int8_t *p = q8 + 16 * j;
-                int32x4_t s1 = K_DOT16(z, vreinterpretq_s8_u8(u1), vld1q_s8(p));
-                int32x4_t s2 = K_DOT16(z, vreinterpretq_s8_u8(u2), vld1q_s8(p + 32));
-                int32x4_t s3 = K_DOT16(z, vreinterpretq_s8_u8(u3), vld1q_s8(p + 64));
-                int32x4_t s4 = K_DOT16(z, vreinterpretq_s8_u8(u4), vld1q_s8(p + 96));
-                int32x4_t t = vmulq_n_s32(s1, sc[j + 0]);
-                t = vmlaq_n_s32(t, s2, sc[j + 2]);
-                t = vmlaq_n_s32(t, s3, sc[j + 4]);
-                t = vmlaq_n_s32(t, s4, sc[j + 6]);
-                if (j == 0) lo = vaddq_s32(lo, t);
-                else hi = vaddq_s32(hi, t);
-            }
-        }
+        /* dg[g / 4] lane g % 4 = sc[g] - sc[g+2], the differences taken in
+         * 32 bits (clang turns lane uses of a widened value into a dup and a
+         * widening each) */
+        const int32x4_t s0 = vmovl_s16(vget_low_s16(s_lo)), s1 = vmovl_high_s16(s_lo);
+        const int32x4_t s2 = vmovl_s16(vget_low_s16(s_hi)), s3 = vmovl_high_s16(s_hi);
+        const int32x4_t dg0 = vsubq_s32(s0, vextq_s32(s0, s1, 2)), dg1 = vsubq_s32(s1, vextq_s32(s1, s2, 2));
+        const int32x4_t dg2 = vsubq_s32(s2, vextq_s32(s2, s3, 2)), dg3 = vsubq_s32(s3, vextq_s32(s3, z, 2));
+        int32x4_t clo = z, chi = z;
+#define K_Q6K_HJ(h, j, DA, DB)                                                                        \
+    do {                                                                                              \
+        uint8x16_t u[4];                                                                              \
+        k_q6k_quads_neon(x[i].ql + 64 * (h), x[i].qh + 32 * (h), j, u);                              \
+        const int8_t *p = y[i].qs + 128 * (h) + 16 * (j);                                             \
+        int32x4_t *cc = (j) ? &chi : &clo, *ll = (j) ? &hi : &lo;                                     \
+        *cc = K_DOT16(*cc, vreinterpretq_s8_u8(u[0]), vld1q_s8(p));                                  \
+        *ll = vmlaq_laneq_s32(*ll, *cc, DA, (j));                                                    \
+        *cc = K_DOT16(*cc, vreinterpretq_s8_u8(u[1]), vld1q_s8(p + 32));                             \
+        *ll = vmlaq_laneq_s32(*ll, *cc, DA, 2 + (j));                                                \
+        *cc = K_DOT16(*cc, vreinterpretq_s8_u8(u[2]), vld1q_s8(p + 64));                             \
+        *ll = vmlaq_laneq_s32(*ll, *cc, DB, (j));                                                    \
+        *cc = K_DOT16(*cc, vreinterpretq_s8_u8(u[3]), vld1q_s8(p + 96));                             \
+        *ll = vmlaq_laneq_s32(*ll, *cc, DB, 2 + (j));                                                \
+    } while (0)
+        /* (h, j): groups 8h + j, 8h + 2 + j (lanes of dg[2h]), 8h + 4 + j, 8h + 6 + j (dg[2h+1]) */
+        K_Q6K_HJ(0, 0, dg0, dg1); K_Q6K_HJ(0, 1, dg0, dg1);
+        K_Q6K_HJ(1, 0, dg2, dg3); K_Q6K_HJ(1, 1, dg2, dg3);
+#undef K_Q6K_HJ
         const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * y[i].d);
         acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
         acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
