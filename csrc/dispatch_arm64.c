@@ -34,14 +34,19 @@ static const k_type_kernels neon[K_TYPE_MAX] = {
 static const k_type_kernels neon_dot[K_TYPE_MAX] = {
     [K_Q4_0]   = {.dot = k_dot_q4_0_q8_0_neon_dot, .mm_tile = k_mm_q4_0_neon_dot},
     [K_Q5_0]   = {.dot = k_dot_q5_0_q8_0_neon_dot, .mm_tile = k_mm_q5_0_neon_dot},
-    [K_Q8_0]   = {.dot = k_dot_q8_0_q8_0_neon_dot, .mm_tile = k_mm_q8_0_neon_dot},
+    [K_Q8_0]   = {.dot = k_dot_q8_0_q8_0_neon_dot, .mm_tile = k_mm_q8_0_neon_dot,
+                  .pack_rows = 8, .pack = k_pack_q8_0_x8_neon_dot, .mm_packed = k_mm_packed_q8_0_x8_neon_dot},
     [K_Q2_K]   = {.dot = k_dot_q2_k_q8_k_neon_dot, .mm_tile = k_mm_q2_k_neon_dot},
     [K_Q3_K]   = {.dot = k_dot_q3_k_q8_k_neon_dot, .mm_tile = k_mm_q3_k_neon_dot},
-    [K_Q4_K]   = {.dot = k_dot_q4_k_q8_k_neon_dot, .mm_tile = k_mm_q4_k_neon_dot},
-    [K_Q5_K]   = {.dot = k_dot_q5_k_q8_k_neon_dot, .mm_tile = k_mm_q5_k_neon_dot},
-    [K_Q6_K]   = {.dot = k_dot_q6_k_q8_k_neon_dot, .mm_tile = k_mm_q6_k_neon_dot},
+    [K_Q4_K]   = {.dot = k_dot_q4_k_q8_k_neon_dot, .mm_tile = k_mm_q4_k_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_q4_k_x4_neon_dot, .mm_packed = k_mm_packed_q4_k_x4_neon_dot},
+    [K_Q5_K]   = {.dot = k_dot_q5_k_q8_k_neon_dot, .mm_tile = k_mm_q5_k_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_q5_k_x4_neon_dot, .mm_packed = k_mm_packed_q5_k_x4_neon_dot},
+    [K_Q6_K]   = {.dot = k_dot_q6_k_q8_k_neon_dot, .mm_tile = k_mm_q6_k_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_q6_k_x4_neon_dot, .mm_packed = k_mm_packed_q6_k_x4_neon_dot},
     [K_IQ4_NL] = {.dot = k_dot_iq4_nl_q8_0_neon_dot, .mm_tile = k_mm_iq4_nl_neon_dot},
-    [K_IQ4_XS] = {.dot = k_dot_iq4_xs_q8_k_neon_dot, .mm_tile = k_mm_iq4_xs_neon_dot},
+    [K_IQ4_XS] = {.dot = k_dot_iq4_xs_q8_k_neon_dot, .mm_tile = k_mm_iq4_xs_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_iq4_xs_x4_neon_dot, .mm_packed = k_mm_packed_iq4_xs_x4_neon_dot},
 };
 
 const k_type_kernels *k_arch_get_table(int impl, int layer) {

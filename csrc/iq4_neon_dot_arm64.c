@@ -31,11 +31,6 @@ K_INLINE float hsum_lanes8(float32x4_t lo, float32x4_t hi) {
     return (vgetq_lane_f32(t, 0) + vgetq_lane_f32(t, 2)) + (vgetq_lane_f32(t, 1) + vgetq_lane_f32(t, 3));
 }
 
-/* IQ4_XS sub-block scale minus 32 (layout: csrc/kernels.h) */
-K_INLINE int32_t xs_scale(const blk_iq4_xs *b, int j) {
-    return (((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32;
-}
-
 /* levels of the 16 low nibbles (elements 0..15) and 16 high nibbles (16..31) */
 struct lv32 { int8x16_t lo, hi; };
 
@@ -107,8 +102,11 @@ K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, s
 
 /* ---- IQ4_XS x Q8_K ---- */
 
-/* R rows x T tokens into out[k * R + r]: int32 lanes over the 8 sub-blocks
- * (SDOT, then times the scale), one FMA per super-block */
+/* R rows x T tokens into out[k * R + r]: int32 lanes over the 8 sub-blocks,
+ * one FMA per super-block. The scales apply by parts (as the Q4_K dots of
+ * dot_body_arm64.h): one chain of SDOTs per lane set, times the
+ * differences ls[s] - ls[s+1] (ls[8] = 0), lane multiply-accumulates;
+ * the integer lanes are the same numbers. */
 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
                            const char *a, size_t a_row_bytes, float *out) {
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
@@ -127,19 +125,33 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
         for (int k = 0; k < T; k++) y[k] = (const blk_q8_k *)(a + (size_t)k * a_row_bytes) + i;
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
-            int32x4_t lo[4], hi[4];
+            /* ds0 lane s = ls[s] - ls[s+1] for s < 4, ds1 for s = 4..7 (ls = scale - 32) */
+            const int16x8_t s16 =
+                vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(k_iq4xs_scales8(x[r])))), vdupq_n_s16(32));
+            const int32x4_t s0 = vmovl_s16(vget_low_s16(s16)), s1 = vmovl_high_s16(s16);
+            const int32x4_t ds0 = vsubq_s32(s0, vextq_s32(s0, s1, 1)), ds1 = vsubq_s32(s1, vextq_s32(s1, zero, 1));
+            int32x4_t clo[4], chi[4], lo[4], hi[4];
             _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) lo[k] = hi[k] = zero;
-            _Pragma("GCC unroll 8")
-            for (int s = 0; s < 8; s++) {
-                const struct lv32 q = levels32(table, x[r]->qs + 16 * s);
-                const int32_t ls = xs_scale(x[r], s);
-                _Pragma("GCC unroll 8")
-                for (int k = 0; k < T; k++) {
-                    lo[k] = vmlaq_n_s32(lo[k], k_sdot(zero, q.lo, vld1q_s8(y[k]->qs + 32 * s)), ls);
-                    hi[k] = vmlaq_n_s32(hi[k], k_sdot(zero, q.hi, vld1q_s8(y[k]->qs + 32 * s + 16)), ls);
-                }
-            }
+            for (int k = 0; k < T; k++) clo[k] = chi[k] = zero;
+#define XS_SUB(s, DS, ln)                                                                       \
+    do {                                                                                        \
+        const struct lv32 q = levels32(table, x[r]->qs + 16 * (s));                             \
+        _Pragma("GCC unroll 8")                                                                 \
+        for (int k = 0; k < T; k++) {                                                           \
+            clo[k] = k_sdot(clo[k], q.lo, vld1q_s8(y[k]->qs + 32 * (s)));                       \
+            chi[k] = k_sdot(chi[k], q.hi, vld1q_s8(y[k]->qs + 32 * (s) + 16));                  \
+            if ((s) == 0) {                                                                     \
+                lo[k] = vmulq_laneq_s32(clo[k], DS, ln);                                        \
+                hi[k] = vmulq_laneq_s32(chi[k], DS, ln);                                        \
+            } else {                                                                            \
+                lo[k] = vmlaq_laneq_s32(lo[k], clo[k], DS, ln);                                 \
+                hi[k] = vmlaq_laneq_s32(hi[k], chi[k], DS, ln);                                 \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+            XS_SUB(0, ds0, 0); XS_SUB(1, ds0, 1); XS_SUB(2, ds0, 2); XS_SUB(3, ds0, 3);
+            XS_SUB(4, ds1, 0); XS_SUB(5, ds1, 1); XS_SUB(6, ds1, 2); XS_SUB(7, ds1, 3);
+#undef XS_SUB
             const float dx = h2f(x[r]->d);
             _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) {

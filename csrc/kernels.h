@@ -334,11 +334,40 @@ static inline float k_q8k_signed_max(const float *x, float amax) {
     return 0;
 }
 
-/* 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. */
-void k_q4k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
+/* 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block: j < 4
+ * in the low 6 bits of bytes j and j + 4; j >= 4 the low / high nibble of
+ * byte j + 4 plus, as bits 4..5, the top two bits of byte j - 4 / j.
+ * Inline (not in quant_ref.c): the SIMD dots call it per block, and cgo
+ * does no inlining across files. */
+static inline void k_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 15) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+/* All 8 at once: byte j of *sc / *m is the scale / min of sub-block j (the
+ * same numbers as k_q4k_scale_min), four bytes per 32-bit word. */
+static inline void k_q4k_scales_mins8(const uint8_t *q, uint64_t *sc, uint64_t *m) {
+    const uint32_t a = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+    const uint32_t b = (uint32_t)q[4] | (uint32_t)q[5] << 8 | (uint32_t)q[6] << 16 | (uint32_t)q[7] << 24;
+    const uint32_t c = (uint32_t)q[8] | (uint32_t)q[9] << 8 | (uint32_t)q[10] << 16 | (uint32_t)q[11] << 24;
+    const uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
+    const uint32_t m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
+    *sc = (uint64_t)(a & 0x3F3F3F3Fu) | (uint64_t)sc_hi << 32;
+    *m = (uint64_t)(b & 0x3F3F3F3Fu) | (uint64_t)m_hi << 32;
+}
 /* dm = {d*sc, dmin*m} of sub-block 2c, then of sub-block 2c+1 (chunk c of
  * 64 elements of a Q4_K / Q5_K block) */
-void k_q4k_chunk_dm(const uint8_t *scales, int c, float d, float dmin, float dm[4]);
+static inline void k_q4k_chunk_dm(const uint8_t *scales, int c, float d, float dmin, float dm[4]) {
+    uint8_t sc0, m0, sc1, m1;
+    k_q4k_scale_min(2 * c, scales, &sc0, &m0);
+    k_q4k_scale_min(2 * c + 1, scales, &sc1, &m1);
+    dm[0] = d * sc0, dm[1] = dmin * m0;
+    dm[2] = d * sc1, dm[3] = dmin * m1;
+}
 
 /* Signatures of the non-table ops without the impl argument: the function
  * types declare the kernels (k_sgemm_kernel k_sgemm_ref; ...), the _fn

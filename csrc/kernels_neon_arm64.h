@@ -45,6 +45,13 @@ k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_m
     k_mm_q6_k_neon_dot, k_mm_q4_0_neon_dot, k_mm_q5_0_neon_dot, k_mm_q8_0_neon_dot,
     k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot;
 
+/* Packed (row-interleaved) weights of the dotprod set, pack_neon_dot_arm64.c:
+ * k_pack_<t>_x<G>_neon_dot and its tile over packed groups of G rows */
+k_pack_kernel k_pack_q4_k_x4_neon_dot, k_pack_q5_k_x4_neon_dot, k_pack_q6_k_x4_neon_dot, k_pack_q8_0_x8_neon_dot,
+    k_pack_iq4_xs_x4_neon_dot;
+k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_mm_packed_q6_k_x4_neon_dot,
+    k_mm_packed_q8_0_x8_neon_dot, k_mm_packed_iq4_xs_x4_neon_dot;
+
 k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
 k_attn_h_kernel k_attention_f16acc_neon, k_attention_tiled_neon;      /* attn_neon_arm64.c */
 k_sgemm_kernel k_sgemm_neon;

@@ -102,23 +102,7 @@ void k_dequant_q8_0_ref(const void *src, float *dst, int64_t n) {
 
 /* ---- K-quants ---- */
 
-void k_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m  = q[j + 4] & 63;
-    } else {
-        *sc = (uint8_t)((q[j + 4] & 15) | ((q[j - 4] >> 6) << 4));
-        *m  = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
-void k_q4k_chunk_dm(const uint8_t *scales, int c, float d, float dmin, float dm[4]) {
-    uint8_t sc0, m0, sc1, m1;
-    k_q4k_scale_min(2 * c, scales, &sc0, &m0);
-    k_q4k_scale_min(2 * c + 1, scales, &sc1, &m1);
-    dm[0] = d * sc0, dm[1] = dmin * m0;
-    dm[2] = d * sc1, dm[3] = dmin * m1;
-}
+/* k_q4k_scale_min and k_q4k_chunk_dm: static inline in kernels.h */
 
 /* Q4_K (qh NULL) and Q5_K: 4 chunks of 64; chunk c = qs[32c..32c+31], low
  * nibbles sub-block 2c, high nibbles sub-block 2c+1, for Q5_K plus a 5th bit:

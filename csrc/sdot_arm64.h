@@ -33,6 +33,25 @@ static inline __attribute__((always_inline)) int32x4_t k_sdot(int32x4_t acc, int
     __asm__(K_SDOT_ASM : "+w"(acc) : "w"(a), "w"(b));
     return acc;
 }
+
+/* SDOT by element: k_sdot_lane<i>(acc, a, b) adds to lane l of acc the
+ * products of a[4l..4l+3] with b[4i..4i+3] (the same 4 bytes of b for
+ * every lane), i = 0..3. */
+#if defined(__clang__)
+#define K_SDOT_LANE_ASM(i) "sdot %0.4s, %1.16b, %2.4b[" #i "]"
+#else
+#define K_SDOT_LANE_ASM(i) ".arch armv8.2-a+dotprod\n\tsdot %0.4s, %1.16b, %2.4b[" #i "]"
+#endif
+#define K_SDOT_LANE_FN(i)                                                                                 \
+    static inline __attribute__((always_inline)) int32x4_t k_sdot_lane##i(int32x4_t acc, int8x16_t a, int8x16_t b) { \
+        __asm__(K_SDOT_LANE_ASM(i) : "+w"(acc) : "w"(a), "w"(b));                                         \
+        return acc;                                                                                       \
+    }
+K_SDOT_LANE_FN(0)
+K_SDOT_LANE_FN(1)
+K_SDOT_LANE_FN(2)
+K_SDOT_LANE_FN(3)
+#undef K_SDOT_LANE_FN
 K_DOTPROD_END
 
 #endif

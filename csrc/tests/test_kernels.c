@@ -13,6 +13,8 @@
  *              k_sgemm against a naive double product, the small ops
  *   attn       the attention kernels' sliding window and soft-cap (same
  *              bits as ref, window = cut cache, close to a double model)
+ *   packed     row-interleaved weights: mm_packed over packed rows gives the
+ *              bits of the same set's tile over the unpacked rows
  *   iq4        IQ4_NL / IQ4_XS edge blocks: every nibble and every IQ4_XS
  *              scale, zero / max / negative / subnormal d, dequant against
  *              the format's formula and dots / tiles against the order model
@@ -20,7 +22,7 @@
  * Random inputs plus edge cases (zero blocks, all-0xFF quants, subnormal
  * scales, rounding ties), lengths 1, 2, 3, 5, 7, ... blocks to hit tails.
  * Usage: test_kernels [section]   (section: dequant quantize dot order drivers ops
- * attn iq4, ops running attn too; default all). Exit status 1 on any failure.
+ * attn iq4 packed, ops running attn too; default all). Exit status 1 on any failure.
  */
 #include "testutil.h"
 #include "order_model.h"
@@ -690,6 +692,83 @@ static void test_iq4(int impl) {
     printf("  iq4      %-13s ok\n", impl_names[impl]);
 }
 
+/* ----------------------------------------------------------------- packed */
+
+/* Every packed layout of impl's sets (kernels.h, "row-interleaved weights"):
+ * random and edge-case rows are packed, and mm_packed over them must give
+ * the bits of the same set's tile (or dot) over the unpacked rows, for
+ * several token counts, with tight and padded row strides, from the first
+ * group and from a later one; outputs outside the tile stay untouched. */
+static void test_packed(int impl) {
+    static const int64_t ntoks[] = {1, 2, 7, 8, 16};
+    static const int64_t nbks[] = {1, 2, 3, 7};
+    const int64_t maxtok = 16;
+    int kernels = 0;
+    for (int ti = 0; ti < NWT; ti++) {
+        const int t = weight_types[ti], act = k_act_type(t);
+        const k_type_kernels *set = NULL;
+        for (int layer = 0;; layer++) {
+            const k_type_kernels *tab = k_arch_get_table(impl, layer);
+            if (!tab) break;
+            if (tab[t].dot) { set = &tab[t]; break; }
+        }
+        if (!set || (!set->pack_rows && !set->pack && !set->mm_packed)) continue;
+        checks++;
+        if (set->pack_rows <= 0 || !set->pack || !set->mm_packed) {
+            FAIL("packed %s/%s: pack_rows %d, pack %p, mm_packed %p (all or none)", impl_names[impl], type_name(t),
+                 set->pack_rows, (void *)set->pack, (void *)set->mm_packed);
+            continue;
+        }
+        kernels++;
+        const int64_t G = set->pack_rows, nrows = 3 * G, ys = nrows + 5;
+        for (int kb = 0; kb < (int)(sizeof nbks / sizeof nbks[0]); kb++) {
+            const int64_t n = nbks[kb] * block_elems(t), nb = nbks[kb];
+            const int64_t rb = k_row_bytes(t, n), ab = k_row_bytes(act, n);
+            for (int pad = 0; pad < 2; pad++) {
+                const int64_t rs = rb + 48 * pad; /* row stride */
+                for (int mode = 0; mode < 4; mode++) {
+                    uint8_t *w = malloc((size_t)(rs * nrows)), *pk = malloc((size_t)(rs * nrows));
+                    uint8_t *a = malloc((size_t)(ab * maxtok));
+                    float *x = malloc((size_t)(n * maxtok) * 4);
+                    float *y0 = malloc((size_t)(ys * maxtok) * 4), *y1 = malloc((size_t)(ys * maxtok) * 4);
+                    memset(w, 0x5A, (size_t)(rs * nrows));
+                    for (int64_t r = 0; r < nrows; r++) fill_weights(t, w + r * rs, nb, mode);
+                    memset(pk, 0xC3, (size_t)(rs * nrows));
+                    set->pack(n, w, (size_t)rs, nrows, pk);
+                    fill_acts(x, n * maxtok, (mode + kb) % 5 == 2 ? 0 : (mode + kb) % 5);
+                    for (int64_t tk = 0; tk < maxtok; tk++)
+                        if (k_quantize_act(impl, act, x + tk * n, a + tk * ab, n) != 0)
+                            FAIL("k_quantize_act(%s, %s)", impl_names[impl], type_name(act));
+                    for (int k = 0; k < (int)(sizeof ntoks / sizeof ntoks[0]); k++) {
+                        const int64_t nt = ntoks[k];
+                        for (int64_t i = 0; i < ys * maxtok; i++) y0[i] = y1[i] = -1234.f;
+                        if (set->mm_tile) set->mm_tile(n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        else k_mm_rows_x_dot(set->dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        /* groups 1.. then group 0 alone: addressing by group offset */
+                        set->mm_packed(n, pk + G * rs, (size_t)rs, nrows - G, a, (size_t)ab, nt, y1 + G, ys);
+                        set->mm_packed(n, pk, (size_t)rs, G, a, (size_t)ab, nt, y1, ys);
+                        int bad = 0;
+                        for (int64_t i = 0; i < ys * maxtok; i++) {
+                            const int64_t tk = i / ys, row = i % ys;
+                            const int inside = tk < nt && row < nrows;
+                            checks++;
+                            if (memcmp(&y0[i], &y1[i], 4) != 0 || (!inside && y1[i] != -1234.f)) {
+                                if (!bad++)
+                                    FAIL("packed %s/%s x%lld n=%lld stride=%lld mode=%d ntok=%lld: tok %lld row %lld is %.9g, "
+                                         "the unpacked tile gives %.9g",
+                                         impl_names[impl], type_name(t), (long long)G, (long long)n, (long long)rs, mode,
+                                         (long long)nt, (long long)tk, (long long)row, y1[i], y0[i]);
+                            }
+                        }
+                    }
+                    free(w); free(pk); free(a); free(x); free(y0); free(y1);
+                }
+            }
+        }
+    }
+    printf("  packed   %-13s %2d layouts\n", impl_names[impl], kernels);
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int tested = 0;
@@ -708,6 +787,7 @@ int main(int argc, char **argv) {
         /* the "ops" ctest runs attn too (the ref included) */
         if (!only || !strcmp(only, "ops") || !strcmp(only, "attn")) test_attn(impl);
         if (!only || !strcmp(only, "iq4")) test_iq4(impl);
+        if (!only || !strcmp(only, "packed")) { if (impl != K_IMPL_REF) test_packed(impl); }
     }
     printf("%d impls, %d checks, %d failures\n", tested, checks, failures);
     return failures ? 1 : 0;

@@ -1,0 +1,566 @@
+/*
+ * pack_neon_dot_arm64.c — row-interleaved ("packed") weights of the
+ * dotprod set (kernels.h, "row-interleaved weights"): groups of 4 rows
+ * whose blocks sit side by side, one activation load feeding the 4 rows
+ * through SDOT by element (k_sdot_lane<i>, sdot_arm64.h).
+ *
+ * The results are the bits of the set's unpacked kernels (the Q4_K dot of
+ * dot_body_arm64.h and its tiles): per row the same 8 integer lanes per
+ * block (lane l = the products of elements 4l..4l+3 of each 32-element
+ * sub-block, times its scale), the same FMAs into 8 f32 lanes and the same
+ * final sums. Here the 4 lanes of a vector are the 4 rows: vector l holds
+ * integer lane l of rows 0..3, so every float step is the unpacked one,
+ * done for 4 rows at once.
+ *
+ * Q4_K x4 layout: per super-block b, 576 bytes (4 x 144) at 576 * b from
+ * the group's start:
+ *     0  d[4]      f16, row r at 2r
+ *     8  dmin[4]   f16
+ *    16  S[32]     byte 4s + r = scale s of row r (6 bits) | (min s >> 4) << 6
+ *    48  N[16]     byte 4s + r (s < 4) = (min s of row r) & 15
+ *                                      | ((min s+4 of row r) & 15) << 4
+ *    64  Q[512]    16 bytes per (c, l), c = 0..3 chunks of 64 elements,
+ *                  l = 0..7, at 64 + 16 * (8c + l): bytes 4r..4r+3 = row
+ *                  r's qs[32c + 4l .. 32c + 4l + 3] (low nibbles: elements
+ *                  4l..4l+3 of sub-block 2c, high: of sub-block 2c + 1)
+ *
+ * Q5_K x4 layout: per super-block b, 704 bytes (4 x 176) at 704 * b: the
+ * head of Q4_K x4 (d, dmin, S, N at 0..63), then per chunk c and half h
+ * (lanes 4h..4h+3) 80 bytes at 64 + 80 * (2c + h): the 5-bit quants of
+ * the 8 vectors u[j] = lane 4h+j of sub-block 2c, u[4+j] = lane 4h+j of
+ * sub-block 2c+1 (bytes 4r..4r+3 of a vector: row r's elements), 8 values
+ * in 5 bytes at X0..X4 (16 bytes apart):
+ *   X0 = u0 | (u5 >> 2) << 5        X1 = u1 | (u7 & 1) << 5 | (u5 & 3) << 6
+ *   X2 = u2 | (u6 >> 2) << 5        X3 = u3 | (u7 >> 1 & 1) << 5 | (u6 & 3) << 6
+ *   X4 = u4 | (u7 >> 2) << 5
+ * (decoded with 5 ANDs and 3 shift-inserts, see q45k_x4)
+ *
+ * IQ4_XS x4 layout: per super-block b, 544 bytes (4 x 136) at 544 * b:
+ *     0  d[4]      f16
+ *     8  S[16]     byte 4s + r (s < 4) = scale s of row r (6 bits, before
+ *                  the -32) | (scale s+4 >> 4) << 6
+ *    24  N[8]      byte k = n[k] | n[k+8] << 4, n[4s + r] = scale s+4 of
+ *                  row r & 15 (s < 4)
+ *    32  Q[512]    as Q4_K x4: 16 bytes per (c, l) at 32 + 16 * (8c + l),
+ *                  bytes 4r..4r+3 = row r's nibbles of elements 4l..4l+3
+ *                  of sub-block 2c (low) and of sub-block 2c+1 (high)
+ *
+ * Q8_0 x8 layout: per block b, 272 bytes (8 x 34) at 272 * b:
+ *     0  Q[256]    32 bytes per l = 0..7 at 32l: bytes 4r..4r+3 = row r's
+ *                  qs[4l .. 4l + 3], r = 0..7
+ *   256  d[8]      f16, row r at 256 + 2r
+ * (8 rows: the block's float work, 8 lanes per row, is most of the cost,
+ * and 8 rows keep 16 accumulators, no spills)
+ *
+ * Q6_K x4 layout: per super-block b, 840 bytes (4 x 210) at 840 * b. The
+ * 6-bit quants u (0..63) of 16-element group g (elements 16g..16g+15) as
+ * 4 vectors W(g, j), j = 0..3, bytes 4r..4r+3 = row r's u of elements
+ * 16g + 4j .. 16g + 4j + 3, stored in 3 x 16 bytes:
+ *   48g        X = W(g,0) | (W(g,3) & 3) << 6
+ *   48g + 16   Y = W(g,1) | (W(g,3) >> 2 & 3) << 6
+ *   48g + 32   Z = W(g,2) | (W(g,3) >> 4) << 6
+ *   768        scales: byte 4g + r = scale g of row r (int8)
+ *   832        d[4]  f16
+ */
+#include "sdot_arm64.h"
+#include "kernels_neon_arm64.h"
+
+/* f16 -> f32 as dot_body_arm64.h's k_h2f */
+static inline float k_f16_to_f32_neon(k_half h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+#define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
+
+/* The 64-byte head of a Q4_K / Q5_K x4 group block (d, dmin, S, N above)
+ * from the 4 rows' blocks x[r] (d, dmin and scales at the same offsets in
+ * both formats). */
+static void pack_q45k_head(const k_block_q4_k *const x[4], uint8_t *o) {
+    uint8_t sc[4][8], m[4][8];
+    for (int r = 0; r < 4; r++) {
+        memcpy(o + 2 * r, &x[r]->d, 2);
+        memcpy(o + 8 + 2 * r, &x[r]->dmin, 2);
+        for (int s = 0; s < 8; s++) k_q4k_scale_min(s, x[r]->scales, &sc[r][s], &m[r][s]);
+    }
+    for (int s = 0; s < 8; s++)
+        for (int r = 0; r < 4; r++) o[16 + 4 * s + r] = (uint8_t)(sc[r][s] | (m[r][s] >> 4) << 6);
+    for (int s = 0; s < 4; s++)
+        for (int r = 0; r < 4; r++) o[48 + 4 * s + r] = (uint8_t)((m[r][s] & 15) | (m[r][s + 4] & 15) << 4);
+}
+
+void k_pack_q4_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q4K_X4_BYTES) {
+            const k_block_q4_k *x[4];
+            for (int r = 0; r < 4; r++) x[r] = (const k_block_q4_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+            pack_q45k_head(x, o);
+            for (int c = 0; c < 4; c++)
+                for (int l = 0; l < 8; l++)
+                    for (int r = 0; r < 4; r++) memcpy(o + 64 + 16 * (8 * c + l) + 4 * r, x[r]->qs + 32 * c + 4 * l, 4);
+        }
+    }
+}
+
+#define Q5K_X4_BYTES (4 * sizeof(k_block_q5_k))
+
+/* the 5-bit quant of element e (0..31) of sub-block s of a Q5_K block */
+static inline unsigned q5k_u(const k_block_q5_k *x, int s, int e) {
+    const uint8_t q = x->qs[32 * (s / 2) + e];
+    return (unsigned)((s % 2 ? q >> 4 : q & 15) | ((x->qh[e] >> s) & 1) << 4);
+}
+
+void k_pack_q5_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q5K_X4_BYTES) {
+            const k_block_q5_k *x[4];
+            for (int r = 0; r < 4; r++) x[r] = (const k_block_q5_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+            pack_q45k_head((const k_block_q4_k *const *)x, o);
+            for (int c = 0; c < 4; c++)
+                for (int h = 0; h < 2; h++) {
+                    uint8_t *X = o + 64 + 80 * (2 * c + h);
+                    for (int r = 0; r < 4; r++)
+                        for (int e = 0; e < 4; e++) {
+                            unsigned u[8]; /* u[j]: lane 4h+j of sub-block 2c, u[4+j]: of 2c+1 */
+                            for (int j = 0; j < 4; j++) {
+                                u[j] = q5k_u(x[r], 2 * c, 4 * (4 * h + j) + e);
+                                u[4 + j] = q5k_u(x[r], 2 * c + 1, 4 * (4 * h + j) + e);
+                            }
+                            const int k = 4 * r + e;
+                            X[k] = (uint8_t)(u[0] | (u[5] >> 2) << 5);
+                            X[16 + k] = (uint8_t)(u[1] | (u[7] & 1) << 5 | (u[5] & 3) << 6);
+                            X[32 + k] = (uint8_t)(u[2] | (u[6] >> 2) << 5);
+                            X[48 + k] = (uint8_t)(u[3] | (u[7] >> 1 & 1) << 5 | (u[6] & 3) << 6);
+                            X[64 + k] = (uint8_t)(u[4] | (u[7] >> 2) << 5);
+                        }
+                }
+        }
+    }
+}
+
+#define IQ4XS_X4_BYTES (4 * sizeof(k_block_iq4_xs))
+
+void k_pack_iq4_xs_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES) {
+            uint8_t nib[16];
+            for (int r = 0; r < 4; r++) {
+                const k_block_iq4_xs *x = (const k_block_iq4_xs *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                for (int s = 0; s < 4; s++) {
+                    const int lo = k_iq4xs_scale(x, s) + 32, hi = k_iq4xs_scale(x, s + 4) + 32;
+                    o[8 + 4 * s + r] = (uint8_t)(lo | (hi >> 4) << 6);
+                    nib[4 * s + r] = (uint8_t)(hi & 15);
+                }
+                /* element e of sub-block j: nibble e % 16 of qs[16j + e % 16], low for e < 16 */
+                for (int c = 0; c < 4; c++)
+                    for (int l = 0; l < 8; l++)
+                        for (int e = 0; e < 4; e++) {
+                            const int el = 4 * l + e, sh = el < 16 ? 0 : 4;
+                            const unsigned q0 = (x->qs[16 * (2 * c) + el % 16] >> sh) & 15;
+                            const unsigned q1 = (x->qs[16 * (2 * c + 1) + el % 16] >> sh) & 15;
+                            o[32 + 16 * (8 * c + l) + 4 * r + e] = (uint8_t)(q0 | q1 << 4);
+                        }
+            }
+            for (int k = 0; k < 8; k++) o[24 + k] = (uint8_t)(nib[k] | nib[k + 8] << 4);
+        }
+    }
+}
+
+#define Q80_X8_BYTES (8 * sizeof(k_block_q8_0))
+
+void k_pack_q8_0_x8_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QK;
+    for (int64_t g = 0; g + 8 <= nrows; g += 8) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q80_X8_BYTES) {
+            for (int r = 0; r < 8; r++) {
+                const k_block_q8_0 *x = (const k_block_q8_0 *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
+                memcpy(o + 256 + 2 * r, &x->d, 2);
+                for (int l = 0; l < 8; l++) memcpy(o + 32 * l + 4 * r, x->qs + 4 * l, 4);
+            }
+        }
+    }
+}
+
+#define Q6K_X4_BYTES (4 * sizeof(k_block_q6_k))
+
+/* the unsigned 6-bit quant j (0..255) of a Q6_K block */
+static inline uint8_t q6k_u(const k_block_q6_k *x, int j) {
+    const int h = j / 128, e = j % 128, k = e / 32, l = e % 32; /* e = 32k + l */
+    const uint8_t lo = k < 2 ? x->ql[64 * h + 32 * k + l] & 15 : x->ql[64 * h + 32 * (k - 2) + l] >> 4;
+    return (uint8_t)(lo | ((x->qh[32 * h + l] >> (2 * k)) & 3) << 4);
+}
+
+void k_pack_q6_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g0 = 0; g0 + 4 <= nrows; g0 += 4) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g0 * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES) {
+            for (int r = 0; r < 4; r++) {
+                const k_block_q6_k *x = (const k_block_q6_k *)((const char *)src + (size_t)(g0 + r) * row_bytes) + b;
+                memcpy(o + 832 + 2 * r, &x->d, 2);
+                for (int g = 0; g < 16; g++) {
+                    o[768 + 4 * g + r] = (uint8_t)x->scales[g];
+                    for (int e = 0; e < 4; e++) {
+                        const int base = 16 * g + e;
+                        const uint8_t u3 = q6k_u(x, base + 12);
+                        o[48 * g + 4 * r + e] = (uint8_t)(q6k_u(x, base) | (u3 & 3) << 6);
+                        o[48 * g + 16 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 4) | (u3 >> 2 & 3) << 6);
+                        o[48 * g + 32 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 8) | (u3 >> 4) << 6);
+                    }
+                }
+            }
+        }
+    }
+}
+
+K_DOTPROD_BEGIN
+
+/* k_hsum8 of the 8 lane accumulators, for the 4 rows at once */
+static inline float32x4_t hsum8_x4(float32x4_t a0, float32x4_t a1, float32x4_t a2, float32x4_t a3, float32x4_t a4,
+                                   float32x4_t a5, float32x4_t a6, float32x4_t a7) {
+    const float32x4_t t0 = vaddq_f32(a0, a4), t1 = vaddq_f32(a1, a5);
+    const float32x4_t t2 = vaddq_f32(a2, a6), t3 = vaddq_f32(a3, a7);
+    return vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
+}
+
+/* Q4_K (t = K_Q4_K) or Q5_K, one group of 4 rows x one token: out[r] =
+ * the unpacked dot of row r. */
+static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                          float *out) {
+    const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : Q5K_X4_BYTES;
+    const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    const uint8x16_t b6 = vdupq_n_u8(0x40);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+                acc6 = acc0, acc7 = acc0, am0 = acc0, am1 = acc0, am2 = acc0, am3 = acc0, summs = acc0;
+    for (int64_t b = 0; b < nb; b++, o += gb, y++) {
+        const float32x4_t yd = vdupq_n_f32(y->d);
+        const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        const float32x4_t dmv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd))), yd);
+        /* scales by parts (dot_body_arm64.h, k_q4k_dsc): ds[s] = sc[s] - sc[s+1] per row */
+        const uint8x16_t S0 = vld1q_u8(o + 16), S1 = vld1q_u8(o + 32), N = vld1q_u8(o + 48);
+        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
+        const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
+        const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
+        const int32x4_t ds0 = vmovl_s16(vget_low_s16(e01)), ds1 = vmovl_high_s16(e01);
+        const int32x4_t ds2 = vmovl_s16(vget_low_s16(e23)), ds3 = vmovl_high_s16(e23);
+        const int32x4_t ds4 = vmovl_s16(vget_low_s16(e45)), ds5 = vmovl_high_s16(e45);
+        const int32x4_t ds6 = vmovl_s16(vget_low_s16(e67)), ds7 = vmovl_high_s16(e67);
+        /* min term: lane i of the unpacked dot's k_mins4, one vector per i
+         * (Q4_K), or their sum in one FMA per block (Q5_K) */
+        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
+        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums), vld1q_s16(y->bsums + 8));
+        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
+        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
+        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
+        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
+        if (t == K_Q4_K) {
+            am0 = vfmaq_f32(am0, vcvtq_f32_s32(M0), dmv);
+            am1 = vfmaq_f32(am1, vcvtq_f32_s32(M1), dmv);
+            am2 = vfmaq_f32(am2, vcvtq_f32_s32(M2), dmv);
+            am3 = vfmaq_f32(am3, vcvtq_f32_s32(M3), dmv);
+        } else { /* summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
+            const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
+            summs = vfmaq_f32(summs, vnegq_f32(dmv), vcvtq_f32_s32(M));
+        }
+
+        const int8_t *q8 = y->qs;
+        const uint8_t *qv = o + 64;
+        /* integer lane l of the 4 rows: C chains the sub-blocks' SDOTs, L
+         * sums them by parts; lanes 0..3 use activations 0..15 of each
+         * sub-block, lanes 4..7 activations 16..31 */
+#define Q45_LANE(c, l, WE, WO, AE, AO, i)                                                         \
+    do {                                                                                         \
+        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(WE), AE);                                \
+        L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
+        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(WO), AO);                                \
+        L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
+    } while (0)
+#define Q4K_LANE(c, l, AE, AO, i)                                                                \
+    do {                                                                                         \
+        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
+        Q45_LANE(c, l, vandq_u8(v, m4), vshrq_n_u8(v, 4), AE, AO, i);                            \
+    } while (0)
+#define Q45_HALF(c, h, la, lb, lc, ld)                                                           \
+    do {                                                                                         \
+        const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
+        const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
+        if (t == K_Q4_K) {                                                                       \
+            Q4K_LANE(c, la, ae, ao, 0); Q4K_LANE(c, lb, ae, ao, 1);                                \
+            Q4K_LANE(c, lc, ae, ao, 2); Q4K_LANE(c, ld, ae, ao, 3);                                \
+        } else {                                                                                 \
+            const uint8_t *p5 = qv + 80 * (2 * (c) + (h));                                       \
+            const uint8x16_t X0 = vld1q_u8(p5), X1 = vld1q_u8(p5 + 16), X2 = vld1q_u8(p5 + 32);   \
+            const uint8x16_t X3 = vld1q_u8(p5 + 48), X4 = vld1q_u8(p5 + 64);                     \
+            const uint8x16_t u5 = vshrq_n_u8(vsriq_n_u8(X0, X1, 3), 3);                          \
+            const uint8x16_t u6 = vshrq_n_u8(vsriq_n_u8(X2, X3, 3), 3);                          \
+            const uint8x16_t Yb = vbslq_u8(b6, vshlq_n_u8(X1, 1), vshlq_n_u8(X3, 2));             \
+            const uint8x16_t u7 = vshrq_n_u8(vsriq_n_u8(X4, Yb, 3), 3);                          \
+            Q45_LANE(c, la, vandq_u8(X0, m5), vandq_u8(X4, m5), ae, ao, 0);                        \
+            Q45_LANE(c, lb, vandq_u8(X1, m5), u5, ae, ao, 1);                                      \
+            Q45_LANE(c, lc, vandq_u8(X2, m5), u6, ae, ao, 2);                                      \
+            Q45_LANE(c, ld, vandq_u8(X3, m5), u7, ae, ao, 3);                                      \
+        }                                                                                        \
+    } while (0)
+        const int32x4_t ds0_e = ds0, ds0_o = ds1, ds1_e = ds2, ds1_o = ds3;
+        const int32x4_t ds2_e = ds4, ds2_o = ds5, ds3_e = ds6, ds3_o = ds7;
+        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
+        Q45_HALF(0, 0, 0, 1, 2, 3); Q45_HALF(1, 0, 0, 1, 2, 3); Q45_HALF(2, 0, 0, 1, 2, 3); Q45_HALF(3, 0, 0, 1, 2, 3);
+        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
+        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
+        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
+        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
+        Q45_HALF(0, 1, 4, 5, 6, 7); Q45_HALF(1, 1, 4, 5, 6, 7); Q45_HALF(2, 1, 4, 5, 6, 7); Q45_HALF(3, 1, 4, 5, 6, 7);
+        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
+        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
+        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
+        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+#undef Q45_HALF
+#undef Q45_LANE
+#undef Q4K_LANE
+    }
+    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + summs */
+    const float32x4_t s = hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
+    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3))));
+    else vst1q_f32(out, vaddq_f32(s, summs));
+}
+
+/* IQ4_XS, one group of 4 rows x one token: the Q4_K kernel's integer lanes
+ * with the nibbles looked up in k_iq4nl_values and the scales minus 32
+ * (by parts, the last difference is scale 7 - 32); no min term; the float
+ * steps of the unpacked IQ4_XS kernels (iq4_neon_dot_arm64.c). */
+static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+                acc6 = acc0, acc7 = acc0;
+    for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES, y++) {
+        const float32x4_t dv =
+            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), vdupq_n_f32(y->d));
+        const uint8x16_t S = vld1q_u8(o + 8);
+        const uint8x8_t N = vld1_u8(o + 24);
+        const uint8x16_t sc0 = vandq_u8(S, m6);
+        const uint8x16_t sc1 = vsliq_n_u8(vcombine_u8(vand_u8(N, vget_low_u8(m4)), vshr_n_u8(N, 4)), vshrq_n_u8(S, 6), 4);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
+        const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
+        const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
+        const int32x4_t ds0_e = vmovl_s16(vget_low_s16(e01)), ds0_o = vmovl_high_s16(e01);
+        const int32x4_t ds1_e = vmovl_s16(vget_low_s16(e23)), ds1_o = vmovl_high_s16(e23);
+        const int32x4_t ds2_e = vmovl_s16(vget_low_s16(e45)), ds2_o = vmovl_high_s16(e45);
+        const int32x4_t ds3_e = vmovl_s16(vget_low_s16(e67)), ds3_o = vmovl_high_s16(e67);
+        const int8_t *q8 = y->qs;
+        const uint8_t *qv = o + 32;
+#define XS_LANE(c, l, AE, AO, i)                                                                 \
+    do {                                                                                         \
+        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
+        C##l = k_sdot_lane##i(C##l, vqtbl1q_s8(table, vandq_u8(v, m4)), AE);                     \
+        L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
+        C##l = k_sdot_lane##i(C##l, vqtbl1q_s8(table, vshrq_n_u8(v, 4)), AO);                    \
+        L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
+    } while (0)
+#define XS_HALF(c, h, la, lb, lc, ld)                                                            \
+    do {                                                                                         \
+        const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
+        const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
+        XS_LANE(c, la, ae, ao, 0); XS_LANE(c, lb, ae, ao, 1);                                      \
+        XS_LANE(c, lc, ae, ao, 2); XS_LANE(c, ld, ae, ao, 3);                                      \
+    } while (0)
+        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
+        XS_HALF(0, 0, 0, 1, 2, 3); XS_HALF(1, 0, 0, 1, 2, 3); XS_HALF(2, 0, 0, 1, 2, 3); XS_HALF(3, 0, 0, 1, 2, 3);
+        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
+        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
+        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
+        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
+        XS_HALF(0, 1, 4, 5, 6, 7); XS_HALF(1, 1, 4, 5, 6, 7); XS_HALF(2, 1, 4, 5, 6, 7); XS_HALF(3, 1, 4, 5, 6, 7);
+        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
+        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
+        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
+        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+#undef XS_HALF
+#undef XS_LANE
+    }
+    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+}
+
+void k_mm_packed_iq4_xs_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            iq4xs_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+/* nr rows (a multiple of 4) x ntok tokens; each group's weights stay in
+ * cache across the tokens. */
+void k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            q45k_x4(K_Q4_K, nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+void k_mm_packed_q5_k_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            q45k_x4(K_Q5_K, nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+/* Q8_0, one group of 8 rows x one token: per block integer lane l of rows
+ * 0..3 (a) and 4..7 (b) in one vector each, folded with the unpacked dot's
+ * FMA (dot_q32). */
+static inline __attribute__((always_inline)) void q80_x8(int64_t nb, const uint8_t *o, const k_block_q8_0 *y,
+                                                         float *out) {
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    float32x4_t b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+    for (int64_t i = 0; i < nb; i++, o += Q80_X8_BYTES, y++) {
+        const float32x4_t yd = vdupq_n_f32(k_f16_to_f32_neon(y->d));
+        const uint16x8_t dd = vld1q_u16((const uint16_t *)(o + 256));
+        const float32x4_t da = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        const float32x4_t db = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd))), yd);
+        const int8x16_t q0 = vld1q_s8(y->qs), q1 = vld1q_s8(y->qs + 16);
+        const int8_t *q = (const int8_t *)o;
+#define Q80_LANE(l, Q, i)                                                                                 \
+    do {                                                                                                  \
+        a##l = vfmaq_f32(a##l, vcvtq_f32_s32(k_sdot_lane##i(z, vld1q_s8(q + 32 * (l)), Q)), da);          \
+        b##l = vfmaq_f32(b##l, vcvtq_f32_s32(k_sdot_lane##i(z, vld1q_s8(q + 32 * (l) + 16), Q)), db);     \
+    } while (0)
+        Q80_LANE(0, q0, 0); Q80_LANE(1, q0, 1); Q80_LANE(2, q0, 2); Q80_LANE(3, q0, 3);
+        Q80_LANE(4, q1, 0); Q80_LANE(5, q1, 1); Q80_LANE(6, q1, 2); Q80_LANE(7, q1, 3);
+#undef Q80_LANE
+    }
+    vst1q_f32(out, hsum8_x4(a0, a1, a2, a3, a4, a5, a6, a7));
+    vst1q_f32(out + 4, hsum8_x4(b0, b1, b2, b3, b4, b5, b6, b7));
+}
+
+void k_mm_packed_q8_0_x8_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QK;
+    for (int64_t g = 0; g + 8 <= nr; g += 8) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[8];
+            q80_x8(nb, o, (const k_block_q8_0 *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+/* Q6_K, one group of 4 rows x one token. Lane l < 4 of the unpacked dot
+ * (dot_q6_k_q8_k) holds elements 4l..4l+3 of the even 16-element groups,
+ * lane 4 + l those of the odd groups, each times its group's scale, plus
+ * the -32 offset as -32 * (scale[2l] * bsum[2l] + scale[2l+1] * bsum[2l+1]);
+ * here vector l holds lane l of the 4 rows, the scales by parts along the
+ * even groups (lanes 0..3) and the odd ones (lanes 4..7). */
+static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                         float *out) {
+    const uint8x16_t m6 = vdupq_n_u8(63);
+    const int16x8_t zh = vdupq_n_s16(0);
+    const int32x4_t z = vdupq_n_s32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+                acc6 = acc0, acc7 = acc0;
+    for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES, y++) {
+        const float32x4_t dv =
+            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), vdupq_n_f32(y->d));
+        /* E[j]: the scales of groups 2j (low half) and 2j+1 (high), 4 rows each */
+        const int8x16_t V0 = vld1q_s8((const int8_t *)o + 768), V1 = vld1q_s8((const int8_t *)o + 784);
+        const int8x16_t V2 = vld1q_s8((const int8_t *)o + 800), V3 = vld1q_s8((const int8_t *)o + 816);
+        const int16x8_t E0 = vmovl_s8(vget_low_s8(V0)), E1 = vmovl_high_s8(V0), E2 = vmovl_s8(vget_low_s8(V1));
+        const int16x8_t E3 = vmovl_high_s8(V1), E4 = vmovl_s8(vget_low_s8(V2)), E5 = vmovl_high_s8(V2);
+        const int16x8_t E6 = vmovl_s8(vget_low_s8(V3)), E7 = vmovl_high_s8(V3);
+        /* the offset term, lane l from groups 2l and 2l+1: -32 * sc * bsum, exact in 32 bits */
+        const int16x8_t bs0 = vld1q_s16(y->bsums), bs1 = vld1q_s16(y->bsums + 8);
+        const int32x4_t m32 = vdupq_n_s32(-32);
+#define Q6K_OFF(l, E, BS, i) vmulq_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(E), BS, i), E, BS, (i) + 1), m32)
+        int32x4_t L0 = Q6K_OFF(0, E0, bs0, 0), L1 = Q6K_OFF(1, E1, bs0, 2), L2 = Q6K_OFF(2, E2, bs0, 4);
+        int32x4_t L3 = Q6K_OFF(3, E3, bs0, 6), L4 = Q6K_OFF(4, E4, bs1, 0), L5 = Q6K_OFF(5, E5, bs1, 2);
+        int32x4_t L6 = Q6K_OFF(6, E6, bs1, 4), L7 = Q6K_OFF(7, E7, bs1, 6);
+#undef Q6K_OFF
+        /* by parts: D[k] low half = sc[2k] - sc[2k+2], high half = sc[2k+1] - sc[2k+3] (sc[16], sc[17] = 0) */
+        const int16x8_t D0 = vsubq_s16(E0, E1), D1 = vsubq_s16(E1, E2), D2 = vsubq_s16(E2, E3), D3 = vsubq_s16(E3, E4);
+        const int16x8_t D4 = vsubq_s16(E4, E5), D5 = vsubq_s16(E5, E6), D6 = vsubq_s16(E6, E7), D7 = vsubq_s16(E7, zh);
+        const int8_t *q8 = y->qs;
+        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, C4 = z, C5 = z, C6 = z, C7 = z;
+        /* group g = 2k + h: its 64 quants, 4 SDOTs by element into lanes 4h..4h+3 */
+#define Q6K_GROUP(k, h, c0, c1, c2, c3, l0, l1, l2, l3, DS)                                         \
+    do {                                                                                            \
+        const uint8_t *p = o + 48 * (2 * (k) + (h));                                                \
+        const uint8x16_t X = vld1q_u8(p), Y = vld1q_u8(p + 16), Zq = vld1q_u8(p + 32);              \
+        const uint8x16_t W3 = vshrq_n_u8(vsriq_n_u8(vsriq_n_u8(Zq, Y, 2), X, 4), 2);                \
+        const int8x16_t A = vld1q_s8(q8 + 16 * (2 * (k) + (h)));                                    \
+        const int32x4_t ds = DS;                                                                    \
+        c0 = k_sdot_lane0(c0, vreinterpretq_s8_u8(vandq_u8(X, m6)), A);                            \
+        c1 = k_sdot_lane1(c1, vreinterpretq_s8_u8(vandq_u8(Y, m6)), A);                            \
+        c2 = k_sdot_lane2(c2, vreinterpretq_s8_u8(vandq_u8(Zq, m6)), A);                           \
+        c3 = k_sdot_lane3(c3, vreinterpretq_s8_u8(W3), A);                                          \
+        l0 = vmlaq_s32(l0, c0, ds);                                                                 \
+        l1 = vmlaq_s32(l1, c1, ds);                                                                 \
+        l2 = vmlaq_s32(l2, c2, ds);                                                                 \
+        l3 = vmlaq_s32(l3, c3, ds);                                                                 \
+    } while (0)
+#define Q6K_EVEN(k) Q6K_GROUP(k, 0, C0, C1, C2, C3, L0, L1, L2, L3, vmovl_s16(vget_low_s16(D##k)))
+#define Q6K_ODD(k) Q6K_GROUP(k, 1, C4, C5, C6, C7, L4, L5, L6, L7, vmovl_high_s16(D##k))
+        Q6K_EVEN(0); Q6K_EVEN(1); Q6K_EVEN(2); Q6K_EVEN(3); Q6K_EVEN(4); Q6K_EVEN(5); Q6K_EVEN(6); Q6K_EVEN(7);
+        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
+        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
+        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
+        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        Q6K_ODD(0); Q6K_ODD(1); Q6K_ODD(2); Q6K_ODD(3); Q6K_ODD(4); Q6K_ODD(5); Q6K_ODD(6); Q6K_ODD(7);
+        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
+        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
+        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
+        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+#undef Q6K_EVEN
+#undef Q6K_ODD
+#undef Q6K_GROUP
+    }
+    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+}
+
+void k_mm_packed_q6_k_x4_neon_dot(K_MM_TILE_PARAMS) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + 4 <= nr; g += 4) {
+        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
+        for (int64_t t = 0; t < ntok; t++) {
+            float out[4];
+            q6k_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
+            memcpy(y + t * y_stride + g, out, sizeof out);
+        }
+    }
+}
+
+K_DOTPROD_END
