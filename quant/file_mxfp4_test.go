@@ -1,7 +1,9 @@
 package quant
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"math/rand"
 	"os"
@@ -92,5 +94,25 @@ func TestQuantizeFileMXFP4MoE(t *testing.T) {
 	require.NoError(t, kernels.Dequant(kernels.MXFP4, f.Data(ti), back))
 	for i, v := range vals["blk.0.ffn_up_exps.weight"] {
 		require.InDelta(t, v, back[i], 0.02, "element %d", i)
+	}
+}
+
+// QuantizeFile as mxfp4 writes llama-quantize's file byte for byte: the
+// sha256 of `llama-quantize --allow-requantize SRC OUT MXFP4_MOE 2` (the
+// reference commit's quantize tool built against its AVX2 build, see
+// testdata/mxfp4/README.md) for two shared MoE models.
+func TestQuantizeFileMXFP4MatchesLlamaQuantize(t *testing.T) {
+	for _, c := range []struct{ src, sha string }{
+		{"synth-qwen3moe-mini-Q4_K_M.gguf", "42233abc0eed8f74989d20a7c327ef5be13fd2dad635cc2b2332d01793b14dea"},
+		{"synth-mixtral-mini-Q4_K_M.gguf", "bc564e99e3a4cff8afc2806226ca456da25375d3fb5a7b1cabf2ff6f23c31dbb"},
+	} {
+		in := sharedModel(t, c.src)
+		out := filepath.Join(t.TempDir(), "mxfp4.gguf")
+		_, err := QuantizeFile(in, out, FileMXFP4_MOE, FileOptions{Threads: 2, AllowRequantize: true})
+		require.NoError(t, err)
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		sum := sha256.Sum256(b)
+		require.Equal(t, c.sha, hex.EncodeToString(sum[:]), "%s as MXFP4_MOE is not llama-quantize's file", c.src)
 	}
 }
