@@ -97,6 +97,29 @@ func TestQuantizeFileMXFP4MoE(t *testing.T) {
 	}
 }
 
+// A block that would get the reserved exponent 255 stops QuantizeFile with
+// an error naming the tensor, as llama-quantize's validation stops it; no
+// output is left behind.
+func TestQuantizeFileMXFP4ReservedExponent(t *testing.T) {
+	x := make([]float32, 64*2*2)
+	x[200] = float32(math.Ldexp(1.25, -126)) // expert 1, row 1, block 0
+	b := make([]byte, 4*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	w := loader.NewWriter()
+	w.SetString("general.architecture", "gpt-oss")
+	require.NoError(t, w.AddTensor("blk.0.ffn_down_exps.weight", kernels.F32, []int64{64, 2, 2}, b))
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.gguf"), filepath.Join(dir, "out.gguf")
+	require.NoError(t, w.WriteFile(in))
+	_, err := QuantizeFile(in, out, FileMXFP4_MOE, FileOptions{Threads: 1})
+	require.ErrorContains(t, err, "blk.0.ffn_down_exps.weight")
+	require.ErrorContains(t, err, "reserved exponent 255")
+	_, statErr := os.Stat(out)
+	require.True(t, os.IsNotExist(statErr), "output left behind: %v", statErr)
+}
+
 // QuantizeFile as mxfp4 writes llama-quantize's file byte for byte: the
 // sha256 of `llama-quantize --allow-requantize SRC OUT MXFP4_MOE 2` (the
 // reference commit's quantize tool built against its AVX2 build, see
