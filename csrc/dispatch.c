@@ -27,6 +27,7 @@ static type_info info_of(int type) {
     case K_Q8_K: return (type_info){K_QKK, sizeof(k_block_q8_k), K_Q8_K};
     case K_IQ4_NL: return (type_info){K_QK, sizeof(k_block_iq4_nl), K_Q8_0};
     case K_IQ4_XS: return (type_info){K_QKK, sizeof(k_block_iq4_xs), K_Q8_K};
+    case K_MXFP4: return (type_info){K_QK, sizeof(k_block_mxfp4), K_Q8_0};
     default:     return (type_info){0, 0, -1};
     }
 }
@@ -63,6 +64,7 @@ static const k_type_kernels ref_kernels[K_TYPE_MAX] = {
     [K_Q8_K]   = {.quantize = k_quantize_q8_k_ref},
     [K_IQ4_NL] = {.dequant = k_dequant_iq4_nl_ref, .dot = k_dot_iq4_nl_q8_0_ref, .mm_tile = k_mm_iq4_nl_ref},
     [K_IQ4_XS] = {.dequant = k_dequant_iq4_xs_ref, .dot = k_dot_iq4_xs_q8_k_ref},
+    [K_MXFP4]  = {.dequant = k_dequant_mxfp4_ref, .dot = k_dot_mxfp4_q8_0_ref},
 };
 
 static const k_type_kernels no_kernels; /* all NULL: an unknown type */

@@ -22,6 +22,7 @@ static const k_type_kernels avx2[K_TYPE_MAX] = {
     [K_Q8_K]   = {.quantize = k_quantize_q8_k_avx2},
     [K_IQ4_NL] = {k_dequant_iq4_nl_avx2, k_dot_iq4_nl_q8_0_avx2, k_mm_iq4_nl_avx2},
     [K_IQ4_XS] = {k_dequant_iq4_xs_avx2, k_dot_iq4_xs_q8_k_avx2, k_mm_iq4_xs_avx2},
+    [K_MXFP4]  = {k_dequant_mxfp4_avx2, k_dot_mxfp4_q8_0_avx2, k_mm_mxfp4_avx2},
 };
 
 /* the VNNI dots and tiles; the rest is avx2's */
@@ -38,6 +39,7 @@ static const k_type_kernels avx512[K_TYPE_MAX] = {
     [K_Q6_K]   = {.dot = k_dot_q6_k_q8_k_avx512, .mm_tile = k_mm_q6_k_avx512},
     [K_IQ4_NL] = {.dot = k_dot_iq4_nl_q8_0_avx512, .mm_tile = k_mm_iq4_nl_avx512},
     [K_IQ4_XS] = {.dot = k_dot_iq4_xs_q8_k_avx512, .mm_tile = k_mm_iq4_xs_avx512},
+    [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_avx512, .mm_tile = k_mm_mxfp4_avx512},
 };
 
 const k_type_kernels *k_arch_get_table(int impl, int layer) {

@@ -26,6 +26,7 @@ static const k_type_kernels neon[K_TYPE_MAX] = {
     [K_Q8_K]   = {.quantize = k_quantize_q8_k_neon},
     [K_IQ4_NL] = {k_dequant_iq4_nl_neon, k_dot_iq4_nl_q8_0_neon, k_mm_iq4_nl_neon},
     [K_IQ4_XS] = {k_dequant_iq4_xs_neon, k_dot_iq4_xs_q8_k_neon, k_mm_iq4_xs_neon},
+    [K_MXFP4]  = {k_dequant_mxfp4_neon, k_dot_mxfp4_q8_0_neon, k_mm_mxfp4_neon},
 };
 
 /* the SDOT integer dots and their tiles; the rest is neon's. The tiles run
@@ -47,6 +48,7 @@ static const k_type_kernels neon_dot[K_TYPE_MAX] = {
     [K_IQ4_NL] = {.dot = k_dot_iq4_nl_q8_0_neon_dot, .mm_tile = k_mm_iq4_nl_neon_dot},
     [K_IQ4_XS] = {.dot = k_dot_iq4_xs_q8_k_neon_dot, .mm_tile = k_mm_iq4_xs_neon_dot,
                   .pack_rows = 4, .pack = k_pack_iq4_xs_x4_neon_dot, .mm_packed = k_mm_packed_iq4_xs_x4_neon_dot},
+    [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_neon_dot, .mm_tile = k_mm_mxfp4_neon_dot},
 };
 
 const k_type_kernels *k_arch_get_table(int impl, int layer) {

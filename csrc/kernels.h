@@ -32,8 +32,8 @@ extern "C" {
 enum {
     K_F32 = 0, K_F16 = 1, K_Q4_0 = 2, K_Q4_1 = 3, K_Q5_0 = 6, K_Q5_1 = 7,
     K_Q8_0 = 8, K_Q4_K = 12, K_Q5_K = 13, K_Q6_K = 14, K_Q8_K = 15, K_BF16 = 30,
-    K_Q2_K = 10, K_Q3_K = 11, K_IQ4_NL = 20, K_IQ4_XS = 23,
-    K_TYPE_MAX = 31
+    K_Q2_K = 10, K_Q3_K = 11, K_IQ4_NL = 20, K_IQ4_XS = 23, K_MXFP4 = 39,
+    K_TYPE_MAX = 40
 };
 
 /* ---- implementation ids ---- */
@@ -67,6 +67,12 @@ typedef struct { k_half d; uint8_t qs[16]; } k_block_iq4_nl;
  * (scales_l[j/2] >> 4*(j%2) & 15) | (scales_h >> 2j & 3) << 4, and
  * value = d * (scale - 32) * k_iq4nl_values[nibble]. */
 typedef struct { k_half d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } k_block_iq4_xs;
+/* MXFP4 (OCP microscaling FP4): 32 elements, one E8M0 exponent byte e, qs
+ * as in Q4_0 (element j < 16: low nibble of qs[j], j+16: its high nibble).
+ * Each nibble is an E2M1 code; ggml stores its value doubled as an integer
+ * (k_mxfp4_values) and halves the scale instead: value =
+ * k_e8m0_half(e) * k_mxfp4_values[nibble]. */
+typedef struct { uint8_t e; uint8_t qs[16]; } k_block_mxfp4;
 
 _Static_assert(sizeof(k_block_q4_0) == 18, "q4_0 block is 18 bytes");
 _Static_assert(sizeof(k_block_q4_1) == 20, "q4_1 block is 20 bytes");
@@ -81,9 +87,25 @@ _Static_assert(sizeof(k_block_q6_k) == 210, "q6_K block is 210 bytes");
 _Static_assert(sizeof(k_block_q8_k) == 292, "q8_K block is 292 bytes");
 _Static_assert(sizeof(k_block_iq4_nl) == 18, "iq4_nl block is 18 bytes");
 _Static_assert(sizeof(k_block_iq4_xs) == 136, "iq4_xs block is 136 bytes");
+_Static_assert(sizeof(k_block_mxfp4) == 17, "mxfp4 block is 17 bytes");
 
 /* The 16 levels of IQ4_NL / IQ4_XS quants (ggml's kvalues_iq4nl). */
 extern const int8_t k_iq4nl_values[16];
+
+/* The 16 E2M1 codes times 2 (ggml's kvalues_mxfp4): code c has sign bit
+ * c >> 3 and magnitude {0, 0.5, 1, 1.5, 2, 3, 4, 6}[c & 7]. */
+extern const int8_t k_mxfp4_values[16];
+
+/* Half the value of an E8M0 exponent byte, 2^(e - 128), as ggml computes
+ * it: e = 0 and 1 give the f32 subnormals 2^-128 and 2^-127; e = 255, which
+ * the OCP format reserves for NaN, gives 2^127 (ggml does not special-case
+ * it; its tensor validation rejects such blocks instead). Never NaN or inf. */
+static inline float k_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? (uint32_t)0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 /* Scale of IQ4_XS sub-block j (0..7), already minus 32: -32 .. 31. */
 static inline int k_iq4xs_scale(const k_block_iq4_xs *b, int j) {
@@ -120,9 +142,9 @@ float  k_bf16_to_f32(k_bf16 h);
  *   float k_dot_<w>_<a>_<impl>(int64_t n, const void *w, const void *a);
  *   void  k_quantize_<a>_<impl>(const float *x, void *dst, int64_t n);
  *
- * <t>  in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs
+ * <t>  in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k iq4_nl iq4_xs mxfp4
  * <w>_<a> pairs: q4_k_q8_k q5_k_q8_k q6_k_q8_k q4_0_q8_0 q4_1_q8_0 q5_0_q8_0
- *               q5_1_q8_0 q8_0_q8_0 iq4_nl_q8_0 iq4_xs_q8_k f16_f16 f32_f32 bf16_f32
+ *               q5_1_q8_0 q8_0_q8_0 iq4_nl_q8_0 iq4_xs_q8_k mxfp4_q8_0 f16_f16 f32_f32 bf16_f32
  * <a>  in q8_k (with bsums) q8_0 f16
  * and q2_k q3_k (<t>) with q2_k_q8_k q3_k_q8_k (<w>_<a>).
  */
@@ -313,11 +335,11 @@ void k_init_tables(void);
 k_dequant_kernel k_dequant_f32_ref, k_dequant_f16_ref, k_dequant_bf16_ref,
     k_dequant_q4_0_ref, k_dequant_q4_1_ref, k_dequant_q5_0_ref, k_dequant_q5_1_ref, k_dequant_q8_0_ref,
     k_dequant_q2_k_ref, k_dequant_q3_k_ref, k_dequant_q4_k_ref, k_dequant_q5_k_ref, k_dequant_q6_k_ref,
-    k_dequant_iq4_nl_ref, k_dequant_iq4_xs_ref;
+    k_dequant_iq4_nl_ref, k_dequant_iq4_xs_ref, k_dequant_mxfp4_ref;
 k_quantize_kernel k_quantize_q8_k_ref, k_quantize_q8_0_ref, k_quantize_f16_ref;
 k_dot_kernel k_dot_q2_k_q8_k_ref, k_dot_q3_k_q8_k_ref, k_dot_q4_k_q8_k_ref, k_dot_q5_k_q8_k_ref,
     k_dot_q6_k_q8_k_ref, k_dot_q4_0_q8_0_ref, k_dot_q4_1_q8_0_ref, k_dot_q5_0_q8_0_ref, k_dot_q5_1_q8_0_ref,
-    k_dot_q8_0_q8_0_ref, k_dot_iq4_nl_q8_0_ref, k_dot_iq4_xs_q8_k_ref,
+    k_dot_q8_0_q8_0_ref, k_dot_iq4_nl_q8_0_ref, k_dot_iq4_xs_q8_k_ref, k_dot_mxfp4_q8_0_ref,
     k_dot_f16_f16_ref, k_dot_f32_f32_ref, k_dot_bf16_f32_ref;
 
 /* Q8_K helpers of the quantizers: the all-zero block (amax == 0), and the

@@ -25,24 +25,26 @@
  * kernel's definition is written out in its .c file. */
 k_dequant_kernel k_dequant_f16_avx2, k_dequant_q4_0_avx2, k_dequant_q8_0_avx2, k_dequant_q2_k_avx2,
     k_dequant_q3_k_avx2, k_dequant_q4_k_avx2, k_dequant_q5_k_avx2, k_dequant_q6_k_avx2,
-    k_dequant_iq4_nl_avx2, k_dequant_iq4_xs_avx2;
+    k_dequant_iq4_nl_avx2, k_dequant_iq4_xs_avx2, k_dequant_mxfp4_avx2;
 k_quantize_kernel k_quantize_q8_k_avx2, k_quantize_q8_0_avx2, k_quantize_f16_avx2;
 k_dot_kernel k_dot_q2_k_q8_k_avx2, k_dot_q3_k_q8_k_avx2, k_dot_q4_k_q8_k_avx2, k_dot_q5_k_q8_k_avx2,
     k_dot_q6_k_q8_k_avx2, k_dot_q4_0_q8_0_avx2, k_dot_q4_1_q8_0_avx2, k_dot_q5_0_q8_0_avx2,
     k_dot_q5_1_q8_0_avx2, k_dot_q8_0_q8_0_avx2, k_dot_iq4_nl_q8_0_avx2, k_dot_iq4_xs_q8_k_avx2,
-    k_dot_f16_f16_avx2, k_dot_f32_f32_avx2, k_dot_bf16_f32_avx2;
-/* k_matmul_q tiles: mm_avx2_amd64.c, q2k_q3k_avx2_amd64.c, iq4_avx2_amd64.c, dot_float_avx2_amd64.c */
+    k_dot_mxfp4_q8_0_avx2, k_dot_f16_f16_avx2, k_dot_f32_f32_avx2, k_dot_bf16_f32_avx2;
+/* k_matmul_q tiles: mm_avx2_amd64.c, q2k_q3k_avx2_amd64.c, iq4_avx2_amd64.c, mxfp4_avx2_amd64.c,
+ * dot_float_avx2_amd64.c */
 k_mm_tile_kernel k_mm_q2_k_avx2, k_mm_q3_k_avx2, k_mm_q4_k_avx2, k_mm_q5_k_avx2, k_mm_q6_k_avx2,
-    k_mm_q4_0_avx2, k_mm_q5_0_avx2, k_mm_q8_0_avx2, k_mm_iq4_nl_avx2, k_mm_iq4_xs_avx2,
+    k_mm_q4_0_avx2, k_mm_q5_0_avx2, k_mm_q8_0_avx2, k_mm_iq4_nl_avx2, k_mm_iq4_xs_avx2, k_mm_mxfp4_avx2,
     k_mm_f16_avx2, k_mm_f32_avx2;
 
 /* AVX-512 VNNI builds of the same bodies (*_avx512_amd64.c); every other
  * kernel of impl "avx512" is the AVX2 one. */
 k_dot_kernel k_dot_q2_k_q8_k_avx512, k_dot_q3_k_q8_k_avx512, k_dot_q4_k_q8_k_avx512, k_dot_q5_k_q8_k_avx512,
     k_dot_q6_k_q8_k_avx512, k_dot_q4_0_q8_0_avx512, k_dot_q4_1_q8_0_avx512, k_dot_q5_0_q8_0_avx512,
-    k_dot_q5_1_q8_0_avx512, k_dot_q8_0_q8_0_avx512, k_dot_iq4_nl_q8_0_avx512, k_dot_iq4_xs_q8_k_avx512;
+    k_dot_q5_1_q8_0_avx512, k_dot_q8_0_q8_0_avx512, k_dot_iq4_nl_q8_0_avx512, k_dot_iq4_xs_q8_k_avx512,
+    k_dot_mxfp4_q8_0_avx512;
 k_mm_tile_kernel k_mm_q2_k_avx512, k_mm_q3_k_avx512, k_mm_q4_k_avx512, k_mm_q5_k_avx512, k_mm_q6_k_avx512,
-    k_mm_q4_0_avx512, k_mm_q5_0_avx512, k_mm_q8_0_avx512, k_mm_iq4_nl_avx512, k_mm_iq4_xs_avx512;
+    k_mm_q4_0_avx512, k_mm_q5_0_avx512, k_mm_q8_0_avx512, k_mm_iq4_nl_avx512, k_mm_iq4_xs_avx512, k_mm_mxfp4_avx512;
 
 k_sgemm_kernel k_sgemm_avx2;
 k_attention_kernel k_attention_avx2;

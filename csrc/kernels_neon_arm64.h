@@ -21,29 +21,29 @@ extern "C" {
  * kernel's definition is written out in its .c file. */
 k_dequant_kernel k_dequant_f16_neon, k_dequant_q4_0_neon, k_dequant_q8_0_neon, k_dequant_q2_k_neon,
     k_dequant_q3_k_neon, k_dequant_q4_k_neon, k_dequant_q5_k_neon, k_dequant_q6_k_neon,
-    k_dequant_iq4_nl_neon, k_dequant_iq4_xs_neon;
+    k_dequant_iq4_nl_neon, k_dequant_iq4_xs_neon, k_dequant_mxfp4_neon;
 k_quantize_kernel k_quantize_q8_k_neon, k_quantize_q8_0_neon, k_quantize_f16_neon;
 k_dot_kernel k_dot_q2_k_q8_k_neon, k_dot_q3_k_q8_k_neon, k_dot_q4_k_q8_k_neon, k_dot_q5_k_q8_k_neon,
     k_dot_q6_k_q8_k_neon, k_dot_q4_0_q8_0_neon, k_dot_q5_0_q8_0_neon, k_dot_q8_0_q8_0_neon,
-    k_dot_iq4_nl_q8_0_neon, k_dot_iq4_xs_q8_k_neon, k_dot_f16_f16_neon, k_dot_f32_f32_neon;
+    k_dot_iq4_nl_q8_0_neon, k_dot_iq4_xs_q8_k_neon, k_dot_mxfp4_q8_0_neon, k_dot_f16_f16_neon, k_dot_f32_f32_neon;
 
 /* The SDOT set (*_neon_dot_arm64.c); the float dots are the NEON ones.
  * k_dot4_*: one row x 4 tokens a_row_bytes apart, out[t] = the dot with
  * token t (q2k_q3k_neon_dot_arm64.c, prototypes also in q2k_q3k_neon_dot.h) */
 k_dot_kernel k_dot_q2_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot, k_dot_q4_k_q8_k_neon_dot,
     k_dot_q5_k_q8_k_neon_dot, k_dot_q6_k_q8_k_neon_dot, k_dot_q4_0_q8_0_neon_dot, k_dot_q5_0_q8_0_neon_dot,
-    k_dot_q8_0_q8_0_neon_dot, k_dot_iq4_nl_q8_0_neon_dot, k_dot_iq4_xs_q8_k_neon_dot;
+    k_dot_q8_0_q8_0_neon_dot, k_dot_iq4_nl_q8_0_neon_dot, k_dot_iq4_xs_q8_k_neon_dot, k_dot_mxfp4_q8_0_neon_dot;
 void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
 void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
 
 /* k_matmul_q tiles: 1 weight row x 4 tokens, same bits as the dots; the
- * IQ4 tiles (iq4_neon_arm64.c, iq4_neon_dot_arm64.c) run 4 rows x 1 token
+ * IQ4 and MXFP4 tiles (iq4_*, mxfp4_neon_tile.h) run 4 rows x 1 token
  * or 1 row x 4 tokens through k_mm_drive, IQ4_NL batches in the batch order */
 k_mm_tile_kernel k_mm_q2_k_neon, k_mm_q3_k_neon, k_mm_q4_k_neon, k_mm_q5_k_neon, k_mm_q6_k_neon,
-    k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon;
+    k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon, k_mm_mxfp4_neon;
 k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_mm_q5_k_neon_dot,
     k_mm_q6_k_neon_dot, k_mm_q4_0_neon_dot, k_mm_q5_0_neon_dot, k_mm_q8_0_neon_dot,
-    k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot;
+    k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot, k_mm_mxfp4_neon_dot;
 
 /* Packed (row-interleaved) weights of the dotprod set, pack_neon_dot_arm64.c:
  * k_pack_<t>_x<G>_neon_dot and its tile over packed groups of G rows */

@@ -33,7 +33,7 @@ func timed(b *testing.B, bytes int64, body func() error) (cpuSeconds float64) {
 //
 //	go test ./kernels -run x -bench 'MatVec' -benchtime 200ms
 
-var benchTypes = []Type{Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, F16, F32, Q2_K, Q3_K}
+var benchTypes = []Type{Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, MXFP4, F16, F32, Q2_K, Q3_K}
 
 func benchImpls(b *testing.B, f func(b *testing.B)) {
 	def := Impl()
@@ -90,7 +90,7 @@ func BenchmarkMatVec(b *testing.B) {
 func BenchmarkMatMulQ(b *testing.B) {
 	const n, rows, ntok = 2048, 256, 128
 	benchImpls(b, func(b *testing.B) {
-		for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, F16, F32, Q2_K, Q3_K} {
+		for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, MXFP4, F16, F32, Q2_K, Q3_K} {
 			w, rb := benchMatrix(t, n, rows)
 			a, ab := benchAct(b, t, n, ntok)
 			y := make([]float32, ntok*rows)

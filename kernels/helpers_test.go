@@ -33,7 +33,7 @@ func withImpl(t testing.TB, name string, f func()) {
 }
 
 var quantTypes = []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K,
-	Q2_K, Q3_K, IQ4_NL, IQ4_XS}
+	Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4}
 var weightTypes = append([]Type{F32, F16, BF16}, quantTypes...)
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
@@ -103,6 +103,12 @@ func randomRow(t Type, n int, rng *rand.Rand, style int) []byte {
 		case Q4_1, Q5_1, Q4_K, Q5_K:
 			putF16(blk, scale())
 			putF16(blk[2:], scale())
+		case MXFP4: // the E8M0 exponent byte first: 2^-12 .. 2^-3 halved, or
+			// style 2: the extremes 0, 1 (f32 subnormals), 2, 254 and 255
+			blk[0] = byte(116 + rng.Intn(10))
+			if style == 2 {
+				blk[0] = []byte{0, 1, 2, 254, 255}[rng.Intn(5)]
+			}
 		case Q2_K: // d, dmin last
 			putF16(blk[80:], scale())
 			putF16(blk[82:], scale())

@@ -28,6 +28,9 @@ const (
 	// Non-linear 4-bit quants (16-entry table kvalues_iq4nl).
 	IQ4_NL Type = 20
 	IQ4_XS Type = 23
+
+	// OCP microscaling FP4: 32 E2M1 values and one E8M0 exponent.
+	MXFP4 Type = 39
 )
 
 type typeInfo struct {
@@ -54,6 +57,7 @@ var types = map[Type]typeInfo{
 
 	IQ4_NL: {"IQ4_NL", 32, 18, Q8_0},
 	IQ4_XS: {"IQ4_XS", 256, 136, Q8_K},
+	MXFP4:  {"MXFP4", 32, 17, Q8_0},
 
 	BF16: {"BF16", 1, 2, F32},
 }
@@ -77,7 +81,7 @@ func (t Type) BlockBytes() int { return types[t].blockBytes }
 
 // ActType is the type the activation vector is converted to before a dot
 // product with a weight row of type t: Q8_K for K-quants and IQ4_XS, Q8_0
-// for the 32-element quants and IQ4_NL, F16 for F16 weights, F32 for F32 and
+// for the 32-element quants, IQ4_NL and MXFP4, F16 for F16 weights, F32 for F32 and
 // BF16.
 func (t Type) ActType() Type { return types[t].act }
 

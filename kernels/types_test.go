@@ -26,6 +26,8 @@ func TestRowBytes(t *testing.T) {
 		{IQ4_NL, 48, 0, false},
 		{IQ4_XS, 512, 272, true},
 		{IQ4_XS, 128, 0, false},
+		{MXFP4, 96, 51, true},
+		{MXFP4, 48, 0, false},
 	}
 	for _, c := range cases {
 		got, err := c.t.RowBytes(c.n)
@@ -35,8 +37,9 @@ func TestRowBytes(t *testing.T) {
 	}
 }
 
-// The IQ4 types by id and name, with the activation type their dots take.
-func TestIQ4Types(t *testing.T) {
+// The IQ4 types and MXFP4 by id and name, with the activation type their
+// dots take.
+func TestIQ4MXFP4Types(t *testing.T) {
 	for _, c := range []struct {
 		t         Type
 		id        uint32
@@ -46,6 +49,7 @@ func TestIQ4Types(t *testing.T) {
 	}{
 		{IQ4_NL, 20, "IQ4_NL", Q8_0, 32, 18},
 		{IQ4_XS, 23, "IQ4_XS", Q8_K, 256, 136},
+		{MXFP4, 39, "MXFP4", Q8_0, 32, 17},
 	} {
 		if uint32(c.t) != c.id || !c.t.Known() || c.t.String() != c.name || c.t.ActType() != c.act ||
 			c.t.BlockElems() != c.elems || c.t.BlockBytes() != c.by {

@@ -138,6 +138,12 @@ func TestParseEdgeCases(t *testing.T) {
 		t.Errorf("Q2_K tensor: %v", err)
 	}
 	wantErr(t, "row not whole blocks", tensor("w", []uint64{100}, 12, 0), "not a multiple of the block size")
+	// MXFP4 (39): 17 bytes per 32; a 3-D expert tensor of 2 x 64 x 3 rows
+	if f, err := Parse(tensor("blk.0.ffn_up_exps.weight", []uint64{64, 2, 3}, 39, 0)); err != nil ||
+		f.Tensors[0].Size != 6*34 || f.Tensors[0].Type.String() != "MXFP4" {
+		t.Errorf("MXFP4 tensor: %v", err)
+	}
+	wantErr(t, "MXFP4 row not whole blocks", tensor("w", []uint64{48, 2}, 39, 0), "MXFP4: row length 48 is not a multiple of the block size 32")
 	wantErr(t, "beyond end", tensor("w", []uint64{257}, 0, 0), "past the end")
 	wantErr(t, "misaligned", tensor("w", []uint64{8}, 0, 16), "not a multiple of the alignment")
 	wantErr(t, "elements overflow", tensor("w", []uint64{1 << 32, 1 << 32}, 0, 0), "overflows")

@@ -158,7 +158,7 @@ func convertTensor(out io.Writer, t *loader.TensorInfo, src []byte, dst kernels.
 			return fmt.Errorf("reading %s: %w", t.Name, err)
 		}
 		if err := Quantize(dst, fx, rowLen, qx, threads); err != nil {
-			return err
+			return fmt.Errorf("quantizing %s (rows %d..%d): %w", t.Name, r0, r0+n-1, err)
 		}
 		if _, err := out.Write(qx); err != nil {
 			return err

@@ -34,6 +34,8 @@ const (
 	FileIQ4_NL FileType = 25
 	FileIQ4_XS FileType = 30
 	FileBF16   FileType = 32
+	// MXFP4_MOE: expert (3-D) weights MXFP4, every other quantized tensor Q8_0.
+	FileMXFP4_MOE FileType = 38
 )
 
 // fileTypes are the file types Woolly writes, with the tensor type most
@@ -61,13 +63,17 @@ var fileTypes = []struct {
 	{FileQ5_K_S, kernels.Q5_K},
 	{FileQ5_K_M, kernels.Q5_K},
 	{FileQ6_K, kernels.Q6_K},
+	{FileMXFP4_MOE, kernels.MXFP4},
 }
 
-// fileTypeAliases are llama-quantize's short names for the _M mixes.
-var fileTypeAliases = map[string]FileType{"Q3_K": FileQ3_K_M, "Q4_K": FileQ4_K_M, "Q5_K": FileQ5_K_M}
+// fileTypeAliases are llama-quantize's short names for the _M mixes, and
+// "mxfp4" for MXFP4_MOE (the one file type with MXFP4 tensors).
+var fileTypeAliases = map[string]FileType{"Q3_K": FileQ3_K_M, "Q4_K": FileQ4_K_M, "Q5_K": FileQ5_K_M,
+	"MXFP4": FileMXFP4_MOE}
 
 // ParseFileType accepts names like "q4_k_m" or "Q8_0" (case-insensitive),
-// and llama-quantize's aliases q3_k, q4_k and q5_k for the _M mixes.
+// llama-quantize's aliases q3_k, q4_k and q5_k for the _M mixes, and mxfp4
+// for mxfp4_moe.
 func ParseFileType(s string) (FileType, error) {
 	for _, f := range fileTypes {
 		if strings.EqualFold(f.ft.String(), s) {
@@ -216,6 +222,10 @@ func categoryOf(name string) category {
 //     IQ4_NL, IQ4_XS, Q4_K_S: Q5_K for i < n/8 (falcon has its own rules);
 //   - attn_output: Q2_K: Q3_K; Q3_K_M: Q4_K; Q3_K_L: Q5_K; with 8 experts
 //     Q5_K for Q2_K, Q3_K_S/M, Q4_K_S/M, IQ4_NL and IQ4_XS;
+//   - MXFP4_MOE: output.weight (and tied token_embd) Q8_0; tensors with a
+//     third dimension > 1 (the stacked experts) MXFP4 (for bailingmoe3 only
+//     its ffn_up/gate/down ones); every other quantized tensor Q8_0; none of
+//     the rules above apply;
 //   - rows that are not a multiple of the chosen type's block size fall back:
 //     IQ4_XS → IQ4_NL, Q2_K/Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1,
 //     Q6_K → Q8_0, and to F16 when even 32 does not divide the row.
@@ -255,6 +265,15 @@ func Plan(ft FileType, tensors []TensorDesc, m Model) ([]Choice, error) {
 		nx := t.Shape[0]
 		cat := categoryOf(t.Name)
 		switch {
+		case ft == FileMXFP4_MOE:
+			c.Type = kernels.Q8_0
+			expert := len(t.Shape) > 2 && t.Shape[2] > 1
+			if m.Arch == "bailingmoe3" && cat != catFFNUp && cat != catFFNGate && cat != catFFNDown {
+				expert = false
+			}
+			if expert && cat != catOutput && !(tied && cat == catTokenEmbd) {
+				c.Type = kernels.MXFP4
+			}
 		case cat == catOutput || (tied && cat == catTokenEmbd):
 			if falcon || nx%int64(def.BlockElems()) != 0 {
 				c.Type = kernels.Q8_0

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	sharedref "github.com/woolly-llm/woolly/internal/shared" // "shared" names the data's path here
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
@@ -321,4 +323,59 @@ func TestParseFileTypeNewNames(t *testing.T) {
 	if _, err := ParseFileType("q2_k_xl"); err == nil {
 		t.Error("q2_k_xl accepted")
 	}
+}
+
+// MXFP4_MOE as llama-quantize plans it: stacked experts (ne[2] > 1) MXFP4,
+// output and tied embeddings Q8_0, every other quantized tensor Q8_0 (the
+// attn_v / ffn_down rules do not apply), norms, routers and sinks kept.
+func TestPlanMXFP4MoE(t *testing.T) {
+	f32, f16 := kernels.F32, kernels.F16
+	moe := []TensorDesc{
+		{"token_embd.weight", f16, []int64{2880, 201088}},
+		{"output.weight", f16, []int64{2880, 201088}},
+		{"output_norm.weight", f32, []int64{2880}},
+		{"blk.0.attn_q.weight", f16, []int64{2880, 4096}},
+		{"blk.0.attn_v.weight", f16, []int64{2880, 512}},
+		{"blk.0.attn_output.weight", f16, []int64{4096, 2880}},
+		{"blk.0.attn_sinks.weight", f32, []int64{64}},
+		{"blk.0.ffn_gate_inp.weight", f32, []int64{2880, 32}},
+		{"blk.0.ffn_gate_exps.weight", f16, []int64{2880, 2880, 32}},
+		{"blk.0.ffn_up_exps.weight", f16, []int64{2880, 2880, 32}},
+		{"blk.0.ffn_down_exps.weight", f16, []int64{2880, 2880, 32}},
+		{"blk.0.ffn_down.weight", f16, []int64{2880, 2880}},
+		{"blk.0.ffn_up_exps.bias", f32, []int64{2880, 32}},
+		{"blk.0.ffn_up_shexp.weight", f16, []int64{2880, 2880, 1}},
+		{"blk.0.ffn_gate_exps.weight.odd", f16, []int64{2880, 100, 2}}, // 3-D, not a ".weight" name: kept
+		{"blk.0.ffn_norm_exps.weight", f16, []int64{40, 2880, 4}},      // rows of 40: F16 fallback
+	}
+	m := Model{Arch: "gpt-oss", NLayer: 1, NHead: 64, NHeadKV: 8, NExpert: 32}
+	plan, err := Plan(FileMXFP4_MOE, moe, m)
+	require.NoError(t, err)
+	want := []string{"Q8_0", "Q8_0", "F32", "Q8_0", "Q8_0", "Q8_0", "F32", "F32", "MXFP4", "MXFP4", "MXFP4", "Q8_0",
+		"F32", "Q8_0", "F16", "F16"}
+	for i, c := range plan {
+		require.Equal(t, want[i], c.Type.String(), moe[i].Name)
+	}
+	require.Contains(t, plan[15].Note, "not a multiple of 32")
+
+	// tied embeddings: token_embd is the output, Q8_0; bailingmoe3 keeps its
+	// non-FFN 3-D tensors at Q8_0
+	plan, err = Plan(FileMXFP4_MOE, []TensorDesc{moe[0], moe[8]}, m)
+	require.NoError(t, err)
+	require.Equal(t, []kernels.Type{kernels.Q8_0, kernels.MXFP4}, []kernels.Type{plan[0].Type, plan[1].Type})
+	b3 := []TensorDesc{{"blk.0.attn_kv_b.weight", f16, []int64{512, 128, 4}}, moe[9]}
+	plan, err = Plan(FileMXFP4_MOE, b3, Model{Arch: "bailingmoe3", NLayer: 1, NExpert: 32})
+	require.NoError(t, err)
+	require.Equal(t, []kernels.Type{kernels.Q8_0, kernels.MXFP4}, []kernels.Type{plan[0].Type, plan[1].Type})
+	plan, err = Plan(FileMXFP4_MOE, b3[:1], m)
+	require.NoError(t, err)
+	require.Equal(t, kernels.MXFP4, plan[0].Type)
+
+	for _, s := range []string{"mxfp4", "MXFP4_MOE", "mxfp4_moe"} {
+		ft, err := ParseFileType(s)
+		require.NoError(t, err)
+		require.Equal(t, FileMXFP4_MOE, ft)
+	}
+	require.Equal(t, "MXFP4_MOE", FileMXFP4_MOE.String())
+	require.Equal(t, kernels.MXFP4, FileMXFP4_MOE.DefaultType())
 }

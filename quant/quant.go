@@ -39,6 +39,14 @@ var rowFuncs = map[kernels.Type]rowFunc{
 
 	kernels.IQ4_NL: rowIQ4NL,
 	kernels.IQ4_XS: rowIQ4XS,
+	kernels.MXFP4:  rowMXFP4,
+}
+
+// validators check the output of a type's quantizer where ggml's row
+// validation (which llama-quantize runs) can reject it: dst holds whole
+// rows of rowBytes bytes.
+var validators = map[kernels.Type]func(dst []byte, rowBytes int) error{
+	kernels.MXFP4: checkMXFP4,
 }
 
 // Supported reports whether Woolly can write tensors of type t.
@@ -52,6 +60,9 @@ func QuantizeRow(t kernels.Type, src []float32, dst []byte) error {
 		return err
 	}
 	f(src, dst)
+	if v := validators[t]; v != nil {
+		return v(dst, len(dst))
+	}
 	return nil
 }
 
@@ -77,7 +88,7 @@ func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int
 		for r := 0; r < nrows; r++ {
 			f(src[r*rowLen:(r+1)*rowLen], dst[r*rb:(r+1)*rb])
 		}
-		return nil
+		return validate(t, dst, rb)
 	}
 	var next int
 	var mu sync.Mutex
@@ -99,6 +110,13 @@ func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int
 		})
 	}
 	wg.Wait()
+	return validate(t, dst, rb)
+}
+
+func validate(t kernels.Type, dst []byte, rowBytes int) error {
+	if v := validators[t]; v != nil {
+		return v(dst, rowBytes)
+	}
 	return nil
 }
 

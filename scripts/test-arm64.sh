@@ -72,7 +72,7 @@ fi
 # The parity subset: the logits, greedy and full-row checks on the small
 # quantized and F32/F16 files; the f16 "mini" model and the perplexity runs
 # take minutes under qemu (ARM64_PARITY_RUN overrides the filter).
-parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy|FullRows|IQ4AsReference)/(stories260K|llama-2-tiny|synth-.*-I?Q)'}
+parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy|FullRows|IQ4AsReference|MXFP4Experts)/(stories260K|llama-2-tiny|synth-.*-I?Q|qwen3moe-mini-)'}
 run_filter() { case "$1" in runtime) echo "$parity_run" ;; *) echo . ;; esac; }
 # qemu-user cannot run a test that re-executes its own (arm64) binary unless
 # binfmt_misc is set up for it; those tests are skipped here.

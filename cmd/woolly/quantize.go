@@ -16,7 +16,8 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("quantize", stderr,
 		"usage: woolly quantize [flags] IN.gguf OUT.gguf TYPE",
 		"TYPE: q4_k_m q5_k_m q6_k q8_0 q4_0 (also q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs",
-		"      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes)")
+		"      q4_k_s q5_k_s q5_0 q5_1 q4_1 f16 bf16 f32; q3_k, q4_k, q5_k = the _m mixes;",
+		"      mxfp4 = mxfp4_moe: MoE expert tensors MXFP4, the other weights Q8_0)")
 	threads := fs.Int("t", 0, "threads (0 = all CPUs)")
 	noBar := fs.Bool("no-progress", false, "no progress output (default: a bar on a terminal, a line every 5 s otherwise)")
 	allowReq := fs.Bool("allow-requantize", false, "allow quantized input tensors (quality suffers)")

@@ -259,6 +259,52 @@ static float om_dot_iq4xs(int64_t n, const void *w, const void *a) {
     return om_hsum8(acc);
 }
 
+/* ---- MXFP4: E2M1 codes with one E8M0 exponent per 32 ---- */
+
+/* twice the E2M1 value of code c, from its bits: sign c>>3, exponent bits
+ * (c>>1)&3, mantissa bit c&1; exponent 0 is subnormal (0 or 0.5) */
+static int om_e2m1_x2(int c) {
+    const int ex = (c >> 1) & 3, m = c & 1;
+    const int v = ex == 0 ? m : (2 + m) << (ex - 1);
+    return c & 8 ? -v : v;
+}
+
+/* half the E8M0 value: 2^(e - 128), exactly (ldexpf keeps f32 subnormals);
+ * e = 255 is 2^127 in ggml, not NaN */
+static float om_e8m0_half(uint8_t e) { return ldexpf(1.0f, (int)e - 128); }
+
+/* lane l of one MXFP4 block (element e < 16: low nibble of qs[e], else the
+ * high nibble of qs[e - 16]) against 32 int8 activations */
+static int32_t om_mxfp4_lane(const uint8_t *qs, const int8_t *a, int l) {
+    int32_t s = 0;
+    for (int e = 4 * l; e < 4 * l + 4; e++) s += om_e2m1_x2(e < 16 ? qs[e] & 15 : qs[e - 16] >> 4) * a[e];
+    return s;
+}
+
+/* MXFP4 x Q8_0, ggml's x86 vec_dot (the only order: no batched kernel):
+ * even blocks into one 8-lane accumulator, odd ones into another, added
+ * lane by lane, hsum8, then an odd last block as fmaf(d, integer sum, total);
+ * d = f16(y.d) * e8m0_half(e) */
+static float om_dot_mxfp4(int64_t n, const void *w, const void *a) {
+    const k_block_mxfp4 *x = (const k_block_mxfp4 *)w;
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    const int64_t nb = n / K_QK, paired = nb & ~(int64_t)1;
+    float acc[2][8] = {{0}};
+    for (int64_t i = 0; i < paired; i++) {
+        const float d = k_f16_to_f32(y[i].d) * om_e8m0_half(x[i].e);
+        for (int l = 0; l < 8; l++) acc[i & 1][l] = fmaf(d, (float)om_mxfp4_lane(x[i].qs, y[i].qs, l), acc[i & 1][l]);
+    }
+    float v[8];
+    for (int l = 0; l < 8; l++) v[l] = acc[0][l] + acc[1][l];
+    float s = om_hsum8(v);
+    if (paired < nb) {
+        int32_t isum = 0;
+        for (int l = 0; l < 8; l++) isum += om_mxfp4_lane(x[nb - 1].qs, y[nb - 1].qs, l);
+        s = fmaf(k_f16_to_f32(y[nb - 1].d) * om_e8m0_half(x[nb - 1].e), (float)isum, s);
+    }
+    return s;
+}
+
 /* The model for weight type t, or NULL-equivalent (returns 0 in *ok) */
 static float om_dot(int t, int64_t n, const void *w, const void *a, int *ok) {
     *ok = 1;
@@ -270,6 +316,7 @@ static float om_dot(int t, int64_t n, const void *w, const void *a, int *ok) {
     case K_F16: case K_F32: return om_dot_float(t, n, w, a);
     case K_IQ4_NL: return om_dot_iq4nl(n, w, a, 0);
     case K_IQ4_XS: return om_dot_iq4xs(n, w, a);
+    case K_MXFP4: return om_dot_mxfp4(n, w, a);
     default: *ok = 0; return 0;
     }
 }

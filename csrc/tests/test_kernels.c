@@ -18,11 +18,15 @@
  *   iq4        IQ4_NL / IQ4_XS edge blocks: every nibble and every IQ4_XS
  *              scale, zero / max / negative / subnormal d, dequant against
  *              the format's formula and dots / tiles against the order model
+ *   mxfp4      MXFP4 edge blocks: every code in every position, exponents
+ *              0, 1 (f32 subnormal scales), 2, 127, 128, 254, 255; dequant
+ *              against the E2M1 / E8M0 formula, dots / tiles against the
+ *              order model
  *
  * Random inputs plus edge cases (zero blocks, all-0xFF quants, subnormal
  * scales, rounding ties), lengths 1, 2, 3, 5, 7, ... blocks to hit tails.
  * Usage: test_kernels [section]   (section: dequant quantize dot order drivers ops
- * attn iq4 packed, ops running attn too; default all). Exit status 1 on any failure.
+ * attn iq4 packed mxfp4, ops running attn too; default all). Exit status 1 on any failure.
  */
 #include "testutil.h"
 #include "order_model.h"
@@ -33,7 +37,7 @@ static int failures = 0, checks = 0;
 
 static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1,
                                    K_Q8_0, K_Q4_K, K_Q5_K, K_Q6_K,
-                                   K_Q2_K, K_Q3_K, K_IQ4_NL, K_IQ4_XS};
+                                   K_Q2_K, K_Q3_K, K_IQ4_NL, K_IQ4_XS, K_MXFP4};
 #define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
 static const int64_t nblocks_list[] = {1, 2, 3, 5, 7, 16, 33};
 #define NNB ((int)(sizeof nblocks_list / sizeof nblocks_list[0]))
@@ -769,6 +773,79 @@ static void test_packed(int impl) {
     printf("  packed   %-13s %2d layouts\n", impl_names[impl], kernels);
 }
 
+/* ----------------------------------------------------------------- mxfp4 */
+
+static void test_mxfp4(int impl) {
+    static const uint8_t exps[] = {0, 1, 2, 100, 127, 128, 254, 255};
+    const int ne = (int)(sizeof exps / sizeof exps[0]);
+    const int64_t ns[] = {1, 2, 3, 8, 33};
+    for (int ni = 0; ni < 5; ni++) {
+        const int64_t nb = ns[ni], n = nb * K_QK, rb = k_row_bytes(K_MXFP4, n), ab = k_row_bytes(K_Q8_0, n);
+        const int64_t nrows = 6, ntok = 5;
+        uint8_t *w = malloc((size_t)(rb * nrows)), *a = malloc((size_t)(ab * ntok));
+        float *x = malloc((size_t)(n * ntok) * 4), *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+        float *y = malloc((size_t)(nrows * ntok) * 4);
+        for (int am = 0; am < 2; am++) {
+            fill_acts(x, n * ntok, am);
+            for (int64_t k = 0; k < ntok; k++) k_quantize_act(K_IMPL_REF, K_Q8_0, x + k * n, a + k * ab, n);
+            for (int ei = 0; ei < ne; ei++) {
+                /* row 0: every block has exponent exps[ei] and all 16 codes in
+                 * both halves (element j: code j, element 16 + j: code 15 - j,
+                 * rotated by the block number); rows 1..5 random bytes with
+                 * exponent exps[(ei + r) % ne] in every other block */
+                rng_bytes(w, (size_t)(rb * nrows));
+                for (int64_t b = 0; b < nb * nrows; b++) {
+                    k_block_mxfp4 *blk = (k_block_mxfp4 *)w + b;
+                    const int64_t r = b / nb;
+                    if (r == 0) {
+                        blk->e = exps[ei];
+                        for (int j = 0; j < 16; j++) blk->qs[j] = (uint8_t)(((j + b) & 15) | ((15 - j + b) & 15) << 4);
+                    } else if (b % 2) {
+                        blk->e = exps[(ei + r) % ne];
+                    }
+                }
+                for (int64_t r = 0; r < nrows; r++) {
+                    const k_block_mxfp4 *row = (const k_block_mxfp4 *)(w + r * rb);
+                    for (int64_t k = 0; k < n; k++) {
+                        const k_block_mxfp4 *blk = &row[k / K_QK];
+                        const int j = (int)(k % K_QK);
+                        const int code = j < 16 ? blk->qs[j] & 15 : blk->qs[j - 16] >> 4;
+                        want[k] = om_e8m0_half(blk->e) * (float)om_e2m1_x2(code);
+                    }
+                    memset(got, 0xAA, (size_t)n * 4);
+                    if (k_dequant(impl, K_MXFP4, row, got, n) != 0) FAIL("k_dequant(%s, MXFP4) failed", impl_names[impl]);
+                    checks++;
+                    if (memcmp(want, got, (size_t)n * 4) != 0)
+                        FAIL("mxfp4 dequant %s n=%lld e=%d row %lld differs from the formula", impl_names[impl], (long long)n, exps[ei], (long long)r);
+                }
+                /* one token (k_matvec) and a batch (k_matmul_q), one order */
+                for (int64_t k = 0; k < ntok; k++) {
+                    if (k_matvec(impl, K_MXFP4, n, w, (size_t)rb, a + k * ab, y, 0, nrows) != 0) FAIL("k_matvec(%s, MXFP4)", impl_names[impl]);
+                    for (int64_t r = 0; r < nrows; r++) {
+                        const float e = om_dot_mxfp4(n, w + r * rb, a + k * ab);
+                        checks++;
+                        if (memcmp(&e, &y[r], 4) != 0)
+                            FAIL("mxfp4 matvec %s n=%lld e=%d tok %lld row %lld: %.9g, model %.9g", impl_names[impl], (long long)n,
+                                 exps[ei], (long long)k, (long long)r, y[r], e);
+                    }
+                }
+                if (k_matmul_q(impl, K_MXFP4, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
+                    FAIL("k_matmul_q(%s, MXFP4)", impl_names[impl]);
+                for (int64_t i = 0; i < nrows * ntok; i++) {
+                    const int64_t k = i / nrows, r = i % nrows;
+                    const float e = om_dot_mxfp4(n, w + r * rb, a + k * ab);
+                    checks++;
+                    if (memcmp(&e, &y[i], 4) != 0)
+                        FAIL("mxfp4 matmul_q %s n=%lld e=%d tok %lld row %lld: %.9g, model %.9g", impl_names[impl], (long long)n,
+                             exps[ei], (long long)k, (long long)r, y[i], e);
+                }
+            }
+        }
+        free(w); free(a); free(x); free(want); free(got); free(y);
+    }
+    printf("  mxfp4    %-13s ok\n", impl_names[impl]);
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int tested = 0;
@@ -788,6 +865,7 @@ int main(int argc, char **argv) {
         if (!only || !strcmp(only, "ops") || !strcmp(only, "attn")) test_attn(impl);
         if (!only || !strcmp(only, "iq4")) test_iq4(impl);
         if (!only || !strcmp(only, "packed")) { if (impl != K_IMPL_REF) test_packed(impl); }
+        if (!only || !strcmp(only, "mxfp4")) test_mxfp4(impl);
     }
     printf("%d impls, %d checks, %d failures\n", tested, checks, failures);
     return failures ? 1 : 0;

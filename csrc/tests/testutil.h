@@ -86,7 +86,7 @@ static const char *type_name(int t) {
     case K_Q5_1: return "Q5_1"; case K_Q8_0: return "Q8_0"; case K_Q4_K: return "Q4_K";
     case K_Q5_K: return "Q5_K"; case K_Q6_K: return "Q6_K"; case K_Q8_K: return "Q8_K";
     case K_Q2_K: return "Q2_K"; case K_Q3_K: return "Q3_K";
-    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS";
+    case K_IQ4_NL: return "IQ4_NL"; case K_IQ4_XS: return "IQ4_XS"; case K_MXFP4: return "MXFP4";
     default: return "?";
     }
 }
@@ -134,6 +134,10 @@ static void fill_weights(int t, void *buf, int64_t nb, int mode) {
         case K_Q6_K: memcpy(p + offsetof(k_block_q6_k, d), &d, 2); break;
         case K_Q2_K: memcpy(p + offsetof(k_block_q2_k, d), &d, 2); memcpy(p + offsetof(k_block_q2_k, dmin), &m, 2); break;
         case K_Q3_K: memcpy(p + offsetof(k_block_q3_k, d), &d, 2); break;
+        /* the E8M0 byte: 2^-18 .. 2^-9 halved (mode 1: 2^12, finite sums
+         * for the tolerance checks; the mxfp4 section covers e = 255);
+         * mode 3 the f32-subnormal scales of e = 0 and 1 */
+        case K_MXFP4: p[0] = mode == 3 ? (uint8_t)(rng_u64() & 1) : mode == 1 ? 140 : (uint8_t)(110 + rng_u64() % 10); break;
         default: break;
         }
     }

@@ -1,0 +1,120 @@
+/* mxfp4_avx2_amd64.c — MXFP4 dequantization, dot and tile, AVX2.
+ *
+ * One vpshufb maps the 32 nibbles of a block to their doubled E2M1 values
+ * (k_mxfp4_values in both 128-bit halves: elements 0..15 from the low
+ * nibbles, 16..31 from the high ones); the int8 dot with the activations
+ * is maddubs(|q|, a with q's sign) (int16 pair sums, no saturation:
+ * |q| <= 12, |a| <= 127) and madd with 1, which gives mxfp4_ref.c's exact
+ * int32 lanes. The f32 steps are the ones mxfp4_ref.c spells out (even and
+ * odd blocks in two accumulators, hsum, an odd last block by fmaf), so
+ * every kernel here gives ref's bits.
+ *
+ * The tile runs R rows x T tokens in that one order (4 x 1 for MatVec,
+ * 1 x 4 for a batch) through k_mm_drive. */
+#include <math.h>
+#include "kernels_avx2_amd64.h"
+
+#define K_INLINE static inline __attribute__((always_inline))
+
+K_AVX2 K_INLINE __m256i mxfp4_table_avx2(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)k_mxfp4_values));
+}
+
+/* the 32 signed doubled values of one block, in element order */
+K_AVX2 K_INLINE __m256i mxfp4_levels_avx2(__m256i table, const k_block_mxfp4 *x) {
+    return _mm256_shuffle_epi8(table, k_nibbles32_avx2(x->qs));
+}
+
+/* the 8 int32 lanes of levels q against activations a (elements 4l..4l+3 in lane l) */
+K_AVX2 K_INLINE __m256i mxfp4_lanes_avx2(__m256i q, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q)), _mm256_set1_epi16(1));
+}
+
+K_AVX2 K_INLINE int32_t mxfp4_isum_avx2(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    return _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1);
+}
+
+K_AVX2 void k_dequant_mxfp4_avx2(const void *src, float *dst, int64_t n) {
+    const k_block_mxfp4 *x = (const k_block_mxfp4 *)src;
+    const __m256i table = mxfp4_table_avx2();
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
+        const __m256i lv = mxfp4_levels_avx2(table, &x[i]);
+        const __m256 f = _mm256_set1_ps(k_e8m0_half(x[i].e));
+        const __m128i lo = _mm256_castsi256_si128(lv), hi = _mm256_extracti128_si256(lv, 1);
+        _mm256_storeu_ps(dst, _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+        _mm256_storeu_ps(dst + 16, _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+        _mm256_storeu_ps(dst + 24, _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+    }
+}
+
+/* R rows (row_bytes apart) x T tokens (a_row_bytes apart), R * T <= 4:
+ * out[k * R + r] = dot(row r, token k) in vec_dot's order. The values of a
+ * row's two blocks are looked up once for the T tokens. */
+K_AVX2 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+                                const char *a, size_t a_row_bytes, float *out) {
+    const __m256i table = mxfp4_table_avx2();
+    const int64_t nb = n / K_QK;
+    __m256 even[4][4], odd[4][4];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) even[r][k] = odd[r][k] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const k_block_q8_0 *y[4];
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) y[k] = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
+            if (R > 1) _mm_prefetch((const char *)x + 4 * row_bytes, _MM_HINT_T0); /* the next group of rows */
+            const __m256i q0 = mxfp4_levels_avx2(table, &x[0]), q1 = mxfp4_levels_avx2(table, &x[1]);
+            const float e0 = k_e8m0_half(x[0].e), e1 = k_e8m0_half(x[1].e);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < T; k++) {
+                const __m256i s0 = mxfp4_lanes_avx2(q0, _mm256_loadu_si256((const __m256i *)y[k][0].qs));
+                const __m256i s1 = mxfp4_lanes_avx2(q1, _mm256_loadu_si256((const __m256i *)y[k][1].qs));
+                even[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(y[k][0].d) * e0), _mm256_cvtepi32_ps(s0), even[r][k]);
+                odd[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(y[k][1].d) * e1), _mm256_cvtepi32_ps(s1), odd[r][k]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(_mm256_add_ps(even[r][k], odd[r][k]));
+    if (i < nb) { /* odd block count: the last block as one scalar term */
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
+            const __m256i q = mxfp4_levels_avx2(table, x);
+            const float e = k_e8m0_half(x->e);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < T; k++) {
+                const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+                const int32_t isum = mxfp4_isum_avx2(mxfp4_lanes_avx2(q, _mm256_loadu_si256((const __m256i *)y->qs)));
+                out[k * R + r] = fmaf(k_h2f_avx2(y->d) * e, (float)isum, out[k * R + r]);
+            }
+        }
+    }
+}
+
+/* one order: batch does not matter */
+K_AVX2 static void mxfp4_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
+                               const char *a, size_t a_row_bytes, float *out) {
+    (void)batch;
+    if (rows == 4) mxfp4_tile(4, 1, n, w, row_bytes, a, 0, out);
+    else if (toks == 4) mxfp4_tile(1, 4, n, w, 0, a, a_row_bytes, out);
+    else mxfp4_tile(1, 1, n, w, 0, a, 0, out);
+}
+
+K_AVX2 float k_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a) {
+    float out = 0.0f; /* set by the tile; initialized for -Wmaybe-uninitialized */
+    mxfp4_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
+    return out;
+}
+
+void k_mm_mxfp4_avx2(K_MM_TILE_PARAMS) { k_mm_drive(mxfp4_piece, K_MM_TILE_ARGS); }

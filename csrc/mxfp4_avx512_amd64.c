@@ -1,0 +1,118 @@
+/* mxfp4_avx512_amd64.c — MXFP4 dot and tile, AVX-512 BW + VNNI.
+ *
+ * A 512-bit vector holds two consecutive blocks: 128-bit lanes [low nibbles
+ * of block 0, high nibbles of block 0, low of block 1, high of block 1],
+ * matching the two blocks' 64 activation bytes. vpshufb maps the nibbles
+ * to |value| (the doubled E2M1 magnitudes), the codes 8..15 (sign bit set)
+ * negate the activations (a mask subtract), and vpdpbusd gives int32 lanes
+ * 0..7 for block 0 and 8..15 for block 1: the exact lanes of mxfp4_ref.c.
+ * One 512-bit accumulator per (row, token) takes the even blocks in its
+ * low half and the odd blocks in its high half — the reference's two
+ * accumulators side by side — added half to half at the end; an odd last
+ * block is fmaf(d, its integer sum, total). So every result has ref's bits.
+ * Dequantization is the AVX2 kernel's (impl "avx512" falls back to it). */
+#include <math.h>
+#include "kernels_avx2_amd64.h"
+
+#define K_INLINE static inline __attribute__((always_inline))
+
+/* |value| of each code, in all four 128-bit lanes */
+K_AVX512 K_INLINE __m512i mxfp4_abs_table512(void) {
+    return _mm512_broadcast_i32x4(_mm_abs_epi8(_mm_loadu_si128((const __m128i *)k_mxfp4_values)));
+}
+
+/* the codes of blocks x[0], x[1] in the two-block lane order above */
+K_AVX512 K_INLINE __m512i mxfp4_codes_pair(const k_block_mxfp4 *x) {
+    const __m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x[1].qs), _mm_loadu_si128((const __m128i *)x[0].qs));
+    const __m512i z = _mm512_castsi256_si512(v);
+    const __m512i dup = _mm512_shuffle_i64x2(z, z, 0x50); /* lanes 0, 0, 1, 1 */
+    return _mm512_and_si512(_mm512_mask_srli_epi16(dup, (__mmask32)0xFF00FF00u, dup, 4), _mm512_set1_epi8(15));
+}
+
+K_AVX512 K_INLINE __m512i mxfp4_load2x32(const int8_t *a0, const int8_t *a1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a0)),
+                              _mm256_loadu_si256((const __m256i *)a1), 1);
+}
+
+/* the high 256 bits of a float vector (AVX-512 F only, no DQ) */
+K_AVX512 K_INLINE __m256 mxfp4_hi256(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+
+/* one block against one Q8_0 block on 256 bits: the sum of its 8 int32 lanes */
+K_AVX512 K_INLINE int32_t mxfp4_isum256(const k_block_mxfp4 *x, const k_block_q8_0 *y) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)k_mxfp4_values));
+    const __m256i q = _mm256_shuffle_epi8(table, k_nibbles32_avx2(x->qs));
+    const __m256i a = _mm256_loadu_si256((const __m256i *)y->qs);
+    const __m256i v = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
+    const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    return _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1) + _mm_extract_epi32(s, 2) + _mm_extract_epi32(s, 3);
+}
+
+/* R rows x T tokens, R * T <= 4: out[k * R + r] = dot(row r, token k) */
+K_AVX512 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
+                                  const char *a, size_t a_row_bytes, float *out) {
+    const __m512i absq = mxfp4_abs_table512();
+    const int64_t nb = n / K_QK;
+    __m512 acc[4][4];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) acc[r][k] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const k_block_q8_0 *y[4];
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) y[k] = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
+            if (R > 1) _mm_prefetch((const char *)x + 4 * row_bytes, _MM_HINT_T0); /* the next group of rows */
+            const __m512i idx = mxfp4_codes_pair(x);
+            const __m512i mag = _mm512_shuffle_epi8(absq, idx);
+            const __mmask64 neg = _mm512_cmpge_epu8_mask(idx, _mm512_set1_epi8(8));
+            const float e0 = k_e8m0_half(x[0].e), e1 = k_e8m0_half(x[1].e);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < T; k++) {
+                const __m512i av = mxfp4_load2x32(y[k][0].qs, y[k][1].qs);
+                const __m512i sa = _mm512_mask_sub_epi8(av, neg, _mm512_setzero_si512(), av);
+                const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mag, sa);
+                const __m512 d = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_set1_ps(k_h2f_avx2(y[k][0].d) * e0),
+                                                      _mm512_set1_ps(k_h2f_avx2(y[k][1].d) * e1));
+                acc[r][k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r][k]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++)
+            out[k * R + r] = k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r][k]), mxfp4_hi256(acc[r][k])));
+    if (i < nb) { /* odd block count: the last block as one scalar term */
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
+            const float e = k_e8m0_half(x->e);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < T; k++) {
+                const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+                out[k * R + r] = fmaf(k_h2f_avx2(y->d) * e, (float)mxfp4_isum256(x, y), out[k * R + r]);
+            }
+        }
+    }
+}
+
+/* one order: batch does not matter */
+K_AVX512 static void mxfp4_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
+                                 const char *a, size_t a_row_bytes, float *out) {
+    (void)batch;
+    if (rows == 4) mxfp4_tile(4, 1, n, w, row_bytes, a, 0, out);
+    else if (toks == 4) mxfp4_tile(1, 4, n, w, 0, a, a_row_bytes, out);
+    else mxfp4_tile(1, 1, n, w, 0, a, 0, out);
+}
+
+K_AVX512 float k_dot_mxfp4_q8_0_avx512(int64_t n, const void *w, const void *a) {
+    float out = 0.0f; /* set by the tile; initialized for -Wmaybe-uninitialized */
+    mxfp4_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
+    return out;
+}
+
+void k_mm_mxfp4_avx512(K_MM_TILE_PARAMS) { k_mm_drive(mxfp4_piece, K_MM_TILE_ARGS); }
