@@ -20,6 +20,9 @@
 #                       macOS/amd64) with zig (or a skip)
 #   make bench          scripts/bench.sh (or the Go kernel benchmarks)
 #   make bench-c        the C microbenchmark
+#   make apple-proxy LLAMA_SRC=/path/to/llama.cpp
+#                       scripts/apple-proxy.sh: executed instructions of the NEON
+#                       kernels beside llama.cpp's under qemu (docs/apple-proxy.md)
 #   make lint           gofmt and go vet
 #   make clean
 
@@ -35,8 +38,10 @@ GOFLAGS_TEST ?=
 FUZZTIME ?=
 # test-asan: the runtime tests that drive the kernels through cgo
 ASAN_RUN ?= TestParityLogits|TestParityGreedy
+# apple-proxy: llama.cpp's source tree at the reference commit
+LLAMA_SRC ?=
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c lint clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c apple-proxy lint clean
 
 all: build
 
@@ -108,6 +113,10 @@ bench: build
 		echo "scripts/bench.sh not found: running the Go kernel benchmarks"; \
 		$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels; \
 	fi
+
+apple-proxy:
+	@if [ -z "$(LLAMA_SRC)" ]; then echo "apple-proxy: set LLAMA_SRC=/path/to/llama.cpp (its source at the reference commit; docs/apple-proxy.md)" >&2; exit 2; fi
+	sh scripts/apple-proxy.sh "$(LLAMA_SRC)"
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels
