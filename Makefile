@@ -6,12 +6,14 @@
 #   make build          bin/woolly
 #   make test           everything this machine can run: test-go, test-c,
 #                       test-sanitize, test-arm64, test-darwin, fuzz-smoke,
-#                       test-race-soak, lint-sh
+#                       test-race-soak, lint-sh, test-bench-llama
 #   make test-go        go test ./...
 #   make fuzz-smoke     each fuzz target over its corpus and 10000-30000 new inputs
 #   make test-race-soak the short soak (package soak) under -race
 #   make test-asan      kernel tests and the runtime parity subset built with
 #                       -asan (not in make test: about 10 minutes)
+#   make test-bench-llama  how scripts/bench.sh drives llama-bench (-ngl 0, -nopo,
+#                       the GPU column), against a stand-in llama-bench
 #   make lint-sh        scripts/lint-sh.sh: shellcheck -s sh, no GNU-only options
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
@@ -41,7 +43,7 @@ ASAN_RUN ?= TestParityLogits|TestParityGreedy
 # apple-proxy: llama.cpp's source tree at the reference commit
 LLAMA_SRC ?=
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c apple-proxy lint clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh test-bench-llama bench bench-go bench-c apple-proxy lint clean
 
 all: build
 
@@ -49,7 +51,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/woolly ./cmd/woolly
 
-test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh
+test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama
 
 test-go:
 	$(GO) test $(GOFLAGS_TEST) ./...
@@ -103,6 +105,9 @@ test-asan:
 
 lint-sh:
 	sh scripts/lint-sh.sh
+
+test-bench-llama: build
+	WOOLLY=$(BIN)/woolly sh scripts/test-bench-llama.sh
 
 # scripts/bench.sh is the project benchmark (owner: speed); until it exists,
 # the Go kernel benchmarks stand in.
