@@ -8,9 +8,9 @@
 # they are built for a Mac: Woolly's csrc as cgo builds it (clang, the package's
 # #cgo CFLAGS, every file cgo would take for darwin/arm64) with -mcpu=apple-m1;
 # llama.cpp's ggml-cpu arch/arm quants.c and repack.cpp (LLAMA_SRC: its source
-# tree at the reference commit) with -mcpu=apple-m1 (dotprod) and again with
-# -mcpu=apple-m2 (dotprod + i8mm), as its native build on those CPUs compiles
-# them. One JSON object per line:
+# tree at the reference commit) at -O3 with -mcpu=apple-m1 (dotprod) and again
+# with -mcpu=apple-m2 (dotprod + i8mm), as its native Release build on those
+# CPUs compiles them. One JSON object per line:
 #
 #   {"type":"q4_k","path":"gemv","isa":"dotprod","woolly":N,"llama_vec_dot":N,"llama_repack":N,...}
 #
@@ -25,6 +25,18 @@
 # APPLE_PROXY_SYSROOT (/usr/aarch64-linux-gnu), APPLE_PROXY_QEMU (qemu-aarch64),
 # APPLE_PROXY_REPS (4), APPLE_PROXY_NTOK (16: tokens of the gemm path),
 # APPLE_PROXY_TYPES ("q4_k q5_k q6_k q8_0 iq4_xs").
+#
+# End to end, with APPLE_PROXY_E2E=MODEL.gguf: executed instructions per
+# generated token (tg) and per prompt token (pp) of `woolly bench` (Woolly's
+# arm64 build: static, cgo through the same clang -mcpu=apple-m1) and of
+# llama-bench (llama.cpp's arm64 CPU build, static, -mcpu=apple-m1; built
+# here under $APPLE_PROXY_BUILD/llama-arm64 unless APPLE_PROXY_LLAMA_BENCH
+# names one), one thread each, both under qemu with the counting plugin:
+#   {"type":"e2e","path":"tg"|"pp","model":"...","woolly":N,"llama":N,"ratio":R}
+# Each figure is the difference of two runs of different lengths (tg: 1 and
+# 1+APPLE_PROXY_E2E_TG tokens; pp: prompts of 32 and 32+APPLE_PROXY_E2E_PP
+# tokens) over the tokens in that difference, so loading (llama.cpp's
+# repacking included) cancels. Slow: minutes per run for a 1B model.
 # Needs (Debian 12): clang-16 lld-16 qemu-user gcc-aarch64-linux-gnu
 # g++-aarch64-linux-gnu (the arm64 C and C++ runtimes), a host C compiler.
 set -eu
@@ -70,6 +82,22 @@ case $REPS in '' | *[!0-9]* | 0) die "APPLE_PROXY_REPS must be a positive intege
 case $NTOK in '' | *[!0-9]*) die "APPLE_PROXY_NTOK must be a positive multiple of 4, got '$NTOK'" ;; esac
 if [ "$NTOK" -lt 4 ] || [ "$NTOK" -gt 64 ] || [ $((NTOK % 4)) -ne 0 ]; then
 	die "APPLE_PROXY_NTOK must be a multiple of 4 in 4..64, got $NTOK"
+fi
+
+# the end-to-end settings, checked before any work
+model=${APPLE_PROXY_E2E:-}
+TG=${APPLE_PROXY_E2E_TG:-8}
+PP=${APPLE_PROXY_E2E_PP:-32}
+if [ -n "$model" ]; then
+	[ -f "$model" ] || die "APPLE_PROXY_E2E: no model file $model"
+	model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
+	for v in "$TG" "$PP"; do
+		case $v in '' | *[!0-9]* | 0) die "APPLE_PROXY_E2E_TG and APPLE_PROXY_E2E_PP must be positive integers" ;; esac
+	done
+	command -v go >/dev/null 2>&1 || die "go not found (needed to build Woolly for arm64)"
+	if [ -n "${APPLE_PROXY_LLAMA_BENCH:-}" ] && [ ! -x "$APPLE_PROXY_LLAMA_BENCH" ]; then
+		die "APPLE_PROXY_LLAMA_BENCH: $APPLE_PROXY_LLAMA_BENCH is not an executable"
+	fi
 fi
 
 out=${APPLE_PROXY_BUILD:-build/apple-proxy}
@@ -129,6 +157,8 @@ mm_set=$(impl_of i8mm)
 [ -n "$mm_set" ] || mm_set=$dot_set
 
 # --- llama.cpp's kernels, for an M1 and for an M2 ---------------------------
+# At -O3, as llama.cpp's own (CMake Release) build compiles them; cgo builds
+# Woolly at -O2. (-O2 would cost llama.cpp's Q4_K gemm 55.8 instead of 42.9.)
 # Only the kernels are taken from llama.cpp: each function in a section of its
 # own and --gc-sections drop the rest, with the references of its fallback
 # paths (the *_generic kernels of repack.cpp, the quantizers), which the
@@ -136,9 +166,9 @@ mm_set=$(impl_of i8mm)
 GG="-D_GNU_SOURCE -DNDEBUG -ffunction-sections -fdata-sections -I$L/include -I$L/src -I$L/src/ggml-cpu"
 for cpu in apple-m1 apple-m2; do
 	# shellcheck disable=SC2086
-	"$CC" $TARGET -mcpu=$cpu -O2 -std=c11 $GG -c "$L/src/ggml-cpu/arch/arm/quants.c" -o "$out/l_quants_$cpu.o"
+	"$CC" $TARGET -mcpu=$cpu -O3 -std=c11 $GG -c "$L/src/ggml-cpu/arch/arm/quants.c" -o "$out/l_quants_$cpu.o"
 	# shellcheck disable=SC2086
-	"$CXX" $TARGET -mcpu=$cpu -O2 -std=c++17 $GG -c "$L/src/ggml-cpu/arch/arm/repack.cpp" -o "$out/l_repack_$cpu.o"
+	"$CXX" $TARGET -mcpu=$cpu -O3 -std=c++17 $GG -c "$L/src/ggml-cpu/arch/arm/repack.cpp" -o "$out/l_repack_$cpu.o"
 	# shellcheck disable=SC2086
 	"$CC" $TARGET -mcpu=$cpu -O2 -std=c11 -I"$root/csrc" -c "$here/harness.c" -o "$out/harness_$cpu.o"
 	# shellcheck disable=SC2086
@@ -208,4 +238,66 @@ for isa in dotprod i8mm; do
 				"$type" "$path" "$isa" "$w" "$v" "$r" "$wname" "$wpath" "$ntok"
 		done
 	done
+done
+
+# --- end to end (APPLE_PROXY_E2E=MODEL.gguf) ----------------------------------
+[ -n "$model" ] || exit 0
+
+# Woolly for arm64, static, its cgo code compiled as for an M1
+CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="$CC $TARGET $M1" \
+	go build -ldflags "-linkmode external -extldflags '-static -fuse-ld=lld'" -o "$out/woolly-arm64" ./cmd/woolly
+
+# llama.cpp's llama-bench for arm64: CPU backend only, static, -mcpu=apple-m1
+lb=${APPLE_PROXY_LLAMA_BENCH:-$out/llama-arm64/bin/llama-bench}
+if [ ! -x "$lb" ]; then
+	command -v cmake >/dev/null 2>&1 || die "cmake not found (needed to build llama-bench for arm64)"
+	lf="--target=aarch64-linux-gnu -mcpu=apple-m1"
+	cmake -S "$L/.." -B "$out/llama-arm64" -DCMAKE_BUILD_TYPE=Release \
+		-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
+		-DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
+		-DCMAKE_C_FLAGS="$lf" -DCMAKE_CXX_FLAGS="$lf" -DCMAKE_EXE_LINKER_FLAGS="-static -fuse-ld=lld" \
+		-DCMAKE_FIND_ROOT_PATH="$SYSROOT" -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF \
+		-DGGML_BACKEND_DL=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+		-DLLAMA_BUILD_SERVER=OFF >"$out/llama-arm64.log"
+	jobs=$( (nproc || sysctl -n hw.ncpu || echo 2) 2>/dev/null | head -n 1)
+	cmake --build "$out/llama-arm64" -j "$jobs" --target llama-bench >>"$out/llama-arm64.log" ||
+		die "llama-bench arm64 build failed: see $out/llama-arm64.log"
+fi
+
+# e2e_count PROGRAM ARGS...: instructions the whole run executed, every thread
+e2e_count() {
+	log=$out/e2e.log
+	"$QEMU" -cpu max -plugin "$out/icount.so,threads=on" -d plugin -D "$log" "$@" >"$out/e2e.out" 2>&1 ||
+		die "$* failed under qemu: $(tail -n 5 "$out/e2e.out")"
+	n=$(sed -n 's/^icount: \([0-9][0-9]*\)$/\1/p' "$log")
+	[ -n "$n" ] || die "no instruction count from the plugin for $*"
+	echo "$n"
+}
+per_token() { # A B TOKENS
+	awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { printf "%.0f", (b - a) / t }'
+}
+# woolly bench runs each test twice (an unrecorded warm-up, then -r 1);
+# llama-bench --no-warmup -r 1 once.
+W="$out/woolly-arm64 bench -m $model -t 1 -r 1"
+LB="$lb -m $model -t 1 -r 1 --no-warmup"
+# (each count its own assignment, so that set -e stops at a failed run)
+# shellcheck disable=SC2086 # argument lists
+{
+	a=$(e2e_count $W -p 0 -n 1)
+	b=$(e2e_count $W -p 0 -n $((1 + TG)))
+	w_tg=$(per_token "$a" "$b" $((2 * TG)))
+	a=$(e2e_count $LB -p 0 -n 1)
+	b=$(e2e_count $LB -p 0 -n $((1 + TG)))
+	l_tg=$(per_token "$a" "$b" "$TG")
+	a=$(e2e_count $W -p 32 -n 0)
+	b=$(e2e_count $W -p $((32 + PP)) -n 0)
+	w_pp=$(per_token "$a" "$b" $((2 * PP)))
+	a=$(e2e_count $LB -p 32 -n 0)
+	b=$(e2e_count $LB -p $((32 + PP)) -n 0)
+	l_pp=$(per_token "$a" "$b" "$PP")
+}
+for p in tg pp; do
+	if [ $p = tg ]; then w=$w_tg l=$l_tg; else w=$w_pp l=$l_pp; fi
+	printf '{"type":"e2e","path":"%s","model":"%s","woolly":%s,"llama":%s,"ratio":%s}\n' "$p" "$(basename "$model")" \
+		"$w" "$l" "$(awk -v a="$w" -v b="$l" 'BEGIN { printf "%.2f", a / b }')"
 done
