@@ -6,12 +6,14 @@
 #   make build          bin/woolly
 #   make test           everything this machine can run: test-go, test-c,
 #                       test-sanitize, test-arm64, test-darwin, fuzz-smoke,
-#                       test-race-soak, lint-sh
+#                       test-race-soak, lint-sh, test-bench-llama
 #   make test-go        go test ./...
 #   make fuzz-smoke     each fuzz target over its corpus and 10000-30000 new inputs
 #   make test-race-soak the short soak (package soak) under -race
 #   make test-asan      kernel tests and the runtime parity subset built with
 #                       -asan (not in make test: about 10 minutes)
+#   make test-bench-llama  how scripts/bench.sh drives llama-bench (-ngl 0, -nopo,
+#                       the GPU column), against a stand-in llama-bench
 #   make lint-sh        scripts/lint-sh.sh: shellcheck -s sh, no GNU-only options
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
@@ -22,6 +24,9 @@
 #                       synthesized TinyLlama-shaped model, bench-out/report.md
 #   make bench-go       the Go kernel benchmarks only
 #   make bench-c        the C microbenchmark
+#   make apple-proxy LLAMA_SRC=/path/to/llama.cpp
+#                       scripts/apple-proxy.sh: executed instructions of the NEON
+#                       kernels beside llama.cpp's under qemu (docs/apple-proxy.md)
 #   make lint           gofmt, go vet and go mod tidy -diff
 #   make hooks          install the commit-msg hook (subjects <= 72 characters)
 #   make test-hooks     check that hook (not part of make test)
@@ -39,8 +44,10 @@ GOFLAGS_TEST ?=
 FUZZTIME ?=
 # test-asan: the runtime tests that drive the kernels through cgo
 ASAN_RUN ?= TestParityLogits|TestParityGreedy
+# apple-proxy: llama.cpp's source tree at the reference commit
+LLAMA_SRC ?=
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c lint hooks test-hooks clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
 
 all: build
 
@@ -48,7 +55,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/woolly ./cmd/woolly
 
-test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh
+test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama
 
 test-go:
 	$(GO) test $(GOFLAGS_TEST) ./...
@@ -103,10 +110,17 @@ test-asan:
 lint-sh:
 	sh scripts/lint-sh.sh
 
+test-bench-llama: build
+	WOOLLY=$(BIN)/woolly sh scripts/test-bench-llama.sh
+
 # The project benchmark (docs/performance.md): Go kernel benchmarks, woolly
 # bench on a synthesized TinyLlama-shaped model, bench-out/report.md.
 bench: build
 	sh scripts/bench.sh
+
+apple-proxy:
+	@if [ -z "$(LLAMA_SRC)" ]; then echo "apple-proxy: set LLAMA_SRC=/path/to/llama.cpp (its source at the reference commit; docs/apple-proxy.md)" >&2; exit 2; fi
+	sh scripts/apple-proxy.sh "$(LLAMA_SRC)"
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./kernels

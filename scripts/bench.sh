@@ -8,7 +8,11 @@
 # 4. Memory read bandwidth (woolly bench --bandwidth, all CPUs) and the
 #    generation bound: bandwidth / weight bytes read per token.
 # 5. With LLAMA_BENCH=/path/to/llama-bench, llama-bench on the same file and
-#    the Woolly / llama.cpp ratio per test.
+#    the Woolly / llama.cpp ratio per test, on the CPU: llama-bench runs with
+#    -ngl 0 and, where it has the option, -nopo 1 (no op offload). When the
+#    llama-bench build has a GPU (its JSON's gpu_info, e.g. a Homebrew or
+#    release build with Metal on a Mac), its default GPU run (-ngl 99) is
+#    reported beside the CPU figure, in a column labelled GPU, not in the ratio.
 # 3b. Generation deep in a context: tgN after BENCH_DEPTH (4096; 0 skips)
 #    tokens (woolly bench -d, and llama-bench -d when given).
 # 5b. With BENCH_MOE=1, the same (woolly bench, and llama-bench when given)
@@ -86,6 +90,16 @@ fi
 echo "bench.sh: woolly bench -m $MODEL -p $P -n $N -t $THREADS -r $R" >&2
 "$WOOLLY" bench -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench.json"
 
+# llama-bench's CPU-only arguments: a Metal (or CUDA, Vulkan) build puts every
+# layer on the GPU by default, and with -ngl 0 still sends the matrix products
+# of large batches to it (op offload) unless -nopo 1 (builds older than that
+# option have no op offload either).
+LB_CPU=""
+if [ -n "${LLAMA_BENCH:-}" ]; then
+	LB_CPU="-ngl 0"
+	if "$LLAMA_BENCH" --help 2>&1 | grep -q -- '--no-op-offload'; then LB_CPU="$LB_CPU -nopo 1"; fi
+fi
+
 # --- 3b. generation at depth -------------------------------------------
 DEPTH=${BENCH_DEPTH:-4096}
 depth_ts="" depth_llama=""
@@ -94,8 +108,9 @@ if [ "$DEPTH" != 0 ]; then
 	"$WOOLLY" bench -m "$MODEL" -p 0 -n "$N" -d "$DEPTH" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench-depth.json"
 	depth_ts=$(tr '{' '\n' <"$OUT/woolly-bench-depth.json" | grep '"test":' | sed 's/.*"tokens_per_s":\([^,]*\),"stddev":\([^,}]*\).*/\1 \2/' | head -n 1)
 	if [ -n "${LLAMA_BENCH:-}" ]; then
-		echo "bench.sh: $LLAMA_BENCH -m $MODEL -p 0 -n $N -d $DEPTH -t $THREADS -r $R -o json" >&2
-		"$LLAMA_BENCH" -m "$MODEL" -p 0 -n "$N" -d "$DEPTH" -t "$THREADS" -r "$R" -o json >"$OUT/llama-bench-depth.json" 2>"$OUT/llama-bench-depth.log" || true
+		echo "bench.sh: $LLAMA_BENCH -m $MODEL -p 0 -n $N -d $DEPTH -t $THREADS -r $R $LB_CPU -o json" >&2
+		# shellcheck disable=SC2086 # LB_CPU is a list of arguments
+		"$LLAMA_BENCH" -m "$MODEL" -p 0 -n "$N" -d "$DEPTH" -t "$THREADS" -r "$R" $LB_CPU -o json >"$OUT/llama-bench-depth.json" 2>"$OUT/llama-bench-depth.log" || true
 		depth_llama=$(tr -d ' \n' <"$OUT/llama-bench-depth.json" | sed -n 's/.*"avg_ts":\([^,}]*\).*/\1/p' | head -n 1)
 	fi
 fi
@@ -123,12 +138,9 @@ bw=$(awk -v x="$(jfield "$OUT/bandwidth.json" bandwidth_gbps)" 'BEGIN { printf "
 bound=$(awk -v bw="$bw" -v b="$bpt" 'BEGIN { printf "%.1f", bw * 1e9 / b }')
 
 # --- 5. llama-bench ----------------------------------------------------
-llama=""
-if [ -n "${LLAMA_BENCH:-}" ]; then
-	echo "bench.sh: $LLAMA_BENCH -m $MODEL -p $P -n $N -t $THREADS -r $R -o json" >&2
-	"$LLAMA_BENCH" -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" -o json >"$OUT/llama-bench.json" 2>"$OUT/llama-bench.log"
-	# one line per test: test avg_ts stddev_ts
-	llama=$(tr -d ' \n' <"$OUT/llama-bench.json" | tr '{' '\n' | grep '"n_prompt"' | awk -F, '{
+# lb_results FILE: one line per llama-bench test: test avg_ts stddev_ts
+lb_results() {
+	tr -d ' \n' <"$1" | tr '{' '\n' | grep '"n_prompt"' | awk -F, '{
 		np = ng = ts = sd = ""
 		for (i = 1; i <= NF; i++) {
 			split($i, kv, ":"); k = kv[1]; gsub(/"/, "", k)
@@ -137,7 +149,25 @@ if [ -n "${LLAMA_BENCH:-}" ]; then
 		}
 		if (np + 0 > 0 && ng + 0 == 0) print "pp" np, ts, sd
 		else if (ng + 0 > 0 && np + 0 == 0) print "tg" ng, ts, sd
-	}')
+	}'
+}
+# lb_string FILE KEY: the first string value of KEY in llama-bench's JSON
+lb_string() {
+	sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p" "$1" | head -n 1
+}
+llama="" llama_gpu="" gpu_label=""
+if [ -n "${LLAMA_BENCH:-}" ]; then
+	echo "bench.sh: $LLAMA_BENCH -m $MODEL -p $P -n $N -t $THREADS -r $R $LB_CPU -o json" >&2
+	# shellcheck disable=SC2086 # LB_CPU is a list of arguments
+	"$LLAMA_BENCH" -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" $LB_CPU -o json >"$OUT/llama-bench.json" 2>"$OUT/llama-bench.log"
+	llama=$(lb_results "$OUT/llama-bench.json")
+	gpu=$(lb_string "$OUT/llama-bench.json" gpu_info)
+	if [ -n "$gpu" ]; then
+		gpu_label="$(lb_string "$OUT/llama-bench.json" backends | tr -d ' '): $gpu"
+		echo "bench.sh: llama-bench has a GPU ($gpu_label): $LLAMA_BENCH -m $MODEL -p $P -n $N -t $THREADS -r $R -ngl 99 -o json" >&2
+		"$LLAMA_BENCH" -m "$MODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" -ngl 99 -o json >"$OUT/llama-bench-gpu.json" 2>"$OUT/llama-bench-gpu.log"
+		llama_gpu=$(lb_results "$OUT/llama-bench-gpu.json")
+	fi
 fi
 
 # --- 5b. mixture of experts (BENCH_MOE=1) -------------------------------
@@ -153,17 +183,10 @@ if [ "${BENCH_MOE:-0}" = 1 ]; then
 	"$WOOLLY" bench -m "$MOE" -p "$P" -n "$N" -t "$THREADS" -r "$R" --json >"$OUT/woolly-bench-moe.json"
 	moe_llama=""
 	if [ -n "${LLAMA_BENCH:-}" ]; then
-		echo "bench.sh: $LLAMA_BENCH -m $MOE -p $P -n $N -t $THREADS -r $R -o json" >&2
-		"$LLAMA_BENCH" -m "$MOE" -p "$P" -n "$N" -t "$THREADS" -r "$R" -o json >"$OUT/llama-bench-moe.json" 2>"$OUT/llama-bench-moe.log"
-		moe_llama=$(tr -d ' \n' <"$OUT/llama-bench-moe.json" | tr '{' '\n' | grep '"n_prompt"' | awk -F, '{
-			np = ng = ts = ""
-			for (i = 1; i <= NF; i++) {
-				split($i, kv, ":"); k = kv[1]; gsub(/"/, "", k)
-				if (k == "n_prompt") np = kv[2]; else if (k == "n_gen") ng = kv[2]; else if (k == "avg_ts") ts = kv[2]
-			}
-			if (np + 0 > 0 && ng + 0 == 0) print "pp" np, ts
-			else if (ng + 0 > 0 && np + 0 == 0) print "tg" ng, ts
-		}')
+		echo "bench.sh: $LLAMA_BENCH -m $MOE -p $P -n $N -t $THREADS -r $R $LB_CPU -o json" >&2
+		# shellcheck disable=SC2086 # LB_CPU is a list of arguments
+		"$LLAMA_BENCH" -m "$MOE" -p "$P" -n "$N" -t "$THREADS" -r "$R" $LB_CPU -o json >"$OUT/llama-bench-moe.json" 2>"$OUT/llama-bench-moe.log"
+		moe_llama=$(lb_results "$OUT/llama-bench-moe.json")
 	fi
 	moe_bpt=$(jfield "$OUT/woolly-bench-moe.json" bytes_per_token)
 	moe_md="$OUT/moe.md"
@@ -249,15 +272,30 @@ R_MD="$OUT/report.md"
 	echo
 	echo "## Speed (woolly bench, $R runs after one warm-up, each from an empty context)"
 	echo
-	echo "| threads | test | tokens/s | ± stddev | llama.cpp t/s | Woolly / llama.cpp |"
-	echo "|---:|---:|---:|---:|---:|---:|"
+	if [ -n "$llama" ]; then
+		echo "llama.cpp t/s: llama-bench on the CPU ($LB_CPU), the same threads; the ratio is against it."
+		[ -n "$gpu_label" ] && echo "llama.cpp GPU t/s: the same llama-bench with every layer on its GPU (-ngl 99; $gpu_label), for reference only."
+		echo
+	fi
+	if [ -n "$gpu_label" ]; then
+		echo "| threads | test | tokens/s | ± stddev | llama.cpp t/s | Woolly / llama.cpp | llama.cpp GPU t/s ($gpu_label) |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|"
+	else
+		echo "| threads | test | tokens/s | ± stddev | llama.cpp t/s | Woolly / llama.cpp |"
+		echo "|---:|---:|---:|---:|---:|---:|"
+	fi
 	results "$OUT/woolly-bench.json" | while read -r th test ts sd; do
 		lts="" ratio=""
 		if [ -n "$llama" ]; then
 			lts=$(printf '%s\n' "$llama" | awk -v t="$test" '$1 == t { printf "%.2f", $2 }')
 			[ -n "$lts" ] && ratio=$(awk -v a="$ts" -v b="$lts" 'BEGIN { printf "%.2f", a / b }')
 		fi
-		printf '| %s | %s | %.2f | %.2f | %s | %s |\n' "$th" "$test" "$ts" "$sd" "${lts:--}" "${ratio:--}"
+		printf '| %s | %s | %.2f | %.2f | %s | %s |' "$th" "$test" "$ts" "$sd" "${lts:--}" "${ratio:--}"
+		if [ -n "$gpu_label" ]; then
+			gts=$(printf '%s\n' "$llama_gpu" | awk -v t="$test" '$1 == t { printf "%.2f", $2 }')
+			printf ' %s (GPU) |' "${gts:--}"
+		fi
+		echo
 	done
 	if [ -n "$depth_ts" ]; then
 		echo
