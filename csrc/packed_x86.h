@@ -23,6 +23,10 @@
  * rows4 / tile kernels, so the results are the same bits. */
 
 #define PK_G 8
+/* software prefetch distance of the gemv in bytes (0: none) */
+#ifndef PK_PF
+#define PK_PF 0
+#endif
 #define PK_XB (PK_G * (int64_t)sizeof(k_block_q4_k)) /* bytes of one x8 block */
 
 /* nrows (a multiple of 8) rows of Q4_K, row_bytes apart, into the layout above */
@@ -117,6 +121,7 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
     for (int p = 0; p < 4; p++) accm[p] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *o = w + i * PK_XB;
+        if (PK_PF) k_prefetch_lines(o + PK_PF, PK_XB / 64);
         const __m256 yd = _mm256_set1_ps(y[i].d);
         const __m256 dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), yd);
         const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16))), yd);
@@ -160,6 +165,7 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
     for (int p = 0; p < 4; p++) { acc[p] = _mm512_setzero_ps(); accm[p] = _mm256_setzero_ps(); }
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *o = w + i * PK_XB;
+        if (PK_PF) k_prefetch_lines(o + PK_PF, PK_XB / 64);
         const __m256 yd = _mm256_set1_ps(y[i].d);
         const __m256 dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), yd);
         const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16))), yd);

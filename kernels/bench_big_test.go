@@ -54,3 +54,40 @@ func BenchmarkMatVecBig2T(b *testing.B) {
 		})
 	}
 }
+
+// MatVec over packed rows against the same rows unpacked, one thread, for
+// each type the active set packs: an in-cache 4096 x 1024 matrix and the
+// out-of-cache one of MatVecBig. Run with -count N: the unpacked and packed
+// runs alternate.
+//
+//	go test ./kernels -run x -bench MatVecPacked -count 5 -benchtime 300ms
+func BenchmarkMatVecPacked(b *testing.B) {
+	for _, t := range []Type{Q4_K, Q6_K, Q8_0, Q5_K, IQ4_XS} {
+		if PackRows(t) == 0 {
+			continue
+		}
+		for _, size := range []string{"cache", "big"} {
+			var n, rb, rows int
+			var w, a []byte
+			if size == "big" {
+				n, w, rb, a, rows = bigMatVec(b, t)
+			} else {
+				n, rows = 4096, 1024
+				w, rb = benchMatrix(t, n, rows)
+				a, _ = benchAct(b, t, n, 1)
+			}
+			pw := make([]byte, len(w))
+			p, err := Pack(t, n, w, rb, rows, pw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			y := make([]float32, rows)
+			b.Run(fmt.Sprintf("%v/%s/%s/unpacked", t, Impl(), size), func(b *testing.B) {
+				timed(b, int64(len(w)), func() error { return MatVec(t, n, w, rb, a, y, 0, rows) })
+			})
+			b.Run(fmt.Sprintf("%v/%s/%s/packed", t, Impl(), size), func(b *testing.B) {
+				timed(b, int64(len(w)), func() error { return MatVecPacked(p, t, n, pw, rb, rows, a, y, 0, rows) })
+			})
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
@@ -32,6 +33,13 @@ type LoadOptions struct {
 	// cache (f32 copies of weight matrices for prompt batches of at least
 	// 32 tokens); 0, the default, turns it off. See Model.SetDequantCache.
 	DequantCache int64
+	// Unpacked keeps every weight matrix in the file mapping as it is
+	// (WOOLLY_PACK=0 does the same). By default Load repacks the matrices
+	// of the types the kernel set packs (kernels.PackRows) into
+	// row-interleaved groups in memory of their own and drops their file
+	// pages: same results, faster products, the resident size of the file
+	// (docs/packed-weights.md).
+	Unpacked bool
 }
 
 // AttentionMode chooses how attention is computed. llama.cpp's CPU flash
@@ -79,6 +87,7 @@ type Model struct {
 	grammar grammarVocab
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
+	releasePack func() error // unmaps the packed matrices (nil: none)
 }
 
 // ModelInfo describes a loaded model.
@@ -98,6 +107,10 @@ type ModelInfo struct {
 	NVocab        int
 	Threads       int
 	DefaultCtx    int // context of NewSession(0)
+	// PackedBytes is how many bytes of weights Load repacked
+	// (LoadOptions.Unpacked), PackTime how long that took.
+	PackedBytes int64
+	PackTime    time.Duration
 }
 
 // Load opens a GGUF file and prepares it for inference. The weights stay
@@ -116,6 +129,16 @@ func Load(path string, o LoadOptions) (*Model, error) {
 	}
 	if st, err := os.Stat(path); err == nil {
 		m.info.SizeBytes = st.Size()
+	}
+	if packEnabled(o) {
+		t0 := time.Now()
+		release, n, err := packWeights(m.w, m.info.Threads, wantHugePages(m.w))
+		m.releasePack = release
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m.info.PackedBytes, m.info.PackTime = n, time.Since(t0)
 	}
 	m.releaseHuge = moveToHugePages(m.w)
 	return m, nil
@@ -190,6 +213,10 @@ func (m *Model) Close() error {
 	if m.releaseHuge != nil {
 		err = m.releaseHuge()
 		m.releaseHuge = nil
+	}
+	if m.releasePack != nil {
+		err = errors.Join(err, m.releasePack())
+		m.releasePack = nil
 	}
 	return errors.Join(err, m.file.Close())
 }
