@@ -227,6 +227,166 @@ static void *pk_buffer(size_t bytes) {
     return buf;
 }
 
+/* ---- Q6_K, groups of 8 rows. One x8 block (8 * 210 = 1680 bytes):
+ *   [   0,   16)  d of rows 0..7 (f16)
+ *   [  16,  144)  the 16 scales of row r at 16 + 16r
+ *   [ 144, 1680)  quants: half h (elements 128h ..), row pair p (rows 2p,
+ *                 2p+1), part m at 144 + 768h + 192p + 64m + 32s for row
+ *                 2p+s: m = 0 ql[64h .. +32), m = 1 ql[64h+32 .. +32),
+ *                 m = 2 qh[32h .. +32)
+ * so a row pair's parts are 64-byte vectors (PK_ZMM) and the pair's scales
+ * one 32-byte load. Per row the integer lanes (k_q6k_quants_avx2's 6-bit
+ * quants, the -32 offset folded as 32 * sum scale * bsum, scales 2j / 2j+1
+ * on lanes 0..3 / 4..7) and the f32 steps are those of the set's dot. ---- */
+#define PK6_XB (PK_G * (int64_t)sizeof(k_block_q6_k))
+
+static inline size_t pk6_off(int h, int r, int m) { return 144 + 768 * h + 192 * (r / 2) + 64 * m + 32 * (r % 2); }
+
+__attribute__((unused)) static void pk_q6k_pack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
+        const char *s = (const char *)src + (size_t)g * row_bytes;
+        char *d = (char *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++) {
+            char *o = d + b * PK6_XB;
+            for (int r = 0; r < PK_G; r++) {
+                const k_block_q6_k *x = (const k_block_q6_k *)(s + (size_t)r * row_bytes) + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                memcpy(o + 16 + 16 * r, x->scales, 16);
+                for (int h = 0; h < 2; h++) {
+                    memcpy(o + pk6_off(h, r, 0), x->ql + 64 * h, 32);
+                    memcpy(o + pk6_off(h, r, 1), x->ql + 64 * h + 32, 32);
+                    memcpy(o + pk6_off(h, r, 2), x->qh + 32 * h, 32);
+                }
+            }
+        }
+    }
+}
+
+static void pk_q6k_unpack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QKK;
+    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
+        const char *s = (const char *)src + (size_t)g * row_bytes;
+        char *d = (char *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *o = s + b * PK6_XB;
+            for (int r = 0; r < PK_G; r++) {
+                k_block_q6_k *x = (k_block_q6_k *)(d + (size_t)r * row_bytes) + b;
+                memcpy(&x->d, o + 2 * r, 2);
+                memcpy(x->scales, o + 16 + 16 * r, 16);
+                for (int h = 0; h < 2; h++) {
+                    memcpy(x->ql + 64 * h, o + pk6_off(h, r, 0), 32);
+                    memcpy(x->ql + 64 * h + 32, o + pk6_off(h, r, 1), 32);
+                    memcpy(x->qh + 32 * h, o + pk6_off(h, r, 2), 32);
+                }
+            }
+        }
+    }
+}
+
+/* the 4 quant vectors of k_q6k_quants_avx2 from the parts L0, L1, H (any width) */
+#define PK6_QUANTS(W, L0, L1, H, q)                                                                                             \
+    do {                                                                                                                        \
+        const __m##W##i m4_ = _mm##W##_set1_epi8(0x0F), m3_ = _mm##W##_set1_epi8(3);                                            \
+        q[0] = _mm##W##_or_si##W(_mm##W##_and_si##W(L0, m4_), _mm##W##_slli_epi16(_mm##W##_and_si##W(H, m3_), 4));              \
+        q[1] = _mm##W##_or_si##W(_mm##W##_and_si##W(L1, m4_),                                                                   \
+                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 2), m3_), 4));                   \
+        q[2] = _mm##W##_or_si##W(_mm##W##_and_si##W(_mm##W##_srli_epi16(L0, 4), m4_),                                           \
+                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 4), m3_), 4));                   \
+        q[3] = _mm##W##_or_si##W(_mm##W##_and_si##W(_mm##W##_srli_epi16(L1, 4), m4_),                                           \
+                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 6), m3_), 4));                   \
+    } while (0)
+
+#ifndef PK_ZMM
+KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    __m256 acc[PK_G];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < PK_G; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const char *o = w + i * PK6_XB;
+        if (PK_PF) k_prefetch_lines(o + PK_PF, PK6_XB / 64);
+        const __m256 dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), _mm256_set1_ps(y[i].d));
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < PK_G; r++) {
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)(o + 16 + 16 * r));
+            const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), bs);
+            __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            _Pragma("GCC unroll 2")
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                const __m256i L0 = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 0)));
+                const __m256i L1 = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 1)));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 2)));
+                PK6_QUANTS(256, L0, L1, H, q);
+                const int8_t *qa = y[i].qs + 128 * h;
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < 4; k++) {
+                    const int j = 4 * h + k;
+                    const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
+                    const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+                    const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
+                    sumi = ACC_MADD16(sumi, p, sv);
+                }
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dy, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < PK_G; r++) out[r] = k_hsum_avx2(acc[r]);
+}
+#else
+/* two rows per 512-bit vector: lanes 0..7 row 2p, 8..15 row 2p+1 */
+KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    __m512 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const char *o = w + i * PK6_XB;
+        if (PK_PF) k_prefetch_lines(o + PK_PF, PK6_XB / 64);
+        const __m256 dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), _mm256_set1_ps(y[i].d));
+        const __m512i bs = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m512i av[8];
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) av[j] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * j)));
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) {
+            const __m256i sc = _mm256_loadu_si256((const __m256i *)(o + 16 + 32 * p)); /* rows 2p, 2p+1 */
+            const __m512i corr = _mm512_madd_epi16(_mm512_cvtepi8_epi16(sc), bs);
+            __m512i sumi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
+            _Pragma("GCC unroll 2")
+            for (int h = 0; h < 2; h++) {
+                __m512i q[4];
+                const __m512i L0 = _mm512_loadu_si512((const void *)(o + pk6_off(h, 2 * p, 0)));
+                const __m512i L1 = _mm512_loadu_si512((const void *)(o + pk6_off(h, 2 * p, 1)));
+                const __m512i H = _mm512_loadu_si512((const void *)(o + pk6_off(h, 2 * p, 2)));
+                PK6_QUANTS(512, L0, L1, H, q);
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < 4; k++) {
+                    const int j = 4 * h + k;
+                    const __m256i shuf = _mm256_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j),
+                                                           0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
+                    const __m512i sv = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(sc, shuf));
+                    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[k], av[j]), sv);
+                }
+            }
+            const __m512 dyp = _mm512_permutexvar_ps(_mm512_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1,
+                                                                       2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
+                                                                       2 * p + 1),
+                                                     _mm512_castps256_ps512(dy));
+            acc[p] = _mm512_fmadd_ps(dyp, _mm512_cvtepi32_ps(sumi), acc[p]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) {
+        out[2 * p] = k_hsum_avx2(_mm512_castps512_ps256(acc[p]));
+        out[2 * p + 1] = k_hsum_avx2(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+    }
+}
+#endif
+
 /* rows per unpacked tile of mm_packed (a multiple of 8) */
 #define PK_TILE_ROWS 64
 
@@ -236,7 +396,10 @@ static void *pk_buffer(size_t bytes) {
  * a per-thread buffer and handed to the set's own tile kernel, which reuses
  * them across the tokens. Returns nothing: a buffer that cannot be had
  * falls back to the gemv per token (same bits). */
-KT static inline __attribute__((always_inline)) void pk_q4k_mm(k_mm_tile_fn tile, K_MM_TILE_PARAMS) {
+typedef void (*pk_gemv_fn)(int64_t n, const char *w, const void *a, float out[PK_G]);
+typedef void (*pk_unpack_fn)(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst);
+
+KT static inline __attribute__((always_inline)) void pk_mm(pk_gemv_fn gemv, pk_unpack_fn unpack, k_mm_tile_fn tile, K_MM_TILE_PARAMS) {
     const char *wb = (const char *)w, *ab = (const char *)a;
     if (ntok >= 4) {
         const int64_t rows = nr < PK_TILE_ROWS ? nr : PK_TILE_ROWS;
@@ -244,7 +407,7 @@ KT static inline __attribute__((always_inline)) void pk_q4k_mm(k_mm_tile_fn tile
         if (buf) {
             for (int64_t r = 0; r < nr; r += rows) {
                 const int64_t rn = nr - r < rows ? nr - r : rows;
-                pk_q4k_unpack(n, wb + (size_t)r * row_bytes, row_bytes, rn, buf);
+                unpack(n, wb + (size_t)r * row_bytes, row_bytes, rn, buf);
                 tile(n, buf, row_bytes, rn, a, a_row_bytes, ntok, y + r, y_stride);
             }
             return;
@@ -252,5 +415,6 @@ KT static inline __attribute__((always_inline)) void pk_q4k_mm(k_mm_tile_fn tile
     }
     for (int64_t t = 0; t < ntok; t++)
         for (int64_t r = 0; r < nr; r += PK_G)
-            pk_q4k_gemv8(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes, y + t * y_stride + r);
+            gemv(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes, y + t * y_stride + r);
 }
+

@@ -91,3 +91,30 @@ func BenchmarkMatVecPacked(b *testing.B) {
 		}
 	}
 }
+
+// MatMulQ of a 64-token batch over packed rows against the same rows
+// unpacked, one thread (4096 x 1024 matrix): the cost of unpacking tiles.
+//
+//	go test ./kernels -run x -bench MatMulQPacked -benchtime 300ms
+func BenchmarkMatMulQPacked(b *testing.B) {
+	const n, rows, ntok = 4096, 1024, 64
+	for _, t := range []Type{Q4_K, Q6_K, Q8_0, Q5_K, IQ4_XS} {
+		if PackRows(t) == 0 {
+			continue
+		}
+		w, rb := benchMatrix(t, n, rows)
+		a, ab := benchAct(b, t, n, ntok)
+		pw := make([]byte, len(w))
+		p, err := Pack(t, n, w, rb, rows, pw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		y := make([]float32, rows*ntok)
+		b.Run(fmt.Sprintf("%v/%s/unpacked", t, Impl()), func(b *testing.B) {
+			timed(b, int64(len(w)), func() error { return MatMulQ(t, n, w, rb, 0, rows, a, ab, ntok, y, rows) })
+		})
+		b.Run(fmt.Sprintf("%v/%s/packed", t, Impl()), func(b *testing.B) {
+			timed(b, int64(len(w)), func() error { return MatMulQPacked(p, t, n, pw, rb, rows, 0, rows, a, ab, ntok, y, rows) })
+		})
+	}
+}
