@@ -33,14 +33,26 @@ type LoadOptions struct {
 	// cache (f32 copies of weight matrices for prompt batches of at least
 	// 32 tokens); 0, the default, turns it off. See Model.SetDequantCache.
 	DequantCache int64
-	// Unpacked keeps every weight matrix in the file mapping as it is
-	// (WOOLLY_PACK=0 does the same). By default Load repacks the matrices
-	// of the types the kernel set packs (kernels.PackRows) into
-	// row-interleaved groups in memory of their own and drops their file
-	// pages: same results, faster products, the resident size of the file
-	// (docs/packed-weights.md).
-	Unpacked bool
+	// Pack chooses whether Load repacks the matrices of the types the
+	// kernel set packs (kernels.PackRows) into row-interleaved groups in
+	// memory of their own, dropping their file pages: same results, the
+	// resident size of the file (docs/packed-weights.md).
+	Pack PackMode
 }
+
+// PackMode is LoadOptions.Pack.
+type PackMode int
+
+const (
+	// PackDefault follows WOOLLY_PACK (1: on, 0: off) and, when it is
+	// unset, packDefault (off: on x86-64 the packed kernels measured no
+	// faster end to end on a shared machine; see packed.go).
+	PackDefault PackMode = iota
+	// PackOn repacks the weights.
+	PackOn
+	// PackOff keeps every matrix in the file mapping as it is.
+	PackOff
+)
 
 // AttentionMode chooses how attention is computed. llama.cpp's CPU flash
 // attention has two numerical paths, and matching them is what keeps the
@@ -108,7 +120,7 @@ type ModelInfo struct {
 	Threads       int
 	DefaultCtx    int // context of NewSession(0)
 	// PackedBytes is how many bytes of weights Load repacked
-	// (LoadOptions.Unpacked), PackTime how long that took.
+	// (LoadOptions.Pack), PackTime how long that took.
 	PackedBytes int64
 	PackTime    time.Duration
 }

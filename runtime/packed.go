@@ -14,17 +14,38 @@ import (
 // anonymous buffer, and their pages of the file mapping are dropped, so the
 // resident size stays that of the file. The products read one sequential
 // stream per worker and feed each activation load to a whole group of rows;
-// the results are the same bits as on the unpacked rows. WOOLLY_PACK=0 (or
-// LoadOptions.Unpacked) keeps every matrix in the file mapping.
+// the results are the same bits as on the unpacked rows.
+//
+// It is off unless asked for (WOOLLY_PACK=1, LoadOptions.Pack = PackOn):
+// on x86-64 the packed kernels do less work (one thread, matrix in cache,
+// MatVec thread-CPU GB/s packed / unpacked: Q4_K 1.73x AVX-512, 1.33x AVX2;
+// Q6_K 1.00x / 1.05x; callgrind on AVX2, TinyLlama Q4_K_M, -t 1 -n 4:
+// 3.61 -> 2.33 G instructions in the matrix-vector products), but
+// generation streams weights from memory, and out of cache they were no
+// faster (0.93-1.00x); end to end, TinyLlama Q4_K_M on a shared 2-core
+// Xeon, packed / unpacked CPU seconds per generated token were 0.96-1.06x.
+// packDefault is where a platform's measurements say otherwise.
+const packDefault = false
 
 // packChunkAlign is the row granularity of every worker chunk (forward.go,
 // moe.go): a packed group never straddles two chunks when its size divides it.
 const packChunkAlign = 16
 
-// packEnabled reports whether Load repacks weights (o.Unpacked or
-// WOOLLY_PACK=0 turn it off).
+// packEnabled reports whether Load repacks weights.
 func packEnabled(o LoadOptions) bool {
-	return !o.Unpacked && os.Getenv("WOOLLY_PACK") != "0"
+	switch o.Pack {
+	case PackOn:
+		return true
+	case PackOff:
+		return false
+	}
+	switch os.Getenv("WOOLLY_PACK") {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	return packDefault
 }
 
 // packable lists the matrices of w that the active kernel set packs: every

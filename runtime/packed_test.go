@@ -2,8 +2,8 @@ package runtime
 
 import (
 	"math"
+	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,12 +21,12 @@ func TestPackedLogitsMatchUnpacked(t *testing.T) {
 	for _, name := range modelNames(t, shared) {
 		path := filepath.Join(shared, "models", name+".gguf")
 		t.Run(name, func(t *testing.T) {
-			load := func(unpacked bool) *Model {
-				m, err := Load(path, LoadOptions{Threads: 2, ContextLength: 128, PrefixCache: Ptr(int64(0)), Unpacked: unpacked})
+			load := func(pack PackMode) *Model {
+				m, err := Load(path, LoadOptions{Threads: 2, ContextLength: 128, PrefixCache: Ptr(int64(0)), Pack: pack})
 				require.NoError(t, err)
 				return m
 			}
-			mu, mp := load(true), load(false)
+			mu, mp := load(PackOff), load(PackOn)
 			defer mu.Close()
 			defer mp.Close()
 			require.Zero(t, mu.Info().PackedBytes)
@@ -74,25 +74,31 @@ func TestPackedLogitsMatchUnpacked(t *testing.T) {
 	}
 }
 
-// WOOLLY_PACK=0 keeps the weights as they are.
-func TestPackEnvOff(t *testing.T) {
+// WOOLLY_PACK=0 keeps the weights as they are, WOOLLY_PACK=1 packs them,
+// and LoadOptions.Pack overrides either.
+func TestPackSwitch(t *testing.T) {
 	shared := sharedDir(t)
-	var path string
-	for _, name := range modelNames(t, shared) {
-		if strings.Contains(name, "Q4_K") {
-			path = filepath.Join(shared, "models", name+".gguf")
-			break
+	path := filepath.Join(shared, "models", "synth-llama-mini-Q4_K_M.gguf")
+	if _, err := os.Stat(path); err != nil || kernels.PackRows(kernels.Q4_K) == 0 {
+		t.Skip("no synth-llama-mini-Q4_K_M or no packed Q4_K layout here")
+	}
+	for _, tc := range []struct {
+		env    string
+		mode   PackMode
+		packed bool
+	}{{"0", PackDefault, false}, {"1", PackDefault, true}, {"", PackDefault, packDefault},
+		{"0", PackOn, true}, {"1", PackOff, false}} {
+		t.Setenv("WOOLLY_PACK", tc.env)
+		m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: tc.mode})
+		require.NoError(t, err)
+		n := 0
+		for _, mt := range m.w.allLayerMats() {
+			if mt.Pack.Rows() > 0 {
+				n++
+			}
 		}
-	}
-	if path == "" || kernels.PackRows(kernels.Q4_K) == 0 {
-		t.Skip("no Q4_K model or no packed Q4_K layout here")
-	}
-	t.Setenv("WOOLLY_PACK", "0")
-	m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64})
-	require.NoError(t, err)
-	defer m.Close()
-	require.Zero(t, m.Info().PackedBytes)
-	for _, mt := range m.w.allLayerMats() {
-		require.Zero(t, mt.Pack.Rows(), mt.Name)
+		require.Equal(t, tc.packed, n > 0, "WOOLLY_PACK=%q mode %d: %d packed matrices", tc.env, tc.mode, n)
+		require.Equal(t, tc.packed, m.Info().PackedBytes > 0)
+		m.Close()
 	}
 }
