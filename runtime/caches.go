@@ -166,6 +166,9 @@ func (m *Model) SetDequantCache(budget int64) error {
 	if budget < 0 {
 		return fmt.Errorf("dequant cache budget %d is negative", budget)
 	}
+	if budget > 0 && m.info.PackedBytes > 0 {
+		return errPackedDequant
+	}
 	m.caches.mu.Lock()
 	defer m.caches.mu.Unlock()
 	old := m.caches.dequant.Load()

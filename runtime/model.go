@@ -143,6 +143,10 @@ func Load(path string, o LoadOptions) (*Model, error) {
 		m.info.SizeBytes = st.Size()
 	}
 	if packEnabled(o) {
+		if m.caches.dequant.Load() != nil && len(packable(m.w)) > 0 {
+			m.Close()
+			return nil, fmt.Errorf("%s: LoadOptions.DequantCache: %w", path, errPackedDequant)
+		}
 		t0 := time.Now()
 		release, n, err := packWeights(m.w, m.info.Threads, wantHugePages(m.w))
 		m.releasePack = release

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -47,6 +48,10 @@ func packEnabled(o LoadOptions) bool {
 	}
 	return packDefault
 }
+
+// errPackedDequant: the dequant cache reads matrices in file row order.
+var errPackedDequant = errors.New("the dequant cache needs unpacked weights, and packing is on " +
+	"(WOOLLY_PACK=1 / LoadOptions.Pack): turn packing off (WOOLLY_PACK=0) to use the cache")
 
 // packable lists the matrices of w that the active kernel set packs: every
 // layer matrix and the output matrix unless it is the token embedding (its

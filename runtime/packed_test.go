@@ -102,3 +102,23 @@ func TestPackSwitch(t *testing.T) {
 		m.Close()
 	}
 }
+
+// The dequant cache and packed weights exclude each other, with an error
+// naming both, at load and when the cache is switched on later.
+func TestPackedDequantCacheRefused(t *testing.T) {
+	shared := sharedDir(t)
+	path := filepath.Join(shared, "models", "synth-llama-mini-Q4_K_M.gguf")
+	if _, err := os.Stat(path); err != nil || kernels.PackRows(kernels.Q4_K) == 0 {
+		t.Skip("no synth-llama-mini-Q4_K_M or no packed Q4_K layout here")
+	}
+	_, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: PackOn, DequantCache: 1 << 20})
+	require.ErrorIs(t, err, errPackedDequant)
+	m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: PackOn})
+	require.NoError(t, err)
+	defer m.Close()
+	require.ErrorIs(t, m.SetDequantCache(1<<20), errPackedDequant)
+	require.NoError(t, m.SetDequantCache(0))
+	m2, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: PackOff, DequantCache: 1 << 20})
+	require.NoError(t, err)
+	m2.Close()
+}
