@@ -118,3 +118,46 @@ func BenchmarkMatMulQPacked(b *testing.B) {
 		})
 	}
 }
+
+// MatVecBig2T packed against unpacked: the out-of-cache pass split in two
+// halves (a multiple of the group size), one goroutine each; MB/s is wall
+// clock (compare with `woolly bench --bandwidth -t 2`).
+func BenchmarkMatVecPacked2T(b *testing.B) {
+	for _, t := range []Type{Q4_K, Q6_K} {
+		g := PackRows(t)
+		if g == 0 {
+			continue
+		}
+		n, w, rb, a, rows := bigMatVec(b, t)
+		pw := make([]byte, len(w))
+		p, err := Pack(t, n, w, rb, rows, pw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		y := make([]float32, rows)
+		half := rows / 2 / g * g
+		for _, packed := range []bool{false, true} {
+			mv := func(r0, r1 int) error {
+				if packed {
+					return MatVecPacked(p, t, n, pw, rb, rows, a, y, r0, r1)
+				}
+				return MatVec(t, n, w, rb, a, y, r0, r1)
+			}
+			name := map[bool]string{false: "unpacked", true: "packed"}[packed]
+			b.Run(fmt.Sprintf("%v/%s/%s", t, Impl(), name), func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				errs := make(chan error, 1)
+				for i := 0; i < b.N; i++ {
+					go func() { errs <- mv(half, rows) }()
+					err := mv(0, half)
+					if err2 := <-errs; err == nil {
+						err = err2
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
