@@ -391,6 +391,106 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
 }
 #endif
 
+/* ---- Q8_0, groups of 8 rows. One x8 block (8 * 34 = 272 bytes): d of
+ * rows 0..7 (f16), then the 32 quants of row r at 16 + 32r (a row pair's
+ * quants one 64-byte vector). Per row: one 8-lane f32 accumulator, per
+ * block fma(d_w * d_a, lane sums of 4 products) in block order, then
+ * k_hsum_avx2: the order of the set's rows4 / dot (dot_q32_simd.h). ---- */
+#define PK8_XB (PK_G * (int64_t)sizeof(k_block_q8_0))
+/* Q8_0's gemv prefetches 8 x8 blocks ahead (5 lines each): out of cache
+ * (BenchmarkMatVecPacked big, AVX-512, interleaved rounds, packed /
+ * unpacked thread-CPU GB/s) none 0.95-1.03x, 2176 bytes 0.98-1.26x (median
+ * 1.09x over 4 rounds, 1.12x over 3 others), 1088 1.05x, 4352 0.98x */
+#ifndef PK8_PF
+#define PK8_PF 2176
+#endif
+
+__attribute__((unused)) static void pk_q8_0_pack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QK;
+    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
+        const char *s = (const char *)src + (size_t)g * row_bytes;
+        char *d = (char *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++) {
+            char *o = d + b * PK8_XB;
+            for (int r = 0; r < PK_G; r++) {
+                const k_block_q8_0 *x = (const k_block_q8_0 *)(s + (size_t)r * row_bytes) + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                memcpy(o + 16 + 32 * r, x->qs, 32);
+            }
+        }
+    }
+}
+
+static void pk_q8_0_unpack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const int64_t nb = n / K_QK;
+    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
+        const char *s = (const char *)src + (size_t)g * row_bytes;
+        char *d = (char *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *o = s + b * PK8_XB;
+            for (int r = 0; r < PK_G; r++) {
+                k_block_q8_0 *x = (k_block_q8_0 *)(d + (size_t)r * row_bytes) + b;
+                memcpy(&x->d, o + 2 * r, 2);
+                memcpy(x->qs, o + 16 + 32 * r, 32);
+            }
+        }
+    }
+}
+
+#ifndef PK_ZMM
+KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    __m256 acc[PK_G];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < PK_G; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *o = w + i * PK8_XB;
+        if (PK8_PF) k_prefetch_lines(o + PK8_PF, 5);
+        const __m256i ya = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        const __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), _mm256_set1_ps(k_h2f_avx2(y[i].d)));
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < PK_G; r++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(o + 16 + 32 * r));
+            const __m256i s = ACC_DOT_U8I8(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(ya, q));
+            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(s), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < PK_G; r++) out[r] = k_hsum_avx2(acc[r]);
+}
+#else
+/* two rows per 512-bit vector; sign(y, q) as y negated where q < 0 (where
+ * q == 0 the product is 0 either way), |q| as unsigned bytes */
+KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
+    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
+    __m512 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *o = w + i * PK8_XB;
+        if (PK8_PF) k_prefetch_lines(o + PK8_PF, 5);
+        const __m512i ya = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].qs));
+        const __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), _mm256_set1_ps(k_h2f_avx2(y[i].d)));
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) {
+            const __m512i q = _mm512_loadu_si512((const void *)(o + 16 + 64 * p));
+            const __m512i sy = _mm512_mask_sub_epi8(ya, _mm512_movepi8_mask(q), _mm512_setzero_si512(), ya);
+            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), sy);
+            const __m512 dp = _mm512_permutexvar_ps(_mm512_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1,
+                                                                      2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
+                                                                      2 * p + 1),
+                                                    _mm512_castps256_ps512(dd));
+            acc[p] = _mm512_fmadd_ps(dp, _mm512_cvtepi32_ps(s), acc[p]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) {
+        out[2 * p] = k_hsum_avx2(_mm512_castps512_ps256(acc[p]));
+        out[2 * p + 1] = k_hsum_avx2(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+    }
+}
+#endif
+
 /* rows per unpacked tile of mm_packed (a multiple of 8) */
 #define PK_TILE_ROWS 64
 
