@@ -184,21 +184,104 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
 #define MM_ROWS_MAX 64
 #define MM_TILE_BYTES (256 * 1024)
 
-int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
-               int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
-               float *y, int64_t y_stride) {
-    k_dot_fn f = dot_fn(impl, wtype);
-    if (!f || k_row_bytes(wtype, n) < 0) return -1;
-    k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
-    const char *wb = (const char *)w;
+/* rows per tile of k_matmul_q for rows of row_bytes bytes */
+static int64_t mm_tile_rows(size_t row_bytes) {
     int64_t rows = (int64_t)(MM_TILE_BYTES / (row_bytes ? row_bytes : 1));
-    rows = rows < MM_ROWS_MIN ? MM_ROWS_MIN : rows > MM_ROWS_MAX ? MM_ROWS_MAX : rows & ~(int64_t)3;
+    return rows < MM_ROWS_MIN ? MM_ROWS_MIN : rows > MM_ROWS_MAX ? MM_ROWS_MAX : rows & ~(int64_t)3;
+}
+
+/* rows [r0, r1) in tiles of `rows` through tile, or rows x f where tile is NULL */
+static void mm_rows(k_mm_tile_fn tile, k_dot_fn f, int64_t rows, int64_t n, const char *wb, size_t row_bytes,
+                    int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
     for (int64_t rt = r0; rt < r1; rt += rows) {
         const int64_t nr = r1 - rt < rows ? r1 - rt : rows;
         const char *wt = wb + (size_t)rt * row_bytes;
         if (tile) tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
         else k_mm_rows_x_dot(f, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
     }
+}
+
+int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
+               int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
+               float *y, int64_t y_stride) {
+    k_dot_fn f = dot_fn(impl, wtype);
+    if (!f || k_row_bytes(wtype, n) < 0) return -1;
+    mm_rows(mm_tile_fn(impl, wtype), f, mm_tile_rows(row_bytes), n, (const char *)w, row_bytes, r0, r1, a, a_row_bytes,
+            ntok, y, y_stride);
+    return 0;
+}
+
+/* ---- packed matrices ---- */
+
+/* The packed members of impl for type, all three from the most specific
+ * set that has the type's dot (kernels.h), or none. */
+static k_type_kernels packed_kernels(int impl, int type) {
+    k_type_kernels k = no_kernels;
+    if (!simd_impl(impl) || type < 0 || type >= K_TYPE_MAX) return k;
+    for (int layer = 0;; layer++) {
+        const k_type_kernels *t = k_arch_get_table(impl, layer);
+        if (!t) return k;
+        if (!t[type].dot) continue;
+        if (t[type].pack_rows > 0 && t[type].pack && t[type].mm_packed) {
+            k.pack_rows = t[type].pack_rows;
+            k.pack = t[type].pack;
+            k.mm_packed = t[type].mm_packed;
+        }
+        return k;
+    }
+}
+
+int k_pack_rows(int impl, int wtype) { return packed_kernels(impl, wtype).pack_rows; }
+
+int k_pack_same(int impl_a, int impl_b, int wtype) {
+    const k_type_kernels a = packed_kernels(impl_a, wtype), b = packed_kernels(impl_b, wtype);
+    return a.pack && a.pack == b.pack && a.pack_rows == b.pack_rows;
+}
+
+int k_pack(int impl, int wtype, int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    const k_type_kernels k = packed_kernels(impl, wtype);
+    const int64_t rb = k_row_bytes(wtype, n);
+    if (!k.pack || rb < 0 || (int64_t)row_bytes < rb || nrows < 0 || src == dst) return -1;
+    const int64_t g = nrows / k.pack_rows * k.pack_rows;
+    if (g > 0) k.pack(n, src, row_bytes, g, dst);
+    if (nrows > g) memcpy((char *)dst + (size_t)g * row_bytes, (const char *)src + (size_t)g * row_bytes, (size_t)(nrows - g) * row_bytes);
+    return 0;
+}
+
+/* checks of a packed product; *gend = the end of the packed rows */
+static int packed_range(const k_type_kernels *k, int wtype, int64_t n, size_t row_bytes, int64_t nrows, int64_t r0, int64_t r1,
+                        int64_t *gend) {
+    const int64_t rb = k_row_bytes(wtype, n);
+    if (!k->mm_packed || rb < 0 || (int64_t)row_bytes < rb || r0 < 0 || r1 < r0 || r1 > nrows) return -1;
+    const int64_t g = k->pack_rows;
+    if (r0 % g != 0 || (r1 % g != 0 && r1 != nrows)) return -1;
+    *gend = nrows / g * g;
+    return 0;
+}
+
+int k_matvec_packed(int impl, int wtype, int64_t n, const void *w, size_t row_bytes, int64_t nrows,
+                    const void *a, float *y, int64_t r0, int64_t r1) {
+    const k_type_kernels k = packed_kernels(impl, wtype);
+    int64_t gend;
+    if (packed_range(&k, wtype, n, row_bytes, nrows, r0, r1, &gend) != 0) return -1;
+    const int64_t pe = r1 < gend ? r1 : gend;
+    const char *wb = (const char *)w;
+    if (pe > r0) k.mm_packed(n, wb + (size_t)r0 * row_bytes, row_bytes, pe - r0, a, 0, 1, y + r0, 0);
+    if (r1 > pe && r1 > r0) return k_matvec(impl, wtype, n, w, row_bytes, a, y, pe > r0 ? pe : r0, r1);
+    return 0;
+}
+
+int k_matmul_packed(int impl, int wtype, int64_t n, const void *w, size_t row_bytes, int64_t nrows,
+                    int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
+                    float *y, int64_t y_stride) {
+    const k_type_kernels k = packed_kernels(impl, wtype);
+    int64_t gend;
+    if (packed_range(&k, wtype, n, row_bytes, nrows, r0, r1, &gend) != 0) return -1;
+    const int64_t pe = r1 < gend ? r1 : gend;
+    int64_t rows = mm_tile_rows(row_bytes) / k.pack_rows * k.pack_rows;
+    if (rows < k.pack_rows) rows = k.pack_rows;
+    if (pe > r0) mm_rows(k.mm_packed, NULL, rows, n, (const char *)w, row_bytes, r0, pe, a, a_row_bytes, ntok, y, y_stride);
+    if (r1 > pe && r1 > r0) return k_matmul_q(impl, wtype, n, w, row_bytes, pe > r0 ? pe : r0, r1, a, a_row_bytes, ntok, y, y_stride);
     return 0;
 }
 

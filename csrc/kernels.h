@@ -524,6 +524,25 @@ typedef struct {
 typedef void k_pack_kernel(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst);
 typedef k_pack_kernel *k_pack_fn;
 
+/* Drivers of packed matrices (dispatch.c). A matrix of nrows rows is packed
+ * as whole groups of G = k_pack_rows(impl, wtype) rows, rows from
+ * nrows / G * G on left as they are. Its products run over [r0, r1) with r0
+ * a multiple of G and r1 a multiple of G or nrows, and equal, bit for bit,
+ * k_matvec / k_matmul_q over the unpacked rows with the same impl.
+ *   k_pack_rows   G, or 0 where impl keeps wtype unpacked
+ *   k_pack_same   1 when impls a and b share wtype's layout (data packed by
+ *                 one can be multiplied by the other), else 0
+ *   k_pack        the whole matrix src -> dst (dst != src, same size)
+ * Each returns 0, or -1 for a type without a layout or a bad row range. */
+int k_pack_rows(int impl, int wtype);
+int k_pack_same(int impl_a, int impl_b, int wtype);
+int k_pack(int impl, int wtype, int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst);
+int k_matvec_packed(int impl, int wtype, int64_t n, const void *w, size_t row_bytes, int64_t nrows,
+                    const void *a, float *y, int64_t r0, int64_t r1);
+int k_matmul_packed(int impl, int wtype, int64_t n, const void *w, size_t row_bytes, int64_t nrows,
+                    int64_t r0, int64_t r1, const void *a, size_t a_row_bytes, int64_t ntok,
+                    float *y, int64_t y_stride);
+
 /* One type's kernels in a kernel set; the sets are tables of these indexed
  * by type id (K_TYPE_MAX entries), any member NULL where the set has none:
  *   dequant   k_dequant_<t>_<impl>

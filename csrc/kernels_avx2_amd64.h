@@ -46,6 +46,12 @@ k_dot_kernel k_dot_q2_k_q8_k_avx512, k_dot_q3_k_q8_k_avx512, k_dot_q4_k_q8_k_avx
 k_mm_tile_kernel k_mm_q2_k_avx512, k_mm_q3_k_avx512, k_mm_q4_k_avx512, k_mm_q5_k_avx512, k_mm_q6_k_avx512,
     k_mm_q4_0_avx512, k_mm_q5_0_avx512, k_mm_q8_0_avx512, k_mm_iq4_nl_avx512, k_mm_iq4_xs_avx512, k_mm_mxfp4_avx512;
 
+/* packed (row-interleaved) Q4_K, Q6_K and Q8_0, 8-row groups: packed_x86.h;
+ * one layout per type, packed by k_pack_*_x8_avx2, for both sets */
+k_pack_kernel k_pack_q4_k_x8_avx2, k_pack_q6_k_x8_avx2, k_pack_q8_0_x8_avx2;
+k_mm_tile_kernel k_mm_packed_q4_k_x8_avx2, k_mm_packed_q4_k_x8_avx512, k_mm_packed_q6_k_x8_avx2, k_mm_packed_q6_k_x8_avx512,
+    k_mm_packed_q8_0_x8_avx2, k_mm_packed_q8_0_x8_avx512;
+
 k_sgemm_kernel k_sgemm_avx2;
 k_attention_kernel k_attention_avx2;
 k_attn_h_kernel k_attention_f16acc_avx2, k_attention_tiled_avx2;

@@ -54,3 +54,110 @@ func BenchmarkMatVecBig2T(b *testing.B) {
 		})
 	}
 }
+
+// MatVec over packed rows against the same rows unpacked, one thread, for
+// each type the active set packs: an in-cache 4096 x 1024 matrix and the
+// out-of-cache one of MatVecBig. Run with -count N: the unpacked and packed
+// runs alternate.
+//
+//	go test ./kernels -run x -bench MatVecPacked -count 5 -benchtime 300ms
+func BenchmarkMatVecPacked(b *testing.B) {
+	for _, t := range []Type{Q4_K, Q6_K, Q8_0, Q5_K, IQ4_XS} {
+		if PackRows(t) == 0 {
+			continue
+		}
+		for _, size := range []string{"cache", "big"} {
+			var n, rb, rows int
+			var w, a []byte
+			if size == "big" {
+				n, w, rb, a, rows = bigMatVec(b, t)
+			} else {
+				n, rows = 4096, 1024
+				w, rb = benchMatrix(t, n, rows)
+				a, _ = benchAct(b, t, n, 1)
+			}
+			pw := make([]byte, len(w))
+			p, err := Pack(t, n, w, rb, rows, pw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			y := make([]float32, rows)
+			b.Run(fmt.Sprintf("%v/%s/%s/unpacked", t, Impl(), size), func(b *testing.B) {
+				timed(b, int64(len(w)), func() error { return MatVec(t, n, w, rb, a, y, 0, rows) })
+			})
+			b.Run(fmt.Sprintf("%v/%s/%s/packed", t, Impl(), size), func(b *testing.B) {
+				timed(b, int64(len(w)), func() error { return MatVecPacked(p, t, n, pw, rb, rows, a, y, 0, rows) })
+			})
+		}
+	}
+}
+
+// MatMulQ of a 64-token batch over packed rows against the same rows
+// unpacked, one thread (4096 x 1024 matrix): the cost of unpacking tiles.
+//
+//	go test ./kernels -run x -bench MatMulQPacked -benchtime 300ms
+func BenchmarkMatMulQPacked(b *testing.B) {
+	const n, rows, ntok = 4096, 1024, 64
+	for _, t := range []Type{Q4_K, Q6_K, Q8_0, Q5_K, IQ4_XS} {
+		if PackRows(t) == 0 {
+			continue
+		}
+		w, rb := benchMatrix(t, n, rows)
+		a, ab := benchAct(b, t, n, ntok)
+		pw := make([]byte, len(w))
+		p, err := Pack(t, n, w, rb, rows, pw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		y := make([]float32, rows*ntok)
+		b.Run(fmt.Sprintf("%v/%s/unpacked", t, Impl()), func(b *testing.B) {
+			timed(b, int64(len(w)), func() error { return MatMulQ(t, n, w, rb, 0, rows, a, ab, ntok, y, rows) })
+		})
+		b.Run(fmt.Sprintf("%v/%s/packed", t, Impl()), func(b *testing.B) {
+			timed(b, int64(len(w)), func() error { return MatMulQPacked(p, t, n, pw, rb, rows, 0, rows, a, ab, ntok, y, rows) })
+		})
+	}
+}
+
+// MatVecBig2T packed against unpacked: the out-of-cache pass split in two
+// halves (a multiple of the group size), one goroutine each; MB/s is wall
+// clock (compare with `woolly bench --bandwidth -t 2`).
+func BenchmarkMatVecPacked2T(b *testing.B) {
+	for _, t := range []Type{Q4_K, Q6_K} {
+		g := PackRows(t)
+		if g == 0 {
+			continue
+		}
+		n, w, rb, a, rows := bigMatVec(b, t)
+		pw := make([]byte, len(w))
+		p, err := Pack(t, n, w, rb, rows, pw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		y := make([]float32, rows)
+		half := rows / 2 / g * g
+		for _, packed := range []bool{false, true} {
+			mv := func(r0, r1 int) error {
+				if packed {
+					return MatVecPacked(p, t, n, pw, rb, rows, a, y, r0, r1)
+				}
+				return MatVec(t, n, w, rb, a, y, r0, r1)
+			}
+			name := map[bool]string{false: "unpacked", true: "packed"}[packed]
+			b.Run(fmt.Sprintf("%v/%s/%s", t, Impl(), name), func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				errs := make(chan error, 1)
+				for i := 0; i < b.N; i++ {
+					go func() { errs <- mv(half, rows) }()
+					err := mv(0, half)
+					if err2 := <-errs; err == nil {
+						err = err2
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -166,6 +166,9 @@ func (m *Model) SetDequantCache(budget int64) error {
 	if budget < 0 {
 		return fmt.Errorf("dequant cache budget %d is negative", budget)
 	}
+	if budget > 0 && m.info.PackedBytes > 0 {
+		return errPackedDequant
+	}
 	m.caches.mu.Lock()
 	defer m.caches.mu.Unlock()
 	old := m.caches.dequant.Load()
@@ -329,10 +332,11 @@ func (p *pass) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
 	var w [][]float32
 	for i, op := range ops {
 		mt := op.m
-		if mt.Type == kernels.F32 || mt == &p.m.w.Output {
+		if mt.Type == kernels.F32 || mt == &p.m.w.Output || mt.Pack.Rows() > 0 {
 			// Already f32 in the file, or the output matrix (one row per
 			// prompt except for all-logits evaluations): the cache holds
-			// the layer matrices only (DequantWorkingSet).
+			// the layer matrices only (DequantWorkingSet). Packed
+			// matrices are not in the row order Dequant reads.
 			continue
 		}
 		f, ok, err := dc.TryGet(p.m.caches.dequantID, mt.Name, mt.Rows*mt.Cols, func(dst []float32) error {
@@ -362,7 +366,7 @@ func (p *pass) prefetchLayer(li int) {
 	mats := p.m.w.Layers[li].mats()
 	items := make([]cache.PrefetchItem, 0, len(mats))
 	for _, mt := range mats {
-		if mt.Type == kernels.F32 {
+		if mt.Type == kernels.F32 || mt.Pack.Rows() > 0 {
 			continue
 		}
 		items = append(items, cache.PrefetchItem{Tensor: mt.Name, Type: mt.Type, Data: mt.Data, N: mt.Rows * mt.Cols})

@@ -623,6 +623,12 @@ func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int)
 
 // matProduct is one kernel call: MatVec for one row, MatMulQ for more.
 func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
+	if mt.Pack.Rows() > 0 {
+		if ntok == 1 {
+			return kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
+		}
+		return kernels.MatMulQPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, r0, r1, a, rb, ntok, y, mt.Rows)
+	}
 	if ntok == 1 {
 		return kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
 	}

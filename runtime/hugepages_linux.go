@@ -27,23 +27,17 @@ import (
 // The bytes are unchanged. It returns the function that releases the copy,
 // or nil (weights left in the file mapping) when it is not enabled or huge
 // pages are unavailable.
+// Matrices already repacked (packWeights) are in an anonymous buffer of
+// their own, which follows the same policy (wantHugePages).
 func moveToHugePages(w *Weights) func() error {
-	switch os.Getenv("WOOLLY_HUGEPAGES") {
-	case "1":
-	case "0":
+	if !wantHugePages(w) {
 		return nil
-	default:
-		if !w.hasExperts() {
-			return nil
+	}
+	var mats []*Mat
+	for _, m := range append([]*Mat{&w.Output}, w.allLayerMats()...) {
+		if m.Pack.Rows() == 0 {
+			mats = append(mats, m)
 		}
-	}
-	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil ||
-		strings.Contains(string(thp), "[never]") {
-		return nil
-	}
-	mats := []*Mat{&w.Output}
-	for i := range w.Layers {
-		mats = append(mats, w.Layers[i].allMats()...)
 	}
 	const huge = 2 << 20
 	total := 0
@@ -85,6 +79,26 @@ func moveToHugePages(w *Weights) func() error {
 	}
 	return func() error { return unix.Munmap(b) }
 }
+
+// wantHugePages is the huge-page policy of moveToHugePages:
+// WOOLLY_HUGEPAGES=1 on, 0 off, default on for mixture-of-experts models;
+// and only where transparent huge pages are enabled.
+func wantHugePages(w *Weights) bool {
+	switch os.Getenv("WOOLLY_HUGEPAGES") {
+	case "1":
+	case "0":
+		return false
+	default:
+		if !w.hasExperts() {
+			return false
+		}
+	}
+	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	return err == nil && !strings.Contains(string(thp), "[never]")
+}
+
+// adviseHugePages asks for transparent huge pages on b (best effort).
+func adviseHugePages(b []byte) { unix.Madvise(b, unix.MADV_HUGEPAGE) }
 
 // memAvailable is MemAvailable from /proc/meminfo in bytes (0 if unknown).
 func memAvailable() int {

@@ -5,3 +5,9 @@ package runtime
 // moveToHugePages leaves the weights in the file mapping (see the Linux
 // version).
 func moveToHugePages(w *Weights) func() error { return nil }
+
+// wantHugePages is false: no transparent huge pages here.
+func wantHugePages(w *Weights) bool { return false }
+
+// adviseHugePages does nothing here.
+func adviseHugePages(b []byte) {}

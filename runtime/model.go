@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
@@ -32,7 +33,26 @@ type LoadOptions struct {
 	// cache (f32 copies of weight matrices for prompt batches of at least
 	// 32 tokens); 0, the default, turns it off. See Model.SetDequantCache.
 	DequantCache int64
+	// Pack chooses whether Load repacks the matrices of the types the
+	// kernel set packs (kernels.PackRows) into row-interleaved groups in
+	// memory of their own, dropping their file pages: same results, the
+	// resident size of the file (docs/packed-weights.md).
+	Pack PackMode
 }
+
+// PackMode is LoadOptions.Pack.
+type PackMode int
+
+const (
+	// PackDefault follows WOOLLY_PACK (1: on, 0: off) and, when it is
+	// unset, packDefault (off: on x86-64 the packed kernels measured no
+	// faster end to end on a shared machine; see packed.go).
+	PackDefault PackMode = iota
+	// PackOn repacks the weights.
+	PackOn
+	// PackOff keeps every matrix in the file mapping as it is.
+	PackOff
+)
 
 // AttentionMode chooses how attention is computed. llama.cpp's CPU flash
 // attention has two numerical paths, and matching them is what keeps the
@@ -80,6 +100,7 @@ type Model struct {
 	gbnf    gbnfVocabOnce // constrain.go
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
+	releasePack func() error // unmaps the packed matrices (nil: none)
 }
 
 // ModelInfo describes a loaded model.
@@ -99,6 +120,10 @@ type ModelInfo struct {
 	NVocab        int
 	Threads       int
 	DefaultCtx    int // context of NewSession(0)
+	// PackedBytes is how many bytes of weights Load repacked
+	// (LoadOptions.Pack), PackTime how long that took.
+	PackedBytes int64
+	PackTime    time.Duration
 }
 
 // Load opens a GGUF file and prepares it for inference. The weights stay
@@ -117,6 +142,20 @@ func Load(path string, o LoadOptions) (*Model, error) {
 	}
 	if st, err := os.Stat(path); err == nil {
 		m.info.SizeBytes = st.Size()
+	}
+	if packEnabled(o) {
+		if m.caches.dequant.Load() != nil && len(packable(m.w)) > 0 {
+			m.Close()
+			return nil, fmt.Errorf("%s: LoadOptions.DequantCache: %w", path, errPackedDequant)
+		}
+		t0 := time.Now()
+		release, n, err := packWeights(m.w, m.info.Threads, wantHugePages(m.w))
+		m.releasePack = release
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m.info.PackedBytes, m.info.PackTime = n, time.Since(t0)
 	}
 	m.releaseHuge = moveToHugePages(m.w)
 	return m, nil
@@ -191,6 +230,10 @@ func (m *Model) Close() error {
 	if m.releaseHuge != nil {
 		err = m.releaseHuge()
 		m.releaseHuge = nil
+	}
+	if m.releasePack != nil {
+		err = errors.Join(err, m.releasePack())
+		m.releasePack = nil
 	}
 	return errors.Join(err, m.file.Close())
 }

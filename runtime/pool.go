@@ -31,27 +31,55 @@ type pool struct {
 }
 
 // job is one op split into n chunks; f(wk, c) runs chunk c on worker wk
-// (wk < pool.n, distinct for concurrently running chunks).
+// (wk < pool.n, distinct for concurrently running chunks). The chunks are
+// cut into one contiguous part per worker: worker wk claims the chunks of
+// part wk in order, then helps with the others' (part wk+1, ...), so each
+// worker reads one sequential stream of rows while nobody waits for a late
+// worker's share. (With interleaved, one part: chunks in order to
+// whoever is free, WOOLLY_CHUNKS=interleaved.)
 type job struct {
-	f    func(wk, c int)
-	n    int64
+	f     func(wk, c int)
+	n     int64
+	parts []jobPart
+	done  atomic.Int64
+	fin   chan struct{} // capacity 1: sent by whoever finishes the last chunk
+}
+
+// jobPart is chunks [next, end) of a job, on a cache line of its own.
+type jobPart struct {
 	next atomic.Int64
-	done atomic.Int64
-	fin  chan struct{} // capacity 1: sent by whoever finishes the last chunk
+	end  int64
+	_    [48]byte
+}
+
+func newJob(f func(wk, c int), n, parts int) *job {
+	j := &job{f: f, n: int64(n), parts: make([]jobPart, parts), fin: make(chan struct{}, 1)}
+	for k := range j.parts {
+		j.parts[k].next.Store(int64(k * n / parts))
+		j.parts[k].end = int64((k + 1) * n / parts)
+	}
+	return j
 }
 
 func (j *job) work(wk int) {
-	for {
-		c := j.next.Add(1) - 1
-		if c >= j.n {
-			return
-		}
-		j.f(wk, int(c))
-		if j.done.Add(1) == j.n {
-			j.fin <- struct{}{}
+	np := len(j.parts)
+	for k := 0; k < np; k++ {
+		p := &j.parts[(wk+k)%np]
+		for {
+			c := p.next.Add(1) - 1
+			if c >= p.end {
+				break
+			}
+			j.f(wk, int(c))
+			if j.done.Add(1) == j.n {
+				j.fin <- struct{}{}
+			}
 		}
 	}
 }
+
+// interleavedChunks is WOOLLY_CHUNKS=interleaved: every job one part.
+var interleavedChunks = os.Getenv("WOOLLY_CHUNKS") == "interleaved"
 
 // spinFor is how long an idle worker polls for the next job, and the caller
 // for the last chunks, before parking. Between the ops of one token the
@@ -142,7 +170,11 @@ func (p *pool) runChunks(n int, f func(wk, c int)) {
 		}
 		return
 	}
-	j := &job{f: f, n: int64(n), fin: make(chan struct{}, 1)}
+	parts := p.n
+	if interleavedChunks {
+		parts = 1
+	}
+	j := newJob(f, n, parts)
 	p.publish(j)
 	j.work(0)
 	if j.done.Load() == j.n {

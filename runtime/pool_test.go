@@ -91,3 +91,36 @@ func TestPerformanceCores(t *testing.T) {
 		}
 	}
 }
+
+// A job's chunks are cut into one contiguous part per worker: a worker
+// runs its own part in order, then the others' from the next one on.
+func TestJobParts(t *testing.T) {
+	for _, tc := range []struct{ n, parts, wk int }{{16, 2, 0}, {16, 2, 1}, {10, 3, 2}, {2, 4, 3}, {7, 1, 0}} {
+		var order []int
+		j := newJob(func(wk, c int) { order = append(order, c) }, tc.n, tc.parts)
+		j.fin = make(chan struct{}, 1)
+		j.work(tc.wk)
+		var want []int
+		for k := 0; k < tc.parts; k++ {
+			p := (tc.wk + k) % tc.parts
+			for c := p * tc.n / tc.parts; c < (p+1)*tc.n/tc.parts; c++ {
+				want = append(want, c)
+			}
+		}
+		if len(order) != tc.n || !slicesEqual(order, want) {
+			t.Errorf("n=%d parts=%d worker %d ran %v, want %v", tc.n, tc.parts, tc.wk, order, want)
+		}
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

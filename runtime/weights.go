@@ -16,6 +16,8 @@ type Mat struct {
 	Cols     int
 	RowBytes int
 	Data     []byte
+	// Pack is how Data is packed (packWeights; zero: rows as in the file).
+	Pack kernels.Packing
 }
 
 // Layer holds the weights of one transformer block.
@@ -262,6 +264,15 @@ func (m *Mat) embedRow(tok int, dst []float32) error {
 }
 
 // hasExperts reports whether a layer has a mixture of experts.
+// allLayerMats lists every matrix of every layer (allMats).
+func (w *Weights) allLayerMats() []*Mat {
+	var out []*Mat
+	for i := range w.Layers {
+		out = append(out, w.Layers[i].allMats()...)
+	}
+	return out
+}
+
 func (w *Weights) hasExperts() bool {
 	for i := range w.Layers {
 		if w.Layers[i].ExpGate != nil {

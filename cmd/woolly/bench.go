@@ -140,6 +140,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		Done: func(m *wrt.Model) {
 			cj := cacheStatsJSON(m)
 			caches = &cj
+			if info := m.Info(); !*asJSON && info.PackedBytes > 0 {
+				fmt.Fprintf(stdout, "packed weights: %.2f MiB repacked at load in %.3f s (WOOLLY_PACK=1)\n",
+					float64(info.PackedBytes)/(1<<20), info.PackTime.Seconds())
+			}
 			if !*asJSON && dq.budget(m) > 0 {
 				printCacheStats(stdout, m)
 			}
