@@ -242,7 +242,7 @@ const (
 
 func (s *Server) routes() {
 	// The chat page and its files are open: the page holds no secret and
-	// asks for the API key itself (see web.go).
+	// asks for the API key itself (root checks the key for non-browsers).
 	s.handle(famOllama, "/{$}", true, s.root, "GET", "HEAD")
 	for path := range webAssets {
 		s.handle(famOllama, path, true, s.webAsset, "GET", "HEAD")

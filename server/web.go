@@ -28,10 +28,17 @@ const webPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 
 // root answers GET / with the chat page for browsers (an Accept naming
 // text/html), and with one line of text for other clients, which check
-// that the server is up (Ollama's clients and scripts do).
+// that the server is up (Ollama's clients and scripts do). The page is
+// open (it holds no secret and asks for the API key itself); the line
+// still wants the key, as before the page.
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Accept")
 	if !wantsHTML(r) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			s.fail(w, r, famOllama, http.StatusUnauthorized, "missing or invalid API key")
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.Method == http.MethodHead {
 			w.WriteHeader(http.StatusOK)

@@ -58,6 +58,8 @@ func TestWebPage(t *testing.T) {
 
 	// Not a browser: the line clients check, as before.
 	r = do(t, ts, "GET", "/", "", "Accept", "*/*")
+	wantStatus(t, r, 401) // the line wants the key, as before the page
+	r = do(t, ts, "GET", "/", "", "Accept", "*/*", "Authorization", "Bearer k")
 	wantStatus(t, r, 200)
 	if string(r.body) != "Woolly is running" || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
 		t.Errorf("GET / for */*: %q %q", r.header.Get("Content-Type"), r.body)
