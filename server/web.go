@@ -22,9 +22,10 @@ var webAssets = map[string]string{
 }
 
 // webPolicy lets the page load only its own script, style and API: no
-// inline script, no framing by other sites.
+// inline script, no framing by other sites (data: for the empty favicon,
+// which keeps browsers from asking for /favicon.ico).
 const webPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-	"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // root answers GET / with the chat page for browsers (an Accept naming
 // text/html), and with one line of text for other clients, which check
