@@ -136,6 +136,28 @@ try {
     assert.equal(await page.locator('#chats li').count(), 2);
   });
 
+  await check('reasoning kept with an answer shows folded', async () => {
+    // None of the test models writes <think>, so the stored form of an
+    // answer with reasoning_content is put in local storage and shown.
+    await page.evaluate(() => {
+      const chats = JSON.parse(localStorage.getItem('woolly.chats'));
+      chats.unshift({ id: 'r', title: 'Thinking', messages: [{ role: 'user', content: 'Why?' },
+        { role: 'assistant', model: 'm', reasoning: 'Because of this.', content: 'That.' }] });
+      localStorage.setItem('woolly.chats', JSON.stringify(chats));
+      localStorage.setItem('woolly.current', 'r');
+    });
+    await page.reload();
+    const d = page.locator('.msg.assistant details');
+    await d.waitFor({ timeout: 10_000 });
+    assert.equal(await d.evaluate((e) => e.open), false);
+    assert.equal(await d.locator('summary').textContent(), 'Reasoning');
+    assert.equal(await d.locator('.reasoning').isVisible(), false);
+    await d.locator('summary').click();
+    assert.equal(await d.locator('.reasoning').textContent(), 'Because of this.');
+    assert.equal(await d.locator('.reasoning').isVisible(), true);
+    assert.equal(await page.locator('.msg.assistant .content').textContent(), 'That.');
+  });
+
   assert.deepEqual(pageErrors, [], 'errors in the page');
   // The one refusal: the model list asked for before the key was given.
   assert.deepEqual(failures, ['401 /api/tags'], 'failed requests');

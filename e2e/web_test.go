@@ -41,6 +41,13 @@ func TestWebChatPage(t *testing.T) {
 	} else if err := os.MkdirAll(filepath.Dir(shot), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Opened here so that go test's cache sees a change to them (node and
+	// the woolly build read them outside the test process).
+	for _, f := range []string{"web.mjs", "../server/web/index.html", "../server/web/app.js", "../server/web/style.css"} {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	url, _ := startServer(t, "--api-key", "web-key")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
