@@ -241,7 +241,12 @@ const (
 )
 
 func (s *Server) routes() {
-	s.handle(famOllama, "/{$}", false, s.root, "GET", "HEAD")
+	// The chat page and its files are open: the page holds no secret and
+	// asks for the API key itself (root checks the key for non-browsers).
+	s.handle(famOllama, "/{$}", true, s.root, "GET", "HEAD")
+	for path := range webAssets {
+		s.handle(famOllama, path, true, s.webAsset, "GET", "HEAD")
+	}
 	s.handle(famOllama, "/api/generate", false, func(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, false) }, "POST")
 	s.handle(famOllama, "/api/chat", false, func(w http.ResponseWriter, r *http.Request) { s.ollama(w, r, true) }, "POST")
 	s.handle(famOllama, "/api/tags", false, s.ollamaTags, "GET", "HEAD")
@@ -451,15 +456,6 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) root(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if r.Method == http.MethodHead {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	io.WriteString(w, "Woolly is running")
 }
 
 // fail writes an error in the family's shape (see errorBody), without the
