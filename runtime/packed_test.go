@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,14 +83,18 @@ func TestPackSwitch(t *testing.T) {
 	if _, err := os.Stat(path); err != nil || kernels.PackRows(kernels.Q4_K) == 0 {
 		t.Skip("no synth-llama-mini-Q4_K_M or no packed Q4_K layout here")
 	}
+	require.Equal(t, goruntime.GOARCH == "arm64", packDefault, "packing is the default on arm64 only")
 	for _, tc := range []struct {
 		env    string
 		mode   PackMode
+		dq     int64
 		packed bool
-	}{{"0", PackDefault, false}, {"1", PackDefault, true}, {"", PackDefault, packDefault},
-		{"0", PackOn, true}, {"1", PackOff, false}} {
+	}{{"0", PackDefault, 0, false}, {"1", PackDefault, 0, true}, {"", PackDefault, 0, packDefault},
+		{"0", PackOn, 0, true}, {"1", PackOff, 0, false},
+		// an explicit dequant cache turns the default (not an explicit choice) off
+		{"", PackDefault, 1 << 20, false}} {
 		t.Setenv("WOOLLY_PACK", tc.env)
-		m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: tc.mode})
+		m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: tc.mode, DequantCache: tc.dq})
 		require.NoError(t, err)
 		n := 0
 		for _, mt := range m.w.allLayerMats() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/woolly-llm/woolly/loader"
@@ -68,8 +69,12 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 
 // Load prepares a model for generation.
 func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
-	m, err := runtime.Load(path, runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength,
-		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache})
+	lo := runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength,
+		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache}
+	if b.DequantCacheFraction > 0 && os.Getenv("WOOLLY_PACK") != "1" {
+		lo.Pack = runtime.PackOff // the dequant cache reads unpacked rows
+	}
+	m, err := runtime.Load(path, lo)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,15 @@ func dequantFlag(fs *flag.FlagSet) *string {
 type dequantSize struct {
 	bytes int64
 	frac  float64 // > 0: a fraction of Model.DequantWorkingSet
+}
+
+// pack is the packing a model with this cache loads with: off, unless
+// WOOLLY_PACK=1 asks for both (Load then names the conflict).
+func (d dequantSize) pack() runtime.PackMode {
+	if os.Getenv("WOOLLY_PACK") == "1" {
+		return runtime.PackDefault
+	}
+	return runtime.PackOff
 }
 
 func parseDequantCache(s string) (dequantSize, error) {

@@ -148,8 +148,11 @@ func (g *generateFlags) load(stderr io.Writer, mode runtime.AttentionMode) (*run
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.Load(*g.model, runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode,
-		PrefixCache: g.prefix.v})
+	lo := runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode, PrefixCache: g.prefix.v}
+	if dq.bytes > 0 || dq.frac > 0 {
+		lo.Pack = dq.pack() // the dequant cache reads unpacked rows
+	}
+	m, err := runtime.Load(*g.model, lo)
 	if err != nil {
 		return nil, err
 	}
