@@ -50,6 +50,19 @@ type Preset struct {
 	ExpertFF   int  // rows of each expert's gate/up
 	Window     int  // sliding window (gemma3)
 	RopeSWA    float32
+
+	// Gated DeltaNet hybrids (qwen35): every FullAttnEvery-th layer is gated
+	// full attention, the others linear attention with SSMGroups key heads
+	// and SSMVHeads value heads of SSMState, a causal conv of SSMConv taps.
+	DeltaNet      bool
+	FullAttnEvery int
+	SSMConv       int
+	SSMState      int
+	SSMGroups     int
+	SSMVHeads     int
+	Rot           int    // rope.dimension_count (0: the head size)
+	RopeSections  [4]int // rope.dimension_sections
+	Pre           string // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
 }
 
 var presets = []Preset{
@@ -69,6 +82,13 @@ var presets = []Preset{
 	{Name: "phi3-mini", Arch: "phi3", Dim: 3072, Layers: 32, Heads: 32, KVHeads: 32, FFN: 8192, Vocab: 32064, Ctx: 4096, RopeBase: 10000, Eps: 1e-5, Fused: true},
 	// A Qwen3-MoE with 7B weights of which ~1B are read per token: 64
 	// experts of which 8 are used, each 1024 wide.
+	// A Qwen3.5-style mini (random weights): 3 Gated DeltaNet layers to 1
+	// gated full-attention layer, partial interleaved multi-section RoPE,
+	// for parity tests against llama.cpp (run with the gpt-2 vocabulary,
+	// pre-tokenizer qwen35; see runtime/testdata/qwen35/README.md).
+	{Name: "qwen35-mini", Arch: "qwen35", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
+		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35"},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -127,6 +147,10 @@ func (p Preset) Tensors() []Tensor {
 	for l := 0; l < p.Layers; l++ {
 		b := fmt.Sprintf("blk.%d.", l)
 		ts = append(ts, Tensor{b + "attn_norm.weight", []int64{d}, true})
+		if p.DeltaNet {
+			ts = append(ts, p.deltaNetTensors(b, l)...)
+			continue
+		}
 		if p.Fused {
 			ts = append(ts, Tensor{b + "attn_qkv.weight", []int64{d, q + 2*kv}, false})
 		} else {
@@ -172,6 +196,42 @@ func (p Preset) Tensors() []Tensor {
 		ts = append(ts, Tensor{"output.weight", []int64{d, v}, false})
 	}
 	return ts
+}
+
+// deltaNetTensors are the tensors of layer l (prefix b) of a Gated DeltaNet
+// hybrid after attn_norm, as llama.cpp's loader names and shapes them.
+// ssm_a is drawn as a norm weight and negated when written (A = -exp(A_log)).
+func (p Preset) deltaNetTensors(b string, l int) []Tensor {
+	hd := int64(p.HeadSize())
+	d, q, kv, f := int64(p.Dim), hd*int64(p.Heads), hd*int64(p.KVHeads), int64(p.FFN)
+	var ts []Tensor
+	if (l+1)%p.FullAttnEvery != 0 {
+		s, nk, nv := int64(p.SSMState), int64(p.SSMGroups), int64(p.SSMVHeads)
+		cc := 2*s*nk + s*nv
+		ts = append(ts,
+			Tensor{b + "attn_qkv.weight", []int64{d, cc}, false},
+			Tensor{b + "attn_gate.weight", []int64{d, s * nv}, false},
+			Tensor{b + "ssm_conv1d.weight", []int64{int64(p.SSMConv), cc}, false},
+			Tensor{b + "ssm_dt.bias", []int64{nv}, true},
+			Tensor{b + "ssm_a", []int64{nv}, true},
+			Tensor{b + "ssm_beta.weight", []int64{d, nv}, false},
+			Tensor{b + "ssm_alpha.weight", []int64{d, nv}, false},
+			Tensor{b + "ssm_norm.weight", []int64{s}, true},
+			Tensor{b + "ssm_out.weight", []int64{s * nv, d}, false})
+	} else {
+		ts = append(ts,
+			Tensor{b + "attn_q.weight", []int64{d, 2 * q}, false}, // q and its gate, per head
+			Tensor{b + "attn_k.weight", []int64{d, kv}, false},
+			Tensor{b + "attn_v.weight", []int64{d, kv}, false},
+			Tensor{b + "attn_q_norm.weight", []int64{hd}, true},
+			Tensor{b + "attn_k_norm.weight", []int64{hd}, true},
+			Tensor{b + "attn_output.weight", []int64{q, d}, false})
+	}
+	return append(ts,
+		Tensor{b + "post_attention_norm.weight", []int64{d}, true},
+		Tensor{b + "ffn_gate.weight", []int64{d, f}, false},
+		Tensor{b + "ffn_up.weight", []int64{d, f}, false},
+		Tensor{b + "ffn_down.weight", []int64{f, d}, false})
 }
 
 // Options says what WriteFile writes.
@@ -277,7 +337,24 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	hd := uint32(p.HeadSize())
 	w.SetUint32(a+".attention.key_length", hd)
 	w.SetUint32(a+".attention.value_length", hd)
-	w.SetUint32(a+".rope.dimension_count", hd)
+	if p.Rot > 0 {
+		w.SetUint32(a+".rope.dimension_count", uint32(p.Rot))
+	} else {
+		w.SetUint32(a+".rope.dimension_count", hd)
+	}
+	if p.DeltaNet {
+		secs := make([]int32, 4)
+		for i, s := range p.RopeSections {
+			secs[i] = int32(s)
+		}
+		w.SetInt32s(a+".rope.dimension_sections", secs)
+		w.SetUint32(a+".full_attention_interval", uint32(p.FullAttnEvery))
+		w.SetUint32(a+".ssm.conv_kernel", uint32(p.SSMConv))
+		w.SetUint32(a+".ssm.state_size", uint32(p.SSMState))
+		w.SetUint32(a+".ssm.group_count", uint32(p.SSMGroups))
+		w.SetUint32(a+".ssm.time_step_rank", uint32(p.SSMVHeads))
+		w.SetUint32(a+".ssm.inner_size", uint32(p.SSMState*p.SSMVHeads))
+	}
 	w.SetFloat32(a+".rope.freq_base", p.RopeBase)
 	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", p.Eps)
 	if p.Granite {
@@ -316,6 +393,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 			}
 		}
 		n = len(toks)
+		if p.Pre != "" {
+			w.SetString("tokenizer.ggml.pre", p.Pre)
+		}
 	} else {
 		toks, scores, types := byteVocab(n)
 		w.SetString("tokenizer.ggml.model", "llama")
@@ -447,6 +527,11 @@ func writeTensorData(out io.Writer, t Tensor, ty kernels.Type, seed uint64, thre
 					if t.Norm {
 						for j := range row {
 							row[j] = 1 + 0.1*float32(rng.NormFloat64())
+						}
+						if strings.HasSuffix(t.Name, ".ssm_a") { // a decay rate: A = -exp(A_log) < 0
+							for j := range row {
+								row[j] *= -0.25
+							}
 						}
 					} else {
 						for j := range row {
