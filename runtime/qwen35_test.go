@@ -274,3 +274,30 @@ func rewriteModel(t *testing.T, path string, set map[string]*loader.Value, drop 
 	require.NoError(t, w.WriteFile(out))
 	return out
 }
+
+// TestIMRoPETables: for text tokens, ggml's interleaved multi-section RoPE
+// rotates pair i by the position unless its sector (i mod the sections'
+// sum) falls to the fourth section, whose position is 0. Sections
+// [3, 1, 2, 2] over 8 pairs: sectors 4 (4%3 = 1, not < 3*1) and 7 are
+// unrotated; Qwen3.5's real [11, 11, 10, 0] (and the mini's [3, 3, 2, 0])
+// rotate every pair.
+func TestIMRoPETables(t *testing.T) {
+	for _, tc := range []struct {
+		secs [4]int
+		e    []int
+	}{{[4]int{3, 1, 2, 2}, []int{4, 7}}, {[4]int{3, 3, 2, 0}, nil}, {[4]int{1, 1, 1, 0}, nil}} {
+		c := &Config{NRot: 16, RopeAttnFactor: 1, RopeSections: tc.secs}
+		const ntok, pos0 = 3, 5
+		cos, sin := make([]float32, ntok*8), make([]float32, ntok*8)
+		ropeTables(c, 10000, 1, nil, pos0, ntok, cos, sin)
+		wantC, wantS := slices.Clone(cos), slices.Clone(sin)
+		for t := 0; t < ntok; t++ {
+			for _, i := range tc.e {
+				wantC[t*8+i], wantS[t*8+i] = 1, 0
+			}
+		}
+		imropeTables(c, ntok, cos, sin)
+		require.Equal(t, wantC, cos, "sections %v", tc.secs)
+		require.Equal(t, wantS, sin, "sections %v", tc.secs)
+	}
+}
