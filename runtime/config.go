@@ -60,6 +60,7 @@ type Config struct {
 	NExpert            int
 	NExpertUsed        int
 	NFFExp             int     // rows of each expert's gate/up (expert_feed_forward_length, else feed_forward_length)
+	NFFShexp           int     // qwen35moe: rows of the shared expert's gate/up (expert_shared_feed_forward_length, else feed_forward_length)
 	ExpertWeightsNorm  bool    // renormalize the chosen experts' weights to sum 1
 	ExpertWeightsScale float32 // multiply the weights by this (expert_weights_scale; 0 or 1: none)
 
@@ -97,20 +98,21 @@ type archSpec struct {
 
 // archInfo lists the architectures the forward pass implements.
 var archInfo = map[string]archSpec{
-	"llama":    {moe: 1},
-	"granite":  {},
-	"qwen2":    {neox: true, biases: true},
-	"qwen3":    {neox: true, qkNorm: true},
-	"qwen3moe": {neox: true, qkNorm: true, moe: 2},
-	"gemma2":   {neox: true, postNorms: true, gelu: true, gemma: true},
-	"gemma3":   {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true},
-	"phi3":     {neox: true},
-	"qwen35":   {neox: true, qkNorm: true, deltaNet: true},
+	"llama":     {moe: 1},
+	"granite":   {},
+	"qwen2":     {neox: true, biases: true},
+	"qwen3":     {neox: true, qkNorm: true},
+	"qwen3moe":  {neox: true, qkNorm: true, moe: 2},
+	"gemma2":    {neox: true, postNorms: true, gelu: true, gemma: true},
+	"gemma3":    {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true},
+	"phi3":      {neox: true},
+	"qwen35":    {neox: true, qkNorm: true, deltaNet: true},
+	"qwen35moe": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
 }
 
 // SupportedArchitectures lists the general.architecture values Woolly runs.
 func SupportedArchitectures() []string {
-	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35"}
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
@@ -380,8 +382,20 @@ func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) 
 		if c.NExpertUsed > c.NExpert {
 			return fmt.Errorf("key %s.expert_used_count %d exceeds expert_count %d", arch, c.NExpertUsed, c.NExpert)
 		}
-		if c.NFFExp, err = opt("expert_feed_forward_length", c.NFF); err != nil {
+		defFFExp := c.NFF
+		if arch == "qwen35moe" { // llama.cpp: n_ff / n_expert_used when the key is absent
+			defFFExp = c.NFF / c.NExpertUsed
+		}
+		if c.NFFExp, err = opt("expert_feed_forward_length", defFFExp); err != nil {
 			return err
+		}
+		if c.NFFExp == 0 {
+			return fmt.Errorf("key %s.expert_feed_forward_length is missing and feed_forward_length %d / expert_used_count %d is 0", arch, c.NFF, c.NExpertUsed)
+		}
+		if arch == "qwen35moe" {
+			if c.NFFShexp, err = opt("expert_shared_feed_forward_length", c.NFF); err != nil {
+				return err
+			}
 		}
 		c.ExpertWeightsNorm = true // every MoE graph Woolly runs renormalizes (llama.cpp norm_w)
 		if c.ExpertWeightsScale, err = optFloat("expert_weights_scale", 0); err != nil {
@@ -428,7 +442,7 @@ func (c *Config) KVDim() int { return c.NHeadKV * c.HeadDim }
 // experts, whose layers have no dense FFN).
 func (c *Config) denseFF() int {
 	if c.NExpert > 0 {
-		return 0
+		return c.NFFShexp // the shared expert's width (0: none)
 	}
 	return c.NFF
 }

@@ -44,6 +44,8 @@ type dnState struct {
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
 	gate  []float32 // [nBatch][QDim]
 	delta [][]float32
+	// qwen35moe's shared expert: its output [nBatch][NEmbd] and gate [nBatch].
+	shOut, shGate []float32
 }
 
 func newDNState(c *Config, nBatch, nWorkers int) *dnState {
@@ -61,6 +63,10 @@ func newDNState(c *Config, nBatch, nWorkers int) *dnState {
 	}
 	for i := range s.delta {
 		s.delta[i] = make([]float32, c.SSMState)
+	}
+	if c.NFFShexp > 0 {
+		s.shOut = make([]float32, nBatch*c.NEmbd)
+		s.shGate = make([]float32, nBatch)
 	}
 	return s
 }

@@ -424,6 +424,11 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 		if err := p.moe(l, xb, ntok, xb2); err != nil {
 			return err
 		}
+		if l.ShexpGate.Data != nil {
+			if err := p.sharedExpert(l, xb, xb2, hb, hb2, ntok); err != nil {
+				return err
+			}
+		}
 	} else {
 		// Gate and up in one op; each chunk applies act(gate)*up to its
 		// rows as soon as it has both (element-wise, so the same bits as
@@ -452,6 +457,36 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 		}
 	}
 	return addResidual(c, x, xb2, l.PostFFN, ntok)
+}
+
+// sharedExpert adds qwen35moe's shared expert to the routed experts' output
+// moe ([ntok][NEmbd]): moe += sigmoid(ShexpGate h) * Wdown(silu(Wgate h) * Wup h).
+func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error {
+	c, dn := p.m.cfg, p.st.dn
+	d := c.NEmbd
+	out, g := dn.shOut[:ntok*d], dn.shGate[:ntok]
+	fused, err := p.matmulOps(h, ntok, gluSiLU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
+	if err != nil {
+		return err
+	}
+	if !fused {
+		if err := gluSiLU.apply(hb, hb2, ntok, c.NFFShexp, 0, c.NFFShexp); err != nil {
+			return err
+		}
+	}
+	if err := p.matmul(hb, ntok, matOp{&l.Wdown, out}); err != nil {
+		return err
+	}
+	if err := p.matmul(h, ntok, matOp{&l.ShexpGate, g}); err != nil {
+		return err
+	}
+	for t := 0; t < ntok; t++ {
+		s := sigmoidf(g[t])
+		for i := t * d; i < (t+1)*d; i++ {
+			moe[i] += out[i] * s
+		}
+	}
+	return nil
 }
 
 // addResidual adds a sublayer's output y (ntok rows) to the residual stream

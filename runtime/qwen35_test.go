@@ -22,19 +22,26 @@ import (
 	"github.com/woolly-llm/woolly/synth"
 )
 
-// qwen35MiniSHA256 pins the bytes of `woolly synth --preset qwen35-mini
-// --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf` (seed 1), the file
+// deltaNetMinis pins the bytes of `woolly synth --preset NAME --vocab
+// ../shared/vocab/ggml-vocab-gpt-2.gguf` (seed 1, Q4_K_M), the files
 // llama.cpp's references in testdata/qwen35 were made from.
-const qwen35MiniSHA256 = "8479c17d99a63edfd13e2907d53bfeae81c28b371e0cf53d20499301786ca4ef"
+var deltaNetMinis = map[string]string{
+	"qwen35-mini":    "8479c17d99a63edfd13e2907d53bfeae81c28b371e0cf53d20499301786ca4ef",
+	"qwen35moe-mini": "528ee11264bfd5aba3c263c5e5a356f87d578560f35f163c71cab43980234edf",
+}
 
 // qwen35Mini writes the qwen35 mini into a temporary directory, checks its
 // pinned checksum and returns its path.
-func qwen35Mini(t testing.TB) string {
+func qwen35Mini(t testing.TB) string { return deltaNetMini(t, "qwen35-mini") }
+
+// deltaNetMini writes the synth preset name into a temporary directory,
+// checks its pinned checksum and returns its path.
+func deltaNetMini(t testing.TB, name string) string {
 	t.Helper()
 	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
-	p, err := synth.FindPreset("qwen35-mini")
+	p, err := synth.FindPreset(name)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-qwen35-mini-Q4_K_M.gguf")
+	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
 	ft, err := quant.ParseFileType("q4_k_m")
 	require.NoError(t, err)
 	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, VocabPath: vocab, Seed: 1, Threads: 2})
@@ -45,13 +52,13 @@ func qwen35Mini(t testing.TB) string {
 	h := sha256.New()
 	_, err = io.Copy(h, f)
 	require.NoError(t, err)
-	require.Equal(t, qwen35MiniSHA256, hex.EncodeToString(h.Sum(nil)), "synth qwen35-mini bytes changed: remake testdata/qwen35 (README.md)")
+	require.Equal(t, deltaNetMinis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/qwen35 (README.md)", name)
 	return path
 }
 
-// qwen35Refs reads llama.cpp's references for the mini.
-func qwen35Refs(t *testing.T) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "qwen35", "*.json"))
+// qwen35Refs reads llama.cpp's references for the mini name.
+func qwen35Refs(t *testing.T, name string) map[string]refLogits {
+	files, _ := filepath.Glob(filepath.Join("testdata", "qwen35", "synth-"+name+"-Q4_K_M.*.json"))
 	require.NotEmpty(t, files)
 	out := map[string]refLogits{}
 	for _, f := range files {
@@ -79,16 +86,23 @@ func teacherForced(ref refLogits) ([]int32, []refTop) {
 	return seq, tops
 }
 
-// TestQwen35Parity: the qwen35 mini's logits equal llama.cpp's within the
-// contract's tolerance for quantized files, evaluated as one batch, token
-// by token and in uneven chunks (the recurrent state carried between
-// passes); prompt ids and the 16 greedy ids are identical.
+// TestQwen35Parity: the qwen35 and qwen35moe minis' logits equal
+// llama.cpp's within the contract's tolerance for quantized files,
+// evaluated as one batch, token by token and in uneven chunks (the
+// recurrent state carried between passes); prompt ids and the 16 greedy
+// ids are identical.
 func TestQwen35Parity(t *testing.T) {
-	m := loadPath(t, qwen35Mini(t), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
+	for _, name := range []string{"qwen35-mini", "qwen35moe-mini"} {
+		t.Run(name, func(t *testing.T) { deltaNetParity(t, name) })
+	}
+}
+
+func deltaNetParity(t *testing.T, name string) {
+	m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
 	const tol = 0.1
 	nv := m.Info().NVocab
 	worst := map[string]float64{}
-	for tag, ref := range qwen35Refs(t) {
+	for tag, ref := range qwen35Refs(t, name) {
 		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
 		require.NoError(t, err)
 		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
@@ -121,8 +135,8 @@ func TestQwen35Parity(t *testing.T) {
 		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
 		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
 	}
-	t.Logf("qwen35 mini max |Δlogit| vs llama.cpp: batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
-		worst["batch"], worst["token"], worst["chunks"], tol)
+	t.Logf("%s max |Δlogit| vs llama.cpp: batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
+		name, worst["batch"], worst["token"], worst["chunks"], tol)
 	for k, v := range worst {
 		if v > tol {
 			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, tol)

@@ -48,6 +48,10 @@ type Layer struct {
 	// [NEmbd rows][SSMInner]. Wq etc. are unused in such a layer.
 	Wqkv, Wz, Wbeta, Walpha, SSMOut Mat
 	ConvW, DtBias, A, SSMNorm       []float32
+
+	// qwen35moe's shared expert: Wgate, Wup, Wdown hold it beside the
+	// routed experts, its output scaled by sigmoid(ShexpGate h) (one row).
+	ShexpGate Mat
 }
 
 // rows returns rows [r0, r1) of m as a matrix of its own (a view).
@@ -193,7 +197,7 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 			func() (e error) { l.AttnNorm, e = vec(p+"attn_norm.weight", c.NEmbd); return },
 		}
 		if c.hasRecurrent() {
-			steps = append(steps, c.deltaNetSteps(l, i, mat, vec, floats)...)
+			steps = append(steps, c.deltaNetSteps(l, i, mat, vec, floats, experts)...)
 			for _, s := range steps {
 				if err := s(); err != nil {
 					return nil, err
@@ -309,7 +313,8 @@ func (w *Weights) hasExperts() bool {
 func (c *Config) deltaNetSteps(l *Layer, il int,
 	mat func(string, int, int) (Mat, error),
 	vec func(string, int) ([]float32, error),
-	floats func(string, int, int) ([]float32, error)) []func() error {
+	floats func(string, int, int) ([]float32, error),
+	experts func(string, int, int, int) ([]Mat, error)) []func() error {
 	p := fmt.Sprintf("blk.%d.", il)
 	d := c.NEmbd
 	var steps []func() error
@@ -337,8 +342,21 @@ func (c *Config) deltaNetSteps(l *Layer, il int,
 			func() (e error) { l.Wo, e = mat(p+"attn_output.weight", qd, d); return },
 		)
 	}
+	steps = append(steps, func() (e error) { l.FFNNorm, e = vec(p+"post_attention_norm.weight", d); return })
+	if c.NExpert > 0 { // qwen35moe: routed experts and a gated shared expert
+		ne, fe, fs := c.NExpert, c.NFFExp, c.NFFShexp
+		return append(steps,
+			func() (e error) { l.GateInp, e = mat(p+"ffn_gate_inp.weight", d, ne); return },
+			func() (e error) { l.ExpGate, e = experts(p+"ffn_gate_exps.weight", d, fe, ne); return },
+			func() (e error) { l.ExpUp, e = experts(p+"ffn_up_exps.weight", d, fe, ne); return },
+			func() (e error) { l.ExpDown, e = experts(p+"ffn_down_exps.weight", fe, d, ne); return },
+			func() (e error) { l.ShexpGate, e = mat(p+"ffn_gate_inp_shexp.weight", d, 1); return },
+			func() (e error) { l.Wgate, e = mat(p+"ffn_gate_shexp.weight", d, fs); return },
+			func() (e error) { l.Wup, e = mat(p+"ffn_up_shexp.weight", d, fs); return },
+			func() (e error) { l.Wdown, e = mat(p+"ffn_down_shexp.weight", fs, d); return },
+		)
+	}
 	return append(steps,
-		func() (e error) { l.FFNNorm, e = vec(p+"post_attention_norm.weight", d); return },
 		func() (e error) { l.Wgate, e = mat(p+"ffn_gate.weight", d, c.NFF); return },
 		func() (e error) { l.Wup, e = mat(p+"ffn_up.weight", d, c.NFF); return },
 		func() (e error) { l.Wdown, e = mat(p+"ffn_down.weight", c.NFF, d); return },

@@ -63,6 +63,7 @@ type Preset struct {
 	Rot           int    // rope.dimension_count (0: the head size)
 	RopeSections  [4]int // rope.dimension_sections
 	Pre           string // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
+	SharedFF      int    // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
 }
 
 var presets = []Preset{
@@ -89,6 +90,12 @@ var presets = []Preset{
 	{Name: "qwen35-mini", Arch: "qwen35", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
 		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35"},
+	// Its mixture-of-experts sibling (Qwen3.5-MoE / Qwen3.6-A3B style): 8
+	// experts of 32, 2 used, softmax routing, and a sigmoid-gated shared
+	// expert of 64.
+	{Name: "qwen35moe-mini", Arch: "qwen35moe", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
+		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -227,8 +234,20 @@ func (p Preset) deltaNetTensors(b string, l int) []Tensor {
 			Tensor{b + "attn_k_norm.weight", []int64{hd}, true},
 			Tensor{b + "attn_output.weight", []int64{q, d}, false})
 	}
+	ts = append(ts, Tensor{b + "post_attention_norm.weight", []int64{d}, true})
+	if p.Experts > 0 {
+		ne, fe, fs := int64(p.Experts), int64(p.ExpertFF), int64(p.SharedFF)
+		return append(ts,
+			Tensor{b + "ffn_gate_inp.weight", []int64{d, ne}, false},
+			Tensor{b + "ffn_gate_exps.weight", []int64{d, fe, ne}, false},
+			Tensor{b + "ffn_up_exps.weight", []int64{d, fe, ne}, false},
+			Tensor{b + "ffn_down_exps.weight", []int64{fe, d, ne}, false},
+			Tensor{b + "ffn_gate_inp_shexp.weight", []int64{d}, false},
+			Tensor{b + "ffn_gate_shexp.weight", []int64{d, fs}, false},
+			Tensor{b + "ffn_up_shexp.weight", []int64{d, fs}, false},
+			Tensor{b + "ffn_down_shexp.weight", []int64{fs, d}, false})
+	}
 	return append(ts,
-		Tensor{b + "post_attention_norm.weight", []int64{d}, true},
 		Tensor{b + "ffn_gate.weight", []int64{d, f}, false},
 		Tensor{b + "ffn_up.weight", []int64{d, f}, false},
 		Tensor{b + "ffn_down.weight", []int64{f, d}, false})
@@ -367,6 +386,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		w.SetUint32(a+".expert_count", uint32(p.Experts))
 		w.SetUint32(a+".expert_used_count", uint32(p.ExpertsUse))
 		w.SetUint32(a+".expert_feed_forward_length", uint32(p.ExpertFF))
+		if p.SharedFF > 0 {
+			w.SetUint32(a+".expert_shared_feed_forward_length", uint32(p.SharedFF))
+		}
 	}
 	if p.Window > 0 {
 		w.SetUint32(a+".attention.sliding_window", uint32(p.Window))
