@@ -108,7 +108,20 @@ func deltaNetParity(t *testing.T, name string) {
 		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
 		seq, tops := teacherForced(ref)
 
+		// llama.cpp's own procedure: the prompt as one batch, then each
+		// greedy id decoded alone.
 		s := newSession(t, m, 0)
+		pr := evalAll(t, s, ref.PromptIDs)
+		for i := range ref.PromptIDs {
+			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), pr[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
+		}
+		for k := 1; k < len(ref.Greedy.Steps); k++ {
+			row, err := s.Eval([]int32{ref.Greedy.IDs[k-1]}, false)
+			require.NoError(t, err)
+			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s step %d", tag, k), row, ref.Greedy.Steps[k].Top, tol))
+		}
+
+		s.Reset()
 		all := evalAll(t, s, seq)
 		for i := range seq {
 			worst["batch"] = max(worst["batch"], compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol))
@@ -135,8 +148,12 @@ func deltaNetParity(t *testing.T, name string) {
 		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
 		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
 	}
-	t.Logf("%s max |Δlogit| vs llama.cpp: batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
-		name, worst["batch"], worst["token"], worst["chunks"], tol)
+	t.Logf("%s max |Δlogit| vs llama.cpp: its procedure %.3g; teacher-forced batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
+		name, worst["procedure"], worst["batch"], worst["token"], worst["chunks"], tol)
+	if name == "qwen35-mini" && worst["procedure"] > 1e-6 {
+		// The dense mini reproduces the reference's bits (the JSON prints 9 digits).
+		t.Errorf("%s: max |Δlogit| %.3g following llama.cpp's procedure, want the reference's bits (≤ 1e-6)", name, worst["procedure"])
+	}
 	for k, v := range worst {
 		if v > tol {
 			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, tol)
