@@ -479,14 +479,6 @@ func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
 // call per value; meant for tests and scalar use.
 func Tanhf(x float32) float32 { return float32(C.tanhf(C.float(x))) }
 
-// Expf and Logf are the C library's expf and logf, the ones ggml's scalar
-// ops (sigmoid, softplus, the gated delta rule's decay) call: on glibc the
-// reference build's functions, bit for bit. One cgo call per value.
-func Expf(x float32) float32 { return float32(C.expf(C.float(x))) }
-
-// Logf: see Expf.
-func Logf(x float32) float32 { return float32(C.logf(C.float(x))) }
-
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.
 func RMSNorm(out, x, w []float32, eps float32) error {

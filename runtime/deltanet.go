@@ -11,7 +11,6 @@ package runtime
 //	beta = sigmoid(Wbeta h)                                      [nV]
 //	g    = softplus(Walpha h + dt_bias) * A   (A = -exp(A_log))  [nV]
 //	conv[ch] = silu(sum_{i<K} window[ch][i] * ConvW[ch][i])      [cc]
-//	           (an FMA chain in tap order; silu with ggml's vector exp)
 //	           window: the last K-1 inputs of the channel (the rolling
 //	           conv state), then mix[ch]
 //	q, k, v  = conv[0:nK*S], conv[nK*S:2*nK*S], conv[2*nK*S:]
@@ -45,7 +44,6 @@ type dnState struct {
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
 	gate  []float32 // [nBatch][QDim]
 	delta [][]float32
-	ones  []float32 // [cc] of 1
 	// qwen35moe's shared expert: its output [nBatch][NEmbd] and gate [nBatch].
 	shOut, shGate []float32
 }
@@ -62,10 +60,6 @@ func newDNState(c *Config, nBatch, nWorkers int) *dnState {
 		qg:    make([]float32, nBatch*2*c.QDim()),
 		gate:  make([]float32, nBatch*c.QDim()),
 		delta: make([][]float32, nWorkers),
-		ones:  make([]float32, cc),
-	}
-	for i := range s.ones {
-		s.ones[i] = 1
 	}
 	for i := range s.delta {
 		s.delta[i] = make([]float32, c.SSMState)
@@ -130,16 +124,15 @@ func (r *recurrentState) bytes() int64 {
 	return n
 }
 
-// sigmoidf and softplusf are ggml's scalar ops, with the C library's expf
-// and logf (kernels.Expf, Logf) as the reference calls them.
-func sigmoidf(x float32) float32 { return 1 / (1 + kernels.Expf(-x)) }
+func sigmoidf(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+func siluf(x float32) float32    { return x / (1 + float32(math.Exp(float64(-x)))) }
 
 // softplusf is log(1 + exp(x)), x itself above 20 (as ggml).
 func softplusf(x float32) float32 {
 	if x > 20 {
 		return x
 	}
-	return kernels.Logf(1 + kernels.Expf(x))
+	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
 }
 
 // l2Normalize scales x to unit length: x / max(|x|, eps), the sum of
@@ -155,39 +148,22 @@ func l2Normalize(x []float32, eps float32) {
 	}
 }
 
-// fma32 is a*b + c rounded once to float32 (through float64, where a*b is
-// exact: a different result only on a double-rounding tie).
-func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
-
-// dotf is a float32 dot product summed in the order of the reference
-// build's (AVX2) ggml_vec_dot_f32: 32-wide steps into four 8-lane FMA
-// accumulators, folded (0+2, 1+3, then 0+1), the 8 lanes summed as
-// (l0+l4 + l1+l5) + (l2+l6 + l3+l7), then the leftover elements by FMA.
+// dotf is a float32 dot product.
 func dotf(a, b []float32) float32 {
+	var s0, s1, s2, s3 float32
 	n := len(a)
 	b = b[:n]
-	np := n &^ 31
-	var sum float32
-	if np > 0 {
-		var acc [4][8]float32
-		for i := 0; i < np; i += 32 {
-			for r := range acc {
-				for l := range acc[r] {
-					acc[r][l] = fma32(a[i+8*r+l], b[i+8*r+l], acc[r][l])
-				}
-			}
-		}
-		var x [8]float32
-		for l := range x {
-			x[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
-		}
-		t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
-		sum = (t0 + t1) + (t2 + t3)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
 	}
-	for i := np; i < n; i++ {
-		sum = fma32(a[i], b[i], sum)
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
 	}
-	return sum
+	return (s0 + s1) + (s2 + s3)
 }
 
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
@@ -225,19 +201,16 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 			in, o := mix[(r0+t)*cc:(r0+t+1)*cc], conv[(r0+t)*cc:(r0+t+1)*cc]
 			for ch := 0; ch < cc; ch++ {
 				win, w := cs[ch*(K-1):(ch+1)*(K-1)], l.ConvW[ch*K:(ch+1)*K]
-				var sum float32 // FMA chain in tap order, as the reference's ssm_conv
+				var sum float32
 				for i := 0; i < K-1; i++ {
-					sum = fma32(win[i], w[i], sum)
+					sum += win[i] * w[i]
 				}
-				o[ch] = fma32(in[ch], w[K-1], sum)
+				sum += in[ch] * w[K-1]
+				o[ch] = siluf(sum)
 				if K > 1 {
 					copy(win, win[1:])
 					win[K-2] = in[ch]
 				}
-			}
-			// SiLU with ggml's vector exp (silu(x)*1 through the SwiGLU kernel).
-			if err := kernels.SwiGLU(o, o, dn.ones, 1, cc, 0, cc); err != nil {
-				return err
 			}
 			// l2-normalize each key head of q and k.
 			for h := 0; h < nK; h++ {
@@ -260,7 +233,7 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 					row := conv[r*cc : (r+1)*cc]
 					q, k := row[hk*S:(hk+1)*S], row[kd+hk*S:kd+(hk+1)*S]
 					v := row[2*kd+hv*S : 2*kd+(hv+1)*S]
-					decay := kernels.Expf(alpha[r*nV+hv])
+					decay := float32(math.Exp(float64(alpha[r*nV+hv])))
 					b := beta[r*nV+hv]
 					for i := range M {
 						M[i] *= decay
@@ -268,10 +241,10 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 					for j := 0; j < S; j++ {
 						delta[j] = (v[j] - dotf(M[j*S:(j+1)*S], k)) * b
 					}
-					for j := 0; j < S; j++ { // M[j] += delta[j] * k, by FMA (ggml_vec_mad_f32)
+					for j := 0; j < S; j++ {
 						mj, dj := M[j*S:(j+1)*S], delta[j]
 						for i := range mj {
-							mj[i] = fma32(k[i], dj, mj[i])
+							mj[i] += k[i] * dj
 						}
 					}
 					o := core[r*vd+hv*S : r*vd+(hv+1)*S]
@@ -287,8 +260,8 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	if err := kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps); err != nil {
 		return err
 	}
-	if err := kernels.SwiGLU(core, z, core, ntok*nV, S, 0, S); err != nil { // silu(z) * normed
-		return err
+	for i := range core {
+		core[i] *= siluf(z[i])
 	}
 	return p.matmul(core, ntok, matOp{&l.SSMOut, out})
 }

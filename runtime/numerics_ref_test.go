@@ -65,6 +65,8 @@ func expf(x float32) float32 {
 	return float32(y * s)
 }
 
+func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
+
 // vexpf is ggml's 16-lane AVX-512 exp approximation (ggml_v_expf, after
 // ARM's optimized routines; max error 1.45 + 0.5 ulp), one lane at a time.
 func vexpf(x float32) float32 {
