@@ -222,7 +222,7 @@ func (m *Model) DequantWorkingSet() int64 {
 // uses them (a mixture-of-experts layer has no gate/up/down among them).
 func (l *Layer) mats() []*Mat {
 	var out []*Mat
-	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wqkv, &l.Wz, &l.Wbeta, &l.Walpha, &l.SSMOut, &l.Wgate, &l.Wup, &l.Wdown} {
+	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wqkv, &l.Wz, &l.Wbeta, &l.Walpha, &l.Wba, &l.SSMOut, &l.Wgate, &l.Wup, &l.Wdown} {
 		if m.Data != nil {
 			out = append(out, m)
 		}

@@ -75,9 +75,12 @@ type Config struct {
 	SSMState     int    // ssm.state_size: head size of the linear layers' k and v
 	SSMGroups    int    // ssm.group_count: key heads
 	SSMVHeads    int    // ssm.time_step_rank: value heads
-	RopeSections [4]int // rope.dimension_sections (interleaved multi-section RoPE)
-	AttnGate     bool   // the q projection carries a sigmoid output gate per head
-	NLayerNextN  int    // nextn_predict_layers: trailing MTP blocks, not run
+	RopeSections [4]int // rope.dimension_sections (qwen35: interleaved multi-section RoPE; zero: plain NeoX)
+	// DNGroupedHeads: value head h reads key head h / (SSMVHeads/SSMGroups)
+	// (qwen3next's repeat-interleave); otherwise h % SSMGroups (qwen35).
+	DNGroupedHeads bool
+	AttnGate       bool // the q projection carries a sigmoid output gate per head
+	NLayerNextN    int  // nextn_predict_layers: trailing MTP blocks, not run
 
 	// Pooling is {arch}.pooling_type, how Embed pools (PoolingDefault when
 	// the key is absent, as in every causal language model).
@@ -108,11 +111,12 @@ var archInfo = map[string]archSpec{
 	"phi3":      {neox: true},
 	"qwen35":    {neox: true, qkNorm: true, deltaNet: true},
 	"qwen35moe": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
+	"qwen3next": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
 }
 
 // SupportedArchitectures lists the general.architecture values Woolly runs.
 func SupportedArchitectures() []string {
-	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe"}
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
@@ -383,7 +387,7 @@ func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) 
 			return fmt.Errorf("key %s.expert_used_count %d exceeds expert_count %d", arch, c.NExpertUsed, c.NExpert)
 		}
 		defFFExp := c.NFF
-		if arch == "qwen35moe" { // llama.cpp: n_ff / n_expert_used when the key is absent
+		if arch == "qwen35moe" || arch == "qwen3next" { // llama.cpp: n_ff / n_expert_used when the key is absent
 			defFFExp = c.NFF / c.NExpertUsed
 		}
 		if c.NFFExp, err = opt("expert_feed_forward_length", defFFExp); err != nil {
@@ -392,7 +396,7 @@ func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) 
 		if c.NFFExp == 0 {
 			return fmt.Errorf("key %s.expert_feed_forward_length is missing and feed_forward_length %d / expert_used_count %d is 0", arch, c.NFF, c.NExpertUsed)
 		}
-		if arch == "qwen35moe" {
+		if arch == "qwen35moe" || arch == "qwen3next" {
 			if c.NFFShexp, err = opt("expert_shared_feed_forward_length", c.NFF); err != nil {
 				return err
 			}
@@ -459,6 +463,13 @@ func (c *Config) dims() string {
 	if c.NExpert > 0 {
 		s += fmt.Sprintf(", %s.expert_count %d, %s.expert_feed_forward_length %d", a, c.NExpert, a, c.NFFExp)
 	}
+	if c.NFFShexp > 0 {
+		s += fmt.Sprintf(", %s.expert_shared_feed_forward_length %d", a, c.NFFShexp)
+	}
+	if c.hasRecurrent() {
+		s += fmt.Sprintf(", %s.ssm.conv_kernel %d, ssm.state_size %d, ssm.group_count %d, ssm.time_step_rank %d",
+			a, c.SSMConv, c.SSMState, c.SSMGroups, c.SSMVHeads)
+	}
 	return s
 }
 
@@ -489,6 +500,10 @@ func (c *Config) readDeltaNet(f *loader.File, req func(string) (int, error), opt
 		return fmt.Errorf("key %s.ssm.time_step_rank %d is not a multiple of ssm.group_count %d", arch, c.SSMVHeads, c.SSMGroups)
 	}
 
+	if arch == "qwen3next" { // plain NeoX RoPE; grouped key heads
+		c.DNGroupedHeads = true
+		return c.readLayerKinds(f, opt)
+	}
 	// rope.dimension_sections: up to 4 integers (or one, repeated).
 	key := arch + ".rope.dimension_sections"
 	v, present := f.Get(key)
@@ -513,7 +528,14 @@ func (c *Config) readDeltaNet(f *loader.File, req func(string) (int, error), opt
 		return fmt.Errorf("key %s %v is invalid for head dimension %d", key, c.RopeSections, c.HeadDim)
 	}
 
-	// Which layers are linear attention.
+	return c.readLayerKinds(f, opt)
+}
+
+// readLayerKinds reads which layers are linear attention:
+// attention.recurrent_layers (one boolean per block), else every
+// full_attention_interval-th layer (default 4) is full attention.
+func (c *Config) readLayerKinds(f *loader.File, opt func(string, int) (int, error)) error {
+	arch := c.Arch
 	c.Recurrent = make([]bool, c.NLayer)
 	nAll := c.NLayer + c.NLayerNextN
 	rkey := arch + ".attention.recurrent_layers"

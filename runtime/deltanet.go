@@ -40,6 +40,7 @@ type dnState struct {
 	z     []float32 // output gate [nBatch][nV*S]
 	beta  []float32 // [nBatch][nV]
 	alpha []float32 // [nBatch][nV], then the decay g
+	ba    []float32 // qwen3next: beta and alpha interleaved per key head [nBatch][2*nV]
 	core  []float32 // recurrence output [nBatch][nV*S]
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
 	gate  []float32 // [nBatch][QDim]
@@ -56,6 +57,7 @@ func newDNState(c *Config, nBatch, nWorkers int) *dnState {
 		z:     make([]float32, nBatch*vd),
 		beta:  make([]float32, nBatch*c.SSMVHeads),
 		alpha: make([]float32, nBatch*c.SSMVHeads),
+		ba:    make([]float32, nBatch*2*c.SSMVHeads),
 		core:  make([]float32, nBatch*vd),
 		qg:    make([]float32, nBatch*2*c.QDim()),
 		gate:  make([]float32, nBatch*c.QDim()),
@@ -178,7 +180,20 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	beta, alpha, core := dn.beta[:ntok*nV], dn.alpha[:ntok*nV], dn.core[:ntok*vd]
 
 	// Input projections of every row (all read xb).
-	if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wbeta, beta}, matOp{&l.Walpha, alpha}); err != nil {
+	if l.Wba.Data != nil { // qwen3next: per key head g, [beta of its r value heads, alpha of them]
+		ba := dn.ba[:ntok*2*nV]
+		if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wba, ba}); err != nil {
+			return err
+		}
+		r := nV / nK
+		for t := 0; t < ntok; t++ {
+			for g := 0; g < nK; g++ {
+				src := ba[t*2*nV+g*2*r:]
+				copy(beta[t*nV+g*r:t*nV+(g+1)*r], src[:r])
+				copy(alpha[t*nV+g*r:t*nV+(g+1)*r], src[r:2*r])
+			}
+		}
+	} else if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wbeta, beta}, matOp{&l.Walpha, alpha}); err != nil {
 		return err
 	}
 	// Per-row gates: beta = sigmoid(beta); g = softplus(alpha + dt_bias) * A.
@@ -226,7 +241,10 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 			h0, h1 := split(nV, wk, p.m.pool.n, 1)
 			delta := dn.delta[wk]
 			for hv := h0; hv < h1; hv++ {
-				hk := hv % nK
+				hk := hv % nK // qwen35: key heads repeat across value heads
+				if c.DNGroupedHeads {
+					hk = hv / (nV / nK) // qwen3next: each key head serves consecutive value heads
+				}
 				M := ssm[hv*S*S : (hv+1)*S*S] // [S rows j][S]
 				for t := 0; t < n; t++ {
 					r := r0 + t

@@ -215,7 +215,7 @@ func (p *pass) forward() error {
 	for _, sg := range p.segs {
 		n, pos0, o := len(sg.tokens), sg.s.pos, sg.r0*half
 		ropeTables(c, c.RopeBase, c.RopeFreqScale, sg.s.ropeFactors(), pos0, n, st.cos[o:], st.sin[o:])
-		if c.hasRecurrent() { // qwen35: interleaved multi-section RoPE
+		if c.RopeSections != [4]int{} { // qwen35: interleaved multi-section RoPE
 			imropeTables(c, n, st.cos[o:], st.sin[o:])
 		}
 		if st.cosW != nil {

@@ -46,8 +46,10 @@ type Layer struct {
 	// [SSMVHeads rows][NEmbd], DtBias and A [SSMVHeads] (A = -exp(A_log));
 	// SSMNorm [SSMState] the gated RMSNorm of the output; SSMOut
 	// [NEmbd rows][SSMInner]. Wq etc. are unused in such a layer.
-	Wqkv, Wz, Wbeta, Walpha, SSMOut Mat
-	ConvW, DtBias, A, SSMNorm       []float32
+	// qwen3next has one matrix Wba (ssm_ba) instead of Wbeta and Walpha: per
+	// key head g, its value heads' beta rows, then their alpha rows.
+	Wqkv, Wz, Wbeta, Walpha, Wba, SSMOut Mat
+	ConvW, DtBias, A, SSMNorm            []float32
 
 	// qwen35moe's shared expert: Wgate, Wup, Wdown hold it beside the
 	// routed experts, its output scaled by sigmoid(ShexpGate h) (one row).
@@ -326,8 +328,15 @@ func (c *Config) deltaNetSteps(l *Layer, il int,
 			func() (e error) { l.ConvW, e = floats(p+"ssm_conv1d.weight", c.SSMConv, cc); return },
 			func() (e error) { l.DtBias, e = vec(p+"ssm_dt.bias", vh); return },
 			func() (e error) { l.A, e = vec(p+"ssm_a", vh); return },
-			func() (e error) { l.Wbeta, e = mat(p+"ssm_beta.weight", d, vh); return },
-			func() (e error) { l.Walpha, e = mat(p+"ssm_alpha.weight", d, vh); return },
+		)
+		if c.DNGroupedHeads {
+			steps = append(steps, func() (e error) { l.Wba, e = mat(p+"ssm_ba.weight", d, 2*vh); return })
+		} else {
+			steps = append(steps,
+				func() (e error) { l.Wbeta, e = mat(p+"ssm_beta.weight", d, vh); return },
+				func() (e error) { l.Walpha, e = mat(p+"ssm_alpha.weight", d, vh); return })
+		}
+		steps = append(steps,
 			func() (e error) { l.SSMNorm, e = vec(p+"ssm_norm.weight", c.SSMState); return },
 			func() (e error) { l.SSMOut, e = mat(p+"ssm_out.weight", c.SSMInner, d); return },
 		)

@@ -96,6 +96,12 @@ var presets = []Preset{
 	{Name: "qwen35moe-mini", Arch: "qwen35moe", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
 		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
+	// Qwen3-Next-style mini: the same blocks with plain NeoX RoPE, one
+	// ssm_ba matrix for beta and alpha, key heads shared by consecutive
+	// value heads; always experts (8 of 32, 2 used) and a shared expert.
+	{Name: "qwen3next-mini", Arch: "qwen3next", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
+		Rot: 16, Pre: "qwen2", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -221,8 +227,15 @@ func (p Preset) deltaNetTensors(b string, l int) []Tensor {
 			Tensor{b + "ssm_conv1d.weight", []int64{int64(p.SSMConv), cc}, false},
 			Tensor{b + "ssm_dt.bias", []int64{nv}, true},
 			Tensor{b + "ssm_a", []int64{nv}, true},
-			Tensor{b + "ssm_beta.weight", []int64{d, nv}, false},
-			Tensor{b + "ssm_alpha.weight", []int64{d, nv}, false},
+		)
+		if p.Arch == "qwen3next" { // beta and alpha in one matrix
+			ts = append(ts, Tensor{b + "ssm_ba.weight", []int64{d, 2 * nv}, false})
+		} else {
+			ts = append(ts,
+				Tensor{b + "ssm_beta.weight", []int64{d, nv}, false},
+				Tensor{b + "ssm_alpha.weight", []int64{d, nv}, false})
+		}
+		ts = append(ts,
 			Tensor{b + "ssm_norm.weight", []int64{s}, true},
 			Tensor{b + "ssm_out.weight", []int64{s * nv, d}, false})
 	} else {
@@ -366,7 +379,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		for i, s := range p.RopeSections {
 			secs[i] = int32(s)
 		}
-		w.SetInt32s(a+".rope.dimension_sections", secs)
+		if p.RopeSections != [4]int{} {
+			w.SetInt32s(a+".rope.dimension_sections", secs)
+		}
 		w.SetUint32(a+".full_attention_interval", uint32(p.FullAttnEvery))
 		w.SetUint32(a+".ssm.conv_kernel", uint32(p.SSMConv))
 		w.SetUint32(a+".ssm.state_size", uint32(p.SSMState))
