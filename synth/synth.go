@@ -90,6 +90,13 @@ var presets = []Preset{
 	{Name: "qwen35-mini", Arch: "qwen35", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
 		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35"},
+	// Qwen3.5-0.8B's text model (Qwen/Qwen3.5-0.8B config.json): 18 Gated
+	// DeltaNet layers (16 key and 16 value heads of 128, conv 4) and 6 gated
+	// full-attention layers (8 heads, 2 KV heads of 256, a quarter rotated,
+	// IMRoPE sections 11/11/10), tied embeddings; no MTP block.
+	{Name: "qwen35-0.8b", Arch: "qwen35", Dim: 1024, Layers: 24, Heads: 8, KVHeads: 2, HeadDim: 256, FFN: 3584, Vocab: 248320, Ctx: 262144, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 128, SSMGroups: 16, SSMVHeads: 16,
+		Rot: 64, RopeSections: [4]int{11, 11, 10, 0}, Pre: "qwen35"},
 	// Its mixture-of-experts sibling (Qwen3.5-MoE / Qwen3.6-A3B style): 8
 	// experts of 32, 2 used, softmax routing, and a sigmoid-gated shared
 	// expert of 64.
