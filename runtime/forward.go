@@ -5,6 +5,10 @@ package runtime
 // run.c: one function, top to bottom, with every heavy op handed to the
 // kernels package and split across the worker pool. Architecture features
 // are switches of Config; a bracketed step runs only where it is on.
+// The Gated DeltaNet hybrids (qwen35, qwen35moe, qwen3next) replace
+// attention by deltanet.go's linear layer in most blocks; their attention
+// blocks add a sigmoid output gate (q's second half per head) and their
+// FFN norm is post_attention_norm.
 //
 // For a batch of ntok tokens at positions pos0 .. pos0+ntok-1:
 //
