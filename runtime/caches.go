@@ -42,8 +42,9 @@ var loadCounter atomic.Int64
 type Snapshot struct {
 	model  *Model
 	tokens []int32
-	k, v   [][]uint16 // per layer [len(tokens) * KVDim]
-	last   []float32  // logits after the last token
+	k, v   [][]uint16      // per layer [len(tokens) * KVDim]
+	last   []float32       // logits after the last token
+	rec    *recurrentState // the linear layers' state after the last token (nil: none)
 }
 
 // Bytes is the memory the snapshot holds (cache.Snapshot).
@@ -51,6 +52,9 @@ func (sn *Snapshot) Bytes() int64 {
 	var n int64
 	for i := range sn.k {
 		n += 2 * int64(len(sn.k[i])+len(sn.v[i]))
+	}
+	if sn.rec != nil {
+		n += sn.rec.bytes()
 	}
 	return n + 4*int64(len(sn.tokens)+len(sn.last))
 }
@@ -74,6 +78,9 @@ func (s *Session) Snapshot() *Snapshot {
 	}
 	if s.pos > 0 {
 		sn.last = append([]float32(nil), s.last...)
+	}
+	if s.rec != nil {
+		sn.rec = s.rec.clone()
 	}
 	return sn
 }
@@ -101,6 +108,17 @@ func (s *Session) restore(sn *Snapshot, n int) error {
 	}
 	if n > s.nCtx {
 		return fmt.Errorf("restore: snapshot of %d positions does not fit the context of %d", n, s.nCtx)
+	}
+	if s.rec != nil {
+		// The recurrent state exists only after the snapshot's last token.
+		switch {
+		case n == sn.Len() && sn.rec != nil:
+			s.rec.copyFrom(sn.rec)
+		case n == 0:
+			s.rec.clear()
+		default:
+			return fmt.Errorf("restore: %d of the snapshot's %d positions asked, but %s's recurrent state exists only for all of them", n, sn.Len(), s.model.cfg.Arch)
+		}
 	}
 	e := n * s.model.cfg.KVDim()
 	for i := range s.kcache {
@@ -207,7 +225,7 @@ func (m *Model) DequantWorkingSet() int64 {
 // uses them (a mixture-of-experts layer has no gate/up/down among them).
 func (l *Layer) mats() []*Mat {
 	var out []*Mat
-	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wgate, &l.Wup, &l.Wdown} {
+	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wqkv, &l.Wz, &l.Wbeta, &l.Walpha, &l.Wba, &l.SSMOut, &l.Wgate, &l.Wup, &l.Wdown} {
 		if m.Data != nil {
 			out = append(out, m)
 		}
@@ -271,12 +289,16 @@ func (s *Session) lookupPrefix(prompt []int32) (int, bool, error) {
 	if n == len(prompt) {
 		n--
 	}
+	if s.rec != nil && n != s.pos {
+		// A recurrent state cannot be rolled back: keep all or nothing.
+		n = 0
+	}
 	if pc := s.model.caches.prefix; pc != nil && n < len(prompt)-1 {
 		// Only a longer prefix than the session's own is worth a copy (the
 		// cache counts a hit whenever it finds a shared prefix; the time
 		// saved counts restores only).
 		if c, snap, _ := pc.LongestCommon(prompt[:len(prompt)-1]); c > n {
-			if sn, ok := snap.(*Snapshot); ok && sn.model == s.model && c <= s.nCtx {
+			if sn, ok := snap.(*Snapshot); ok && sn.model == s.model && c <= s.nCtx && (s.rec == nil || c == sn.Len()) {
 				if err := s.restore(sn, c); err != nil {
 					return 0, false, err
 				}

@@ -60,8 +60,27 @@ type Config struct {
 	NExpert            int
 	NExpertUsed        int
 	NFFExp             int     // rows of each expert's gate/up (expert_feed_forward_length, else feed_forward_length)
+	NFFShexp           int     // qwen35moe: rows of the shared expert's gate/up (expert_shared_feed_forward_length, else feed_forward_length)
 	ExpertWeightsNorm  bool    // renormalize the chosen experts' weights to sum 1
 	ExpertWeightsScale float32 // multiply the weights by this (expert_weights_scale; 0 or 1: none)
+
+	// Gated DeltaNet hybrids (qwen35): Recurrent[il] marks a linear-attention
+	// layer (the others are gated full attention). The linear layers have
+	// SSMGroups key heads and SSMVHeads value heads, all SSMState wide, a
+	// causal convolution of SSMConv taps over the q|k|v channels, and a
+	// recurrent state of SSMVHeads [SSMState x SSMState] matrices.
+	Recurrent    []bool
+	SSMConv      int    // ssm.conv_kernel
+	SSMInner     int    // ssm.inner_size (= SSMState * SSMVHeads)
+	SSMState     int    // ssm.state_size: head size of the linear layers' k and v
+	SSMGroups    int    // ssm.group_count: key heads
+	SSMVHeads    int    // ssm.time_step_rank: value heads
+	RopeSections [4]int // rope.dimension_sections (qwen35: interleaved multi-section RoPE; zero: plain NeoX)
+	// DNGroupedHeads: value head h reads key head h / (SSMVHeads/SSMGroups)
+	// (qwen3next's repeat-interleave); otherwise h % SSMGroups (qwen35).
+	DNGroupedHeads bool
+	AttnGate       bool // the q projection carries a sigmoid output gate per head
+	NLayerNextN    int  // nextn_predict_layers: trailing MTP blocks, not run
 
 	// Pooling is {arch}.pooling_type, how Embed pools (PoolingDefault when
 	// the key is absent, as in every causal language model).
@@ -77,23 +96,27 @@ type archSpec struct {
 	gelu      bool
 	gemma     bool // embedding * sqrt(n_embd), q scaled by 1/sqrt(head_dim) before attention
 	moe       int  // 0: dense only, 1: experts when expert_count > 0, 2: experts required
+	deltaNet  bool // Gated DeltaNet linear-attention layers beside gated full attention (qwen35)
 }
 
 // archInfo lists the architectures the forward pass implements.
 var archInfo = map[string]archSpec{
-	"llama":    {moe: 1},
-	"granite":  {},
-	"qwen2":    {neox: true, biases: true},
-	"qwen3":    {neox: true, qkNorm: true},
-	"qwen3moe": {neox: true, qkNorm: true, moe: 2},
-	"gemma2":   {neox: true, postNorms: true, gelu: true, gemma: true},
-	"gemma3":   {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true},
-	"phi3":     {neox: true},
+	"llama":     {moe: 1},
+	"granite":   {},
+	"qwen2":     {neox: true, biases: true},
+	"qwen3":     {neox: true, qkNorm: true},
+	"qwen3moe":  {neox: true, qkNorm: true, moe: 2},
+	"gemma2":    {neox: true, postNorms: true, gelu: true, gemma: true},
+	"gemma3":    {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true},
+	"phi3":      {neox: true},
+	"qwen35":    {neox: true, qkNorm: true, deltaNet: true},
+	"qwen35moe": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
+	"qwen3next": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
 }
 
 // SupportedArchitectures lists the general.architecture values Woolly runs.
 func SupportedArchitectures() []string {
-	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
@@ -133,6 +156,21 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	}
 	if c.NLayer, err = req("block_count"); err != nil {
 		return nil, err
+	}
+	if ai.deltaNet {
+		// Trailing multi-token-prediction blocks are counted in block_count
+		// but not run by the main pass.
+		if _, present := f.Get(arch + ".nextn_predict_layers"); present {
+			v, ok := f.Uint(arch + ".nextn_predict_layers")
+			if !ok || v >= uint64(c.NLayer) {
+				return nil, fmt.Errorf("key %s.nextn_predict_layers must be a non-negative integer less than block_count %d", arch, c.NLayer)
+			}
+			c.NLayerNextN = int(v)
+		}
+		if c.NLayerNextN >= c.NLayer {
+			return nil, fmt.Errorf("key %s.nextn_predict_layers %d is not less than block_count %d", arch, c.NLayerNextN, c.NLayer)
+		}
+		c.NLayer -= c.NLayerNextN
 	}
 	if c.NHead, err = req("attention.head_count"); err != nil {
 		return nil, err
@@ -225,6 +263,11 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	}
 	if err := c.readArchFeatures(f, ai, req, opt); err != nil {
 		return nil, err
+	}
+	if ai.deltaNet {
+		if err := c.readDeltaNet(f, req, opt); err != nil {
+			return nil, err
+		}
 	}
 	if c.Pooling, err = poolingFromGGUF(f, arch); err != nil {
 		return nil, err
@@ -343,8 +386,20 @@ func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) 
 		if c.NExpertUsed > c.NExpert {
 			return fmt.Errorf("key %s.expert_used_count %d exceeds expert_count %d", arch, c.NExpertUsed, c.NExpert)
 		}
-		if c.NFFExp, err = opt("expert_feed_forward_length", c.NFF); err != nil {
+		defFFExp := c.NFF
+		if arch == "qwen35moe" || arch == "qwen3next" { // llama.cpp: n_ff / n_expert_used when the key is absent
+			defFFExp = c.NFF / c.NExpertUsed
+		}
+		if c.NFFExp, err = opt("expert_feed_forward_length", defFFExp); err != nil {
 			return err
+		}
+		if c.NFFExp == 0 {
+			return fmt.Errorf("key %s.expert_feed_forward_length is missing and feed_forward_length %d / expert_used_count %d is 0", arch, c.NFF, c.NExpertUsed)
+		}
+		if arch == "qwen35moe" || arch == "qwen3next" {
+			if c.NFFShexp, err = opt("expert_shared_feed_forward_length", c.NFF); err != nil {
+				return err
+			}
 		}
 		c.ExpertWeightsNorm = true // every MoE graph Woolly runs renormalizes (llama.cpp norm_w)
 		if c.ExpertWeightsScale, err = optFloat("expert_weights_scale", 0); err != nil {
@@ -391,7 +446,7 @@ func (c *Config) KVDim() int { return c.NHeadKV * c.HeadDim }
 // experts, whose layers have no dense FFN).
 func (c *Config) denseFF() int {
 	if c.NExpert > 0 {
-		return 0
+		return c.NFFShexp // the shared expert's width (0: none)
 	}
 	return c.NFF
 }
@@ -408,5 +463,107 @@ func (c *Config) dims() string {
 	if c.NExpert > 0 {
 		s += fmt.Sprintf(", %s.expert_count %d, %s.expert_feed_forward_length %d", a, c.NExpert, a, c.NFFExp)
 	}
+	if c.NFFShexp > 0 {
+		s += fmt.Sprintf(", %s.expert_shared_feed_forward_length %d", a, c.NFFShexp)
+	}
+	if c.hasRecurrent() {
+		s += fmt.Sprintf(", %s.ssm.conv_kernel %d, ssm.state_size %d, ssm.group_count %d, ssm.time_step_rank %d",
+			a, c.SSMConv, c.SSMState, c.SSMGroups, c.SSMVHeads)
+	}
 	return s
 }
+
+// readDeltaNet reads the keys of a Gated DeltaNet hybrid (qwen35) as
+// llama.cpp does: the ssm.* sizes and rope.dimension_sections are required;
+// attention.recurrent_layers (one boolean per block) says which layers are
+// linear, else every full_attention_interval-th layer (default 4) is full
+// attention and the others are linear.
+func (c *Config) readDeltaNet(f *loader.File, req func(string) (int, error), opt func(string, int) (int, error)) error {
+	arch := c.Arch
+	var err error
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{"ssm.conv_kernel", &c.SSMConv}, {"ssm.inner_size", &c.SSMInner}, {"ssm.state_size", &c.SSMState},
+		{"ssm.time_step_rank", &c.SSMVHeads}, {"ssm.group_count", &c.SSMGroups}} {
+		if *k.dst, err = req(k.key); err != nil {
+			return err
+		}
+	}
+	if c.SSMConv > 64 || c.SSMState > 4096 || c.SSMVHeads > 4096 {
+		return fmt.Errorf("key %s.ssm.conv_kernel %d, ssm.state_size %d or ssm.time_step_rank %d is implausibly large", arch, c.SSMConv, c.SSMState, c.SSMVHeads)
+	}
+	if c.SSMInner != c.SSMState*c.SSMVHeads {
+		return fmt.Errorf("key %s.ssm.inner_size %d differs from ssm.state_size %d x ssm.time_step_rank %d", arch, c.SSMInner, c.SSMState, c.SSMVHeads)
+	}
+	if c.SSMVHeads%c.SSMGroups != 0 {
+		return fmt.Errorf("key %s.ssm.time_step_rank %d is not a multiple of ssm.group_count %d", arch, c.SSMVHeads, c.SSMGroups)
+	}
+
+	if arch == "qwen3next" { // plain NeoX RoPE; grouped key heads
+		c.DNGroupedHeads = true
+		return c.readLayerKinds(f, opt)
+	}
+	// rope.dimension_sections: up to 4 integers (or one, repeated).
+	key := arch + ".rope.dimension_sections"
+	v, present := f.Get(key)
+	if !present {
+		return fmt.Errorf("key %s is missing (required for %s)", key, arch)
+	}
+	if n, ok := f.Uint(key); ok && n <= 1<<20 {
+		c.RopeSections = [4]int{int(n), int(n), int(n), int(n)}
+	} else if secs, ok := f.Int32s(key); ok && len(secs) <= 4 {
+		for i, s := range secs {
+			if s < 0 {
+				return fmt.Errorf("key %s has a negative section %d", key, s)
+			}
+			c.RopeSections[i] = int(s)
+		}
+	} else {
+		_ = v
+		return fmt.Errorf("key %s is not an integer or an array of at most 4 integers", key)
+	}
+	sum := c.RopeSections[0] + c.RopeSections[1] + c.RopeSections[2] + c.RopeSections[3]
+	if c.RopeSections[0]+c.RopeSections[1]+c.RopeSections[2] == 0 || sum > c.HeadDim {
+		return fmt.Errorf("key %s %v is invalid for head dimension %d", key, c.RopeSections, c.HeadDim)
+	}
+
+	return c.readLayerKinds(f, opt)
+}
+
+// readLayerKinds reads which layers are linear attention:
+// attention.recurrent_layers (one boolean per block), else every
+// full_attention_interval-th layer (default 4) is full attention.
+func (c *Config) readLayerKinds(f *loader.File, opt func(string, int) (int, error)) error {
+	arch := c.Arch
+	c.Recurrent = make([]bool, c.NLayer)
+	nAll := c.NLayer + c.NLayerNextN
+	rkey := arch + ".attention.recurrent_layers"
+	if rv, present := f.Get(rkey); present {
+		arr, isArr := rv.V.(loader.Array)
+		bools, isBools := arr.Values.([]bool)
+		if !isArr || !isBools || len(bools) != nAll {
+			return fmt.Errorf("key %s must be an array of %d booleans (one per block)", rkey, nAll)
+		}
+		copy(c.Recurrent, bools[:c.NLayer])
+	} else {
+		interval, err := opt("full_attention_interval", 4)
+		if err != nil {
+			return err
+		}
+		for il := range c.Recurrent {
+			c.Recurrent[il] = (il+1)%interval != 0
+		}
+	}
+	c.AttnGate = true
+	return nil
+}
+
+// isRecurrent reports whether layer il is a Gated DeltaNet layer.
+func (c *Config) isRecurrent(il int) bool { return c.Recurrent != nil && c.Recurrent[il] }
+
+// hasRecurrent reports whether the model keeps a recurrent state.
+func (c *Config) hasRecurrent() bool { return c.Recurrent != nil }
+
+// convChannels is the width of the linear layers' q|k|v stream.
+func (c *Config) convChannels() int { return 2*c.SSMGroups*c.SSMState + c.SSMInner }

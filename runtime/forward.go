@@ -5,6 +5,10 @@ package runtime
 // run.c: one function, top to bottom, with every heavy op handed to the
 // kernels package and split across the worker pool. Architecture features
 // are switches of Config; a bracketed step runs only where it is on.
+// The Gated DeltaNet hybrids (qwen35, qwen35moe, qwen3next) replace
+// attention by deltanet.go's linear layer in most blocks; their attention
+// blocks add a sigmoid output gate (q's second half per head) and their
+// FFN norm is post_attention_norm.
 //
 // For a batch of ntok tokens at positions pos0 .. pos0+ntok-1:
 //
@@ -55,6 +59,7 @@ type fwdState struct {
 	cosW   []float32 // rope tables of the sliding-window layers when they differ [nBatch][NRot/2]
 	sinW   []float32
 	moe    *moeState               // mixture-of-experts scratch (nil for dense models)
+	dn     *dnState                // Gated DeltaNet scratch (nil without linear-attention layers)
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
@@ -90,6 +95,9 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 	}
 	if c.NExpert > 0 {
 		s.moe = newMoEState(c, nBatch)
+	}
+	if c.hasRecurrent() {
+		s.dn = newDNState(c, nBatch, nWorkers)
 	}
 	return s
 }
@@ -188,7 +196,7 @@ func (m *Model) forward(st *fwdState, segs []seg) error {
 }
 
 func (p *pass) forward() error {
-	m, c, w, st, ntok := p.m, p.m.cfg, p.m.w, p.st, p.ntok
+	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
 	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
@@ -211,6 +219,9 @@ func (p *pass) forward() error {
 	for _, sg := range p.segs {
 		n, pos0, o := len(sg.tokens), sg.s.pos, sg.r0*half
 		ropeTables(c, c.RopeBase, c.RopeFreqScale, sg.s.ropeFactors(), pos0, n, st.cos[o:], st.sin[o:])
+		if c.RopeSections != [4]int{} { // qwen35: interleaved multi-section RoPE
+			imropeTables(c, n, st.cos[o:], st.sin[o:])
+		}
 		if st.cosW != nil {
 			ropeTables(c, c.RopeBaseSWA, c.RopeFreqScaleSWA, nil, pos0, n, st.cosW[o:], st.sinW[o:])
 		}
@@ -230,7 +241,27 @@ func (p *pass) forward() error {
 				return err
 			}
 		}
-		if err := p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
+		if c.isRecurrent(li) { // Gated DeltaNet instead of attention (deltanet.go)
+			if err := p.deltaNet(li, l, xb, xb2); err != nil {
+				return err
+			}
+			if err := addResidual(c, x, xb2, nil, ntok); err != nil {
+				return err
+			}
+			if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
+				return err
+			}
+			continue
+		}
+		var gate []float32 // qwen35: sigmoid output gate per head [ntok][QDim]
+		if c.AttnGate {
+			qg := st.dn.qg[:ntok*2*qd]
+			if err := p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
+				return err
+			}
+			gate = st.dn.gate[:ntok*qd]
+			splitGatedQ(c, qg, q, gate, ntok)
+		} else if err := p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
 			return err
 		}
 		if l.Bq != nil {
@@ -304,6 +335,11 @@ func (p *pass) forward() error {
 		}
 
 		// Output projection and residual.
+		if gate != nil {
+			for i := range att {
+				att[i] *= sigmoidf(gate[i])
+			}
+		}
 		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
 		}
@@ -311,44 +347,7 @@ func (p *pass) forward() error {
 			return err
 		}
 
-		// Feed-forward: norm, SwiGLU, down projection, residual.
-		for t := 0; t < ntok; t++ {
-			if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps); err != nil {
-				return err
-			}
-		}
-		if l.ExpGate != nil {
-			if err := p.moe(l, xb, ntok, xb2); err != nil {
-				return err
-			}
-		} else {
-			// Gate and up in one op; each chunk applies act(gate)*up to its
-			// rows as soon as it has both (element-wise, so the same bits as
-			// over whole rows), saving a pool op per layer.
-			act := gluSiLU
-			if c.GELU {
-				act = gluGELU
-			}
-			fused, err := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-			if err != nil {
-				return err
-			}
-			if !fused {
-				m.pool.run(func(wk int) { // the activation, rows split across workers
-					t0, t1 := split(ntok, wk, m.pool.n, 1)
-					if err := act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
-						st.errs[wk] = err
-					}
-				})
-				if err := st.firstErr(); err != nil {
-					return err
-				}
-			}
-			if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
-				return err
-			}
-		}
-		if err := addResidual(c, x, xb2, l.PostFFN, ntok); err != nil {
+		if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
 			return err
 		}
 	}
@@ -407,6 +406,88 @@ func (p *pass) forward() error {
 		for i, sg := range p.segs {
 			copy(sg.out[:outRows[i]*nv], out[o*nv:])
 			o += outRows[i]
+		}
+	}
+	return nil
+}
+
+// ffn is the feed-forward block of layer l over the pass's rows: norm,
+// SwiGLU/GeGLU or the experts, down projection, (post-norm) and residual.
+// xb, xb2, hb and hb2 are scratch rows.
+func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
+	m, c, st := p.m, p.m.cfg, p.st
+	d, ff := c.NEmbd, c.denseFF()
+	x := st.x[:ntok*d]
+	// Feed-forward: norm, SwiGLU, down projection, residual.
+	for t := 0; t < ntok; t++ {
+		if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps); err != nil {
+			return err
+		}
+	}
+	if l.ExpGate != nil {
+		if err := p.moe(l, xb, ntok, xb2); err != nil {
+			return err
+		}
+		if l.ShexpGate.Data != nil {
+			if err := p.sharedExpert(l, xb, xb2, hb, hb2, ntok); err != nil {
+				return err
+			}
+		}
+	} else {
+		// Gate and up in one op; each chunk applies act(gate)*up to its
+		// rows as soon as it has both (element-wise, so the same bits as
+		// over whole rows), saving a pool op per layer.
+		act := gluSiLU
+		if c.GELU {
+			act = gluGELU
+		}
+		fused, err := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
+		if err != nil {
+			return err
+		}
+		if !fused {
+			m.pool.run(func(wk int) { // the activation, rows split across workers
+				t0, t1 := split(ntok, wk, m.pool.n, 1)
+				if err := act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
+					st.errs[wk] = err
+				}
+			})
+			if err := st.firstErr(); err != nil {
+				return err
+			}
+		}
+		if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
+			return err
+		}
+	}
+	return addResidual(c, x, xb2, l.PostFFN, ntok)
+}
+
+// sharedExpert adds qwen35moe's shared expert to the routed experts' output
+// moe ([ntok][NEmbd]): moe += sigmoid(ShexpGate h) * Wdown(silu(Wgate h) * Wup h).
+func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error {
+	c, dn := p.m.cfg, p.st.dn
+	d := c.NEmbd
+	out, g := dn.shOut[:ntok*d], dn.shGate[:ntok]
+	fused, err := p.matmulOps(h, ntok, gluSiLU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
+	if err != nil {
+		return err
+	}
+	if !fused {
+		if err := gluSiLU.apply(hb, hb2, ntok, c.NFFShexp, 0, c.NFFShexp); err != nil {
+			return err
+		}
+	}
+	if err := p.matmul(hb, ntok, matOp{&l.Wdown, out}); err != nil {
+		return err
+	}
+	if err := p.matmul(h, ntok, matOp{&l.ShexpGate, g}); err != nil {
+		return err
+	}
+	for t := 0; t < ntok; t++ {
+		s := sigmoidf(g[t])
+		for i := t * d; i < (t+1)*d; i++ {
+			moe[i] += out[i] * s
 		}
 	}
 	return nil

@@ -270,9 +270,13 @@ type Session struct {
 	kcache [][]uint16 // per layer [nCtx][KVDim], f16 like the reference's cache
 	vcache [][]uint16
 	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
-	st     *fwdState // scratch of its own passes (nil in a batch: the batch's steps have theirs)
-	last   []float32 // logits of the last evaluated position [NVocab]
-	batch  *Batch    // the batch it evaluates through, or nil
+	// rec is the recurrent state of the linear-attention layers after the
+	// pos cached tokens (nil for models without them). It cannot be rolled
+	// back: Truncate keeps all positions or none.
+	rec   *recurrentState
+	st    *fwdState // scratch of its own passes (nil in a batch: the batch's steps have theirs)
+	last  []float32 // logits of the last evaluated position [NVocab]
+	batch *Batch    // the batch it evaluates through, or nil
 	// hiddenOut makes forward write the final-normed hidden rows instead
 	// of logits (Embed's sessions, never in a batch).
 	hiddenOut bool
@@ -310,6 +314,9 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 	for i := range s.kcache {
 		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
 		s.vcache[i] = make([]uint16, nCtx*c.KVDim())
+	}
+	if c.hasRecurrent() {
+		s.rec = newRecurrentState(c)
 	}
 	if scratch {
 		s.st = newFwdState(c, min(maxBatch, nCtx), nCtx, m.pool.n)
@@ -350,12 +357,23 @@ func (s *Session) Tokens() []int32 { return s.tokens[:s.pos] }
 func (s *Session) Model() *Model { return s.model }
 
 // Reset empties the cache.
-func (s *Session) Reset() { s.pos, s.tokens = 0, s.tokens[:0] }
+func (s *Session) Reset() {
+	s.pos, s.tokens = 0, s.tokens[:0]
+	if s.rec != nil {
+		s.rec.clear()
+	}
+}
 
 // Truncate drops every position from pos on, keeping the first pos.
 func (s *Session) Truncate(pos int) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("truncate to %d: the cache holds %d positions", pos, s.pos)
+	}
+	if s.rec != nil && pos != s.pos {
+		if pos != 0 {
+			return fmt.Errorf("truncate to %d: %s keeps a recurrent state that cannot be rolled back (truncate to 0 or %d only)", pos, s.model.cfg.Arch, s.pos)
+		}
+		s.rec.clear()
 	}
 	s.pos = pos
 	s.tokens = s.tokens[:pos]

@@ -40,6 +40,22 @@ type Layer struct {
 	// the 3-D ffn_{gate,up,down}_exps tensors.
 	GateInp                 Mat
 	ExpGate, ExpUp, ExpDown []Mat
+
+	// Gated DeltaNet layer (qwen35, Config.Recurrent): the q|k|v stream
+	// Wqkv [convChannels rows][NEmbd] and its causal convolution ConvW
+	// [convChannels][SSMConv]; the output gate Wz [SSMInner rows][NEmbd];
+	// per value head the update strength Wbeta and decay input Walpha
+	// [SSMVHeads rows][NEmbd], DtBias and A [SSMVHeads] (A = -exp(A_log));
+	// SSMNorm [SSMState] the gated RMSNorm of the output; SSMOut
+	// [NEmbd rows][SSMInner]. Wq etc. are unused in such a layer.
+	// qwen3next has one matrix Wba (ssm_ba) instead of Wbeta and Walpha: per
+	// key head g, its value heads' beta rows, then their alpha rows.
+	Wqkv, Wz, Wbeta, Walpha, Wba, SSMOut Mat
+	ConvW, DtBias, A, SSMNorm            []float32
+
+	// qwen35moe's shared expert: Wgate, Wup, Wdown hold it beside the
+	// routed experts, its output scaled by sigmoid(ShexpGate h) (one row).
+	ShexpGate Mat
 }
 
 // rows returns rows [r0, r1) of m as a matrix of its own (a view).
@@ -125,6 +141,19 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		return out, nil
 	}
 
+	// floats reads a [cols, rows] tensor as f32 (row-major, rows of cols).
+	floats := func(name string, cols, rows int) ([]float32, error) {
+		m, err := mat(name, cols, rows)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, cols*rows)
+		if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
+			return nil, fmt.Errorf("tensor %s: %v", name, err)
+		}
+		return out, nil
+	}
+
 	w := &Weights{}
 	ti, ok := f.Tensor("token_embd.weight")
 	if !ok {
@@ -170,6 +199,15 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		p := fmt.Sprintf("blk.%d.", i)
 		steps := []func() error{
 			func() (e error) { l.AttnNorm, e = vec(p+"attn_norm.weight", c.NEmbd); return },
+		}
+		if c.hasRecurrent() {
+			steps = append(steps, c.deltaNetSteps(l, i, mat, vec, floats, experts)...)
+			for _, s := range steps {
+				if err := s(); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		if _, fused := f.Tensor(p + "attn_qkv.weight"); fused {
 			// One matrix holds q, k and v one after another (phi3): bind
@@ -280,4 +318,67 @@ func (w *Weights) hasExperts() bool {
 		}
 	}
 	return false
+}
+
+// deltaNetSteps bind the tensors of layer il of a Gated DeltaNet hybrid
+// (qwen35): a linear-attention or a gated full-attention block, then the
+// SwiGLU FFN normed by post_attention_norm (these files have no ffn_norm).
+func (c *Config) deltaNetSteps(l *Layer, il int,
+	mat func(string, int, int) (Mat, error),
+	vec func(string, int) ([]float32, error),
+	floats func(string, int, int) ([]float32, error),
+	experts func(string, int, int, int) ([]Mat, error)) []func() error {
+	p := fmt.Sprintf("blk.%d.", il)
+	d := c.NEmbd
+	var steps []func() error
+	if c.isRecurrent(il) {
+		cc, vh := c.convChannels(), c.SSMVHeads
+		steps = append(steps,
+			func() (e error) { l.Wqkv, e = mat(p+"attn_qkv.weight", d, cc); return },
+			func() (e error) { l.Wz, e = mat(p+"attn_gate.weight", d, c.SSMInner); return },
+			func() (e error) { l.ConvW, e = floats(p+"ssm_conv1d.weight", c.SSMConv, cc); return },
+			func() (e error) { l.DtBias, e = vec(p+"ssm_dt.bias", vh); return },
+			func() (e error) { l.A, e = vec(p+"ssm_a", vh); return },
+		)
+		if c.DNGroupedHeads {
+			steps = append(steps, func() (e error) { l.Wba, e = mat(p+"ssm_ba.weight", d, 2*vh); return })
+		} else {
+			steps = append(steps,
+				func() (e error) { l.Wbeta, e = mat(p+"ssm_beta.weight", d, vh); return },
+				func() (e error) { l.Walpha, e = mat(p+"ssm_alpha.weight", d, vh); return })
+		}
+		steps = append(steps,
+			func() (e error) { l.SSMNorm, e = vec(p+"ssm_norm.weight", c.SSMState); return },
+			func() (e error) { l.SSMOut, e = mat(p+"ssm_out.weight", c.SSMInner, d); return },
+		)
+	} else {
+		qd, kvd := c.QDim(), c.KVDim()
+		steps = append(steps,
+			func() (e error) { l.Wq, e = mat(p+"attn_q.weight", d, 2*qd); return }, // q and gate, per head
+			func() (e error) { l.Wk, e = mat(p+"attn_k.weight", d, kvd); return },
+			func() (e error) { l.Wv, e = mat(p+"attn_v.weight", d, kvd); return },
+			func() (e error) { l.QNorm, e = vec(p+"attn_q_norm.weight", c.HeadDim); return },
+			func() (e error) { l.KNorm, e = vec(p+"attn_k_norm.weight", c.HeadDim); return },
+			func() (e error) { l.Wo, e = mat(p+"attn_output.weight", qd, d); return },
+		)
+	}
+	steps = append(steps, func() (e error) { l.FFNNorm, e = vec(p+"post_attention_norm.weight", d); return })
+	if c.NExpert > 0 { // qwen35moe: routed experts and a gated shared expert
+		ne, fe, fs := c.NExpert, c.NFFExp, c.NFFShexp
+		return append(steps,
+			func() (e error) { l.GateInp, e = mat(p+"ffn_gate_inp.weight", d, ne); return },
+			func() (e error) { l.ExpGate, e = experts(p+"ffn_gate_exps.weight", d, fe, ne); return },
+			func() (e error) { l.ExpUp, e = experts(p+"ffn_up_exps.weight", d, fe, ne); return },
+			func() (e error) { l.ExpDown, e = experts(p+"ffn_down_exps.weight", fe, d, ne); return },
+			func() (e error) { l.ShexpGate, e = mat(p+"ffn_gate_inp_shexp.weight", d, 1); return },
+			func() (e error) { l.Wgate, e = mat(p+"ffn_gate_shexp.weight", d, fs); return },
+			func() (e error) { l.Wup, e = mat(p+"ffn_up_shexp.weight", d, fs); return },
+			func() (e error) { l.Wdown, e = mat(p+"ffn_down_shexp.weight", fs, d); return },
+		)
+	}
+	return append(steps,
+		func() (e error) { l.Wgate, e = mat(p+"ffn_gate.weight", d, c.NFF); return },
+		func() (e error) { l.Wup, e = mat(p+"ffn_up.weight", d, c.NFF); return },
+		func() (e error) { l.Wdown, e = mat(p+"ffn_down.weight", c.NFF, d); return },
+	)
 }

@@ -50,6 +50,20 @@ type Preset struct {
 	ExpertFF   int  // rows of each expert's gate/up
 	Window     int  // sliding window (gemma3)
 	RopeSWA    float32
+
+	// Gated DeltaNet hybrids (qwen35): every FullAttnEvery-th layer is gated
+	// full attention, the others linear attention with SSMGroups key heads
+	// and SSMVHeads value heads of SSMState, a causal conv of SSMConv taps.
+	DeltaNet      bool
+	FullAttnEvery int
+	SSMConv       int
+	SSMState      int
+	SSMGroups     int
+	SSMVHeads     int
+	Rot           int    // rope.dimension_count (0: the head size)
+	RopeSections  [4]int // rope.dimension_sections
+	Pre           string // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
+	SharedFF      int    // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
 }
 
 var presets = []Preset{
@@ -69,6 +83,32 @@ var presets = []Preset{
 	{Name: "phi3-mini", Arch: "phi3", Dim: 3072, Layers: 32, Heads: 32, KVHeads: 32, FFN: 8192, Vocab: 32064, Ctx: 4096, RopeBase: 10000, Eps: 1e-5, Fused: true},
 	// A Qwen3-MoE with 7B weights of which ~1B are read per token: 64
 	// experts of which 8 are used, each 1024 wide.
+	// A Qwen3.5-style mini (random weights): 3 Gated DeltaNet layers to 1
+	// gated full-attention layer, partial interleaved multi-section RoPE,
+	// for parity tests against llama.cpp (run with the gpt-2 vocabulary,
+	// pre-tokenizer qwen35; see runtime/testdata/qwen35/README.md).
+	{Name: "qwen35-mini", Arch: "qwen35", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
+		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35"},
+	// Qwen3.5-0.8B's text model (Qwen/Qwen3.5-0.8B config.json): 18 Gated
+	// DeltaNet layers (16 key and 16 value heads of 128, conv 4) and 6 gated
+	// full-attention layers (8 heads, 2 KV heads of 256, a quarter rotated,
+	// IMRoPE sections 11/11/10), tied embeddings; no MTP block.
+	{Name: "qwen35-0.8b", Arch: "qwen35", Dim: 1024, Layers: 24, Heads: 8, KVHeads: 2, HeadDim: 256, FFN: 3584, Vocab: 248320, Ctx: 262144, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 128, SSMGroups: 16, SSMVHeads: 16,
+		Rot: 64, RopeSections: [4]int{11, 11, 10, 0}, Pre: "qwen35"},
+	// Its mixture-of-experts sibling (Qwen3.5-MoE / Qwen3.6-A3B style): 8
+	// experts of 32, 2 used, softmax routing, and a sigmoid-gated shared
+	// expert of 64.
+	{Name: "qwen35moe-mini", Arch: "qwen35moe", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
+		Rot: 16, RopeSections: [4]int{3, 3, 2, 0}, Pre: "qwen35", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
+	// Qwen3-Next-style mini: the same blocks with plain NeoX RoPE, one
+	// ssm_ba matrix for beta and alpha, key heads shared by consecutive
+	// value heads; always experts (8 of 32, 2 used) and a shared expert.
+	{Name: "qwen3next-mini", Arch: "qwen3next", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
+		Rot: 16, Pre: "qwen2", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -127,6 +167,10 @@ func (p Preset) Tensors() []Tensor {
 	for l := 0; l < p.Layers; l++ {
 		b := fmt.Sprintf("blk.%d.", l)
 		ts = append(ts, Tensor{b + "attn_norm.weight", []int64{d}, true})
+		if p.DeltaNet {
+			ts = append(ts, p.deltaNetTensors(b, l)...)
+			continue
+		}
 		if p.Fused {
 			ts = append(ts, Tensor{b + "attn_qkv.weight", []int64{d, q + 2*kv}, false})
 		} else {
@@ -172,6 +216,61 @@ func (p Preset) Tensors() []Tensor {
 		ts = append(ts, Tensor{"output.weight", []int64{d, v}, false})
 	}
 	return ts
+}
+
+// deltaNetTensors are the tensors of layer l (prefix b) of a Gated DeltaNet
+// hybrid after attn_norm, as llama.cpp's loader names and shapes them.
+// ssm_a is drawn as a norm weight and negated when written (A = -exp(A_log)).
+func (p Preset) deltaNetTensors(b string, l int) []Tensor {
+	hd := int64(p.HeadSize())
+	d, q, kv, f := int64(p.Dim), hd*int64(p.Heads), hd*int64(p.KVHeads), int64(p.FFN)
+	var ts []Tensor
+	if (l+1)%p.FullAttnEvery != 0 {
+		s, nk, nv := int64(p.SSMState), int64(p.SSMGroups), int64(p.SSMVHeads)
+		cc := 2*s*nk + s*nv
+		ts = append(ts,
+			Tensor{b + "attn_qkv.weight", []int64{d, cc}, false},
+			Tensor{b + "attn_gate.weight", []int64{d, s * nv}, false},
+			Tensor{b + "ssm_conv1d.weight", []int64{int64(p.SSMConv), cc}, false},
+			Tensor{b + "ssm_dt.bias", []int64{nv}, true},
+			Tensor{b + "ssm_a", []int64{nv}, true},
+		)
+		if p.Arch == "qwen3next" { // beta and alpha in one matrix
+			ts = append(ts, Tensor{b + "ssm_ba.weight", []int64{d, 2 * nv}, false})
+		} else {
+			ts = append(ts,
+				Tensor{b + "ssm_beta.weight", []int64{d, nv}, false},
+				Tensor{b + "ssm_alpha.weight", []int64{d, nv}, false})
+		}
+		ts = append(ts,
+			Tensor{b + "ssm_norm.weight", []int64{s}, true},
+			Tensor{b + "ssm_out.weight", []int64{s * nv, d}, false})
+	} else {
+		ts = append(ts,
+			Tensor{b + "attn_q.weight", []int64{d, 2 * q}, false}, // q and its gate, per head
+			Tensor{b + "attn_k.weight", []int64{d, kv}, false},
+			Tensor{b + "attn_v.weight", []int64{d, kv}, false},
+			Tensor{b + "attn_q_norm.weight", []int64{hd}, true},
+			Tensor{b + "attn_k_norm.weight", []int64{hd}, true},
+			Tensor{b + "attn_output.weight", []int64{q, d}, false})
+	}
+	ts = append(ts, Tensor{b + "post_attention_norm.weight", []int64{d}, true})
+	if p.Experts > 0 {
+		ne, fe, fs := int64(p.Experts), int64(p.ExpertFF), int64(p.SharedFF)
+		return append(ts,
+			Tensor{b + "ffn_gate_inp.weight", []int64{d, ne}, false},
+			Tensor{b + "ffn_gate_exps.weight", []int64{d, fe, ne}, false},
+			Tensor{b + "ffn_up_exps.weight", []int64{d, fe, ne}, false},
+			Tensor{b + "ffn_down_exps.weight", []int64{fe, d, ne}, false},
+			Tensor{b + "ffn_gate_inp_shexp.weight", []int64{d}, false},
+			Tensor{b + "ffn_gate_shexp.weight", []int64{d, fs}, false},
+			Tensor{b + "ffn_up_shexp.weight", []int64{d, fs}, false},
+			Tensor{b + "ffn_down_shexp.weight", []int64{fs, d}, false})
+	}
+	return append(ts,
+		Tensor{b + "ffn_gate.weight", []int64{d, f}, false},
+		Tensor{b + "ffn_up.weight", []int64{d, f}, false},
+		Tensor{b + "ffn_down.weight", []int64{f, d}, false})
 }
 
 // Options says what WriteFile writes.
@@ -277,7 +376,26 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	hd := uint32(p.HeadSize())
 	w.SetUint32(a+".attention.key_length", hd)
 	w.SetUint32(a+".attention.value_length", hd)
-	w.SetUint32(a+".rope.dimension_count", hd)
+	if p.Rot > 0 {
+		w.SetUint32(a+".rope.dimension_count", uint32(p.Rot))
+	} else {
+		w.SetUint32(a+".rope.dimension_count", hd)
+	}
+	if p.DeltaNet {
+		secs := make([]int32, 4)
+		for i, s := range p.RopeSections {
+			secs[i] = int32(s)
+		}
+		if p.RopeSections != [4]int{} {
+			w.SetInt32s(a+".rope.dimension_sections", secs)
+		}
+		w.SetUint32(a+".full_attention_interval", uint32(p.FullAttnEvery))
+		w.SetUint32(a+".ssm.conv_kernel", uint32(p.SSMConv))
+		w.SetUint32(a+".ssm.state_size", uint32(p.SSMState))
+		w.SetUint32(a+".ssm.group_count", uint32(p.SSMGroups))
+		w.SetUint32(a+".ssm.time_step_rank", uint32(p.SSMVHeads))
+		w.SetUint32(a+".ssm.inner_size", uint32(p.SSMState*p.SSMVHeads))
+	}
 	w.SetFloat32(a+".rope.freq_base", p.RopeBase)
 	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", p.Eps)
 	if p.Granite {
@@ -290,6 +408,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		w.SetUint32(a+".expert_count", uint32(p.Experts))
 		w.SetUint32(a+".expert_used_count", uint32(p.ExpertsUse))
 		w.SetUint32(a+".expert_feed_forward_length", uint32(p.ExpertFF))
+		if p.SharedFF > 0 {
+			w.SetUint32(a+".expert_shared_feed_forward_length", uint32(p.SharedFF))
+		}
 	}
 	if p.Window > 0 {
 		w.SetUint32(a+".attention.sliding_window", uint32(p.Window))
@@ -316,6 +437,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 			}
 		}
 		n = len(toks)
+		if p.Pre != "" {
+			w.SetString("tokenizer.ggml.pre", p.Pre)
+		}
 	} else {
 		toks, scores, types := byteVocab(n)
 		w.SetString("tokenizer.ggml.model", "llama")
@@ -447,6 +571,11 @@ func writeTensorData(out io.Writer, t Tensor, ty kernels.Type, seed uint64, thre
 					if t.Norm {
 						for j := range row {
 							row[j] = 1 + 0.1*float32(rng.NormFloat64())
+						}
+						if strings.HasSuffix(t.Name, ".ssm_a") { // a decay rate: A = -exp(A_log) < 0
+							for j := range row {
+								row[j] *= -0.25
+							}
 						}
 					} else {
 						for j := range row {

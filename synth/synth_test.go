@@ -284,12 +284,12 @@ func TestGraniteRuns(t *testing.T) {
 }
 
 // TestNewArchPresetsRun: a small model with the structure of each
-// newer-architecture preset (qwen3, gemma3, phi3, qwen3moe) is written with
+// newer-architecture preset (qwen3, gemma3, phi3, qwen3moe, qwen35) is written with
 // the preset's keys and tensor names, loads in the runtime, and gives the
 // same finite logits when its tokens are evaluated as one batch and one at a
 // time (the batch path of the expert FFN groups tokens by expert).
 func TestNewArchPresetsRun(t *testing.T) {
-	for _, name := range []string{"qwen3-0.6b", "gemma3-1b", "phi3-mini", "qwen3moe-7b-a1b"} {
+	for _, name := range []string{"qwen3-0.6b", "gemma3-1b", "phi3-mini", "qwen3moe-7b-a1b", "qwen35-0.8b"} {
 		t.Run(name, func(t *testing.T) {
 			p := preset(t, name)
 			small := p
@@ -306,6 +306,9 @@ func TestNewArchPresetsRun(t *testing.T) {
 			}
 			if p.Experts > 0 {
 				small.Experts, small.ExpertsUse, small.ExpertFF = 8, 3, 128
+			}
+			if p.DeltaNet {
+				small.Layers = 4 // three Gated DeltaNet layers and a full-attention one
 			}
 			path, _ := write(t, Options{Preset: small, Type: fileType(t, "q8_0"), Seed: 1})
 			m, err := wrt.Load(path, wrt.LoadOptions{Threads: 2})

@@ -131,11 +131,12 @@ func execute(tpl *exec.Template, ctx *exec.Context, maxOut int) (string, error) 
 // checkRecursion refuses templates that can recurse: recursive for-loops,
 // and macros that can reach themselves. A name counts as a macro when it is
 // one, or when a {% set %} anywhere gives it a value that mentions one
-// (aliases, namespaces); every mention of such a name inside a macro's body
-// is an edge of the call graph.
+// (aliases, namespaces) other than as the callee of a call (a macro call's
+// value is its rendered text, which cannot be called); every mention of
+// such a name inside a macro's body is an edge of the call graph.
 func checkRecursion(root *nodes.Template) error {
 	var macros []*nodes.Macro
-	sets := map[string][]string{} // assigned name -> names its value mentions
+	setExprs := map[string][]reflect.Value{} // assigned name -> the values it is given
 	recursiveFor := false
 	walkAST(reflect.ValueOf(root), map[uintptr]bool{}, func(v reflect.Value) {
 		switch n := v.Interface().(type) {
@@ -148,7 +149,7 @@ func checkRecursion(root *nodes.Template) error {
 		case *ctrl.SetControlStructure:
 			sv := reflect.ValueOf(n).Elem()
 			if target := baseName(sv.FieldByName("target")); target != "" {
-				sets[target] = append(sets[target], namesIn(sv.FieldByName("expression"))...)
+				setExprs[target] = append(setExprs[target], sv.FieldByName("expression"))
 			}
 		}
 	})
@@ -159,6 +160,12 @@ func checkRecursion(root *nodes.Template) error {
 	macroish := map[string]map[string]bool{}
 	for _, m := range macros {
 		macroish[m.Name] = map[string]bool{m.Name: true}
+	}
+	sets := map[string][]string{} // assigned name -> names its values mention (macro callees left out)
+	for target, vals := range setExprs {
+		for _, v := range vals {
+			sets[target] = append(sets[target], valueNames(v, macroish)...)
+		}
 	}
 	for changed := true; changed; {
 		changed = false
@@ -221,6 +228,26 @@ func checkRecursion(root *nodes.Template) error {
 		}
 	}
 	return nil
+}
+
+// valueNames lists the names an expression mentions, except a macro's name
+// in the callee position of a call: the call's value is text.
+func valueNames(v reflect.Value, macros map[string]map[string]bool) []string {
+	seen := map[uintptr]bool{}
+	walkAST(v, map[uintptr]bool{}, func(v reflect.Value) {
+		if c, ok := v.Interface().(*nodes.Call); ok {
+			if n, ok := c.Func.(*nodes.Name); ok && n.Name != nil && macros[n.Name.Val] != nil {
+				seen[reflect.ValueOf(n).Pointer()] = true
+			}
+		}
+	})
+	var out []string
+	walkAST(v, seen, func(v reflect.Value) {
+		if n, ok := v.Interface().(*nodes.Name); ok && n.Name != nil {
+			out = append(out, n.Name.Val)
+		}
+	})
+	return out
 }
 
 // namesIn lists the variable names mentioned in an AST subtree.

@@ -20,6 +20,9 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 		{`{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}`, "can call itself"},
 		{`{% macro f() %}{% set g = f %}{{ g() }}{% endmacro %}{{ f() }}`, `macro "f" can call itself`},
 		{`{% macro f() %}{{ ns.g() }}{% endmacro %}{% set ns = namespace(g=f) %}{{ f() }}`, `macro "f" can call itself`},
+		// A macro call's value is text, but the macro itself beside it still counts.
+		{`{% macro f() %}{{ ns.g() }}{% endmacro %}{% set ns = namespace(t=f(), g=f) %}{{ f() }}`, `macro "f" can call itself`},
+		{`{% macro f() %}{{ h() }}{% endmacro %}{% set h = f(f) %}{{ f() }}`, `macro "f" can call itself`},
 		{`{% for m in messages recursive %}{{ loop(messages) }}{% endfor %}`, "recursive for-loops"},
 		{`{% for i in range(2000) %}{{ 'x' * 1000 }}{% endfor %}`, "output passed"},
 	}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -375,5 +376,49 @@ func TestAllPreTokenizersCompile(t *testing.T) {
 	}
 	if _, err := lookupPre("no-such-pre"); err == nil {
 		t.Error("unknown pre-tokenizer accepted")
+	}
+}
+
+// TestQwen35PreTokenizer: Qwen3.5's expression is Qwen2's with combining
+// marks (\p{M}) counted as letters, so a decomposed accent stays in its
+// word (hand-derived from llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35 regex).
+func TestQwen35PreTokenizer(t *testing.T) {
+	words := func(kind, text string) []string {
+		p, err := newPretokenizer(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := p.split(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, w := range ws {
+			var r []rune
+			for _, c := range w {
+				r = append(r, rune(c))
+			}
+			out = append(out, string(r))
+		}
+		return out
+	}
+	pi, err := lookupPre("qwen35")
+	if err != nil || pi.kind != "qwen35" || pi.cleanSpaces {
+		t.Fatalf("lookupPre(qwen35) = %+v, %v", pi, err)
+	}
+	for _, c := range []struct {
+		text          string
+		qwen2, qwen35 []string
+	}{
+		{"Cafe\u0301s ok", []string{"Cafe", "\u0301s", " ok"}, []string{"Cafe\u0301s", " ok"}},
+		{"a \u0308b 12", []string{"a", " \u0308", "b", " ", "1", "2"}, []string{"a", " \u0308b", " ", "1", "2"}},
+		{"I'M here", []string{"I", "'M", " here"}, []string{"I", "'M", " here"}},
+	} {
+		if got := words("qwen2", c.text); !slices.Equal(got, c.qwen2) {
+			t.Errorf("qwen2 %q: %q, want %q", c.text, got, c.qwen2)
+		}
+		if got := words("qwen35", c.text); !slices.Equal(got, c.qwen35) {
+			t.Errorf("qwen35 %q: %q, want %q", c.text, got, c.qwen35)
+		}
 	}
 }

@@ -22,6 +22,8 @@ const (
 	reGPT2   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)`
 	reLlama3 = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	reQwen2  = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// Qwen3.5: qwen2's, with combining marks (\p{M}) counted as letters.
+	reQwen35 = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
 // preRegexes maps a pre-tokenizer type to llama.cpp's regex list.
@@ -35,6 +37,7 @@ var preRegexes = map[string][]string{
 	"gpt2":   {reGPT2},
 	"llama3": {reLlama3},
 	"qwen2":  {reQwen2},
+	"qwen35": {reQwen35},
 	"starcoder": {
 		`\p{N}`,
 		reGPT2,
@@ -101,6 +104,8 @@ func lookupPre(pre string) (preInfo, error) {
 		return preInfo{kind: "starcoder"}, nil
 	case "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open":
 		return preInfo{kind: "qwen2"}, nil
+	case "qwen35":
+		return preInfo{kind: "qwen35"}, nil
 	case "stablelm2", "megrez":
 		return preInfo{kind: "qwen2", cleanSpaces: true}, nil
 	case "poro-chat":

@@ -1,0 +1,382 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/quant"
+	"github.com/woolly-llm/woolly/synth"
+)
+
+// deltaNetMinis pins the bytes of `woolly synth --preset NAME --vocab
+// ../shared/vocab/ggml-vocab-gpt-2.gguf` (seed 1, Q4_K_M), the files
+// llama.cpp's references in testdata/qwen35 were made from.
+var deltaNetMinis = map[string]string{
+	"qwen35-mini":    "8479c17d99a63edfd13e2907d53bfeae81c28b371e0cf53d20499301786ca4ef",
+	"qwen35moe-mini": "528ee11264bfd5aba3c263c5e5a356f87d578560f35f163c71cab43980234edf",
+	"qwen3next-mini": "a879e607201fa950bd5dd18f231d31d816f49c411251298b6964358c092c055a",
+}
+
+// qwen35Mini writes the qwen35 mini into a temporary directory, checks its
+// pinned checksum and returns its path.
+func qwen35Mini(t testing.TB) string { return deltaNetMini(t, "qwen35-mini") }
+
+// deltaNetMini writes the synth preset name into a temporary directory,
+// checks its pinned checksum and returns its path.
+func deltaNetMini(t testing.TB, name string) string {
+	t.Helper()
+	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
+	p, err := synth.FindPreset(name)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
+	ft, err := quant.ParseFileType("q4_k_m")
+	require.NoError(t, err)
+	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, VocabPath: vocab, Seed: 1, Threads: 2})
+	require.NoError(t, err)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	require.NoError(t, err)
+	require.Equal(t, deltaNetMinis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/qwen35 (README.md)", name)
+	return path
+}
+
+// qwen35Refs reads llama.cpp's references for the mini name.
+func qwen35Refs(t *testing.T, name string) map[string]refLogits {
+	files, _ := filepath.Glob(filepath.Join("testdata", "qwen35", "synth-"+name+"-Q4_K_M.*.json"))
+	require.NotEmpty(t, files)
+	out := map[string]refLogits{}
+	for _, f := range files {
+		var r refLogits
+		readJSON(t, f, &r)
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
+	}
+	return out
+}
+
+// teacherForced is the reference's prompt plus its greedy ids but the last,
+// and the top list of every position of that sequence.
+func teacherForced(ref refLogits) ([]int32, []refTop) {
+	n := len(ref.PromptIDs)
+	seq := append(slices.Clone(ref.PromptIDs), ref.Greedy.IDs[:len(ref.Greedy.IDs)-1]...)
+	tops := make([]refTop, len(seq))
+	for i, p := range ref.Positions {
+		tops[i] = p.Top
+	}
+	for k, st := range ref.Greedy.Steps {
+		if n-1+k < len(tops) {
+			tops[n-1+k] = st.Top
+		}
+	}
+	return seq, tops
+}
+
+// TestQwen35Parity: the qwen35, qwen35moe and qwen3next minis' logits equal
+// llama.cpp's within the contract's tolerance for quantized files,
+// evaluated as one batch, token by token and in uneven chunks (the
+// recurrent state carried between passes); prompt ids and the 16 greedy
+// ids are identical.
+func TestQwen35Parity(t *testing.T) {
+	for _, name := range []string{"qwen35-mini", "qwen35moe-mini", "qwen3next-mini"} {
+		t.Run(name, func(t *testing.T) { deltaNetParity(t, name) })
+	}
+}
+
+func deltaNetParity(t *testing.T, name string) {
+	m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
+	const tol = 0.1
+	nv := m.Info().NVocab
+	worst := map[string]float64{}
+	for tag, ref := range qwen35Refs(t, name) {
+		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
+		require.NoError(t, err)
+		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
+		seq, tops := teacherForced(ref)
+
+		// llama.cpp's own procedure: the prompt as one batch, then each
+		// greedy id decoded alone.
+		s := newSession(t, m, 0)
+		pr := evalAll(t, s, ref.PromptIDs)
+		for i := range ref.PromptIDs {
+			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), pr[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
+		}
+		for k := 1; k < len(ref.Greedy.Steps); k++ {
+			row, err := s.Eval([]int32{ref.Greedy.IDs[k-1]}, false)
+			require.NoError(t, err)
+			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s step %d", tag, k), row, ref.Greedy.Steps[k].Top, tol))
+		}
+
+		s.Reset()
+		all := evalAll(t, s, seq)
+		for i := range seq {
+			worst["batch"] = max(worst["batch"], compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol))
+		}
+		s.Reset()
+		for i, id := range seq {
+			row, err := s.Eval([]int32{id}, false)
+			require.NoError(t, err)
+			worst["token"] = max(worst["token"], compareTop(t, fmt.Sprintf("%s token pos %d", tag, i), row, tops[i], tol))
+		}
+		s.Reset()
+		for i := 0; i < len(seq); {
+			n := min(len(seq)-i, 1+(i*7)%23) // 1, 8, 16, ... tokens per pass
+			rows, err := s.Eval(seq[i:i+n], true)
+			require.NoError(t, err)
+			for j := 0; j < n; j++ {
+				worst["chunks"] = max(worst["chunks"], compareTop(t, fmt.Sprintf("%s chunked pos %d", tag, i+j), rows[j*nv:(j+1)*nv], tops[i+j], tol))
+			}
+			i += n
+		}
+
+		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512}, nil)
+		require.NoError(t, err)
+		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
+		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
+	}
+	t.Logf("%s max |Δlogit| vs llama.cpp: its procedure %.3g; teacher-forced batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
+		name, worst["procedure"], worst["batch"], worst["token"], worst["chunks"], tol)
+	if name != "qwen3next-mini" && worst["procedure"] > 1e-6 {
+		// These minis reproduce the reference's bits (the JSON prints 9 digits).
+		t.Errorf("%s: max |Δlogit| %.3g following llama.cpp's procedure, want the reference's bits (≤ 1e-6)", name, worst["procedure"])
+	}
+	for k, v := range worst {
+		if v > tol {
+			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, tol)
+		}
+	}
+}
+
+// TestQwen35BatchKeepsStates: sequences evaluated together in one Batch
+// (their rows in shared passes) get the logits they get alone, bit for
+// bit: each keeps its own conv and SSM state.
+func TestQwen35BatchKeepsStates(t *testing.T) {
+	m := loadPath(t, qwen35Mini(t), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
+	const chunk, gen = 16, 6
+	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
+	require.NoError(t, err)
+	b.gatherMin = 200 * time.Millisecond
+	prompts := batchPrompts(m, chunk)
+	alone := make([]batchRun, len(prompts))
+	for i, p := range prompts {
+		s, err := b.NewSession(256)
+		require.NoError(t, err)
+		alone[i], err = generateRecording(s, p, gen)
+		require.NoError(t, err)
+	}
+	together := make([]batchRun, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, p := range prompts {
+		s, err := b.NewSession(256)
+		require.NoError(t, err)
+		b.enter(s)
+		wg.Go(func() {
+			<-start
+			together[i], errs[i] = generateRecording(s, p, gen)
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.Greater(t, b.Stats().Shared, int64(0), "no step carried two sequences")
+	for i := range prompts {
+		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
+		for k := range alone[i].logits {
+			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
+		}
+	}
+}
+
+// TestQwen35PrefixReuse: a recurrent state cannot be rolled back, so
+// Truncate keeps all positions or none; a follow-up request that extends a
+// stored conversation restores its snapshot (state included) and evaluates
+// only the new tokens, with the logits of a run from scratch.
+func TestQwen35PrefixReuse(t *testing.T) {
+	path := qwen35Mini(t)
+	m := loadPath(t, path, LoadOptions{Threads: 2})
+	s := newSession(t, m, 256)
+	seq := []int32{7454, 2402, 257, 640, 11, 612, 373, 257}
+	evalAll(t, s, seq)
+	err := s.Truncate(3)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "recurrent state")
+	require.NoError(t, s.Truncate(len(seq)))
+	require.NoError(t, s.Truncate(0))
+	require.Equal(t, 0, s.Pos())
+
+	opts := func(toks []int32) GenerateOptions {
+		return GenerateOptions{Tokens: toks, MaxTokens: 4, Sampler: SamplerOptions{Temperature: 0, RepeatPenalty: 1, Seed: 1}}
+	}
+	turn1, err := m.Generate(context.Background(), opts(seq), nil)
+	require.NoError(t, err)
+	// Turn 2: turn 1's prompt and reply, then new tokens.
+	next := append(append(slices.Clone(seq), turn1.Tokens...), 198, 464, 1310, 3290)
+	turn2, err := m.Generate(context.Background(), opts(next), nil)
+	require.NoError(t, err)
+	// The last generated token was sampled, never evaluated: the snapshot
+	// holds the prompt and all but the last reply token.
+	require.Equal(t, len(seq)+len(turn1.Tokens)-1, turn2.CachedTokens, "turn 2 must reuse what turn 1 evaluated")
+
+	fresh := loadPath(t, path, LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
+	want, err := fresh.Generate(context.Background(), opts(next), nil)
+	require.NoError(t, err)
+	require.Equal(t, want.Tokens, turn2.Tokens)
+}
+
+// TestQwen35BadFiles: a qwen35 file with a missing or contradicting key or
+// tensor fails to load with one error naming it.
+func TestQwen35BadFiles(t *testing.T) {
+	path := qwen35Mini(t)
+	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
+	cases := []struct {
+		name string
+		set  map[string]*loader.Value
+		drop string
+		want string
+	}{
+		{"no conv tensor", nil, "blk.0.ssm_conv1d.weight", "tensor blk.0.ssm_conv1d.weight is missing"},
+		{"no ssm_a", nil, "blk.1.ssm_a", "tensor blk.1.ssm_a is missing"},
+		{"no gated q", nil, "blk.3.attn_q.weight", "tensor blk.3.attn_q.weight is missing"},
+		{"no conv kernel key", map[string]*loader.Value{"qwen35.ssm.conv_kernel": nil}, "", "key qwen35.ssm.conv_kernel is missing"},
+		{"no group count", map[string]*loader.Value{"qwen35.ssm.group_count": nil}, "", "key qwen35.ssm.group_count is missing"},
+		{"inner size lies", map[string]*loader.Value{"qwen35.ssm.inner_size": u32(96)}, "", "ssm.inner_size 96"},
+		{"state size lies", map[string]*loader.Value{"qwen35.ssm.state_size": u32(32), "qwen35.ssm.inner_size": u32(128)}, "", "blk.0.attn_qkv.weight has shape"},
+		{"no sections", map[string]*loader.Value{"qwen35.rope.dimension_sections": nil}, "", "key qwen35.rope.dimension_sections is missing"},
+		{"heads not a multiple", map[string]*loader.Value{"qwen35.ssm.time_step_rank": u32(3), "qwen35.ssm.inner_size": u32(48)}, "", "not a multiple of ssm.group_count"},
+		{"nextn too large", map[string]*loader.Value{"qwen35.nextn_predict_layers": u32(4)}, "", "nextn_predict_layers"},
+		{"interval zero", map[string]*loader.Value{"qwen35.full_attention_interval": u32(0)}, "", "full_attention_interval has invalid value 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := rewriteModel(t, path, c.set, c.drop)
+			_, err := Load(bad, LoadOptions{Threads: 1})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+	// The MoE variants' own tensors and keys.
+	for _, c := range []struct {
+		mini, drop, want string
+		set              map[string]*loader.Value
+	}{
+		{"qwen35moe-mini", "blk.2.ffn_gate_inp_shexp.weight", "tensor blk.2.ffn_gate_inp_shexp.weight is missing", nil},
+		{"qwen35moe-mini", "blk.3.ffn_down_exps.weight", "tensor blk.3.ffn_down_exps.weight is missing", nil},
+		{"qwen35moe-mini", "", "expert_shared_feed_forward_length 48", map[string]*loader.Value{"qwen35moe.expert_shared_feed_forward_length": u32(48)}},
+		{"qwen3next-mini", "blk.0.ssm_ba.weight", "tensor blk.0.ssm_ba.weight is missing", nil},
+		{"qwen3next-mini", "", "key qwen3next.expert_count is missing", map[string]*loader.Value{"qwen3next.expert_count": nil}},
+	} {
+		t.Run(c.mini+"/"+c.want, func(t *testing.T) {
+			bad := rewriteModel(t, deltaNetMini(t, c.mini), c.set, c.drop)
+			_, err := Load(bad, LoadOptions{Threads: 1})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// rewriteModel writes a copy of the model at path with metadata changed
+// (a nil value deletes the key) and tensor drop left out.
+func rewriteModel(t *testing.T, path string, set map[string]*loader.Value, drop string) string {
+	t.Helper()
+	f, err := loader.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	w := loader.NewWriter()
+	for _, kv := range f.KV {
+		if v, ok := set[kv.Key]; ok {
+			if v != nil {
+				w.Set(kv.Key, *v)
+			}
+			continue
+		}
+		w.Set(kv.Key, kv.Value)
+	}
+	for k, v := range set {
+		if _, present := f.Get(k); !present && v != nil {
+			w.Set(k, *v)
+		}
+	}
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if ti.Name == drop {
+			continue
+		}
+		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)))
+	}
+	out := filepath.Join(t.TempDir(), "bad.gguf")
+	require.NoError(t, w.WriteFile(out))
+	return out
+}
+
+// TestIMRoPETables: for text tokens, ggml's interleaved multi-section RoPE
+// rotates pair i by the position unless its sector (i mod the sections'
+// sum) falls to the fourth section, whose position is 0. Sections
+// [3, 1, 2, 2] over 8 pairs: sectors 4 (4%3 = 1, not < 3*1) and 7 are
+// unrotated; Qwen3.5's real [11, 11, 10, 0] (and the mini's [3, 3, 2, 0])
+// rotate every pair.
+func TestIMRoPETables(t *testing.T) {
+	for _, tc := range []struct {
+		secs [4]int
+		e    []int
+	}{{[4]int{3, 1, 2, 2}, []int{4, 7}}, {[4]int{3, 3, 2, 0}, nil}, {[4]int{1, 1, 1, 0}, nil}} {
+		c := &Config{NRot: 16, RopeAttnFactor: 1, RopeSections: tc.secs}
+		const ntok, pos0 = 3, 5
+		cos, sin := make([]float32, ntok*8), make([]float32, ntok*8)
+		ropeTables(c, 10000, 1, nil, pos0, ntok, cos, sin)
+		wantC, wantS := slices.Clone(cos), slices.Clone(sin)
+		for t := 0; t < ntok; t++ {
+			for _, i := range tc.e {
+				wantC[t*8+i], wantS[t*8+i] = 1, 0
+			}
+		}
+		imropeTables(c, ntok, cos, sin)
+		require.Equal(t, wantC, cos, "sections %v", tc.secs)
+		require.Equal(t, wantS, sin, "sections %v", tc.secs)
+	}
+}
+
+// TestQwen35Perplexity: llama-perplexity's figure on the shared dev text
+// (c = 128, 4 chunks, llama.cpp's native build). qwen35-mini and
+// qwen3next-mini give it to 4 decimals; qwen35moe-mini within 1e-3
+// relative (measured 2.0e-4: its 128-token batches are not yet bit-exact,
+// see docs/models-2026.md).
+func TestQwen35Perplexity(t *testing.T) {
+	var ref struct {
+		Chunks int                `json:"chunks"`
+		PPL    map[string]float64 `json:"ppl"`
+	}
+	readJSON(t, filepath.Join("testdata", "qwen35", "ppl.json"), &ref)
+	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
+	require.NoError(t, err)
+	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
+	for _, name := range []string{"qwen35-mini", "qwen35moe-mini", "qwen3next-mini"} {
+		m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2})
+		res, err := m.Perplexity(context.Background(), text, 128, nil)
+		require.NoError(t, err)
+		require.Equal(t, ref.Chunks, res.Chunks, name)
+		want := ref.PPL[name]
+		t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
+		if name != "qwen35moe-mini" {
+			require.InDelta(t, want, res.PPL, 5e-5, "%s: PPL to 4 decimals", name)
+		} else {
+			require.InEpsilon(t, want, res.PPL, 1e-3, name)
+		}
+	}
+}
