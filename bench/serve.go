@@ -26,7 +26,7 @@ type ServeOptions struct {
 	Clients  []int  // client counts (each ≥ 1)
 	Gen      int    // tokens each request generates
 	Threads  int    // model threads (0: the runtime's default)
-	Parallel int    // the server's --parallel (0: the largest client count)
+	Parallel int    // the server's --parallel (0: its default, chosen from the KV budget)
 	Reps     int    // rounds per client count (≥ 1), after one warm-up round
 }
 
@@ -53,16 +53,15 @@ func Serve(ctx context.Context, o ServeOptions) ([]ServeResult, error) {
 		}
 		maxC = max(maxC, c)
 	}
-	par := o.Parallel
-	if par == 0 {
-		par = maxC
+	if o.Parallel < 0 {
+		return nil, fmt.Errorf("serve bench: --parallel %d is negative", o.Parallel)
 	}
 	dir, file := filepath.Split(o.Model)
 	name := strings.TrimSuffix(file, ".gguf")
 	if dir == "" {
 		dir = "."
 	}
-	srv, err := server.New(server.Config{ModelsDir: dir, Threads: o.Threads, Parallel: runtime.Ptr(par),
+	srv, err := server.New(server.Config{ModelsDir: dir, Threads: o.Threads, Parallel: runtime.Ptr(o.Parallel),
 		MaxQueue: runtime.Ptr(maxC), KeepAlive: runtime.Ptr(time.Duration(-1))}, server.RuntimeBackend{})
 	if err != nil {
 		return nil, err

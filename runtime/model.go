@@ -439,3 +439,13 @@ func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
 	}
 	return all, nil
 }
+
+// TotalMemory is the machine's RAM in bytes (0: unknown; only Linux asks).
+func TotalMemory() uint64 { return totalMemory() }
+
+// KVBytesPerPosition is the memory one context position of a session's KV
+// cache takes: K and V, f16, every layer. A session of nCtx positions
+// allocates nCtx times this when it is made.
+func (m *Model) KVBytesPerPosition() int64 {
+	return int64(2 * 2 * m.cfg.NLayer * m.cfg.KVDim())
+}

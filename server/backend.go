@@ -53,6 +53,9 @@ type ModelMeta struct {
 	// context × MaxTokenBytes bytes cannot fit and is refused before it is
 	// tokenized (0: no such check).
 	MaxTokenBytes int
+	// KVBytesPerPos is the memory one context position of a generation's
+	// KV cache takes (0: unknown): the server sizes its slots by it.
+	KVBytesPerPos int64
 	// NVocab is the vocabulary size (0: unknown): top_k may not exceed it.
 	NVocab int
 	AddBOS bool

@@ -316,7 +316,7 @@ func (s *Server) llamaProps(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"default_generation_settings": map[string]any{"params": generationSettings(req, false), "n_ctx": ctx},
-		"total_slots":                 *s.cfg.Parallel,
+		"total_slots":                 l.e.slotCount(s.models),
 		"model_alias":                 l.e.name,
 		"model_ftype":                 meta.FileType,
 		"model_path":                  l.e.path,

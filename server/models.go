@@ -33,7 +33,8 @@ type registry struct {
 	backend   Backend
 	keepAlive time.Duration
 	maxQueue  int
-	parallel  int
+	parallel  int   // slots per model; 0: chosen at load from kvBudget (autoSlots)
+	kvBudget  int64 // bytes the KV caches of one model's slots may take (auto slots)
 	threads   int
 	metrics   *metrics
 	log       *log.Logger
@@ -54,7 +55,11 @@ type entry struct {
 	loadDur    time.Duration
 	tmpl       *chat.Template
 	tmplErr    error
-	sem        chan struct{} // capacity parallel: a slot per generation running
+	sem        chan struct{} // a slot per generation running; made at load, before ready closes
+
+	// guarded by registry.mu: the model's slots (until it is loaded, the
+	// most it may get)
+	slots int
 
 	// guarded by registry.mu
 	users     int           // leases held or waited for
@@ -89,7 +94,7 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // longest first
 	return &registry{dir: cfg.ModelsDir, dirForms: dirs, backend: backend, keepAlive: *cfg.KeepAlive, maxQueue: *cfg.MaxQueue,
-		parallel: *cfg.Parallel, threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
+		parallel: *cfg.Parallel, kvBudget: cfg.KVBudget, threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
 }
 
 var errNotFound = errors.New("model not found")
@@ -273,7 +278,7 @@ func (r *registry) acquire(ctx context.Context, name string, threads int) (*leas
 	}
 	// Only a request that will wait behind others (every slot busy) takes
 	// a queue slot.
-	if e := r.loaded[n]; e != nil && e.users >= r.parallel && r.waiting >= r.maxQueue {
+	if e := r.loaded[n]; e != nil && e.users >= e.slots && r.waiting >= r.maxQueue {
 		r.mu.Unlock()
 		return nil, errQueueFull
 	}
@@ -282,7 +287,7 @@ func (r *registry) acquire(ctx context.Context, name string, threads int) (*leas
 	e := r.loaded[n]
 	loader := e == nil
 	if loader {
-		e = &entry{name: n, path: p, ready: make(chan struct{}), sem: make(chan struct{}, r.parallel), keepAlive: r.keepAlive}
+		e = &entry{name: n, path: p, ready: make(chan struct{}), slots: r.maxSlots(), keepAlive: r.keepAlive}
 		r.loaded[n] = e
 	}
 	e.users++
@@ -353,8 +358,11 @@ func (r *registry) load(e *entry, threads int) {
 	case e.tmpl.Kind() != "jinja":
 		r.log.Printf("model %s: chat template rendered by the built-in %s format", e.name, e.tmpl.Kind())
 	}
+	slots := r.slotsFor(e.name, meta)
+	e.sem = make(chan struct{}, slots)
 	r.log.Printf("loaded model %s in %v", e.name, e.loadDur.Round(time.Millisecond))
 	r.mu.Lock()
+	e.slots = slots
 	if r.closed || r.loaded[e.name] != e { // shut down while loading
 		r.mu.Unlock()
 		m.Close()
@@ -366,6 +374,33 @@ func (r *registry) load(e *entry, threads int) {
 	r.metrics.modelsLoaded.Set(float64(r.countLoaded()))
 	r.mu.Unlock()
 	close(e.ready)
+}
+
+// maxSlots is the most slots a model may get: --parallel, or the cap of
+// the automatic choice.
+func (r *registry) maxSlots() int {
+	if r.parallel > 0 {
+		return r.parallel
+	}
+	return MaxAutoParallel
+}
+
+// slotsFor chooses a loaded model's slots (--parallel, or as many KV
+// caches of its default context as fit in the KV budget) and logs the
+// choice.
+func (r *registry) slotsFor(name string, meta ModelMeta) int {
+	if r.parallel > 0 {
+		r.log.Printf("model %s: %d slots (--parallel)", name, r.parallel)
+		return r.parallel
+	}
+	n := autoSlots(r.kvBudget, meta.KVBytesPerPos, meta.DefaultCtx, MaxAutoParallel)
+	if meta.KVBytesPerPos > 0 && meta.DefaultCtx > 0 {
+		r.log.Printf("model %s: %d slots (KV cache %d MiB each at context %d; KV budget %d MiB, at most %d slots; set with --parallel or --kv-budget)",
+			name, n, meta.KVBytesPerPos*int64(meta.DefaultCtx)>>20, meta.DefaultCtx, r.kvBudget>>20, MaxAutoParallel)
+	} else {
+		r.log.Printf("model %s: %d slots (its KV size is unknown)", name, n)
+	}
+	return n
 }
 
 func (r *registry) countLoaded() int {
@@ -472,6 +507,7 @@ type running struct {
 	Expires  time.Time // zero: never
 	LastUsed time.Time
 	Meta     ModelMeta
+	Slots    int // generations it runs at once
 }
 
 func (r *registry) running() []running {
@@ -486,7 +522,7 @@ func (r *registry) running() []running {
 		if e.users > 0 && e.keepAlive > 0 {
 			exp = time.Now().Add(e.keepAlive)
 		}
-		out = append(out, running{Name: e.name, Expires: exp, LastUsed: e.lastUsed, Meta: e.model.Meta()})
+		out = append(out, running{Name: e.name, Expires: exp, LastUsed: e.lastUsed, Meta: e.model.Meta(), Slots: e.slots})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.After(out[j].LastUsed) })
 	return out
@@ -529,3 +565,10 @@ func (r *registry) close() error {
 // runner process exiting does, instead of whenever the Go runtime gets to
 // it: one garbage collection per unload.
 func releaseMemory() { debug.FreeOSMemory() }
+
+// slotCount is the entry's slots, read under the registry's lock.
+func (e *entry) slotCount(r *registry) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return e.slots
+}

@@ -462,6 +462,7 @@ func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 			"name": modelnames.Display(m.Name), "model": modelnames.Display(m.Name), "size": l.Size,
 			"digest": s.models.digest(l.File), "details": ollamaDetails(m.Meta),
 			"expires_at": exp.UTC().Format(time.RFC3339Nano), "size_vram": 0,
+			"slots": m.Slots, // Woolly's: generations the model runs at once
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"models": models})

@@ -88,7 +88,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
 		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS(), DefaultCtx: info.DefaultCtx,
 		Embedding: m.Config().Pooling != runtime.PoolingDefault, MaxCtx: maxContext(b.ContextLength, info.ContextLength, info.DefaultCtx),
-		MaxTokenBytes: tok.MaxTokenBytes(), NVocab: info.NVocab,
+		MaxTokenBytes: tok.MaxTokenBytes(), NVocab: info.NVocab, KVBytesPerPos: m.KVBytesPerPosition(),
 		CountTokens: func(p string) (int, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err

@@ -87,7 +87,8 @@ type Config struct {
 	MetricsKey   string         // when set, required on /metrics (open by default, even with APIKey)
 	CORSOrigins  []string       // allowed browser origins ("*" allows any); none by default
 	MaxQueue     *int           // requests allowed to wait for a model; nil: DefaultMaxQueue; 0: none may wait
-	Parallel     *int           // requests one model generates at once (batched); nil: DefaultParallel; at least 1
+	Parallel     *int           // requests one model generates at once (batched); nil or 0: from KVBudget (autoSlots)
+	KVBudget     int64          // bytes the KV caches of one model's slots may take when Parallel is unset; 0: DefaultKVBudget()
 	Timeout      time.Duration  // per-request limit, queueing included; 0: none
 	KeepAlive    *time.Duration // idle time before a model is unloaded; nil: DefaultKeepAlive; 0: as soon as idle; < 0: never
 	Threads      int            // threads per model; 0: the runtime's default
@@ -133,9 +134,15 @@ func New(cfg Config, backend Backend) (*Server, error) {
 		cfg.KeepAlive = runtime.Ptr(DefaultKeepAlive)
 	}
 	if cfg.Parallel == nil {
-		cfg.Parallel = runtime.Ptr(DefaultParallel)
-	} else if *cfg.Parallel < 1 {
-		return nil, fmt.Errorf("server: parallel %d: want at least 1", *cfg.Parallel)
+		cfg.Parallel = runtime.Ptr(0)
+	} else if *cfg.Parallel < 0 {
+		return nil, fmt.Errorf("server: parallel %d: want 0 (automatic) or more", *cfg.Parallel)
+	}
+	switch {
+	case cfg.KVBudget == 0:
+		cfg.KVBudget = DefaultKVBudget()
+	case cfg.KVBudget < 0:
+		return nil, fmt.Errorf("server: KV budget %d is negative", cfg.KVBudget)
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 8 << 20

@@ -44,7 +44,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random prompt tokens")
 	clientsS := fs.String("clients", "", "serving benchmark instead: client counts (comma list, e.g. 1,8): that many clients at once each stream -n tokens from woolly serve on loopback")
 	profile := fs.Bool("profile", false, "print each test's time per token by op class (matrix products by weight type, attention, activation quantization, other; pool wait)")
-	parallel := fs.Int("parallel", 0, "with --clients: the server's --parallel (0: the largest client count)")
+	parallel := fs.Int("parallel", 0, "with --clients: the server's --parallel (0: serve's default, chosen from the KV budget)")
 	dequantS := dequantFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -137,17 +137,27 @@ func TestChatTakesRunSamplingFlags(t *testing.T) {
 	}
 }
 
-// serve --parallel takes a count of 1 or more (flag or WOOLLY_PARALLEL).
+// serve --parallel takes a count of 1 or more, or 0 (automatic) (flag or
+// WOOLLY_PARALLEL); --kv-budget a size above 0.
 func TestServeParallelValues(t *testing.T) {
-	for _, v := range []string{"0", "-2", "four"} {
+	for _, v := range []string{"-2", "four"} {
 		_, stderr, code := rtMain(t, "serve", "--models", t.TempDir(), "--parallel", v)
 		if code != 2 || !strings.Contains(stderr, "parallel") {
 			t.Errorf("--parallel %s: exit %d, %q; want exit 2 naming the flag", v, code, stderr)
 		}
 	}
-	for _, v := range []string{"1", " 8"} {
-		if n, err := parseParallel(v); err != nil || n < 1 {
+	for _, v := range []string{"1", " 8", "0"} {
+		if n, err := parseParallel(v); err != nil || n < 0 {
 			t.Errorf("parseParallel(%q) = %d, %v", v, n, err)
 		}
+	}
+	for _, v := range []string{"0", "-1G", "lots"} {
+		_, stderr, code := rtMain(t, "serve", "--models", t.TempDir(), "--kv-budget", v)
+		if code != 2 || !strings.Contains(stderr, "kv-budget") {
+			t.Errorf("--kv-budget %s: exit %d, %q; want exit 2 naming the flag", v, code, stderr)
+		}
+	}
+	if n, err := parseKVBudget("512M"); err != nil || n != 512<<20 {
+		t.Errorf("parseKVBudget(512M) = %d, %v", n, err)
 	}
 }

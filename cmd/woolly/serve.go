@@ -34,11 +34,23 @@ func parseQueue(s string) (int, error) {
 	return n, nil
 }
 
-// parseParallel reads --parallel: a count, 1 or more.
+// parseParallel reads --parallel: a count, 1 or more, or 0 (automatic).
 func parseParallel(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("want a count of sequences, 1 or more, not %q", s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a count of sequences, 1 or more (0: from the KV budget), not %q", s)
+	}
+	return n, nil
+}
+
+// parseKVBudget reads --kv-budget: a size above 0 (512M, 4G).
+func parseKVBudget(s string) (int64, error) {
+	n, err := parseSize(strings.TrimSpace(s))
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("want a size above 0, e.g. 4G, not %q", s)
 	}
 	return n, nil
 }
@@ -81,8 +93,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	parallel, err := addOptional(fs, "parallel", "WOOLLY_PARALLEL",
-		fmt.Sprintf("requests one model generates at once, batched together; more wait in the queue (default %d; env WOOLLY_PARALLEL)", server.DefaultParallel),
+		fmt.Sprintf("requests one model generates at once, batched together; more wait in the queue (default 0: as many KV caches of the model's context as fit in --kv-budget, at most %d; env WOOLLY_PARALLEL)", server.MaxAutoParallel),
 		parseParallel)
+	if err != nil {
+		return err
+	}
+	kvBudget, err := addOptional(fs, "kv-budget", "WOOLLY_KV_BUDGET",
+		fmt.Sprintf("`SIZE` the KV caches of one model's slots may take together, which sets the slots when --parallel is 0 (default a quarter of memory, here %dM; env WOOLLY_KV_BUDGET)", server.DefaultKVBudget()>>20),
+		parseKVBudget)
 	if err != nil {
 		return err
 	}
@@ -157,9 +175,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var kvb int64 // 0: the server's default
+	if kvBudget.v != nil {
+		kvb = *kvBudget.v
+	}
 	logger := log.New(stderr, "woolly serve: ", log.LstdFlags)
 	caches := server.NewCacheStats()
-	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, MetricsKey: *metricsKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v,
+	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, MetricsKey: *metricsKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v, KVBudget: kvb,
 		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
 		LocalOnly: isLoopback(*host), AllowedHosts: hosts},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
