@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/chat"
 	"github.com/woolly-llm/woolly/runtime/gbnf"
 	"github.com/woolly-llm/woolly/runtime/grammar"
 )
@@ -35,6 +36,9 @@ type ModelMeta struct {
 	NParams       int64 // number of weights
 	FileType      string
 	ChatTemplate  string // "" when the file has none
+	// ChatFormat, when set, is a built-in chat format (chat.BuiltinNames)
+	// used instead of ChatTemplate: the server's Config.ChatTemplate.
+	ChatFormat string
 	// Tokenizer facts needed to render chat templates (set by Load, may be
 	// empty from Inspect).
 	BOSText, EOSText string
@@ -108,4 +112,21 @@ type GenerateResult struct {
 // llama.cpp's, as `woolly run`).
 func defaultRequest() GenerateRequest {
 	return GenerateRequest{MaxTokens: -1, SamplerOptions: runtime.DefaultSamplerOptions()}
+}
+
+// template is the chat template requests to this model are rendered with.
+func (m ModelMeta) template() (*chat.Template, error) {
+	if m.ChatFormat != "" {
+		return chat.Builtin(m.ChatFormat, m.BOSText, m.EOSText)
+	}
+	return chat.New(m.ChatTemplate, m.BOSText, m.EOSText)
+}
+
+// templateText is the template as /api/show and /props report it: the
+// Jinja text, or the built-in format's name.
+func (m ModelMeta) templateText() string {
+	if m.ChatFormat != "" {
+		return m.ChatFormat
+	}
+	return m.ChatTemplate
 }

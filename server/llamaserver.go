@@ -308,7 +308,7 @@ func (s *Server) llamaProps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.release(nil)
-	meta := l.model().Meta()
+	meta := s.models.meta(l.model().Meta())
 	req := defaultRequest()
 	ctx := meta.DefaultCtx
 	if ctx == 0 {
@@ -321,7 +321,7 @@ func (s *Server) llamaProps(w http.ResponseWriter, r *http.Request) {
 		"model_ftype":                 meta.FileType,
 		"model_path":                  l.e.path,
 		"modalities":                  map[string]any{"vision": false, "video": false, "audio": false},
-		"chat_template":               meta.ChatTemplate,
+		"chat_template":               meta.templateText(),
 		"bos_token":                   meta.BOSText,
 		"eos_token":                   meta.EOSText,
 		"build_info":                  "woolly " + Version,

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,16 +29,17 @@ import (
 // batches them) with a bounded wait queue,
 // and unloads models after their keep-alive.
 type registry struct {
-	dir       string
-	dirForms  []string // dir as given, absolute and with links resolved: scrubbed from errors
-	backend   Backend
-	keepAlive time.Duration
-	maxQueue  int
-	parallel  int   // slots per model; 0: chosen at load from kvBudget (autoSlots)
-	kvBudget  int64 // bytes the KV caches of one model's slots may take (auto slots)
-	threads   int
-	metrics   *metrics
-	log       *log.Logger
+	dir          string
+	dirForms     []string // dir as given, absolute and with links resolved: scrubbed from errors
+	backend      Backend
+	keepAlive    time.Duration
+	maxQueue     int
+	parallel     int   // slots per model; 0: chosen at load from kvBudget (autoSlots)
+	kvBudget     int64 // bytes the KV caches of one model's slots may take (auto slots)
+	threads      int
+	chatTemplate string // Config.ChatTemplate: replaces every model's template
+	metrics      *metrics
+	log          *log.Logger
 
 	mu      sync.Mutex
 	loaded  map[string]*entry
@@ -94,7 +96,8 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // longest first
 	return &registry{dir: cfg.ModelsDir, dirForms: dirs, backend: backend, keepAlive: *cfg.KeepAlive, maxQueue: *cfg.MaxQueue,
-		parallel: *cfg.Parallel, kvBudget: cfg.KVBudget, threads: cfg.Threads, metrics: m, log: lg, loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
+		parallel: *cfg.Parallel, kvBudget: cfg.KVBudget, threads: cfg.Threads, chatTemplate: cfg.ChatTemplate, metrics: m, log: lg,
+		loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
 }
 
 var errNotFound = errors.New("model not found")
@@ -210,6 +213,18 @@ func (r *registry) cached(p string, fi os.FileInfo) *fileInfo {
 	return c
 }
 
+// meta applies the server's chat template override to a model's meta.
+func (r *registry) meta(m ModelMeta) ModelMeta {
+	switch {
+	case r.chatTemplate == "":
+	case slices.Contains(chat.BuiltinNames(), r.chatTemplate):
+		m.ChatTemplate, m.ChatFormat = "", r.chatTemplate
+	default:
+		m.ChatTemplate, m.ChatFormat = r.chatTemplate, ""
+	}
+	return m
+}
+
 func (r *registry) inspect(p string, fi os.FileInfo) (ModelMeta, error) {
 	if c := r.cached(p, fi); c != nil {
 		return c.meta, nil
@@ -218,6 +233,7 @@ func (r *registry) inspect(p string, fi os.FileInfo) (ModelMeta, error) {
 	if err != nil {
 		return ModelMeta{}, err
 	}
+	meta = r.meta(meta)
 	r.mu.Lock()
 	r.files[p] = &fileInfo{size: fi.Size(), modTime: fi.ModTime(), meta: meta}
 	r.mu.Unlock()
@@ -348,9 +364,11 @@ func (r *registry) load(e *entry, threads int) {
 		close(e.ready)
 		return
 	}
-	meta := m.Meta()
-	e.tmpl, e.tmplErr = chat.New(meta.ChatTemplate, meta.BOSText, meta.EOSText)
+	meta := r.meta(m.Meta())
+	e.tmpl, e.tmplErr = meta.template()
 	switch {
+	case e.tmplErr == nil && r.chatTemplate != "":
+		r.log.Printf("model %s: chat template replaced by --chat-template (%s)", e.name, e.tmpl.Kind())
 	case e.tmplErr != nil:
 		r.log.Printf("model %s: %v", e.name, e.tmplErr)
 	case e.tmpl.Default:
@@ -522,7 +540,7 @@ func (r *registry) running() []running {
 		if e.users > 0 && e.keepAlive > 0 {
 			exp = time.Now().Add(e.keepAlive)
 		}
-		out = append(out, running{Name: e.name, Expires: exp, LastUsed: e.lastUsed, Meta: e.model.Meta(), Slots: e.slots})
+		out = append(out, running{Name: e.name, Expires: exp, LastUsed: e.lastUsed, Meta: r.meta(e.model.Meta()), Slots: e.slots})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.After(out[j].LastUsed) })
 	return out

@@ -419,7 +419,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		info[m.Architecture+".context_length"] = m.ContextLength
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"license": "", "modelfile": "", "parameters": "", "template": m.ChatTemplate,
+		"license": "", "modelfile": "", "parameters": "", "template": m.templateText(),
 		"details": ollamaDetails(m), "model_info": info, "capabilities": capabilities(m),
 		"modified_at": l.ModTime.UTC().Format(time.RFC3339Nano),
 	})
@@ -433,7 +433,7 @@ func capabilities(m ModelMeta) []string {
 		return []string{"embedding"}
 	}
 	caps := []string{"completion"}
-	if t, err := chat.New(m.ChatTemplate, m.BOSText, m.EOSText); err == nil {
+	if t, err := m.template(); err == nil {
 		if t.SupportsTools() {
 			caps = append(caps, "tools")
 		}

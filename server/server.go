@@ -45,6 +45,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
 // Version is Woolly's own version, reported by /api/v1/health and
@@ -102,6 +104,10 @@ type Config struct {
 	LocalOnly    bool
 	AllowedHosts []string    // host names (without port) also allowed when LocalOnly; "*" allows any
 	Logger       *log.Logger // nil: discard
+	// ChatTemplate, when set, replaces every model's chat template: a
+	// built-in format's name (chat.BuiltinNames) or a Jinja template's
+	// text (llama-server's --chat-template / --chat-template-file).
+	ChatTemplate string
 }
 
 // Server answers the HTTP API. Create it with New; call Close after the
@@ -152,6 +158,9 @@ func New(cfg Config, backend Backend) (*Server, error) {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	case cfg.BodyTimeout < 0:
 		return nil, fmt.Errorf("server: body timeout %v is negative", cfg.BodyTimeout)
+	}
+	if err := checkChatTemplate(cfg.ChatTemplate); err != nil {
+		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	if s.log == nil {
@@ -746,4 +755,22 @@ func (s *Server) requestContext(r *http.Request) (context.Context, context.Cance
 		return context.WithTimeout(r.Context(), s.cfg.Timeout)
 	}
 	return context.WithCancel(r.Context())
+}
+
+// checkChatTemplate refuses a Config.ChatTemplate no request could render
+// with, before any model is loaded.
+func checkChatTemplate(src string) error {
+	if src == "" || slices.Contains(chat.BuiltinNames(), src) {
+		return nil
+	}
+	if strings.TrimSpace(src) == "" {
+		return errors.New("server: chat template is blank")
+	}
+	if !strings.Contains(src, "{") { // a misspelt built-in name, not a template
+		return fmt.Errorf("server: chat template %q: not a built-in name (%s) nor a Jinja template", src, strings.Join(chat.BuiltinNames(), ", "))
+	}
+	if _, err := chat.New(src, "", ""); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
 }

@@ -187,6 +187,40 @@ func (t *templateFlags) template(fs *flag.FlagSet, src, bos, eos string) (string
 	return src, tm, err
 }
 
+// override is the server's chat template override (server.Config's
+// ChatTemplate): a built-in name or a Jinja template's text, "" for none.
+// Every problem is a usage error naming the flag, found before any model
+// is loaded.
+func (t *templateFlags) override(fs *flag.FlagSet) (string, error) {
+	if *t.name != "" && *t.file != "" {
+		return "", usageError(fs, "--chat-template and --chat-template-file both given: pass one")
+	}
+	flagName, src := "--chat-template", *t.name
+	if *t.file != "" {
+		flagName = "--chat-template-file " + *t.file
+		b, err := os.ReadFile(*t.file)
+		if err != nil {
+			return "", usageError(fs, "--chat-template-file: %v", err)
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", usageError(fs, "%s: the file is empty", flagName)
+		}
+		src = string(b)
+	} else if src == "" || slices.Contains(chat.BuiltinNames(), src) {
+		return src, nil
+	}
+	if !strings.Contains(src, "{") {
+		if *t.file == "" {
+			return "", usageError(fs, "--chat-template %q: not a built-in name (%s) nor a Jinja template", src, strings.Join(chat.BuiltinNames(), ", "))
+		}
+		return "", usageError(fs, "%s: not a Jinja template", flagName)
+	}
+	if _, err := chat.New(src, "", ""); err != nil {
+		return "", usageError(fs, "%s: %v", flagName, err)
+	}
+	return src, nil
+}
+
 // schemaFlags are llama.cpp's structured-output flags on run: -j/--json-schema
 // SCHEMA and -jf/--json-schema-file FILE (the server's JSON-schema
 // constraint), and --grammar GBNF / --grammar-file FILE.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"time"
 
 	"github.com/woolly-llm/woolly/runtime"
@@ -34,6 +35,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	profile := fs.Bool("profile", false, "with --verbose: print the time per token by op class to stderr")
 	attn := attentionFlag(fs)
 	structured := addSchemaFlags(fs)
+	promptCache := fs.String("prompt-cache", "", "load the evaluated prompt's state from `file` and reuse its shared prefix; save it there after the prompt")
+	promptCacheRO := fs.Bool("prompt-cache-ro", false, "with --prompt-cache: only read the file, never write it")
 	sampler, positional, err := g.parseNamed(fs, args, true)
 	if err != nil {
 		return err
@@ -67,6 +70,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return usageError(fs, "-p is empty: give the prompt text (or -f FILE)")
 		}
 		return usageError(fs, "a prompt is required: woolly run MODEL PROMPT, or -p TEXT, or -f FILE")
+	}
+	if *promptCacheRO && *promptCache == "" {
+		return usageError(fs, "--prompt-cache-ro goes with --prompt-cache FILE")
 	}
 	mode, err := parseAttention(*attn)
 	if err != nil {
@@ -114,7 +120,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	res, err := m.Generate(ctx, opts, onTok)
+	var res *runtime.GenerateResult
+	if *promptCache != "" {
+		res, err = generateWithPromptCache(ctx, m, opts, onTok, *promptCache, *promptCacheRO)
+	} else {
+		res, err = m.Generate(ctx, opts, onTok)
+	}
 	if err != nil {
 		return err
 	}
@@ -134,6 +145,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		out := struct {
 			PromptTokens []int32 `json:"prompt_tokens"` // the prompt's ids (docs/commands.md)
 			PromptCount  int     `json:"prompt_count"`
+			CachedTokens int     `json:"cached_tokens"` // prompt tokens reused (--prompt-cache), not evaluated
 			Tokens       []int32 `json:"tokens"`
 			Text         string  `json:"text"`
 			StopReason   string  `json:"stop_reason"`
@@ -141,7 +153,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 				PromptPerSecond float64 `json:"prompt_per_second"`
 				GenPerSecond    float64 `json:"gen_per_second"`
 			} `json:"timings"`
-		}{PromptTokens: res.PromptTokens, PromptCount: len(res.PromptTokens), Tokens: ids, Text: res.Text, StopReason: res.StopReason}
+		}{PromptTokens: res.PromptTokens, PromptCount: len(res.PromptTokens), CachedTokens: res.CachedTokens, Tokens: ids, Text: res.Text, StopReason: res.StopReason}
 		out.Timings.PromptPerSecond, out.Timings.GenPerSecond = pps, gps
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
@@ -152,6 +164,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return errInterrupted
 		}
 		return nil
+	}
+	if res.CachedTokens > 0 {
+		fmt.Fprintf(stderr, "\nprompt cache: %d of the prompt's %d tokens reused, %d evaluated", res.CachedTokens, len(res.PromptTokens), len(res.PromptTokens)-res.CachedTokens)
 	}
 	fmt.Fprintf(stderr, "\nprompt: %d tokens in %v (%.2f tokens/s); generated: %d tokens in %v (%.2f tokens/s); stop: %s\n",
 		len(res.PromptTokens), res.PromptDuration.Round(time.Microsecond), pps,
@@ -195,4 +210,56 @@ func parseAttention(s string) (runtime.AttentionMode, error) {
 		return runtime.AttentionFast, nil
 	}
 	return 0, fmt.Errorf("--attention %q: want default, exact or fast", s)
+}
+
+// generateWithPromptCache is run's generation with --prompt-cache FILE:
+// the session starts from FILE when it exists (Generate keeps the prefix
+// it shares with the prompt and evaluates the rest) and, unless readOnly,
+// FILE is replaced by the state after the prompt.
+func generateWithPromptCache(ctx context.Context, m *runtime.Model, opts runtime.GenerateOptions,
+	onTok func(runtime.Token) error, file string, readOnly bool) (*runtime.GenerateResult, error) {
+	sess, err := m.NewSession(opts.NCtx)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.PromptCacheSupported(); err != nil {
+		return nil, fmt.Errorf("--prompt-cache: %w", err)
+	}
+	f, err := os.Open(file)
+	switch {
+	case errors.Is(err, os.ErrNotExist): // the first run makes it
+	case err != nil:
+		return nil, fmt.Errorf("--prompt-cache: %w", err)
+	default:
+		fi, err := f.Stat()
+		if err == nil {
+			err = sess.ReadPromptCache(f, fi.Size())
+		}
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("--prompt-cache %s: %w", file, err)
+		}
+	}
+	res, err := sess.Generate(ctx, opts, onTok)
+	if err != nil || readOnly || res.StopReason == "cancel" {
+		return res, err
+	}
+	// Write a new file and rename it over the old one: an interrupted
+	// write never leaves a half file under the name.
+	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("--prompt-cache: %w", err)
+	}
+	werr := sess.WritePromptCache(tmp, len(res.PromptTokens))
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), file)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("--prompt-cache %s: %w", file, werr)
+	}
+	return res, nil
 }

@@ -134,11 +134,16 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
 		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
+	tf := addTemplateFlags(fs)
 	if err := parseFlags(fs, stripIgnored(stderr, fs.Name(), args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	chatTemplate, err := tf.override(fs)
+	if err != nil {
+		return err
 	}
 	if *models == "" { // the models directory of run, list, import, ...
 		if *models, err = defaultModelsDir(); err != nil {
@@ -183,7 +188,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	caches := server.NewCacheStats()
 	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, MetricsKey: *metricsKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v, KVBudget: kvb,
 		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
-		LocalOnly: isLoopback(*host), AllowedHosts: hosts},
+		LocalOnly: isLoopback(*host), AllowedHosts: hosts, ChatTemplate: chatTemplate},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
 			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {

@@ -21,6 +21,11 @@ import (
 func TestUsageErrorsNameTheFlag(t *testing.T) {
 	models := t.TempDir()
 	over := strconv.Itoa(goruntime.NumCPU() + 1)
+	badTmpl := filepath.Join(models, "bad.jinja")
+	emptyTmpl := filepath.Join(models, "empty.jinja")
+	if os.WriteFile(badTmpl, []byte("{% for x in %}"), 0o644) != nil || os.WriteFile(emptyTmpl, []byte(" \n"), 0o644) != nil {
+		t.Fatal("writing templates")
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -36,6 +41,12 @@ func TestUsageErrorsNameTheFlag(t *testing.T) {
 		{[]string{"serve", "--models", models, "-t", "-2"}, "-t -2"},
 		{[]string{"serve", "--models", models, "--body-timeout", "0s"}, "--body-timeout"},
 		{[]string{"serve", "--models", models, "--timeout", "-5s"}, "--timeout"},
+		{[]string{"serve", "--models", models, "--chat-template-file", badTmpl}, "--chat-template-file " + badTmpl},
+		{[]string{"serve", "--models", models, "--chat-template-file", emptyTmpl}, "--chat-template-file " + emptyTmpl},
+		{[]string{"serve", "--models", models, "--chat-template-file", filepath.Join(models, "none")}, "--chat-template-file"},
+		{[]string{"serve", "--models", models, "--chat-template", "chatmlx"}, `--chat-template "chatmlx"`},
+		{[]string{"serve", "--models", models, "--chat-template", "{% if %}"}, "--chat-template"},
+		{[]string{"serve", "--models", models, "--chat-template", "chatml", "--chat-template-file", badTmpl}, "both given"},
 		{[]string{"logits", "-m", "missing.gguf"}, "--tokens"},
 		{[]string{"logits", "-m", "missing.gguf", "-p", "hi", "--top", "0"}, "--top 0"},
 		{[]string{"logits", "-m", "missing.gguf", "-p", "hi", "-t", "-1"}, "-t -1"},
