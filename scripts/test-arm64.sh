@@ -69,10 +69,11 @@ has_go loader && pkgs="$pkgs loader"
 if [ "${ARM64_PARITY:-1}" != 0 ] && has_go runtime && grep -qs 'func TestParity' runtime/*_test.go; then
 	pkgs="$pkgs runtime"
 fi
-# The parity subset: the logits, greedy and full-row checks on the small
+# The parity subset: the logits, greedy and full-row checks (and packed ==
+# unpacked, bit for bit: packing is the arm64 default) on the small
 # quantized and F32/F16 files; the f16 "mini" model and the perplexity runs
 # take minutes under qemu (ARM64_PARITY_RUN overrides the filter).
-parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy|FullRows|IQ4AsReference|MXFP4Experts)/(stories260K|llama-2-tiny|synth-.*-I?Q|qwen3moe-mini-)'}
+parity_run=${ARM64_PARITY_RUN:-'(TestParity(Logits|Greedy|FullRows|IQ4AsReference|MXFP4Experts)|TestPackedLogitsMatchUnpacked)/(stories260K|llama-2-tiny|synth-.*-I?Q|qwen3moe-mini-)'}
 run_filter() { case "$1" in runtime) echo "$parity_run" ;; *) echo . ;; esac; }
 # qemu-user cannot run a test that re-executes its own (arm64) binary unless
 # binfmt_misc is set up for it; those tests are skipped here.
