@@ -2,8 +2,10 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,5 +201,42 @@ func TestGatewayMetrics(t *testing.T) {
 	}
 	if st := readyz(t, url); st != 200 || m["woolly_ready"] != 1 {
 		t.Errorf("after the load /readyz %d woolly_ready %v, want 200 and 1", st, m["woolly_ready"])
+	}
+}
+
+// TestRuntimeKVTokens: the runtime backend's KV count holds the prompt's
+// tokens plus one per generated token while a generation runs, and nothing
+// once it ended.
+func TestRuntimeKVTokens(t *testing.T) {
+	dir := realModelsDir(t)
+	m, err := RuntimeBackend{}.Load(filepath.Join(dir, realModel+".gguf"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	k, ok := m.(KVReporter)
+	if !ok {
+		t.Fatal("the runtime model does not implement KVReporter")
+	}
+	var seen []int64
+	req := GenerateRequest{Prompt: "Once upon a time there was a little girl", MaxTokens: 12}
+	req.Temperature = 0 // greedy
+	res, err := m.Generate(context.Background(), req, func(string) error {
+		seen = append(seen, k.KVTokens())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 || len(seen) != res.Tokens {
+		t.Fatalf("%d callbacks for %d tokens", len(seen), res.Tokens)
+	}
+	for i, v := range seen {
+		if want := int64(res.PromptTokens + i + 1); v != want {
+			t.Errorf("token %d: KV holds %d positions, want %d (prompt %d + generated)", i, v, want, res.PromptTokens)
+		}
+	}
+	if v := k.KVTokens(); v != 0 {
+		t.Errorf("after the generation the KV count is %d, want 0", v)
 	}
 }
