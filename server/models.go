@@ -560,10 +560,11 @@ func (r *registry) state() loadState {
 			continue
 		}
 		st.running += len(e.sem)
-		if e.users >= r.parallel && r.waiting >= r.maxQueue {
+		slots := cap(e.sem) // the model's slot count, whatever set it
+		if e.users >= slots && r.waiting >= r.maxQueue {
 			st.queueFull = true
 		}
-		st.kvCap += int64(r.parallel) * int64(e.model.Meta().DefaultCtx)
+		st.kvCap += int64(slots) * int64(e.model.Meta().DefaultCtx)
 		if k, ok := e.model.(KVReporter); ok {
 			st.kvUsed += k.KVTokens()
 		}
