@@ -19,6 +19,7 @@ type fakeBackend struct {
 	models   []*fakeModel
 	delay    time.Duration // per generated token
 	gate     chan struct{} // when set, each Generate waits for a value first
+	loadGate chan struct{} // when set, each Load waits for a value first
 	template string        // chat template of every model
 	script   []string      // when set, the pieces every model generates instead of w0 w1 ...
 	fim      *[3]string    // fill-in-the-middle token texts of every model
@@ -52,6 +53,9 @@ func (b *fakeBackend) counter() func(string) (int, error) {
 func (b *fakeBackend) Inspect(path string) (ModelMeta, error) { return b.meta(path) }
 
 func (b *fakeBackend) Load(path string, threads int) (Model, error) {
+	if b.loadGate != nil {
+		<-b.loadGate
+	}
 	meta, err := b.meta(path)
 	if err != nil {
 		return nil, err
@@ -89,11 +93,15 @@ type fakeModel struct {
 	running  atomic.Int32 // concurrent Generate calls (must stay <= Config.Parallel)
 	maxRun   atomic.Int32
 	produced atomic.Int64 // tokens produced, all requests
+	kv       atomic.Int64 // prompt and generated tokens of the running requests (KVReporter)
 	mu       sync.Mutex
 	reqs     []GenerateRequest
 }
 
 func (m *fakeModel) Meta() ModelMeta { return m.meta }
+
+// KVTokens counts a running request's prompt words and generated tokens.
+func (m *fakeModel) KVTokens() int64 { return m.kv.Load() }
 func (m *fakeModel) Close() error {
 	m.closed.Store(true)
 	return nil
@@ -123,6 +131,9 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		return nil, errors.New("generate on a closed model")
 	}
 	defer m.enter()()
+	held := int64(len(strings.Fields(req.Prompt)))
+	m.kv.Add(held)
+	defer func() { m.kv.Add(-held) }()
 	m.mu.Lock()
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
@@ -169,6 +180,8 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		}
 		res.Tokens++
 		m.produced.Add(1)
+		held++
+		m.kv.Add(1)
 		text.WriteString(piece)
 		for _, s := range req.Stop {
 			if strings.Contains(text.String(), s) {

@@ -28,6 +28,7 @@ type metrics struct {
 	queueDepth   prometheus.Gauge
 	modelsLoaded prometheus.Gauge
 	stats        *statsCollector
+	load         *loadCollector
 }
 
 func newMetrics() *metrics {
@@ -49,8 +50,9 @@ func newMetrics() *metrics {
 	m.modelsLoaded = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "woolly_models_loaded", Help: "Models in memory."})
 	m.stats = &statsCollector{providers: map[string]func() map[string]float64{}}
+	m.load = &loadCollector{}
 	m.reg.MustRegister(m.requests, m.latency, m.promptTokens, m.genTokens, m.tokPerSec, m.queueDepth,
-		m.modelsLoaded, m.stats, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.modelsLoaded, m.stats, m.load, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }
@@ -184,4 +186,102 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// loadCollector reports the scheduling signals of the Gateway API Inference
+// Extension's model server protocol, under the vLLM names its endpoint
+// picker reads by default:
+//
+//	vllm:num_requests_waiting   gauge  requests admitted but not generating yet
+//	vllm:num_requests_running   gauge  generations holding a slot
+//	vllm:kv_cache_usage_perc    gauge  KV-cache utilization, 0 to 1
+//	vllm:gpu_cache_usage_perc   gauge  the same (the older vLLM name)
+//	vllm:cache_config_info      gauge  1, labels block_size and num_gpu_blocks
+//
+// Woolly's KV is not paged: a slot holds DefaultCtx positions. Utilization is
+// the positions the running generations fill over parallel slots x DefaultCtx
+// summed over the loaded models; cache_config_info describes that capacity in
+// blocks of kvBlockTokens positions.
+type loadCollector struct {
+	mu    sync.Mutex
+	state func() loadState
+}
+
+const kvBlockTokens = 16
+
+var (
+	descWaiting = prometheus.NewDesc("vllm:num_requests_waiting", "Requests waiting for a model slot (loading or queued).", nil, nil)
+	descRunning = prometheus.NewDesc("vllm:num_requests_running", "Requests generating (holding a model slot).", nil, nil)
+	descKV      = prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache utilization of the loaded models, 0 to 1.", nil, nil)
+	descKVOld   = prometheus.NewDesc("vllm:gpu_cache_usage_perc", "KV-cache utilization of the loaded models, 0 to 1 (older name).", nil, nil)
+	descCfg     = prometheus.NewDesc("vllm:cache_config_info", "KV-cache capacity of the loaded models: block_size tokens x num_gpu_blocks.",
+		[]string{"block_size", "num_gpu_blocks", "enable_prefix_caching"}, nil)
+	descWRunning = prometheus.NewDesc("woolly_requests_running", "Requests generating (holding a model slot).", nil, nil)
+	descWKV      = prometheus.NewDesc("woolly_kv_cache_usage_ratio", "KV-cache utilization of the loaded models, 0 to 1.", nil, nil)
+	descWReady   = prometheus.NewDesc("woolly_ready", "1 when /readyz answers 200.", nil, nil)
+)
+
+func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descWaiting, descRunning, descKV, descKVOld, descCfg, descWRunning, descWKV, descWReady} {
+		ch <- d
+	}
+}
+
+func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	f := c.state
+	c.mu.Unlock()
+	if f == nil {
+		return
+	}
+	st := f()
+	util := st.utilization()
+	ready := 0.0
+	if st.ready() {
+		ready = 1
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descWaiting, float64(st.waiting))
+	gauge(descRunning, float64(st.running))
+	gauge(descKV, util)
+	gauge(descKVOld, util)
+	gauge(descCfg, 1, strconv.Itoa(kvBlockTokens), strconv.FormatInt(st.kvCap/kvBlockTokens, 10), "True")
+	gauge(descWRunning, float64(st.running))
+	gauge(descWKV, util)
+	gauge(descWReady, ready)
+}
+
+// utilization is kvUsed/kvCap clamped to [0, 1]; 0 with nothing loaded.
+func (st loadState) utilization() float64 {
+	if st.kvCap <= 0 || st.kvUsed <= 0 {
+		return 0
+	}
+	return min(1, float64(st.kvUsed)/float64(st.kvCap))
+}
+
+// ready: no model is loading and a request would not be refused for a full
+// queue.
+func (st loadState) ready() bool { return !st.loading && !st.queueFull }
+
+// livez answers 200 while the server answers at all (a Kubernetes liveness
+// probe).
+func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+// readyz answers 503 while a model loads or the request queue is full, so a
+// load balancer or the inference gateway sends new requests elsewhere; 200
+// otherwise (a Kubernetes readiness probe).
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	st := s.models.state()
+	body := map[string]any{"status": "ready", "running": st.running, "waiting": st.waiting,
+		"loading": st.loading, "queue_full": st.queueFull, "kv_cache_usage": st.utilization()}
+	code := http.StatusOK
+	if !st.ready() {
+		code = http.StatusServiceUnavailable
+		body["status"] = "not ready"
+	}
+	writeJSON(w, code, body)
 }

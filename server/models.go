@@ -590,3 +590,45 @@ func (e *entry) slotCount(r *registry) int {
 	defer r.mu.Unlock()
 	return e.slots
 }
+
+// KVReporter is implemented by a Model that can tell how many token
+// positions the KV caches of its running generations hold (prompt, reused
+// prefix and generated tokens). The server turns it into the KV-cache
+// utilization of /metrics.
+type KVReporter interface {
+	KVTokens() int64
+}
+
+// loadState is a snapshot of the registry's load for /metrics and /readyz.
+type loadState struct {
+	running, waiting int
+	loading          bool  // a model is being loaded
+	queueFull        bool  // the next request for a busy model would get a 503
+	kvUsed, kvCap    int64 // token positions in use / that the loaded models' slots hold
+}
+
+func (r *registry) state() loadState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := loadState{waiting: r.waiting}
+	for _, e := range r.loaded {
+		if e.model == nil {
+			select {
+			case <-e.ready: // failed load, not yet removed
+			default:
+				st.loading = true
+			}
+			continue
+		}
+		st.running += len(e.sem)
+		slots := cap(e.sem) // the model's slot count, whatever set it
+		if e.users >= slots && r.waiting >= r.maxQueue {
+			st.queueFull = true
+		}
+		st.kvCap += int64(slots) * int64(e.model.Meta().DefaultCtx)
+		if k, ok := e.model.(KVReporter); ok {
+			st.kvUsed += k.KVTokens()
+		}
+	}
+	return st
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/runtime"
@@ -146,7 +147,12 @@ type runtimeModel struct {
 
 	mu   sync.Mutex
 	idle []*runtime.Session
+
+	kvTokens atomic.Int64 // positions the running generations' KV caches hold
 }
+
+// KVTokens implements KVReporter.
+func (r *runtimeModel) KVTokens() int64 { return r.kvTokens.Load() }
 
 // session takes the idle session of nctx positions whose cached tokens
 // share the longest prefix with ids, or makes a new one.
@@ -225,10 +231,15 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if err != nil {
 		return nil, err
 	}
+	held := int64(len(ids))
+	r.kvTokens.Add(held)
+	defer func() { r.kvTokens.Add(-held) }()
 	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
 		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
 		Grammar: req.Grammar, GBNF: req.GBNF}
 	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
+		held++
+		r.kvTokens.Add(1)
 		if req.OnLogprob != nil && t.Logprob != nil {
 			req.OnLogprob(*t.Logprob, t.TopLogprobs)
 		}

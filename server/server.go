@@ -172,6 +172,9 @@ func New(cfg Config, backend Backend) (*Server, error) {
 		return nil, err
 	}
 	s.models = reg
+	s.metrics.load.mu.Lock()
+	s.metrics.load.state = reg.state
+	s.metrics.load.mu.Unlock()
 	s.routes()
 	return s, nil
 }
@@ -285,6 +288,8 @@ func (s *Server) routes() {
 	}, "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 	s.handle(famOle, "/api/v1/health", true, s.oleHealth, "GET", "HEAD")
+	s.handle(famOllama, "/livez", true, s.livez, "GET", "HEAD")
+	s.handle(famOllama, "/readyz", true, s.readyz, "GET", "HEAD")
 	s.handle(famOle, "/api/v1/models", false, s.oleModels, "GET", "HEAD")
 	s.handle(famOle, "/api/v1/models/{name}/load", false, s.oleLoad, "POST")
 	s.handle(famOle, "/api/v1/inference/complete", false, s.oleComplete, "POST")
