@@ -544,11 +544,7 @@ func (a *anthropicBlocks) feed(t string, flush bool) []sseEvent {
 	a.out = nil
 	if a.j.thinking {
 		var th string
-		th, t = a.sp.feed(t)
-		if flush {
-			th2, t2 := a.sp.flush()
-			th, t = th+th2, t+t2
-		}
+		th, t = a.sp.take(t, flush)
 		a.delta("thinking", th)
 	}
 	t, calls := a.j.toolFeed(t, flush)

@@ -475,11 +475,7 @@ func (o *responsesOutput) feed(t string, flush bool) []sseEvent {
 	o.out = nil
 	if o.j.thinking {
 		var th string
-		th, t = o.sp.feed(t)
-		if flush {
-			th2, t2 := o.sp.flush()
-			th, t = th+th2, t+t2
-		}
+		th, t = o.sp.take(t, flush)
 		o.delta("reasoning", th)
 	}
 	t, calls := o.j.toolFeed(t, flush)

@@ -101,6 +101,17 @@ func (t *thinkSplitter) feed(s string) (thinking, content string) {
 
 // flush returns what is held back at the end of the answer: an unfinished
 // reasoning block counts as reasoning.
+// take feeds s and, at the end of the answer (last), flushes what is held
+// back: the reasoning and the answer text this piece gives out.
+func (t *thinkSplitter) take(s string, last bool) (thinking, content string) {
+	thinking, content = t.feed(s)
+	if last {
+		th, c := t.flush()
+		thinking, content = thinking+th, content+c
+	}
+	return thinking, content
+}
+
 func (t *thinkSplitter) flush() (thinking, content string) {
 	rest := t.buf
 	t.buf = ""
