@@ -85,6 +85,9 @@ type Config struct {
 	// Pooling is {arch}.pooling_type, how Embed pools (PoolingDefault when
 	// the key is absent, as in every causal language model).
 	Pooling Pooling
+
+	// G4 holds gemma4's per-layer shapes (gemma4.go); nil for other archs.
+	G4 *gemma4Params
 }
 
 // archSpec is what an architecture's graph does, as llama.cpp builds it.
@@ -112,11 +115,12 @@ var archInfo = map[string]archSpec{
 	"qwen35":    {neox: true, qkNorm: true, deltaNet: true},
 	"qwen35moe": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
 	"qwen3next": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
+	"gemma4":    {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true}, // gemma4.go
 }
 
 // SupportedArchitectures lists the general.architecture values Woolly runs.
 func SupportedArchitectures() []string {
-	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next"}
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next", "gemma4"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
@@ -129,6 +133,9 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	ai, ok := archInfo[arch]
 	if !ok {
 		return nil, fmt.Errorf("unknown architecture %q (supported: %s)", arch, strings.Join(SupportedArchitectures(), ", "))
+	}
+	if arch == "gemma4" {
+		return gemma4Config(f)
 	}
 	c := &Config{Arch: arch, RopeNeox: ai.neox}
 	req := func(key string) (int, error) {

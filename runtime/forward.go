@@ -60,6 +60,7 @@ type fwdState struct {
 	sinW   []float32
 	moe    *moeState               // mixture-of-experts scratch (nil for dense models)
 	dn     *dnState                // Gated DeltaNet scratch (nil without linear-attention layers)
+	g4     *gemma4Scratch          // gemma4 scratch (made on first use)
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
@@ -197,6 +198,9 @@ func (m *Model) forward(st *fwdState, segs []seg) error {
 
 func (p *pass) forward() error {
 	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
+	if c.G4 != nil {
+		return p.forwardGemma4()
+	}
 	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
@@ -352,8 +356,14 @@ func (p *pass) forward() error {
 		}
 	}
 
-	// Final norm and output layer, only for the rows asked for; with
-	// several sequences their rows go through one product, then to each.
+	return p.output()
+}
+
+// output is the final norm and output layer, only for the rows asked for;
+// with several sequences their rows go through one product, then to each.
+func (p *pass) output() error {
+	c, w, st := p.m.cfg, p.m.w, p.st
+	d, x, xb := c.NEmbd, st.x, st.xb
 	nout, outRows := 0, make([]int, len(p.segs))
 	for i, sg := range p.segs {
 		outRows[i] = len(sg.tokens) - sg.from

@@ -312,6 +312,10 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 	}
 	s := &Session{model: m, nCtx: nCtx, kcache: make([][]uint16, c.NLayer), vcache: make([][]uint16, c.NLayer)}
 	for i := range s.kcache {
+		if j := c.kvSource(i); j != i { // gemma4: a layer reading an earlier layer's cache
+			s.kcache[i], s.vcache[i] = s.kcache[j], s.vcache[j]
+			continue
+		}
 		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
 		s.vcache[i] = make([]uint16, nCtx*c.KVDim())
 	}

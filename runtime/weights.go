@@ -56,6 +56,8 @@ type Layer struct {
 	// qwen35moe's shared expert: Wgate, Wup, Wdown hold it beside the
 	// routed experts, its output scaled by sigmoid(ShexpGate h) (one row).
 	ShexpGate Mat
+
+	G4 *gemma4Layer // gemma4's own tensors (nil for other archs)
 }
 
 // rows returns rows [r0, r1) of m as a matrix of its own (a view).
@@ -75,10 +77,14 @@ type Weights struct {
 	// Phi-3 LongRoPE frequency factors [NRot/2] (nil when absent): long for
 	// contexts above Config.NCtxOrig, short otherwise.
 	RopeLong, RopeShort []float32
+	G4                  *gemma4Weights // gemma4's per-layer-input tensors (nil for other archs)
 }
 
 // WeightsFromGGUF binds the tensors of f to the shapes c expects.
 func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
+	if c.G4 != nil {
+		return gemma4WeightsFromGGUF(f, c)
+	}
 	// bind checks a tensor against the shape the hyperparameters give it
 	// (want: cols first, as GGUF lists dimensions) and returns it as one
 	// matrix of cols-wide rows. A 2-D want also accepts a 1-D tensor when it

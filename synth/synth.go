@@ -60,10 +60,11 @@ type Preset struct {
 	SSMState      int
 	SSMGroups     int
 	SSMVHeads     int
-	Rot           int    // rope.dimension_count (0: the head size)
-	RopeSections  [4]int // rope.dimension_sections
-	Pre           string // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
-	SharedFF      int    // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
+	Rot           int     // rope.dimension_count (0: the head size)
+	RopeSections  [4]int  // rope.dimension_sections
+	Pre           string  // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
+	SharedFF      int     // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
+	G4            *Gemma4 // gemma4's per-layer shapes (gemma4.go)
 }
 
 var presets = []Preset{
@@ -109,6 +110,15 @@ var presets = []Preset{
 	{Name: "qwen3next-mini", Arch: "qwen3next", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
 		Rot: 16, Pre: "qwen2", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
+	// A Gemma-4-style mini (random weights): local layers of head size 16
+	// (window 32, RoPE base 1e4) and global ones of 32 (1e6, rope_freqs),
+	// per-layer token embeddings of 32, the last 3 layers reading the KV of
+	// layers 1 and 2, per-layer FFN widths and KV heads, no attn_v in
+	// layer 2; see runtime/testdata/gemma4/README.md.
+	{Name: "gemma4-mini", Arch: "gemma4", Dim: 64, Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 1000000, Eps: 1e-6, QKNorm: true, PostNorms: true, Window: 32, RopeSWA: 10000, Rot: 32,
+		G4: &Gemma4{Local: []bool{true, true, false, true, true, false}, HeadDimSWA: 16, RotSWA: 16, KVHeads: []int{2, 2, 1, 2, 2, 1},
+			FFN: []int{128, 128, 128, 256, 256, 256}, PerLayer: 32, SharedKV: 3, SoftCap: 30, NoV: []bool{false, false, true, false, false, false}}},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -163,6 +173,9 @@ func (t Tensor) Elements() int64 {
 func (p Preset) Tensors() []Tensor {
 	hd := int64(p.HeadSize())
 	d, q, kv, f, v := int64(p.Dim), hd*int64(p.Heads), hd*int64(p.KVHeads), int64(p.FFN), int64(p.Vocab)
+	if p.G4 != nil {
+		return p.gemma4Tensors()
+	}
 	ts := []Tensor{{"token_embd.weight", []int64{d, v}, false}}
 	for l := 0; l < p.Layers; l++ {
 		b := fmt.Sprintf("blk.%d.", l)
@@ -415,6 +428,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	if p.Window > 0 {
 		w.SetUint32(a+".attention.sliding_window", uint32(p.Window))
 		w.SetFloat32(a+".rope.freq_base_swa", p.RopeSWA)
+	}
+	if p.G4 != nil {
+		gemma4Metadata(w, p)
 	}
 	w.SetUint32("general.file_type", uint32(ft))
 	if ft.DefaultType().BlockElems() > 1 {
