@@ -13,9 +13,12 @@ import (
 type renderFunc func(msgs []Message, addGen bool, bos, eos string) (string, error)
 
 var builtins_ = map[string]renderFunc{
-	"chatml":  renderChatML,
-	"qwen3":   renderQwen3,
-	"gemma3":  renderGemma3,
+	"chatml": renderChatML,
+	"qwen3":  renderQwen3,
+	"gemma3": renderGemma3,
+	"gemma4": func(msgs []Message, addGen bool, bos, _ string) (string, error) {
+		return renderGemma4(msgs, Options{AddGenerationPrompt: addGen}, bos)
+	},
 	"llama2":  renderLlama2,
 	"llama3":  renderLlama3,
 	"mistral": renderMistral,

@@ -48,7 +48,7 @@ type Template struct {
 
 // Kind names the renderer in use: "jinja", or the built-in format
 // ("chatml", "qwen3", "llama2", "llama3", "mistral", "granite", "phi3",
-// "gemma", "gemma3", "zephyr").
+// "gemma", "gemma3", "gemma4", "zephyr").
 func (t *Template) Kind() string { return t.kind }
 
 // New prepares the template src (the model's tokenizer.chat_template; empty
@@ -111,6 +111,8 @@ func Builtin(kind, bos, eos string) (*Template, error) {
 func Detect(src string) string {
 	has := func(s string) bool { return strings.Contains(src, s) }
 	switch {
+	case has("<|turn>") && has("<turn|>"):
+		return "gemma4"
 	case has("<|im_start|>") && has("<think>"):
 		return "qwen3"
 	case has("<|im_start|>"):
@@ -185,6 +187,9 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 			return "", err
 		}
 	}
+	if t.kind == "gemma4" { // its thinking switch changes the system turn too
+		return renderGemma4(msgs, o, t.bos)
+	}
 	out, err := t.builtin(msgs, o.AddGenerationPrompt, t.bos, t.eos)
 	if err == nil && t.kind == "qwen3" && o.AddGenerationPrompt && o.EnableThinking != nil && !*o.EnableThinking {
 		out += "<think>\n\n</think>\n\n" // Qwen3's template with enable_thinking false
@@ -195,7 +200,7 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 // SupportsThinking reports whether the template has a thinking switch
 // (it mentions enable_thinking, or it is the built-in Qwen3 format).
 func (t *Template) SupportsThinking() bool {
-	return t.kind == "qwen3" || strings.Contains(t.src, "enable_thinking")
+	return t.kind == "qwen3" || t.kind == "gemma4" || strings.Contains(t.src, "enable_thinking")
 }
 
 // templateError is what raise_exception produces.

@@ -1,0 +1,60 @@
+package chat
+
+import (
+	_ "embed"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+//go:embed testdata/templates/gemma4.jinja
+var tmplGemma4 string
+
+// TestGemma4Builtin: Gemma 4's published template (testdata/templates,
+// from google/gemma-4-31B-it) needs recursive macros, so New falls back to
+// the built-in renderer, which gives the template's text for every case of
+// testdata/gemma4_renders.json (rendered by Python's jinja2 3.1 with
+// trim_blocks and lstrip_blocks, bos "<bos>"; see README there).
+func TestGemma4Builtin(t *testing.T) {
+	tm, err := New(tmplGemma4, "<bos>", "<eos>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Kind() != "gemma4" || !tm.SupportsThinking() {
+		t.Fatalf("Kind %q SupportsThinking %v, want the gemma4 built-in with thinking", tm.Kind(), tm.SupportsThinking())
+	}
+	b, err := os.ReadFile("testdata/gemma4_renders.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Msgs     []Message `json:"msgs"`
+		AddGen   bool      `json:"addGen"`
+		Thinking *bool     `json:"thinking"`
+		Want     string    `json:"want"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 8 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for i, c := range cases {
+		got, err := tm.RenderOptions(c.Msgs, Options{AddGenerationPrompt: c.AddGen, EnableThinking: c.Thinking})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if got != c.Want {
+			t.Errorf("case %d:\ngot  %q\nwant %q", i, got, c.Want)
+		}
+	}
+	// Builtin by name gives the same as the fallback (no thinking switch).
+	bt, err := Builtin("gemma4", "<bos>", "<eos>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := bt.Render(cases[0].Msgs, cases[0].AddGen)
+	if err != nil || got != cases[0].Want {
+		t.Errorf("Builtin: %q, %v; want %q", got, err, cases[0].Want)
+	}
+}
