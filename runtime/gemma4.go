@@ -34,6 +34,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
@@ -593,7 +594,7 @@ func (p *pass) forwardGemma4() error {
 			}
 		}
 		kernels.Scale(pl, float32(math.Sqrt(float64(float32(npl)))))
-		if err := p.matmul(x, ntok, matOp{&gw.ModelProj, proj}); err != nil {
+		if err := p.matmulF32Exact(&gw.ModelProj, x, ntok, proj); err != nil {
 			return err
 		}
 		kernels.Scale(proj, 1/float32(math.Sqrt(float64(float32(d)))))
@@ -802,4 +803,53 @@ func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.Att
 		}
 	})
 	return st.firstErr()
+}
+
+// matmulF32Exact is out[t][r] = dot(row r of m, in row t) for an F32 matrix
+// (per_layer_model_proj, which llama.cpp never quantizes), summed as the
+// reference build's llamafile sgemm does on AVX-512 (tinyBLAS, 16 lanes):
+// lane l accumulates a[i]*b[i] for i ≡ l mod 16 with fused multiply-adds in
+// order, then the lanes are added as _mm512_reduce_add_ps does (halves of
+// 8, of 4, then pairs). Other types, or rows not a multiple of 16 long, go
+// through the ordinary product.
+func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) error {
+	if m.Type != kernels.F32 || m.Cols%16 != 0 {
+		return p.matmul(in, ntok, matOp{m, out})
+	}
+	w := unsafe.Slice((*float32)(unsafe.Pointer(&m.Data[0])), m.Rows*m.Cols)
+	pl, cols, rows := p.m.pool, m.Cols, m.Rows
+	pl.run(func(wk int) {
+		r0, r1 := split(rows, wk, pl.n, 1)
+		for r := r0; r < r1; r++ {
+			a := w[r*cols : (r+1)*cols]
+			for t := 0; t < ntok; t++ {
+				out[t*rows+r] = dotTinyBLAS16(a, in[t*cols:(t+1)*cols])
+			}
+		}
+	})
+	return nil
+}
+
+// dotTinyBLAS16 is one output of tinyBLAS's AVX-512 F32 kernel (len(a) a
+// multiple of 16).
+func dotTinyBLAS16(a, b []float32) float32 {
+	var acc [16]float32
+	for i := 0; i < len(a); i += 16 {
+		for l := 0; l < 16; l++ {
+			acc[l] = fmaf32(a[i+l], b[i+l], acc[l])
+		}
+	}
+	var s [8]float32
+	for l := 0; l < 8; l++ {
+		s[l] = acc[l+8] + acc[l]
+	}
+	u0, u1, u2, u3 := s[4]+s[0], s[5]+s[1], s[6]+s[2], s[7]+s[3]
+	return (u0 + u2) + (u1 + u3)
+}
+
+// fmaf32 is the single-precision fused multiply-add: the product of two
+// float32 is exact in float64, so one float64 FMA rounded to float32 gives
+// fmaf's result except in double-rounding ties (a 2^-29 chance).
+func fmaf32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
 }

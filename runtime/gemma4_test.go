@@ -18,9 +18,9 @@ import (
 )
 
 // gemma4MiniSHA pins the bytes of `woolly synth --preset gemma4-mini` (seed
-// 1, Q4_K_M, the built-in byte-level vocabulary), the file llama.cpp's
+// 1, Q4_K_M, its built-in Gemma 4-style vocabulary), the file llama.cpp's
 // references in testdata/gemma4 were made from.
-const gemma4MiniSHA = "228d47676ccc55a66def6a5946ce210a4e7683079771b624f9ed59538b17e532"
+const gemma4MiniSHA = "e2faee423c5c712ed7025853c11077fe40e19e6cd46f4ae18be5f7c629042743"
 
 // gemma4Mini writes the gemma4 mini into a temporary directory, checks its
 // pinned checksum and returns its path.
@@ -57,9 +57,7 @@ func gemma4Refs(t *testing.T) map[string]refLogits {
 
 // TestGemma4Parity: the gemma4 mini's logits equal llama.cpp's following
 // its procedure (prompt as one batch, greedy ids one at a time): the
-// reference's bits at every row but one (lily_wanted_to step 15, 0.016; see
-// testdata/gemma4/README.md), all within the contract's 0.1 for quantized
-// files. Teacher-forced (prompt + greedy ids) as one batch, token by token
+// reference's bits (the JSON's 9 digits) at every row of the 6 prompts. Teacher-forced (prompt + greedy ids) as one batch, token by token
 // and in uneven chunks, every row whose attention took the same path as the
 // reference's, it and every row before it (f16 below 64 rows, tiled from
 // 64), is within 0.1; the rows that cross paths are logged (the f16 path's rounding moves this
@@ -136,7 +134,13 @@ func TestGemma4Parity(t *testing.T) {
 		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512}, nil)
 		require.NoError(t, err)
 		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
-		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
+		want := ref.Greedy.Text
+		if last := ref.Greedy.IDs[len(ref.Greedy.IDs)-1]; m.Tokenizer().IsEOG(last) {
+			// Generate stops at the end token without printing it; refdump
+			// renders every piece.
+			want = strings.TrimSuffix(want, string(m.Tokenizer().Piece(last)))
+		}
+		require.Equal(t, want, res.Text, "%s: greedy text", tag)
 	}
 	t.Logf("gemma4-mini max |Δlogit| vs llama.cpp: its procedure %.3g (%d rows off its bits); teacher-forced, same path: batch %.3g (%d rows), token by token %.3g (%d), chunked %.3g (%d); across paths: batch %.3g, token %.3g, chunked %.3g",
 		worst["procedure"], offBits, worst["batch"], compared["batch"], worst["token"], compared["token"], worst["chunks"], compared["chunks"],
@@ -149,13 +153,13 @@ func TestGemma4Parity(t *testing.T) {
 			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, tol)
 		}
 	}
-	if offBits > 1 {
-		t.Errorf("%d rows of llama.cpp's procedure differ from its bits (known: 1)", offBits)
+	if offBits > 0 {
+		t.Errorf("%d rows of llama.cpp's procedure differ from its bits", offBits)
 	}
 }
 
 // TestGemma4Perplexity: llama-perplexity's figure for the mini on the shared
-// dev text (c = 128, 7 chunks, llama.cpp's native build) to 4 decimals.
+// dev text (c = 128, 10 chunks, llama.cpp's native build) to 4 decimals.
 func TestGemma4Perplexity(t *testing.T) {
 	var ref struct {
 		Chunks int                `json:"chunks"`
@@ -172,4 +176,28 @@ func TestGemma4Perplexity(t *testing.T) {
 	want := ref.PPL["gemma4-mini"]
 	t.Logf("gemma4-mini: PPL %.4f, llama.cpp %.4f", res.PPL, want)
 	require.InDelta(t, want, res.PPL, 5e-5, "PPL to 4 decimals")
+}
+
+// TestGemma4Tokenizer: the mini's Gemma 4-style vocabulary (tokenizer model
+// gemma4: BPE over raw UTF-8, spaces as U+2581, runs of newlines split off
+// and kept whole when they are a token, <0xNN> byte fallback, BOS always)
+// gives llama-tokenize's ids for every text of testdata/gemma4/tokenizer.json,
+// and decoding them gives the text back.
+func TestGemma4Tokenizer(t *testing.T) {
+	m := loadPath(t, gemma4Mini(t), LoadOptions{Threads: 1})
+	var cases []struct {
+		Text string  `json:"text"`
+		IDs  []int32 `json:"ids"`
+	}
+	readJSON(t, filepath.Join("testdata", "gemma4", "tokenizer.json"), &cases)
+	require.GreaterOrEqual(t, len(cases), 20)
+	tk := m.Tokenizer()
+	require.Equal(t, "gemma4", tk.Model())
+	require.True(t, tk.AddBOS())
+	for _, c := range cases {
+		ids, err := tk.Encode(c.Text, true, true)
+		require.NoError(t, err)
+		require.Equal(t, c.IDs, ids, "%q", c.Text)
+		require.Equal(t, c.Text, tk.Decode(ids[1:]), "decode %q", c.Text)
+	}
 }

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/woolly-llm/woolly/loader"
 )
@@ -106,4 +107,140 @@ func gemma4Metadata(w *loader.Writer, p Preset) {
 	w.SetUint32(a+".attention.shared_kv_layers", uint32(g.SharedKV))
 	w.SetUint32(a+".embedding_length_per_layer_input", uint32(g.PerLayer))
 	w.SetFloat32(a+".final_logit_softcapping", g.SoftCap)
+}
+
+// gemma4Corpus is the text the built-in Gemma 4-style vocabulary's merges
+// are learned from (written for this purpose).
+const gemma4Corpus = `Once upon a time there was a little dog named Sam. Sam liked to run in the park with his friend Lily.
+One day Lily wanted to climb the big tree near the pond, but the tree was very tall and the branches were thin.
+"Be careful!" said her mother. Lily smiled and said, "I will be careful, Mom. I just want to see the birds."
+The little dog barked and wagged his tail. He did not like trees, but he liked Lily very much.
+When the sun went down, they walked home together, happy and tired, and they ate warm soup with bread.
+The next morning it was raining, so Lily and Sam stayed inside and played with blocks and a red ball.
+They built a tall tower, and then the ball rolled into it and the tower fell down. Lily laughed and laughed.`
+
+// gemma4Vocab builds a small vocabulary of Gemma 4's kind (tokenizer model
+// "gemma4": BPE over raw UTF-8 with spaces written as U+2581 and byte
+// fallback tokens <0x00>..<0xFF>): Gemma's special tokens, the bytes, the
+// printable ASCII characters, ▁ and runs of newlines, then up to nMerges
+// merges learned from gemma4Corpus (most frequent pair first, ties by text).
+func gemma4Vocab(nMerges int) (tokens []string, types []int32, merges []string) {
+	const (
+		normal      = 1
+		unknown     = 2
+		control     = 3
+		userDefined = 4
+		byteTok     = 6
+	)
+	seen := map[string]bool{}
+	add := func(s string, ty int32) {
+		if !seen[s] {
+			seen[s] = true
+			tokens = append(tokens, s)
+			types = append(types, ty)
+		}
+	}
+	for _, s := range []string{"<pad>", "<eos>", "<bos>"} {
+		add(s, control)
+	}
+	add("<unk>", unknown)
+	add("<mask>", control)
+	for _, s := range []string{"<|turn>", "<turn|>", "<|think|>"} {
+		add(s, control)
+	}
+	for _, s := range []string{"<|channel>", "<channel|>"} {
+		add(s, userDefined)
+	}
+	for b := 0; b < 256; b++ {
+		add(fmt.Sprintf("<0x%02X>", b), byteTok)
+	}
+	add("▁", normal)
+	for _, s := range []string{"\n", "\n\n", "\n\n\n"} {
+		add(s, normal)
+	}
+	for c := byte(0x21); c < 0x7f; c++ {
+		add(string(rune(c)), normal)
+	}
+
+	// Words: each line, spaces as ▁, cut before every ▁.
+	counts := map[string]int{}
+	var order []string
+	for _, line := range strings.Split(gemma4Corpus, "\n") {
+		line = strings.ReplaceAll(line, " ", "▁")
+		start := 0
+		for i := range line {
+			if i > start && strings.HasPrefix(line[i:], "▁") {
+				w := line[start:i]
+				if counts[w] == 0 {
+					order = append(order, w)
+				}
+				counts[w]++
+				start = i
+			}
+		}
+		if w := line[start:]; w != "" {
+			if counts[w] == 0 {
+				order = append(order, w)
+			}
+			counts[w]++
+		}
+	}
+	words := make([][]string, len(order))
+	for i, w := range order {
+		for _, r := range w {
+			words[i] = append(words[i], string(r))
+		}
+	}
+	for len(merges) < nMerges {
+		pairs := map[[2]string]int{}
+		for i, w := range words {
+			for j := 0; j+1 < len(w); j++ {
+				pairs[[2]string{w[j], w[j+1]}] += counts[order[i]]
+			}
+		}
+		var best [2]string
+		bestN := 1
+		for p, n := range pairs {
+			if n > bestN || (n == bestN && bestN > 1 && p[0]+" "+p[1] < best[0]+" "+best[1]) {
+				best, bestN = p, n
+			}
+		}
+		if bestN < 2 {
+			break
+		}
+		merges = append(merges, best[0]+" "+best[1])
+		add(best[0]+best[1], normal)
+		for i, w := range words {
+			out := w[:0]
+			for j := 0; j < len(w); j++ {
+				if j+1 < len(w) && w[j] == best[0] && w[j+1] == best[1] {
+					out = append(out, best[0]+best[1])
+					j++
+				} else {
+					out = append(out, w[j])
+				}
+			}
+			words[i] = out
+		}
+	}
+	return tokens, types, merges
+}
+
+// writeGemma4Vocab writes the built-in Gemma 4-style vocabulary and returns
+// its size.
+func writeGemma4Vocab(w *loader.Writer) int {
+	toks, types, merges := gemma4Vocab(400)
+	w.SetString("tokenizer.ggml.model", "gemma4")
+	w.SetString("tokenizer.ggml.pre", "gemma4")
+	w.SetStrings("tokenizer.ggml.tokens", toks)
+	w.SetFloat32s("tokenizer.ggml.scores", make([]float32, len(toks)))
+	w.SetInt32s("tokenizer.ggml.token_type", types)
+	w.SetStrings("tokenizer.ggml.merges", merges)
+	w.SetUint32("tokenizer.ggml.bos_token_id", 2)
+	w.SetUint32("tokenizer.ggml.eos_token_id", 1)
+	w.SetUint32("tokenizer.ggml.unknown_token_id", 3)
+	w.SetUint32("tokenizer.ggml.padding_token_id", 0)
+	w.SetBool("tokenizer.ggml.add_bos_token", true)
+	w.SetBool("tokenizer.ggml.add_space_prefix", false)
+	return len(toks)
 }

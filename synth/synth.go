@@ -456,6 +456,8 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		if p.Pre != "" {
 			w.SetString("tokenizer.ggml.pre", p.Pre)
 		}
+	} else if p.G4 != nil {
+		n = writeGemma4Vocab(w) // a Gemma 4-style BPE vocabulary (gemma4.go)
 	} else {
 		toks, scores, types := byteVocab(n)
 		w.SetString("tokenizer.ggml.model", "llama")

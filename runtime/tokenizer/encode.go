@@ -114,6 +114,9 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32,
 			}
 			out, err = t.spm(strings.ReplaceAll(s, " ", "\u2581"), out)
 		case kindBPE:
+			if t.rawUTF8 {
+				s = strings.ReplaceAll(s, " ", "\u2581")
+			}
 			out, err = t.bpe(s, out)
 		}
 		if err != nil {
@@ -346,14 +349,26 @@ func (t *Tokenizer) bpe(text string, out []int32) ([]int32, error) {
 		for _, c := range w {
 			raw = appendCpt(raw, c)
 		}
-		enc.Reset()
-		for _, b := range raw {
-			enc.WriteString(byteEnc[b])
+		var word string
+		if t.rawUTF8 {
+			word = string(raw)
+		} else {
+			enc.Reset()
+			for _, b := range raw {
+				enc.WriteString(byteEnc[b])
+			}
+			word = enc.String()
 		}
-		word := enc.String()
 
 		syms = syms[:0]
 		if t.ignoreMerges {
+			if id, ok := t.toID[word]; ok {
+				out = append(out, id)
+				continue
+			}
+		}
+		if t.rawUTF8 && strings.Trim(word, "\n") == "" {
+			// Gemma 4: a run of newlines that is a token stays whole.
 			if id, ok := t.toID[word]; ok {
 				out = append(out, id)
 				continue
@@ -416,7 +431,11 @@ func (t *Tokenizer) bpe(text string, out []int32) ([]int32, error) {
 				continue
 			}
 			for j := 0; j < len(piece); j++ {
-				if id, ok := t.toID[piece[j:j+1]]; ok {
+				key := piece[j : j+1]
+				if t.rawUTF8 { // byte fallback through "<0xNN>"
+					key = string([]byte{'<', '0', 'x', hexDigits[piece[j]>>4], hexDigits[piece[j]&15], '>'})
+				}
+				if id, ok := t.toID[key]; ok {
 					out = append(out, id)
 				}
 			}

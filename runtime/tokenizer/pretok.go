@@ -65,6 +65,9 @@ var preRegexes = map[string][]string{
 	"poro": {
 		` ?[^(\s|.,!?…。，、।۔،)]+`,
 	},
+	// Gemma 4: SentencePiece-style BPE over raw UTF-8 with spaces escaped
+	// to U+2581 beforehand; only runs of newlines are split off.
+	"gemma4": {"[^\n]+|[\n]+"},
 }
 
 // preTypeOf maps tokenizer.ggml.pre to a pre-tokenizer type (llama.cpp's
@@ -75,6 +78,9 @@ type preInfo struct {
 	ignoreMerges bool
 	addBOS       bool // default for add_bos when the key is missing
 	cleanSpaces  bool
+	// rawUTF8: tokens are raw UTF-8 with spaces escaped to U+2581 (no GPT-2
+	// byte encoding; byte fallback through "<0xNN>" tokens), BOS always added.
+	rawUTF8 bool
 }
 
 func lookupPre(pre string) (preInfo, error) {
@@ -108,6 +114,8 @@ func lookupPre(pre string) (preInfo, error) {
 		return preInfo{kind: "qwen35"}, nil
 	case "stablelm2", "megrez":
 		return preInfo{kind: "qwen2", cleanSpaces: true}, nil
+	case "gemma4", "granite-embed-multi-311m":
+		return preInfo{kind: "gemma4", cleanSpaces: true, rawUTF8: true, addBOS: true}, nil
 	case "poro-chat":
 		return preInfo{kind: "poro"}, nil
 	case "bloom", "gpt3-finnish":

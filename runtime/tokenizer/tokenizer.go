@@ -83,6 +83,7 @@ type Tokenizer struct {
 
 	addBOS, addEOS, addSpacePrefix bool
 	ignoreMerges, cleanSpaces      bool
+	rawUTF8                        bool // gemma4 BPE: raw UTF-8 pieces, spaces as U+2581
 
 	eog     map[int32]bool
 	special []int32 // control / user-defined / unknown tokens, longest text first
@@ -119,16 +120,22 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.bos, t.eos, t.unk = 1, 2, 0
 		t.addSpacePrefix = true
 		t.addBOS = true
-	case "gpt2":
+	case "gpt2", "gemma4":
 		t.kind = kindBPE
 		t.bos, t.eos, t.unk = 11, 11, null
+		pre := v.Pre
+		if v.Model == "gemma4" { // llama.cpp: no default specials, pre-tokenizer gemma4
+			t.bos, t.eos, pre = null, null, "gemma4"
+			t.pre = pre
+		}
 		var err error
-		if pi, err = lookupPre(v.Pre); err != nil {
+		if pi, err = lookupPre(pre); err != nil {
 			return nil, err
 		}
 		t.ignoreMerges = pi.ignoreMerges
 		t.addBOS = pi.addBOS
 		t.cleanSpaces = pi.cleanSpaces
+		t.rawUTF8 = pi.rawUTF8
 		if v.Pre == "glm4" || v.Pre == "chatglm-bpe" {
 			t.bos = null
 		}
@@ -153,7 +160,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 	case "":
 		return nil, fmt.Errorf("tokenizer: missing tokenizer.ggml.model")
 	default:
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q (supported: llama, gpt2)", v.Model)
+		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q (supported: llama, gpt2, gemma4)", v.Model)
 	}
 	t.eot, t.eom, t.sep, t.pad = null, null, null, null
 	t.fimPre, t.fimSuf, t.fimMid, t.fimPad, t.fimRep, t.fimSep = null, null, null, null, null, null
@@ -210,6 +217,9 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	if b, ok := v.Flags["add_bos_token"]; ok {
 		t.addBOS = b
+	}
+	if t.rawUTF8 {
+		t.addBOS = true // llama.cpp overrides add_bos_token false for Gemma 4
 	}
 	if b, ok := v.Flags["add_eos_token"]; ok {
 		t.addEOS = b
