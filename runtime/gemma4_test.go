@@ -4,15 +4,20 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/synth"
 )
@@ -200,4 +205,106 @@ func TestGemma4Tokenizer(t *testing.T) {
 		require.Equal(t, c.IDs, ids, "%q", c.Text)
 		require.Equal(t, c.Text, tk.Decode(ids[1:]), "decode %q", c.Text)
 	}
+}
+
+// TestGemma4BadFiles: a gemma4 file with a missing or contradicting key or
+// tensor fails to load with one error naming it.
+func TestGemma4BadFiles(t *testing.T) {
+	path := gemma4Mini(t)
+	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
+	bools := func(b ...bool) *loader.Value {
+		x := loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeBool, Values: b}}
+		return &x
+	}
+	cases := []struct {
+		name string
+		set  map[string]*loader.Value
+		drop string
+		want string
+	}{
+		{"shared KV exceeds layers", map[string]*loader.Value{"gemma4.attention.shared_kv_layers": u32(7)}, "", "attention.shared_kv_layers 7 leaves fewer than 2 of the 6 layers"},
+		{"shared KV of the wrong kind", map[string]*loader.Value{"gemma4.attention.shared_kv_layers": u32(1)}, "", "layer 5 (global, 1 KV heads of 32) cannot share the cache of layer 4 (sliding-window"},
+		{"no key_length_swa", map[string]*loader.Value{"gemma4.attention.key_length_swa": nil}, "", "key gemma4.attention.key_length_swa is missing"},
+		{"value_length_swa differs", map[string]*loader.Value{"gemma4.attention.value_length_swa": u32(32)}, "", "value_length_swa 32 differs from key_length_swa 16"},
+		{"no window pattern", map[string]*loader.Value{"gemma4.attention.sliding_window_pattern": nil}, "", "key gemma4.attention.sliding_window_pattern is missing"},
+		{"short window pattern", map[string]*loader.Value{"gemma4.attention.sliding_window_pattern": bools(true, false)}, "", "sliding_window_pattern has 2 entries for 6 layers"},
+		{"no window", map[string]*loader.Value{"gemma4.attention.sliding_window": nil}, "", "key gemma4.attention.sliding_window is missing"},
+		{"no per-layer width", map[string]*loader.Value{"gemma4.embedding_length_per_layer_input": nil}, "", "key gemma4.embedding_length_per_layer_input is missing"},
+		{"no eps", map[string]*loader.Value{"gemma4.attention.layer_norm_rms_epsilon": nil}, "", "key gemma4.attention.layer_norm_rms_epsilon is missing"},
+		{"rotated dims too wide", map[string]*loader.Value{"gemma4.rope.dimension_count_swa": u32(32)}, "", "rope.dimension_count_swa 32 is invalid for head size 16"},
+		{"experts", map[string]*loader.Value{"gemma4.expert_count": u32(4), "gemma4.expert_used_count": u32(2)}, "", "only as a dense model"},
+		{"no per-layer embeddings", nil, "per_layer_token_embd.weight", "tensor per_layer_token_embd.weight is missing"},
+		{"no rope_freqs", nil, "rope_freqs.weight", "tensor rope_freqs.weight is missing"},
+		{"no k in an own-KV layer", nil, "blk.1.attn_k.weight", "tensor blk.1.attn_k.weight is missing"},
+		{"no inp_gate", nil, "blk.4.inp_gate.weight", "tensor blk.4.inp_gate.weight is missing"},
+		{"ffn width contradicts", map[string]*loader.Value{"gemma4.feed_forward_length": u32(128)}, "", "blk.3.ffn_gate.weight has shape"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := rewriteModel(t, path, c.set, c.drop)
+			_, err := Load(bad, LoadOptions{Threads: 1})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// TestGemma4BatchAndPrefix: sequences evaluated together in one Batch get
+// the logits they get alone, bit for bit (each with its own caches, the
+// shared layers reading their own sequence's), and a follow-up request
+// that extends a stored conversation reuses its KV prefix (shared layers
+// included) with the tokens and logits of a run from scratch.
+func TestGemma4BatchAndPrefix(t *testing.T) {
+	path := gemma4Mini(t)
+	m := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
+	const chunk, gen = 16, 6
+	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
+	require.NoError(t, err)
+	b.gatherMin = 200 * time.Millisecond
+	prompts := batchPrompts(m, chunk)
+	alone := make([]batchRun, len(prompts))
+	for i, p := range prompts {
+		s, err := b.NewSession(256)
+		require.NoError(t, err)
+		alone[i], err = generateRecording(s, p, gen)
+		require.NoError(t, err)
+	}
+	together := make([]batchRun, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, p := range prompts {
+		s, err := b.NewSession(256)
+		require.NoError(t, err)
+		b.enter(s)
+		wg.Go(func() {
+			<-start
+			together[i], errs[i] = generateRecording(s, p, gen)
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.Greater(t, b.Stats().Shared, int64(0), "no step carried two sequences")
+	for i := range prompts {
+		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
+		for k := range alone[i].logits {
+			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
+		}
+	}
+
+	pm := loadPath(t, path, LoadOptions{Threads: 2})
+	seq := append(slices.Clone(prompts[3]), prompts[2]...) // 51 tokens: past the 32-position window
+	opts := func(toks []int32) GenerateOptions {
+		return GenerateOptions{Tokens: toks, MaxTokens: 4, Sampler: SamplerOptions{Temperature: 0, RepeatPenalty: 1, Seed: 1}}
+	}
+	turn1, err := pm.Generate(context.Background(), opts(seq), nil)
+	require.NoError(t, err)
+	next := append(append(slices.Clone(seq), turn1.Tokens...), 5, 6, 7, 8)
+	turn2, err := pm.Generate(context.Background(), opts(next), nil)
+	require.NoError(t, err)
+	require.Greater(t, turn2.CachedTokens, len(seq)-1, "turn 2 must reuse turn 1's prefix")
+	want, err := m.Generate(context.Background(), opts(next), nil)
+	require.NoError(t, err)
+	require.Equal(t, want.Tokens, turn2.Tokens)
 }
