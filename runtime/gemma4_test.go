@@ -25,7 +25,7 @@ import (
 // gemma4MiniSHA pins the bytes of `woolly synth --preset gemma4-mini` (seed
 // 1, Q4_K_M, its built-in Gemma 4-style vocabulary), the file llama.cpp's
 // references in testdata/gemma4 were made from.
-const gemma4MiniSHA = "e2faee423c5c712ed7025853c11077fe40e19e6cd46f4ae18be5f7c629042743"
+const gemma4MiniSHA = "e4547615a579d58c27a6d5aabb48d5e050ed971ad05fdde7fadbc00905ae85c9"
 
 // gemma4Mini writes the gemma4 mini into a temporary directory, checks its
 // pinned checksum and returns its path.

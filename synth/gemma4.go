@@ -242,5 +242,14 @@ func writeGemma4Vocab(w *loader.Writer) int {
 	w.SetUint32("tokenizer.ggml.padding_token_id", 0)
 	w.SetBool("tokenizer.ggml.add_bos_token", true)
 	w.SetBool("tokenizer.ggml.add_space_prefix", false)
+	w.SetString("tokenizer.chat_template", gemma4Template)
 	return len(toks)
 }
+
+// gemma4Template is a short chat template in Gemma 4's format (system turn,
+// <|turn>ROLE ... <turn|> turns, the generation prompt with an empty
+// thought channel), for the synthetic vocabulary.
+const gemma4Template = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}<|turn>system\n{{ messages[0]['content'] | trim }}<turn|>\n" +
+	"{% set loop_messages = messages[1:] %}{% else %}{% set loop_messages = messages %}{% endif %}" +
+	"{% for m in loop_messages %}<|turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] | trim }}<turn|>\n{% endfor %}" +
+	"{% if add_generation_prompt %}<|turn>model\n<|channel>thought\n<channel|>{% endif %}"
