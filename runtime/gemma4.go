@@ -57,6 +57,11 @@ type gemma4Layer struct {
 	OutScale  float32 // layer_output_scale (0: none)
 	HasScale  bool
 	sharedSrc int // layer whose KV cache this one reads (itself when it has its own)
+
+	// Mixture-of-experts layer (Layer.GateInp set): the router reads
+	// rmsnorm(x) / sqrt(n_embd) * GateInpScale; PreNorm2 norms the experts'
+	// input, PostNorm1 the dense MLP's output, PostNorm2 the experts'.
+	GateInpScale, PreNorm2, PostNorm1, PostNorm2 []float32
 }
 
 // gemma4Weights are the model-wide per-layer-input tensors.
@@ -72,7 +77,7 @@ type gemma4Scratch struct {
 	plg, plu   []float32 // [nBatch][NEmbdPL]
 	cosG, sinG []float32 // global-layer RoPE tables [nBatch][NRot/2]
 	cosL, sinL []float32 // local-layer RoPE tables
-	ones       []float32
+	moe        []float32 // experts' output [nBatch][NEmbd]
 }
 
 // kvSource is the layer whose KV cache layer il reads: il itself, or for
@@ -356,11 +361,18 @@ func gemma4Config(f *loader.File) (*Config, error) {
 	if g.NFFExp, err = uintKey("expert_feed_forward_length", 0, false); err != nil {
 		return nil, err
 	}
-	if c.NExpert > 0 {
-		return nil, fmt.Errorf("key %s.expert_count is %d: Woolly runs gemma4 only as a dense model so far", arch, c.NExpert)
-	}
-	if c.NExpertUsed > 0 {
+	switch {
+	case c.NExpert > 512:
+		return nil, fmt.Errorf("key %s.expert_count %d exceeds 512", arch, c.NExpert)
+	case c.NExpert > 0 && (c.NExpertUsed == 0 || c.NExpertUsed > c.NExpert):
+		return nil, fmt.Errorf("key %s.expert_used_count %d is not in 1..expert_count %d", arch, c.NExpertUsed, c.NExpert)
+	case c.NExpert > 0 && g.NFFExp == 0:
+		return nil, fmt.Errorf("key %s.expert_feed_forward_length is missing or 0 with expert_count %d", arch, c.NExpert)
+	case c.NExpert == 0 && c.NExpertUsed > 0:
 		return nil, fmt.Errorf("key %s.expert_used_count is %d without expert_count", arch, c.NExpertUsed)
+	}
+	if c.NExpert > 0 { // softmax routing, weights renormalized (llama.cpp norm_w)
+		c.NFFExp, c.ExpertWeightsNorm = g.NFFExp, true
 	}
 
 	// Config's uniform fields hold the largest layer's (scratch and cache sizes).
@@ -371,6 +383,7 @@ func gemma4Config(f *loader.File) (*Config, error) {
 		c.NRot = max(c.NRot, g.NRot[il])
 		c.NFF = max(c.NFF, g.NFF[il])
 	}
+	c.NFFShexp = c.NFF // the dense MLP beside the experts: scratch of the largest width
 	c.EmbeddingScale = float32(math.Sqrt(float64(float32(c.NEmbd))))
 	c.ResidualScale, c.LogitScale, c.KQScale = 1, 1, 1 // attention scale 1: q and k are RMS-normed
 	c.QKNorm, c.PostNorms, c.GELU = true, true, true
@@ -501,7 +514,10 @@ func gemma4WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 			}
 		}
 		if has(p + "ffn_gate_inp.weight") {
-			return nil, fmt.Errorf("tensor %sffn_gate_inp.weight: gemma4 mixture-of-experts layers are not supported yet", p)
+			if c.NExpert == 0 {
+				return nil, fmt.Errorf("tensor %sffn_gate_inp.weight is present but key gemma4.expert_count is missing", p)
+			}
+			steps = append(steps, c.gemma4ExpertSteps(l, lg, p, bind, vec, has)...)
 		}
 		if has(p + "layer_output_scale.weight") {
 			steps = append(steps, func() error {
@@ -557,6 +573,7 @@ func (st *fwdState) gemma4(c *Config) *gemma4Scratch {
 		plg: make([]float32, n*c.G4.NEmbdPL), plu: make([]float32, n*c.G4.NEmbdPL),
 		cosG: make([]float32, n*h), sinG: make([]float32, n*h),
 		cosL: make([]float32, n*h), sinL: make([]float32, n*h),
+		moe: make([]float32, n*c.NEmbd),
 	}
 	st.g4 = s
 	return s
@@ -743,6 +760,11 @@ func (p *pass) forwardGemma4() error {
 		if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
 			return err
 		}
+		if l.GateInp.Data != nil { // dense MLP (normed) plus the experts (normed)
+			if err := p.gemma4Experts(l, xb, xb2, ntok); err != nil {
+				return err
+			}
+		}
 		if err := addResidual(c, x, xb2, l.PostFFN, ntok); err != nil {
 			return err
 		}
@@ -806,27 +828,47 @@ func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.Att
 }
 
 // matmulF32Exact is out[t][r] = dot(row r of m, in row t) for an F32 matrix
-// (per_layer_model_proj, which llama.cpp never quantizes), summed as the
-// reference build's llamafile sgemm does on AVX-512 (tinyBLAS, 16 lanes):
-// lane l accumulates a[i]*b[i] for i ≡ l mod 16 with fused multiply-adds in
-// order, then the lanes are added as _mm512_reduce_add_ps does (halves of
-// 8, of 4, then pairs). Other types, or rows not a multiple of 16 long, go
-// through the ordinary product.
+// (per_layer_model_proj, which llama.cpp never quantizes, and the expert
+// router), summed as the reference build does: a sequence of two or more
+// rows through llamafile's sgemm on AVX-512 (tinyBLAS, 16 lanes: lane l
+// accumulates a[i]*b[i] for i ≡ l mod 16 with fused multiply-adds in
+// order, then the lanes are added as _mm512_reduce_add_ps does: halves of
+// 8, of 4, then pairs), one row through ggml's vec_dot (the ordinary
+// product). Other types, or rows not a multiple of 16 long, go through the
+// ordinary product.
 func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) error {
 	if m.Type != kernels.F32 || m.Cols%16 != 0 {
 		return p.matmul(in, ntok, matOp{m, out})
 	}
 	w := unsafe.Slice((*float32)(unsafe.Pointer(&m.Data[0])), m.Rows*m.Cols)
 	pl, cols, rows := p.m.pool, m.Cols, m.Rows
-	pl.run(func(wk int) {
-		r0, r1 := split(rows, wk, pl.n, 1)
-		for r := r0; r < r1; r++ {
-			a := w[r*cols : (r+1)*cols]
-			for t := 0; t < ntok; t++ {
-				out[t*rows+r] = dotTinyBLAS16(a, in[t*cols:(t+1)*cols])
+	segs := p.rows
+	if len(segs) == 0 {
+		segs = []int{ntok}
+	}
+	t0 := 0
+	for _, n := range segs {
+		if n == 1 {
+			if err := p.matmul(in[t0*cols:(t0+1)*cols], 1, matOp{m, out[t0*rows : (t0+1)*rows]}); err != nil {
+				return err
 			}
+		} else if n > 1 {
+			a0 := t0
+			pl.run(func(wk int) {
+				r0, r1 := split(rows, wk, pl.n, 1)
+				for r := r0; r < r1; r++ {
+					a := w[r*cols : (r+1)*cols]
+					for t := a0; t < a0+n; t++ {
+						out[t*rows+r] = dotTinyBLAS16(a, in[t*cols:(t+1)*cols])
+					}
+				}
+			})
 		}
-	})
+		t0 += n
+	}
+	if t0 != ntok {
+		return fmt.Errorf("matmulF32Exact: sequences of %v rows, want %d", segs, ntok)
+	}
 	return nil
 }
 
@@ -852,4 +894,198 @@ func dotTinyBLAS16(a, b []float32) float32 {
 // fmaf's result except in double-rounding ties (a 2^-29 chance).
 func fmaf32(a, b, c float32) float32 {
 	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
+// gemma4ExpertSteps bind the tensors of a gemma4 mixture-of-experts layer
+// (prefix p): the router and its input scale, the three extra norms, and
+// the experts' gate and up (one fused ffn_gate_up_exps, gate rows first
+// per expert, or two tensors) and down matrices.
+func (c *Config) gemma4ExpertSteps(l *Layer, lg *gemma4Layer, p string,
+	bind func(string, ...int) (Mat, error), vec func(string, int) ([]float32, error), has func(string) bool) []func() error {
+	d, ne, fe := c.NEmbd, c.NExpert, c.NFFExp
+	experts := func(name string, cols, rows int) ([]Mat, error) {
+		all, err := bind(name, cols, rows, ne)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Mat, ne)
+		for e := range out {
+			out[e] = all.rows(fmt.Sprintf("%s[%d]", name, e), e*rows, (e+1)*rows)
+		}
+		return out, nil
+	}
+	steps := []func() error{
+		func() (e error) { l.GateInp, e = bind(p+"ffn_gate_inp.weight", d, ne); return },
+		func() (e error) { lg.GateInpScale, e = vec(p+"ffn_gate_inp.scale", d); return },
+		func() (e error) { lg.PreNorm2, e = vec(p+"pre_ffw_norm_2.weight", d); return },
+		func() (e error) { lg.PostNorm1, e = vec(p+"post_ffw_norm_1.weight", d); return },
+		func() (e error) { lg.PostNorm2, e = vec(p+"post_ffw_norm_2.weight", d); return },
+		func() (e error) { l.ExpDown, e = experts(p+"ffn_down_exps.weight", fe, d); return },
+	}
+	for _, sfx := range []string{"ffn_gate_exps.scale", "ffn_up_exps.scale", "ffn_down_exps.scale"} {
+		if has(p + sfx) {
+			name := p + sfx
+			return []func() error{func() error {
+				return fmt.Errorf("tensor %s: per-expert weight scales are not supported", name)
+			}}
+		}
+	}
+	if has(p + "ffn_gate_up_exps.weight") {
+		return append(steps, func() error {
+			gu, err := experts(p+"ffn_gate_up_exps.weight", d, 2*fe)
+			if err != nil {
+				return err
+			}
+			l.ExpGate, l.ExpUp = make([]Mat, ne), make([]Mat, ne)
+			for e := range gu {
+				l.ExpGate[e] = gu[e].rows(fmt.Sprintf("%sffn_gate_up_exps.weight[%d].gate", p, e), 0, fe)
+				l.ExpUp[e] = gu[e].rows(fmt.Sprintf("%sffn_gate_up_exps.weight[%d].up", p, e), fe, 2*fe)
+			}
+			return nil
+		})
+	}
+	return append(steps,
+		func() (e error) { l.ExpGate, e = experts(p+"ffn_gate_exps.weight", d, fe); return },
+		func() (e error) { l.ExpUp, e = experts(p+"ffn_up_exps.weight", d, fe); return })
+}
+
+// gemma4Experts turns the dense MLP's output mlp ([ntok][NEmbd]) of a
+// mixture-of-experts layer into the layer's FFN output:
+// rmsnorm(mlp) * post_ffw_norm_1 + rmsnorm(experts) * post_ffw_norm_2, the
+// experts run on rmsnorm(x) * pre_ffw_norm_2 and routed by
+// ffn_gate_inp (rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp.scale). h is
+// scratch ([ntok][NEmbd]).
+func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
+	c, st, lg := p.m.cfg, p.st, l.G4
+	d := c.NEmbd
+	x := st.x[:ntok*d]
+	if err := kernels.RMSNormRows(mlp, mlp, lg.PostNorm1, ntok, d, c.Eps); err != nil {
+		return err
+	}
+	// Router input and logits.
+	ms := st.moe
+	if err := kernels.RMSNormRows(h, x, nil, ntok, d, c.Eps); err != nil {
+		return err
+	}
+	kernels.Scale(h, 1/float32(math.Sqrt(float64(float32(d)))))
+	for t := 0; t < ntok; t++ {
+		row := h[t*d : (t+1)*d]
+		for i, s := range lg.GateInpScale {
+			row[i] *= s
+		}
+	}
+	if err := p.matmulF32Exact(&l.GateInp, h, ntok, ms.logits[:ntok*c.NExpert]); err != nil {
+		return err
+	}
+	// Experts' input.
+	if err := kernels.RMSNormRows(h, x, lg.PreNorm2, ntok, d, c.Eps); err != nil {
+		return err
+	}
+	moeOut := st.g4.moe[:ntok*d]
+	if err := p.routedExperts(l, h, ntok, moeOut, gluGELU); err != nil {
+		return err
+	}
+	if err := kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps); err != nil {
+		return err
+	}
+	return kernels.Add(mlp, mlp, moeOut)
+}
+
+// routedExperts is pass.moe with the router logits already in
+// st.moe.logits and act as the experts' gated activation.
+func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) error {
+	m, c, st := p.m, p.m.cfg, p.st
+	ms := st.moe
+	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
+	nrows := ntok * k
+	ms.route(c, ntok)
+	ms.sortRows(c, ntok)
+
+	at := l.ExpGate[0].Type.ActType()
+	if l.ExpUp[0].Type.ActType() != at {
+		return fmt.Errorf("%s and %s need different activation types (%v, %v)", l.ExpGate[0].Name, l.ExpUp[0].Name, at, l.ExpUp[0].Type.ActType())
+	}
+	rb, err := at.RowBytes(int64(d))
+	if err != nil {
+		return err
+	}
+	tokAct := st.act[at]
+	if len(tokAct) < ntok*int(rb) {
+		tokAct = make([]byte, st.nBatch*int(rb))
+		st.act[at] = tokAct
+	}
+	if err := p.quantizeRows(at, h, d, ntok, tokAct, int(rb)); err != nil {
+		return err
+	}
+	if len(ms.act) < nrows*int(rb) {
+		ms.act = make([]byte, st.nBatch*k*int(rb))
+	}
+	for j, i := range ms.order[:nrows] {
+		t := int(i) / k
+		copy(ms.act[j*int(rb):(j+1)*int(rb)], tokAct[t*int(rb):(t+1)*int(rb)])
+	}
+	pl := m.pool
+	chunks := ms.chunks(c, ffe, pl.n)
+	pl.runChunks(len(chunks), func(wk, ci int) {
+		ch := chunks[ci]
+		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
+		a := ms.act[j0*int(rb) : j1*int(rb)]
+		for _, op := range []struct {
+			m   *Mat
+			out []float32
+		}{{&l.ExpGate[ch.e], ms.gate[j0*ffe : j1*ffe]}, {&l.ExpUp[ch.e], ms.up[j0*ffe : j1*ffe]}} {
+			if err := expertProduct(op.m, a, int(rb), j1-j0, op.out, ch.r0, ch.r1); err != nil {
+				if st.errs[wk] == nil {
+					st.errs[wk] = err
+				}
+				return
+			}
+		}
+		if err := act.apply(ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
+			st.errs[wk] = err
+		}
+	})
+	if err := st.firstErr(); err != nil {
+		return err
+	}
+	at2 := l.ExpDown[0].Type.ActType()
+	rb2, err := at2.RowBytes(int64(ffe))
+	if err != nil {
+		return err
+	}
+	if len(ms.act2) < nrows*int(rb2) {
+		ms.act2 = make([]byte, st.nBatch*k*int(rb2))
+	}
+	if err := p.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2)); err != nil {
+		return err
+	}
+	chunks = ms.chunks(c, d, pl.n)
+	pl.runChunks(len(chunks), func(wk, ci int) {
+		ch := chunks[ci]
+		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
+		if err := expertProduct(&l.ExpDown[ch.e], ms.act2[j0*int(rb2):j1*int(rb2)], int(rb2), j1-j0, ms.down[j0*d:j1*d], ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
+			st.errs[wk] = err
+		}
+	})
+	if err := st.firstErr(); err != nil {
+		return err
+	}
+	for t := 0; t < ntok; t++ {
+		o := out[t*d : (t+1)*d]
+		for slot := 0; slot < k; slot++ {
+			w := ms.w[t*k+slot]
+			j := int(ms.pos[t*k+slot])
+			row := ms.down[j*d : (j+1)*d]
+			if slot == 0 {
+				for i, v := range row {
+					o[i] = v * w
+				}
+				continue
+			}
+			for i, v := range row {
+				o[i] += float32(v * w) // explicit rounding: never fused into an FMA
+			}
+		}
+	}
+	return nil
 }

@@ -22,18 +22,24 @@ import (
 	"github.com/woolly-llm/woolly/synth"
 )
 
-// gemma4MiniSHA pins the bytes of `woolly synth --preset gemma4-mini` (seed
-// 1, Q4_K_M, its built-in Gemma 4-style vocabulary), the file llama.cpp's
+// gemma4Minis pins the bytes of `woolly synth --preset NAME` (seed 1,
+// Q4_K_M, synth's built-in Gemma 4-style vocabulary), the files llama.cpp's
 // references in testdata/gemma4 were made from.
-const gemma4MiniSHA = "e4547615a579d58c27a6d5aabb48d5e050ed971ad05fdde7fadbc00905ae85c9"
+var gemma4Minis = map[string]string{
+	"gemma4-mini":     "e4547615a579d58c27a6d5aabb48d5e050ed971ad05fdde7fadbc00905ae85c9",
+	"gemma4-moe-mini": "93ebe6428f73f43be2b162a7b8c73d3654cdef7be87ceaf614071c652f3aa042",
+}
 
-// gemma4Mini writes the gemma4 mini into a temporary directory, checks its
-// pinned checksum and returns its path.
-func gemma4Mini(t testing.TB) string {
+// gemma4Mini writes the dense gemma4 mini (gemma4MiniNamed).
+func gemma4Mini(t testing.TB) string { return gemma4MiniNamed(t, "gemma4-mini") }
+
+// gemma4MiniNamed writes the synth preset name into a temporary directory,
+// checks its pinned checksum and returns its path.
+func gemma4MiniNamed(t testing.TB, name string) string {
 	t.Helper()
-	p, err := synth.FindPreset("gemma4-mini")
+	p, err := synth.FindPreset(name)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-gemma4-mini-Q4_K_M.gguf")
+	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
 	ft, err := quant.ParseFileType("q4_k_m")
 	require.NoError(t, err)
 	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 2})
@@ -44,12 +50,12 @@ func gemma4Mini(t testing.TB) string {
 	h := sha256.New()
 	_, err = io.Copy(h, f)
 	require.NoError(t, err)
-	require.Equal(t, gemma4MiniSHA, hex.EncodeToString(h.Sum(nil)), "synth gemma4-mini bytes changed: remake testdata/gemma4 (README.md)")
+	require.Equal(t, gemma4Minis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/gemma4 (README.md)", name)
 	return path
 }
 
-func gemma4Refs(t *testing.T) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "gemma4", "synth-gemma4-mini-Q4_K_M.*.json"))
+func gemma4Refs(t *testing.T, name string) map[string]refLogits {
+	files, _ := filepath.Glob(filepath.Join("testdata", "gemma4", "synth-"+name+"-Q4_K_M.*.json"))
 	require.NotEmpty(t, files)
 	out := map[string]refLogits{}
 	for _, f := range files {
@@ -69,13 +75,19 @@ func gemma4Refs(t *testing.T) map[string]refLogits {
 // mini's logits by up to ~0.6: its attention scale is 1 over RMS-normed q
 // and k). Prompt ids, the 16 greedy ids and their text are identical.
 func TestGemma4Parity(t *testing.T) {
-	m := loadPath(t, gemma4Mini(t), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
+	for _, name := range []string{"gemma4-mini", "gemma4-moe-mini"} {
+		t.Run(name, func(t *testing.T) { gemma4Parity(t, name) })
+	}
+}
+
+func gemma4Parity(t *testing.T, name string) {
+	m := loadPath(t, gemma4MiniNamed(t, name), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
 	const tol, bits = 0.1, 1e-6
 	nv := m.Info().NVocab
 	worst, cross := map[string]float64{}, map[string]float64{}
 	compared := map[string]int{}
 	offBits := 0
-	for tag, ref := range gemma4Refs(t) {
+	for tag, ref := range gemma4Refs(t, name) {
 		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
 		require.NoError(t, err)
 		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
@@ -147,8 +159,8 @@ func TestGemma4Parity(t *testing.T) {
 		}
 		require.Equal(t, want, res.Text, "%s: greedy text", tag)
 	}
-	t.Logf("gemma4-mini max |Δlogit| vs llama.cpp: its procedure %.3g (%d rows off its bits); teacher-forced, same path: batch %.3g (%d rows), token by token %.3g (%d), chunked %.3g (%d); across paths: batch %.3g, token %.3g, chunked %.3g",
-		worst["procedure"], offBits, worst["batch"], compared["batch"], worst["token"], compared["token"], worst["chunks"], compared["chunks"],
+	t.Logf("%s max |Δlogit| vs llama.cpp: its procedure %.3g (%d rows off its bits); teacher-forced, same path: batch %.3g (%d rows), token by token %.3g (%d), chunked %.3g (%d); across paths: batch %.3g, token %.3g, chunked %.3g",
+		name, worst["procedure"], offBits, worst["batch"], compared["batch"], worst["token"], compared["token"], worst["chunks"], compared["chunks"],
 		cross["batch"], cross["token"], cross["chunks"])
 	for _, k := range []string{"batch", "token", "chunks"} {
 		require.Greater(t, compared[k], 50, "%s: too few rows on the reference's path", k)
@@ -174,13 +186,16 @@ func TestGemma4Perplexity(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
 	require.NoError(t, err)
 	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
-	m := loadPath(t, gemma4Mini(t), LoadOptions{Threads: 2})
-	res, err := m.Perplexity(context.Background(), text, 128, nil)
-	require.NoError(t, err)
-	require.Equal(t, ref.Chunks, res.Chunks)
-	want := ref.PPL["gemma4-mini"]
-	t.Logf("gemma4-mini: PPL %.4f, llama.cpp %.4f", res.PPL, want)
-	require.InDelta(t, want, res.PPL, 5e-5, "PPL to 4 decimals")
+	for _, name := range []string{"gemma4-mini", "gemma4-moe-mini"} {
+		m := loadPath(t, gemma4MiniNamed(t, name), LoadOptions{Threads: 2})
+		res, err := m.Perplexity(context.Background(), text, 128, nil)
+		require.NoError(t, err)
+		require.Equal(t, ref.Chunks, res.Chunks)
+		want := ref.PPL[name]
+		require.NotZero(t, want, name)
+		t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
+		require.InDelta(t, want, res.PPL, 5e-5, "%s: PPL to 4 decimals", name)
+	}
 }
 
 // TestGemma4Tokenizer: the mini's Gemma 4-style vocabulary (tokenizer model
@@ -232,7 +247,7 @@ func TestGemma4BadFiles(t *testing.T) {
 		{"no per-layer width", map[string]*loader.Value{"gemma4.embedding_length_per_layer_input": nil}, "", "key gemma4.embedding_length_per_layer_input is missing"},
 		{"no eps", map[string]*loader.Value{"gemma4.attention.layer_norm_rms_epsilon": nil}, "", "key gemma4.attention.layer_norm_rms_epsilon is missing"},
 		{"rotated dims too wide", map[string]*loader.Value{"gemma4.rope.dimension_count_swa": u32(32)}, "", "rope.dimension_count_swa 32 is invalid for head size 16"},
-		{"experts", map[string]*loader.Value{"gemma4.expert_count": u32(4), "gemma4.expert_used_count": u32(2)}, "", "only as a dense model"},
+		{"experts without their width", map[string]*loader.Value{"gemma4.expert_count": u32(4), "gemma4.expert_used_count": u32(2)}, "", "key gemma4.expert_feed_forward_length is missing or 0"},
 		{"no per-layer embeddings", nil, "per_layer_token_embd.weight", "tensor per_layer_token_embd.weight is missing"},
 		{"no rope_freqs", nil, "rope_freqs.weight", "tensor rope_freqs.weight is missing"},
 		{"no k in an own-KV layer", nil, "blk.1.attn_k.weight", "tensor blk.1.attn_k.weight is missing"},
@@ -247,6 +262,29 @@ func TestGemma4BadFiles(t *testing.T) {
 			require.Contains(t, err.Error(), c.want)
 		})
 	}
+	// The mixture-of-experts layers' own keys and tensors.
+	moe := gemma4MiniNamed(t, "gemma4-moe-mini")
+	for _, c := range []struct {
+		name string
+		set  map[string]*loader.Value
+		drop string
+		want string
+	}{
+		{"no router scale", nil, "blk.1.ffn_gate_inp.scale", "tensor blk.1.ffn_gate_inp.scale is missing"},
+		{"no fused gate_up", nil, "blk.2.ffn_gate_up_exps.weight", "tensor blk.2.ffn_gate_exps.weight is missing"},
+		{"no down experts", nil, "blk.3.ffn_down_exps.weight", "tensor blk.3.ffn_down_exps.weight is missing"},
+		{"no pre norm 2", nil, "blk.0.pre_ffw_norm_2.weight", "tensor blk.0.pre_ffw_norm_2.weight is missing"},
+		{"used exceeds count", map[string]*loader.Value{"gemma4.expert_used_count": u32(5)}, "", "expert_used_count 5 is not in 1..expert_count 4"},
+		{"no expert count", map[string]*loader.Value{"gemma4.expert_count": nil, "gemma4.expert_used_count": nil}, "", "ffn_gate_inp.weight is present but key gemma4.expert_count is missing"},
+		{"expert width contradicts", map[string]*loader.Value{"gemma4.expert_feed_forward_length": u32(64)}, "", "ffn_down_exps.weight has shape"},
+	} {
+		t.Run("moe/"+c.name, func(t *testing.T) {
+			bad := rewriteModel(t, moe, c.set, c.drop)
+			_, err := Load(bad, LoadOptions{Threads: 1})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
 }
 
 // TestGemma4BatchAndPrefix: sequences evaluated together in one Batch get
@@ -255,7 +293,13 @@ func TestGemma4BadFiles(t *testing.T) {
 // that extends a stored conversation reuses its KV prefix (shared layers
 // included) with the tokens and logits of a run from scratch.
 func TestGemma4BatchAndPrefix(t *testing.T) {
-	path := gemma4Mini(t)
+	for _, name := range []string{"gemma4-mini", "gemma4-moe-mini"} {
+		t.Run(name, func(t *testing.T) { gemma4BatchAndPrefix(t, name) })
+	}
+}
+
+func gemma4BatchAndPrefix(t *testing.T, name string) {
+	path := gemma4MiniNamed(t, name)
 	m := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
 	const chunk, gen = 16, 6
 	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})

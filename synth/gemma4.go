@@ -76,6 +76,23 @@ func (p Preset) gemma4Tensors() []Tensor {
 			Tensor{b + "ffn_up.weight", []int64{d, f}, false},
 			Tensor{b + "ffn_down.weight", []int64{f, d}, false},
 			Tensor{b + "post_ffw_norm.weight", []int64{d}, true})
+		if p.Experts > 0 { // the 26B-A4B layout: a dense MLP beside the experts
+			ne, fe := int64(p.Experts), int64(p.ExpertFF)
+			ts = append(ts,
+				Tensor{b + "ffn_gate_inp.weight", []int64{d, ne}, false},
+				Tensor{b + "ffn_gate_inp.scale", []int64{d}, true},
+				Tensor{b + "pre_ffw_norm_2.weight", []int64{d}, true},
+				Tensor{b + "post_ffw_norm_1.weight", []int64{d}, true},
+				Tensor{b + "post_ffw_norm_2.weight", []int64{d}, true})
+			if l%2 == 0 { // gate and up in one tensor (gate rows first per expert)
+				ts = append(ts, Tensor{b + "ffn_gate_up_exps.weight", []int64{d, 2 * fe, ne}, false})
+			} else {
+				ts = append(ts,
+					Tensor{b + "ffn_gate_exps.weight", []int64{d, fe, ne}, false},
+					Tensor{b + "ffn_up_exps.weight", []int64{d, fe, ne}, false})
+			}
+			ts = append(ts, Tensor{b + "ffn_down_exps.weight", []int64{fe, d, ne}, false})
+		}
 		if npl > 0 {
 			ts = append(ts,
 				Tensor{b + "inp_gate.weight", []int64{d, npl}, false},

@@ -119,6 +119,13 @@ var presets = []Preset{
 		RopeBase: 1000000, Eps: 1e-6, QKNorm: true, PostNorms: true, Window: 32, RopeSWA: 10000, Rot: 32,
 		G4: &Gemma4{Local: []bool{true, true, false, true, true, false}, HeadDimSWA: 16, RotSWA: 16, KVHeads: []int{2, 2, 1, 2, 2, 1},
 			FFN: []int{128, 128, 128, 256, 256, 256}, PerLayer: 32, SharedKV: 3, SoftCap: 30, NoV: []bool{false, false, true, false, false, false}}},
+	// Its mixture-of-experts sibling in the 26B-A4B layout: every layer has
+	// the dense MLP beside 4 GELU experts of 32 (2 used; gate and up fused
+	// in even layers), no per-layer inputs, no shared KV.
+	{Name: "gemma4-moe-mini", Arch: "gemma4", Dim: 64, Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256, Vocab: 32000, Ctx: 512, Tied: true,
+		RopeBase: 1000000, Eps: 1e-6, QKNorm: true, PostNorms: true, Window: 32, RopeSWA: 10000, Rot: 32, Experts: 4, ExpertsUse: 2, ExpertFF: 32,
+		G4: &Gemma4{Local: []bool{true, true, false, true, true, false}, HeadDimSWA: 16, RotSWA: 16, KVHeads: []int{2, 2, 1, 2, 2, 1},
+			FFN: []int{128, 128, 128, 128, 128, 128}, SoftCap: 30, NoV: []bool{false, false, true, false, false, false}}},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
