@@ -21,6 +21,7 @@ type Gemma4 struct {
 	SharedKV   int    // attention.shared_kv_layers
 	SoftCap    float32
 	NoV        []bool // layers without attn_v (V from the K projection)
+	VocabSize  int    // pad the built-in vocabulary to this many tokens with <unusedN> (0: no padding)
 }
 
 // gemma4HeadDim is layer l's head size.
@@ -245,8 +246,12 @@ func gemma4Vocab(nMerges int) (tokens []string, types []int32, merges []string) 
 
 // writeGemma4Vocab writes the built-in Gemma 4-style vocabulary and returns
 // its size.
-func writeGemma4Vocab(w *loader.Writer) int {
+func writeGemma4Vocab(w *loader.Writer, pad int) int {
 	toks, types, merges := gemma4Vocab(400)
+	for i := 0; len(toks) < pad; i++ { // real-shape presets: Gemma's <unusedN> control tokens
+		toks = append(toks, fmt.Sprintf("<unused%d>", i))
+		types = append(types, 3)
+	}
 	w.SetString("tokenizer.ggml.model", "gemma4")
 	w.SetString("tokenizer.ggml.pre", "gemma4")
 	w.SetStrings("tokenizer.ggml.tokens", toks)
@@ -270,3 +275,21 @@ const gemma4Template = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}<
 	"{% set loop_messages = messages[1:] %}{% else %}{% set loop_messages = messages %}{% endif %}" +
 	"{% for m in loop_messages %}<|turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] | trim }}<turn|>\n{% endfor %}" +
 	"{% if add_generation_prompt %}<|turn>model\n<|channel>thought\n<channel|>{% endif %}"
+
+// gemma4Pattern marks n layers local except every period-th (the last of
+// each period is global).
+func gemma4Pattern(n, period int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = i%period != period-1
+	}
+	return out
+}
+
+func repeatInt(n, v int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}

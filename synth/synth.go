@@ -126,6 +126,15 @@ var presets = []Preset{
 		RopeBase: 1000000, Eps: 1e-6, QKNorm: true, PostNorms: true, Window: 32, RopeSWA: 10000, Rot: 32, Experts: 4, ExpertsUse: 2, ExpertFF: 32,
 		G4: &Gemma4{Local: []bool{true, true, false, true, true, false}, HeadDimSWA: 16, RotSWA: 16, KVHeads: []int{2, 2, 1, 2, 2, 1},
 			FFN: []int{128, 128, 128, 128, 128, 128}, SoftCap: 30, NoV: []bool{false, false, true, false, false, false}}},
+	// Gemma-4-E4B-like shapes (random weights): 42 layers, 5 local (window
+	// 512, head size 256) to 1 global (head size 512, proportional RoPE
+	// factors), 8 heads, 2 KV heads, FFN 10240, per-layer inputs of 256 over
+	// a 262144-token vocabulary (synth's Gemma 4-style vocabulary padded with
+	// <unusedN>), the last 18 layers sharing KV. Context 4096 in the file.
+	{Name: "gemma4-e4b", Arch: "gemma4", Dim: 2560, Layers: 42, Heads: 8, KVHeads: 2, HeadDim: 512, FFN: 10240, Vocab: 262144, Ctx: 4096, Tied: true,
+		RopeBase: 1000000, Eps: 1e-6, QKNorm: true, PostNorms: true, Window: 512, RopeSWA: 10000, Rot: 512,
+		G4: &Gemma4{Local: gemma4Pattern(42, 6), HeadDimSWA: 256, RotSWA: 256, KVHeads: repeatInt(42, 2), FFN: repeatInt(42, 10240),
+			PerLayer: 256, SharedKV: 18, SoftCap: 30, VocabSize: 262144}},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -464,7 +473,7 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 			w.SetString("tokenizer.ggml.pre", p.Pre)
 		}
 	} else if p.G4 != nil {
-		n = writeGemma4Vocab(w) // a Gemma 4-style BPE vocabulary (gemma4.go)
+		n = writeGemma4Vocab(w, p.G4.VocabSize) // a Gemma 4-style BPE vocabulary (gemma4.go)
 	} else {
 		toks, scores, types := byteVocab(n)
 		w.SetString("tokenizer.ggml.model", "llama")
