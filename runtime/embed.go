@@ -25,7 +25,7 @@ const (
 	PoolingMean            // the mean over the input's tokens
 	PoolingCLS             // the first token's
 	PoolingLast            // the last token's
-	PoolingRank            // a classification head's scores (rerankers; not supported)
+	PoolingRank            // a classification head's scores (rerankers: encoder models with cls tensors)
 )
 
 var poolingNames = []string{"default", "none", "mean", "cls", "last", "rank"}
@@ -115,6 +115,9 @@ func (m *Model) EmbeddingPooling() Pooling {
 // the final norm (what feeds the output matrix) is pooled. An empty list of
 // inputs gives an empty result.
 func (m *Model) Embed(ctx context.Context, o EmbedOptions) (*EmbedResult, error) {
+	if m.enc != nil {
+		return m.encoderEmbed(ctx, o)
+	}
 	start := time.Now()
 	pool := o.Pooling
 	if pool == PoolingDefault {

@@ -101,6 +101,8 @@ type Model struct {
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
 	releasePack func() error // unmaps the packed matrices (nil: none)
+
+	enc *encoder // encoder embedding models (encoder.go); nil for the decoders
 }
 
 // ModelInfo describes a loaded model.
@@ -143,6 +145,9 @@ func Load(path string, o LoadOptions) (*Model, error) {
 	if st, err := os.Stat(path); err == nil {
 		m.info.SizeBytes = st.Size()
 	}
+	if m.enc != nil { // encoders: weights stay in the mapping as they are
+		return m, nil
+	}
 	if packEnabled(o) {
 		if m.caches.dequant.Load() != nil && len(packable(m.w)) > 0 {
 			m.Close()
@@ -167,6 +172,9 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	}
 	if o.Attention < AttentionDefault || o.Attention > AttentionFast {
 		return nil, fmt.Errorf("unknown attention mode %d", o.Attention)
+	}
+	if arch := f.Architecture(); isEncoderArch(arch) {
+		return newEncoderModel(f, o, arch)
 	}
 	cfg, err := ConfigFromGGUF(f)
 	if err != nil {
@@ -297,6 +305,9 @@ func (m *Model) NewSession(nCtx int) (*Session, error) {
 
 // newSession makes a session, with forward scratch of its own if scratch.
 func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
+	if m.enc != nil {
+		return nil, ErrEmbeddingOnly
+	}
 	if nCtx < 0 {
 		return nil, fmt.Errorf("context length %d is negative", nCtx)
 	}

@@ -57,6 +57,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 		}
 	}
 	_, meta.Embedding = f.Get(arch + ".pooling_type")
+	meta.EmbeddingOnly = runtime.IsEncoderArchitecture(arch)
 	_, meta.FileType, _ = f.FileType()
 	for _, t := range f.Tensors {
 		n := int64(1)
@@ -94,6 +95,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err
 		}}
+	meta.EmbeddingOnly = m.IsEmbeddingOnly()
 	meta.FIM = fimTexts(tok)
 	meta.Tokenize = tok.Encode
 	meta.Piece = func(id int32) ([]byte, bool) {
@@ -199,6 +201,9 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	// weight past the new end: refuse with the reason instead.
 	if err := r.m.CheckFile(); err != nil {
 		return nil, err
+	}
+	if r.m.IsEmbeddingOnly() {
+		return nil, errEmbeddingOnly(r.m.Info().Name)
 	}
 	nctx := req.NumCtx
 	if nctx == 0 {

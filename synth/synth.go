@@ -64,6 +64,12 @@ type Preset struct {
 	RopeSections  [4]int // rope.dimension_sections
 	Pre           string // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
 	SharedFF      int    // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
+
+	// Encoders (bert, nomic-bert; encoder.go): Pooling is pooling_type
+	// (1 mean, 2 cls, 4 rank), Classes the classification head's labels.
+	Encoder bool
+	Pooling int
+	Classes int
 }
 
 var presets = []Preset{
@@ -163,6 +169,9 @@ func (t Tensor) Elements() int64 {
 func (p Preset) Tensors() []Tensor {
 	hd := int64(p.HeadSize())
 	d, q, kv, f, v := int64(p.Dim), hd*int64(p.Heads), hd*int64(p.KVHeads), int64(p.FFN), int64(p.Vocab)
+	if p.Encoder {
+		return p.encoderTensors()
+	}
 	ts := []Tensor{{"token_embd.weight", []int64{d, v}, false}}
 	for l := 0; l < p.Layers; l++ {
 		b := fmt.Sprintf("blk.%d.", l)
@@ -396,8 +405,15 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		w.SetUint32(a+".ssm.time_step_rank", uint32(p.SSMVHeads))
 		w.SetUint32(a+".ssm.inner_size", uint32(p.SSMState*p.SSMVHeads))
 	}
-	w.SetFloat32(a+".rope.freq_base", p.RopeBase)
-	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", p.Eps)
+	if p.Encoder {
+		writeEncoderMetadata(w, p)
+		if p.RopeBase > 0 {
+			w.SetFloat32(a+".rope.freq_base", p.RopeBase)
+		}
+	} else {
+		w.SetFloat32(a+".rope.freq_base", p.RopeBase)
+		w.SetFloat32(a+".attention.layer_norm_rms_epsilon", p.Eps)
+	}
 	if p.Granite {
 		w.SetFloat32(a+".embedding_scale", 12)
 		w.SetFloat32(a+".residual_scale", 0.22)
@@ -440,6 +456,8 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		if p.Pre != "" {
 			w.SetString("tokenizer.ggml.pre", p.Pre)
 		}
+	} else if p.Encoder {
+		n = writeWordPieceVocab(w, n)
 	} else {
 		toks, scores, types := byteVocab(n)
 		w.SetString("tokenizer.ggml.model", "llama")

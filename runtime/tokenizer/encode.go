@@ -115,6 +115,8 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32,
 			out, err = t.spm(strings.ReplaceAll(s, " ", "\u2581"), out)
 		case kindBPE:
 			out, err = t.bpe(s, out)
+		case kindWPM:
+			out = t.wpm(s, out)
 		}
 		if err != nil {
 			return nil, err
@@ -123,6 +125,9 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32,
 	}
 	if addSpecial && t.addEOS {
 		out = append(out, t.eos)
+	}
+	if addSpecial && t.addSEP && t.sep != null {
+		out = append(out, t.sep)
 	}
 	return out, nil
 }
