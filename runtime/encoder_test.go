@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +108,76 @@ func TestEncoderEmbeddingOnly(t *testing.T) {
 			require.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// encoderTolerance bounds |Woolly - llama-embedding| per value of the
+// L2-normalized embeddings and of the reranker's scores; see
+// testdata/encoder/README.md for the measured differences.
+const encoderTolerance = 1e-4
+
+// TestEncoderParity compares Model.Embed (the reference's pooling,
+// normalized, context 512) and the reranker's scores with llama.cpp's
+// llama-embedding on the encoder minis.
+func TestEncoderParity(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "encoder", "*-F16.*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	models := map[string]*Model{}
+	get := func(name string) *Model {
+		if models[name] == nil {
+			models[name] = loadPath(t, encoderMini(t, strings.TrimSuffix(name, "-F16")), LoadOptions{Threads: 2})
+		}
+		return models[name]
+	}
+	worst, worstFile, n := 0.0, "", 0
+	for _, file := range files {
+		var ref struct {
+			Model, Pooling, Prompt, Query, Document string
+			NCtx                                    int `json:"n_ctx"`
+			Embeddings                              [][]float64
+			Score                                   *float64
+		}
+		readJSON(t, file, &ref)
+		m := get(ref.Model)
+		var got [][]float32
+		if ref.Pooling == "rank" {
+			// llama-embedding's pair: query [SEP] document, special tokens added.
+			ids, err := m.Tokenizer().Encode(ref.Query+"[SEP]"+ref.Document, true, true)
+			require.NoError(t, err)
+			res, err := m.Embed(context.Background(), EmbedOptions{Tokens: [][]int32{ids}, Pooling: PoolingRank, NCtx: ref.NCtx})
+			require.NoError(t, err)
+			require.NotNil(t, ref.Score, file)
+			ref.Embeddings = [][]float64{{*ref.Score}}
+			got = [][]float32{res.Embeddings[0].Vector[:1]}
+		} else {
+			pool, err := ParsePooling(ref.Pooling)
+			require.NoError(t, err)
+			res, err := m.Embed(context.Background(), EmbedOptions{Inputs: []string{ref.Prompt}, Pooling: pool, NCtx: ref.NCtx, Normalize: true})
+			require.NoError(t, err)
+			e := res.Embeddings[0]
+			if pool == PoolingNone {
+				got = e.TokenVectors
+			} else {
+				got = [][]float32{e.Vector}
+			}
+		}
+		require.Len(t, got, len(ref.Embeddings), file)
+		for i, want := range ref.Embeddings {
+			require.Len(t, got[i], len(want), file)
+			dot, na, nb := 0.0, 0.0, 0.0
+			for j, w := range want {
+				g := float64(got[i][j])
+				if d := math.Abs(g - w); d > worst {
+					worst, worstFile = d, filepath.Base(file)
+				}
+				require.InDelta(t, w, g, encoderTolerance, "%s: row %d value %d", file, i, j)
+				dot, na, nb = dot+g*w, na+g*g, nb+w*w
+			}
+			if len(want) > 1 {
+				require.GreaterOrEqual(t, dot/math.Sqrt(na*nb), 0.99999, "%s: row %d cosine", file, i)
+			}
+		}
+		n++
+	}
+	t.Logf("%d reference files, max |Woolly - llama-embedding| %.3g (%s)", n, worst, worstFile)
 }

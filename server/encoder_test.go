@@ -98,6 +98,8 @@ func TestEncoderRoutes(t *testing.T) {
 		{"/api/chat", `{"model":"bert-mini","messages":[{"role":"user","content":"hi"}],"stream":false}`},
 		{"/v1/chat/completions", `{"model":"bert-mini","messages":[{"role":"user","content":"hi"}]}`},
 		{"/v1/completions", `{"model":"bert-mini","prompt":"hi"}`},
+		{"/v1/responses", `{"model":"bert-mini","input":"hi"}`},
+		{"/v1/messages", `{"model":"bert-mini","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`},
 	} {
 		code, body := post(t, url+c.path, c.body)
 		if code != 400 || !strings.Contains(string(body), "is an embedding model") {
