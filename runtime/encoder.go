@@ -36,10 +36,13 @@ import (
 var ErrEmbeddingOnly = errors.New("this is an embedding model (encoder): it computes embeddings (Embed, /api/embed, /v1/embeddings), not text")
 
 // isEncoderArch reports whether arch is an encoder Woolly runs through encoder.go.
-func isEncoderArch(arch string) bool { return arch == "bert" || arch == "nomic-bert" }
+func isEncoderArch(arch string) bool {
+	return arch == "bert" || arch == "nomic-bert" || arch == "gemma-embedding"
+}
 
 // IsEncoderArchitecture reports whether general.architecture arch is an
-// encoder embedding model (bert, nomic-bert): loadable, embedding-only.
+// encoder embedding model (bert, nomic-bert, gemma-embedding): loadable,
+// embedding-only.
 func IsEncoderArchitecture(arch string) bool { return isEncoderArch(arch) }
 
 // IsEmbeddingOnly reports whether the model computes embeddings only
@@ -73,6 +76,8 @@ type encoder struct {
 	cls, clsOut   Mat
 	clsB, clsOutB []float32
 	nCls          int // classifier.output_labels (0: none)
+	// EmbeddingGemma's blocks (gemmaembed.go; nil for the BERTs).
+	gemma *gemmaEnc
 }
 
 // encoderConfig reads the hyperparameters of an encoder as llama.cpp does.
@@ -157,22 +162,35 @@ func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 
 // newEncoderModel loads an encoder embedding model (isEncoderArch).
 func newEncoderModel(f *loader.File, o LoadOptions, arch string) (*Model, error) {
-	cfg, causal, err := encoderConfig(f, arch)
-	if err != nil {
-		return nil, err
+	var cfg *Config
+	var enc *encoder
+	var err error
+	if arch == "gemma-embedding" {
+		var g *gemmaEnc
+		if cfg, g, err = gemmaEmbedConfig(f); err != nil {
+			return nil, err
+		}
+		enc = &encoder{gemma: g}
+		if enc.tok, err = gemmaEmbedWeights(f, cfg, g); err != nil {
+			return nil, err
+		}
+	} else {
+		var causal bool
+		if cfg, causal, err = encoderConfig(f, arch); err != nil {
+			return nil, err
+		}
+		if ttc, ok := f.Uint("tokenizer.ggml.token_type_count"); !ok || ttc == 0 {
+			return nil, fmt.Errorf("key tokenizer.ggml.token_type_count is missing or 0 (%s needs its token type count)", arch)
+		}
+		if enc, err = encoderWeights(f, cfg); err != nil {
+			return nil, err
+		}
+		enc.causal = causal
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	if ttc, ok := f.Uint("tokenizer.ggml.token_type_count"); !ok || ttc == 0 {
-		return nil, fmt.Errorf("key tokenizer.ggml.token_type_count is missing or 0 (%s needs its token type count)", arch)
-	}
-	enc, err := encoderWeights(f, cfg)
-	if err != nil {
-		return nil, err
-	}
-	enc.causal = causal
 	if tok.NumTokens() > cfg.NVocab {
 		return nil, fmt.Errorf("vocabulary has %d tokens but token_embd.weight has %d rows", tok.NumTokens(), cfg.NVocab)
 	}
@@ -407,7 +425,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 	if n == 0 {
 		return nil, errors.New("no tokens to evaluate")
 	}
-	if !e.nomic && n > c.NCtxTrain {
+	if !e.nomic && e.gemma == nil && n > c.NCtxTrain {
 		return nil, fmt.Errorf("input of %d tokens is longer than the %d positions of position_embd.weight", n, c.NCtxTrain)
 	}
 	for _, t := range tokens {
@@ -423,6 +441,9 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		st.scr[i] = make([]float32, attnScratch(c, n))
 	}
 	p := &pass{m: m, st: st, ntok: n, rows: []int{n}}
+	if e.gemma != nil {
+		return m.encodeGemma(p, tokens)
+	}
 	x := make([]float32, n*d)
 	h := make([]float32, n*d)
 	tmp := make([]float32, d)
@@ -549,6 +570,14 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 // whose "position" is the last key it may see, so the causal kernels
 // attend to all n keys.
 func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
+	return m.encAttentionWindow(p, n, f16path, 0, q, k, v, qh, kh, vh, att)
+}
+
+// encAttentionWindow is encAttention where window > 0 limits each query
+// at position t to the keys within window/2 positions on either side
+// (EmbeddingGemma's symmetric sliding window): the kernel is given just
+// those keys.
+func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
 	c, st := m.cfg, p.st
 	qd, kvd := c.QDim(), c.KVDim()
 	if err := errors.Join(
@@ -570,13 +599,16 @@ func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh
 	m.pool.runChunks(n*nh, func(wk, ch int) {
 		t, h0 := ch/nh, (ch%nh)*hp
 		h1 := min(h0+hp, c.NHead)
-		last := n - 1
+		first, last := 0, n-1
 		if causal {
 			last = t
 		}
+		if window > 0 {
+			first, last = max(0, t-window/2), min(last, t+window/2)
+		}
 		a := kernels.AttnF16Params{
-			NTok: 1, Pos0: last, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
-			Q: q[t*qd : (t+1)*qd], QStride: qd, K: kh[:(last+1)*kvd], V: vh[:(last+1)*kvd], KVStride: kvd,
+			NTok: 1, Pos0: last - first, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
+			Q: q[t*qd : (t+1)*qd], QStride: qd, K: kh[first*kvd : (last+1)*kvd], V: vh[first*kvd : (last+1)*kvd], KVStride: kvd,
 			Scale: c.KQScale, Out: att[t*qd : (t+1)*qd], OutStride: qd,
 		}
 		var err error
@@ -643,7 +675,7 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 	if nctx == 0 {
 		nctx = m.nCtx
 	}
-	if !m.enc.nomic && nctx > m.cfg.NCtxTrain {
+	if !m.enc.nomic && m.enc.gemma == nil && nctx > m.cfg.NCtxTrain {
 		nctx = m.cfg.NCtxTrain // learned positions end there
 	}
 	inputs, err := m.embedInputs(o, nctx)
@@ -676,6 +708,16 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 			e.Vector = h[(n-1)*d:]
 		case PoolingRank:
 			if e.Vector, err = m.classify(h[:d]); err != nil {
+				return nil, fmt.Errorf("input %d: %w", i, err)
+			}
+		}
+		if e.Vector != nil {
+			if e.Vector, err = m.denseOut(e.Vector); err != nil {
+				return nil, fmt.Errorf("input %d: %w", i, err)
+			}
+		}
+		for t, v := range e.TokenVectors {
+			if e.TokenVectors[t], err = m.denseOut(v); err != nil {
 				return nil, fmt.Errorf("input %d: %w", i, err)
 			}
 		}

@@ -4,10 +4,10 @@
 Writes runtime/testdata/encoder/: tokens.json (llama-tokenize's ids for a
 set of prompts on the minis' WordPiece vocabulary) and one JSON file per
 (model, pooling, prompt) with llama-embedding's output, the exact command
-and the prompt. The minis come from `woolly synth` (F16, seed 1):
+and the prompt. The minis come from `woolly synth` (Q8_0, seed 1):
 
-    go run ./cmd/woolly synth --preset bert-mini --type f16 -o DIR/bert-mini-F16.gguf
-    (the same for nomic-bert-mini and bert-rerank-mini)
+    go run ./cmd/woolly synth --preset bert-mini --type q8_0 -o DIR/bert-mini-Q8_0.gguf
+    (the same for nomic-bert-mini, bert-rerank-mini and gemma-embedding-mini)
     python3 scripts/encoder-ref.py LLAMA_BIN_DIR DIR
 
 LLAMA_BIN_DIR holds llama-embedding and llama-tokenize built at the
@@ -29,11 +29,14 @@ LONG = ("The little dog ran to the park with his friend the cat. They played wit
         "for the little dog and the cat!")
 MARKS = "Café naïve résumé — 中文 text, HELLO world!"
 RUNS = {
-    "bert-mini-F16": [("mean", SHORT, "short"), ("mean", LONG, "long"), ("cls", SHORT, "short"),
+    "bert-mini-Q8_0": [("mean", SHORT, "short"), ("mean", LONG, "long"), ("cls", SHORT, "short"),
                       ("cls", LONG, "long"), ("none", SHORT, "short"), ("last", MARKS, "marks"),
                       ("mean", MARKS, "marks")],
-    "nomic-bert-mini-F16": [("mean", SHORT, "short"), ("mean", LONG, "long"), ("cls", SHORT, "short"),
+    "nomic-bert-mini-Q8_0": [("mean", SHORT, "short"), ("mean", LONG, "long"), ("cls", SHORT, "short"),
                             ("none", SHORT, "short"), ("mean", MARKS, "marks")],
+    # (pooling none: llama-embedding's output of this one is cut short)
+    "gemma-embedding-mini-Q8_0": [("mean", SHORT, "short"), ("mean", LONG, "long"), ("last", LONG, "long"),
+                                 ("cls", MARKS, "marks")],
 }
 # Reranker pairs: query TAB document (llama-embedding's --cls-separator).
 PAIRS = [("what is the little cat doing", "the cat sat on the mat", "pair1"),
@@ -61,7 +64,7 @@ COMMIT = "34af94cd9ab277632e27caeec2d41de2fd091b31"
 def embed(exe, path, pooling, prompt, norm):
     args = [exe, "-m", path, "-p", prompt, "--pooling", pooling, "--embd-normalize", str(norm),
             "--embd-output-format", "json", "-c", "512", "-t", "1", "-nr", "--no-warmup"]
-    for _ in range(5):  # the logger now and then garbles a long line of the JSON
+    for _ in range(40):  # the output of a long JSON is now and then cut short or garbled
         res = subprocess.run(args, capture_output=True, text=True)
         if res.returncode != 0:
             sys.exit(f"{path} {pooling}: llama-embedding failed:\n{res.stderr[-2000:]}")
@@ -88,7 +91,7 @@ def main():
                    "embeddings": [d["embedding"] for d in data]}
             with open(os.path.join(out_dir, f"{name}.{pooling}.{tag}.json"), "w") as f:
                 json.dump(doc, f)
-    name = "bert-rerank-mini-F16"
+    name = "bert-rerank-mini-Q8_0"
     path = os.path.join(models, name + ".gguf")
     for query, doc_text, tag in PAIRS:
         args, data = embed(exe, path, "rank", query + "\t" + doc_text, -1)
@@ -105,14 +108,14 @@ def main():
         with tempfile.NamedTemporaryFile("wb", delete=False) as f:
             f.write(p.encode())
             fn = f.name
-        r = subprocess.run([tok, "-m", os.path.join(models, "bert-mini-F16.gguf"), "-f", fn, "--ids", "--log-disable"],
+        r = subprocess.run([tok, "-m", os.path.join(models, "bert-mini-Q8_0.gguf"), "-f", fn, "--ids", "--log-disable"],
                            capture_output=True, text=True)
         os.unlink(fn)
         if r.returncode != 0:
             sys.exit(r.stderr)
         cases.append({"prompt": p, "ids": json.loads(r.stdout.strip().splitlines()[-1])})
     with open(os.path.join(out_dir, "tokens.json"), "w") as f:
-        json.dump({"model": "bert-mini-F16.gguf", "command": "llama-tokenize -m MODEL -f PROMPT_FILE --ids --log-disable",
+        json.dump({"model": "bert-mini-Q8_0.gguf", "command": "llama-tokenize -m MODEL -f PROMPT_FILE --ids --log-disable",
                    "cases": cases}, f, ensure_ascii=False, indent=1)
 
 

@@ -27,6 +27,13 @@ var encoderPresets = []Preset{
 	// label) and rank pooling: a cross-encoder reranker.
 	{Name: "bert-rerank-mini", Arch: "bert", Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 128, Vocab: 2048, Ctx: 512,
 		Eps: 1e-12, Encoder: true, Pooling: 4, Classes: 1},
+	// An EmbeddingGemma-style mini: Gemma 3 blocks (q/k norms, post-norms,
+	// GeGLU, head size 32 > n_embd/n_head), a symmetric sliding window of
+	// 8 on layer 0 (sliding_window_pattern 2), mean pooling, then the
+	// dense_2 (64 -> 128) and dense_3 (128 -> 64) projections.
+	{Name: "gemma-embedding-mini", Arch: "gemma-embedding", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128,
+		Vocab: 2048, Ctx: 512, Tied: true, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, PostNorms: true, Window: 8,
+		RopeSWA: 10000, Pooling: 1, Dense: 128},
 }
 
 func init() { presets = append(presets, encoderPresets...) }
@@ -84,6 +91,24 @@ func (p Preset) encoderTensors() []Tensor {
 			Tensor{"cls.output.bias", []int64{c}, false})
 	}
 	return ts
+}
+
+// denseTensors are EmbeddingGemma's projections after pooling.
+func (p Preset) denseTensors() []Tensor {
+	d, h := int64(p.Dim), int64(p.Dense)
+	return []Tensor{{"dense_2.weight", []int64{d, h}, false}, {"dense_3.weight", []int64{h, d}, false}}
+}
+
+// writeDenseMetadata writes EmbeddingGemma's pooling, window pattern and
+// projection keys.
+func writeDenseMetadata(w *loader.Writer, p Preset) {
+	a := p.Arch
+	w.SetUint32(a+".pooling_type", uint32(p.Pooling))
+	w.SetUint32(a+".attention.sliding_window_pattern", 2)
+	w.SetUint32(a+".dense_2_feat_in", uint32(p.Dim))
+	w.SetUint32(a+".dense_2_feat_out", uint32(p.Dense))
+	w.SetUint32(a+".dense_3_feat_in", uint32(p.Dense))
+	w.SetUint32(a+".dense_3_feat_out", uint32(p.Dim))
 }
 
 // writeEncoderMetadata writes an encoder's own keys.

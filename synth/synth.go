@@ -70,6 +70,7 @@ type Preset struct {
 	Encoder bool
 	Pooling int
 	Classes int
+	Dense   int // gemma-embedding: the width between dense_2 and dense_3
 }
 
 var presets = []Preset{
@@ -221,6 +222,9 @@ func (p Preset) Tensors() []Tensor {
 		}
 	}
 	ts = append(ts, Tensor{"output_norm.weight", []int64{d}, true})
+	if p.Dense > 0 {
+		ts = append(ts, p.denseTensors()...)
+	}
 	if !p.Tied {
 		ts = append(ts, Tensor{"output.weight", []int64{d, v}, false})
 	}
@@ -431,6 +435,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	if p.Window > 0 {
 		w.SetUint32(a+".attention.sliding_window", uint32(p.Window))
 		w.SetFloat32(a+".rope.freq_base_swa", p.RopeSWA)
+	}
+	if p.Dense > 0 {
+		writeDenseMetadata(w, p)
 	}
 	w.SetUint32("general.file_type", uint32(ft))
 	if ft.DefaultType().BlockElems() > 1 {
