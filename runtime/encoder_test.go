@@ -84,6 +84,22 @@ func TestEncoderEmbeddingOnly(t *testing.T) {
 	_, err = m.Rerank(context.Background(), "q", []string{"d"}, 0)
 	require.ErrorContains(t, err, "not a reranker")
 
+	// Truncation keeps [SEP] last; without it a long input is an error.
+	long := "the little cat ran to the park and the dog ran after the cat"
+	res, err := m.Embed(context.Background(), EmbedOptions{Inputs: []string{long}, NCtx: 6, Truncate: true})
+	require.NoError(t, err)
+	full, err := m.Tokenizer().Encode(long, true, true)
+	require.NoError(t, err)
+	require.Equal(t, append(append([]int32(nil), full[:5]...), 102), res.Embeddings[0].Tokens)
+	require.True(t, res.Embeddings[0].Truncated)
+	_, err = m.Embed(context.Background(), EmbedOptions{Inputs: []string{long}, NCtx: 6})
+	var tl *InputTooLongError
+	require.True(t, errors.As(err, &tl), "%v", err)
+	// A BERT's learned positions bound its context.
+	res, err = m.Embed(context.Background(), EmbedOptions{Inputs: []string{long}, NCtx: 4096})
+	require.NoError(t, err)
+	require.Len(t, res.Embeddings[0].Tokens, len(full))
+
 	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	for _, c := range []struct {
 		name, file string
