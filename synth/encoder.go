@@ -27,6 +27,11 @@ var encoderPresets = []Preset{
 	// label) and rank pooling: a cross-encoder reranker.
 	{Name: "bert-rerank-mini", Arch: "bert", Dim: 64, Layers: 2, Heads: 4, KVHeads: 4, FFN: 128, Vocab: 2048, Ctx: 512,
 		Eps: 1e-12, Encoder: true, Pooling: 4, Classes: 1},
+	// bge-small-en-v1.5's shape (BAAI/bge-small-en-v1.5 config.json): 12
+	// layers of 384, 12 heads, FFN 1536, the 30522-piece vocabulary's
+	// size, 512 positions, CLS pooling; for speed figures.
+	{Name: "bge-small", Arch: "bert", Dim: 384, Layers: 12, Heads: 12, KVHeads: 12, FFN: 1536, Vocab: 30522, Ctx: 512,
+		Eps: 1e-12, Encoder: true, Pooling: 2},
 	// An EmbeddingGemma-style mini: Gemma 3 blocks (q/k norms, post-norms,
 	// GeGLU, head size 32 > n_embd/n_head), a symmetric sliding window of
 	// 8 on layer 0 (sliding_window_pattern 2), mean pooling, then the
