@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,11 +19,12 @@ import (
 )
 
 // encoderServer writes the bert-mini and bert-rerank-mini synth presets
-// (F16) into a directory and serves it.
+// (Q8_0, seed 1: the files of runtime/testdata/encoder) into a directory
+// and serves it.
 func encoderServer(t *testing.T) (url, dir string) {
 	t.Helper()
 	dir = t.TempDir()
-	ft, err := quant.ParseFileType("f16")
+	ft, err := quant.ParseFileType("q8_0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +162,57 @@ func TestEncoderRoutes(t *testing.T) {
 		code, body := post(t, url+"/v1/rerank", c.body)
 		if code != 400 || !strings.Contains(string(body), c.want) {
 			t.Errorf("/v1/rerank %s: %d %s, want a 400 with %q", c.body, code, body, c.want)
+		}
+	}
+}
+
+// TestRerankLikeLlamaServer: /v1/rerank on bert-rerank-mini answers as
+// llama.cpp's native llama-server did (runtime/testdata/encoder/native):
+// the same order, scores within 1e-6, the same token count.
+func TestRerankLikeLlamaServer(t *testing.T) {
+	url, _ := encoderServer(t)
+	var ref struct {
+		Query     string   `json:"query"`
+		Documents []string `json:"documents"`
+		Response  struct {
+			Results []struct {
+				Index int     `json:"index"`
+				Score float64 `json:"relevance_score"`
+			} `json:"results"`
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
+		} `json:"response"`
+	}
+	b, err := os.ReadFile(filepath.Join("..", "runtime", "testdata", "encoder", "native", "bert-rerank-mini-Q8_0.rerank.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"model": "bert-rerank-mini", "query": ref.Query, "documents": ref.Documents})
+	code, out := post(t, url+"/v1/rerank", string(body))
+	var got struct {
+		Results []struct {
+			Index int     `json:"index"`
+			Score float64 `json:"relevance_score"`
+		} `json:"results"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(out, &got); code != 200 || err != nil {
+		t.Fatalf("/v1/rerank: %d %s", code, out)
+	}
+	if len(got.Results) != len(ref.Response.Results) || got.Usage.PromptTokens != ref.Response.Usage.PromptTokens {
+		t.Fatalf("%d results, %d tokens; llama-server: %d, %d", len(got.Results), got.Usage.PromptTokens,
+			len(ref.Response.Results), ref.Response.Usage.PromptTokens)
+	}
+	for i, r := range ref.Response.Results {
+		g := got.Results[i]
+		if g.Index != r.Index || math.Abs(g.Score-r.Score) > 1e-6 {
+			t.Errorf("result %d: index %d score %.9f; llama-server: index %d score %.9f", i, g.Index, g.Score, r.Index, r.Score)
 		}
 	}
 }
