@@ -133,6 +133,9 @@ func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 	if !(c.RopeBase > 0) || math.IsInf(float64(c.RopeBase), 0) {
 		return nil, false, fmt.Errorf("key %s.rope.freq_base %v is invalid", arch, c.RopeBase)
 	}
+	if err := noRopeScaling(f, arch); err != nil {
+		return nil, false, err
+	}
 	eps, ok := f.Float(arch + ".attention.layer_norm_epsilon")
 	if !ok {
 		return nil, false, fmt.Errorf("key %s.attention.layer_norm_epsilon is missing (required for %s)", arch, arch)
@@ -732,4 +735,16 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// noRopeScaling refuses a file that asks for RoPE scaling, which the
+// encoders do not implement (rather than ignoring it).
+func noRopeScaling(f *loader.File, arch string) error {
+	if v, ok := f.String(arch + ".rope.scaling.type"); ok && v != "" && v != "none" {
+		return fmt.Errorf("key %s.rope.scaling.type %q: RoPE scaling is not supported for %s", arch, v, arch)
+	}
+	if v, ok := f.Float(arch + ".rope.scaling.factor"); ok && v != 0 && v != 1 {
+		return fmt.Errorf("key %s.rope.scaling.factor %v: RoPE scaling is not supported for %s", arch, v, arch)
+	}
+	return nil
 }

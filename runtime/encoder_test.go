@@ -125,6 +125,8 @@ func TestEncoderEmbeddingOnly(t *testing.T) {
 		{"rank without head", "bert-mini", map[string]*loader.Value{"bert.pooling_type": u32(4)}, "", "no classification head"},
 		{"moe", "nomic-bert-mini", map[string]*loader.Value{"nomic-bert.moe_every_n_layers": u32(2)}, "", "moe_every_n_layers"},
 		{"labels missing", "bert-rerank-mini", map[string]*loader.Value{"bert.classifier.output_labels": nil}, "", "classifier.output_labels is missing"},
+		{"rope scaling", "nomic-bert-mini", map[string]*loader.Value{"nomic-bert.rope.scaling.type": {Type: loader.TypeString, V: "yarn"}}, "", "RoPE scaling is not supported"},
+		{"gemma rope scaling", "gemma-embedding-mini", map[string]*loader.Value{"gemma-embedding.rope.scaling.factor": {Type: loader.TypeFloat32, V: float32(4)}}, "", "RoPE scaling is not supported"},
 		{"gemma no window", "gemma-embedding-mini", map[string]*loader.Value{"gemma-embedding.attention.sliding_window": nil}, "", "key gemma-embedding.attention.sliding_window is missing"},
 		{"gemma no k norm", "gemma-embedding-mini", nil, "blk.1.attn_k_norm.weight", "tensor blk.1.attn_k_norm.weight is missing"},
 		{"gemma dense_3 lies", "gemma-embedding-mini", nil, "dense_2.weight", "tensor dense_3.weight has shape"},

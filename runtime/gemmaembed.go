@@ -105,6 +105,9 @@ func gemmaEmbedConfig(f *loader.File) (*Config, *gemmaEnc, error) {
 		}
 		return float32(v), nil
 	}
+	if err := noRopeScaling(f, arch); err != nil {
+		return nil, nil, err
+	}
 	if c.RopeBase, err = float("rope.freq_base", 10000); err != nil {
 		return nil, nil, err
 	}
