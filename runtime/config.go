@@ -116,7 +116,7 @@ var archInfo = map[string]archSpec{
 
 // SupportedArchitectures lists the general.architecture values Woolly runs.
 func SupportedArchitectures() []string {
-	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next"}
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next", "bert", "nomic-bert", "gemma-embedding"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
