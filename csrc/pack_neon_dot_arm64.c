@@ -610,7 +610,13 @@ static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t n
     const int LG = T >= 4 ? 2 : 4;
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc[4][8], am[4][4], summs[4];
+    /* the float accumulators in memory, behind a pointer the compiler
+     * cannot see through: each is read and written once per block, and
+     * held in registers they crowd out the integer lanes and spill worse
+     * (adjacent ones pair into LDP/STP) */
+    float32x4_t accs[4][8], ams[4][4], summss[4];
+    float32x4_t(*acc)[8] = accs, (*am)[4] = ams, *summs = summss;
+    __asm__("" : "+r"(acc), "+r"(am), "+r"(summs));
     K_UNROLL for (int k = 0; k < T; k++) {
         K_UNROLL for (int l = 0; l < 8; l++) acc[k][l] = vdupq_n_f32(0);
         K_UNROLL for (int i = 0; i < 4; i++) am[k][i] = vdupq_n_f32(0);
@@ -724,7 +730,9 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
                                                          float *y, int64_t ys) {
     const int LG = T >= 4 ? 2 : 4;
     const uint8x16_t m6 = vdupq_n_u8(63);
-    float32x4_t acc[4][8];
+    float32x4_t accs[4][8];
+    float32x4_t(*acc)[8] = accs; /* in memory, as in nib_xt */
+    __asm__("" : "+r"(acc));
     K_UNROLL for (int k = 0; k < T; k++) K_UNROLL for (int l = 0; l < 8; l++) acc[k][l] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES) {
         const k_block_q8_k *yk[4];
