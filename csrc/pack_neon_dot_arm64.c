@@ -238,8 +238,12 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
     const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
     const uint8x16_t b6 = vdupq_n_u8(0x40);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0, am0 = acc0, am1 = acc0, am2 = acc0, am3 = acc0, summs = acc0;
+    /* the float accumulators in memory (as in nib_xt): read and written
+     * once per block, as values they spill worse */
+    float32x4_t accs[13];
+    float32x4_t *F = accs;
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 13; i++) F[i] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += gb, y++) {
         const float32x4_t yd = vdupq_n_f32(y->d);
         const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
@@ -270,13 +274,13 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
         const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
         const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
         if (t == K_Q4_K) {
-            am0 = vfmaq_f32(am0, vcvtq_f32_s32(M0), dmv);
-            am1 = vfmaq_f32(am1, vcvtq_f32_s32(M1), dmv);
-            am2 = vfmaq_f32(am2, vcvtq_f32_s32(M2), dmv);
-            am3 = vfmaq_f32(am3, vcvtq_f32_s32(M3), dmv);
-        } else { /* summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
+            F[8] = vfmaq_f32(F[8], vcvtq_f32_s32(M0), dmv);
+            F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
+            F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
+            F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
+        } else { /* F[12] = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), F[12]) */
             const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
-            summs = vfmaq_f32(summs, vnegq_f32(dmv), vcvtq_f32_s32(M));
+            F[12] = vfmaq_f32(F[12], vnegq_f32(dmv), vcvtq_f32_s32(M));
         }
 
         const int8_t *q8 = y->qs;
@@ -321,24 +325,24 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
         const int32x4_t ds2_e = ds4, ds2_o = ds5, ds3_e = ds6, ds3_o = ds7;
         int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
         Q45_HALF(0, 0, 0, 1, 2, 3); Q45_HALF(1, 0, 0, 1, 2, 3); Q45_HALF(2, 0, 0, 1, 2, 3); Q45_HALF(3, 0, 0, 1, 2, 3);
-        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
-        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
-        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
-        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
+        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
+        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
+        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
         int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
         Q45_HALF(0, 1, 4, 5, 6, 7); Q45_HALF(1, 1, 4, 5, 6, 7); Q45_HALF(2, 1, 4, 5, 6, 7); Q45_HALF(3, 1, 4, 5, 6, 7);
-        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
-        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
-        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
-        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
+        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
+        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
+        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
 #undef Q45_HALF
 #undef Q45_LANE
 #undef Q4K_LANE
     }
-    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + summs */
-    const float32x4_t s = hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
-    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3))));
-    else vst1q_f32(out, vaddq_f32(s, summs));
+    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + F[12] */
+    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
+    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
+    else vst1q_f32(out, vaddq_f32(s, F[12]));
 }
 
 /* IQ4_XS, one group of 4 rows x one token: the Q4_K kernel's integer lanes
@@ -350,8 +354,10 @@ static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uin
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0;
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES, y++) {
         const float32x4_t dv =
             vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), vdupq_n_f32(y->d));
@@ -386,20 +392,20 @@ static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uin
     } while (0)
         int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
         XS_HALF(0, 0, 0, 1, 2, 3); XS_HALF(1, 0, 0, 1, 2, 3); XS_HALF(2, 0, 0, 1, 2, 3); XS_HALF(3, 0, 0, 1, 2, 3);
-        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
-        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
-        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
-        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
+        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
+        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
+        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
         int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
         XS_HALF(0, 1, 4, 5, 6, 7); XS_HALF(1, 1, 4, 5, 6, 7); XS_HALF(2, 1, 4, 5, 6, 7); XS_HALF(3, 1, 4, 5, 6, 7);
-        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
-        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
-        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
-        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
+        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
+        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
+        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
 #undef XS_HALF
 #undef XS_LANE
     }
-    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
 
 
@@ -456,8 +462,10 @@ static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8
     const uint8x16_t m6 = vdupq_n_u8(63);
     const int16x8_t zh = vdupq_n_s16(0);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0;
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES, y++) {
         const float32x4_t dv =
             vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), vdupq_n_f32(y->d));
@@ -500,20 +508,20 @@ static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8
 #define Q6K_EVEN(k) Q6K_GROUP(k, 0, C0, C1, C2, C3, L0, L1, L2, L3, vmovl_s16(vget_low_s16(D##k)))
 #define Q6K_ODD(k) Q6K_GROUP(k, 1, C4, C5, C6, C7, L4, L5, L6, L7, vmovl_high_s16(D##k))
         Q6K_EVEN(0); Q6K_EVEN(1); Q6K_EVEN(2); Q6K_EVEN(3); Q6K_EVEN(4); Q6K_EVEN(5); Q6K_EVEN(6); Q6K_EVEN(7);
-        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
-        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
-        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
-        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
+        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
+        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
+        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
         Q6K_ODD(0); Q6K_ODD(1); Q6K_ODD(2); Q6K_ODD(3); Q6K_ODD(4); Q6K_ODD(5); Q6K_ODD(6); Q6K_ODD(7);
-        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
-        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
-        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
-        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
+        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
+        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
+        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
 #undef Q6K_EVEN
 #undef Q6K_ODD
 #undef Q6K_GROUP
     }
-    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
 
 
@@ -797,31 +805,33 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 }
 
 /* The tiles: nr rows (a multiple of 4) x ntok tokens. One token: the
- * one-token kernel per group, in its own loop (inlined beside the
- * several-token kernels its register allocation gets worse: +2 to +3
- * instructions per 256 weights per row on the proxy). Two or more: per
- * group the tokens PACK_TMAX at a time, then 2, then the one-token kernel;
- * a group's weights stay in cache across its passes. */
-#ifndef PACK_TMAX
-#define PACK_TMAX 4
-#endif
+ * one-token kernel per group, in its own loop. Two or more: per group the
+ * tokens 4 at a time, then 2, then the one-token tile; a group's weights
+ * stay in cache across its passes. Each kernel is a function of its own:
+ * beside one another clang allocates their registers worse (+2 to +5
+ * instructions per 256 weights per row on the proxy). */
 #define PACKED_TILE(name, XT, X1)                                                                          \
+    static __attribute__((noinline)) void name##_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb, \
+                                                    float *y, int64_t ys) {                                \
+        XT(4, nb, o, a, arb, y, ys);                                                                       \
+    }                                                                                                      \
+    static __attribute__((noinline)) void name##_t2(int64_t nb, const uint8_t *o, const char *a, size_t arb, \
+                                                    float *y, int64_t ys) {                                \
+        XT(2, nb, o, a, arb, y, ys);                                                                       \
+    }                                                                                                      \
     static __attribute__((noinline)) void name##_batch(K_MM_TILE_PARAMS) {                                 \
         const int64_t nb = n / K_QKK;                                                                      \
         const char *ab = (const char *)a;                                                                  \
         for (int64_t g = 0; g + 4 <= nr; g += 4) {                                                         \
             const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;                                 \
             int64_t t = 0;                                                                                 \
-            for (; t + PACK_TMAX <= ntok; t += PACK_TMAX)                                                  \
-                XT(PACK_TMAX, nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
-            if (PACK_TMAX > 2)                                                                             \
-                for (; t + 2 <= ntok; t += 2)                                                              \
-                    XT(2, nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
-            if (t < ntok) {                                                                                \
-                float out[4];                                                                              \
-                X1(nb, o, (const k_block_q8_k *)(ab + (size_t)t * a_row_bytes), out);                      \
-                memcpy(y + t * y_stride + g, out, sizeof out);                                             \
-            }                                                                                              \
+            for (; t + 4 <= ntok; t += 4)                                                                  \
+                name##_t4(nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
+            for (; t + 2 <= ntok; t += 2)                                                                  \
+                name##_t2(nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
+            if (t < ntok)                                                                                  \
+                k_mm_packed_##name##_neon_dot(n, o, row_bytes, 4, ab + (size_t)t * a_row_bytes, a_row_bytes, 1, \
+                                              y + t * y_stride + g, y_stride);                             \
         }                                                                                                  \
     }                                                                                                      \
     void k_mm_packed_##name##_neon_dot(K_MM_TILE_PARAMS) {                                                 \
