@@ -53,7 +53,7 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 						require.NotEqual(t, w[:tail], pw[:tail], "%s %v: packed bytes equal the source", impl, wt)
 					}
 					ab, _ := wt.ActType().RowBytes(int64(n))
-					for _, ntok := range []int{1, 2, 3, 4, 7, 8, 16} {
+					for _, ntok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 16} {
 						a := make([]byte, ntok*int(ab))
 						for tk := 0; tk < ntok; tk++ {
 							x := randomF32(n, rng)
