@@ -30,6 +30,11 @@ type RuntimeBackend struct {
 	// Caches, if set, gathers the cache statistics of the models this
 	// backend loads, for Server.RegisterStats.
 	Caches *CacheStats
+	// CacheTypeK and CacheTypeV are the KV cache types of every model
+	// (runtime.LoadOptions.CacheTypeK/V: "f16", the default, "q8_0",
+	// "q4_0"). A quantized cache takes less memory a position, so the
+	// automatic slot count (Config.KVBudget) grows with it.
+	CacheTypeK, CacheTypeV string
 }
 
 // Inspect reads the metadata of a GGUF file without loading its weights.
@@ -70,7 +75,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 // Load prepares a model for generation.
 func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	lo := runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength,
-		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache}
+		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache, CacheTypeK: b.CacheTypeK, CacheTypeV: b.CacheTypeV}
 	if b.DequantCacheFraction > 0 && os.Getenv("WOOLLY_PACK") != "1" {
 		lo.Pack = runtime.PackOff // the dequant cache reads unpacked rows
 	}
