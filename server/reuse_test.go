@@ -12,7 +12,7 @@ import (
 // TestConversationReuseAcrossAPIs: turn 2 of a conversation evaluates only
 // the tokens after the prefix turn 1 left in the KV cache, whichever API
 // family each turn came through (/v1/chat/completions then /v1/messages,
-// and the other way round): with the prefix cache off (the runtime's idle
+// and the other way round, /api/chat then /v1/chat/completions): with the prefix cache off (the runtime's idle
 // sessions alone, Batch.Acquire) and at the defaults (the prefix cache too).
 func TestConversationReuseAcrossAPIs(t *testing.T) {
 	dir := realModelsDir(t)
@@ -35,7 +35,6 @@ func testReuse(t *testing.T, dir string, prefixCache *int64) {
 	defer s.Close()
 
 	story := strings.Repeat("Lily had a dog. ", 1)
-	user1, _ := json.Marshal(story + "What did she do?")
 	user2, _ := json.Marshal("And then?")
 
 	type usage struct{ prompt, cached, completion int }
@@ -84,6 +83,21 @@ func testReuse(t *testing.T, dir string, prefixCache *int64) {
 		// input_tokens are the evaluated ones, cache_read_input_tokens the reused
 		return usage{r.Usage.Input + r.Usage.Cached, r.Usage.Cached, r.Usage.Output}, text
 	}
+	ollama := func(msgs string) (usage, string) {
+		st, b := post(t, ts.URL+"/api/chat", `{"model":"`+realModel+`","stream":false,"options":{"temperature":0,"num_predict":6},"messages":[`+msgs+`]}`)
+		if st != 200 {
+			t.Fatalf("api/chat: %d %s", st, b)
+		}
+		var r struct {
+			Message struct{ Content string } `json:"message"`
+			Prompt  int                      `json:"prompt_eval_count"`
+			Eval    int                      `json:"eval_count"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("api/chat: %v %s", err, b)
+		}
+		return usage{prompt: r.Prompt, completion: r.Eval}, r.Message.Content // Ollama's shape has no reused count
+	}
 	msg := func(role string, content []byte) string {
 		return `{"role":"` + role + `","content":` + string(content) + `}`
 	}
@@ -91,12 +105,9 @@ func testReuse(t *testing.T, dir string, prefixCache *int64) {
 	for _, c := range []struct {
 		name         string
 		turn1, turn2 func(string) (usage, string)
-	}{{"chat then messages", chat, messages}, {"messages then chat", messages, chat}} {
-		// A different first message each round, so round 2 cannot reuse round 1.
-		u1 := append([]byte(nil), user1...)
-		if c.name != "chat then messages" {
-			u1, _ = json.Marshal("Tom had a ball. " + story + "Where?")
-		}
+	}{{"chat then messages", chat, messages}, {"messages then chat", messages, chat}, {"api/chat then chat", ollama, chat}} {
+		// A different first message each round, so a round cannot reuse another.
+		u1, _ := json.Marshal(c.name + ": " + story + "What did she do?")
 		a, reply := c.turn1(msg("user", u1))
 		if a.prompt < 20 {
 			t.Fatalf("%s: turn 1 prompt of %d tokens, want a long one", c.name, a.prompt)
