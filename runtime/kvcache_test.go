@@ -113,3 +113,16 @@ func TestKVCacheTypes(t *testing.T) {
 	require.Equal(t, want, got)
 	require.ErrorIs(t, s.PromptCacheSupported(), ErrPromptCache)
 }
+
+// With a quantized cache a sequence's logits are the same bits alone in a
+// batch, beside others and outside any batch, as with f16.
+func TestKVCacheBatchMatchesAlone(t *testing.T) {
+	for _, kv := range [][2]string{{"q8_0", "q8_0"}, {"q4_0", "f16"}} {
+		t.Run(kv[0]+"-"+kv[1], func(t *testing.T) {
+			m := loadShared(t, "synth-llama-mini-Q4_K_M", LoadOptions{Threads: 2, ContextLength: 256,
+				PrefixCache: Ptr(int64(0)), CacheTypeK: kv[0], CacheTypeV: kv[1]})
+			defer m.Close()
+			batchMatchesAlone(t, m, 16, 6)
+		})
+	}
+}
