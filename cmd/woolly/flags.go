@@ -201,9 +201,6 @@ func (g *generateFlags) parse(fs *flag.FlagSet, args []string) (runtime.SamplerO
 	if *g.nctx < 0 {
 		return runtime.SamplerOptions{}, usageError(fs, "-c %d: want 0 (the model's context) or a context length", *g.nctx)
 	}
-	if err := g.kvTypes.check(fs); err != nil {
-		return runtime.SamplerOptions{}, err
-	}
 	return g.sampler.options(fs)
 }
 
