@@ -30,6 +30,29 @@
         float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
 #define ATTN_F32_ARGS ATTN_F16_ARGS
 
+/* The same for the attention over a quantized cache (k_attention_kvq). */
+#define ATTN_KVQ_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, int ktype, const void *k, int64_t k_stride, int vtype, const void *v,              \
+        int64_t v_stride, float scale, int64_t window, float softcap, float *out, int64_t out_stride,         \
+        int64_t h0, int64_t h1, float *scratch, const k_attn_kvq_fns *fn
+#define ATTN_KVQ_PARAMS_NOFN                                                                                   \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, int ktype, const void *k, int64_t k_stride, int vtype, const void *v,              \
+        int64_t v_stride, float scale, int64_t window, float softcap, float *out, int64_t out_stride,         \
+        int64_t h0, int64_t h1, float *scratch
+#define ATTN_KVQ_ARGS_NOFN                                                                                     \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, ktype, k, k_stride, vtype, v, v_stride, scale,     \
+        window, softcap, out, out_stride, h0, h1, scratch
+#define ATTN_KVQ_ARGS                                                                                          \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, ktype, k, k_stride, vtype, v, v_stride, scale,     \
+        window, softcap, out, out_stride, h0, h1, scratch, fn
+
+/* dot_f16 of k_attention_f16acc_ref (attn_f16_ref.c): x (f16 values as
+ * f32) . y, 4 accumulators x 16 lanes over the first np elements, the rest
+ * in double. */
+float k_attn_dot_f16_ref(const float *x, const k_half *y, int64_t n, int64_t np);
+
 /* Query rows per block of k_attention_tiled: they share a converted K/V tile. */
 #define K_ATTN_TILED_ROWS 32
 #define K_ATTN_TILE 64

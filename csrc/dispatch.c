@@ -94,7 +94,7 @@ static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
     .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref, .swiglu = k_swiglu_ref,
     .add = k_add_ref, .scale = k_scale_ref, .attention_f16acc = k_attention_f16acc_ref,
-    .attention_tiled = k_attention_tiled_ref,
+    .attention_tiled = k_attention_tiled_ref, .attention_kvq = k_attention_kvq_ref,
 };
 
 /* ---- public lookups ---- */
@@ -318,6 +318,33 @@ void k_attention_tiled(int impl, ATTN_F16_PARAMS) { OP(impl, attention_tiled)(AT
  * accumulators, M and S of a block of 32 query rows and one tile of scores. */
 int64_t k_attention_f16acc_scratch(int64_t head_dim) { return 2 * (head_dim + 3 * 64); }
 int64_t k_attention_tiled_scratch(int64_t head_dim) { return (2 * 64 + 32) * head_dim + 2 * 32 + 64; }
+
+/* kvq: the accumulator, a dequantized V row and Q in K's vec-dot type (at
+ * most head_dim floats: f16 values as f32, or q8_0's 34 bytes per 32) */
+int64_t k_attention_kvq_scratch(int64_t head_dim) { return 3 * head_dim; }
+
+static int kv_type(int t) { return t == K_F16 || t == K_Q8_0 || t == K_Q4_0; }
+
+int k_attention_kvq(int impl, ATTN_KVQ_PARAMS_NOFN) {
+    if (!kv_type(ktype) || !kv_type(vtype) || (ktype == K_F16 && vtype == K_F16) || head_dim <= 0 || head_dim % K_QK != 0)
+        return -1;
+    const k_attn_kvq_fns f = {.q8 = quantize_fn(impl, K_Q8_0), .kdot = ktype != K_F16 ? dot_fn(impl, ktype) : NULL,
+                              .vdeq = dequant_fn(impl, vtype)};
+    OP(impl, attention_kvq)(ATTN_KVQ_ARGS_NOFN, &f);
+    return 0;
+}
+
+/* k_kv_store: q8_0 through the impl's activation quantizer (the
+ * reference's CPU conversion), q4_0 through its scalar one */
+int k_kv_store(int impl, int type, const float *x, void *dst, int64_t n) {
+    if (type == K_Q4_0) {
+        if (n % K_QK != 0) return -1;
+        k_quantize_q4_0_ref(x, dst, n);
+        return 0;
+    }
+    if (type != K_F16 && type != K_Q8_0) return -1;
+    return k_quantize_act(impl, type, x, dst, n);
+}
 
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps) {
     OP(impl, rmsnorm)(out, x, w, n, eps);

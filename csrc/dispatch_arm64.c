@@ -61,7 +61,8 @@ const k_type_kernels *k_arch_get_table(int impl, int layer) {
  * softmax, ...) are the ref ones, which gcc/clang vectorize well enough for
  * their share of the time. */
 static const k_arch_ops neon_ops = {.sgemm = k_sgemm_neon, .attention_f16acc = k_attention_f16acc_neon,
-                                    .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon};
+                                    .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon,
+                                    .attention_kvq = k_attention_kvq_neon};
 
 const k_arch_ops *k_arch_get_ops(int impl) {
     return impl == K_IMPL_NEON || impl == K_IMPL_NEON_DOT ? &neon_ops : NULL;

@@ -284,6 +284,36 @@ void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, in
                        int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_tiled_scratch(int64_t head_dim);
 
+/* Causal GQA attention over a KV cache whose K and V rows are each f16,
+ * q8_0 or q4_0 (ktype, vtype: K_F16, K_Q8_0, K_Q4_0; not both f16, which
+ * k_attention_f16acc / k_attention_tiled serve), with the numerics of the
+ * reference build's one-row flash attention for such a cache, for any
+ * number of query rows. Position p's K row is k_stride bytes from p-1's,
+ * head g's elements start k_row_bytes(ktype, g * head_dim) bytes into it
+ * (V the same); head_dim a multiple of 32. Per (token, head):
+ *   Q is converted to K's vec-dot type: rounded to f16 for an f16 K, else
+ *   quantized to q8_0 (k_quantize_act's q8_0); s = dot(K row, Q) * scale
+ *   (the f16 dot of k_attention_f16acc, or the impl's q8_0 / q4_0 dot),
+ *   soft-capped as k_attention; then per position in order the online
+ *   softmax: s > M: M = s, ms = expf(M_old - M), acc *= ms; else
+ *   vs = expf(s - M); acc += V row * vs; S = fmaf(S, ms, vs). An f16 V
+ *   keeps acc in f16 (each step rounded, as k_attention_f16acc); a
+ *   quantized V is dequantized to f32 and acc is f32 (one FMA a lane).
+ *   out = acc * (S != 0 ? 1/S : 0). Every impl gives the same bits.
+ * scratch: k_attention_kvq_scratch(head_dim) floats. Returns 0, or -1 for
+ * a type pair or head size it does not take. */
+int k_attention_kvq(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                    int64_t head_dim, const float *q, int64_t q_stride,
+                    int ktype, const void *k, int64_t k_stride, int vtype, const void *v, int64_t v_stride,
+                    float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                    int64_t h0, int64_t h1, float *scratch);
+int64_t k_attention_kvq_scratch(int64_t head_dim);
+
+/* Store n f32 values as a KV cache row of type (K_F16, K_Q8_0 with the
+ * impl's q8_0 quantizer, K_Q4_0 with the reference's q4_0 rounding:
+ * d = max / -8, q = min(15, (int8)(x / d + 8.5))). Returns 0 or -1. */
+int k_kv_store(int impl, int type, const float *x, void *dst, int64_t n);
+
 /* ---- small ops ---------------------------------------------------------- */
 /* out = x * (1 / sqrtf(mean(x^2) + eps)) * w   (w may be NULL: no weight).
  * The sum of squares is accumulated in double, as the reference build does. */
@@ -408,6 +438,19 @@ typedef void k_attn_h_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_
                              const k_half *k, const k_half *v, int64_t kv_stride,
                              float scale, int64_t window, float softcap, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch);
+/* the same over a KV cache of any of f16, q8_0, q4_0 for K and V
+ * (k_attention_kvq); fn carries the impl's quantizer, K dot and V dequant */
+typedef struct {
+    k_quantize_fn q8;   /* Q -> q8_0, the vec-dot type of a q8_0 / q4_0 K */
+    k_dot_fn      kdot; /* K row (ktype) . Q (q8_0) */
+    k_dequant_fn  vdeq; /* V row (vtype) -> f32 */
+} k_attn_kvq_fns;
+typedef void k_attn_kvq_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                               int64_t head_dim, const float *q, int64_t q_stride,
+                               int ktype, const void *k, int64_t k_stride, int vtype, const void *v, int64_t v_stride,
+                               float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                               int64_t h0, int64_t h1, float *scratch, const k_attn_kvq_fns *fn);
+typedef k_attn_kvq_kernel *k_attn_kvq_fn;
 typedef void k_rmsnorm_kernel(float *out, const float *x, const float *w, int64_t n, float eps);
 typedef void k_rope_kernel(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                            const float *cos_t, const float *sin_t, int neox);
@@ -474,6 +517,8 @@ void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes,
 k_sgemm_kernel k_sgemm_ref;
 k_attention_kernel k_attention_ref;
 k_attn_h_kernel k_attention_f16acc_ref, k_attention_tiled_ref;
+k_attn_kvq_kernel k_attention_kvq_ref;
+k_quantize_kernel k_quantize_q4_0_ref;
 k_rmsnorm_kernel k_rmsnorm_ref;
 k_rope_kernel k_rope_ref;
 k_softmax_kernel k_softmax_ref, k_softmax_exact_ref;
@@ -502,6 +547,7 @@ typedef struct {
     k_scale_fn     scale;
     k_attn_h_fn    attention_f16acc;
     k_attn_h_fn    attention_tiled;
+    k_attn_kvq_fn  attention_kvq;
 } k_arch_ops;
 
 

@@ -56,6 +56,7 @@ k_sgemm_kernel k_sgemm_avx2;
 k_attention_kernel k_attention_avx2;
 k_attn_h_kernel k_attention_f16acc_avx2, k_attention_tiled_avx2;
 k_attn_h_kernel k_attention_f16acc_avx512, k_attention_tiled_avx512;
+k_attn_kvq_kernel k_attention_kvq_avx2, k_attention_kvq_avx512;
 k_rmsnorm_kernel k_rmsnorm_avx2;
 k_rope_kernel k_rope_avx2;
 k_softmax_kernel k_softmax_avx2;

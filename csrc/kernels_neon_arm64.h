@@ -54,6 +54,7 @@ k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_m
 
 k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
 k_attn_h_kernel k_attention_f16acc_neon, k_attention_tiled_neon;      /* attn_neon_arm64.c */
+k_attn_kvq_kernel k_attention_kvq_neon;                               /* attn_neon_arm64.c */
 k_sgemm_kernel k_sgemm_neon;
 
 #ifdef __cplusplus

@@ -308,14 +308,19 @@ func (p *pass) forward() error {
 		if p.prof != nil {
 			tAttn = time.Now()
 		}
+		// A quantized cache (LoadOptions.CacheTypeK/V) stores its rows in
+		// their type and has one path (kernels.AttentionKVQ), which converts
+		// Q itself.
+		kvK, kvV := p.m.kvK, p.m.kvV
+		kb, vb := p.m.kvRows()
 		for _, sg := range p.segs {
 			n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
-			f16path := n < 64 || c.HeadDim%16 != 0
-			kc := sg.s.kcache[li][pos0*kvd : (pos0+n)*kvd]
-			vc := sg.s.vcache[li][pos0*kvd : (pos0+n)*kvd]
+			f16path := (n < 64 || c.HeadDim%16 != 0) && !p.m.kvQuant()
+			kc := sg.s.kcache[li][pos0*kb : (pos0+n)*kb]
+			vc := sg.s.vcache[li][pos0*vb : (pos0+n)*vb]
 			if err := errors.Join(
-				kernels.QuantizeAct(kernels.F16, k[r0*kvd:(r0+n)*kvd], halfBytes(kc)),
-				kernels.QuantizeAct(kernels.F16, v[r0*kvd:(r0+n)*kvd], halfBytes(vc))); err != nil {
+				kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc),
+				kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)); err != nil {
 				return err
 			}
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]

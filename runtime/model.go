@@ -38,6 +38,28 @@ type LoadOptions struct {
 	// memory of their own, dropping their file pages: same results, the
 	// resident size of the file (docs/packed-weights.md).
 	Pack PackMode
+	// CacheTypeK and CacheTypeV are the types a session's KV cache keeps
+	// K and V rows in, as llama.cpp's --cache-type-k/-v: "f16" (the
+	// default, ""), "q8_0" or "q4_0" (see ParseCacheType). A quantized
+	// type takes about half (q8_0) or a quarter (q4_0) of f16's memory and
+	// switches attention to the reference's one-row flash-attention path
+	// for such a cache (kernels.AttentionKVQ); it needs a head size that
+	// is a multiple of 32 and the default attention mode.
+	CacheTypeK, CacheTypeV string
+}
+
+// ParseCacheType reads a KV cache type name as llama.cpp spells it: f16,
+// q8_0 or q4_0 (any case; "" is f16).
+func ParseCacheType(s string) (kernels.Type, error) {
+	switch strings.ToLower(s) {
+	case "", "f16":
+		return kernels.F16, nil
+	case "q8_0":
+		return kernels.Q8_0, nil
+	case "q4_0":
+		return kernels.Q4_0, nil
+	}
+	return 0, fmt.Errorf("cache type %q: want f16, q8_0 or q4_0", s)
 }
 
 // PackMode is LoadOptions.Pack.
@@ -94,6 +116,8 @@ type Model struct {
 	info ModelInfo
 	nCtx int
 	attn AttentionMode
+	kvK  kernels.Type // the KV cache's types (LoadOptions.CacheTypeK/V)
+	kvV  kernels.Type
 
 	caches  modelCaches
 	grammar grammarVocab
@@ -173,10 +197,17 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if o.Attention < AttentionDefault || o.Attention > AttentionFast {
 		return nil, fmt.Errorf("unknown attention mode %d", o.Attention)
 	}
+	if _, _, err := cacheTypes(nil, o); err != nil { // the names, before the file is read
+		return nil, err
+	}
 	if arch := f.Architecture(); isEncoderArch(arch) {
 		return newEncoderModel(f, o, arch)
 	}
 	cfg, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	kvK, kvV, err := cacheTypes(cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +226,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if threads == 0 {
 		threads = PhysicalCores()
 	}
-	m := &Model{file: f, cfg: cfg, w: w, tok: tok, attn: o.Attention}
+	m := &Model{file: f, cfg: cfg, w: w, tok: tok, attn: o.Attention, kvK: kvK, kvV: kvV}
 	m.nCtx = o.ContextLength
 	if m.nCtx == 0 {
 		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)
@@ -275,8 +306,8 @@ type Session struct {
 	nCtx   int
 	pos    int
 	tokens []int32
-	kcache [][]uint16 // per layer [nCtx][KVDim], f16 like the reference's cache
-	vcache [][]uint16
+	kcache [][]byte  // per layer [nCtx] rows of KVDim values of model.kvK (f16 by default, like the reference's cache)
+	vcache [][]byte  // the same in model.kvV
 	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
 	// rec is the recurrent state of the linear-attention layers after the
 	// pos cached tokens (nil for models without them). It cannot be rolled
@@ -318,13 +349,14 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 		return nil, err
 	}
 	c := m.cfg
-	if err := checkKVSize(c, nCtx, totalMemory()); err != nil {
+	if err := checkKVSize(c, nCtx, m.kvRowBytes(), totalMemory()); err != nil {
 		return nil, err
 	}
-	s := &Session{model: m, nCtx: nCtx, kcache: make([][]uint16, c.NLayer), vcache: make([][]uint16, c.NLayer)}
+	s := &Session{model: m, nCtx: nCtx, kcache: make([][]byte, c.NLayer), vcache: make([][]byte, c.NLayer)}
+	kb, vb := m.kvRows()
 	for i := range s.kcache {
-		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
-		s.vcache[i] = make([]uint16, nCtx*c.KVDim())
+		s.kcache[i] = make([]byte, nCtx*kb)
+		s.vcache[i] = make([]byte, nCtx*vb)
 	}
 	if c.hasRecurrent() {
 		s.rec = newRecurrentState(c)
@@ -339,9 +371,10 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 // checkKVSize refuses a KV cache of nCtx positions that could not be
 // allocated: larger than the machine's memory (mem bytes; 0: unknown) or
 // than an int can count. A plain make of that size is a fatal error, not
-// an error a caller can handle.
-func checkKVSize(c *Config, nCtx int, mem uint64) error {
-	per := uint64(2 * 2 * c.NLayer * c.KVDim()) // K and V, f16, every layer
+// an error a caller can handle. rowBytes is one position's K and V bytes
+// in one layer.
+func checkKVSize(c *Config, nCtx int, rowBytes int64, mem uint64) error {
+	per := uint64(c.NLayer) * uint64(rowBytes) // K and V, every layer
 	if per == 0 {
 		return nil
 	}
@@ -455,8 +488,49 @@ func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
 func TotalMemory() uint64 { return totalMemory() }
 
 // KVBytesPerPosition is the memory one context position of a session's KV
-// cache takes: K and V, f16, every layer. A session of nCtx positions
-// allocates nCtx times this when it is made.
+// cache takes: K and V in their cache types, every layer. A session of
+// nCtx positions allocates nCtx times this when it is made.
 func (m *Model) KVBytesPerPosition() int64 {
-	return int64(2 * 2 * m.cfg.NLayer * m.cfg.KVDim())
+	return int64(m.cfg.NLayer) * m.kvRowBytes()
+}
+
+// CacheTypes are the types of the sessions' K and V caches.
+func (m *Model) CacheTypes() (k, v kernels.Type) { return m.kvK, m.kvV }
+
+// kvRows is the bytes of one position's K row and V row in one layer.
+func (m *Model) kvRows() (k, v int) {
+	kvd := int64(m.cfg.KVDim())
+	kb, _ := m.kvK.RowBytes(kvd)
+	vb, _ := m.kvV.RowBytes(kvd)
+	return int(kb), int(vb)
+}
+
+// kvRowBytes is one position's K and V bytes in one layer.
+func (m *Model) kvRowBytes() int64 {
+	k, v := m.kvRows()
+	return int64(k + v)
+}
+
+// kvQuant reports whether a cache type is quantized (the AttentionKVQ path).
+func (m *Model) kvQuant() bool { return m.kvK != kernels.F16 || m.kvV != kernels.F16 }
+
+// cacheTypes reads o's cache types and checks them against the model's
+// configuration (nil: the names only).
+func cacheTypes(cfg *Config, o LoadOptions) (k, v kernels.Type, err error) {
+	if k, err = ParseCacheType(o.CacheTypeK); err != nil {
+		return 0, 0, fmt.Errorf("cache-type-k: %w", err)
+	}
+	if v, err = ParseCacheType(o.CacheTypeV); err != nil {
+		return 0, 0, fmt.Errorf("cache-type-v: %w", err)
+	}
+	if k == kernels.F16 && v == kernels.F16 {
+		return k, v, nil
+	}
+	if o.Attention == AttentionFast {
+		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache uses the exact attention; AttentionFast reads an f16 cache", k, v)
+	}
+	if cfg != nil && cfg.HeadDim%32 != 0 {
+		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache needs a head size that is a multiple of 32; this %s model has %d", k, v, cfg.Arch, cfg.HeadDim)
+	}
+	return k, v, nil
 }

@@ -130,3 +130,28 @@ func cacheStatsJSON(m *runtime.Model) cacheJSON {
 	}
 	return out
 }
+
+// kvTypeFlags are --cache-type-k/-ctk and --cache-type-v/-ctv (run, chat,
+// serve): the KV cache's types, as llama.cpp spells them.
+type kvTypeFlags struct{ k, v *string }
+
+func addKVTypeFlags(fs *flag.FlagSet) *kvTypeFlags {
+	f := &kvTypeFlags{
+		k: fs.String("cache-type-k", "f16", "KV cache `type` of K: f16, q8_0 (about half the memory) or q4_0 (a quarter); docs/kv-cache.md"),
+		v: fs.String("cache-type-v", "f16", "KV cache `type` of V: f16, q8_0 or q4_0"),
+	}
+	fs.Var(fs.Lookup("cache-type-k").Value, "ctk", "same as -cache-type-k")
+	fs.Var(fs.Lookup("cache-type-v").Value, "ctv", "same as -cache-type-v")
+	return f
+}
+
+// check refuses an unknown type with a usage error naming the flag.
+func (f *kvTypeFlags) check(fs *flag.FlagSet) error {
+	if _, err := runtime.ParseCacheType(*f.k); err != nil {
+		return usageError(fs, "--cache-type-k: %v", err)
+	}
+	if _, err := runtime.ParseCacheType(*f.v); err != nil {
+		return usageError(fs, "--cache-type-v: %v", err)
+	}
+	return nil
+}

@@ -137,6 +137,7 @@ type generateFlags struct {
 	threads, nctx *int
 	prefix        *optional[int64]
 	dequantCache  *string
+	kvTypes       *kvTypeFlags
 	stops         stringList
 }
 
@@ -148,7 +149,8 @@ func (g *generateFlags) load(stderr io.Writer, mode runtime.AttentionMode) (*run
 	if err != nil {
 		return nil, err
 	}
-	lo := runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode, PrefixCache: g.prefix.v}
+	lo := runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode, PrefixCache: g.prefix.v,
+		CacheTypeK: *g.kvTypes.k, CacheTypeV: *g.kvTypes.v}
 	if dq.bytes > 0 || dq.frac > 0 {
 		lo.Pack = dq.pack() // the dequant cache reads unpacked rows
 	}
@@ -174,6 +176,7 @@ func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
 		threads:      threadsFlag(fs),
 		nctx:         ctxFlag(fs),
 		dequantCache: dequantFlag(fs),
+		kvTypes:      addKVTypeFlags(fs),
 	}
 	fs.Var(&g.stops, "stop", "stop `string` (repeatable)")
 	var err error

@@ -236,3 +236,23 @@ func TestRunGBNF(t *testing.T) {
 		}
 	}
 }
+
+// --cache-type-k/-ctk and --cache-type-v/-ctv: an unknown type is a usage
+// error naming the flag, before the model is read (run, chat, serve).
+func TestCacheTypeFlags(t *testing.T) {
+	for _, c := range []struct{ cmd, flag, name string }{
+		{"run", "-ctk", "--cache-type-k"}, {"run", "--cache-type-v", "--cache-type-v"},
+		{"chat", "-ctv", "--cache-type-v"}, {"serve", "-ctk", "--cache-type-k"},
+	} {
+		args := []string{c.cmd, "-m", "nonexistent.gguf", c.flag, "q5_1"}
+		if c.cmd == "serve" {
+			args = []string{c.cmd, "--models", t.TempDir(), c.flag, "q5_1"}
+		} else if c.cmd == "run" {
+			args = append(args, "-p", "x")
+		}
+		_, errs, code := rtMain(t, args...)
+		if code != 2 || !strings.Contains(errs, c.name+": cache type \"q5_1\"") {
+			t.Errorf("%s %s q5_1: exit %d, stderr %q", c.cmd, c.flag, code, errs)
+		}
+	}
+}

@@ -48,6 +48,9 @@ func (g *generateFlags) parseNamed(fs *flag.FlagSet, args []string, takesPrompt 
 	if *g.nctx < 0 {
 		return runtime.SamplerOptions{}, "", usageError(fs, "-c %d: want 0 (the model's context) or a context length", *g.nctx)
 	}
+	if err := g.kvTypes.check(fs); err != nil {
+		return runtime.SamplerOptions{}, "", err
+	}
 	o, err := g.sampler.options(fs)
 	return o, strings.Join(pos, " "), err
 }

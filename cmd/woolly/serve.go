@@ -135,6 +135,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
 		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
 	tf := addTemplateFlags(fs)
+	kvTypes := addKVTypeFlags(fs)
 	if err := parseFlags(fs, stripIgnored(stderr, fs.Name(), args)); err != nil {
 		return err
 	}
@@ -155,6 +156,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *nctx < 0 {
 		return usageError(fs, "-c %d: want 0 (each model's context) or a context length", *nctx)
+	}
+	if err := kvTypes.check(fs); err != nil {
+		return err
 	}
 	timeout, err := time.ParseDuration(*timeoutS)
 	if err != nil || timeout < 0 {
@@ -190,6 +194,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
 		LocalOnly: isLoopback(*host), AllowedHosts: hosts, ChatTemplate: chatTemplate},
 		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
+			CacheTypeK: *kvTypes.k, CacheTypeV: *kvTypes.v,
 			DequantCacheFraction: dq.frac, Caches: caches})
 	if err != nil {
 		return err
