@@ -23,12 +23,12 @@
  *   chunks: 8 SMMLAs per lane for 2 rows x 2 tokens, no per-sub-block
  *   multiply-add. The min term is the dotprod kernel's, per token.
  *
- * A tile is a batch of up to 8 row groups (32 rows) x up to 4 token pairs:
+ * A tile is a batch of up to 16 row groups (64 rows) x up to 4 token pairs:
  * the activations of 8 blocks are first rearranged into SMMLA operands
  * (per token pair, chunk c and lane l: token t's bytes of lane l of
  * sub-blocks 2c, 2c + 1, then token u's), then every group of the batch
  * runs over those blocks. The f32 lane accumulators of the batch live on the
- * stack between blocks (~30 KB in all). One token, and the last of an odd
+ * stack between blocks (~42 KB in all). One token, and the last of an odd
  * count, go through the dotprod set's packed kernel, which SMMLA's token
  * pairs do not help.
  *
@@ -52,7 +52,7 @@
 #define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
 #define I8_TP 4  /* token pairs per tile */
 #define I8_NBC 8 /* blocks of rearranged activations */
-#define I8_GB 8  /* row groups (of 4) per batch */
+#define I8_GB 16 /* row groups (of 4) per batch */
 
 K_I8MM_BEGIN
 
@@ -61,9 +61,16 @@ static inline __attribute__((always_inline)) int32x4_t k_smmla(int32x4_t acc, in
     return acc;
 }
 
+/* m + h * k[0] in one MLA by element (compilers turn the multiply by a
+ * constant 8 into a shift and an add) */
+static inline __attribute__((always_inline)) int32x4_t mla_lane0(int32x4_t m, int32x4_t h, int32x4_t k) {
+    __asm__("mla %0.4s, %1.4s, %2.s[0]" : "+w"(m) : "w"(h), "w"(k));
+    return m;
+}
+
 /* one Q8_K block of the tile's tokens, as the SMMLA kernels read it */
 typedef struct {
-    int8x16_t b[I8_TP][32];    /* b[p][8c + l]: lane l of sub-blocks 2c, 2c+1 of tokens 2p, 2p+1 */
+    int8x16_t b[32][I8_TP];    /* b[8c + l][p]: lane l of sub-blocks 2c, 2c+1 of tokens 2p, 2p+1 */
     float32x4_t yt[I8_TP];     /* {d of 2p, d of 2p+1, d of 2p, d of 2p+1} */
     int16x8_t bs[2 * I8_TP];   /* per token: the 8 sub-blocks' sums of activations */
     float yd[2 * I8_TP];       /* per token: d */
@@ -89,11 +96,11 @@ static inline __attribute__((always_inline)) void i8_arrange(i8_act *o, const ch
                 /* 8 bytes per lane: 4 of sub-block 2c, 4 of 2c + 1 */
                 const int64x2_t t01 = vreinterpretq_s64_s32(vzip1q_s32(pt, qt)), t23 = vreinterpretq_s64_s32(vzip2q_s32(pt, qt));
                 const int64x2_t u01 = vreinterpretq_s64_s32(vzip1q_s32(pu, qu)), u23 = vreinterpretq_s64_s32(vzip2q_s32(pu, qu));
-                int8x16_t *d = &o->b[p][8 * c + 4 * h];
-                d[0] = vreinterpretq_s8_s64(vzip1q_s64(t01, u01));
-                d[1] = vreinterpretq_s8_s64(vzip2q_s64(t01, u01));
-                d[2] = vreinterpretq_s8_s64(vzip1q_s64(t23, u23));
-                d[3] = vreinterpretq_s8_s64(vzip2q_s64(t23, u23));
+                const int l = 8 * c + 4 * h;
+                o->b[l][p] = vreinterpretq_s8_s64(vzip1q_s64(t01, u01));
+                o->b[l + 1][p] = vreinterpretq_s8_s64(vzip2q_s64(t01, u01));
+                o->b[l + 2][p] = vreinterpretq_s8_s64(vzip1q_s64(t23, u23));
+                o->b[l + 3][p] = vreinterpretq_s8_s64(vzip2q_s64(t23, u23));
             }
     }
 }
@@ -104,11 +111,11 @@ static inline __attribute__((always_inline)) void i8_arrange(i8_act *o, const ch
 static const uint8_t i8_sc_idx[2][16] = {{0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5},
                                          {2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7}};
 
-/* Q4_K x4, one block of one group x the tile's token pairs. acc[rp][p][l]:
+/* Q4_K x4, one block of one group x the tile's token pairs. acc[l][rp][p]:
  * f32 lane l of rows 2rp, 2rp+1 x tokens 2p, 2p+1 ({r t, r u, r' t, r' u});
  * am[t][i]: the min term's vector i of token t (rows 0..3). */
 static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, const i8_act *ab,
-                                                            float32x4_t acc[2][I8_TP][8], float32x4_t am[2 * I8_TP][4],
+                                                            float32x4_t acc[8][2][I8_TP], float32x4_t am[2 * I8_TP][4],
                                                             const int TP) {
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), m7 = vdupq_n_u8(7);
     const float32x4_t d4 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o)));
@@ -135,16 +142,16 @@ static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, co
         am[t][3] = vfmaq_f32(am[t][3], vcvtq_f32_s32(M3), dmv);
     }
 
-    /* the scale multipliers of chunk c and row pair rp: hi[c][rp], lo[c][rp] */
+    /* the scale multipliers of chunk c: mu[c] = {h rows 0,1; m rows 0,1; h rows 2,3; m rows 2,3} */
     const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
     const uint8x16x2_t SH = {{vshrq_n_u8(sc0, 3), vshrq_n_u8(sc1, 3)}};
     const uint8x16x2_t SL = {{vandq_u8(sc0, m7), vandq_u8(sc1, m7)}};
-    uint8x16_t hi[4][2], lo[4][2];
+    uint8x16_t mu[4][4];
     for (int rp = 0; rp < 2; rp++) {
         uint8x16_t ix = vld1q_u8(i8_sc_idx[rp]);
         for (int c = 0; c < 4; c++, ix = vaddq_u8(ix, vdupq_n_u8(8))) {
-            hi[c][rp] = vqtbl2q_u8(SH, ix);
-            lo[c][rp] = vqtbl2q_u8(SL, ix);
+            mu[c][2 * rp] = vqtbl2q_u8(SH, ix);
+            mu[c][2 * rp + 1] = vqtbl2q_u8(SL, ix);
         }
     }
     float32x4_t dv[2][I8_TP];
@@ -154,18 +161,20 @@ static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, co
     }
 
     const uint8_t *qv = o + 64;
+    const int32x4_t k8 = vdupq_n_s32(8);
     for (int l = 0; l < 8; l++) {
         int32x4_t H[2][I8_TP], M[2][I8_TP];
         for (int p = 0; p < TP; p++) H[0][p] = H[1][p] = M[0][p] = M[1][p] = vdupq_n_s32(0);
+#pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             const uint8x16_t v = vld1q_u8(qv + 16 * (8 * c + l));
             const uint32x4_t ql = vreinterpretq_u32_u8(vandq_u8(v, m4)), qh = vreinterpretq_u32_u8(vshrq_n_u8(v, 4));
             /* rows 0, 1 and rows 2, 3: 8 bytes per row, sub-block 2c then 2c+1 */
             const uint8x16_t z0 = vreinterpretq_u8_u32(vzip1q_u32(ql, qh)), z1 = vreinterpretq_u8_u32(vzip2q_u32(ql, qh));
-            const int8x16_t h0 = vreinterpretq_s8_u8(vmulq_u8(z0, hi[c][0])), m0 = vreinterpretq_s8_u8(vmulq_u8(z0, lo[c][0]));
-            const int8x16_t h1 = vreinterpretq_s8_u8(vmulq_u8(z1, hi[c][1])), m1 = vreinterpretq_s8_u8(vmulq_u8(z1, lo[c][1]));
+            const int8x16_t h0 = vreinterpretq_s8_u8(vmulq_u8(z0, mu[c][0])), m0 = vreinterpretq_s8_u8(vmulq_u8(z0, mu[c][1]));
+            const int8x16_t h1 = vreinterpretq_s8_u8(vmulq_u8(z1, mu[c][2])), m1 = vreinterpretq_s8_u8(vmulq_u8(z1, mu[c][3]));
             for (int p = 0; p < TP; p++) {
-                const int8x16_t B = ab->b[p][8 * c + l];
+                const int8x16_t B = ab->b[8 * c + l][p];
                 H[0][p] = k_smmla(H[0][p], h0, B);
                 M[0][p] = k_smmla(M[0][p], m0, B);
                 H[1][p] = k_smmla(H[1][p], h1, B);
@@ -174,8 +183,8 @@ static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, co
         }
         for (int rp = 0; rp < 2; rp++)
             for (int p = 0; p < TP; p++) {
-                const int32x4_t L = vmlaq_n_s32(M[rp][p], H[rp][p], 8);
-                acc[rp][p][l] = vfmaq_f32(acc[rp][p][l], vcvtq_f32_s32(L), dv[rp][p]);
+                const int32x4_t L = mla_lane0(M[rp][p], H[rp][p], k8);
+                acc[l][rp][p] = vfmaq_f32(acc[l][rp][p], vcvtq_f32_s32(L), dv[rp][p]);
             }
     }
 }
@@ -185,13 +194,13 @@ static inline __attribute__((always_inline)) void q4k_tile(int64_t nb, const uin
                                                            const char *a, size_t a_row_bytes, float *y,
                                                            int64_t y_stride, const int TP) {
     i8_act ab[I8_NBC];
-    float32x4_t acc[I8_GB][2][I8_TP][8];
+    float32x4_t acc[I8_GB][8][2][I8_TP];
     float32x4_t am[I8_GB][2 * I8_TP][4];
     const float32x4_t fz = vdupq_n_f32(0);
     for (int64_t g = 0; g < ng; g++) {
-        for (int rp = 0; rp < 2; rp++)
-            for (int p = 0; p < I8_TP; p++)
-                for (int l = 0; l < 8; l++) acc[g][rp][p][l] = fz;
+        for (int l = 0; l < 8; l++)
+            for (int rp = 0; rp < 2; rp++)
+                for (int p = 0; p < I8_TP; p++) acc[g][l][rp][p] = fz;
         for (int t = 0; t < 2 * I8_TP; t++)
             for (int i = 0; i < 4; i++) am[g][t][i] = fz;
     }
@@ -212,7 +221,8 @@ static inline __attribute__((always_inline)) void q4k_tile(int64_t nb, const uin
                 vst1q_f32(mt[j], vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3])));
             }
             for (int rp = 0; rp < 2; rp++) {
-                const float32x4_t *A = acc[g][rp][p];
+                float32x4_t A[8];
+                for (int l = 0; l < 8; l++) A[l] = acc[g][l][rp][p];
                 const float32x4_t t0 = vaddq_f32(A[0], A[4]), t1 = vaddq_f32(A[1], A[5]);
                 const float32x4_t t2 = vaddq_f32(A[2], A[6]), t3 = vaddq_f32(A[3], A[7]);
                 float s[4];
