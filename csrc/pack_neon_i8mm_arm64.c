@@ -234,6 +234,18 @@ static inline __attribute__((always_inline)) void q4k_tile(int64_t nb, const uin
         }
 }
 
+/* one function per token-pair count, so that only one tile's stack frame is live */
+#define Q4K_TILE_FN(tp)                                                                                        \
+    static __attribute__((noinline)) void q4k_tile##tp(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng, \
+                                                       const char *a, size_t a_row_bytes, float *y, int64_t y_stride) { \
+        q4k_tile(nb, w, row_bytes, ng, a, a_row_bytes, y, y_stride, tp);                                      \
+    }
+Q4K_TILE_FN(1)
+Q4K_TILE_FN(2)
+Q4K_TILE_FN(3)
+Q4K_TILE_FN(4)
+#undef Q4K_TILE_FN
+
 void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
     if (ntok < 2) {
         k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_ARGS);
@@ -248,10 +260,10 @@ void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
             float *yp = y + 2 * p0 * y_stride + r0;
             const uint8_t *wp = wb + (size_t)r0 * row_bytes;
             switch (npair - p0 < I8_TP ? npair - p0 : I8_TP) {
-            case 4: q4k_tile(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride, 4); break;
-            case 3: q4k_tile(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride, 3); break;
-            case 2: q4k_tile(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride, 2); break;
-            default: q4k_tile(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride, 1); break;
+            case 4: q4k_tile4(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
+            case 3: q4k_tile3(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
+            case 2: q4k_tile2(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
+            default: q4k_tile1(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
             }
         }
     }
