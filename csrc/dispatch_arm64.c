@@ -62,6 +62,8 @@ static const k_type_kernels neon_dot[K_TYPE_MAX] = {
 static const k_type_kernels neon_i8mm[K_TYPE_MAX] = {
     [K_Q4_K]   = {.dot = k_dot_q4_k_q8_k_neon_dot, .mm_tile = k_mm_q4_k_neon_dot,
                   .pack_rows = 4, .pack = k_pack_q4_k_x4_neon_dot, .mm_packed = k_mm_packed_q4_k_x4_neon_i8mm},
+    [K_Q5_K]   = {.dot = k_dot_q5_k_q8_k_neon_dot, .mm_tile = k_mm_q5_k_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_q5_k_x4_neon_dot, .mm_packed = k_mm_packed_q5_k_x4_neon_i8mm},
 };
 
 const k_type_kernels *k_arch_get_table(int impl, int layer) {

@@ -52,7 +52,7 @@ k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_m
 k_pack_kernel k_pack_q4_k_x4_neon_dot, k_pack_q5_k_x4_neon_dot, k_pack_q6_k_x4_neon_dot, k_pack_q8_0_x8_neon_dot,
     k_pack_iq4_xs_x4_neon_dot;
 /* SMMLA tiles over the dotprod set's packed layouts, pack_neon_i8mm_arm64.c */
-k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_i8mm;
+k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_i8mm, k_mm_packed_q5_k_x4_neon_i8mm;
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_mm_packed_q6_k_x4_neon_dot,
     k_mm_packed_q8_0_x8_neon_dot, k_mm_packed_iq4_xs_x4_neon_dot;
 

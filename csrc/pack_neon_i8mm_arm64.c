@@ -42,21 +42,23 @@
 #if defined(__clang__)
 #define K_I8MM_BEGIN _Pragma("clang attribute push(__attribute__((target(\"i8mm\"))), apply_to = function)")
 #define K_I8MM_END _Pragma("clang attribute pop")
-#define K_SMMLA_ASM "smmla %0.4s, %1.16b, %2.16b"
+#define K_SMMLA_ASM "usmmla %0.4s, %1.16b, %2.16b"
 #else
 #define K_I8MM_BEGIN
 #define K_I8MM_END
-#define K_SMMLA_ASM ".arch armv8.2-a+dotprod+i8mm\n\tsmmla %0.4s, %1.16b, %2.16b"
+#define K_SMMLA_ASM ".arch armv8.2-a+dotprod+i8mm\n\tusmmla %0.4s, %1.16b, %2.16b"
 #endif
 
 #define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
+#define Q5K_X4_BYTES (4 * sizeof(k_block_q5_k))
 #define I8_TP 4  /* token pairs per tile */
 #define I8_NBC 8 /* blocks of rearranged activations */
 #define I8_GB 16 /* row groups (of 4) per batch */
 
 K_I8MM_BEGIN
 
-static inline __attribute__((always_inline)) int32x4_t k_smmla(int32x4_t acc, int8x16_t a, int8x16_t b) {
+/* USMMLA: a unsigned (the premultiplied weights), b signed (the activations) */
+static inline __attribute__((always_inline)) int32x4_t k_usmmla(int32x4_t acc, uint8x16_t a, int8x16_t b) {
     __asm__(K_SMMLA_ASM : "+w"(acc) : "w"(a), "w"(b));
     return acc;
 }
@@ -111,13 +113,79 @@ static inline __attribute__((always_inline)) void i8_arrange(i8_act *o, const ch
 static const uint8_t i8_sc_idx[2][16] = {{0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5},
                                          {2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7}};
 
-/* Q4_K x4, one block of one group x the tile's token pairs. acc[l][rp][p]:
- * f32 lane l of rows 2rp, 2rp+1 x tokens 2p, 2p+1 ({r t, r u, r' t, r' u});
- * am[t][i]: the min term's vector i of token t (rows 0..3). */
-static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, const i8_act *ab,
-                                                            float32x4_t acc[8][2][I8_TP], float32x4_t am[2 * I8_TP][4],
-                                                            const int TP) {
-    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), m7 = vdupq_n_u8(7);
+/* The 4 rows' quants of lane l (l = 4h + j) of sub-blocks 2c (*lo) and 2c+1
+ * (*hi), bytes 4r..4r+3 = row r's, from the layouts of pack_neon_dot_arm64.c
+ * (Q5_K: the decoding of its q45k_x4, vector u[j] and u[4+j]). */
+static inline __attribute__((always_inline)) void q45_quants(const int t, const uint8_t *qv, const int c, const int h,
+                                                             const int j, uint32x4_t *lo, uint32x4_t *hi) {
+    if (t == K_Q4_K) {
+        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * c + 4 * h + j));
+        *lo = vreinterpretq_u32_u8(vandq_u8(v, vdupq_n_u8(15)));
+        *hi = vreinterpretq_u32_u8(vshrq_n_u8(v, 4));
+        return;
+    }
+    const uint8_t *X = qv + 80 * (2 * c + h);
+    const uint8x16_t m5 = vdupq_n_u8(31);
+    if (j == 0) {
+        *lo = vreinterpretq_u32_u8(vandq_u8(vld1q_u8(X), m5));
+        *hi = vreinterpretq_u32_u8(vandq_u8(vld1q_u8(X + 64), m5));
+    } else if (j == 1) {
+        const uint8x16_t X0 = vld1q_u8(X), X1 = vld1q_u8(X + 16);
+        *lo = vreinterpretq_u32_u8(vandq_u8(X1, m5));
+        *hi = vreinterpretq_u32_u8(vshrq_n_u8(vsriq_n_u8(X0, X1, 3), 3));
+    } else if (j == 2) {
+        const uint8x16_t X2 = vld1q_u8(X + 32), X3 = vld1q_u8(X + 48);
+        *lo = vreinterpretq_u32_u8(vandq_u8(X2, m5));
+        *hi = vreinterpretq_u32_u8(vshrq_n_u8(vsriq_n_u8(X2, X3, 3), 3));
+    } else {
+        const uint8x16_t X1 = vld1q_u8(X + 16), X3 = vld1q_u8(X + 48), X4 = vld1q_u8(X + 64);
+        const uint8x16_t Yb = vbslq_u8(vdupq_n_u8(0x40), vshlq_n_u8(X1, 1), vshlq_n_u8(X3, 2));
+        *lo = vreinterpretq_u32_u8(vandq_u8(X3, m5));
+        *hi = vreinterpretq_u32_u8(vshrq_n_u8(vsriq_n_u8(X4, Yb, 3), 3));
+    }
+}
+
+/* Integer lane l = 4h + j of the 4 rows x the tile's tokens, into the f32
+ * accumulators acc[l][rp][p] (rows 2rp, 2rp+1 x tokens 2p, 2p+1:
+ * {r t, r u, r' t, r' u}) with the block's dv. */
+static inline __attribute__((always_inline)) void q45_lane(const int t, const uint8_t *qv, const int h, const int j,
+                                                           const uint8x16_t mu[4][4], const i8_act *ab,
+                                                           const float32x4_t dv[2][I8_TP], float32x4_t acc[8][2][I8_TP],
+                                                           const int TP) {
+    const int l = 4 * h + j;
+    const int32x4_t k8 = vdupq_n_s32(8);
+    int32x4_t H[2][I8_TP], M[2][I8_TP];
+    for (int p = 0; p < TP; p++) H[0][p] = H[1][p] = M[0][p] = M[1][p] = vdupq_n_s32(0);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        uint32x4_t ql, qh;
+        q45_quants(t, qv, c, h, j, &ql, &qh);
+        /* rows 0, 1 and rows 2, 3: 8 bytes per row, sub-block 2c then 2c+1 */
+        const uint8x16_t z0 = vreinterpretq_u8_u32(vzip1q_u32(ql, qh)), z1 = vreinterpretq_u8_u32(vzip2q_u32(ql, qh));
+        const uint8x16_t h0 = vmulq_u8(z0, mu[c][0]), m0 = vmulq_u8(z0, mu[c][1]);
+        const uint8x16_t h1 = vmulq_u8(z1, mu[c][2]), m1 = vmulq_u8(z1, mu[c][3]);
+        for (int p = 0; p < TP; p++) {
+            const int8x16_t B = ab->b[8 * c + l][p];
+            H[0][p] = k_usmmla(H[0][p], h0, B);
+            M[0][p] = k_usmmla(M[0][p], m0, B);
+            H[1][p] = k_usmmla(H[1][p], h1, B);
+            M[1][p] = k_usmmla(M[1][p], m1, B);
+        }
+    }
+    for (int rp = 0; rp < 2; rp++)
+        for (int p = 0; p < TP; p++) {
+            const int32x4_t L = mla_lane0(M[rp][p], H[rp][p], k8);
+            acc[l][rp][p] = vfmaq_f32(acc[l][rp][p], vcvtq_f32_s32(L), dv[rp][p]);
+        }
+}
+
+/* Q4_K or Q5_K (t) x4, one block of one group x the tile's token pairs:
+ * acc as q45_lane's; am[t][i]: Q4_K's min term, vector i of token t (rows
+ * 0..3); Q5_K: am[t][0] its summs. */
+static inline __attribute__((always_inline)) void q45k_block(const int t, const uint8_t *o, const i8_act *ab,
+                                                             float32x4_t acc[8][2][I8_TP], float32x4_t am[2 * I8_TP][4],
+                                                             const int TP) {
+    const uint8x16_t m6 = vdupq_n_u8(63), m7 = vdupq_n_u8(7);
     const float32x4_t d4 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o)));
     const float32x4_t dm4 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 8))));
     const uint8x16_t S0 = vld1q_u8(o + 16), S1 = vld1q_u8(o + 32), N = vld1q_u8(o + 48);
@@ -129,17 +197,22 @@ static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, co
     const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
     const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
     const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
-    for (int t = 0; t < 2 * TP; t++) {
-        const int16x8_t bs = ab->bs[t];
+    for (int k = 0; k < 2 * TP; k++) {
+        const int16x8_t bs = ab->bs[k];
         const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
         const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
         const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
         const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
-        const float32x4_t dmv = vmulq_f32(dm4, vdupq_n_f32(ab->yd[t]));
-        am[t][0] = vfmaq_f32(am[t][0], vcvtq_f32_s32(M0), dmv);
-        am[t][1] = vfmaq_f32(am[t][1], vcvtq_f32_s32(M1), dmv);
-        am[t][2] = vfmaq_f32(am[t][2], vcvtq_f32_s32(M2), dmv);
-        am[t][3] = vfmaq_f32(am[t][3], vcvtq_f32_s32(M3), dmv);
+        const float32x4_t dmv = vmulq_f32(dm4, vdupq_n_f32(ab->yd[k]));
+        if (t == K_Q4_K) {
+            am[k][0] = vfmaq_f32(am[k][0], vcvtq_f32_s32(M0), dmv);
+            am[k][1] = vfmaq_f32(am[k][1], vcvtq_f32_s32(M1), dmv);
+            am[k][2] = vfmaq_f32(am[k][2], vcvtq_f32_s32(M2), dmv);
+            am[k][3] = vfmaq_f32(am[k][3], vcvtq_f32_s32(M3), dmv);
+        } else { /* summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
+            const int32x4_t Ms = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
+            am[k][0] = vfmaq_f32(am[k][0], vnegq_f32(dmv), vcvtq_f32_s32(Ms));
+        }
     }
 
     /* the scale multipliers of chunk c: mu[c] = {h rows 0,1; m rows 0,1; h rows 2,3; m rows 2,3} */
@@ -161,36 +234,21 @@ static inline __attribute__((always_inline)) void q4k_block(const uint8_t *o, co
     }
 
     const uint8_t *qv = o + 64;
-    const int32x4_t k8 = vdupq_n_s32(8);
-    for (int l = 0; l < 8; l++) {
-        int32x4_t H[2][I8_TP], M[2][I8_TP];
-        for (int p = 0; p < TP; p++) H[0][p] = H[1][p] = M[0][p] = M[1][p] = vdupq_n_s32(0);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            const uint8x16_t v = vld1q_u8(qv + 16 * (8 * c + l));
-            const uint32x4_t ql = vreinterpretq_u32_u8(vandq_u8(v, m4)), qh = vreinterpretq_u32_u8(vshrq_n_u8(v, 4));
-            /* rows 0, 1 and rows 2, 3: 8 bytes per row, sub-block 2c then 2c+1 */
-            const uint8x16_t z0 = vreinterpretq_u8_u32(vzip1q_u32(ql, qh)), z1 = vreinterpretq_u8_u32(vzip2q_u32(ql, qh));
-            const int8x16_t h0 = vreinterpretq_s8_u8(vmulq_u8(z0, mu[c][0])), m0 = vreinterpretq_s8_u8(vmulq_u8(z0, mu[c][1]));
-            const int8x16_t h1 = vreinterpretq_s8_u8(vmulq_u8(z1, mu[c][2])), m1 = vreinterpretq_s8_u8(vmulq_u8(z1, mu[c][3]));
-            for (int p = 0; p < TP; p++) {
-                const int8x16_t B = ab->b[8 * c + l][p];
-                H[0][p] = k_smmla(H[0][p], h0, B);
-                M[0][p] = k_smmla(M[0][p], m0, B);
-                H[1][p] = k_smmla(H[1][p], h1, B);
-                M[1][p] = k_smmla(M[1][p], m1, B);
-            }
-        }
-        for (int rp = 0; rp < 2; rp++)
-            for (int p = 0; p < TP; p++) {
-                const int32x4_t L = mla_lane0(M[rp][p], H[rp][p], k8);
-                acc[l][rp][p] = vfmaq_f32(acc[l][rp][p], vcvtq_f32_s32(L), dv[rp][p]);
-            }
+    if (t == K_Q4_K) { /* one vector per lane: lane l as h = 0, j = l (measured: fewer spills than unrolled) */
+        for (int l = 0; l < 8; l++)
+            q45_lane(t, qv, 0, l, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
+        return;
+    }
+    for (int h = 0; h < 2; h++) {
+        q45_lane(t, qv, h, 0, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
+        q45_lane(t, qv, h, 1, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
+        q45_lane(t, qv, h, 2, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
+        q45_lane(t, qv, h, 3, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
     }
 }
 
 /* groups [0, ng) (ng <= I8_GB) of w x token pairs [0, TP) of a */
-static inline __attribute__((always_inline)) void q4k_tile(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng,
+static inline __attribute__((always_inline)) void q45k_tile(const int t, int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng,
                                                            const char *a, size_t a_row_bytes, float *y,
                                                            int64_t y_stride, const int TP) {
     i8_act ab[I8_NBC];
@@ -208,17 +266,19 @@ static inline __attribute__((always_inline)) void q4k_tile(int64_t nb, const uin
         const int nbc = nb - b0 < I8_NBC ? (int)(nb - b0) : I8_NBC;
         for (int j = 0; j < nbc; j++) i8_arrange(&ab[j], a, a_row_bytes, b0 + j, TP);
         for (int64_t g = 0; g < ng; g++) {
-            const uint8_t *o = w + (size_t)(4 * g) * row_bytes + (size_t)b0 * Q4K_X4_BYTES;
-            for (int j = 0; j < nbc; j++, o += Q4K_X4_BYTES) q4k_block(o, &ab[j], acc[g], am[g], TP);
+            const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : Q5K_X4_BYTES;
+            const uint8_t *o = w + (size_t)(4 * g) * row_bytes + (size_t)b0 * gb;
+            for (int j = 0; j < nbc; j++, o += gb) q45k_block(t, o, &ab[j], acc[g], am[g], TP);
         }
     }
-    /* the dotprod kernel's final sums: hsum8 of the lanes minus the min term */
+    /* the dotprod kernel's final sums: hsum8 of the lanes minus the min term
+     * (Q4_K: k_hsum8 - k_hsum4(am)) or plus summs (Q5_K) */
     for (int64_t g = 0; g < ng; g++)
         for (int p = 0; p < TP; p++) {
             float mt[2][4];
             for (int j = 0; j < 2; j++) {
                 const float32x4_t *m = am[g][2 * p + j];
-                vst1q_f32(mt[j], vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3])));
+                vst1q_f32(mt[j], t == K_Q4_K ? vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3])) : m[0]);
             }
             for (int rp = 0; rp < 2; rp++) {
                 float32x4_t A[8];
@@ -229,26 +289,37 @@ static inline __attribute__((always_inline)) void q4k_tile(int64_t nb, const uin
                 vst1q_f32(s, vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3)));
                 for (int i = 0; i < 2; i++)     /* row 2rp + i */
                     for (int j = 0; j < 2; j++) /* token 2p + j */
-                        y[(2 * p + j) * y_stride + 4 * g + 2 * rp + i] = s[2 * i + j] - mt[j][2 * rp + i];
+                        y[(2 * p + j) * y_stride + 4 * g + 2 * rp + i] =
+                            t == K_Q4_K ? s[2 * i + j] - mt[j][2 * rp + i] : s[2 * i + j] + mt[j][2 * rp + i];
             }
         }
 }
 
-/* one function per token-pair count, so that only one tile's stack frame is live */
-#define Q4K_TILE_FN(tp)                                                                                        \
-    static __attribute__((noinline)) void q4k_tile##tp(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng, \
-                                                       const char *a, size_t a_row_bytes, float *y, int64_t y_stride) { \
-        q4k_tile(nb, w, row_bytes, ng, a, a_row_bytes, y, y_stride, tp);                                      \
+/* one function per type and token-pair count, so that only one tile's stack
+ * frame is live */
+#define Q45K_TILE_FN(name, t, tp)                                                                            \
+    static __attribute__((noinline)) void name##tp(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng, \
+                                                   const char *a, size_t a_row_bytes, float *y, int64_t y_stride) { \
+        q45k_tile(t, nb, w, row_bytes, ng, a, a_row_bytes, y, y_stride, tp);                                \
     }
-Q4K_TILE_FN(1)
-Q4K_TILE_FN(2)
-Q4K_TILE_FN(3)
-Q4K_TILE_FN(4)
-#undef Q4K_TILE_FN
+Q45K_TILE_FN(q4k_tile, K_Q4_K, 1)
+Q45K_TILE_FN(q4k_tile, K_Q4_K, 2)
+Q45K_TILE_FN(q4k_tile, K_Q4_K, 3)
+Q45K_TILE_FN(q4k_tile, K_Q4_K, 4)
+Q45K_TILE_FN(q5k_tile, K_Q5_K, 1)
+Q45K_TILE_FN(q5k_tile, K_Q5_K, 2)
+Q45K_TILE_FN(q5k_tile, K_Q5_K, 3)
+Q45K_TILE_FN(q5k_tile, K_Q5_K, 4)
+#undef Q45K_TILE_FN
 
-void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
+typedef void q45k_tile_fn(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng, const char *a,
+                          size_t a_row_bytes, float *y, int64_t y_stride);
+
+/* nr rows (groups of 4) x ntok tokens: token pairs through tiles[TP - 1],
+ * one token (or the last of an odd count) through the dotprod kernel one */
+static void q45k_mm(q45k_tile_fn *const tiles[I8_TP], k_mm_tile_fn one, K_MM_TILE_PARAMS) {
     if (ntok < 2) {
-        k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_ARGS);
+        one(K_MM_TILE_ARGS);
         return;
     }
     const int64_t nb = n / K_QKK, npair = ntok / 2;
@@ -256,20 +327,24 @@ void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
     for (int64_t r0 = 0; r0 + 4 <= nr; r0 += 4 * I8_GB) {
         const int64_t ng = (nr - r0) / 4 < I8_GB ? (nr - r0) / 4 : I8_GB;
         for (int64_t p0 = 0; p0 < npair; p0 += I8_TP) {
-            const char *ap = (const char *)a + (size_t)(2 * p0) * a_row_bytes;
-            float *yp = y + 2 * p0 * y_stride + r0;
-            const uint8_t *wp = wb + (size_t)r0 * row_bytes;
-            switch (npair - p0 < I8_TP ? npair - p0 : I8_TP) {
-            case 4: q4k_tile4(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
-            case 3: q4k_tile3(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
-            case 2: q4k_tile2(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
-            default: q4k_tile1(nb, wp, row_bytes, ng, ap, a_row_bytes, yp, y_stride); break;
-            }
+            const int tp = npair - p0 < I8_TP ? (int)(npair - p0) : I8_TP;
+            tiles[tp - 1](nb, wb + (size_t)r0 * row_bytes, row_bytes, ng, (const char *)a + (size_t)(2 * p0) * a_row_bytes,
+                          a_row_bytes, y + 2 * p0 * y_stride + r0, y_stride);
         }
     }
     if (ntok & 1)
-        k_mm_packed_q4_k_x4_neon_dot(n, w, row_bytes, nr, (const char *)a + (size_t)(ntok - 1) * a_row_bytes,
-                                     a_row_bytes, 1, y + (ntok - 1) * y_stride, y_stride);
+        one(n, w, row_bytes, nr, (const char *)a + (size_t)(ntok - 1) * a_row_bytes, a_row_bytes, 1,
+            y + (ntok - 1) * y_stride, y_stride);
+}
+
+void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
+    static q45k_tile_fn *const tiles[I8_TP] = {q4k_tile1, q4k_tile2, q4k_tile3, q4k_tile4};
+    q45k_mm(tiles, k_mm_packed_q4_k_x4_neon_dot, K_MM_TILE_ARGS);
+}
+
+void k_mm_packed_q5_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
+    static q45k_tile_fn *const tiles[I8_TP] = {q5k_tile1, q5k_tile2, q5k_tile3, q5k_tile4};
+    q45k_mm(tiles, k_mm_packed_q5_k_x4_neon_dot, K_MM_TILE_ARGS);
 }
 
 K_I8MM_END
