@@ -5,7 +5,7 @@
  *   K_IMPL_NEON_DOT  the NEON set with the integer dot products replaced by the
  *                    SDOT kernels (*_neon_dot_arm64.c)
  *   K_IMPL_NEON_I8MM the NEON_DOT set with prompt tiles of packed weights on
- *                    SMMLA (pack_neon_i8mm_arm64.c), on NEON_DOT's layouts
+ *                    USMMLA (Q4_K, Q5_K: pack_neon_i8mm_arm64.c), on NEON_DOT's layouts
  *
  * Only called with impl != K_IMPL_REF. Package kernels enables
  * K_IMPL_NEON_DOT only when the CPU reports dotprod (x/sys/cpu
@@ -54,11 +54,11 @@ static const k_type_kernels neon_dot[K_TYPE_MAX] = {
     [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_neon_dot, .mm_tile = k_mm_mxfp4_neon_dot},
 };
 
-/* SMMLA tiles over neon_dot's packed layouts (the same pack kernels, so
+/* USMMLA tiles over neon_dot's packed layouts (the same pack kernels, so
  * k_pack_same holds and one packed copy serves both sets); the dots and
  * unpacked tiles are neon_dot's, listed again because the packed members
  * come from the layer that has the type's dot (kernels.h). One token runs
- * neon_dot's packed kernel: SMMLA pairs tokens. */
+ * neon_dot's packed kernel: USMMLA pairs tokens. */
 static const k_type_kernels neon_i8mm[K_TYPE_MAX] = {
     [K_Q4_K]   = {.dot = k_dot_q4_k_q8_k_neon_dot, .mm_tile = k_mm_q4_k_neon_dot,
                   .pack_rows = 4, .pack = k_pack_q4_k_x4_neon_dot, .mm_packed = k_mm_packed_q4_k_x4_neon_i8mm},

@@ -1,11 +1,12 @@
 /*
  * pack_neon_i8mm_arm64.c — prompt tiles of the i8mm set (K_IMPL_NEON_I8MM)
- * over the dotprod set's packed layouts (pack_neon_dot_arm64.c: the same
- * bytes, the same pack kernels), on SMMLA:
+ * for Q4_K and Q5_K over the dotprod set's packed x4 layouts
+ * (pack_neon_dot_arm64.c: the same bytes, the same pack kernels), on
+ * USMMLA:
  *
- *   k_smmla(acc, a, b)  acc (int32x4) += the 2x2 matrix product of a (2 rows
- *                       of 8 int8) by b transposed (2 columns of 8 int8):
- *                       lane 2i + j gets sum_k a[8i + k] * b[8j + k]
+ *   k_usmmla(acc, a, b)  acc (int32x4) += the 2x2 matrix product of a (2 rows
+ *                        of 8 uint8) by b transposed (2 columns of 8 int8):
+ *                        lane 2i + j gets sum_k a[8i + k] * b[8j + k]
  *
  * The results are the bits of the dotprod set (its per-row kernel, q45k_x4
  * there): per row and block the same 8 integer lanes (lane l = sum over the
@@ -13,24 +14,30 @@
  * the same FMAs into 8 f32 lanes and the same final sums. Integer sums are
  * exact, so only the way a lane's integer is formed changes:
  *
- *   SMMLA sums 8 products where a lane is made of 4 per sub-block, with a
+ *   USMMLA sums 8 products where a lane is made of 4 per sub-block, with a
  *   scale per sub-block. Its 8 bytes are taken as lane l of sub-blocks 2c
- *   and 2c + 1 (the low and high nibbles of the layout's vector (c, l)), with
- *   each weight premultiplied by its sub-block's scale, split in two so the
- *   products fit int8: scale = 8 h + m, h = scale >> 3, m = scale & 7, both
- *   <= 7, and q * h, q * m <= 105 for a 4-bit q. Lane l = 8 H + M, where H
- *   (M) is the SMMLA sum of q * h (q * m) times the activations over the 4
- *   chunks: 8 SMMLAs per lane for 2 rows x 2 tokens, no per-sub-block
- *   multiply-add. The min term is the dotprod kernel's, per token.
+ *   and 2c + 1 (the layout's vectors of lane l, chunk c), with each weight
+ *   premultiplied by its sub-block's scale, split in two so the products
+ *   fit a byte: scale = 8 h + m, h = scale >> 3, m = scale & 7, both <= 7,
+ *   and q * h, q * m <= 217 for a 5-bit q (105 for Q4_K). Lane l = 8 H + M,
+ *   where H (M) is the USMMLA sum of q * h (q * m) times the activations
+ *   over the 4 chunks: 8 USMMLAs per lane for 2 rows x 2 tokens, no
+ *   per-sub-block multiply-add. The min term is the dotprod kernel's, per
+ *   token.
  *
  * A tile is a batch of up to 16 row groups (64 rows) x up to 4 token pairs:
- * the activations of 8 blocks are first rearranged into SMMLA operands
+ * the activations of 8 blocks are first rearranged into USMMLA operands
  * (per token pair, chunk c and lane l: token t's bytes of lane l of
  * sub-blocks 2c, 2c + 1, then token u's), then every group of the batch
  * runs over those blocks. The f32 lane accumulators of the batch live on the
- * stack between blocks (~42 KB in all). One token, and the last of an odd
- * count, go through the dotprod set's packed kernel, which SMMLA's token
- * pairs do not help.
+ * stack between blocks (~43 KB in all). One token, and the last of an odd
+ * count, go through the dotprod set's packed kernel, which token pairs do
+ * not help.
+ *
+ * Q6_K, IQ4_XS and Q8_0 keep the dotprod kernels: no split of their scales
+ * keeps the premultiplied weights in a byte (Q8_0 has none to fold), and
+ * without it the instruction gives 16 useful products, as SDOT does
+ * (docs/apple-proxy.md, "The i8mm set").
  *
  * The instruction is inline assembly, as SDOT in sdot_arm64.h: gcc takes it
  * after an `.arch` line, clang inside functions with target("i8mm")

@@ -11,7 +11,7 @@ import "golang.org/x/sys/cpu"
 //	              ARMv8.4+ and every Apple M-series). GODEBUG=cpu.asimddp=off
 //	              hides it (and neon-i8mm).
 //	neon-i8mm     neon-dotprod with prompt tiles of the packed weights on
-//	              SMMLA (k_smmla, inline assembly); only when the CPU reports
+//	              USMMLA (k_usmmla, inline assembly); only when the CPU reports
 //	              dotprod and i8mm (ARMv8.6+, Apple M2 and later).
 //	              GODEBUG=cpu.i8mm=off hides it.
 func archImpls() []implInfo {
