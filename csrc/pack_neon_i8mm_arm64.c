@@ -246,11 +246,15 @@ static inline __attribute__((always_inline)) void q45k_block(const int t, const 
             q45_lane(t, qv, 0, l, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
         return;
     }
-    for (int h = 0; h < 2; h++) {
-        q45_lane(t, qv, h, 0, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
-        q45_lane(t, qv, h, 1, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
-        q45_lane(t, qv, h, 2, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
-        q45_lane(t, qv, h, 3, (const uint8x16_t(*)[4])mu, ab, (const float32x4_t(*)[I8_TP])dv, acc, TP);
+    for (int l = 0; l < 8; l++) { /* Q5_K: the decoding depends on l % 4 */
+        const uint8x16_t(*m)[4] = (const uint8x16_t(*)[4])mu;
+        const float32x4_t(*d)[I8_TP] = (const float32x4_t(*)[I8_TP])dv;
+        switch (l & 3) {
+        case 0: q45_lane(t, qv, l >> 2, 0, m, ab, d, acc, TP); break;
+        case 1: q45_lane(t, qv, l >> 2, 1, m, ab, d, acc, TP); break;
+        case 2: q45_lane(t, qv, l >> 2, 2, m, ab, d, acc, TP); break;
+        default: q45_lane(t, qv, l >> 2, 3, m, ab, d, acc, TP); break;
+        }
     }
 }
 
