@@ -38,7 +38,7 @@ enum {
 
 /* ---- implementation ids ---- */
 enum { K_IMPL_REF = 0, K_IMPL_AVX2 = 1, K_IMPL_NEON = 2, K_IMPL_NEON_DOT = 3, K_IMPL_AVX512 = 4,
-       K_IMPL_MAX = 5 };
+       K_IMPL_NEON_I8MM = 5, K_IMPL_MAX = 6 };
 
 #define K_QK 32    /* elements per block of the 32-element formats */
 #define K_QKK 256  /* elements per super-block of the K-quants */
@@ -609,7 +609,7 @@ typedef struct {
 
 /* The tables of impl's kernel sets, most specific first: layer 0 is impl's
  * own, layer 1 the set it falls back to member by member (AVX-512 on AVX2,
- * NEON_DOT on NEON); NULL past the last. A set that replaces a type's dot
+ * NEON_DOT on NEON, NEON_I8MM on NEON_DOT then NEON); NULL past the last. A set that replaces a type's dot
  * replaces its tile too, so that a tile never mixes in another set's bits. */
 const k_type_kernels *k_arch_get_table(int impl, int layer);
 const k_arch_ops     *k_arch_get_ops(int impl);             /* may return NULL */

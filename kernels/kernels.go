@@ -8,7 +8,7 @@
 //
 // Kernel sets (Impl, Available, Use; WOOLLY_KERNELS=ref forces ref): "ref"
 // (portable C), "avx2" (AVX2+FMA+F16C), "avx512" (adds AVX-512 VL/BW/VNNI
-// integer dots), "neon" / "neon-dotprod" on arm64. The best one is chosen at
+// integer dots), "neon" / "neon-dotprod" / "neon-i8mm" on arm64. The best one is chosen at
 // init from golang.org/x/sys/cpu (GODEBUG=cpu.avx2=off disables the x86 sets).
 //
 // Numerics: dequantization is bit-identical to ggml on every set. Activation

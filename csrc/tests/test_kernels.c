@@ -724,8 +724,10 @@ static void test_packed(int impl) {
             continue;
         }
         kernels++;
-        const int64_t G = set->pack_rows, nrows = 3 * G, ys = nrows + 5;
+        const int64_t G = set->pack_rows;
         for (int kb = 0; kb < (int)(sizeof nbks / sizeof nbks[0]); kb++) {
+            /* 19 groups once: more than a tile's batch of rows (the i8mm tiles take 16 groups) */
+            const int64_t nrows = (kb == 1 ? 19 : 3) * G, ys = nrows + 5;
             const int64_t n = nbks[kb] * block_elems(t), nb = nbks[kb];
             const int64_t rb = k_row_bytes(t, n), ab = k_row_bytes(act, n);
             for (int pad = 0; pad < 2; pad++) {
