@@ -218,7 +218,7 @@ int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t pr
 void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                  int64_t head_dim, const float *q, int64_t q_stride,
                  const float *k, const float *v, int64_t kv_stride,
-                 float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                 float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch);
 
 /* Causal GQA attention over an f16 KV cache (k_half bits) with the numerics
@@ -251,7 +251,7 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
                         const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                        float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_f16acc_scratch(int64_t head_dim);
 
@@ -280,7 +280,7 @@ int64_t k_attention_f16acc_scratch(int64_t head_dim);
 void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                        int64_t head_dim, const float *q, int64_t q_stride,
                        const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                       float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                        int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_tiled_scratch(int64_t head_dim);
 
@@ -400,13 +400,13 @@ typedef void k_sgemm_kernel(int trans_b, int64_t m0, int64_t m1, int64_t N, int6
 typedef void k_attention_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                                 int64_t head_dim, const float *q, int64_t q_stride,
                                 const float *k, const float *v, int64_t kv_stride,
-                                float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                                float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                                 int64_t h0, int64_t h1, float *scratch);
 /* the same over an f16 KV cache (k_attention_f16acc, k_attention_tiled) */
 typedef void k_attn_h_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,
                              const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                             float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch);
 typedef void k_rmsnorm_kernel(float *out, const float *x, const float *w, int64_t n, float eps);
 typedef void k_rope_kernel(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
