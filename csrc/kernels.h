@@ -324,6 +324,11 @@ void k_softcap(int impl, float *x, int64_t n, float cap);
 /* Softmax of one row with the reference build's numerics (ggml soft_max,
  * AVX-512 build): see k_softmax_exact_ref in ffn_ref.c. In place. */
 void k_softmax_exact(int impl, float *x, int64_t n);
+/* gpt-oss's clamped SwiGLU (ggml's swiglu_oai) on n elements, the reference
+ * build's scalar loop: x = min(gate, limit), y = clamp(up, -limit, limit),
+ * out = x / (1 + expf(alpha * -x)) * (y + 1), expf glibc's (k_attn_expf).
+ * out may be gate. One portable version for every impl. */
+void k_swiglu_oai(int impl, float *out, const float *gate, const float *up, int64_t n, float alpha, float limit);
 /* Fills the GELU table of k_geglu (idempotent; call once before use, as
  * package kernels does in init: without it k_geglu evaluates the same values
  * element by element, slowly). */
@@ -482,6 +487,7 @@ k_swiglu_kernel k_swiglu_ref, k_geglu_ref;
 k_add_kernel k_add_ref;
 k_scale_kernel k_scale_ref;
 void k_softcap_ref(float *x, int64_t n, float cap);
+void k_swiglu_oai_ref(float *out, const float *gate, const float *up, int64_t n, float alpha, float limit);
 
 /* ---- per-architecture hooks ---------------------------------------------
  * csrc/dispatch.c (generic) owns the tables of ref kernels and the drivers.

@@ -494,6 +494,10 @@ func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
 // call per value; meant for tests and scalar use.
 func Tanhf(x float32) float32 { return float32(C.tanhf(C.float(x))) }
 
+// Logf is the C library's logf (the reference's YaRN RoPE parameters use it;
+// glibc's is the reference build's).
+func Logf(x float32) float32 { return float32(C.logf(C.float(x))) }
+
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.
 func RMSNorm(out, x, w []float32, eps float32) error {

@@ -31,6 +31,7 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 		NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
 		Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
 		Scale: c.KQScale, Out: att, OutStride: qd, SoftCap: c.AttnSoftCap,
+		Sinks: m.w.Layers[li].Sinks, // gpt-oss (nil elsewhere)
 	}
 	if c.SWALayers != nil && c.SWALayers[li] {
 		p.Window = c.SlidingWindow // the cache keeps every position; the window masks
@@ -84,7 +85,7 @@ func (s *Session) widenKV(li int, a *kernels.AttnF16Params) (*kernels.AttnParams
 	return &kernels.AttnParams{
 		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
 		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
-		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap,
+		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap, Sinks: a.Sinks,
 	}, nil
 }
 
