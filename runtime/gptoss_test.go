@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/synth"
 )
@@ -151,4 +152,45 @@ func TestGptOssPerplexity(t *testing.T) {
 	want := ref.PPL["gpt-oss-mini"]
 	t.Logf("gpt-oss-mini: PPL %.4f, llama.cpp %.4f", res.PPL, want)
 	require.InDelta(t, want, res.PPL, 5e-5, "PPL to 4 decimals")
+}
+
+// TestGptOssBadFiles: a gpt-oss file missing a tensor or key llama.cpp
+// requires, or with an unsupported value, fails to load with one error
+// naming it.
+func TestGptOssBadFiles(t *testing.T) {
+	path := gptOssMini(t)
+	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
+	str := func(s string) *loader.Value { x := loader.Value{Type: loader.TypeString, V: s}; return &x }
+	f32 := func(v float32) *loader.Value { x := loader.Value{Type: loader.TypeFloat32, V: v}; return &x }
+	cases := []struct {
+		name string
+		set  map[string]*loader.Value
+		drop string
+		want string
+	}{
+		{"no sinks", nil, "blk.1.attn_sinks.weight", "tensor blk.1.attn_sinks.weight is missing"},
+		{"no output bias", nil, "blk.0.attn_output.bias", "tensor blk.0.attn_output.bias is missing"},
+		{"no router bias", nil, "blk.2.ffn_gate_inp.bias", "tensor blk.2.ffn_gate_inp.bias is missing"},
+		{"no expert down bias", nil, "blk.3.ffn_down_exps.bias", "tensor blk.3.ffn_down_exps.bias is missing"},
+		{"no q bias", nil, "blk.0.attn_q.bias", "tensor blk.0.attn_q.bias is missing"},
+		{"no window", map[string]*loader.Value{"gpt-oss.attention.sliding_window": nil}, "", "key gpt-oss.attention.sliding_window is missing"},
+		{"no expert width", map[string]*loader.Value{"gpt-oss.expert_feed_forward_length": nil}, "", "key gpt-oss.expert_feed_forward_length is missing"},
+		{"no experts", map[string]*loader.Value{"gpt-oss.expert_count": nil}, "", "key gpt-oss.expert_count is missing"},
+		{"expert width lies", map[string]*loader.Value{"gpt-oss.expert_feed_forward_length": u32(32)}, "", "blk.0.ffn_gate_exps.weight has shape"},
+		{"unknown scaling", map[string]*loader.Value{"gpt-oss.rope.scaling.type": str("longrope2")}, "", `rope scaling type "longrope2"`},
+		{"negative factor", map[string]*loader.Value{"gpt-oss.rope.scaling.factor": f32(-2)}, "", "rope.scaling.factor -2 is invalid"},
+		{"no eps", map[string]*loader.Value{"gpt-oss.attention.layer_norm_rms_epsilon": nil}, "", "key gpt-oss.attention.layer_norm_rms_epsilon is missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := rewriteModel(t, path, c.set, c.drop)
+			_, err := Load(bad, LoadOptions{Threads: 1})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+	// feed_forward_length is optional for gpt-oss (llama.cpp reads it as such).
+	m, err := Load(rewriteModel(t, path, map[string]*loader.Value{"gpt-oss.feed_forward_length": nil}, ""), LoadOptions{Threads: 1})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
 }

@@ -111,6 +111,8 @@ func Builtin(kind, bos, eos string) (*Template, error) {
 func Detect(src string) string {
 	has := func(s string) bool { return strings.Contains(src, s) }
 	switch {
+	case has("<|channel|>") && has("<|start|>"): // gpt-oss
+		return "harmony"
 	case has("<|im_start|>") && has("<think>"):
 		return "qwen3"
 	case has("<|im_start|>"):
