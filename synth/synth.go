@@ -119,6 +119,12 @@ var presets = []Preset{
 	{Name: "gpt-oss-mini", Arch: "gpt-oss", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 64, Vocab: 32000, Ctx: 131072,
 		RopeBase: 150000, Eps: 1e-5, Experts: 8, ExpertsUse: 4, ExpertFF: 64, Window: 128, RopeSWA: 150000, Pre: "gpt-4o",
 		Yarn: 32, YarnOrigCtx: 4096},
+	// gpt-oss-20b's shapes (openai/gpt-oss-20b config.json): 24 layers, 64
+	// heads and 8 KV heads of 64, 32 experts of 2880 (4 used), vocabulary
+	// 201088, untied; with --type mxfp4 about 12 GB, like OpenAI's file.
+	{Name: "gpt-oss-20b", Arch: "gpt-oss", Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, Ctx: 131072,
+		RopeBase: 150000, Eps: 1e-5, Experts: 32, ExpertsUse: 4, ExpertFF: 2880, Window: 128, RopeSWA: 150000,
+		Yarn: 32, YarnOrigCtx: 4096},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
