@@ -214,7 +214,10 @@ int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t pr
  * softcap == 0, s = scale * q.k; otherwise the reference's soft-cap with
  * the cap folded into the scale: s = softcap * tanhf(q.k * (scale / softcap))
  * (scale / softcap one f32 division, tanhf the C library's). Softmax in f32
- * (max subtracted), out = sum p * v. */
+ * (max subtracted), out = sum p * v. sinks: NULL, or one logit per query
+ * head [n_head] (gpt-oss) that joins the softmax's denominator without a
+ * value row; the exact kernels below apply it after the last position as
+ * the reference does (k_attn_sink in attn_common.h). */
 void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                  int64_t head_dim, const float *q, int64_t q_stride,
                  const float *k, const float *v, int64_t kv_stride,
