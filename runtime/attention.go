@@ -31,7 +31,9 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 		NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
 		Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
 		Scale: c.KQScale, Out: att, OutStride: qd, SoftCap: c.AttnSoftCap,
-		Sinks: m.w.Layers[li].Sinks, // gpt-oss (nil elsewhere)
+	}
+	if c.AttnSinks { // gpt-oss: a learned logit per head in every softmax
+		p.Sinks = m.w.Layers[li].Sinks
 	}
 	if c.SWALayers != nil && c.SWALayers[li] {
 		p.Window = c.SlidingWindow // the cache keeps every position; the window masks

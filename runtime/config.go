@@ -247,7 +247,7 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 			if !(factor > 0) || math.IsInf(factor, 0) {
 				return nil, fmt.Errorf("rope.scaling.factor %v is invalid", factor)
 			}
-			c.RopeFreqScale = float32(1 / factor)
+			c.RopeFreqScale = 1 / float32(factor) // llama.cpp: 1.0f/ropescale in f32
 		}
 	case "linear":
 		if hasFactor && factor != 0 {

@@ -217,7 +217,7 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 				return
 			}
 		}
-		if l.ExpGateB != nil { // gpt-oss: per-expert biases and the clamped SwiGLU
+		if c.SwiGLUOAI { // gpt-oss: per-expert biases and the clamped SwiGLU
 			if err := expertBiasGLU(c, l, ch.e, ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
 				st.errs[wk] = err
 			}
