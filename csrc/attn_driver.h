@@ -133,6 +133,7 @@ ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(ATTN_F16_P
                 }
             }
             for (int e = 0; e < nh; e++) {
+                if (sinks) k_attn_sink(acc[e], hd, sinks[h + e], M[e], &S[e]);
                 const float inv = S[e] != 0 ? 1 / S[e] : 0;
                 float *o = out + t * out_stride + (h + e) * hd;
                 for (int64_t i = 0; i < hd; i++) o[i] = acc[e][i] * inv;
@@ -197,6 +198,7 @@ ATTN_FN static inline __attribute__((always_inline)) void attn_tiled(ATTN_F16_PA
                 }
             }
             for (int64_t r = 0; r < rn; r++) {
+                if (sinks) k_attn_sink(accs + r * hd, hd, sinks[h], Ms[r], &Ss[r]);
                 const float inv = Ss[r] != 0 ? 1 / Ss[r] : 0;
                 const float *acc = accs + r * hd;
                 float *o = out + (t0 + r) * out_stride + h * hd;

@@ -381,3 +381,7 @@ void k_geglu(int impl, float *out, const float *gate, const float *up, int64_t n
 }
 void k_softcap(int impl, float *x, int64_t n, float cap) { (void)impl; k_softcap_ref(x, n, cap); }
 void k_softmax_exact(int impl, float *x, int64_t n) { (void)impl; k_softmax_exact_ref(x, n); }
+void k_swiglu_oai(int impl, float *out, const float *gate, const float *up, int64_t n, float alpha, float limit) {
+    (void)impl;
+    k_swiglu_oai_ref(out, gate, up, n, alpha, limit);
+}

@@ -214,11 +214,14 @@ int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t pr
  * softcap == 0, s = scale * q.k; otherwise the reference's soft-cap with
  * the cap folded into the scale: s = softcap * tanhf(q.k * (scale / softcap))
  * (scale / softcap one f32 division, tanhf the C library's). Softmax in f32
- * (max subtracted), out = sum p * v. */
+ * (max subtracted), out = sum p * v. sinks: NULL, or one logit per query
+ * head [n_head] (gpt-oss) that joins the softmax's denominator without a
+ * value row; the exact kernels below apply it after the last position as
+ * the reference does (k_attn_sink in attn_common.h). */
 void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                  int64_t head_dim, const float *q, int64_t q_stride,
                  const float *k, const float *v, int64_t kv_stride,
-                 float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                 float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch);
 
 /* Causal GQA attention over an f16 KV cache (k_half bits) with the numerics
@@ -251,7 +254,7 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
                         const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                        float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_f16acc_scratch(int64_t head_dim);
 
@@ -280,7 +283,7 @@ int64_t k_attention_f16acc_scratch(int64_t head_dim);
 void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                        int64_t head_dim, const float *q, int64_t q_stride,
                        const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                       float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                        int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_tiled_scratch(int64_t head_dim);
 
@@ -354,6 +357,11 @@ void k_softcap(int impl, float *x, int64_t n, float cap);
 /* Softmax of one row with the reference build's numerics (ggml soft_max,
  * AVX-512 build): see k_softmax_exact_ref in ffn_ref.c. In place. */
 void k_softmax_exact(int impl, float *x, int64_t n);
+/* gpt-oss's clamped SwiGLU (ggml's swiglu_oai) on n elements, the reference
+ * build's scalar loop: x = min(gate, limit), y = clamp(up, -limit, limit),
+ * out = x / (1 + expf(alpha * -x)) * (y + 1), expf glibc's (k_attn_expf).
+ * out may be gate. One portable version for every impl. */
+void k_swiglu_oai(int impl, float *out, const float *gate, const float *up, int64_t n, float alpha, float limit);
 /* Fills the GELU table of k_geglu (idempotent; call once before use, as
  * package kernels does in init: without it k_geglu evaluates the same values
  * element by element, slowly). */
@@ -430,13 +438,13 @@ typedef void k_sgemm_kernel(int trans_b, int64_t m0, int64_t m1, int64_t N, int6
 typedef void k_attention_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                                 int64_t head_dim, const float *q, int64_t q_stride,
                                 const float *k, const float *v, int64_t kv_stride,
-                                float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                                float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                                 int64_t h0, int64_t h1, float *scratch);
 /* the same over an f16 KV cache (k_attention_f16acc, k_attention_tiled) */
 typedef void k_attn_h_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,
                              const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                             float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch);
 /* the same over a KV cache of any of f16, q8_0, q4_0 for K and V
  * (k_attention_kvq); fn carries the impl's quantizer, K dot and V dequant */
@@ -527,6 +535,7 @@ k_swiglu_kernel k_swiglu_ref, k_geglu_ref;
 k_add_kernel k_add_ref;
 k_scale_kernel k_scale_ref;
 void k_softcap_ref(float *x, int64_t n, float cap);
+void k_swiglu_oai_ref(float *out, const float *gate, const float *up, int64_t n, float alpha, float limit);
 
 /* ---- per-architecture hooks ---------------------------------------------
  * csrc/dispatch.c (generic) owns the tables of ref kernels and the drivers.

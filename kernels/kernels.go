@@ -319,7 +319,11 @@ type AttnF16Params = AttnParamsOf[uint16]
 // SoftCap > 0 caps the scores as the reference does (Gemma 2), folding the
 // cap into the scale: s = SoftCap * tanhf(q.k * (Scale/SoftCap)), with
 // Scale/SoftCap one f32 division and tanhf the C library's; 0 is off.
-// The zero values of both keep plain causal attention.
+// Sinks, when not nil, holds one learned logit per query head ([NHead],
+// gpt-oss's attention sinks): it joins each softmax's denominator without a
+// value row, applied after the last position as the reference does (see
+// k_attn_sink in csrc/attn_common.h).
+// The zero values of all three keep plain causal attention.
 type AttnParamsOf[KV float32 | uint16] struct {
 	NTok, Pos0, NHead, NHeadKV, HeadDim int
 	Q                                   []float32
@@ -331,6 +335,7 @@ type AttnParamsOf[KV float32 | uint16] struct {
 	OutStride                           int
 	Window                              int
 	SoftCap                             float32
+	Sinks                               []float32
 }
 
 // check validates p and the head range; the caller handles the empty case.
@@ -352,6 +357,16 @@ func (p *AttnParamsOf[KV]) check(op string, h0, h1 int, scratch []float32, scrat
 	}
 	if c := float64(p.SoftCap); !(c >= 0) || math.IsInf(c, 1) {
 		return fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c)
+	}
+	if p.Sinks != nil {
+		if len(p.Sinks) < p.NHead {
+			return fmt.Errorf("kernels.%s: %d sinks for %d heads", op, len(p.Sinks), p.NHead)
+		}
+		for h, s := range p.Sinks[:p.NHead] {
+			if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+				return fmt.Errorf("kernels.%s: sink of head %d is %g (must be finite)", op, h, s)
+			}
+		}
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
@@ -392,7 +407,7 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	}
 	C.k_attention(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
+		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Sinks), fptr(p.Out), C.int64_t(p.OutStride),
 		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
@@ -462,10 +477,10 @@ func attentionF16(op string, tiled bool, p *AttnF16Params, h0, h1 int, scratch [
 	qs, kvs, outs, win := C.int64_t(p.QStride), C.int64_t(p.KVStride), C.int64_t(p.OutStride), C.int64_t(p.Window)
 	if tiled {
 		C.k_attention_tiled(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
-			out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+			fptr(p.Sinks), out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	} else {
 		C.k_attention_f16acc(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
-			out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+			fptr(p.Sinks), out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	}
 	return nil
 }
@@ -478,6 +493,10 @@ func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
 // so Go code can reproduce a capped score or logit bit for bit. One cgo
 // call per value; meant for tests and scalar use.
 func Tanhf(x float32) float32 { return float32(C.tanhf(C.float(x))) }
+
+// Logf is the C library's logf (the reference's YaRN RoPE parameters use it;
+// glibc's is the reference build's).
+func Logf(x float32) float32 { return float32(C.logf(C.float(x))) }
 
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.

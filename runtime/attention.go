@@ -33,6 +33,9 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 		Q: q, QStride: qd, K: halfs(s.kcache[li]), V: halfs(s.vcache[li]), KVStride: kvd,
 		Scale: c.KQScale, Out: att, OutStride: qd, SoftCap: c.AttnSoftCap,
 	}
+	if c.AttnSinks { // gpt-oss: a learned logit per head in every softmax
+		p.Sinks = m.w.Layers[li].Sinks
+	}
 	if c.SWALayers != nil && c.SWALayers[li] {
 		p.Window = c.SlidingWindow // the cache keeps every position; the window masks
 	}
@@ -108,7 +111,7 @@ func (s *Session) widenKV(li int, a *kernels.AttnF16Params) (*kernels.AttnParams
 	return &kernels.AttnParams{
 		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
 		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
-		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap,
+		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap, Sinks: a.Sinks,
 	}, nil
 }
 

@@ -107,6 +107,10 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 // base^(-2/n_rot) per pair, divided by the pair's frequency factor, times
 // freqScale; the table holds cosf / sinf (glibc's, bit for bit) times mscale.
 func ropeTables(c *Config, base, freqScale float32, factors []float32, pos0, ntok int, cos, sin []float32) {
+	if c.Yarn != nil { // YaRN scaling (gpt-oss; gptoss.go)
+		yarnTables(c, base, freqScale, factors, pos0, ntok, cos, sin)
+		return
+	}
 	half := c.NRot / 2
 	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(c.NRot))))
 	mscale := c.RopeAttnFactor
@@ -347,6 +351,11 @@ func (p *pass) forward() error {
 		}
 		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
+		}
+		if l.Bo != nil { // gpt-oss: output bias
+			if err := addRowBias(xb2, l.Bo, ntok, d); err != nil {
+				return err
+			}
 		}
 		if err := addResidual(c, x, xb2, l.PostAttn, ntok); err != nil {
 			return err

@@ -207,6 +207,7 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		smp.Accept(id)
 	}
 	dec := m.tok.NewStreamDecoder()
+	harmony := newHarmonyOut(m.tok) // gpt-oss's channels as <think> (harmony.go); nil for other vocabularies
 	stop := stopMatcher{stops: o.Stop}
 	var text strings.Builder
 	var lp *TokenLogprob
@@ -277,6 +278,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		var chunk string
 		if !m.tok.IsControl(id) {
 			chunk = dec.Add(id)
+		}
+		if harmony != nil {
+			chunk = harmony.piece(id, chunk)
 		}
 		piece, hit := stop.add(chunk)
 		done := gm != nil && gm.Finished() // the document is complete: nothing may follow

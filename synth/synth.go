@@ -60,10 +60,12 @@ type Preset struct {
 	SSMState      int
 	SSMGroups     int
 	SSMVHeads     int
-	Rot           int    // rope.dimension_count (0: the head size)
-	RopeSections  [4]int // rope.dimension_sections
-	Pre           string // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
-	SharedFF      int    // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
+	Rot           int     // rope.dimension_count (0: the head size)
+	RopeSections  [4]int  // rope.dimension_sections
+	Pre           string  // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
+	SharedFF      int     // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
+	Yarn          float32 // gpt-oss: YaRN RoPE scaling factor (0: none)
+	YarnOrigCtx   int     // gpt-oss: rope.scaling.original_context_length
 
 	// Encoders (bert, nomic-bert; encoder.go): Pooling is pooling_type
 	// (1 mean, 2 cls, 4 rank), Classes the classification head's labels.
@@ -116,6 +118,20 @@ var presets = []Preset{
 	{Name: "qwen3next-mini", Arch: "qwen3next", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
 		Rot: 16, Pre: "qwen2", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
+	// gpt-oss-style mini (random weights): attention sinks, sliding window
+	// 128 on even layers, YaRN (factor 32 over 4096, base 150000), q/k/v/o
+	// biases, 8 experts of 64 with biases, 4 used (softmax over the chosen
+	// logits), swiglu_oai; for parity tests against llama.cpp (run with the
+	// gpt-2 vocabulary, pre-tokenizer gpt-4o; see runtime/testdata/gptoss).
+	{Name: "gpt-oss-mini", Arch: "gpt-oss", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 64, Vocab: 32000, Ctx: 131072,
+		RopeBase: 150000, Eps: 1e-5, Experts: 8, ExpertsUse: 4, ExpertFF: 64, Window: 128, RopeSWA: 150000, Pre: "gpt-4o",
+		Yarn: 32, YarnOrigCtx: 4096},
+	// gpt-oss-20b's shapes (openai/gpt-oss-20b config.json): 24 layers, 64
+	// heads and 8 KV heads of 64, 32 experts of 2880 (4 used), vocabulary
+	// 201088, untied; with --type mxfp4 about 12 GB, like OpenAI's file.
+	{Name: "gpt-oss-20b", Arch: "gpt-oss", Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, Ctx: 131072,
+		RopeBase: 150000, Eps: 1e-5, Experts: 32, ExpertsUse: 4, ExpertFF: 2880, Window: 128, RopeSWA: 150000,
+		Yarn: 32, YarnOrigCtx: 4096},
 	{Name: "qwen3moe-7b-a1b", Arch: "qwen3moe", Dim: 2048, Layers: 16, Heads: 16, KVHeads: 4, HeadDim: 128, FFN: 6144, Vocab: 151936, Ctx: 40960, RopeBase: 1000000, Eps: 1e-6, QKNorm: true, Experts: 64, ExpertsUse: 8, ExpertFF: 1024},
 }
 
@@ -179,6 +195,10 @@ func (p Preset) Tensors() []Tensor {
 		ts = append(ts, Tensor{b + "attn_norm.weight", []int64{d}, true})
 		if p.DeltaNet {
 			ts = append(ts, p.deltaNetTensors(b, l)...)
+			continue
+		}
+		if p.Arch == "gpt-oss" {
+			ts = append(ts, p.gptOssTensors(b)...)
 			continue
 		}
 		if p.Fused {
@@ -438,6 +458,9 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	}
 	if p.Dense > 0 {
 		writeDenseMetadata(w, p)
+	}
+	if p.Arch == "gpt-oss" {
+		gptOssMetadata(w, p)
 	}
 	w.SetUint32("general.file_type", uint32(ft))
 	if ft.DefaultType().BlockElems() > 1 {

@@ -394,7 +394,7 @@ static void cmp_vec(const char *what, int impl, const float *a, const float *r, 
 
 /* k_attention_f16acc / k_attention_tiled as one pointer type */
 typedef void (*attn_h_fn)(int, int64_t, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, const k_half *,
-                          const k_half *, int64_t, float, int64_t, float, float *, int64_t, int64_t, int64_t, float *);
+                          const k_half *, int64_t, float, int64_t, float, const float *, float *, int64_t, int64_t, int64_t, float *);
 
 static void test_ops(int impl) {
     const int64_t lens[] = {1, 3, 8, 17, 64, 100, 1023};
@@ -455,9 +455,9 @@ static void test_ops(int impl) {
         float *q = malloc((size_t)(ntok * qs) * 4), *k = malloc((size_t)(npos * kvs) * 4), *v = malloc((size_t)(npos * kvs) * 4);
         float *o1 = calloc((size_t)(ntok * os), 4), *o2 = calloc((size_t)(ntok * os), 4), *scr = malloc((size_t)npos * 4);
         fill_acts(q, ntok * qs, 0); fill_acts(k, npos * kvs, 0); fill_acts(v, npos * kvs, 0);
-        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o1, os, 0, nhead, scr);
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o2, os, 1, nhead, scr);
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o2, os, 0, 1, scr);
+        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, NULL, o1, os, 0, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, NULL, o2, os, 1, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, NULL, o2, os, 0, 1, scr);
         cmp_vec("attention", impl, o2, o1, ntok * os, 1e-5f, 1e-6f);
         free(q); free(k); free(v); free(o1); free(o2); free(scr);
     }
@@ -478,9 +478,9 @@ static void test_ops(int impl) {
         fill_acts(f, npos * kvs, 1);
         for (int64_t i = 0; i < npos * kvs; i++) v[i] = k_f32_to_f16(f[i]);
         attn_h_fn fn = tiled ? k_attention_tiled : k_attention_f16acc;
-        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o1, os, 0, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o2, os, 3, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o2, os, 0, 3, scr);
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, NULL, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, NULL, o2, os, 3, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, NULL, o2, os, 0, 3, scr);
         cmp_vec(tiled ? "attention_tiled" : "attention_f16acc", impl, o2, o1, ntok * os, 0, 0);
         free(q); free(f); free(k); free(v); free(o1); free(o2); free(scr);
     }
@@ -492,8 +492,8 @@ static void test_ops(int impl) {
 /* Double-precision model of k_attention with a window and a soft-cap, one
  * (token, head): out[hd]. */
 static void attn_model(const float *qh, const float *k, const float *v, int64_t kvs, int64_t g, int64_t hd,
-                       int64_t first, int64_t p, float scale, float cap, double *out) {
-    double mx = -INFINITY, sum = 0, s[1024];
+                       int64_t first, int64_t p, float scale, float cap, const float *sink, double *out) {
+    double mx = sink ? *sink : -INFINITY, sum = 0, s[1024];
     for (int64_t j = first; j <= p; j++) {
         double d = 0;
         for (int64_t i = 0; i < hd; i++) d += (double)qh[i] * k[j * kvs + g * hd + i];
@@ -504,6 +504,7 @@ static void attn_model(const float *qh, const float *k, const float *v, int64_t 
     }
     for (int64_t i = 0; i < hd; i++) out[i] = 0;
     for (int64_t j = first; j <= p; j++) sum += exp(s[j - first] - mx);
+    if (sink) sum += exp(*sink - mx); /* a sink joins the denominator only */
     for (int64_t j = first; j <= p; j++)
         for (int64_t i = 0; i < hd; i++) out[i] += exp(s[j - first] - mx) / sum * v[j * kvs + g * hd + i];
 }
@@ -526,10 +527,13 @@ static void test_attn(int impl) {
         {1, 64, 200, 32, 100, 0}, {1, 40, 150, 128, 65, 1.0f},
     };
     const int nc = (int)(sizeof cs / sizeof cs[0]);
-    for (int ci = 0; ci < nc; ci++) {
-        const int tiled = cs[ci].tiled;
-        const int64_t ntok = cs[ci].ntok, pos0 = cs[ci].pos0, hd = cs[ci].hd, win = cs[ci].window;
-        const float cap = cs[ci].cap, scale = 1.0f / sqrtf((float)hd);
+    /* per-head sinks (gpt-oss): above every score (rescales acc), below, between */
+    static const float sinkv[4] = {8.0f, -2.0f, 0.5f, 30.0f};
+    for (int ci = 0; ci < 2 * nc; ci++) {
+        const float *sk = ci >= nc ? sinkv : NULL;
+        const int tiled = cs[ci % nc].tiled;
+        const int64_t ntok = cs[ci % nc].ntok, pos0 = cs[ci % nc].pos0, hd = cs[ci % nc].hd, win = cs[ci % nc].window;
+        const float cap = cs[ci % nc].cap, scale = 1.0f / sqrtf((float)hd);
         const int64_t nhead = 4, nkv = 2, npos = pos0 + ntok;
         const int64_t qs = nhead * hd + 3, kvs = nkv * hd + 1, os = nhead * hd + 2;
         const int64_t ns = (tiled ? k_attention_tiled_scratch(hd) : k_attention_f16acc_scratch(hd)) + npos;
@@ -548,19 +552,19 @@ static void test_attn(int impl) {
         attn_h_fn fn = tiled ? k_attention_tiled : k_attention_f16acc;
         const char *name = tiled ? "attention_tiled" : "attention_f16acc";
         char what[160];
-        snprintf(what, sizeof what, "%s ntok %lld pos0 %lld hd %lld window %lld cap %g", name, (long long)ntok,
-                 (long long)pos0, (long long)hd, (long long)win, (double)cap);
-        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o1, os, 0, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o2, os, 1, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o2, os, 0, 1, scr);
+        snprintf(what, sizeof what, "%s ntok %lld pos0 %lld hd %lld window %lld cap %g%s", name, (long long)ntok,
+                 (long long)pos0, (long long)hd, (long long)win, (double)cap, sk ? " sinks" : "");
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, sk, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, sk, o2, os, 1, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, sk, o2, os, 0, 1, scr);
         cmp_vec(what, impl, o2, o1, ntok * os, 0, 0);
         /* the f32 kernel, and both against the double model */
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, kf, vf, kvs, scale, win, cap, of, os, 0, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, kf, vf, kvs, scale, win, cap, sk, of, os, 0, nhead, scr);
         for (int64_t t = 0; t < ntok; t++)
             for (int64_t h = 0; h < nhead; h++) {
                 const int64_t p = pos0 + t, first = win > 0 && p - win + 1 > 0 ? p - win + 1 : 0;
                 double m[128];
-                attn_model(q + t * qs + h * hd, kf, vf, kvs, h / (nhead / nkv), hd, first, p, scale, cap, m);
+                attn_model(q + t * qs + h * hd, kf, vf, kvs, h / (nhead / nkv), hd, first, p, scale, cap, sk ? sk + h : NULL, m);
                 for (int64_t i = 0; i < hd; i++) {
                     const float want = (float)m[i], f = of[t * os + h * hd + i], e = o2[t * os + h * hd + i];
                     checks++;
@@ -574,7 +578,7 @@ static void test_attn(int impl) {
             }
         /* a window covering the whole cache is no window */
         if (win >= npos) {
-            fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, 0, cap, o3, os, 0, nhead, scr);
+            fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, 0, cap, sk, o3, os, 0, nhead, scr);
             cmp_vec(what, impl, o3, o2, ntok * os, 0, 0);
         }
         /* row by row over the cache cut at the window's first position */
@@ -583,9 +587,9 @@ static void test_attn(int impl) {
             if (tiled && first % 64 != 0) continue;
             float r1[4 * 128 + 8], rf[4 * 128 + 8];
             fn(impl, 1, p - first, nhead, nkv, hd, q + t * qs, qs, k + first * kvs, v + first * kvs, kvs, scale, 0, cap,
-               r1, os, 0, nhead, scr);
+               sk, r1, os, 0, nhead, scr);
             k_attention(impl, 1, p - first, nhead, nkv, hd, q + t * qs, qs, kf + first * kvs, vf + first * kvs, kvs, scale,
-                        0, cap, rf, os, 0, nhead, scr);
+                        0, cap, sk, rf, os, 0, nhead, scr);
             char w2[200];
             snprintf(w2, sizeof w2, "%s, cut cache at t %lld", what, (long long)t);
             cmp_vec(w2, impl, r1, o2 + t * os, nhead * hd, 0, 0);
@@ -593,7 +597,7 @@ static void test_attn(int impl) {
         }
         free(q); free(kf); free(vf); free(k); free(v); free(o1); free(o2); free(o3); free(of); free(scr);
     }
-    printf("  attn     %-13s ok (window, soft-cap)\n", impl_names[impl]);
+    printf("  attn     %-13s ok (window, soft-cap, sinks)\n", impl_names[impl]);
 }
 
 /* ------------------------------------------------------------------- iq4 */

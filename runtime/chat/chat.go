@@ -111,6 +111,8 @@ func Builtin(kind, bos, eos string) (*Template, error) {
 func Detect(src string) string {
 	has := func(s string) bool { return strings.Contains(src, s) }
 	switch {
+	case has("<|channel|>") && has("<|start|>"): // gpt-oss
+		return "harmony"
 	case has("<|im_start|>") && has("<think>"):
 		return "qwen3"
 	case has("<|im_start|>"):
@@ -193,9 +195,11 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 }
 
 // SupportsThinking reports whether the template has a thinking switch
-// (it mentions enable_thinking, or it is the built-in Qwen3 format).
+// (it mentions enable_thinking, or it is the built-in Qwen3 format), or
+// is gpt-oss's harmony format, whose analysis channel the runtime writes
+// between <think> and </think> (runtime/harmony.go).
 func (t *Template) SupportsThinking() bool {
-	return t.kind == "qwen3" || strings.Contains(t.src, "enable_thinking")
+	return t.kind == "qwen3" || t.kind == "harmony" || strings.Contains(t.src, "enable_thinking")
 }
 
 // templateError is what raise_exception produces.
