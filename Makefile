@@ -6,7 +6,7 @@
 #   make build          bin/woolly
 #   make test           everything this machine can run: test-go, test-c,
 #                       test-sanitize, test-arm64, test-darwin, fuzz-smoke,
-#                       test-race-soak, lint-sh, test-bench-llama
+#                       test-race-soak, lint-sh, test-bench-llama, check-nocgo
 #   make test-go        go test ./...
 #   make fuzz-smoke     each fuzz target over its corpus and 10000-30000 new inputs
 #   make test-race-soak the short soak (package soak) under -race
@@ -14,6 +14,7 @@
 #                       -asan (not in make test: about 10 minutes)
 #   make test-bench-llama  how scripts/bench.sh drives llama-bench (-ngl 0, -nopo,
 #                       the GPU column), against a stand-in llama-bench
+#   make check-nocgo    without cgo the build stops with one needs-cgo line
 #   make lint-sh        scripts/lint-sh.sh: shellcheck -s sh, no GNU-only options
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
@@ -47,7 +48,7 @@ ASAN_RUN ?= TestParityLogits|TestParityGreedy
 # apple-proxy: llama.cpp's source tree at the reference commit
 LLAMA_SRC ?=
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
+.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh check-nocgo bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
 
 all: build
 
@@ -55,7 +56,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/woolly ./cmd/woolly
 
-test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama
+test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama check-nocgo
 
 test-go:
 	$(GO) test $(GOFLAGS_TEST) ./...
@@ -109,6 +110,9 @@ test-asan:
 
 lint-sh:
 	sh scripts/lint-sh.sh
+
+check-nocgo:
+	GO=$(GO) sh scripts/check-nocgo.sh
 
 test-bench-llama: build
 	WOOLLY=$(BIN)/woolly sh scripts/test-bench-llama.sh

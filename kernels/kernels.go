@@ -43,13 +43,19 @@ import (
 )
 
 // f16ToF32C and f32ToF16C are csrc's conversions, for the test that holds
-// the Go ones (f16.go) to the same bits.
+// package ggml's to the same bits.
 func f16ToF32C(h uint16) float32 { return float32(C.k_f16_to_f32(C.k_half(h))) }
 func f32ToF16C(f float32) uint16 { return uint16(C.k_f32_to_f16(C.float(f))) }
 
+// bf16ToF32C is csrc's bf16 widening, for the test that holds ggml's to it.
+func bf16ToF32C(h uint16) float32 { return float32(C.k_bf16_to_f32(C.k_bf16(h))) }
+
+// cActType is C's activation type for weights of type t (-1: none).
+func cActType(t Type) int { return int(C.k_act_type(C.int(t))) }
+
 // cBlockLayout is C's (elements, bytes) per block of type t (0, 0: none),
 // read from its row-size function (csrc/dispatch.c's type table), for the
-// test that holds types.go's table to C's.
+// test that holds package ggml's table to C's.
 func cBlockLayout(t Type) (int, int) {
 	for _, elems := range []int{1, 32, 256} {
 		if b := C.k_row_bytes(C.int(t), C.int64_t(elems)); b >= 0 {

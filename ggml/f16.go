@@ -1,10 +1,10 @@
-package kernels
+package ggml
 
 import "math"
 
 // The project's one Go definition of the f16 <-> f32 conversions; the C
-// kernels have theirs in csrc (k_f16_to_f32, k_f32_to_f16), and a test holds
-// the two to the same bits.
+// kernels have theirs in csrc (k_f16_to_f32, k_f32_to_f16), and a test in
+// kernels holds the two to the same bits.
 
 // F32ToF16 converts f32 to IEEE half bits, rounding to nearest even,
 // subnormals included (like F16C's _cvtss_sh(x, 0) and csrc's
@@ -71,4 +71,18 @@ func F16ToF32(h uint16) float32 {
 		e--
 	}
 	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
+}
+
+// BF16ToF32 widens bfloat16 bits to f32 (exact: bf16 is the top half of an
+// f32).
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// F32ToBF16 rounds f32 to bfloat16 bits, to nearest even; a NaN stays a
+// quiet NaN.
+func F32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 64
+	}
+	return uint16((u + (0x7fff + (u>>16)&1)) >> 16)
 }
