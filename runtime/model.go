@@ -69,10 +69,6 @@ const (
 	// AttentionExact is AttentionDefault (kept for callers that ask for the
 	// exact numerics by name).
 	AttentionExact
-	// AttentionFast uses the f32 kernels.Attention for everything (on an f32
-	// copy of the cache); quantized logits then differ from llama.cpp by up
-	// to ~0.25. It is not faster than the exact kernels on x86-64.
-	AttentionFast
 )
 
 // DefaultMaxContext caps the default session context when the model's
@@ -93,7 +89,6 @@ type Model struct {
 	prof atomic.Pointer[profiler] // nil unless profiling (SetProfiling)
 	info ModelInfo
 	nCtx int
-	attn AttentionMode
 
 	caches  modelCaches
 	grammar grammarVocab
@@ -165,7 +160,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if o.Threads < 0 || o.ContextLength < 0 {
 		return nil, errors.New("threads and context length must not be negative")
 	}
-	if o.Attention < AttentionDefault || o.Attention > AttentionFast {
+	if o.Attention < AttentionDefault || o.Attention > AttentionExact {
 		return nil, fmt.Errorf("unknown attention mode %d", o.Attention)
 	}
 	cfg, err := ConfigFromGGUF(f)
@@ -187,7 +182,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if threads == 0 {
 		threads = PhysicalCores()
 	}
-	m := &Model{file: f, cfg: cfg, w: w, tok: tok, attn: o.Attention}
+	m := &Model{file: f, cfg: cfg, w: w, tok: tok}
 	m.nCtx = o.ContextLength
 	if m.nCtx == 0 {
 		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)
@@ -269,7 +264,6 @@ type Session struct {
 	tokens []int32
 	kcache [][]uint16 // per layer [nCtx][KVDim], f16 like the reference's cache
 	vcache [][]uint16
-	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
 	// rec is the recurrent state of the linear-attention layers after the
 	// pos cached tokens (nil for models without them). It cannot be rolled
 	// back: Truncate keeps all positions or none.

@@ -1,7 +1,7 @@
 package runtime
 
 // Go transcriptions of the reference build's numerics that the kernels
-// reproduce (kernels.RoPE, kernels.SwiGLU, f16 conversion through
+// reproduce (kernels.RoPERows, kernels.SwiGLU, f16 conversion through
 // kernels.QuantizeAct / Dequant) and that the attention transcriptions in
 // attention_test.go use: the specification the kernels are held to, bit for
 // bit, in numerics_test.go.

@@ -161,3 +161,18 @@ func TestServeParallelValues(t *testing.T) {
 		t.Errorf("parseKVBudget(512M) = %d, %v", n, err)
 	}
 }
+
+// --attention takes default and exact; the removed f32 mode "fast" is an
+// error naming the choices, not silently the default.
+func TestParseAttention(t *testing.T) {
+	for _, s := range []string{"", "default", "exact"} {
+		if _, err := parseAttention(s); err != nil {
+			t.Errorf("parseAttention(%q): %v", s, err)
+		}
+	}
+	for _, s := range []string{"fast", "Exact"} {
+		if _, err := parseAttention(s); err == nil || !strings.Contains(err.Error(), "want default or exact") {
+			t.Errorf("parseAttention(%q) = %v; want an error naming default and exact", s, err)
+		}
+	}
+}

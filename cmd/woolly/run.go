@@ -196,7 +196,7 @@ func loadForEval(path string, threads int, attention string) (*runtime.Model, er
 
 // attentionFlag registers --attention (parsed by parseAttention).
 func attentionFlag(fs *flag.FlagSet) *string {
-	return fs.String("attention", "default", "attention numerics: default, exact (llama.cpp's bits for long batches too, slower) or fast")
+	return fs.String("attention", "default", "attention numerics: default, or exact (the same: llama.cpp's bits)")
 }
 
 // parseAttention maps --attention to a runtime.AttentionMode.
@@ -206,10 +206,8 @@ func parseAttention(s string) (runtime.AttentionMode, error) {
 		return runtime.AttentionDefault, nil
 	case "exact":
 		return runtime.AttentionExact, nil
-	case "fast":
-		return runtime.AttentionFast, nil
 	}
-	return 0, fmt.Errorf("--attention %q: want default, exact or fast", s)
+	return 0, fmt.Errorf("--attention %q: want default or exact", s)
 }
 
 // generateWithPromptCache is run's generation with --prompt-cache FILE:
