@@ -4,10 +4,13 @@
 # sh in recipes, every recipe line stands on its own.
 #
 #   make build          bin/woolly
-#   make test           everything this machine can run: test-go, test-c,
+#   make test           everything this machine can run: lint, test-go, test-c,
 #                       test-sanitize, test-arm64, test-darwin, fuzz-smoke,
-#                       test-race-soak, lint-sh, test-bench-llama, check-nocgo
-#   make test-go        go test ./...
+#                       test-race-soak, lint-sh, test-bench-llama, check-nocgo;
+#                       at its end, what it skipped and why. With CI=true a
+#                       part whose tool is missing fails instead of skipping.
+#   make test-go        go test ./... (through internal/testreport: the usual
+#                       lines, plus the skipped tests for make test's list)
 #   make fuzz-smoke     each fuzz target over its corpus and 10000-30000 new inputs
 #   make test-race-soak the short soak (package soak) under -race
 #   make test-asan      kernel tests and the runtime parity subset built with
@@ -28,7 +31,7 @@
 #   make apple-proxy LLAMA_SRC=/path/to/llama.cpp
 #                       scripts/apple-proxy.sh: executed instructions of the NEON
 #                       kernels beside llama.cpp's under qemu (docs/apple-proxy.md)
-#   make lint           gofmt, go vet and go mod tidy -diff
+#   make lint           gofmt, go vet, staticcheck and go mod tidy -diff
 #   make hooks          install the commit-msg hook (subjects <= 72 characters)
 #   make test-hooks     check that hook (not part of make test)
 #   make clean
@@ -48,7 +51,7 @@ ASAN_RUN ?= TestParityLogits|TestParityGreedy
 # apple-proxy: llama.cpp's source tree at the reference commit
 LLAMA_SRC ?=
 
-.PHONY: all build test test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh check-nocgo bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
+.PHONY: all build test test-parts test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh check-nocgo bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
 
 all: build
 
@@ -56,14 +59,29 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/woolly ./cmd/woolly
 
-test: test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama check-nocgo
+# The parts write what they skip to $(SKIPLOG) (scripts/skip.sh, and
+# internal/testreport for skipped Go tests); make test prints it at the end.
+SKIPLOG = $(BUILD)/skipped.txt
 
+test:
+	@mkdir -p $(BUILD) && : >$(SKIPLOG)
+	@WOOLLY_SKIPLOG="`pwd`/$(SKIPLOG)" $(MAKE) -f $(firstword $(MAKEFILE_LIST)) test-parts; rc=$$?; \
+	echo; if [ -s $(SKIPLOG) ]; then echo "make test: skipped (and why):"; sed 's/^/  /' $(SKIPLOG); \
+	else echo "make test: nothing skipped"; fi; \
+	if [ $$rc != 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
+
+test-parts: lint test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama check-nocgo
+
+# go test -json through internal/testreport: the lines plain go test prints,
+# and each skipped test with its reason into $$WOOLLY_SKIPLOG.
 test-go:
-	$(GO) test $(GOFLAGS_TEST) ./...
+	@mkdir -p $(BUILD); \
+	{ $(GO) test $(GOFLAGS_TEST) -json ./...; echo $$? >$(BUILD)/test-go.rc; } | $(GO) run ./internal/testreport; \
+	rc=$$?; [ $$rc = 0 ] && [ "`cat $(BUILD)/test-go.rc`" = 0 ]
 
 # Without cmake (a bare Mac) the C tests are skipped with a message; CI has it.
 test-c:
-	@if ! command -v $(CMAKE) >/dev/null 2>&1; then echo "test-c: SKIP ($(CMAKE) not found)"; exit 0; fi; \
+	@if ! command -v $(CMAKE) >/dev/null 2>&1; then sh scripts/skip.sh test-c "$(CMAKE) not found"; exit; fi; \
 	set -e; \
 	$(CMAKE) -S . -B $(BUILD)/c -DCMAKE_BUILD_TYPE=Release; \
 	$(CMAKE) --build $(BUILD)/c -j $(JOBS); \
@@ -71,7 +89,7 @@ test-c:
 
 # AddressSanitizer + UBSan (leak checking is on by default where supported).
 test-sanitize:
-	@if ! command -v $(CMAKE) >/dev/null 2>&1; then echo "test-sanitize: SKIP ($(CMAKE) not found)"; exit 0; fi; \
+	@if ! command -v $(CMAKE) >/dev/null 2>&1; then sh scripts/skip.sh test-sanitize "$(CMAKE) not found"; exit; fi; \
 	set -e; \
 	$(CMAKE) -S . -B $(BUILD)/asan -DWOOLLY_SANITIZE=ON; \
 	$(CMAKE) --build $(BUILD)/asan -j $(JOBS); \
@@ -134,10 +152,13 @@ bench-c:
 	$(CMAKE) --build $(BUILD)/c -j $(JOBS)
 	$(BUILD)/c/bench_kernels $(BENCH_FILTER)
 
+# staticcheck is a tool dependency in go.mod (go tool staticcheck): its
+# version is pinned there and go mod download fetches it.
 lint:
 	@out=`gofmt -l . 2>&1`; \
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; $(GO) mod tidy -diff; exit 1; }
 
 # The commit-msg hook (scripts/hooks/commit-msg) into this repository's hooks

@@ -44,7 +44,7 @@ func allValues() []KV {
 		{"a.string", Value{TypeArray, Array{TypeString, []string{"a", "", "▁b", "<0x0A>"}}}},
 		{"a.u64", Value{TypeArray, Array{TypeUint64, []uint64{0, math.MaxUint64}}}},
 		{"a.i64", Value{TypeArray, Array{TypeInt64, []int64{math.MinInt64, 5}}}},
-		{"a.f64", Value{TypeArray, Array{TypeFloat64, []float64{math.E, -0.0}}}},
+		{"a.f64", Value{TypeArray, Array{TypeFloat64, []float64{math.E, math.Copysign(0, -1)}}}},
 		{"a.empty", Value{TypeArray, Array{TypeFloat32, []float32{}}}},
 		{"a.nested", Value{TypeArray, Array{TypeArray, []Array{
 			{TypeString, []string{"x", "yz"}},

@@ -108,9 +108,9 @@ func QuantizeFile(inPath, outPath string, ft FileType, o FileOptions) (*FileSumm
 			if t.Type.BlockElems() > 1 && !o.AllowRequantize {
 				return nil, fmt.Errorf("tensor %s is already %v; allow requantizing (--allow-requantize) to make it %v", t.Name, t.Type, c.Type)
 			}
-			rb, err := c.Type.RowBytes(t.Shape[0])
-			if err != nil {
-				return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+			rb, rerr := c.Type.RowBytes(t.Shape[0])
+			if rerr != nil {
+				return nil, fmt.Errorf("tensor %s: %w", t.Name, rerr)
 			}
 			sum.BytesOut += rb * t.Rows()
 			err = w.AddTensorFunc(t.Name, c.Type, t.Shape, func(out io.Writer) error {

@@ -147,10 +147,6 @@ func nearestInt(f float32) int {
 	return int(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
-// roundF16 returns f rounded through half precision, the value a reader
-// will see for an f16 scale.
-func roundF16(f float32) float32 { return ggml.F16ToF32(ggml.F32ToF16(f)) }
-
 // getF16 reads a little-endian f16 as float32.
 func getF16(b []byte) float32 { return ggml.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
 

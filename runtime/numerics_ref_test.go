@@ -100,22 +100,6 @@ func siluMul(out, gate, up []float32, n int) {
 	}
 }
 
-// siluMulRange is siluMul on elements [i0, i1) of one row (len(out) its
-// length): each element gets exactly the value siluMul gives it.
-func siluMulRange(out, gate, up []float32, i0, i1 int) {
-	nb := len(out) &^ 15
-	o, g, u := out[:i1], gate[:i1], up[:i1]
-	i := i0
-	for ; i < min(nb, i1); i++ {
-		x := g[i]
-		o[i] = x / (1 + vexpf(-x)) * u[i]
-	}
-	for ; i < i1; i++ {
-		x := g[i]
-		o[i] = x / (1 + expf(-x)) * u[i]
-	}
-}
-
 // rope rotates the first nRot dims of each head of x by the angles whose
 // cos/sin are given (nRot/2 entries), pairs (2i, 2i+1) or, with neox,
 // (i, i+nRot/2). The first product of each output is fused with the sum,

@@ -53,9 +53,7 @@ command -v "$cc_bin" >/dev/null 2>&1 || missing="$missing $cc_bin"
 command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-aarch64"
 [ -d "$sysroot" ] || missing="$missing $sysroot"
 if [ -n "$missing" ]; then
-	log "SKIP: not on arm64 and missing:$missing"
-	log "      (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
-	exit 0
+	exec sh scripts/skip.sh test-arm64 "not on arm64 and missing:$missing (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
 fi
 
 out=${ARM64_BUILD:-build/arm64}

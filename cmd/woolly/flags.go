@@ -181,26 +181,6 @@ func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
 	return g, err
 }
 
-// parse parses the flags of run and chat (llama.cpp's spellings as
-// aliases): -m required, no positional arguments, -n checked, the sampler
-// options validated.
-func (g *generateFlags) parse(fs *flag.FlagSet, args []string) (runtime.SamplerOptions, error) {
-	llamaAliases(fs)
-	if err := parseModelFlags(fs, args, g.model); err != nil {
-		return runtime.SamplerOptions{}, err
-	}
-	if err := checkPredict(fs, *g.n); err != nil {
-		return runtime.SamplerOptions{}, err
-	}
-	if err := checkThreads(fs, *g.threads); err != nil {
-		return runtime.SamplerOptions{}, err
-	}
-	if *g.nctx < 0 {
-		return runtime.SamplerOptions{}, usageError(fs, "-c %d: want 0 (the model's context) or a context length", *g.nctx)
-	}
-	return g.sampler.options(fs)
-}
-
 // checkOutputDir reports a missing output directory by name before any
 // work (the writer's own error would name its hidden temporary file).
 func checkOutputDir(path string) error {

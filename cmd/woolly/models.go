@@ -152,6 +152,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 }
 
 func runPull(args []string, stdout, stderr io.Writer) error {
+	//lint:ignore ST1005 Woolly is a name
 	return errors.New("Woolly downloads nothing: fetch the GGUF file yourself, then 'woolly import FILE [NAME]' brings it into the models directory")
 }
 

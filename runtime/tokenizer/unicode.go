@@ -80,8 +80,6 @@ func (c cptInfo) any() bool      { return c.cat != 0 || c.space }
 func (c cptInfo) isLetter() bool { return c.cat == flagLetter }
 func (c cptInfo) isNumber() bool { return c.cat == flagNumber }
 func (c cptInfo) isSpace() bool  { return c.space }
-func (c cptInfo) isPunct() bool  { return c.cat == flagPunct }
-func (c cptInfo) isSymbol() bool { return c.cat == flagSymbol }
 
 // isOther is [^\s\p{L}\p{N}]: any code point but whitespace, letters and
 // numbers.
