@@ -110,7 +110,7 @@ test-darwin:
 # every target's budget.
 fuzz-smoke:
 	ft="$(FUZZTIME)"; $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${ft:-20000x} -fuzzminimizetime 5s -parallel 1 ./loader
-	ft="$(FUZZTIME)"; $(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $${ft:-10000x} -fuzzminimizetime 5s -parallel 1 ./cmd/woolly
+	ft="$(FUZZTIME)"; $(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $${ft:-10000x} -fuzzminimizetime 5s -parallel 1 ./internal/ggufinfo
 	ft="$(FUZZTIME)"; $(GO) test -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $${ft:-20000x} -fuzzminimizetime 5s -parallel 1 ./runtime/tokenizer
 	ft="$(FUZZTIME)"; $(GO) test -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $${ft:-30000x} -fuzzminimizetime 5s -parallel 1 ./runtime/chat
 	ft="$(FUZZTIME)"; $(GO) test -run '^$$' -fuzz '^FuzzServerRequests$$' -fuzztime $${ft:-20000x} -fuzzminimizetime 5s -parallel 1 ./server

@@ -1,4 +1,4 @@
-package main
+package ggufinfo
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // per tensor. The corpus is testdata/fuzz/FuzzInfo (the shared files cut
 // down, as for loader's FuzzParse, plus every input that found a bug):
 //
-//	go test ./cmd/woolly -run '^$' -fuzz '^FuzzInfo$' -fuzztime 60s -parallel 1
+//	go test ./internal/ggufinfo -run '^$' -fuzz '^FuzzInfo$' -fuzztime 60s -parallel 1
 func FuzzInfo(f *testing.F) {
 	f.Add([]byte("GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -25,7 +25,7 @@ func FuzzInfo(f *testing.F) {
 		if err != nil {
 			return
 		}
-		js, err := json.Marshal(infoJSON(file))
+		js, err := json.Marshal(JSON(file))
 		if err != nil {
 			t.Fatalf("info --json: %v", err)
 		}
@@ -42,7 +42,7 @@ func FuzzInfo(f *testing.F) {
 			t.Fatalf("info --json counts %d keys, %d tensors (%d listed); the file has %d, %d", obj.KVCount, obj.TensorCount, len(obj.Tensors), len(file.KV), len(file.Tensors))
 		}
 		var buf bytes.Buffer
-		if err := infoText(file, &buf); err != nil {
+		if err := Text(file, &buf); err != nil {
 			t.Fatalf("info: %v", err)
 		}
 		out := buf.String()
