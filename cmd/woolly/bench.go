@@ -1,20 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/woolly-llm/woolly/bench"
-	"github.com/woolly-llm/woolly/kernels"
 	wrt "github.com/woolly-llm/woolly/runtime"
 )
 
@@ -71,7 +66,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if *bwMiB < 1 || *bwMiB > 1<<20 {
 			return usageError(fs, "--bw-size %d: want 1 to %d MiB", *bwMiB, 1<<20)
 		}
-		return benchBandwidth(stdout, t, int64(*bwMiB)<<20, *asJSON)
+		return bench.Bandwidth(stdout, t, int64(*bwMiB)<<20, *asJSON)
 	}
 	if *model == "" {
 		fs.Usage()
@@ -95,7 +90,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if len(threads) > 0 {
 			nt = threads[0]
 		}
-		return benchServe(stdout, bench.ServeOptions{Model: *model, Clients: clients, Gen: gens[0], Threads: nt,
+		return bench.WriteServe(stdout, bench.ServeOptions{Model: *model, Clients: clients, Gen: gens[0], Threads: nt,
 			Parallel: *parallel, Reps: *reps}, *asJSON)
 	}
 	prompts, gens, depths := list(*pList, "-p", 0), list(*nList, "-n", 0), list(*dList, "-d", 0)
@@ -110,9 +105,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "-r %d: need at least 1 repetition", *reps)
 	}
 	var caches *cacheJSON
-	// The table's header comes with its first row, so that a model that
-	// fails to load prints its error alone.
-	header := !*asJSON
+	table := bench.NewTable(stdout)
 	rep, err := bench.Run(bench.Options{
 		Model: *model, Prompts: prompts, Gens: gens, Depths: depths, Threads: threads, Reps: *reps, Seed: *seed, Profile: *profile,
 		Prepare: func(m *wrt.Model) (int64, error) {
@@ -125,17 +118,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if *asJSON {
 				return
 			}
-			if header {
-				header = false
-				fmt.Fprintf(stdout, "| %-28s | %10s | %8s | %-12s | %7s | %14s | %16s |\n", "model", "size", "params", "kernels", "threads", "test", "t/s")
-				fmt.Fprintf(stdout, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 28), strings.Repeat("-", 9), strings.Repeat("-", 7), strings.Repeat("-", 12), strings.Repeat("-", 6), strings.Repeat("-", 13), strings.Repeat("-", 15))
-			}
-			name := fmt.Sprintf("%s %s %s", info.Architecture, paramsLabel(info.NParams), info.FileType)
-			fmt.Fprintf(stdout, "| %-28s | %6.2f MiB | %6.2f B | %-12s | %7d | %14s | %8.2f ± %5.2f |\n",
-				name, float64(info.SizeBytes)/(1<<20), float64(info.NParams)/1e9, kernels.Impl(), res.Threads, res.Name(), res.TokensPerS, res.Stddev)
-			if res.Profile != nil {
-				printProfile(stdout, res.Name(), *res.Profile)
-			}
+			table.Row(info, res)
 		},
 		Done: func(m *wrt.Model) {
 			cj := cacheStatsJSON(m)
@@ -159,13 +142,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func paramsLabel(n int64) string {
-	if n >= 1e9 {
-		return fmt.Sprintf("%.0fB", math.Round(float64(n)/1e9))
-	}
-	return fmt.Sprintf("%.0fM", math.Round(float64(n)/1e6))
-}
-
 // parseIntList parses "1,2,4"; every value must be ≥ minVal.
 func parseIntList(s, flagName string, minVal int) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
@@ -180,93 +156,4 @@ func parseIntList(s, flagName string, minVal int) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// benchBandwidth streams through a buffer of size bytes with t goroutines
-// (each summing its own contiguous part) and reports the best of 5 passes.
-func benchBandwidth(stdout io.Writer, t int, size int64, asJSON bool) error {
-	if size < 1<<20 {
-		return fmt.Errorf("--bw-size must be at least 1 MiB")
-	}
-	buf := make([]uint64, size/8)
-	var wg sync.WaitGroup
-	part := (len(buf) + t - 1) / t
-	each := func(f func(lo, hi, g int)) {
-		for g := 0; g < t; g++ {
-			lo, hi := g*part, min(len(buf), (g+1)*part)
-			wg.Add(1)
-			go func() { defer wg.Done(); f(lo, hi, g) }()
-		}
-		wg.Wait()
-	}
-	each(func(lo, hi, g int) { // touch every page from the thread that will read it
-		for i := lo; i < hi; i++ {
-			buf[i] = uint64(i)
-		}
-	})
-	sums := make([]uint64, t)
-	best := math.Inf(1)
-	for pass := 0; pass < 5; pass++ {
-		start := time.Now()
-		each(func(lo, hi, g int) {
-			var a, b, c, d uint64
-			x := buf[lo:hi]
-			for len(x) >= 4 {
-				a += x[0]
-				b += x[1]
-				c += x[2]
-				d += x[3]
-				x = x[4:]
-			}
-			for _, v := range x {
-				a += v
-			}
-			sums[g] += a + b + c + d
-		})
-		best = min(best, time.Since(start).Seconds())
-	}
-	var check uint64
-	for _, s := range sums {
-		check += s
-	}
-	gbps := float64(size) / best / 1e9
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"bandwidth_gbps": gbps, "threads": t, "bytes": size, "checksum": check})
-	}
-	fmt.Fprintf(stdout, "memory read bandwidth: %.2f GB/s (%d threads, %d MiB buffer, best of 5)\n", gbps, t, size>>20)
-	return nil
-}
-
-// benchServe prints the serving benchmark: per client count, aggregate
-// generated tokens/s and its ratio to the first count's, time to first
-// token, and the mean stream's generation rate.
-func benchServe(stdout io.Writer, o bench.ServeOptions, asJSON bool) error {
-	res, err := bench.Serve(context.Background(), o)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"model": filepath.Base(o.Model), "gen": o.Gen, "results": res})
-	}
-	fmt.Fprintf(stdout, "| %7s | %12s | %8s | %12s | %13s | %13s |\n", "clients", "total t/s", "vs first", "stream t/s", "TTFT median s", "TTFT max s")
-	fmt.Fprintf(stdout, "| ------: | -----------: | -------: | -----------: | ------------: | ------------: |\n")
-	for _, r := range res {
-		fmt.Fprintf(stdout, "| %7d | %12.2f | %7.2fx | %12.2f | %13.3f | %13.3f |\n",
-			r.Clients, r.TokensPerS, r.TokensPerS/res[0].TokensPerS, r.StreamTPS, r.TTFTMedian, r.TTFTMax)
-	}
-	fmt.Fprintf(stdout, "\nmodel: %s, %d tokens per request, median of %d rounds\n", filepath.Base(o.Model), o.Gen, o.Reps)
-	return nil
-}
-
-// printProfile prints a runtime.Profile as time per token by op class.
-func printProfile(w io.Writer, label string, p wrt.Profile) {
-	if p.Tokens == 0 {
-		return
-	}
-	perTok := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(p.Tokens) }
-	fmt.Fprintf(w, "  profile %s: %d tokens in %d passes, %.3f ms/token\n", label, p.Tokens, p.Passes, perTok(p.Total))
-	for _, op := range p.Ops {
-		fmt.Fprintf(w, "    %-16s %9.3f ms/token %6.1f%%\n", op.Class, perTok(op.Time), 100*float64(op.Time)/float64(p.Total))
-	}
-	fmt.Fprintf(w, "    %-16s %9.3f ms/token %6.1f%% (waiting for workers; included above)\n", "pool wait", perTok(p.PoolWait), 100*float64(p.PoolWait)/float64(p.Total))
 }

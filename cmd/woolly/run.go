@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/woolly-llm/woolly/bench"
 	"github.com/woolly-llm/woolly/runtime"
 )
 
@@ -133,7 +134,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		defer printCacheStats(stderr, m)
 	}
 	if *profile {
-		printProfile(stderr, "run (prompt and generation)", m.Profile())
+		bench.WriteProfile(stderr, "run (prompt and generation)", m.Profile())
 	}
 	pps := perSecond(len(res.PromptTokens)-res.CachedTokens, res.PromptDuration)
 	gps := perSecond(len(res.Tokens), res.GenDuration)
