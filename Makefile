@@ -21,7 +21,9 @@
 #   make lint-sh        scripts/lint-sh.sh: shellcheck -s sh, no GNU-only options
 #   make test-c         C kernel tests and a benchmark smoke run (CMake + CTest)
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
-#   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip)
+#   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip),
+#                       with a runtime parity subset on one CPU
+#   make test-arm64-full  all of scripts/test-arm64.sh (.ci/run runs it too)
 #   make test-darwin    compile every package for macOS/arm64 (and the kernels for
 #                       macOS/amd64) with zig (or a skip)
 #   make bench          scripts/bench.sh: kernel benchmarks, woolly bench on a
@@ -51,7 +53,7 @@ ASAN_RUN ?= TestParityLogits|TestParityGreedy
 # apple-proxy: llama.cpp's source tree at the reference commit
 LLAMA_SRC ?=
 
-.PHONY: all build test test-parts test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak test-asan lint-sh check-nocgo bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
+.PHONY: all build test test-parts test-go test-c test-sanitize test-arm64 test-arm64-full test-darwin fuzz-smoke test-race-soak test-asan lint-sh check-nocgo bench bench-go bench-c test-bench-llama apple-proxy lint hooks test-hooks clean
 
 all: build
 
@@ -95,7 +97,14 @@ test-sanitize:
 	$(CMAKE) --build $(BUILD)/asan -j $(JOBS); \
 	cd $(BUILD)/asan && ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) --output-on-failure
 
+# make test's arm64 part: the kernels on both CPUs, the C tests, a runtime
+# parity subset on one; test-arm64-full (which .ci/run also calls) is all of
+# scripts/test-arm64.sh: the wider parity set on both CPUs, the clang build,
+# the cross-arch logits check.
 test-arm64:
+	ARM64_QUICK=1 sh scripts/test-arm64.sh
+
+test-arm64-full:
 	sh scripts/test-arm64.sh
 
 # darwin/arm64 compile check through zig cc (scripts/darwin-check.sh).
