@@ -23,7 +23,8 @@
 #   make test-sanitize  the C tests under AddressSanitizer + UBSan
 #   make test-arm64     arm64 kernels: native on arm64, qemu on x86-64 (or a skip),
 #                       with a runtime parity subset on one CPU
-#   make test-arm64-full  all of scripts/test-arm64.sh (.ci/run runs it too)
+#   make test-arm64-full  all of scripts/test-arm64.sh (.ci/run runs it in
+#                       make test: make test ARM64_TEST=test-arm64-full)
 #   make test-darwin    compile every package for macOS/arm64 (and the kernels for
 #                       macOS/amd64) with zig (or a skip)
 #   make bench          scripts/bench.sh: kernel benchmarks, woolly bench on a
@@ -72,7 +73,10 @@ test:
 	else echo "make test: nothing skipped"; fi; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED (see above)"; fi; exit $$rc
 
-test-parts: lint test-go test-c test-sanitize test-arm64 test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama check-nocgo
+# ARM64_TEST: the arm64 part of make test (.ci/run sets test-arm64-full).
+ARM64_TEST ?= test-arm64
+
+test-parts: lint test-go test-c test-sanitize $(ARM64_TEST) test-darwin fuzz-smoke test-race-soak lint-sh test-bench-llama check-nocgo
 
 # go test -json through internal/testreport: the lines plain go test prints,
 # and each skipped test with its reason into $$WOOLLY_SKIPLOG.
@@ -98,7 +102,7 @@ test-sanitize:
 	cd $(BUILD)/asan && ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) --output-on-failure
 
 # make test's arm64 part: the kernels on both CPUs, the C tests, a runtime
-# parity subset on one; test-arm64-full (which .ci/run also calls) is all of
+# parity subset on one; test-arm64-full (which .ci/run runs instead) is all of
 # scripts/test-arm64.sh: the wider parity set on both CPUs, the clang build,
 # the cross-arch logits check.
 test-arm64:
