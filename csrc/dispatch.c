@@ -92,7 +92,7 @@ static k_type_kernels simd_kernels(int impl, int type) {
 
 static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
-    .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref, .swiglu = k_swiglu_ref,
+    .rope = k_rope_ref, .swiglu = k_swiglu_ref,
     .add = k_add_ref, .scale = k_scale_ref, .attention_f16acc = k_attention_f16acc_ref,
     .attention_tiled = k_attention_tiled_ref, .attention_kvq = k_attention_kvq_ref,
 };
@@ -358,10 +358,6 @@ void k_rope_rows(int impl, float *x, int64_t ntok, int64_t n_heads, int64_t head
     const k_rope_fn f = OP(impl, rope);
     const int64_t half = n_rot / 2, stride = n_heads * head_dim;
     for (int64_t t = 0; t < ntok; t++) f(x + t * stride, n_heads, head_dim, n_rot, cos_t + t * half, sin_t + t * half, neox);
-}
-void k_softmax(int impl, float *x, int64_t n) { OP(impl, softmax)(x, n); }
-void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n) {
-    OP(impl, silu_mul)(out, gate, up, n);
 }
 void k_swiglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1) {
     const k_swiglu_fn f = OP(impl, swiglu);

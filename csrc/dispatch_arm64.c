@@ -74,7 +74,7 @@ const k_type_kernels *k_arch_get_table(int impl, int layer) {
 }
 
 /* NEON sgemm, exact attention and swiglu; the other ops (f32 attention, norms,
- * softmax, ...) are the ref ones, which gcc/clang vectorize well enough for
+ * rope, ...) are the ref ones, which gcc/clang vectorize well enough for
  * their share of the time. */
 static const k_arch_ops neon_ops = {.sgemm = k_sgemm_neon, .attention_f16acc = k_attention_f16acc_neon,
                                     .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon,

@@ -334,8 +334,6 @@ void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot
  * tables cos_t / sin_t + t * (n_rot / 2) (its position's). */
 void k_rope_rows(int impl, float *x, int64_t ntok, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                  const float *cos_t, const float *sin_t, int neox);
-void k_softmax(int impl, float *x, int64_t n);                     /* in place */
-void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n);
 /* The reference build's SwiGLU on elements [i0, i1) of each of ntok rows of
  * n values ([ntok][n] arrays):
  *   out[i] = gate[i] / (1 + e) * up[i],  e = vexpf(-gate[i]) for i < n & ~15
@@ -463,7 +461,6 @@ typedef void k_rmsnorm_kernel(float *out, const float *x, const float *w, int64_
 typedef void k_rope_kernel(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                            const float *cos_t, const float *sin_t, int neox);
 typedef void k_softmax_kernel(float *x, int64_t n);
-typedef void k_silu_mul_kernel(float *out, const float *gate, const float *up, int64_t n);
 typedef void k_swiglu_kernel(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
 typedef void k_add_kernel(float *out, const float *a, const float *b, int64_t n);
 typedef void k_scale_kernel(float *x, float s, int64_t n);
@@ -472,8 +469,6 @@ typedef k_attention_kernel *k_attention_fn;
 typedef k_attn_h_kernel    *k_attn_h_fn;
 typedef k_rmsnorm_kernel   *k_rmsnorm_fn;
 typedef k_rope_kernel      *k_rope_fn;
-typedef k_softmax_kernel   *k_softmax_fn;
-typedef k_silu_mul_kernel  *k_silu_mul_fn;
 typedef k_swiglu_kernel    *k_swiglu_fn;
 typedef k_add_kernel       *k_add_fn;
 typedef k_scale_kernel     *k_scale_fn;
@@ -529,8 +524,7 @@ k_attn_kvq_kernel k_attention_kvq_ref;
 k_quantize_kernel k_quantize_q4_0_ref;
 k_rmsnorm_kernel k_rmsnorm_ref;
 k_rope_kernel k_rope_ref;
-k_softmax_kernel k_softmax_ref, k_softmax_exact_ref;
-k_silu_mul_kernel k_silu_mul_ref;
+k_softmax_kernel k_softmax_exact_ref;
 k_swiglu_kernel k_swiglu_ref, k_geglu_ref;
 k_add_kernel k_add_ref;
 k_scale_kernel k_scale_ref;
@@ -549,8 +543,6 @@ typedef struct {
     k_attention_fn attention;
     k_rmsnorm_fn   rmsnorm;
     k_rope_fn      rope;
-    k_softmax_fn   softmax;
-    k_silu_mul_fn  silu_mul;
     k_swiglu_fn    swiglu;
     k_add_fn       add;
     k_scale_fn     scale;

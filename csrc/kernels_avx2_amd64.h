@@ -59,8 +59,6 @@ k_attn_h_kernel k_attention_f16acc_avx512, k_attention_tiled_avx512;
 k_attn_kvq_kernel k_attention_kvq_avx2, k_attention_kvq_avx512;
 k_rmsnorm_kernel k_rmsnorm_avx2;
 k_rope_kernel k_rope_avx2;
-k_softmax_kernel k_softmax_avx2;
-k_silu_mul_kernel k_silu_mul_avx2;
 k_swiglu_kernel k_swiglu_avx2;
 k_add_kernel k_add_avx2;
 k_scale_kernel k_scale_avx2;

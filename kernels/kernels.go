@@ -21,9 +21,9 @@
 // MatMulQ with one token follow the first, MatMulQ of a batch the second
 // (csrc/kernels.h). AttentionF16Acc and AttentionTiled reproduce the reference's
 // two CPU flash-attention paths over an f16 KV cache, with the same bits on
-// every set, and so do RoPE and SwiGLU (the reference's roundings and
-// exponentials); Attention (f32 cache), Softmax and SiLUMul on SIMD sets use
-// a vector exp (about 1 ulp) and differ from ref in the last bits.
+// every set, and so do RoPERows and SwiGLU (the reference's roundings and
+// exponentials); Attention (f32 cache, the tests' reference) on SIMD sets
+// uses a vector exp (about 1 ulp) and differs from ref in the last bits.
 package kernels
 
 /*
@@ -43,13 +43,19 @@ import (
 )
 
 // f16ToF32C and f32ToF16C are csrc's conversions, for the test that holds
-// the Go ones (f16.go) to the same bits.
+// package ggml's to the same bits.
 func f16ToF32C(h uint16) float32 { return float32(C.k_f16_to_f32(C.k_half(h))) }
 func f32ToF16C(f float32) uint16 { return uint16(C.k_f32_to_f16(C.float(f))) }
 
+// bf16ToF32C is csrc's bf16 widening, for the test that holds ggml's to it.
+func bf16ToF32C(h uint16) float32 { return float32(C.k_bf16_to_f32(C.k_bf16(h))) }
+
+// cActType is C's activation type for weights of type t (-1: none).
+func cActType(t Type) int { return int(C.k_act_type(C.int(t))) }
+
 // cBlockLayout is C's (elements, bytes) per block of type t (0, 0: none),
 // read from its row-size function (csrc/dispatch.c's type table), for the
-// test that holds types.go's table to C's.
+// test that holds package ggml's table to C's.
 func cBlockLayout(t Type) (int, int) {
 	for _, elems := range []int{1, 32, 256} {
 		if b := C.k_row_bytes(C.int(t), C.int64_t(elems)); b >= 0 {
@@ -58,9 +64,6 @@ func cBlockLayout(t Type) (int, int) {
 	}
 	return 0, 0
 }
-
-// BF16ToF32 converts bfloat16 bits to f32 (exact: the upper 16 bits).
-func BF16ToF32(h uint16) float32 { return float32(C.k_bf16_to_f32(C.k_bf16(h))) }
 
 func bptr(b []byte) unsafe.Pointer {
 	if len(b) == 0 {
@@ -511,18 +514,13 @@ func RMSNorm(out, x, w []float32, eps float32) error {
 	return nil
 }
 
-// RoPE rotates the first nRot dims of each of nHeads heads of x
-// ([nHeads][headDim]) with cos/sin tables of nRot/2 entries for one position.
+// RoPERows rotates the first nRot dims of each of nHeads heads of each of
+// ntok rows of x ([ntok][nHeads*headDim]); row t uses the cos/sin tables
+// cos[t*nRot/2:] and sin[t*nRot/2:] (nRot/2 entries for its own position).
 // neox=false: pairs (2i, 2i+1); neox=true: pairs (i, i+nRot/2). Each output
 // is one FMA with the other product rounded, as the reference build computes
-// it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos).
-func RoPE(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
-	return RoPERows(x, 1, nHeads, headDim, nRot, cos, sin, neox)
-}
-
-// RoPERows is RoPE on ntok rows of x ([ntok][nHeads*headDim]); row t uses
-// the tables cos[t*nRot/2:] and sin[t*nRot/2:] (its own position's). One
-// call into C for all rows.
+// it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos). One call
+// into C for all rows.
 func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
 	if ntok < 0 || nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
 		return fmt.Errorf("kernels.RoPE: bad shape rows %d heads %d head_dim %d n_rot %d", ntok, nHeads, headDim, nRot)
@@ -537,21 +535,6 @@ func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, 
 	}
 	C.k_rope_rows(C.int(implID()), fptr(x), C.int64_t(ntok), C.int64_t(nHeads), C.int64_t(headDim), C.int64_t(nRot), fptr(cos), fptr(sin), boolInt(neox))
 	return nil
-}
-
-// Softmax replaces x with softmax(x) (max subtracted, sum in double).
-func Softmax(x []float32) {
-	if len(x) == 0 {
-		return
-	}
-	C.k_softmax(C.int(implID()), fptr(x), C.int64_t(len(x)))
-}
-
-// SiLUMul sets out[i] = silu(gate[i]) * up[i] for i < len(out).
-func SiLUMul(out, gate, up []float32) error {
-	return elementwise("SiLUMul", "gate", "up", out, gate, up, func() {
-		C.k_silu_mul(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)))
-	})
 }
 
 // SwiGLU sets out[t*n+i] = silu(gate[t*n+i]) * up[t*n+i] for ntok rows of n

@@ -13,10 +13,10 @@ import (
 // of 64 in f32 (kernels.AttentionTiled). Both read the cache in place. The
 // Go transcriptions they were checked against are in attention_test.go.
 
-// attnScratch is the per-worker attention scratch (floats) for a context of
-// nCtx positions: the largest need of the kernels any mode may call.
-func attnScratch(c *Config, nCtx int) int {
-	return max(nCtx, kernels.AttentionF16AccScratch(c.HeadDim), kernels.AttentionTiledScratch(c.HeadDim),
+// attnScratch is the per-worker attention scratch (floats): the largest
+// need of the kernels a layer may call.
+func attnScratch(c *Config) int {
+	return max(kernels.AttentionF16AccScratch(c.HeadDim), kernels.AttentionTiledScratch(c.HeadDim),
 		kernels.AttentionKVQScratch(c.HeadDim))
 }
 
@@ -42,15 +42,6 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 	if m.kvQuant() {
 		return s.attentionKVQ(ps, li, &p)
 	}
-	mode := m.attn
-	var kp *kernels.AttnParams
-	if mode == AttentionFast {
-		// kernels.Attention reads f32: widen the cache prefix once per op.
-		var err error
-		if kp, err = s.widenKV(li, &p); err != nil {
-			return err
-		}
-	}
 	// Heads go in chunks, about four per worker, claimed dynamically like
 	// the rows of a matrix product: a worker that starts late leaves its
 	// heads to the others.
@@ -59,8 +50,6 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
 		var err error
 		switch {
-		case mode == AttentionFast:
-			err = kernels.Attention(kp, h0, h1, st.scr[wk])
 		case f16path:
 			err = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
 		default:
@@ -91,28 +80,6 @@ func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) error
 		}
 	})
 	return st.firstErr()
-}
-
-// widenKV converts the first Pos0+NTok positions of layer li's f16 cache to
-// f32 (into session scratch that is allocated on first use) and returns the
-// kernels.Attention parameters over them.
-func (s *Session) widenKV(li int, a *kernels.AttnF16Params) (*kernels.AttnParams, error) {
-	n := (a.Pos0 + a.NTok) * a.KVStride
-	if s.kf == nil {
-		s.kf = make([]float32, s.nCtx*a.KVStride)
-		s.vf = make([]float32, s.nCtx*a.KVStride)
-	}
-	if err := kernels.Dequant(kernels.F16, s.kcache[li][:2*n], s.kf[:n]); err != nil {
-		return nil, err
-	}
-	if err := kernels.Dequant(kernels.F16, s.vcache[li][:2*n], s.vf[:n]); err != nil {
-		return nil, err
-	}
-	return &kernels.AttnParams{
-		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
-		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
-		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap, Sinks: a.Sinks,
-	}, nil
 }
 
 // halfs views the bytes of an f16 cache as its f16 values (a cache's

@@ -204,7 +204,7 @@ func newEncoderModel(f *loader.File, o LoadOptions, arch string) (*Model, error)
 	if threads == 0 {
 		threads = PhysicalCores()
 	}
-	m := &Model{file: f, cfg: cfg, w: &Weights{}, tok: tok, attn: o.Attention, enc: enc}
+	m := &Model{file: f, cfg: cfg, w: &Weights{}, tok: tok, enc: enc}
 	m.nCtx = o.ContextLength
 	if m.nCtx == 0 {
 		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)
@@ -441,7 +441,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 	}
 	st := &fwdState{nBatch: n, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n), scr: make([][]float32, m.pool.n)}
 	for i := range st.scr {
-		st.scr[i] = make([]float32, attnScratch(c, n))
+		st.scr[i] = make([]float32, attnScratch(c))
 	}
 	p := &pass{m: m, st: st, ntok: n, rows: []int{n}}
 	if e.gemma != nil {

@@ -63,7 +63,7 @@ type fwdState struct {
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
-	scr    [][]float32             // attention scratch per worker [nCtx]
+	scr    [][]float32             // attention scratch per worker [attnScratch]
 	errs   []error                 // per-worker errors
 }
 
@@ -87,7 +87,7 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		errs:   make([]error, nWorkers),
 	}
 	for i := range s.scr {
-		s.scr[i] = make([]float32, attnScratch(c, nCtx))
+		s.scr[i] = make([]float32, attnScratch(c))
 	}
 	if c.SWALayers != nil && (c.RopeBaseSWA != c.RopeBase || c.RopeFreqScaleSWA != c.RopeFreqScale) {
 		s.cosW = make([]float32, nBatch*c.NRot/2)

@@ -91,10 +91,6 @@ const (
 	// AttentionExact is AttentionDefault (kept for callers that ask for the
 	// exact numerics by name).
 	AttentionExact
-	// AttentionFast uses the f32 kernels.Attention for everything (on an f32
-	// copy of the cache); quantized logits then differ from llama.cpp by up
-	// to ~0.25. It is not faster than the exact kernels on x86-64.
-	AttentionFast
 )
 
 // DefaultMaxContext caps the default session context when the model's
@@ -115,7 +111,6 @@ type Model struct {
 	prof atomic.Pointer[profiler] // nil unless profiling (SetProfiling)
 	info ModelInfo
 	nCtx int
-	attn AttentionMode
 	kvK  kernels.Type // the KV cache's types (LoadOptions.CacheTypeK/V)
 	kvV  kernels.Type
 
@@ -194,7 +189,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if o.Threads < 0 || o.ContextLength < 0 {
 		return nil, errors.New("threads and context length must not be negative")
 	}
-	if o.Attention < AttentionDefault || o.Attention > AttentionFast {
+	if o.Attention < AttentionDefault || o.Attention > AttentionExact {
 		return nil, fmt.Errorf("unknown attention mode %d", o.Attention)
 	}
 	if _, _, err := cacheTypes(nil, o); err != nil { // the names, before the file is read
@@ -226,7 +221,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if threads == 0 {
 		threads = PhysicalCores()
 	}
-	m := &Model{file: f, cfg: cfg, w: w, tok: tok, attn: o.Attention, kvK: kvK, kvV: kvV}
+	m := &Model{file: f, cfg: cfg, w: w, tok: tok, kvK: kvK, kvV: kvV}
 	m.nCtx = o.ContextLength
 	if m.nCtx == 0 {
 		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)
@@ -306,9 +301,8 @@ type Session struct {
 	nCtx   int
 	pos    int
 	tokens []int32
-	kcache [][]byte  // per layer [nCtx] rows of KVDim values of model.kvK (f16 by default, like the reference's cache)
-	vcache [][]byte  // the same in model.kvV
-	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
+	kcache [][]byte // per layer [nCtx] rows of KVDim values of model.kvK (f16 by default, like the reference's cache)
+	vcache [][]byte // the same in model.kvV
 	// rec is the recurrent state of the linear-attention layers after the
 	// pos cached tokens (nil for models without them). It cannot be rolled
 	// back: Truncate keeps all positions or none.
@@ -525,9 +519,6 @@ func cacheTypes(cfg *Config, o LoadOptions) (k, v kernels.Type, err error) {
 	}
 	if k == kernels.F16 && v == kernels.F16 {
 		return k, v, nil
-	}
-	if o.Attention == AttentionFast {
-		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache uses the exact attention; AttentionFast reads an f16 cache", k, v)
 	}
 	if cfg != nil && cfg.HeadDim%32 != 0 {
 		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache needs a head size that is a multiple of 32; this %s model has %d", k, v, cfg.Arch, cfg.HeadDim)

@@ -16,7 +16,13 @@
 #                and the kernels tests once more built by clang (as on a Mac);
 #                and `woolly logits` on small models must print the same bytes
 #                as the x86-64 build (ARM64_XARCH=0 leaves that out);
-#                otherwise print why and skip (exit 0)
+#                otherwise print why and skip (exit 0; with CI=true, fail)
+#
+# Two sizes: ARM64_QUICK=1 (make test-arm64, part of make test) runs the
+# kernels on both CPUs, the C tests, and a runtime parity subset (four
+# small models) on the default CPU only, without the loader (pure Go), the
+# clang pass and the cross-arch logits check; unset (make test-arm64-full,
+# which .ci/run calls) runs everything below.
 #
 # Environment: ARM64_CC (default aarch64-linux-gnu-gcc; e.g. "clang
 # --target=aarch64-linux-gnu"), ARM64_SYSROOT (default /usr/aarch64-linux-gnu),
@@ -64,9 +70,7 @@ command -v "$cc_bin" >/dev/null 2>&1 || missing="$missing $cc_bin"
 command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-aarch64"
 [ -d "$sysroot" ] || missing="$missing $sysroot"
 if [ -n "$missing" ]; then
-	log "SKIP: not on arm64 and missing:$missing"
-	log "      (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
-	exit 0
+	exec sh scripts/skip.sh test-arm64 "not on arm64 and missing:$missing (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
 fi
 
 out=${ARM64_BUILD:-build/arm64}
@@ -85,6 +89,14 @@ fi
 # quantized and F32/F16 files; the f16 "mini" model and the perplexity runs
 # take minutes under qemu (ARM64_PARITY_RUN overrides the filter).
 parity_run=${ARM64_PARITY_RUN:-'(TestParity(Logits|Greedy|FullRows|IQ4AsReference|MXFP4Experts)|TestPackedLogitsMatchUnpacked)/(stories260K|llama-2-tiny|synth-.*-I?Q|qwen3moe-mini-)'}
+quick=${ARM64_QUICK:-0}
+if [ "$quick" = 1 ]; then
+	parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy)/(stories260K-Q8_0|stories260K-Q4_K_M|synth-llama-mini-Q4_K_M|synth-qwen3-mini-Q4_K_M)'}
+	ARM64_CLANG=0
+	ARM64_XARCH=0
+	# the loader is pure Go (no cgo since package ggml): the full run keeps it
+	pkgs=$(echo "$pkgs" | sed 's/ loader//')
+fi
 run_filter() { case "$1" in runtime) echo "$parity_run" ;; *) echo . ;; esac; }
 # qemu-user cannot run a test that re-executes its own (arm64) binary unless
 # binfmt_misc is set up for it; those tests are skipped here.
@@ -126,6 +138,8 @@ for cpu in $cpus; do
 	qemu=$(qemu_of "$cpu")
 	want=$(want_of "$cpu")
 	for p in $pkgs; do
+		# quick: the non-kernel packages once, on the default CPU
+		if [ "$quick" = 1 ] && [ "$cpu" != default ] && [ "$p" != kernels ]; then continue; fi
 		name=$(echo "$p" | tr / _)
 		t0=$(date +%s)
 		# run in the package directory, as go test does (tests find ../shared from there)

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/quant"
 )
@@ -321,8 +321,8 @@ type Result struct {
 	Preset  Preset // Vocab is the vocabulary's size (another with Options.VocabPath)
 	Params  int64  // parameter count
 	Tensors int
-	Types   map[kernels.Type]int // tensors per type
-	Bytes   int64                // file size
+	Types   map[ggml.Type]int // tensors per type
+	Bytes   int64             // file size
 }
 
 // WriteFile writes the model to path, through a temporary file beside it
@@ -351,13 +351,13 @@ func WriteFile(path string, opt Options) (Result, error) {
 	ts := p.Tensors()
 	descs := make([]quant.TensorDesc, len(ts))
 	for i, t := range ts {
-		descs[i] = quant.TensorDesc{Name: t.Name, Type: kernels.F32, Shape: t.Shape}
+		descs[i] = quant.TensorDesc{Name: t.Name, Type: ggml.F32, Shape: t.Shape}
 	}
 	plan, err := quant.Plan(opt.Type, descs, quant.Model{Arch: p.Arch, NLayer: p.Layers, NHead: p.Heads, NHeadKV: p.KVHeads})
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Preset: p, Tensors: len(ts), Types: map[kernels.Type]int{}}
+	res := Result{Preset: p, Tensors: len(ts), Types: map[ggml.Type]int{}}
 	var total, done int64
 	advance := func(n int) {
 		done += int64(n)
@@ -583,7 +583,7 @@ func splitmix64(x uint64) uint64 {
 // writeTensorData generates tensor t row by row (each row from its own
 // seed, so the bytes do not depend on the thread count), converts it to ty
 // and streams it to out in chunks.
-func writeTensorData(out io.Writer, t Tensor, ty kernels.Type, seed uint64, threads int, advance func(int)) error {
+func writeTensorData(out io.Writer, t Tensor, ty ggml.Type, seed uint64, threads int, advance func(int)) error {
 	rowLen := int(t.Shape[0])
 	nrows := 1
 	for _, d := range t.Shape[1:] {

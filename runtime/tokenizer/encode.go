@@ -146,6 +146,8 @@ type spmBigram struct {
 }
 
 // spmBigram.before orders the SPM queue: highest score first, leftmost on ties.
+//
+//lint:ignore U1000 called through the queue's type constraint
 func (b spmBigram) before(o *spmBigram) bool {
 	if b.score != o.score {
 		return b.score > o.score
@@ -306,6 +308,8 @@ type bpeBigram struct {
 }
 
 // bpeBigram.before orders the BPE queue: lowest merge rank first, leftmost on ties.
+//
+//lint:ignore U1000 called through the queue's type constraint
 func (b bpeBigram) before(o *bpeBigram) bool {
 	if b.rank != o.rank {
 		return b.rank < o.rank
