@@ -30,6 +30,7 @@
  */
 #include "testutil.h"
 #include "order_model.h"
+#include "mm_driver.h"
 
 static int failures = 0, checks = 0;
 
@@ -747,7 +748,10 @@ static void test_packed(int impl) {
                         const int64_t nt = ntoks[k];
                         for (int64_t i = 0; i < ys * maxtok; i++) y0[i] = y1[i] = -1234.f;
                         if (set->mm_tile) set->mm_tile(n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
-                        else k_mm_rows_x_dot(set->dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        else {
+                            const mm_kernel rows_x_dot = {.dot = set->dot};
+                            k_mm_run(&rows_x_dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        }
                         /* groups 1.. then group 0 alone: addressing by group offset */
                         set->mm_packed(n, pk + G * rs, (size_t)rs, nrows - G, a, (size_t)ab, nt, y1 + G, ys);
                         set->mm_packed(n, pk, (size_t)rs, G, a, (size_t)ab, nt, y1, ys);
