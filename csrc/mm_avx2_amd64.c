@@ -60,6 +60,7 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
                 const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
                 sumi[k] = ACC_MADD16(sumi[k], p0, s0);
                 sumi[k] = ACC_MADD16(sumi[k], p1, s1);
+                MM_CHAIN(sumi[k]);
             }
         }
         const __m256 dv = _mm256_set1_ps(d);
@@ -122,8 +123,10 @@ KT static void dot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
         for (int v = 0; v < 8; v++) {
             const __m256i q = _mm256_load_si256((const __m256i *)x->q[v]), s = _mm256_load_si256((const __m256i *)x->s[v]);
             _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++)
+            for (int k = 0; k < NT; k++) {
                 sumi[k] = ACC_MADD16(sumi[k], _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(y[k][i].qs + 32 * v))), s);
+                MM_CHAIN(sumi[k]);
+            }
         }
         const __m256 dv = _mm256_set1_ps(x->d);
         _Pragma("GCC unroll 4")
@@ -169,6 +172,7 @@ KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_b
                     const int8_t *qa = y[k]->qs + 128 * h + 32 * j;
                     const __m256i pr = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)qa));
                     sumi[k] = ACC_MADD16(sumi[k], pr, s);
+                    MM_CHAIN(sumi[k]);
                 }
             }
         }
@@ -215,6 +219,7 @@ KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void
                 const __m256i p1 = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), ahi);
                 sumi[r] = ACC_MADD16(sumi[r], p0, k_bcast16_avx2(sc[r], 2 * c));
                 sumi[r] = ACC_MADD16(sumi[r], p1, k_bcast16_avx2(sc[r], 2 * c + 1));
+                MM_CHAIN(sumi[r]);
             }
         }
         _Pragma("GCC unroll 4")

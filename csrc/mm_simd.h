@@ -18,6 +18,13 @@
 
 #define NT 4
 
+/* Ends GCC's view of an integer accumulation at v: without it GCC
+ * reassociates a group kernel's exact int32 adds into trees whose partial
+ * sums outnumber AVX2's 16 vector registers and spill (dot4p_q4_k: 20
+ * spills and reloads per block). The sums are the same integers either
+ * way, so the bits are too. */
+#define MM_CHAIN(v) __asm__("" : "+x"(v))
+
 /* The driver's piece (k_mm_piece_fn) over a set's one row x 4 tokens
  * kernel tok4 (MM_T4), 4 rows x one token kernel rows4 (MM_R4) and
  * one-token dot dot1; MM_X86_PIECE_T4 where there is no rows4. */
@@ -87,6 +94,7 @@ KT static inline __attribute__((always_inline)) void dot4_q45k(const int t, int6
                 const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
                 sumi[k] = ACC_MADD16(sumi[k], p0, s0);
                 sumi[k] = ACC_MADD16(sumi[k], p1, s1);
+                MM_CHAIN(sumi[k]);
             }
         }
         _Pragma("GCC unroll 4")
