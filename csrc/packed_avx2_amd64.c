@@ -41,6 +41,7 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
                                                         _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32)));
                 sumi = ACC_MADD16(sumi, p0, _mm256_shuffle_epi8(sr, _mm256_set1_epi16((short)(0x8000 | (2 * c)))));
                 sumi = ACC_MADD16(sumi, p1, _mm256_shuffle_epi8(sr, _mm256_set1_epi16((short)(0x8000 | (2 * c + 1)))));
+                PK_CHAIN(sumi);
             }
             acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dy, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);
         }
@@ -79,6 +80,7 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
                     const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
                     const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
                     sumi = ACC_MADD16(sumi, p, sv);
+                    PK_CHAIN(sumi);
                 }
             }
             acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dy, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);

@@ -28,6 +28,8 @@
 #include "mm_driver.h"
 
 #define PK_G 8
+/* pins an exact int32 accumulator in a register (see MM_CHAIN, mm_simd.h) */
+#define PK_CHAIN(v) __asm__("" : "+x"(v))
 /* software prefetch distance of the gemv in bytes (0: none). The packed
  * stream is sequential; out of cache (BenchmarkMatVecPacked big, Q4_K,
  * AVX-512, 3 interleaved rounds each, packed / unpacked thread-CPU GB/s)
