@@ -4,6 +4,7 @@
 #include <string.h>
 #include "attn_common.h"
 #include "kernels.h"
+#include "mm_driver.h"
 
 /* ---- type facts ---- */
 
@@ -165,11 +166,13 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     const char *wb = (const char *)w;
     k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
+    if (r1 <= r0) return 0;
     if (tile) { /* one token: the tile kernel runs several rows at a time */
-        if (r1 > r0) tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
-        return 0;
+        tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
+    } else { /* rows x the dot, through the one driver */
+        const mm_kernel k = {.dot = f};
+        k_mm_run(&k, n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
     }
-    for (int64_t r = r0; r < r1; r++) y[r] = f(n, wb + (size_t)r * row_bytes, a);
     return 0;
 }
 
@@ -196,8 +199,12 @@ static void mm_rows(k_mm_tile_fn tile, k_dot_fn f, int64_t rows, int64_t n, cons
     for (int64_t rt = r0; rt < r1; rt += rows) {
         const int64_t nr = r1 - rt < rows ? r1 - rt : rows;
         const char *wt = wb + (size_t)rt * row_bytes;
-        if (tile) tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
-        else k_mm_rows_x_dot(f, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        if (tile) {
+            tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        } else {
+            const mm_kernel k = {.dot = f};
+            k_mm_run(&k, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        }
     }
 }
 

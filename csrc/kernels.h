@@ -480,19 +480,10 @@ typedef void k_mm_tile_kernel(int64_t n, const void *w, size_t row_bytes, int64_
                               float *y, int64_t y_stride);
 typedef k_mm_tile_kernel *k_mm_tile_fn;
 /* Its parameters and their names as arguments, for the files that write out
- * many tile kernels as calls of one driver (mm_*_amd64.c, dot_neon*_arm64.c). */
+ * many tile kernels as calls of one driver (mm_driver.h, dot_neon*_arm64.c). */
 #define K_MM_TILE_PARAMS \
     int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride
 #define K_MM_TILE_ARGS n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride
-
-/* A tile kernel made of a one-token dot: every (row, token) of the tile,
- * tokens outer (the generic driver's loop, and the float tiles'). */
-static inline void k_mm_rows_x_dot(k_dot_fn dot, K_MM_TILE_PARAMS) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    for (int64_t t = 0; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++)
-            y[t * y_stride + r] = dot(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
-}
 
 /* IQ4_NL is the one format that the reference build sums in two orders: one
  * token at a time with ggml's vec_dot (k_dot_iq4_nl_q8_0_*: even and odd
@@ -504,14 +495,16 @@ static inline void k_mm_rows_x_dot(k_dot_fn dot, K_MM_TILE_PARAMS) {
  * has none. */
 k_mm_tile_kernel k_mm_iq4_nl_ref;
 
-/* The row and token loops of a tile kernel made of a per-format piece
- * (csrc/mm_drive.c; the IQ4 tiles of every ISA use it). A piece computes
- * `rows` weight rows (row_bytes apart) x `toks` tokens (a_row_bytes apart)
- * into out[k * rows + r]; k_mm_drive calls it with
- *   ntok == 1   (4, 1) for each group of 4 rows, then (1, 1) per row;
- *   ntok >= 2   for each group of 4 tokens, (1, 4) for every row of the
- *               tile, then (1, 1) per (row, token) for the rest;
- * and batch = (ntok >= 2), which selects IQ4_NL's batch order (above). */
+/* A piece of a tile kernel: `rows` weight rows (row_bytes apart) x `toks`
+ * tokens (a_row_bytes apart) into out[k * rows + r]; batch = (the tile
+ * call's ntok >= 2), which selects IQ4_NL's batch order (above). The one
+ * driver, k_mm_run (mm_driver.h, csrc/mm_drive.c), runs every x86 tile
+ * kernel and the IQ4 / MXFP4 tiles of every ISA over their pieces (the
+ * other arm64 tiles still have their own loops); k_mm_drive is k_mm_run for
+ * a bare piece that runs
+ *   (4, 1) and (1, 1) for one token (4 rows at a time, then row by row);
+ *   (1, 4) for each group of 4 tokens of a batch, then (1, 1) per (row,
+ *   token) for the rest. */
 typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
                               const char *a, size_t a_row_bytes, float *out);
 void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,

@@ -30,6 +30,7 @@
  */
 #include "testutil.h"
 #include "order_model.h"
+#include "mm_driver.h"
 
 static int failures = 0, checks = 0;
 
@@ -41,6 +42,18 @@ static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0,
 #define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
 static const int64_t nblocks_list[] = {1, 2, 3, 5, 7, 16, 33};
 #define NNB ((int)(sizeof nblocks_list / sizeof nblocks_list[0]))
+
+/* Every weight type of C's type table (a row size and a ref dot) is in
+ * weight_types, so a new type cannot skip the tests that range over it. */
+static void test_type_list(void) {
+    for (int t = 0; t < K_TYPE_MAX; t++) {
+        if (k_row_bytes(t, 256) < 0 || !k_get_dot(K_IMPL_REF, t)) continue;
+        int listed = 0;
+        for (int ti = 0; ti < NWT; ti++) listed |= weight_types[ti] == t;
+        checks++;
+        if (!listed) FAIL("type %d has a row size and a ref dot but is not in weight_types", t);
+    }
+}
 
 /* ---------------------------------------------------------------- dequant */
 
@@ -748,7 +761,10 @@ static void test_packed(int impl) {
                         const int64_t nt = ntoks[k];
                         for (int64_t i = 0; i < ys * maxtok; i++) y0[i] = y1[i] = -1234.f;
                         if (set->mm_tile) set->mm_tile(n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
-                        else k_mm_rows_x_dot(set->dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        else {
+                            const mm_kernel rows_x_dot = {.dot = set->dot};
+                            k_mm_run(&rows_x_dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        }
                         /* groups 1.. then group 0 alone: addressing by group offset */
                         set->mm_packed(n, pk + G * rs, (size_t)rs, nrows - G, a, (size_t)ab, nt, y1 + G, ys);
                         set->mm_packed(n, pk, (size_t)rs, G, a, (size_t)ab, nt, y1, ys);
@@ -850,6 +866,7 @@ static void test_mxfp4(int impl) {
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int tested = 0;
+    if (!only || !strcmp(only, "dot")) test_type_list();
     for (int impl = 0; impl < K_IMPL_MAX; impl++) {
         if (!impl_available(impl)) {
             if (impl != K_IMPL_REF) printf("  (%s not available on this CPU: skipped)\n", impl_names[impl]);
