@@ -3,6 +3,7 @@ package ggml
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Type is a ggml tensor type id, as stored in GGUF tensor infos.
@@ -168,3 +169,13 @@ var fileTypeNames = map[uint64]string{
 // FileTypeName is the llama.cpp name of a general.file_type value ("Q4_K_M"),
 // or "" for an unknown value.
 func FileTypeName(ft uint64) string { return fileTypeNames[ft] }
+
+// Types lists the types Woolly can read, in id order.
+func Types() []Type {
+	ts := make([]Type, 0, len(layouts))
+	for t := range layouts {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"sort"
 	"testing"
+
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // forEachImpl runs f once per kernel set this CPU can run, restoring the
@@ -34,7 +35,7 @@ func withImpl(t testing.TB, name string, f func()) {
 	f()
 }
 
-// weightTypes is every type of the type table (types.go) that weights can
+// weightTypes is every type of the type table (package ggml) that weights can
 // have, in id order: all but Q8_K, which only activations use. It is built
 // from the table, so a type added there is in every test that ranges over
 // weightTypes (TestDotImplsVsRef among them) and fails in randomRow until
@@ -44,12 +45,11 @@ func withImpl(t testing.TB, name string, f func()) {
 var weightTypes, quantTypes = tableWeightTypes()
 
 func tableWeightTypes() (weights, quants []Type) {
-	for t := range types {
+	for _, t := range ggml.Types() { // in id order
 		if t != Q8_K {
 			weights = append(weights, t)
 		}
 	}
-	sort.Slice(weights, func(i, j int) bool { return weights[i] < weights[j] })
 	for _, t := range weights {
 		if t.BlockElems() > 1 {
 			quants = append(quants, t)
