@@ -9,3 +9,4 @@
 
 K_AVX512 void k_attention_f16acc_avx512(ATTN_F16_PARAMS) { attn_f16acc(ATTN_F16_ARGS); }
 K_AVX512 void k_attention_tiled_avx512(ATTN_F16_PARAMS) { attn_tiled(ATTN_F16_ARGS); }
+K_AVX512 void k_attention_kvq_avx512(ATTN_KVQ_PARAMS) { attn_kvq(ATTN_KVQ_ARGS); }

@@ -19,16 +19,39 @@
 #define ATTN_F16_PARAMS                                                                                        \
     int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
         int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
-        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+        float softcap, const float *sinks, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
 #define ATTN_F16_ARGS \
-    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, out, out_stride, h0, h1, scratch
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, sinks, out, out_stride, h0, h1, scratch
 
 /* The same for the attention over an f32 cache (k_attention_<set>). */
 #define ATTN_F32_PARAMS                                                                                        \
     int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
         int64_t q_stride, const float *k, const float *v, int64_t kv_stride, float scale, int64_t window,     \
-        float softcap, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+        float softcap, const float *sinks, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
 #define ATTN_F32_ARGS ATTN_F16_ARGS
+
+/* The same for the attention over a quantized cache (k_attention_kvq). */
+#define ATTN_KVQ_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, int ktype, const void *k, int64_t k_stride, int vtype, const void *v,              \
+        int64_t v_stride, float scale, int64_t window, float softcap, float *out, int64_t out_stride,         \
+        int64_t h0, int64_t h1, float *scratch, const k_attn_kvq_fns *fn
+#define ATTN_KVQ_PARAMS_NOFN                                                                                   \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, int ktype, const void *k, int64_t k_stride, int vtype, const void *v,              \
+        int64_t v_stride, float scale, int64_t window, float softcap, float *out, int64_t out_stride,         \
+        int64_t h0, int64_t h1, float *scratch
+#define ATTN_KVQ_ARGS_NOFN                                                                                     \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, ktype, k, k_stride, vtype, v, v_stride, scale,     \
+        window, softcap, out, out_stride, h0, h1, scratch
+#define ATTN_KVQ_ARGS                                                                                          \
+    n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, ktype, k, k_stride, vtype, v, v_stride, scale,     \
+        window, softcap, out, out_stride, h0, h1, scratch, fn
+
+/* dot_f16 of k_attention_f16acc_ref (attn_f16_ref.c): x (f16 values as
+ * f32) . y, 4 accumulators x 16 lanes over the first np elements, the rest
+ * in double. */
+float k_attn_dot_f16_ref(const float *x, const k_half *y, int64_t n, int64_t np);
 
 /* Query rows per block of k_attention_tiled: they share a converted K/V tile. */
 #define K_ATTN_TILED_ROWS 32
@@ -87,6 +110,22 @@ static inline float k_attn_expf(float x) {
     const double prr = p * rr;
     y = prr + y;
     return (float)(y * s);
+}
+
+/* The attention sink of a head (gpt-oss): a learned logit s that joins the
+ * softmax's denominator without a value row. Applied as the reference does,
+ * once after the last position, to the f32 accumulator acc [hd], its max M
+ * and its sum S: s > M: acc *= expf(M - s), S = fmaf(S, expf(M - s), 1);
+ * else S = fmaf(S, 1, expf(s - M)) (= S + expf(s - M)). */
+static inline void k_attn_sink(float *acc, int64_t hd, float s, float M, float *S) {
+    float ms = 1, vs = 1;
+    if (s > M) {
+        ms = k_attn_expf(M - s);
+        for (int64_t i = 0; i < hd; i++) acc[i] *= ms;
+    } else {
+        vs = k_attn_expf(s - M);
+    }
+    *S = fmaf(*S, ms, vs);
 }
 
 /* ggml's vectorised exp (ggml_v_expf: max error 1.45 + 0.5 ulp), one lane:
@@ -149,7 +188,15 @@ static inline __attribute__((always_inline)) void k_attn_f32(ATTN_F32_PARAMS, k_
                 scratch[p] = s;
                 mx = s > mx ? s : mx;
             }
-            const float inv = 1.0f / exp_sum(scratch, n, mx);
+            float ssum;
+            if (sinks) { /* the sink joins the denominator */
+                const float sk = sinks[h];
+                const float m2 = sk > mx ? sk : mx;
+                ssum = exp_sum(scratch, n, m2) + expf(sk - m2);
+            } else {
+                ssum = exp_sum(scratch, n, mx);
+            }
+            const float inv = 1.0f / ssum;
             for (int64_t i = 0; i < head_dim; i++) o[i] = 0;
             for (int64_t p = 0; p < n; p++) axpy(o, scratch[p] * inv, vg + p * kv_stride, head_dim);
         }

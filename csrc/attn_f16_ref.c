@@ -8,7 +8,7 @@ static inline float f16r(float x) { return k_f16_to_f32(k_f32_to_f16(x)); }
 
 /* dot_f16: 4 accumulators x 16 lanes of FMA over the first np elements
  * (np a multiple of 64), fixed reduction tree, the rest in double. */
-static float dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
+float k_attn_dot_f16_ref(const float *x, const k_half *y, int64_t n, int64_t np) {
     double sum = 0;
     if (np > 0) {
         float a[4][16] = {{0}};
@@ -35,7 +35,7 @@ static float dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
 void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                             int64_t head_dim, const float *q, int64_t q_stride,
                             const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                            float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                             int64_t h0, int64_t h1, float *acc) {
     const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
     const float sc = k_attn_score_scale(scale, softcap);
@@ -48,7 +48,7 @@ void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
             for (int64_t i = 0; i < hd; i++) acc[i] = 0;
             for (int64_t p = first; p < npos; p++) {
                 const k_half *kp = k + p * kv_stride + g * hd, *vp = v + p * kv_stride + g * hd;
-                float s = dot_f16(qh, kp, hd, np) * sc;
+                float s = k_attn_dot_f16_ref(qh, kp, hd, np) * sc;
                 if (softcap != 0) s = softcap * tanhf(s);
                 float ms = 1, vs = 1;
                 if (s > M) {
@@ -65,6 +65,7 @@ void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t
                 for (int64_t i = 0; i < hd; i++) acc[i] = f16r(fmaf(k_f16_to_f32(vp[i]), vs, acc[i]));
                 S = fmaf(S, ms, vs);
             }
+            if (sinks) k_attn_sink(acc, hd, sinks[h], M, &S);
             const float inv = S != 0 ? 1 / S : 0;
             float *o = out + t * out_stride + h * hd;
             for (int64_t i = 0; i < hd; i++) o[i] = acc[i] * inv;

@@ -172,9 +172,33 @@ static inline AI void attn_vacc(float *acc, const float *vfj, int64_t hd, const 
     if (d + 4 <= hd) { vacc4(acc + d, vfj + d, hd, kqj, nj); d += 4; }
 }
 
+/* ---- k_attention_kvq: the V steps, 4 lanes at a time ---- */
+
+static inline AI int64_t attn_kvq_vscale(float *acc, int64_t n, float ms) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(acc + i, vmulq_n_f32(vld1q_f32(acc + i), ms));
+    return i;
+}
+static inline AI int64_t attn_kvq_vmad(float *acc, const float *vf, int64_t n, float vs) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(acc + i, vfmaq_n_f32(vld1q_f32(acc + i), vld1q_f32(vf + i), vs));
+    return i;
+}
+static inline AI int64_t attn_kvq_vscale_h(float *acc, int64_t n, float ms) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(acc + i, f16r4(vmulq_n_f32(vld1q_f32(acc + i), ms)));
+    return i;
+}
+static inline AI int64_t attn_kvq_vmad_h(float *acc, const k_half *vh, int64_t n, float vs) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(acc + i, f16r4(vfmaq_n_f32(vld1q_f32(acc + i), ldh4(vh + i), vs)));
+    return i;
+}
+
 #define ATTN_FN
 #define ATTN_LANES 4
 #include "attn_driver.h"
 
 void k_attention_f16acc_neon(ATTN_F16_PARAMS) { attn_f16acc(ATTN_F16_ARGS); }
 void k_attention_tiled_neon(ATTN_F16_PARAMS) { attn_tiled(ATTN_F16_ARGS); }
+void k_attention_kvq_neon(ATTN_KVQ_PARAMS) { attn_kvq(ATTN_KVQ_ARGS); }

@@ -6,7 +6,7 @@
 void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                            int64_t head_dim, const float *q, int64_t q_stride,
                            const k_half *k, const k_half *v, int64_t kv_stride,
-                           float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                           float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                            int64_t h0, int64_t h1, float *scratch) {
     const int64_t group = n_head / n_head_kv, hd = head_dim;
     const float sc = k_attn_score_scale(scale, softcap);
@@ -60,6 +60,7 @@ void k_attention_tiled_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
                     for (int64_t d = 0; d < hd; d++) acc[d] = fmaf(w, k_f16_to_f32(vp[d]), acc[d]);
                 }
             }
+            if (sinks) k_attn_sink(acc, hd, sinks[h], M, &S);
             const float inv = S != 0 ? 1 / S : 0;
             float *o = out + t * out_stride + h * hd;
             for (int64_t d = 0; d < hd; d++) o[d] = acc[d] * inv;

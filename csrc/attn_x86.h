@@ -264,6 +264,33 @@ ATTN_X86 static inline AI void attn_vacc(float *acc, const float *vfj, int64_t h
     if (d + 8 <= hd) { vacc8(acc + d, vfj + d, hd, kqj, nj); d += 8; }
 }
 
+/* ---- k_attention_kvq: the V steps, 8 lanes at a time ---- */
+
+ATTN_X86 static inline AI int64_t attn_kvq_vscale(float *acc, int64_t n, float ms) {
+    const __m256 vm = _mm256_set1_ps(ms);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), vm));
+    return i;
+}
+ATTN_X86 static inline AI int64_t attn_kvq_vmad(float *acc, const float *vf, int64_t n, float vs) {
+    const __m256 vv = _mm256_set1_ps(vs);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(_mm256_loadu_ps(vf + i), vv, _mm256_loadu_ps(acc + i)));
+    return i;
+}
+ATTN_X86 static inline AI int64_t attn_kvq_vscale_h(float *acc, int64_t n, float ms) {
+    const __m256 vm = _mm256_set1_ps(ms);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, f16r8(_mm256_mul_ps(_mm256_loadu_ps(acc + i), vm)));
+    return i;
+}
+ATTN_X86 static inline AI int64_t attn_kvq_vmad_h(float *acc, const k_half *vh, int64_t n, float vs) {
+    const __m256 vv = _mm256_set1_ps(vs);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, f16r8(_mm256_fmadd_ps(ldh8(vh + i), vv, _mm256_loadu_ps(acc + i))));
+    return i;
+}
+
 #define ATTN_FN ATTN_X86
 #define ATTN_LANES 8
 #include "attn_driver.h"

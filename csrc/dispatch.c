@@ -4,6 +4,7 @@
 #include <string.h>
 #include "attn_common.h"
 #include "kernels.h"
+#include "mm_driver.h"
 
 /* ---- type facts ---- */
 
@@ -92,9 +93,9 @@ static k_type_kernels simd_kernels(int impl, int type) {
 
 static const k_arch_ops ref_ops = {
     .sgemm = k_sgemm_ref, .attention = k_attention_ref, .rmsnorm = k_rmsnorm_ref,
-    .rope = k_rope_ref, .softmax = k_softmax_ref, .silu_mul = k_silu_mul_ref, .swiglu = k_swiglu_ref,
+    .rope = k_rope_ref, .swiglu = k_swiglu_ref,
     .add = k_add_ref, .scale = k_scale_ref, .attention_f16acc = k_attention_f16acc_ref,
-    .attention_tiled = k_attention_tiled_ref,
+    .attention_tiled = k_attention_tiled_ref, .attention_kvq = k_attention_kvq_ref,
 };
 
 /* ---- public lookups ---- */
@@ -165,11 +166,13 @@ int k_matvec(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
     if (!f || k_row_bytes(wtype, n) < 0) return -1;
     const char *wb = (const char *)w;
     k_mm_tile_fn tile = mm_tile_fn(impl, wtype);
+    if (r1 <= r0) return 0;
     if (tile) { /* one token: the tile kernel runs several rows at a time */
-        if (r1 > r0) tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
-        return 0;
+        tile(n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
+    } else { /* rows x the dot, through the one driver */
+        const mm_kernel k = {.dot = f};
+        k_mm_run(&k, n, wb + (size_t)r0 * row_bytes, row_bytes, r1 - r0, a, 0, 1, y + r0, 0);
     }
-    for (int64_t r = r0; r < r1; r++) y[r] = f(n, wb + (size_t)r * row_bytes, a);
     return 0;
 }
 
@@ -196,8 +199,12 @@ static void mm_rows(k_mm_tile_fn tile, k_dot_fn f, int64_t rows, int64_t n, cons
     for (int64_t rt = r0; rt < r1; rt += rows) {
         const int64_t nr = r1 - rt < rows ? r1 - rt : rows;
         const char *wt = wb + (size_t)rt * row_bytes;
-        if (tile) tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
-        else k_mm_rows_x_dot(f, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        if (tile) {
+            tile(n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        } else {
+            const mm_kernel k = {.dot = f};
+            k_mm_run(&k, n, wt, row_bytes, nr, a, a_row_bytes, ntok, y + rt, y_stride);
+        }
     }
 }
 
@@ -319,6 +326,33 @@ void k_attention_tiled(int impl, ATTN_F16_PARAMS) { OP(impl, attention_tiled)(AT
 int64_t k_attention_f16acc_scratch(int64_t head_dim) { return 2 * (head_dim + 3 * 64); }
 int64_t k_attention_tiled_scratch(int64_t head_dim) { return (2 * 64 + 32) * head_dim + 2 * 32 + 64; }
 
+/* kvq: the accumulator, a dequantized V row and Q in K's vec-dot type (at
+ * most head_dim floats: f16 values as f32, or q8_0's 34 bytes per 32) */
+int64_t k_attention_kvq_scratch(int64_t head_dim) { return 3 * head_dim; }
+
+static int kv_type(int t) { return t == K_F16 || t == K_Q8_0 || t == K_Q4_0; }
+
+int k_attention_kvq(int impl, ATTN_KVQ_PARAMS_NOFN) {
+    if (!kv_type(ktype) || !kv_type(vtype) || (ktype == K_F16 && vtype == K_F16) || head_dim <= 0 || head_dim % K_QK != 0)
+        return -1;
+    const k_attn_kvq_fns f = {.q8 = quantize_fn(impl, K_Q8_0), .kdot = ktype != K_F16 ? dot_fn(impl, ktype) : NULL,
+                              .vdeq = dequant_fn(impl, vtype)};
+    OP(impl, attention_kvq)(ATTN_KVQ_ARGS_NOFN, &f);
+    return 0;
+}
+
+/* k_kv_store: q8_0 through the impl's activation quantizer (the
+ * reference's CPU conversion), q4_0 through its scalar one */
+int k_kv_store(int impl, int type, const float *x, void *dst, int64_t n) {
+    if (type == K_Q4_0) {
+        if (n % K_QK != 0) return -1;
+        k_quantize_q4_0_ref(x, dst, n);
+        return 0;
+    }
+    if (type != K_F16 && type != K_Q8_0) return -1;
+    return k_quantize_act(impl, type, x, dst, n);
+}
+
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps) {
     OP(impl, rmsnorm)(out, x, w, n, eps);
 }
@@ -331,10 +365,6 @@ void k_rope_rows(int impl, float *x, int64_t ntok, int64_t n_heads, int64_t head
     const k_rope_fn f = OP(impl, rope);
     const int64_t half = n_rot / 2, stride = n_heads * head_dim;
     for (int64_t t = 0; t < ntok; t++) f(x + t * stride, n_heads, head_dim, n_rot, cos_t + t * half, sin_t + t * half, neox);
-}
-void k_softmax(int impl, float *x, int64_t n) { OP(impl, softmax)(x, n); }
-void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n) {
-    OP(impl, silu_mul)(out, gate, up, n);
 }
 void k_swiglu(int impl, float *out, const float *gate, const float *up, int64_t ntok, int64_t n, int64_t i0, int64_t i1) {
     const k_swiglu_fn f = OP(impl, swiglu);
@@ -354,3 +384,7 @@ void k_geglu(int impl, float *out, const float *gate, const float *up, int64_t n
 }
 void k_softcap(int impl, float *x, int64_t n, float cap) { (void)impl; k_softcap_ref(x, n, cap); }
 void k_softmax_exact(int impl, float *x, int64_t n) { (void)impl; k_softmax_exact_ref(x, n); }
+void k_swiglu_oai(int impl, float *out, const float *gate, const float *up, int64_t n, float alpha, float limit) {
+    (void)impl;
+    k_swiglu_oai_ref(out, gate, up, n, alpha, limit);
+}

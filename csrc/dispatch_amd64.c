@@ -56,16 +56,18 @@ const k_type_kernels *k_arch_get_table(int impl, int layer) {
 
 static const k_arch_ops avx2_ops = {
     .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,
-    .softmax = k_softmax_avx2, .silu_mul = k_silu_mul_avx2, .add = k_add_avx2, .scale = k_scale_avx2,
+    .add = k_add_avx2, .scale = k_scale_avx2,
     .attention_f16acc = k_attention_f16acc_avx2, .attention_tiled = k_attention_tiled_avx2,
+    .attention_kvq = k_attention_kvq_avx2,
     .rope = k_rope_avx2, .swiglu = k_swiglu_avx2,
 };
 
 /* avx2's, with the attention drivers built for AVX-512 (32 registers) */
 static const k_arch_ops avx512_ops = {
     .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,
-    .softmax = k_softmax_avx2, .silu_mul = k_silu_mul_avx2, .add = k_add_avx2, .scale = k_scale_avx2,
+    .add = k_add_avx2, .scale = k_scale_avx2,
     .attention_f16acc = k_attention_f16acc_avx512, .attention_tiled = k_attention_tiled_avx512,
+    .attention_kvq = k_attention_kvq_avx512,
     .rope = k_rope_avx2, .swiglu = k_swiglu_avx2,
 };
 

@@ -4,10 +4,13 @@
  *   K_IMPL_NEON      plain Advanced SIMD kernels (*_neon_arm64.c), every arm64 CPU
  *   K_IMPL_NEON_DOT  the NEON set with the integer dot products replaced by the
  *                    SDOT kernels (*_neon_dot_arm64.c)
+ *   K_IMPL_NEON_I8MM the NEON_DOT set with prompt tiles of packed weights on
+ *                    USMMLA (Q4_K, Q5_K: pack_neon_i8mm_arm64.c), on NEON_DOT's layouts
  *
  * Only called with impl != K_IMPL_REF. Package kernels enables
  * K_IMPL_NEON_DOT only when the CPU reports dotprod (x/sys/cpu
- * ARM64.HasASIMDDP): the _neon_dot kernels would fault elsewhere. NULL means
+ * ARM64.HasASIMDDP) and K_IMPL_NEON_I8MM only when it reports dotprod and
+ * i8mm (ARM64.HasI8MM): the kernels would fault elsewhere. NULL means
  * "no SIMD kernel for this pair": the driver uses the ref one.
  */
 #include "kernels_neon_arm64.h"
@@ -51,18 +54,32 @@ static const k_type_kernels neon_dot[K_TYPE_MAX] = {
     [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_neon_dot, .mm_tile = k_mm_mxfp4_neon_dot},
 };
 
+/* USMMLA tiles over neon_dot's packed layouts (the same pack kernels, so
+ * k_pack_same holds and one packed copy serves both sets); the dots and
+ * unpacked tiles are neon_dot's, listed again because the packed members
+ * come from the layer that has the type's dot (kernels.h). One token runs
+ * neon_dot's packed kernel: USMMLA pairs tokens. */
+static const k_type_kernels neon_i8mm[K_TYPE_MAX] = {
+    [K_Q4_K]   = {.dot = k_dot_q4_k_q8_k_neon_dot, .mm_tile = k_mm_q4_k_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_q4_k_x4_neon_dot, .mm_packed = k_mm_packed_q4_k_x4_neon_i8mm},
+    [K_Q5_K]   = {.dot = k_dot_q5_k_q8_k_neon_dot, .mm_tile = k_mm_q5_k_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_q5_k_x4_neon_dot, .mm_packed = k_mm_packed_q5_k_x4_neon_i8mm},
+};
+
 const k_type_kernels *k_arch_get_table(int impl, int layer) {
+    if (impl == K_IMPL_NEON_I8MM) return layer == 0 ? neon_i8mm : layer == 1 ? neon_dot : layer == 2 ? neon : NULL;
     if (impl == K_IMPL_NEON_DOT) return layer == 0 ? neon_dot : layer == 1 ? neon : NULL;
     if (impl == K_IMPL_NEON) return layer == 0 ? neon : NULL;
     return NULL;
 }
 
 /* NEON sgemm, exact attention and swiglu; the other ops (f32 attention, norms,
- * softmax, ...) are the ref ones, which gcc/clang vectorize well enough for
+ * rope, ...) are the ref ones, which gcc/clang vectorize well enough for
  * their share of the time. */
 static const k_arch_ops neon_ops = {.sgemm = k_sgemm_neon, .attention_f16acc = k_attention_f16acc_neon,
-                                    .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon};
+                                    .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon,
+                                    .attention_kvq = k_attention_kvq_neon};
 
 const k_arch_ops *k_arch_get_ops(int impl) {
-    return impl == K_IMPL_NEON || impl == K_IMPL_NEON_DOT ? &neon_ops : NULL;
+    return impl == K_IMPL_NEON || impl == K_IMPL_NEON_DOT || impl == K_IMPL_NEON_I8MM ? &neon_ops : NULL;
 }

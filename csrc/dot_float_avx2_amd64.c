@@ -13,6 +13,7 @@
  * activations for F16 weights, were tried for batches and matched worse:
  * stories260K-F32 batch 0.0047 vs 0.0029, -F16 0.0153 vs 0.0148). */
 #include "kernels_avx2_amd64.h"
+#include "mm_driver.h"
 
 #define LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define LOADF(p) _mm256_loadu_ps(p)
@@ -65,5 +66,7 @@ K_AVX2 float k_dot_bf16_f32_avx2(int64_t n, const void *w, const void *a) {
 /* ---- matmul tiles: the same per-row dot for every token count (the
  * 8 accumulators already give each dot enough independent FMA chains) ---- */
 
-void k_mm_f32_avx2(K_MM_TILE_PARAMS) { k_mm_rows_x_dot(k_dot_f32_f32_avx2, K_MM_TILE_ARGS); }
-void k_mm_f16_avx2(K_MM_TILE_PARAMS) { k_mm_rows_x_dot(k_dot_f16_f16_avx2, K_MM_TILE_ARGS); }
+static const mm_kernel mm_f32 = {.dot = k_dot_f32_f32_avx2};
+static const mm_kernel mm_f16 = {.dot = k_dot_f16_f16_avx2};
+void k_mm_f32_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_f32, K_MM_TILE_ARGS); }
+void k_mm_f16_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_f16, K_MM_TILE_ARGS); }

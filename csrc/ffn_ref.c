@@ -75,3 +75,17 @@ void k_softmax_exact_ref(float *x, int64_t n) {
     const float s = (float)(1.0 / sum);
     for (int64_t j = 0; j < n; j++) x[j] *= s;
 }
+
+/* gpt-oss's SwiGLU with a clamp (ggml's swiglu_oai, scalar in the reference
+ * build): the gate capped above at limit, up clamped to [-limit, limit],
+ * silu with alpha inside the sigmoid, and up shifted by 1. */
+void k_swiglu_oai_ref(float *out, const float *gate, const float *up, int64_t n, float alpha, float limit) {
+    for (int64_t i = 0; i < n; i++) {
+        const float x = gate[i] < limit ? gate[i] : limit;
+        float y = up[i];
+        y = y < -limit ? -limit : y;
+        y = y > limit ? limit : y;
+        const float g = x / (1.0f + k_attn_expf(alpha * -x));
+        out[i] = g * (y + 1.0f);
+    }
+}

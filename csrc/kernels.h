@@ -38,7 +38,7 @@ enum {
 
 /* ---- implementation ids ---- */
 enum { K_IMPL_REF = 0, K_IMPL_AVX2 = 1, K_IMPL_NEON = 2, K_IMPL_NEON_DOT = 3, K_IMPL_AVX512 = 4,
-       K_IMPL_MAX = 5 };
+       K_IMPL_NEON_I8MM = 5, K_IMPL_MAX = 6 };
 
 #define K_QK 32    /* elements per block of the 32-element formats */
 #define K_QKK 256  /* elements per super-block of the K-quants */
@@ -214,11 +214,14 @@ int k_dequant_bulk(int impl, const k_dequant_task *tasks, int ntasks, int64_t pr
  * softcap == 0, s = scale * q.k; otherwise the reference's soft-cap with
  * the cap folded into the scale: s = softcap * tanhf(q.k * (scale / softcap))
  * (scale / softcap one f32 division, tanhf the C library's). Softmax in f32
- * (max subtracted), out = sum p * v. */
+ * (max subtracted), out = sum p * v. sinks: NULL, or one logit per query
+ * head [n_head] (gpt-oss) that joins the softmax's denominator without a
+ * value row; the exact kernels below apply it after the last position as
+ * the reference does (k_attn_sink in attn_common.h). */
 void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                  int64_t head_dim, const float *q, int64_t q_stride,
                  const float *k, const float *v, int64_t kv_stride,
-                 float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                 float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                  int64_t h0, int64_t h1, float *scratch);
 
 /* Causal GQA attention over an f16 KV cache (k_half bits) with the numerics
@@ -251,7 +254,7 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
 void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                         int64_t head_dim, const float *q, int64_t q_stride,
                         const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                        float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                         int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_f16acc_scratch(int64_t head_dim);
 
@@ -280,9 +283,39 @@ int64_t k_attention_f16acc_scratch(int64_t head_dim);
 void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                        int64_t head_dim, const float *q, int64_t q_stride,
                        const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                       float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                        int64_t h0, int64_t h1, float *scratch);
 int64_t k_attention_tiled_scratch(int64_t head_dim);
+
+/* Causal GQA attention over a KV cache whose K and V rows are each f16,
+ * q8_0 or q4_0 (ktype, vtype: K_F16, K_Q8_0, K_Q4_0; not both f16, which
+ * k_attention_f16acc / k_attention_tiled serve), with the numerics of the
+ * reference build's one-row flash attention for such a cache, for any
+ * number of query rows. Position p's K row is k_stride bytes from p-1's,
+ * head g's elements start k_row_bytes(ktype, g * head_dim) bytes into it
+ * (V the same); head_dim a multiple of 32. Per (token, head):
+ *   Q is converted to K's vec-dot type: rounded to f16 for an f16 K, else
+ *   quantized to q8_0 (k_quantize_act's q8_0); s = dot(K row, Q) * scale
+ *   (the f16 dot of k_attention_f16acc, or the impl's q8_0 / q4_0 dot),
+ *   soft-capped as k_attention; then per position in order the online
+ *   softmax: s > M: M = s, ms = expf(M_old - M), acc *= ms; else
+ *   vs = expf(s - M); acc += V row * vs; S = fmaf(S, ms, vs). An f16 V
+ *   keeps acc in f16 (each step rounded, as k_attention_f16acc); a
+ *   quantized V is dequantized to f32 and acc is f32 (one FMA a lane).
+ *   out = acc * (S != 0 ? 1/S : 0). Every impl gives the same bits.
+ * scratch: k_attention_kvq_scratch(head_dim) floats. Returns 0, or -1 for
+ * a type pair or head size it does not take. */
+int k_attention_kvq(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                    int64_t head_dim, const float *q, int64_t q_stride,
+                    int ktype, const void *k, int64_t k_stride, int vtype, const void *v, int64_t v_stride,
+                    float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                    int64_t h0, int64_t h1, float *scratch);
+int64_t k_attention_kvq_scratch(int64_t head_dim);
+
+/* Store n f32 values as a KV cache row of type (K_F16, K_Q8_0 with the
+ * impl's q8_0 quantizer, K_Q4_0 with the reference's q4_0 rounding:
+ * d = max / -8, q = min(15, (int8)(x / d + 8.5))). Returns 0 or -1. */
+int k_kv_store(int impl, int type, const float *x, void *dst, int64_t n);
 
 /* ---- small ops ---------------------------------------------------------- */
 /* out = x * (1 / sqrtf(mean(x^2) + eps)) * w   (w may be NULL: no weight).
@@ -301,8 +334,6 @@ void k_rope(int impl, float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot
  * tables cos_t / sin_t + t * (n_rot / 2) (its position's). */
 void k_rope_rows(int impl, float *x, int64_t ntok, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                  const float *cos_t, const float *sin_t, int neox);
-void k_softmax(int impl, float *x, int64_t n);                     /* in place */
-void k_silu_mul(int impl, float *out, const float *gate, const float *up, int64_t n);
 /* The reference build's SwiGLU on elements [i0, i1) of each of ntok rows of
  * n values ([ntok][n] arrays):
  *   out[i] = gate[i] / (1 + e) * up[i],  e = vexpf(-gate[i]) for i < n & ~15
@@ -324,6 +355,11 @@ void k_softcap(int impl, float *x, int64_t n, float cap);
 /* Softmax of one row with the reference build's numerics (ggml soft_max,
  * AVX-512 build): see k_softmax_exact_ref in ffn_ref.c. In place. */
 void k_softmax_exact(int impl, float *x, int64_t n);
+/* gpt-oss's clamped SwiGLU (ggml's swiglu_oai) on n elements, the reference
+ * build's scalar loop: x = min(gate, limit), y = clamp(up, -limit, limit),
+ * out = x / (1 + expf(alpha * -x)) * (y + 1), expf glibc's (k_attn_expf).
+ * out may be gate. One portable version for every impl. */
+void k_swiglu_oai(int impl, float *out, const float *gate, const float *up, int64_t n, float alpha, float limit);
 /* Fills the GELU table of k_geglu (idempotent; call once before use, as
  * package kernels does in init: without it k_geglu evaluates the same values
  * element by element, slowly). */
@@ -400,19 +436,31 @@ typedef void k_sgemm_kernel(int trans_b, int64_t m0, int64_t m1, int64_t N, int6
 typedef void k_attention_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                                 int64_t head_dim, const float *q, int64_t q_stride,
                                 const float *k, const float *v, int64_t kv_stride,
-                                float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                                float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                                 int64_t h0, int64_t h1, float *scratch);
 /* the same over an f16 KV cache (k_attention_f16acc, k_attention_tiled) */
 typedef void k_attn_h_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
                              int64_t head_dim, const float *q, int64_t q_stride,
                              const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                             float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                              int64_t h0, int64_t h1, float *scratch);
+/* the same over a KV cache of any of f16, q8_0, q4_0 for K and V
+ * (k_attention_kvq); fn carries the impl's quantizer, K dot and V dequant */
+typedef struct {
+    k_quantize_fn q8;   /* Q -> q8_0, the vec-dot type of a q8_0 / q4_0 K */
+    k_dot_fn      kdot; /* K row (ktype) . Q (q8_0) */
+    k_dequant_fn  vdeq; /* V row (vtype) -> f32 */
+} k_attn_kvq_fns;
+typedef void k_attn_kvq_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                               int64_t head_dim, const float *q, int64_t q_stride,
+                               int ktype, const void *k, int64_t k_stride, int vtype, const void *v, int64_t v_stride,
+                               float scale, int64_t window, float softcap, float *out, int64_t out_stride,
+                               int64_t h0, int64_t h1, float *scratch, const k_attn_kvq_fns *fn);
+typedef k_attn_kvq_kernel *k_attn_kvq_fn;
 typedef void k_rmsnorm_kernel(float *out, const float *x, const float *w, int64_t n, float eps);
 typedef void k_rope_kernel(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                            const float *cos_t, const float *sin_t, int neox);
 typedef void k_softmax_kernel(float *x, int64_t n);
-typedef void k_silu_mul_kernel(float *out, const float *gate, const float *up, int64_t n);
 typedef void k_swiglu_kernel(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1);
 typedef void k_add_kernel(float *out, const float *a, const float *b, int64_t n);
 typedef void k_scale_kernel(float *x, float s, int64_t n);
@@ -421,8 +469,6 @@ typedef k_attention_kernel *k_attention_fn;
 typedef k_attn_h_kernel    *k_attn_h_fn;
 typedef k_rmsnorm_kernel   *k_rmsnorm_fn;
 typedef k_rope_kernel      *k_rope_fn;
-typedef k_softmax_kernel   *k_softmax_fn;
-typedef k_silu_mul_kernel  *k_silu_mul_fn;
 typedef k_swiglu_kernel    *k_swiglu_fn;
 typedef k_add_kernel       *k_add_fn;
 typedef k_scale_kernel     *k_scale_fn;
@@ -434,19 +480,10 @@ typedef void k_mm_tile_kernel(int64_t n, const void *w, size_t row_bytes, int64_
                               float *y, int64_t y_stride);
 typedef k_mm_tile_kernel *k_mm_tile_fn;
 /* Its parameters and their names as arguments, for the files that write out
- * many tile kernels as calls of one driver (mm_*_amd64.c, dot_neon*_arm64.c). */
+ * many tile kernels as calls of one driver (mm_driver.h, dot_neon*_arm64.c). */
 #define K_MM_TILE_PARAMS \
     int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride
 #define K_MM_TILE_ARGS n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride
-
-/* A tile kernel made of a one-token dot: every (row, token) of the tile,
- * tokens outer (the generic driver's loop, and the float tiles'). */
-static inline void k_mm_rows_x_dot(k_dot_fn dot, K_MM_TILE_PARAMS) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    for (int64_t t = 0; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++)
-            y[t * y_stride + r] = dot(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
-}
 
 /* IQ4_NL is the one format that the reference build sums in two orders: one
  * token at a time with ggml's vec_dot (k_dot_iq4_nl_q8_0_*: even and odd
@@ -458,14 +495,16 @@ static inline void k_mm_rows_x_dot(k_dot_fn dot, K_MM_TILE_PARAMS) {
  * has none. */
 k_mm_tile_kernel k_mm_iq4_nl_ref;
 
-/* The row and token loops of a tile kernel made of a per-format piece
- * (csrc/mm_drive.c; the IQ4 tiles of every ISA use it). A piece computes
- * `rows` weight rows (row_bytes apart) x `toks` tokens (a_row_bytes apart)
- * into out[k * rows + r]; k_mm_drive calls it with
- *   ntok == 1   (4, 1) for each group of 4 rows, then (1, 1) per row;
- *   ntok >= 2   for each group of 4 tokens, (1, 4) for every row of the
- *               tile, then (1, 1) per (row, token) for the rest;
- * and batch = (ntok >= 2), which selects IQ4_NL's batch order (above). */
+/* A piece of a tile kernel: `rows` weight rows (row_bytes apart) x `toks`
+ * tokens (a_row_bytes apart) into out[k * rows + r]; batch = (the tile
+ * call's ntok >= 2), which selects IQ4_NL's batch order (above). The one
+ * driver, k_mm_run (mm_driver.h, csrc/mm_drive.c), runs every x86 tile
+ * kernel and the IQ4 / MXFP4 tiles of every ISA over their pieces (the
+ * other arm64 tiles still have their own loops); k_mm_drive is k_mm_run for
+ * a bare piece that runs
+ *   (4, 1) and (1, 1) for one token (4 rows at a time, then row by row);
+ *   (1, 4) for each group of 4 tokens of a batch, then (1, 1) per (row,
+ *   token) for the rest. */
 typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
                               const char *a, size_t a_row_bytes, float *out);
 void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
@@ -474,14 +513,16 @@ void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes,
 k_sgemm_kernel k_sgemm_ref;
 k_attention_kernel k_attention_ref;
 k_attn_h_kernel k_attention_f16acc_ref, k_attention_tiled_ref;
+k_attn_kvq_kernel k_attention_kvq_ref;
+k_quantize_kernel k_quantize_q4_0_ref;
 k_rmsnorm_kernel k_rmsnorm_ref;
 k_rope_kernel k_rope_ref;
-k_softmax_kernel k_softmax_ref, k_softmax_exact_ref;
-k_silu_mul_kernel k_silu_mul_ref;
+k_softmax_kernel k_softmax_exact_ref;
 k_swiglu_kernel k_swiglu_ref, k_geglu_ref;
 k_add_kernel k_add_ref;
 k_scale_kernel k_scale_ref;
 void k_softcap_ref(float *x, int64_t n, float cap);
+void k_swiglu_oai_ref(float *out, const float *gate, const float *up, int64_t n, float alpha, float limit);
 
 /* ---- per-architecture hooks ---------------------------------------------
  * csrc/dispatch.c (generic) owns the tables of ref kernels and the drivers.
@@ -495,13 +536,12 @@ typedef struct {
     k_attention_fn attention;
     k_rmsnorm_fn   rmsnorm;
     k_rope_fn      rope;
-    k_softmax_fn   softmax;
-    k_silu_mul_fn  silu_mul;
     k_swiglu_fn    swiglu;
     k_add_fn       add;
     k_scale_fn     scale;
     k_attn_h_fn    attention_f16acc;
     k_attn_h_fn    attention_tiled;
+    k_attn_kvq_fn  attention_kvq;
 } k_arch_ops;
 
 
@@ -563,7 +603,7 @@ typedef struct {
 
 /* The tables of impl's kernel sets, most specific first: layer 0 is impl's
  * own, layer 1 the set it falls back to member by member (AVX-512 on AVX2,
- * NEON_DOT on NEON); NULL past the last. A set that replaces a type's dot
+ * NEON_DOT on NEON, NEON_I8MM on NEON_DOT then NEON); NULL past the last. A set that replaces a type's dot
  * replaces its tile too, so that a tile never mixes in another set's bits. */
 const k_type_kernels *k_arch_get_table(int impl, int layer);
 const k_arch_ops     *k_arch_get_ops(int impl);             /* may return NULL */

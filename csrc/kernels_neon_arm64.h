@@ -6,6 +6,8 @@
  *   _neon      plain Advanced SIMD, every arm64 CPU (csrc/quant_neon_arm64.c, dot_neon_arm64.c)
  *   _neon_dot  SDOT kernels (*_neon_dot_arm64.c, k_sdot of sdot_arm64.h);
  *              only called when the CPU has dotprod
+ *   _neon_i8mm USMMLA kernels (*_neon_i8mm_arm64.c, k_usmmla); only called
+ *              when the CPU has dotprod and i8mm
  */
 #ifndef WOOLLY_KERNELS_NEON_ARM64_H
 #define WOOLLY_KERNELS_NEON_ARM64_H
@@ -49,11 +51,14 @@ k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_m
  * k_pack_<t>_x<G>_neon_dot and its tile over packed groups of G rows */
 k_pack_kernel k_pack_q4_k_x4_neon_dot, k_pack_q5_k_x4_neon_dot, k_pack_q6_k_x4_neon_dot, k_pack_q8_0_x8_neon_dot,
     k_pack_iq4_xs_x4_neon_dot;
+/* USMMLA tiles over the dotprod set's packed layouts, pack_neon_i8mm_arm64.c */
+k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_i8mm, k_mm_packed_q5_k_x4_neon_i8mm;
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_mm_packed_q6_k_x4_neon_dot,
     k_mm_packed_q8_0_x8_neon_dot, k_mm_packed_iq4_xs_x4_neon_dot;
 
 k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
 k_attn_h_kernel k_attention_f16acc_neon, k_attention_tiled_neon;      /* attn_neon_arm64.c */
+k_attn_kvq_kernel k_attention_kvq_neon;                               /* attn_neon_arm64.c */
 k_sgemm_kernel k_sgemm_neon;
 
 #ifdef __cplusplus

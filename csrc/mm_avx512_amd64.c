@@ -1,13 +1,396 @@
-/* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX512 (instruction choices:
- * simd_avx512_amd64.h). Each kernel is mm_tile over the pieces of mm_simd.h
- * (the 512-bit ones for Q4_K and Q6_K) and the single-token dot. */
+/* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX-512 VNNI (instruction
+ * choices: simd_avx512_amd64.h): the 512-bit Q4_K and Q6_K pieces (one row
+ * x 4 tokens, 4 rows x one token, and the 8-token group kernels on decoded
+ * weights), with mm_simd.h's shared ones; each k_mm_*_avx512 is k_mm_run
+ * (mm_driver.h) over its type's mm_kernel. */
 #include "simd_avx512_amd64.h"
-#define MM_ZMM 1 /* 512-bit pieces of the hottest tiles */
 #include "mm_simd.h"
 
-void k_mm_q4_k_avx512(K_MM_TILE_PARAMS) { mm_tile(&q4k_group8, dot4_q4_k_zmm, rows4_q4_k_zmm, k_dot_q4_k_q8_k_avx512, K_MM_TILE_ARGS); }
-void k_mm_q5_k_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q5_k, NULL, k_dot_q5_k_q8_k_avx512, K_MM_TILE_ARGS); }
-void k_mm_q6_k_avx512(K_MM_TILE_PARAMS) { mm_tile(&q6k_group8, dot4_q6_k_zmm, rows4_q6_k_zmm, k_dot_q6_k_q8_k_avx512, K_MM_TILE_ARGS); }
-void k_mm_q8_0_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx512, K_MM_TILE_ARGS); }
-void k_mm_q4_0_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx512, K_MM_TILE_ARGS); }
-void k_mm_q5_0_avx512(K_MM_TILE_PARAMS) { mm_tile(NULL, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx512, K_MM_TILE_ARGS); }
+/* Q4_K x 4 tokens on 512-bit vectors (Zen 5 and the Intel cores run them
+ * full width): the low 256 bits take the low nibbles against activations
+ * 64c..64c+31 with scale 2c, the high 256 bits the high nibbles against
+ * 64c+32..64c+63 with scale 2c+1 — one maddubs and one dpwssd per token
+ * where dot4_q4_k has two of each. Folding the halves at the end of a block
+ * gives the same exact int32 lane sums as dot4_q4_k, and the f32 part is the
+ * same code, so the bits are the same. */
+KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i sidx[4];
+    _Pragma("GCC unroll 4")
+    for (int c = 0; c < 4; c++)
+        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m256 acc[NT];
+    __m128 accm[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        uint32_t u[4];
+        k_q4k_unpack_scales(x[i].scales, u);
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const __m128i mins = _mm256_extracti128_si256(sm, 1);
+        const __m512i sm512 = _mm512_castsi256_si512(sm);
+        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
+        const k_block_q8_k *y[NT];
+        __m512i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)y[k]->bsums);
+            const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[k]->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), accm[k]);
+            sumi[k] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
+            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
+            const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k]->qs + 64 * c)));
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, s);
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[k]), _mm512_extracti64x4_epi64(sumi[k], 1));
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(s8), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
+}
+
+/* ---- Q4_K x 8 tokens on 512-bit vectors. The weights of a chunk of rows
+ * are decoded once (q4k_wprep: quants as bytes, scales, mins, d, dmin as
+ * f32) and the activations of a group of 8 tokens laid out once per chunk
+ * (q4k_prep8) so that one register holds the same sub-block of two tokens,
+ * token 2p in the low 256 bits and 2p+1 in the high: one maddubs and one
+ * dpwssd per token and 64 quants, as in dot4_q4_k_zmm, and every sub-block
+ * of a token lands in the same 8 int32 lanes, which are then exactly
+ * k_dot_q4_k_q8_k's lane sums with no folding. Per token the f32
+ * operations are those of the one-token dot: acc lanes += (d * yd) * (lane
+ * sum), min lanes += (dmin * yd) * (mins . bsum pairs), in block order, so
+ * the bits are the same. ---- */
+typedef struct {
+    int8_t qs[4][8][64]; /* pair p, sub-block j: token 2p's 32 quants, then token 2p+1's */
+    int16_t bsum[2][32]; /* quad h: token 4h+j's 8 bsum pair sums in lanes 8j..8j+7 */
+    float yd4[2][16];    /* quad h: token 4h+j's d in lanes 4j..4j+3 (its min term lanes) */
+    float yd8[4][16];    /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
+} q4k_side8;
+_Static_assert(sizeof(q4k_side8) == MM_SIDE_WX, "q4k_side8 is one block of q4k_prep8");
+_Static_assert(offsetof(q4k_side8, yd4) - offsetof(q4k_side8, bsum) == 16 * 8 && offsetof(q4k_side8, yd8) - offsetof(q4k_side8, bsum) == 32 * 8,
+               "bsum..yd8 is q4k_prep_tokens' 8-token block");
+
+/* Block i of 8 tokens' Q8_K quants in pairs: qs[p][j] = token 2p's quants
+ * 32j..32j+31, then token 2p+1's (the Q4_K and Q6_K 8-token layouts) */
+KT static inline void prep8_pairs(int8_t qs[4][8][64], const char *a, size_t a_row_bytes, int64_t i) {
+    for (int k = 0; k < 8; k++) {
+        const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++)
+            _mm256_store_si256((__m256i *)(qs[k / 2][j] + 32 * (k % 2)), _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j)));
+    }
+}
+
+KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    q4k_side8 *sd = (q4k_side8 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+        prep8_pairs(sd->qs, a, a_row_bytes, i);
+        q4k_prep_tokens(8, K_QKK, a + (size_t)i * sizeof(k_block_q8_k), a_row_bytes, sd->bsum);
+    }
+}
+
+KT static void dot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                             const void *side, float *st, float *out) {
+    (void)a, (void)a_row_bytes;
+    const q4k_wx *x = (const q4k_wx *)w;
+    const q4k_side8 *sd = (const q4k_side8 *)side;
+    __m512 acc[4], accm[2]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); accm[h]: tokens 4h..4h+3 (4 lanes each); st: acc, accm */
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
+    accm[0] = i0 ? _mm512_load_ps(st + 64) : _mm512_setzero_ps();
+    accm[1] = i0 ? _mm512_load_ps(st + 80) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
+        const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)x->mins));
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const __m512i pm = _mm512_madd_epi16(mins, _mm512_load_si512((const void *)sd->bsum[h]));
+            accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x->dmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
+        }
+        __m512i sumi[2][4]; /* two sums per pair (even, odd sub-blocks) for shorter chains */
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) sumi[0][p] = sumi[1][p] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->q[j]));
+            const __m512i s = _mm512_set1_epi32(x->s[j]);
+            _Pragma("GCC unroll 4")
+            for (int p = 0; p < 4; p++) {
+                const __m512i pr = _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][j]));
+                sumi[j % 2][p] = _mm512_dpwssd_epi32(sumi[j % 2][p], pr, s);
+            }
+        }
+        const __m512 dv = _mm512_set1_ps(x->d);
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++)
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
+    }
+    if (i1 < nb) {
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) _mm512_store_ps(st + 16 * p, acc[p]);
+        _mm512_store_ps(st + 64, accm[0]);
+        _mm512_store_ps(st + 80, accm[1]);
+        return;
+    }
+    _Alignas(64) float av[4 * 16], mv[2 * 16]; /* token k: av[8k..8k+7], mv[4k..4k+3] */
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) _mm512_store_ps(av + 16 * p, acc[p]);
+    _mm512_store_ps(mv, accm[0]);
+    _mm512_store_ps(mv + 16, accm[1]);
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
+}
+static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep};
+
+/* Q6_K on 512-bit vectors: ql+64h is loaded as one 64-byte vector, so the
+ * low / high 256 bits decode q[0] / q[1] (low nibbles) and q[2] / q[3] (high
+ * nibbles) of dot4_q6_k, against 64 contiguous activation bytes each, with
+ * scales 8h+0..3 and 8h+4..7 in 8-word groups. The halves are folded per
+ * block (plus the same -32 * scales . bsums start), giving the same int32
+ * lane sums as the 256-bit kernels, and the same f32 code: same bits. */
+struct q6z_scales { __m512i s[4]; }; /* h=0: q01, q23; h=1: q01, q23 */
+
+KT static inline void q6z_make_scales(const int8_t *scales, struct q6z_scales *o) {
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)scales));
+    _Pragma("GCC unroll 4")
+    for (int g = 0; g < 4; g++) { /* scales 4g .. 4g+3, 8 words each */
+        const __m256i idx = _mm256_set_epi64x(0x0101010101010101LL * (4 * g + 3), 0x0101010101010101LL * (4 * g + 2),
+                                              0x0101010101010101LL * (4 * g + 1), 0x0101010101010101LL * (4 * g));
+        o->s[g] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(sc, idx));
+    }
+}
+
+/* q01 (low nibbles of ql+64h with qh bits 0-1 / 2-3) and q23 (high nibbles, bits 4-5 / 6-7) */
+KT static inline void q6z_decode(const k_block_q6_k *x, int h, __m512i *q01, __m512i *q23) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i LL = _mm512_loadu_si512((const void *)(x->ql + 64 * h));
+    const __m512i HH = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
+    const __m512i H01 = _mm512_mask_srli_epi16(HH, (__mmask32)0xFFFF0000u, HH, 2); /* bits 0-1 | 2-3 at 0-1 */
+    const __m512i H23 = _mm512_srli_epi16(H01, 4);                                 /* bits 4-5 | 6-7 at 0-1 */
+    *q01 = _mm512_or_si512(_mm512_and_si512(LL, m4), _mm512_and_si512(_mm512_slli_epi16(H01, 4), m30));
+    *q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(LL, 4), m4), _mm512_and_si512(_mm512_slli_epi16(H23, 4), m30));
+}
+
+KT static inline __m256i q6z_fold(__m512i v, __m256i start) {
+    return _mm256_add_epi32(start, _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+
+KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q6_k *x = (const k_block_q6_k *)w;
+    __m256 acc[NT];
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        struct q6z_scales S;
+        q6z_make_scales(x[i].scales, &S);
+        const k_block_q8_k *y[NT];
+        __m256i start[NT];
+        __m512i sumi[NT];
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++) {
+            y[k] = ACT(k, k_block_q8_k) + i;
+            const __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[k]->bsums));
+            start[k] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            sumi[k] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            __m512i q01, q23;
+            q6z_decode(&x[i], h, &q01, &q23);
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < NT; k++) {
+                const int8_t *qa = y[k]->qs + 128 * h;
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q01, _mm512_loadu_si512((const void *)qa)), S.s[2 * h]);
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q23, _mm512_loadu_si512((const void *)(qa + 64))), S.s[2 * h + 1]);
+            }
+        }
+        const float d = k_h2f_avx2(x[i].d);
+        _Pragma("GCC unroll 4")
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(q6z_fold(sumi[k], start[k])), acc[k]);
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
+}
+/* ---- Q6_K x 8 tokens on 512-bit vectors, as dot8_q4_k_zmm: the weights of
+ * a chunk of rows decoded once (q6k_wprep: quants as bytes in element
+ * order, per-vector scale words, -32 * scales, d as f32), 8 tokens' quants
+ * in pairs (q6k_prep8), so vector v (quants 32v..32v+31) of tokens 2p and
+ * 2p+1 is one register and each token's 8 lanes collect every vector: lane
+ * l starts at -32 * (sc[2l] * bsums[2l] + sc[2l+1] * bsums[2l+1]) (one
+ * madd of the -32 * scales with the pair's bsums) and adds (scale of its
+ * group) * (its 4 quants . activations), exactly k_dot_q6_k_q8_k's lane
+ * sums; per token the f32 steps are the one-token dot's, so the same bits. ---- */
+typedef struct {
+    int8_t qs[4][8][64]; /* as q4k_side8 */
+    int16_t bsums[4][32]; /* pair p: token 2p's 16 bsums, then token 2p+1's */
+    float yd8[4][16];     /* pair p: token 2p's d in lanes 0..7, token 2p+1's in lanes 8..15 */
+} q6k_side8;
+_Static_assert(sizeof(q6k_side8) == MM_SIDE_WX, "q6k_side8 is one block of q6k_prep8");
+
+KT static void q6k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    q6k_side8 *sd = (q6k_side8 *)side;
+    for (int64_t i = 0; i < n / K_QKK; i++, sd++) {
+        prep8_pairs(sd->qs, a, a_row_bytes, i);
+        for (int k = 0; k < 8; k++) {
+            const k_block_q8_k *y = ACT(k, k_block_q8_k) + i;
+            _mm256_store_si256((__m256i *)(sd->bsums[k / 2] + 16 * (k % 2)), _mm256_loadu_si256((const __m256i *)y->bsums));
+            _mm256_store_ps(sd->yd8[k / 2] + 8 * (k % 2), _mm256_set1_ps(y->d));
+        }
+    }
+}
+
+KT static void dot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                             const void *side, float *st, float *out) {
+    (void)a, (void)a_row_bytes;
+    const q6k_wx *x = (const q6k_wx *)w;
+    const q6k_side8 *sd = (const q6k_side8 *)side;
+    __m512 acc[4]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); st: acc */
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
+        const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->sc32));
+        __m512i sumi[2][4]; /* two sums per pair (even, odd vectors) for shorter chains */
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) {
+            sumi[0][p] = _mm512_madd_epi16(sc32, _mm512_load_si512((const void *)sd->bsums[p]));
+            sumi[1][p] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < 8; v++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->q[v]));
+            const __m512i s = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->s[v]));
+            _Pragma("GCC unroll 4")
+            for (int p = 0; p < 4; p++)
+                sumi[v % 2][p] = _mm512_dpwssd_epi32(sumi[v % 2][p], _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][v])), s);
+        }
+        const __m512 dv = _mm512_set1_ps(x->d);
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++)
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
+    }
+    _Alignas(64) float av[4 * 16]; /* token k: av[8k..8k+7] */
+    float *sa = i1 < nb ? st : av;
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) _mm512_store_ps(sa + 16 * p, acc[p]);
+    if (i1 < nb) return;
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k));
+}
+static const mm_group q6k_group8 = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep};
+
+/* rows4_q4_k on 512-bit vectors, the layout of dot4_q4_k_zmm: same int32
+ * lane sums after the per-block fold, same f32 code, same bits. */
+KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i sidx[4];
+    _Pragma("GCC unroll 4")
+    for (int c = 0; c < 4; c++)
+        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m256 acc[4];
+    __m128 accm[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) { acc[r] = _mm256_setzero_ps(); accm[r] = _mm_setzero_ps(); }
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const float yd = y[i].d;
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        const k_block_q4_k *x[4];
+        __m512i sc[4], sumi[4];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
+            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
+            sc[r] = _mm512_castsi256_si512(sm);
+            sumi[r] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m512i av = _mm512_loadu_si512((const void *)(y[i].qs + 64 * c));
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < 4; r++) {
+                const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * c)));
+                const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
+                sumi[r] = _mm512_dpwssd_epi32(sumi[r], _mm512_maddubs_epi16(q, av), _mm512_permutexvar_epi16(sidx[c], sc[r]));
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[r]), _mm512_extracti64x4_epi64(sumi[r], 1));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[r]->d) * yd), _mm256_cvtepi32_ps(s8), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
+}
+
+/* rows4_q6_k in the dot4_q6_k_zmm layout (same bits) */
+KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
+    const k_block_q8_k *y = (const k_block_q8_k *)a;
+    __m256 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / K_QKK; i++) {
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m512i a0 = _mm512_loadu_si512((const void *)y[i].qs), a1 = _mm512_loadu_si512((const void *)(y[i].qs + 64));
+        const __m512i a2 = _mm512_loadu_si512((const void *)(y[i].qs + 128)), a3 = _mm512_loadu_si512((const void *)(y[i].qs + 192));
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const k_block_q6_k *x = (const k_block_q6_k *)(w + (size_t)r * row_bytes) + i;
+            const char *nx = (const char *)x + MM_PF_Q6K * row_bytes; /* see rows4_q0 */
+            _mm_prefetch(nx, _MM_HINT_T0);
+            _mm_prefetch(nx + 64, _MM_HINT_T0);
+            _mm_prefetch(nx + 128, _MM_HINT_T0);
+            _mm_prefetch(nx + 192, _MM_HINT_T0);
+            const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)), bs);
+            const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            struct q6z_scales S;
+            q6z_make_scales(x->scales, &S);
+            __m512i q01, q23, sumi;
+            q6z_decode(x, 0, &q01, &q23);
+            sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(q01, a0), S.s[0]);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a1), S.s[1]);
+            q6z_decode(x, 1, &q01, &q23);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a2), S.s[2]);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a3), S.s[3]);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x->d) * y[i].d), _mm256_cvtepi32_ps(q6z_fold(sumi, start)), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
+}
+
+MM_X86_PIECE(q4k_piece, dot4_q4_k_zmm, rows4_q4_k_zmm, k_dot_q4_k_q8_k_avx512)
+MM_X86_PIECE_T4(q5k_piece, dot4_q5_k, k_dot_q5_k_q8_k_avx512)
+MM_X86_PIECE(q6k_piece, dot4_q6_k_zmm, rows4_q6_k_zmm, k_dot_q6_k_q8_k_avx512)
+MM_X86_PIECE(q8_0_piece, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx512)
+MM_X86_PIECE(q4_0_piece, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx512)
+MM_X86_PIECE(q5_0_piece, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx512)
+
+static const mm_kernel mm_q4_k = {.piece = q4k_piece, .shapes = MM_R4 | MM_T4, .group = &q4k_group8};
+static const mm_kernel mm_q5_k = {.piece = q5k_piece, .shapes = MM_T4};
+static const mm_kernel mm_q6_k = {.piece = q6k_piece, .shapes = MM_R4 | MM_T4, .group = &q6k_group8};
+static const mm_kernel mm_q8_0 = {.piece = q8_0_piece, .shapes = MM_R4 | MM_T4};
+static const mm_kernel mm_q4_0 = {.piece = q4_0_piece, .shapes = MM_R4 | MM_T4};
+static const mm_kernel mm_q5_0 = {.piece = q5_0_piece, .shapes = MM_R4 | MM_T4};
+
+void k_mm_q4_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }
+void k_mm_q5_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }
+void k_mm_q6_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q6_k, K_MM_TILE_ARGS); }
+void k_mm_q8_0_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0, K_MM_TILE_ARGS); }
+void k_mm_q4_0_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_0, K_MM_TILE_ARGS); }
+void k_mm_q5_0_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_0, K_MM_TILE_ARGS); }

@@ -1,31 +1,143 @@
-/* mm_drive.c — the row and token loops of a k_matmul_q tile kernel built
- * from a per-format piece (see k_mm_drive in kernels.h). The rows of the
- * tile (16 to 64, from k_matmul_q) stay in cache while each group of 4
- * tokens streams past them; with one token (k_matvec) 4 rows share each
- * activation load. A piece covers whole rows, so calling it through a
- * pointer costs nothing measurable. */
-#include "kernels.h"
+/* mm_drive.c — k_mm_run, the one driver of the quantized matrix products
+ * (see mm_driver.h for the piece interface and the order of its phases),
+ * and k_mm_drive, its form for a bare piece (kernels.h). Plain C: the
+ * pieces carry their ISA's target attribute; each call covers whole rows,
+ * so calling them through pointers costs nothing measurable. */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include <stdlib.h>
+#include "mm_driver.h"
 
-void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+/* The calling thread's buffer for decoded weights and side data
+ * (MM_WX_BYTES + MM_SIDE_BLOCKS * MM_SIDE_WX), NULL if it cannot be had:
+ * allocated on the thread's first use and kept for its life, so worker
+ * threads neither allocate per call nor share one. */
+static unsigned char *mm_group_buffer(void) {
+    static _Thread_local unsigned char *buf;
+    if (!buf) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, MM_WX_BYTES + MM_SIDE_BLOCKS * MM_SIDE_WX) == 0) buf = (unsigned char *)p;
+    }
+    return buf;
+}
+
+/* The calling thread's buffer for unpacked rows (at least `bytes`), NULL
+ * if it cannot be had; kept for the thread's life, grown when needed. */
+static void *mm_pack_buffer(size_t bytes) {
+    static _Thread_local void *buf;
+    static _Thread_local size_t cap;
+    if (cap < bytes) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+        free(buf);
+        buf = p;
+        cap = bytes;
+    }
+    return buf;
+}
+
+/* Whole groups of tokens through grp (rows of 1 to MM_SIDE_BLOCKS blocks),
+ * the rows in chunks whose decoded weights fit wx (MM_WX_BYTES), and each
+ * row in passes of MM_SEG_BLOCKS blocks, so a group's side data of a pass
+ * stays in L1 across the chunk's rows; returns the number of tokens done. */
+static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t row_bytes, int64_t nr, const char *ab,
+                         size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride, unsigned char *wx, unsigned char *side) {
+    _Alignas(64) float st[MM_GROUP_ROWS * MM_ST_FLOATS]; /* 24 KB */
+    const int g = grp->nt;
+    const int64_t nb = n / K_QKK;
+    const size_t wx_row = (size_t)nb * grp->wx_block;
+    int64_t chunk = (int64_t)(MM_WX_BYTES / wx_row);
+    if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
+    if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
+        const int64_t nchunks = (nr + chunk - 1) / chunk;
+        chunk = (nr + nchunks - 1) / nchunks;
+    }
+    const size_t sb = grp->side_block;
+    for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
+        const int64_t rn = nr - r0 < chunk ? nr - r0 : chunk;
+        const char *wr = wb + (size_t)r0 * row_bytes;
+        grp->wprep(n, wr, row_bytes, rn, wx);
+        for (int64_t t = 0; t + g <= ntok; t += g) {
+            const char *at = ab + (size_t)t * a_row_bytes;
+            grp->prep(n, at, a_row_bytes, side);
+            for (int64_t i0 = 0; i0 < nb; i0 += MM_SEG_BLOCKS) {
+                const int64_t i1 = nb - i0 < MM_SEG_BLOCKS ? nb : i0 + MM_SEG_BLOCKS;
+                for (int64_t r = 0; r < rn; r++) {
+                    float o[8];
+                    grp->dot(i0, i1, nb, wx + (size_t)r * wx_row + (size_t)i0 * grp->wx_block,
+                             at + (size_t)i0 * sizeof(k_block_q8_k), a_row_bytes, side + (size_t)i0 * sb, st + r * grp->st_floats, o);
+                    if (i1 == nb)
+                        for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
+                }
+            }
+        }
+    }
+    return ntok / g * g;
+}
+
+/* phase 1: a packed tile (nr a multiple of pack_rows) */
+static void mm_packed(const mm_kernel *k, K_MM_TILE_PARAMS) {
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    if (ntok >= 4 && k->unpack && k->unpacked) {
+        const int64_t rows = nr < MM_PACK_TILE_ROWS ? nr : MM_PACK_TILE_ROWS;
+        void *buf = mm_pack_buffer((size_t)rows * row_bytes);
+        if (buf) { /* else the pieces below, same bits */
+            for (int64_t r = 0; r < nr; r += rows) {
+                const int64_t rn = nr - r < rows ? nr - r : rows;
+                k->unpack(n, wb + (size_t)r * row_bytes, row_bytes, rn, buf);
+                k->unpacked(n, buf, row_bytes, rn, a, a_row_bytes, ntok, y + r, y_stride);
+            }
+            return;
+        }
+    }
+    const int g = k->pack_rows, batch = ntok >= 2;
+    for (int64_t t = 0; t < ntok; t++)
+        for (int64_t r = 0; r + g <= nr; r += g)
+            k->piece(g, 1, batch, n, wb + (size_t)r * row_bytes, row_bytes, ab + (size_t)t * a_row_bytes, 0, y + t * y_stride + r);
+}
+
+void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS) {
+    if (k->pack_rows > 0) {
+        mm_packed(k, K_MM_TILE_ARGS);
+        return;
+    }
     const char *wb = (const char *)w, *ab = (const char *)a;
     const int batch = ntok >= 2;
     int64_t t = 0;
-    if (!batch) {
-        int64_t r = 0;
-        for (; r + 4 <= nr; r += 4) piece(4, 1, 0, n, wb + (size_t)r * row_bytes, row_bytes, ab, 0, y + r);
-        for (; r < nr; r++) piece(1, 1, 0, n, wb + (size_t)r * row_bytes, row_bytes, ab, 0, y + r);
-        return;
+    /* 2: groups on decoded weights */
+    const mm_group *grp = k->group;
+    if (grp && n >= K_QKK && n / K_QKK <= MM_SIDE_BLOCKS && ntok >= grp->nt) {
+        unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through the pieces below */
+        if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
     }
-    for (; t + 4 <= ntok; t += 4) {
-        const char *at = ab + (size_t)t * a_row_bytes;
-        for (int64_t r = 0; r < nr; r++) {
-            float o[4];
-            piece(1, 4, 1, n, wb + (size_t)r * row_bytes, row_bytes, at, a_row_bytes, o);
-            for (int k = 0; k < 4; k++) y[(t + k) * y_stride + r] = o[k];
+    /* 3: token groups x every row */
+    for (int g = 8; g >= 4; g -= 4) {
+        if (!(k->shapes & (g == 8 ? MM_T8 : MM_T4))) continue;
+        for (; t + g <= ntok; t += g) {
+            const char *at = ab + (size_t)t * a_row_bytes;
+            for (int64_t r = 0; r < nr; r++) {
+                float o[8];
+                k->piece(1, g, batch, n, wb + (size_t)r * row_bytes, row_bytes, at, a_row_bytes, o);
+                for (int j = 0; j < g; j++) y[(t + j) * y_stride + r] = o[j];
+            }
         }
     }
-    for (; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++)
-            piece(1, 1, 1, n, wb + (size_t)r * row_bytes, row_bytes, ab + (size_t)t * a_row_bytes, 0, y + t * y_stride + r);
+    /* 4: one token at a time */
+    const int rows4 = (k->shapes & MM_R4) && !(batch && (k->shapes & MM_BATCH_1X1));
+    for (; t < ntok; t++) {
+        const char *at = ab + (size_t)t * a_row_bytes;
+        float *yt = y + t * y_stride;
+        int64_t r = 0;
+        if (rows4)
+            for (; r + 4 <= nr; r += 4) k->piece(4, 1, batch, n, wb + (size_t)r * row_bytes, row_bytes, at, 0, yt + r);
+        if (k->piece)
+            for (; r < nr; r++) k->piece(1, 1, batch, n, wb + (size_t)r * row_bytes, row_bytes, at, 0, yt + r);
+        else
+            for (; r < nr; r++) yt[r] = k->dot(n, wb + (size_t)r * row_bytes, at);
+    }
+}
+
+void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
+                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
+    const mm_kernel k = {.piece = piece, .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1};
+    k_mm_run(&k, K_MM_TILE_ARGS);
 }

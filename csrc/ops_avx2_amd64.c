@@ -104,29 +104,6 @@ K_AVX2 void k_rmsnorm_avx2(float *out, const float *x, const float *w, int64_t n
     }
 }
 
-K_AVX2 void k_softmax_avx2(float *x, int64_t n) {
-    if (n <= 0) return;
-    __m256 m = _mm256_set1_ps(-INFINITY);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
-    float mx = k_hmax_avx2(m);
-    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    const float sum = exp_sub_sum(x, n, mx);
-    k_scale_avx2(x, 1.0f / sum, n);
-}
-
-K_AVX2 void k_silu_mul_avx2(float *out, const float *gate, const float *up, int64_t n) {
-    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 g = _mm256_loadu_ps(gate + i);
-        const __m256 e = vexp(_mm256_xor_ps(g, neg));
-        const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
-    }
-    for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
-}
-
 K_AVX2 void k_add_avx2(float *out, const float *a, const float *b, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));

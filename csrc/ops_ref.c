@@ -78,28 +78,6 @@ void k_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
     }
 }
 
-/* x = exp(x - max) / sum; the sum in double. */
-void k_softmax_ref(float *x, int64_t n) {
-    if (n <= 0) return;
-    float mx = x[0];
-    for (int64_t i = 1; i < n; i++) if (x[i] > mx) mx = x[i];
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
-}
-
-/* out = silu(gate) * up, silu(g) = g / (1 + exp(-g)) */
-void k_silu_mul_ref(float *out, const float *gate, const float *up, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        const float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
-    }
-}
-
 void k_swiglu_ref(float *out, const float *gate, const float *up, int64_t n, int64_t i0, int64_t i1) {
     const int64_t nv = n & ~(int64_t)15;
     for (int64_t i = i0; i < i1; i++) {

@@ -238,8 +238,12 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
     const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
     const uint8x16_t b6 = vdupq_n_u8(0x40);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0, am0 = acc0, am1 = acc0, am2 = acc0, am3 = acc0, summs = acc0;
+    /* the float accumulators in memory (as in nib_xt): read and written
+     * once per block, as values they spill worse */
+    float32x4_t accs[13];
+    float32x4_t *F = accs;
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 13; i++) F[i] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += gb, y++) {
         const float32x4_t yd = vdupq_n_f32(y->d);
         const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
@@ -270,13 +274,13 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
         const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
         const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
         if (t == K_Q4_K) {
-            am0 = vfmaq_f32(am0, vcvtq_f32_s32(M0), dmv);
-            am1 = vfmaq_f32(am1, vcvtq_f32_s32(M1), dmv);
-            am2 = vfmaq_f32(am2, vcvtq_f32_s32(M2), dmv);
-            am3 = vfmaq_f32(am3, vcvtq_f32_s32(M3), dmv);
-        } else { /* summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
+            F[8] = vfmaq_f32(F[8], vcvtq_f32_s32(M0), dmv);
+            F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
+            F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
+            F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
+        } else { /* F[12] = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), F[12]) */
             const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
-            summs = vfmaq_f32(summs, vnegq_f32(dmv), vcvtq_f32_s32(M));
+            F[12] = vfmaq_f32(F[12], vnegq_f32(dmv), vcvtq_f32_s32(M));
         }
 
         const int8_t *q8 = y->qs;
@@ -321,24 +325,24 @@ static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, con
         const int32x4_t ds2_e = ds4, ds2_o = ds5, ds3_e = ds6, ds3_o = ds7;
         int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
         Q45_HALF(0, 0, 0, 1, 2, 3); Q45_HALF(1, 0, 0, 1, 2, 3); Q45_HALF(2, 0, 0, 1, 2, 3); Q45_HALF(3, 0, 0, 1, 2, 3);
-        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
-        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
-        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
-        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
+        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
+        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
+        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
         int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
         Q45_HALF(0, 1, 4, 5, 6, 7); Q45_HALF(1, 1, 4, 5, 6, 7); Q45_HALF(2, 1, 4, 5, 6, 7); Q45_HALF(3, 1, 4, 5, 6, 7);
-        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
-        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
-        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
-        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
+        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
+        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
+        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
 #undef Q45_HALF
 #undef Q45_LANE
 #undef Q4K_LANE
     }
-    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + summs */
-    const float32x4_t s = hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
-    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(am0, am2), vaddq_f32(am1, am3))));
-    else vst1q_f32(out, vaddq_f32(s, summs));
+    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + F[12] */
+    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
+    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
+    else vst1q_f32(out, vaddq_f32(s, F[12]));
 }
 
 /* IQ4_XS, one group of 4 rows x one token: the Q4_K kernel's integer lanes
@@ -350,8 +354,10 @@ static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uin
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0;
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES, y++) {
         const float32x4_t dv =
             vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), vdupq_n_f32(y->d));
@@ -386,59 +392,24 @@ static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uin
     } while (0)
         int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
         XS_HALF(0, 0, 0, 1, 2, 3); XS_HALF(1, 0, 0, 1, 2, 3); XS_HALF(2, 0, 0, 1, 2, 3); XS_HALF(3, 0, 0, 1, 2, 3);
-        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
-        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
-        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
-        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
+        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
+        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
+        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
         int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
         XS_HALF(0, 1, 4, 5, 6, 7); XS_HALF(1, 1, 4, 5, 6, 7); XS_HALF(2, 1, 4, 5, 6, 7); XS_HALF(3, 1, 4, 5, 6, 7);
-        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
-        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
-        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
-        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
+        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
+        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
+        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
 #undef XS_HALF
 #undef XS_LANE
     }
-    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
 
-void k_mm_packed_iq4_xs_x4_neon_dot(K_MM_TILE_PARAMS) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nr; g += 4) {
-        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
-        for (int64_t t = 0; t < ntok; t++) {
-            float out[4];
-            iq4xs_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
-            memcpy(y + t * y_stride + g, out, sizeof out);
-        }
-    }
-}
 
-/* nr rows (a multiple of 4) x ntok tokens; each group's weights stay in
- * cache across the tokens. */
-void k_mm_packed_q4_k_x4_neon_dot(K_MM_TILE_PARAMS) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nr; g += 4) {
-        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
-        for (int64_t t = 0; t < ntok; t++) {
-            float out[4];
-            q45k_x4(K_Q4_K, nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
-            memcpy(y + t * y_stride + g, out, sizeof out);
-        }
-    }
-}
 
-void k_mm_packed_q5_k_x4_neon_dot(K_MM_TILE_PARAMS) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nr; g += 4) {
-        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
-        for (int64_t t = 0; t < ntok; t++) {
-            float out[4];
-            q45k_x4(K_Q5_K, nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
-            memcpy(y + t * y_stride + g, out, sizeof out);
-        }
-    }
-}
 
 /* Q8_0, one group of 8 rows x one token: per block integer lane l of rows
  * 0..3 (a) and 4..7 (b) in one vector each, folded with the unpacked dot's
@@ -491,8 +462,10 @@ static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8
     const uint8x16_t m6 = vdupq_n_u8(63);
     const int16x8_t zh = vdupq_n_s16(0);
     const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
-                acc6 = acc0, acc7 = acc0;
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
     for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES, y++) {
         const float32x4_t dv =
             vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), vdupq_n_f32(y->d));
@@ -535,32 +508,359 @@ static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8
 #define Q6K_EVEN(k) Q6K_GROUP(k, 0, C0, C1, C2, C3, L0, L1, L2, L3, vmovl_s16(vget_low_s16(D##k)))
 #define Q6K_ODD(k) Q6K_GROUP(k, 1, C4, C5, C6, C7, L4, L5, L6, L7, vmovl_high_s16(D##k))
         Q6K_EVEN(0); Q6K_EVEN(1); Q6K_EVEN(2); Q6K_EVEN(3); Q6K_EVEN(4); Q6K_EVEN(5); Q6K_EVEN(6); Q6K_EVEN(7);
-        acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(L0), dv);
-        acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(L1), dv);
-        acc2 = vfmaq_f32(acc2, vcvtq_f32_s32(L2), dv);
-        acc3 = vfmaq_f32(acc3, vcvtq_f32_s32(L3), dv);
+        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
+        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
+        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
+        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
         Q6K_ODD(0); Q6K_ODD(1); Q6K_ODD(2); Q6K_ODD(3); Q6K_ODD(4); Q6K_ODD(5); Q6K_ODD(6); Q6K_ODD(7);
-        acc4 = vfmaq_f32(acc4, vcvtq_f32_s32(L4), dv);
-        acc5 = vfmaq_f32(acc5, vcvtq_f32_s32(L5), dv);
-        acc6 = vfmaq_f32(acc6, vcvtq_f32_s32(L6), dv);
-        acc7 = vfmaq_f32(acc7, vcvtq_f32_s32(L7), dv);
+        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
+        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
+        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
+        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
 #undef Q6K_EVEN
 #undef Q6K_ODD
 #undef Q6K_GROUP
     }
-    vst1q_f32(out, hsum8_x4(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7));
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
 
-void k_mm_packed_q6_k_x4_neon_dot(K_MM_TILE_PARAMS) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nr; g += 4) {
-        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
-        for (int64_t t = 0; t < ntok; t++) {
-            float out[4];
-            q6k_x4(nb, o, (const k_block_q8_k *)((const char *)a + (size_t)t * a_row_bytes), out);
-            memcpy(y + t * y_stride + g, out, sizeof out);
+
+/* ---- several tokens per pass over a group ------------------------------
+ * A prompt batch runs each packed group's blocks once for T tokens (T = 2
+ * or 4): the weights are loaded and decoded (nibbles, 5- and 6-bit quants,
+ * scales by parts, mins) once per block and feed the T tokens' SDOTs.
+ * Every (row, token) keeps its own float accumulators and goes through the
+ * one-token kernel's float steps in the same order (the same products
+ * dv = d * yd, the same FMAs per block, the same final sums); integer sums
+ * are exact in any order. So each output is, bit for bit, the one-token
+ * kernel's. LG = the integer lanes of a half done per pass: 4 for T = 2,
+ * 2 for T = 4 (the activations are loaded twice, the 2 x 4 x T integer
+ * lanes would not fit the 32 registers). */
+#if defined(__clang__)
+#define K_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define K_UNROLL _Pragma("GCC unroll 8")
+#endif
+
+/* k_sdot_lane<i> for an i known after unrolling, kept in program order
+ * (volatile): free to move, clang's scheduler hoists the SDOTs of all
+ * tokens ahead of their MLAs and spills what it cannot hold */
+#define SDOT_LANE_V(i, acc, w, a) __asm__ volatile(K_SDOT_LANE_ASM(i) : "+w"(acc) : "w"(w), "w"(a))
+static inline __attribute__((always_inline)) int32x4_t sdot_lane_i(int i, int32x4_t acc, int8x16_t w, int8x16_t a) {
+    switch (i) {
+    case 0: SDOT_LANE_V(0, acc, w, a); break;
+    case 1: SDOT_LANE_V(1, acc, w, a); break;
+    case 2: SDOT_LANE_V(2, acc, w, a); break;
+    default: SDOT_LANE_V(3, acc, w, a); break;
+    }
+    return acc;
+}
+/* l += c * ds and l = c * ds, in program order with the SDOTs (as above:
+ * the MLA reads c before the next SDOT of the chain overwrites it, so no
+ * copy of c is needed) */
+static inline __attribute__((always_inline)) int32x4_t mla_v(int32x4_t l, int32x4_t c, int32x4_t ds) {
+    __asm__ volatile("mla %0.4s, %1.4s, %2.4s" : "+w"(l) : "w"(c), "w"(ds));
+    return l;
+}
+static inline __attribute__((always_inline)) int32x4_t mul_v(int32x4_t c, int32x4_t ds) {
+    int32x4_t l;
+    __asm__ volatile("mul %0.4s, %1.4s, %2.4s" : "=w"(l) : "w"(c), "w"(ds));
+    return l;
+}
+
+/* the weights of lane i of half h, chunk c (even sub-block: *we, odd:
+ * *wo) of a Q4_K / Q5_K / IQ4_XS x4 group block whose quants start at qv */
+static inline __attribute__((always_inline)) void nib_lane(int t, const uint8_t *qv, int c, int h, int i, int8x16_t *we,
+                                                           int8x16_t *wo) {
+    const uint8x16_t m4 = vdupq_n_u8(15);
+    if (t == K_Q5_K) {
+        const uint8x16_t m5 = vdupq_n_u8(31);
+        const uint8_t *p5 = qv + 80 * (2 * c + h);
+        uint8x16_t e, od;
+        if (i == 0) {
+            e = vandq_u8(vld1q_u8(p5), m5);
+            od = vandq_u8(vld1q_u8(p5 + 64), m5);
+        } else if (i == 1) {
+            const uint8x16_t X1 = vld1q_u8(p5 + 16);
+            e = vandq_u8(X1, m5);
+            od = vshrq_n_u8(vsriq_n_u8(vld1q_u8(p5), X1, 3), 3);
+        } else if (i == 2) {
+            const uint8x16_t X2 = vld1q_u8(p5 + 32);
+            e = vandq_u8(X2, m5);
+            od = vshrq_n_u8(vsriq_n_u8(X2, vld1q_u8(p5 + 48), 3), 3);
+        } else {
+            const uint8x16_t X3 = vld1q_u8(p5 + 48);
+            e = vandq_u8(X3, m5);
+            const uint8x16_t Yb = vbslq_u8(vdupq_n_u8(0x40), vshlq_n_u8(vld1q_u8(p5 + 16), 1), vshlq_n_u8(X3, 2));
+            od = vshrq_n_u8(vsriq_n_u8(vld1q_u8(p5 + 64), Yb, 3), 3);
         }
+        *we = vreinterpretq_s8_u8(e);
+        *wo = vreinterpretq_s8_u8(od);
+        return;
+    }
+    const uint8x16_t v = vld1q_u8(qv + 16 * (8 * c + 4 * h + i));
+    if (t == K_IQ4_XS) {
+        const int8x16_t table = vld1q_s8(k_iq4nl_values);
+        *we = vqtbl1q_s8(table, vandq_u8(v, m4));
+        *wo = vqtbl1q_s8(table, vshrq_n_u8(v, 4));
+    } else {
+        *we = vreinterpretq_s8_u8(vandq_u8(v, m4));
+        *wo = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
     }
 }
+
+/* Q4_K, Q5_K or IQ4_XS (t), one group of 4 rows x T tokens: token k's
+ * Q8_K row at a + k * arb, its 4 outputs at y + k * ys; per token the
+ * float steps of q45k_x4 / iq4xs_x4. */
+static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t nb, const uint8_t *o, const char *a,
+                                                         size_t arb, float *y, int64_t ys) {
+    const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : t == K_Q5_K ? Q5K_X4_BYTES : IQ4XS_X4_BYTES;
+    const int LG = T >= 4 ? 2 : 4;
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63);
+    const int32x4_t z = vdupq_n_s32(0);
+    /* the float accumulators in memory, behind a pointer the compiler
+     * cannot see through: each is read and written once per block, and
+     * held in registers they crowd out the integer lanes and spill worse
+     * (adjacent ones pair into LDP/STP) */
+    float32x4_t accs[4][8], ams[4][4], summss[4];
+    float32x4_t(*acc)[8] = accs, (*am)[4] = ams, *summs = summss;
+    __asm__("" : "+r"(acc), "+r"(am), "+r"(summs));
+    K_UNROLL for (int k = 0; k < T; k++) {
+        K_UNROLL for (int l = 0; l < 8; l++) acc[k][l] = vdupq_n_f32(0);
+        K_UNROLL for (int i = 0; i < 4; i++) am[k][i] = vdupq_n_f32(0);
+        summs[k] = vdupq_n_f32(0);
+    }
+    for (int64_t b = 0; b < nb; b++, o += gb) {
+        const k_block_q8_k *yk[4];
+        K_UNROLL for (int k = 0; k < T; k++) yk[k] = (const k_block_q8_k *)(a + (size_t)k * arb) + b;
+        float32x4_t dv[4];
+        int8x16_t D0, D1;
+        if (t == K_IQ4_XS) {
+            const float32x4_t d32 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o)));
+            K_UNROLL for (int k = 0; k < T; k++) dv[k] = vmulq_f32(d32, vdupq_n_f32(yk[k]->d));
+            const uint8x16_t S = vld1q_u8(o + 8);
+            const uint8x8_t N = vld1_u8(o + 24);
+            const uint8x16_t sc0 = vandq_u8(S, m6);
+            const uint8x16_t sc1 =
+                vsliq_n_u8(vcombine_u8(vand_u8(N, vget_low_u8(m4)), vshr_n_u8(N, 4)), vshrq_n_u8(S, 6), 4);
+            D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+            D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, vdupq_n_u8(32), 4)));
+        } else {
+            const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
+            const float32x4_t d32 = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd)));
+            const float32x4_t dm32 = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd)));
+            const uint8x16_t S0 = vld1q_u8(o + 16), S1 = vld1q_u8(o + 32), N = vld1q_u8(o + 48);
+            const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+            D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+            D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, vdupq_n_u8(0), 4)));
+            const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);
+            const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);
+            const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+            const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+            const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+            const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+            K_UNROLL for (int k = 0; k < T; k++) {
+                const float32x4_t yd = vdupq_n_f32(yk[k]->d);
+                dv[k] = vmulq_f32(d32, yd);
+                const float32x4_t dmv = vmulq_f32(dm32, yd);
+                const int16x8_t bs = vpaddq_s16(vld1q_s16(yk[k]->bsums), vld1q_s16(yk[k]->bsums + 8));
+                const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
+                const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
+                const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
+                const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
+                if (t == K_Q4_K) {
+                    am[k][0] = vfmaq_f32(am[k][0], vcvtq_f32_s32(M0), dmv);
+                    am[k][1] = vfmaq_f32(am[k][1], vcvtq_f32_s32(M1), dmv);
+                    am[k][2] = vfmaq_f32(am[k][2], vcvtq_f32_s32(M2), dmv);
+                    am[k][3] = vfmaq_f32(am[k][3], vcvtq_f32_s32(M3), dmv);
+                } else {
+                    const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
+                    summs[k] = vfmaq_f32(summs[k], vnegq_f32(dmv), vcvtq_f32_s32(M));
+                }
+            }
+        }
+        /* ds[s]: sc[s] - sc[s+1] of the 4 rows (by parts) */
+        int32x4_t ds[8];
+        {
+            const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
+            const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
+            ds[0] = vmovl_s16(vget_low_s16(e01)), ds[1] = vmovl_high_s16(e01);
+            ds[2] = vmovl_s16(vget_low_s16(e23)), ds[3] = vmovl_high_s16(e23);
+            ds[4] = vmovl_s16(vget_low_s16(e45)), ds[5] = vmovl_high_s16(e45);
+            ds[6] = vmovl_s16(vget_low_s16(e67)), ds[7] = vmovl_high_s16(e67);
+        }
+        const uint8_t *qv = o + (t == K_IQ4_XS ? 32 : 64);
+        K_UNROLL for (int h = 0; h < 2; h++) {
+            K_UNROLL for (int i0 = 0; i0 < 4; i0 += LG) {
+                int32x4_t C[4][4], L[4][4];
+                K_UNROLL for (int c = 0; c < 4; c++) {
+                    int8x16_t ae[4], ao[4];
+                    K_UNROLL for (int k = 0; k < T; k++) {
+                        ae[k] = vld1q_s8(yk[k]->qs + 64 * c + 16 * h);
+                        ao[k] = vld1q_s8(yk[k]->qs + 64 * c + 32 + 16 * h);
+                    }
+                    K_UNROLL for (int j = 0; j < LG; j++) {
+                        const int i = i0 + j;
+                        int8x16_t we, wo;
+                        nib_lane(t, qv, c, h, i, &we, &wo);
+                        K_UNROLL for (int k = 0; k < T; k++) {
+                            C[k][j] = sdot_lane_i(i, c == 0 ? z : C[k][j], we, ae[k]);
+                            L[k][j] = c == 0 ? mul_v(C[k][j], ds[2 * c]) : mla_v(L[k][j], C[k][j], ds[2 * c]);
+                            C[k][j] = sdot_lane_i(i, C[k][j], wo, ao[k]);
+                            L[k][j] = mla_v(L[k][j], C[k][j], ds[2 * c + 1]);
+                        }
+                    }
+                }
+                K_UNROLL for (int k = 0; k < T; k++) {
+                    K_UNROLL for (int j = 0; j < LG; j++) {
+                        const int l = 4 * h + i0 + j;
+                        acc[k][l] = vfmaq_f32(acc[k][l], vcvtq_f32_s32(L[k][j]), dv[k]);
+                    }
+                }
+            }
+        }
+    }
+    K_UNROLL for (int k = 0; k < T; k++) {
+        const float32x4_t s = hsum8_x4(acc[k][0], acc[k][1], acc[k][2], acc[k][3], acc[k][4], acc[k][5], acc[k][6],
+                                       acc[k][7]);
+        float32x4_t r;
+        if (t == K_Q4_K) r = vsubq_f32(s, vaddq_f32(vaddq_f32(am[k][0], am[k][2]), vaddq_f32(am[k][1], am[k][3])));
+        else if (t == K_Q5_K) r = vaddq_f32(s, summs[k]);
+        else r = s;
+        vst1q_f32(y + k * ys, r);
+    }
+}
+
+/* Q6_K, one group of 4 rows x T tokens, as nib_xt: per token the float
+ * steps of q6k_x4. The -32 offset's integer term is folded as
+ * (-32 * sc) * bsum, the same exact value. */
+static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                         float *y, int64_t ys) {
+    const int LG = T >= 4 ? 2 : 4;
+    const uint8x16_t m6 = vdupq_n_u8(63);
+    float32x4_t accs[4][8];
+    float32x4_t(*acc)[8] = accs; /* in memory, as in nib_xt */
+    __asm__("" : "+r"(acc));
+    K_UNROLL for (int k = 0; k < T; k++) K_UNROLL for (int l = 0; l < 8; l++) acc[k][l] = vdupq_n_f32(0);
+    for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES) {
+        const k_block_q8_k *yk[4];
+        K_UNROLL for (int k = 0; k < T; k++) yk[k] = (const k_block_q8_k *)(a + (size_t)k * arb) + b;
+        const float32x4_t d32 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832))));
+        float32x4_t dv[4];
+        K_UNROLL for (int k = 0; k < T; k++) dv[k] = vmulq_f32(d32, vdupq_n_f32(yk[k]->d));
+        const int8x16_t V0 = vld1q_s8((const int8_t *)o + 768), V1 = vld1q_s8((const int8_t *)o + 784);
+        const int8x16_t V2 = vld1q_s8((const int8_t *)o + 800), V3 = vld1q_s8((const int8_t *)o + 816);
+        int16x8_t E[9];
+        E[0] = vmovl_s8(vget_low_s8(V0)), E[1] = vmovl_high_s8(V0), E[2] = vmovl_s8(vget_low_s8(V1));
+        E[3] = vmovl_high_s8(V1), E[4] = vmovl_s8(vget_low_s8(V2)), E[5] = vmovl_high_s8(V2);
+        E[6] = vmovl_s8(vget_low_s8(V3)), E[7] = vmovl_high_s8(V3), E[8] = vdupq_n_s16(0);
+        /* lane l's offset term from groups 2l, 2l+1: (-32 sc) x bsum, exact in 32 bits */
+        int32x4_t off[4][8];
+        K_UNROLL for (int k = 0; k < T; k++) {
+            const int16x8_t bs0 = vld1q_s16(yk[k]->bsums), bs1 = vld1q_s16(yk[k]->bsums + 8);
+#define Q6K_OFFT(l, BS, i)                                                                                        \
+    do {                                                                                                          \
+        const int16x8_t e32 = vmulq_n_s16(E[l], -32);                                                             \
+        off[k][l] = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(e32), BS, i), e32, BS, (i) + 1);            \
+    } while (0)
+            Q6K_OFFT(0, bs0, 0); Q6K_OFFT(1, bs0, 2); Q6K_OFFT(2, bs0, 4); Q6K_OFFT(3, bs0, 6);
+            Q6K_OFFT(4, bs1, 0); Q6K_OFFT(5, bs1, 2); Q6K_OFFT(6, bs1, 4); Q6K_OFFT(7, bs1, 6);
+#undef Q6K_OFFT
+        }
+        K_UNROLL for (int h = 0; h < 2; h++) {
+            K_UNROLL for (int i0 = 0; i0 < 4; i0 += LG) {
+                int32x4_t C[4][4], L[4][4];
+                K_UNROLL for (int k = 0; k < T; k++) K_UNROLL for (int j = 0; j < LG; j++) {
+                    C[k][j] = vdupq_n_s32(0);
+                    L[k][j] = off[k][4 * h + i0 + j];
+                }
+                K_UNROLL for (int g2 = 0; g2 < 8; g2++) {
+                    const int g = 2 * g2 + h;
+                    const int16x8_t D = vsubq_s16(E[g2], E[g2 + 1]);
+                    const int32x4_t ds = h == 0 ? vmovl_s16(vget_low_s16(D)) : vmovl_high_s16(D);
+                    const uint8_t *p = o + 48 * g;
+                    int8x16_t A[4];
+                    K_UNROLL for (int k = 0; k < T; k++) A[k] = vld1q_s8(yk[k]->qs + 16 * g);
+                    K_UNROLL for (int j = 0; j < LG; j++) {
+                        const int i = i0 + j;
+                        uint8x16_t w;
+                        if (i < 3) w = vandq_u8(vld1q_u8(p + 16 * i), m6);
+                        else w = vshrq_n_u8(vsriq_n_u8(vsriq_n_u8(vld1q_u8(p + 32), vld1q_u8(p + 16), 2), vld1q_u8(p), 4), 2);
+                        K_UNROLL for (int k = 0; k < T; k++) {
+                            C[k][j] = sdot_lane_i(i, C[k][j], vreinterpretq_s8_u8(w), A[k]);
+                            L[k][j] = mla_v(L[k][j], C[k][j], ds);
+                        }
+                    }
+                }
+                K_UNROLL for (int k = 0; k < T; k++) K_UNROLL for (int j = 0; j < LG; j++) {
+                    const int l = 4 * h + i0 + j;
+                    acc[k][l] = vfmaq_f32(acc[k][l], vcvtq_f32_s32(L[k][j]), dv[k]);
+                }
+            }
+        }
+    }
+    K_UNROLL for (int k = 0; k < T; k++)
+        vst1q_f32(y + k * ys, hsum8_x4(acc[k][0], acc[k][1], acc[k][2], acc[k][3], acc[k][4], acc[k][5], acc[k][6],
+                                       acc[k][7]));
+}
+
+/* The tiles: nr rows (a multiple of 4) x ntok tokens. One token: the
+ * one-token kernel per group, in its own loop. Two or more: per group the
+ * tokens 4 at a time, then 2, then the one-token tile; a group's weights
+ * stay in cache across its passes. Each kernel is a function of its own:
+ * beside one another clang allocates their registers worse (+2 to +5
+ * instructions per 256 weights per row on the proxy). */
+#define PACKED_TILE(name, XT, X1)                                                                          \
+    static __attribute__((noinline)) void name##_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb, \
+                                                    float *y, int64_t ys) {                                \
+        XT(4, nb, o, a, arb, y, ys);                                                                       \
+    }                                                                                                      \
+    static __attribute__((noinline)) void name##_t2(int64_t nb, const uint8_t *o, const char *a, size_t arb, \
+                                                    float *y, int64_t ys) {                                \
+        XT(2, nb, o, a, arb, y, ys);                                                                       \
+    }                                                                                                      \
+    static __attribute__((noinline)) void name##_batch(K_MM_TILE_PARAMS) {                                 \
+        const int64_t nb = n / K_QKK;                                                                      \
+        const char *ab = (const char *)a;                                                                  \
+        for (int64_t g = 0; g + 4 <= nr; g += 4) {                                                         \
+            const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;                                 \
+            int64_t t = 0;                                                                                 \
+            for (; t + 4 <= ntok; t += 4)                                                                  \
+                name##_t4(nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
+            for (; t + 2 <= ntok; t += 2)                                                                  \
+                name##_t2(nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
+            if (t < ntok)                                                                                  \
+                k_mm_packed_##name##_neon_dot(n, o, row_bytes, 4, ab + (size_t)t * a_row_bytes, a_row_bytes, 1, \
+                                              y + t * y_stride + g, y_stride);                             \
+        }                                                                                                  \
+    }                                                                                                      \
+    void k_mm_packed_##name##_neon_dot(K_MM_TILE_PARAMS) {                                                 \
+        if (ntok >= 2) {                                                                                   \
+            name##_batch(K_MM_TILE_ARGS);                                                                  \
+            return;                                                                                        \
+        }                                                                                                  \
+        const int64_t nb = n / K_QKK;                                                                      \
+        for (int64_t g = 0; g + 4 <= nr; g += 4) {                                                         \
+            float out[4];                                                                                  \
+            X1(nb, (const uint8_t *)w + (size_t)g * row_bytes, (const k_block_q8_k *)a, out);              \
+            memcpy(y + g, out, sizeof out);                                                                \
+        }                                                                                                  \
+    }
+#define Q4K_XT(T, ...) nib_xt(K_Q4_K, T, __VA_ARGS__)
+#define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
+#define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
+#define Q4K_X1(...) q45k_x4(K_Q4_K, __VA_ARGS__)
+#define Q5K_X1(...) q45k_x4(K_Q5_K, __VA_ARGS__)
+PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1)
+PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1)
+PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4)
+PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4)
+#undef Q4K_XT
+#undef Q5K_XT
+#undef IQ4XS_XT
+#undef Q4K_X1
+#undef Q5K_X1
+#undef PACKED_TILE
+
 
 K_DOTPROD_END

@@ -129,11 +129,11 @@ K_AVX2 static inline __attribute__((always_inline)) void q23_tile(const int type
 }
 
 #define Q23_TARGET K_AVX2
+#define Q23_T8 0
 #include "q2k_q3k_pieces.h"
 
 K_AVX2 float k_dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *a) { return q23_dot(K_Q2_K, n, w, a); }
 K_AVX2 float k_dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *a) { return q23_dot(K_Q3_K, n, w, a); }
 
-void k_mm_q2_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q2k_tokens4, q2k_rows4, k_dot_q2_k_q8_k_avx2, K_MM_TILE_ARGS); }
-
-void k_mm_q3_k_avx2(K_MM_TILE_PARAMS) { q23_mm_tile(NULL, q3k_tokens4, q3k_rows4, k_dot_q3_k_q8_k_avx2, K_MM_TILE_ARGS); }
+void k_mm_q2_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&q2k_kernel, K_MM_TILE_ARGS); }
+void k_mm_q3_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&q3k_kernel, K_MM_TILE_ARGS); }

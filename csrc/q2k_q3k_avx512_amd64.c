@@ -127,19 +127,11 @@ K_AVX512 static inline __attribute__((always_inline)) void q23_tile(const int ty
 }
 
 #define Q23_TARGET K_AVX512
+#define Q23_T8 1
 #include "q2k_q3k_pieces.h"
 
 K_AVX512 float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return q23_dot(K_Q2_K, n, w, a); }
 K_AVX512 float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return q23_dot(K_Q3_K, n, w, a); }
 
-/* AVX-512 also runs 8 tokens at a time */
-K_AVX512 static void q2k_tokens8(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile(K_Q2_K, 1, 8, n, w, 0, a, a_row_bytes, out);
-}
-K_AVX512 static void q3k_tokens8(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out) {
-    q23_tile(K_Q3_K, 1, 8, n, w, 0, a, a_row_bytes, out);
-}
-
-void k_mm_q2_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q2k_tokens8, q2k_tokens4, q2k_rows4, k_dot_q2_k_q8_k_avx512, K_MM_TILE_ARGS); }
-
-void k_mm_q3_k_avx512(K_MM_TILE_PARAMS) { q23_mm_tile(q3k_tokens8, q3k_tokens4, q3k_rows4, k_dot_q3_k_q8_k_avx512, K_MM_TILE_ARGS); }
+void k_mm_q2_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&q2k_kernel, K_MM_TILE_ARGS); }
+void k_mm_q3_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&q3k_kernel, K_MM_TILE_ARGS); }

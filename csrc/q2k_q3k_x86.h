@@ -7,6 +7,7 @@
 
 #include "kernels_avx2_amd64.h"
 #include "q2k_q3k.h"
+#include "mm_driver.h"
 
 /* Q2_K's min term of one block as the reference sums it: 8 int32 lanes,
  * lane l = m[2l] * bsums[2l] + m[2l+1] * bsums[2l+1] (m: the 16 high nibbles). */
@@ -52,38 +53,6 @@ K_AVX2 static inline __m128i q23_scale_bytes(int type, const void *blk) {
     const __m128i top = _mm_srlv_epi32(_mm_set1_epi32((int)w2), _mm_set_epi32(6, 4, 2, 0));
     const __m128i s6 = _mm_or_si128(low, _mm_slli_epi16(_mm_and_si128(top, _mm_set1_epi8(3)), 4));
     return _mm_sub_epi8(s6, _mm_set1_epi8(32));
-}
-
-/* k_matmul_q tile driver: the tokens in groups of 8 (tok8, where given) and
- * 4 (tok4) against each row of the tile; the remaining tokens (all of them
- * for k_matvec's single token) against 4 rows at a time (rows4), the last
- * rows one by one (dot1). The kernels give the same bits as dot1. */
-typedef void (*q23_tokens_fn)(int64_t n, const char *w, const char *a, size_t a_row_bytes, float *out);
-typedef void (*q23_rows4_fn)(int64_t n, const char *w, size_t row_bytes, const char *a, float out[4]);
-
-static inline void q23_mm_tile(q23_tokens_fn tok8, q23_tokens_fn tok4, q23_rows4_fn rows4, k_dot_fn dot1,
-                               int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                               size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    int64_t t = 0;
-    for (int g = 8; g >= 4; g -= 4) {
-        q23_tokens_fn f = g == 8 ? tok8 : tok4;
-        for (; f && t + g <= ntok; t += g) {
-            const char *at = ab + (size_t)t * a_row_bytes;
-            for (int64_t r = 0; r < nr; r++) {
-                float o[8];
-                f(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
-                for (int k = 0; k < g; k++) y[(t + k) * y_stride + r] = o[k];
-            }
-        }
-    }
-    for (; t < ntok; t++) {
-        const char *at = ab + (size_t)t * a_row_bytes;
-        float *yt = y + t * y_stride;
-        int64_t r = 0;
-        for (; r + 4 <= nr; r += 4) rows4(n, wb + (size_t)r * row_bytes, row_bytes, at, yt + r);
-        for (; r < nr; r++) yt[r] = dot1(n, wb + (size_t)r * row_bytes, at);
-    }
 }
 
 /* Rows ahead that the multi-row kernels prefetch (two groups of 4). */

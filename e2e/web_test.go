@@ -26,14 +26,14 @@ func TestWebChatPage(t *testing.T) {
 		}
 	}
 	if exe == "" {
-		t.Skip("SKIP: no Chromium (install the Debian package `chromium`, or set CHROMIUM to a Chrome binary); .ci/run installs it")
+		skipTool(t, "no Chromium (install the Debian package `chromium`, or set CHROMIUM to a Chrome binary); .ci/run installs it")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("SKIP: node is not installed; the browser test drives Chromium with playwright-core")
+		skipTool(t, "node is not installed; the browser test drives Chromium with playwright-core")
 	}
 	if _, err := os.Stat(filepath.Join("node_modules", "playwright-core")); err != nil {
-		t.Skip("SKIP: e2e/node_modules/playwright-core is missing; run `npm ci --prefix e2e`")
+		skipTool(t, "e2e/node_modules/playwright-core is missing; run `npm ci --prefix e2e`")
 	}
 	shot := os.Getenv("WOOLLY_SCREENSHOT")
 	if shot == "" {

@@ -31,7 +31,8 @@ func init() {
 
 func implID() int { return impls[active.Load()].id }
 
-// Impl is the name of the active kernel set: "ref", "avx2", "avx512", "neon", "neon-dotprod".
+// Impl is the name of the active kernel set: "ref", "avx2", "avx512", "neon", "neon-dotprod",
+// "neon-i8mm".
 func Impl() string { return impls[active.Load()].name }
 
 // Available lists every kernel set this CPU can run, "ref" first and the

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The Go conversions (f16.go) and csrc's give the same bits: every half,
+// The Go conversions (package ggml) and csrc's give the same bits: every half,
 // and f32 values around every rounding boundary, subnormals, infinities and
 // NaNs.
 func TestF16ConversionMatchesC(t *testing.T) {

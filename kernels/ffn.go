@@ -64,3 +64,22 @@ func SoftmaxExact(x []float32) {
 	}
 	C.k_softmax_exact(C.int(implID()), fptr(x), C.int64_t(len(x)))
 }
+
+// SwiGLUOAI sets out[i] = x / (1 + expf(-alpha*x)) * (y + 1) with x =
+// min(gate[i], limit) and y = up[i] clamped to [-limit, limit]: gpt-oss's
+// gated activation (ggml's swiglu_oai; the model uses alpha 1.702 and limit
+// 7), with the reference build's scalar numerics (glibc's expf). out may be
+// gate; the three have the same length.
+func SwiGLUOAI(out, gate, up []float32, alpha, limit float32) error {
+	if len(gate) != len(out) || len(up) != len(out) {
+		return fmt.Errorf("kernels.SwiGLUOAI: lengths out %d, gate %d, up %d differ", len(out), len(gate), len(up))
+	}
+	if !(limit > 0) || math.IsInf(float64(limit), 0) || math.IsNaN(float64(alpha)) || math.IsInf(float64(alpha), 0) {
+		return fmt.Errorf("kernels.SwiGLUOAI: alpha %v / limit %v must be finite (limit > 0)", alpha, limit)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	C.k_swiglu_oai(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)), C.float(alpha), C.float(limit))
+	return nil
+}

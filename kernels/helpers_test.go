@@ -2,9 +2,12 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // forEachImpl runs f once per kernel set this CPU can run, restoring the
@@ -32,9 +35,28 @@ func withImpl(t testing.TB, name string, f func()) {
 	f()
 }
 
-var quantTypes = []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K,
-	Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4}
-var weightTypes = append([]Type{F32, F16, BF16}, quantTypes...)
+// weightTypes is every type of the type table (package ggml) that weights can
+// have, in id order: all but Q8_K, which only activations use. It is built
+// from the table, so a type added there is in every test that ranges over
+// weightTypes (TestDotImplsVsRef among them) and fails in randomRow until
+// the tests know how to make its blocks; TestWeightTypesFromTable holds the
+// list to the table and to the C kernels. quantTypes: the block-quantized
+// ones (more than one element per block).
+var weightTypes, quantTypes = tableWeightTypes()
+
+func tableWeightTypes() (weights, quants []Type) {
+	for _, t := range ggml.Types() { // in id order
+		if t != Q8_K {
+			weights = append(weights, t)
+		}
+	}
+	for _, t := range weights {
+		if t.BlockElems() > 1 {
+			quants = append(quants, t)
+		}
+	}
+	return weights, quants
+}
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
 
@@ -114,6 +136,10 @@ func randomRow(t Type, n int, rng *rand.Rand, style int) []byte {
 			putF16(blk[82:], scale())
 		case Q3_K: // d last
 			putF16(blk[108:], scale())
+		default:
+			// a type new to the table: its block layout must be written here
+			// before the tests that range over weightTypes can run it
+			panic(fmt.Sprintf("randomRow: no case for %v: add its block layout", t))
 		}
 	}
 	return b

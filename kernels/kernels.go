@@ -8,7 +8,7 @@
 //
 // Kernel sets (Impl, Available, Use; WOOLLY_KERNELS=ref forces ref): "ref"
 // (portable C), "avx2" (AVX2+FMA+F16C), "avx512" (adds AVX-512 VL/BW/VNNI
-// integer dots), "neon" / "neon-dotprod" on arm64. The best one is chosen at
+// integer dots), "neon" / "neon-dotprod" / "neon-i8mm" on arm64. The best one is chosen at
 // init from golang.org/x/sys/cpu (GODEBUG=cpu.avx2=off disables the x86 sets).
 //
 // Numerics: dequantization is bit-identical to ggml on every set. Activation
@@ -21,9 +21,9 @@
 // MatMulQ with one token follow the first, MatMulQ of a batch the second
 // (csrc/kernels.h). AttentionF16Acc and AttentionTiled reproduce the reference's
 // two CPU flash-attention paths over an f16 KV cache, with the same bits on
-// every set, and so do RoPE and SwiGLU (the reference's roundings and
-// exponentials); Attention (f32 cache), Softmax and SiLUMul on SIMD sets use
-// a vector exp (about 1 ulp) and differ from ref in the last bits.
+// every set, and so do RoPERows and SwiGLU (the reference's roundings and
+// exponentials); Attention (f32 cache, the tests' reference) on SIMD sets
+// uses a vector exp (about 1 ulp) and differs from ref in the last bits.
 package kernels
 
 /*
@@ -43,13 +43,19 @@ import (
 )
 
 // f16ToF32C and f32ToF16C are csrc's conversions, for the test that holds
-// the Go ones (f16.go) to the same bits.
+// package ggml's to the same bits.
 func f16ToF32C(h uint16) float32 { return float32(C.k_f16_to_f32(C.k_half(h))) }
 func f32ToF16C(f float32) uint16 { return uint16(C.k_f32_to_f16(C.float(f))) }
 
+// bf16ToF32C is csrc's bf16 widening, for the test that holds ggml's to it.
+func bf16ToF32C(h uint16) float32 { return float32(C.k_bf16_to_f32(C.k_bf16(h))) }
+
+// cActType is C's activation type for weights of type t (-1: none).
+func cActType(t Type) int { return int(C.k_act_type(C.int(t))) }
+
 // cBlockLayout is C's (elements, bytes) per block of type t (0, 0: none),
 // read from its row-size function (csrc/dispatch.c's type table), for the
-// test that holds types.go's table to C's.
+// test that holds package ggml's table to C's.
 func cBlockLayout(t Type) (int, int) {
 	for _, elems := range []int{1, 32, 256} {
 		if b := C.k_row_bytes(C.int(t), C.int64_t(elems)); b >= 0 {
@@ -58,9 +64,6 @@ func cBlockLayout(t Type) (int, int) {
 	}
 	return 0, 0
 }
-
-// BF16ToF32 converts bfloat16 bits to f32 (exact: the upper 16 bits).
-func BF16ToF32(h uint16) float32 { return float32(C.k_bf16_to_f32(C.k_bf16(h))) }
 
 func bptr(b []byte) unsafe.Pointer {
 	if len(b) == 0 {
@@ -319,7 +322,11 @@ type AttnF16Params = AttnParamsOf[uint16]
 // SoftCap > 0 caps the scores as the reference does (Gemma 2), folding the
 // cap into the scale: s = SoftCap * tanhf(q.k * (Scale/SoftCap)), with
 // Scale/SoftCap one f32 division and tanhf the C library's; 0 is off.
-// The zero values of both keep plain causal attention.
+// Sinks, when not nil, holds one learned logit per query head ([NHead],
+// gpt-oss's attention sinks): it joins each softmax's denominator without a
+// value row, applied after the last position as the reference does (see
+// k_attn_sink in csrc/attn_common.h).
+// The zero values of all three keep plain causal attention.
 type AttnParamsOf[KV float32 | uint16] struct {
 	NTok, Pos0, NHead, NHeadKV, HeadDim int
 	Q                                   []float32
@@ -331,6 +338,7 @@ type AttnParamsOf[KV float32 | uint16] struct {
 	OutStride                           int
 	Window                              int
 	SoftCap                             float32
+	Sinks                               []float32
 }
 
 // check validates p and the head range; the caller handles the empty case.
@@ -352,6 +360,16 @@ func (p *AttnParamsOf[KV]) check(op string, h0, h1 int, scratch []float32, scrat
 	}
 	if c := float64(p.SoftCap); !(c >= 0) || math.IsInf(c, 1) {
 		return fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c)
+	}
+	if p.Sinks != nil {
+		if len(p.Sinks) < p.NHead {
+			return fmt.Errorf("kernels.%s: %d sinks for %d heads", op, len(p.Sinks), p.NHead)
+		}
+		for h, s := range p.Sinks[:p.NHead] {
+			if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+				return fmt.Errorf("kernels.%s: sink of head %d is %g (must be finite)", op, h, s)
+			}
+		}
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return nil
@@ -392,7 +410,7 @@ func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
 	}
 	C.k_attention(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
-		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Out), C.int64_t(p.OutStride),
+		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Sinks), fptr(p.Out), C.int64_t(p.OutStride),
 		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	return nil
 }
@@ -462,10 +480,10 @@ func attentionF16(op string, tiled bool, p *AttnF16Params, h0, h1 int, scratch [
 	qs, kvs, outs, win := C.int64_t(p.QStride), C.int64_t(p.KVStride), C.int64_t(p.OutStride), C.int64_t(p.Window)
 	if tiled {
 		C.k_attention_tiled(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
-			out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+			fptr(p.Sinks), out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	} else {
 		C.k_attention_f16acc(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
-			out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
+			fptr(p.Sinks), out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	}
 	return nil
 }
@@ -478,6 +496,10 @@ func cExpf(x float32) float32 { return float32(C.expf(C.float(x))) }
 // so Go code can reproduce a capped score or logit bit for bit. One cgo
 // call per value; meant for tests and scalar use.
 func Tanhf(x float32) float32 { return float32(C.tanhf(C.float(x))) }
+
+// Logf is the C library's logf (the reference's YaRN RoPE parameters use it;
+// glibc's is the reference build's).
+func Logf(x float32) float32 { return float32(C.logf(C.float(x))) }
 
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.
@@ -492,18 +514,13 @@ func RMSNorm(out, x, w []float32, eps float32) error {
 	return nil
 }
 
-// RoPE rotates the first nRot dims of each of nHeads heads of x
-// ([nHeads][headDim]) with cos/sin tables of nRot/2 entries for one position.
+// RoPERows rotates the first nRot dims of each of nHeads heads of each of
+// ntok rows of x ([ntok][nHeads*headDim]); row t uses the cos/sin tables
+// cos[t*nRot/2:] and sin[t*nRot/2:] (nRot/2 entries for its own position).
 // neox=false: pairs (2i, 2i+1); neox=true: pairs (i, i+nRot/2). Each output
 // is one FMA with the other product rounded, as the reference build computes
-// it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos).
-func RoPE(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
-	return RoPERows(x, 1, nHeads, headDim, nRot, cos, sin, neox)
-}
-
-// RoPERows is RoPE on ntok rows of x ([ntok][nHeads*headDim]); row t uses
-// the tables cos[t*nRot/2:] and sin[t*nRot/2:] (its own position's). One
-// call into C for all rows.
+// it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos). One call
+// into C for all rows.
 func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
 	if ntok < 0 || nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
 		return fmt.Errorf("kernels.RoPE: bad shape rows %d heads %d head_dim %d n_rot %d", ntok, nHeads, headDim, nRot)
@@ -518,21 +535,6 @@ func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, 
 	}
 	C.k_rope_rows(C.int(implID()), fptr(x), C.int64_t(ntok), C.int64_t(nHeads), C.int64_t(headDim), C.int64_t(nRot), fptr(cos), fptr(sin), boolInt(neox))
 	return nil
-}
-
-// Softmax replaces x with softmax(x) (max subtracted, sum in double).
-func Softmax(x []float32) {
-	if len(x) == 0 {
-		return
-	}
-	C.k_softmax(C.int(implID()), fptr(x), C.int64_t(len(x)))
-}
-
-// SiLUMul sets out[i] = silu(gate[i]) * up[i] for i < len(out).
-func SiLUMul(out, gate, up []float32) error {
-	return elementwise("SiLUMul", "gate", "up", out, gate, up, func() {
-		C.k_silu_mul(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(len(out)))
-	})
 }
 
 // SwiGLU sets out[t*n+i] = silu(gate[t*n+i]) * up[t*n+i] for ntok rows of n

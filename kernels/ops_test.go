@@ -299,7 +299,7 @@ func TestRoPE(t *testing.T) {
 						want[i1] = float32(math.FMA(float64(x0), float64(sn[i]), float64(x1*cs[i])))
 					}
 				}
-				require.NoError(t, RoPE(x, nh, hd, nrot, cs, sn, neox))
+				require.NoError(t, RoPERows(x, 1, nh, hd, nrot, cs, sn, neox))
 				for i := range x {
 					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(x[i]), "neox=%v %v at %d: %g vs %g", neox, sh, i, x[i], want[i])
 				}
@@ -335,33 +335,8 @@ func TestVectorOps(t *testing.T) {
 				require.NoError(t, RMSNorm(inplace, inplace, ww, 1e-5))
 				require.Equal(t, out, inplace)
 			}
-			// Softmax
-			sm := append([]float32(nil), x...)
-			for i := range sm {
-				sm[i] *= 10
-			}
-			ref := append([]float32(nil), sm...)
-			Softmax(sm)
-			if n > 0 {
-				mx := math.Inf(-1)
-				for _, v := range ref {
-					mx = math.Max(mx, float64(v))
-				}
-				var sum float64
-				for _, v := range ref {
-					sum += math.Exp(float64(v) - mx)
-				}
-				for i := range sm {
-					require.InDelta(t, math.Exp(float64(ref[i])-mx)/sum, sm[i], 1e-6, "softmax n=%d", n)
-				}
-			}
-			// SiLUMul, Add, Scale
+			// Add, Scale
 			out := make([]float32, n)
-			require.NoError(t, SiLUMul(out, x, w))
-			for i := range out {
-				g := float64(x[i])
-				require.InDelta(t, g/(1+math.Exp(-g))*float64(w[i]), out[i], 1e-5*(1+math.Abs(float64(out[i]))))
-			}
 			require.NoError(t, Add(out, x, w))
 			for i := range out {
 				require.Equal(t, x[i]+w[i], out[i])
@@ -429,9 +404,8 @@ func TestArgumentChecks(t *testing.T) {
 	require.Error(t, Attention(&AttnParams{NTok: 1, NHead: 3, NHeadKV: 2, HeadDim: 4}, 0, 3, nil))
 	require.Error(t, Attention(nil, 0, 0, nil))
 	require.Error(t, RMSNorm(make([]float32, 3), make([]float32, 4), nil, 1e-5))
-	require.Error(t, RoPE(make([]float32, 8), 1, 8, 8, make([]float32, 3), make([]float32, 4), false))
-	require.Error(t, RoPE(make([]float32, 8), 1, 8, 7, make([]float32, 4), make([]float32, 4), false))
-	require.Error(t, SiLUMul(make([]float32, 4), make([]float32, 3), make([]float32, 4)))
+	require.Error(t, RoPERows(make([]float32, 8), 1, 1, 8, 8, make([]float32, 3), make([]float32, 4), false))
+	require.Error(t, RoPERows(make([]float32, 8), 1, 1, 8, 7, make([]float32, 4), make([]float32, 4), false))
 	require.Error(t, Add(make([]float32, 4), make([]float32, 4), nil))
 	require.Error(t, DequantBulk([]DequantTask{{Type: Q8_0, Src: make([]byte, 33), Dst: make([]float32, 32)}}, 0))
 	require.Error(t, Use("no-such-impl"))
@@ -454,7 +428,7 @@ func TestOverflowChecks(t *testing.T) {
 	require.Error(t, MatMulQ(Q4_K, 256, q, 144, 0, 1, a, 1<<62, 5, y, 1))
 	require.Error(t, MatMulQ(Q4_K, 256, q, 144, 0, 1, a, 292, 1<<40, y, 1))
 	require.Error(t, Sgemm(false, 0, 3, 2, 2, make([]float32, 8), 1<<62, make([]float32, 4), 2, make([]float32, 8), 2))
-	require.Error(t, RoPE(make([]float32, 8), 1<<40, 1<<30, 2, make([]float32, 1), make([]float32, 1), false))
+	require.Error(t, RoPERows(make([]float32, 8), 1, 1<<40, 1<<30, 2, make([]float32, 1), make([]float32, 1), false))
 	require.Error(t, Attention(&AttnParams{NTok: 2, NHead: 1, NHeadKV: 1, HeadDim: 4, Q: make([]float32, 8), QStride: 1 << 62,
 		K: make([]float32, 8), V: make([]float32, 8), KVStride: 4, Out: make([]float32, 8), OutStride: 4}, 0, 1, make([]float32, 2)))
 }

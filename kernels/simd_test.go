@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // simdImpls are the non-reference kernel sets this CPU can run.
@@ -193,5 +195,33 @@ func TestAVX512MatchesAVX2Bits(t *testing.T) {
 		for i := range yv[0] {
 			require.Equal(t, math.Float32bits(yv[0][i]), math.Float32bits(yv[1][i]), "%v MatVec %d", wt, i)
 		}
+	}
+}
+
+// weightTypes (the type list of TestDotImplsVsRef and the other kernel
+// tests) is the type table's: every known type but Q8_K, each with a ref
+// dot that MatVec runs, and randomRow makes blocks of each.
+func TestWeightTypesFromTable(t *testing.T) {
+	in := map[Type]bool{}
+	for _, wt := range weightTypes {
+		in[wt] = true
+	}
+	for _, ty := range ggml.Types() {
+		if ty == Q8_K {
+			require.False(t, in[ty], "Q8_K is an activation type, not a weight type")
+			continue
+		}
+		require.True(t, in[ty], "%v is in the type table but not in weightTypes", ty)
+	}
+	require.Len(t, weightTypes, len(ggml.Types())-1)
+	rng := rand.New(rand.NewSource(5))
+	for _, wt := range weightTypes {
+		n := max(wt.BlockElems(), 32)
+		w := randomRow(wt, n, rng, 0)
+		a, _ := actFor(t, wt, randomF32(n, rng))
+		var y [1]float32
+		withImpl(t, "ref", func() {
+			require.NoError(t, MatVec(wt, n, w, len(w), a, y[:], 0, 1), "%v: the ref set has no dot", wt)
+		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 func writeBytes(t *testing.T, w *Writer) []byte {
@@ -51,8 +51,8 @@ func TestDuplicates(t *testing.T) {
 	w := NewWriter()
 	w.SetUint32("key.a", 1)
 	w.SetUint32("key.b", 2)
-	w.AddTensor("ta", kernels.F32, []int64{8}, make([]byte, 32))
-	w.AddTensor("tb", kernels.F32, []int64{8}, make([]byte, 32))
+	w.AddTensor("ta", ggml.F32, []int64{8}, make([]byte, 32))
+	w.AddTensor("tb", ggml.F32, []int64{8}, make([]byte, 32))
 	b := writeBytes(t, w)
 	if _, err := Parse(b); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"os"
 	"reflect"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // Magic is the 4-byte signature at the start of every GGUF file.
@@ -126,7 +126,7 @@ type KV struct {
 // TensorInfo describes one tensor of a GGUF file.
 type TensorInfo struct {
 	Name   string
-	Type   kernels.Type
+	Type   ggml.Type
 	Shape  []int64 // ne order: Shape[0] is the row length (fastest varying)
 	Offset uint64  // relative to the start of the data section
 	Size   int64   // bytes

@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"sort"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 var le = binary.LittleEndian
@@ -303,12 +303,12 @@ func (p *parser) tensorInfo(i uint64) (TensorInfo, error) {
 		t.Shape[d] = int64(ne)
 	}
 	ty, err := checked(p, p.u32, fmt.Sprintf("tensor %q type", name), func(ty uint32) string {
-		return unless(kernels.Type(ty).Known(), "tensor %q: %s", name, unsupportedType(ty))
+		return unless(ggml.Type(ty).Known(), "tensor %q: %s", name, ggml.Type(ty).Unsupported())
 	})
 	if err != nil {
 		return t, err
 	}
-	t.Type = kernels.Type(ty)
+	t.Type = ggml.Type(ty)
 	rowBytes, err := rowBytes(t.Type, t.Shape[0])
 	if err != nil {
 		return t, p.errAt(dOff+4, "tensor %q: %v", name, err)
@@ -464,7 +464,7 @@ func satMul(a, b uint64) uint64 {
 }
 
 // rowBytes is t.RowBytes(n) with an overflow check.
-func rowBytes(t kernels.Type, n int64) (int64, error) {
+func rowBytes(t ggml.Type, n int64) (int64, error) {
 	be := int64(t.BlockElems())
 	if be > 0 && n > 0 && n%be == 0 {
 		hi, lo := bits.Mul64(uint64(n/be), uint64(t.BlockBytes()))

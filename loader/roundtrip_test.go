@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // allValues is one value of every type, arrays of every element type and
@@ -44,7 +44,7 @@ func allValues() []KV {
 		{"a.string", Value{TypeArray, Array{TypeString, []string{"a", "", "▁b", "<0x0A>"}}}},
 		{"a.u64", Value{TypeArray, Array{TypeUint64, []uint64{0, math.MaxUint64}}}},
 		{"a.i64", Value{TypeArray, Array{TypeInt64, []int64{math.MinInt64, 5}}}},
-		{"a.f64", Value{TypeArray, Array{TypeFloat64, []float64{math.E, -0.0}}}},
+		{"a.f64", Value{TypeArray, Array{TypeFloat64, []float64{math.E, math.Copysign(0, -1)}}}},
 		{"a.empty", Value{TypeArray, Array{TypeFloat32, []float32{}}}},
 		{"a.nested", Value{TypeArray, Array{TypeArray, []Array{
 			{TypeString, []string{"x", "yz"}},
@@ -65,7 +65,7 @@ func buildTestFile(t testing.TB, align uint32) (*Writer, map[string][]byte) {
 		w.Set(kv.Key, kv.Value)
 	}
 	data := map[string][]byte{}
-	add := func(name string, ty kernels.Type, shape []int64, stream bool) {
+	add := func(name string, ty ggml.Type, shape []int64, stream bool) {
 		t.Helper()
 		ti, err := w.tensorInfo(name, ty, shape)
 		if err != nil {
@@ -93,12 +93,12 @@ func buildTestFile(t testing.TB, align uint32) (*Writer, map[string][]byte) {
 			t.Fatal(err)
 		}
 	}
-	add("norm", kernels.F32, []int64{5}, false)
-	add("q4k", kernels.Q4_K, []int64{256, 3}, true)
-	add("q6k", kernels.Q6_K, []int64{512, 2, 1}, false)
-	add("q5_0", kernels.Q5_0, []int64{64, 3, 2, 1}, true)
-	add("bf16", kernels.BF16, []int64{3, 1}, false)
-	add("q8_0", kernels.Q8_0, []int64{32}, true)
+	add("norm", ggml.F32, []int64{5}, false)
+	add("q4k", ggml.Q4_K, []int64{256, 3}, true)
+	add("q6k", ggml.Q6_K, []int64{512, 2, 1}, false)
+	add("q5_0", ggml.Q5_0, []int64{64, 3, 2, 1}, true)
+	add("bf16", ggml.BF16, []int64{3, 1}, false)
+	add("q8_0", ggml.Q8_0, []int64{32}, true)
 	return w, data
 }
 
@@ -141,7 +141,7 @@ func checkTestFile(t *testing.T, f *File, align uint64, data map[string][]byte) 
 			t.Errorf("Tensor(%q) lookup failed", n)
 		}
 	}
-	if ti, _ := f.Tensor("q6k"); !reflect.DeepEqual(ti.Shape, []int64{512, 2, 1}) || ti.Type != kernels.Q6_K || ti.Size != 4*210 {
+	if ti, _ := f.Tensor("q6k"); !reflect.DeepEqual(ti.Shape, []int64{512, 2, 1}) || ti.Type != ggml.Q6_K || ti.Size != 4*210 {
 		t.Errorf("q6k info %+v", ti)
 	}
 }
@@ -301,31 +301,31 @@ func TestWriterErrors(t *testing.T) {
 		"alignment value":    func(w *Writer) error { w.SetUint32("general.alignment", 48); return nil },
 		"alignment zero":     func(w *Writer) error { w.SetUint32("general.alignment", 0); return nil },
 		"duplicate tensor": func(w *Writer) error {
-			w.AddTensor("a", kernels.F32, []int64{1}, make([]byte, 4))
-			return w.AddTensor("a", kernels.F32, []int64{1}, make([]byte, 4))
+			w.AddTensor("a", ggml.F32, []int64{1}, make([]byte, 4))
+			return w.AddTensor("a", ggml.F32, []int64{1}, make([]byte, 4))
 		},
-		"bad row length": func(w *Writer) error { return w.AddTensor("a", kernels.Q4_K, []int64{128}, make([]byte, 72)) },
-		"zero dim":       func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{4, 0}, nil) },
-		"five dims":      func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{1, 1, 1, 1, 1}, make([]byte, 4)) },
-		"unknown type":   func(w *Writer) error { return w.AddTensor("a", kernels.Type(16), []int64{256}, make([]byte, 66)) },
+		"bad row length": func(w *Writer) error { return w.AddTensor("a", ggml.Q4_K, []int64{128}, make([]byte, 72)) },
+		"zero dim":       func(w *Writer) error { return w.AddTensor("a", ggml.F32, []int64{4, 0}, nil) },
+		"five dims":      func(w *Writer) error { return w.AddTensor("a", ggml.F32, []int64{1, 1, 1, 1, 1}, make([]byte, 4)) },
+		"unknown type":   func(w *Writer) error { return w.AddTensor("a", ggml.Type(16), []int64{256}, make([]byte, 66)) },
 		"long name": func(w *Writer) error {
-			return w.AddTensor(strings.Repeat("x", 64), kernels.F32, []int64{1}, make([]byte, 4))
+			return w.AddTensor(strings.Repeat("x", 64), ggml.F32, []int64{1}, make([]byte, 4))
 		},
 		"row overflow": func(w *Writer) error {
-			return w.AddTensorFunc("a", kernels.F32, []int64{1 << 62}, func(io.Writer) error { return nil })
+			return w.AddTensorFunc("a", ggml.F32, []int64{1 << 62}, func(io.Writer) error { return nil })
 		},
 		"size overflow": func(w *Writer) error {
-			return w.AddTensorFunc("a", kernels.F16, []int64{1 << 31, 1 << 31}, func(io.Writer) error { return nil })
+			return w.AddTensorFunc("a", ggml.F16, []int64{1 << 31, 1 << 31}, func(io.Writer) error { return nil })
 		},
-		"short data": func(w *Writer) error { return w.AddTensor("a", kernels.F32, []int64{2}, make([]byte, 4)) },
+		"short data": func(w *Writer) error { return w.AddTensor("a", ggml.F32, []int64{2}, make([]byte, 4)) },
 		"func short": func(w *Writer) error {
-			return w.AddTensorFunc("a", kernels.F32, []int64{2}, func(o io.Writer) error { _, err := o.Write(make([]byte, 4)); return err })
+			return w.AddTensorFunc("a", ggml.F32, []int64{2}, func(o io.Writer) error { _, err := o.Write(make([]byte, 4)); return err })
 		},
 		"func long": func(w *Writer) error {
-			return w.AddTensorFunc("a", kernels.F32, []int64{2}, func(o io.Writer) error { _, err := o.Write(make([]byte, 12)); return err })
+			return w.AddTensorFunc("a", ggml.F32, []int64{2}, func(o io.Writer) error { _, err := o.Write(make([]byte, 12)); return err })
 		},
 		"func error": func(w *Writer) error {
-			return w.AddTensorFunc("a", kernels.F32, []int64{2}, func(o io.Writer) error { return errors.New("boom") })
+			return w.AddTensorFunc("a", ggml.F32, []int64{2}, func(o io.Writer) error { return errors.New("boom") })
 		},
 	}
 	for name, fn := range cases {

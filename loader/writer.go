@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // Writer builds a GGUF v3 file. Metadata keys and tensors are written in
@@ -251,7 +251,7 @@ func checkArray(a Array, depth int) error {
 }
 
 // tensorInfo validates a tensor description and computes its size.
-func (w *Writer) tensorInfo(name string, t kernels.Type, shape []int64) (TensorInfo, error) {
+func (w *Writer) tensorInfo(name string, t ggml.Type, shape []int64) (TensorInfo, error) {
 	if name == "" || len(name) > MaxNameLen {
 		return TensorInfo{}, fmt.Errorf("gguf writer: tensor name %q must be 1..%d bytes", name, MaxNameLen)
 	}
@@ -259,7 +259,7 @@ func (w *Writer) tensorInfo(name string, t kernels.Type, shape []int64) (TensorI
 		return TensorInfo{}, fmt.Errorf("gguf writer: duplicate tensor %q", name)
 	}
 	if !t.Known() {
-		return TensorInfo{}, fmt.Errorf("gguf writer: tensor %q: %s", name, unsupportedType(uint32(t)))
+		return TensorInfo{}, fmt.Errorf("gguf writer: tensor %q: %s", name, t.Unsupported())
 	}
 	if len(shape) < 1 || len(shape) > MaxDims {
 		return TensorInfo{}, fmt.Errorf("gguf writer: tensor %q: %d dimensions, want 1..%d", name, len(shape), MaxDims)
@@ -284,7 +284,7 @@ func (w *Writer) tensorInfo(name string, t kernels.Type, shape []int64) (TensorI
 
 // AddTensor adds a tensor whose bytes are data (kept by reference until
 // WriteTo; len(data) must be the tensor's byte size).
-func (w *Writer) AddTensor(name string, t kernels.Type, shape []int64, data []byte) error {
+func (w *Writer) AddTensor(name string, t ggml.Type, shape []int64, data []byte) error {
 	ti, err := w.tensorInfo(name, t, shape)
 	if err != nil {
 		return err
@@ -299,7 +299,7 @@ func (w *Writer) AddTensor(name string, t kernels.Type, shape []int64, data []by
 
 // AddTensorFunc adds a tensor whose bytes are produced at write time by
 // write, which must write exactly the tensor's byte size.
-func (w *Writer) AddTensorFunc(name string, t kernels.Type, shape []int64, write func(io.Writer) error) error {
+func (w *Writer) AddTensorFunc(name string, t ggml.Type, shape []int64, write func(io.Writer) error) error {
 	if write == nil {
 		return fmt.Errorf("gguf writer: tensor %q: nil write func", name)
 	}

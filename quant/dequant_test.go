@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // testDequant is an independent, plainly written dequantizer following
 // docs/formats.md; TestDequantKnownAnswers checks it bit-exactly against ggml's
 // outputs in ../shared/ref/dequant before the other tests rely on it.
-func testDequant(t kernels.Type, src []byte, dst []float32) error {
-	f16 := func(b []byte) float32 { return kernels.F16ToF32(binary.LittleEndian.Uint16(b)) }
+func testDequant(t ggml.Type, src []byte, dst []float32) error {
+	f16 := func(b []byte) float32 { return ggml.F16ToF32(binary.LittleEndian.Uint16(b)) }
 	n := len(dst)
 	be, bb := t.BlockElems(), t.BlockBytes()
 	if be == 0 || n%be != 0 || len(src) != n/be*bb {
@@ -21,50 +21,50 @@ func testDequant(t kernels.Type, src []byte, dst []float32) error {
 	for b := 0; b < n/be; b++ {
 		x, y := src[b*bb:(b+1)*bb], dst[b*be:(b+1)*be]
 		switch t {
-		case kernels.F32:
+		case ggml.F32:
 			y[0] = math.Float32frombits(binary.LittleEndian.Uint32(x))
-		case kernels.F16:
+		case ggml.F16:
 			y[0] = f16(x)
-		case kernels.Q4_0, kernels.Q4_1, kernels.Q5_0, kernels.Q5_1:
+		case ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1:
 			d := f16(x)
 			var m float32
 			qs := x[2:]
 			var qh uint32
 			switch t {
-			case kernels.Q4_1:
+			case ggml.Q4_1:
 				m, qs = f16(x[2:]), x[4:]
-			case kernels.Q5_0:
+			case ggml.Q5_0:
 				qh, qs = binary.LittleEndian.Uint32(x[2:]), x[6:]
-			case kernels.Q5_1:
+			case ggml.Q5_1:
 				m, qh, qs = f16(x[2:]), binary.LittleEndian.Uint32(x[4:]), x[8:]
 			}
 			for j := 0; j < 16; j++ {
 				lo, hi := int(qs[j]&15), int(qs[j]>>4)
-				if t == kernels.Q5_0 || t == kernels.Q5_1 {
+				if t == ggml.Q5_0 || t == ggml.Q5_1 {
 					lo |= int(qh>>j&1) << 4
 					hi |= int(qh>>(j+16)&1) << 4
 				}
 				switch t {
-				case kernels.Q4_0:
+				case ggml.Q4_0:
 					lo, hi = lo-8, hi-8
-				case kernels.Q5_0:
+				case ggml.Q5_0:
 					lo, hi = lo-16, hi-16
 				}
 				y[j], y[j+16] = float32(lo)*d, float32(hi)*d
-				if t == kernels.Q4_1 || t == kernels.Q5_1 {
+				if t == ggml.Q4_1 || t == ggml.Q5_1 {
 					y[j], y[j+16] = y[j]+m, y[j+16]+m
 				}
 			}
-		case kernels.Q8_0:
+		case ggml.Q8_0:
 			d := f16(x)
 			for j := 0; j < 32; j++ {
 				y[j] = float32(int8(x[2+j])) * d
 			}
-		case kernels.Q4_K, kernels.Q5_K:
+		case ggml.Q4_K, ggml.Q5_K:
 			d, dmin := f16(x), f16(x[2:])
 			sc := x[4:16]
 			qs, qh := x[16:], []byte(nil)
-			if t == kernels.Q5_K {
+			if t == ggml.Q5_K {
 				qh, qs = x[16:48], x[48:]
 			}
 			for c := 0; c < 4; c++ {
@@ -80,7 +80,7 @@ func testDequant(t kernels.Type, src []byte, dst []float32) error {
 					}
 				}
 			}
-		case kernels.Q6_K:
+		case ggml.Q6_K:
 			d := f16(x[208:])
 			for h := 0; h < 2; h++ {
 				ql, qh, sc := x[64*h:], x[128+32*h:], x[192+8*h:]
@@ -97,7 +97,7 @@ func testDequant(t kernels.Type, src []byte, dst []float32) error {
 					}
 				}
 			}
-		case kernels.Q2_K:
+		case ggml.Q2_K:
 			// scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
 			d, dmin := f16(x[80:]), f16(x[82:])
 			for e := 0; e < 256; e++ {
@@ -106,7 +106,7 @@ func testDequant(t kernels.Type, src []byte, dst []float32) error {
 				dl, ml := d*float32(sc&15), dmin*float32(sc>>4)
 				y[e] = float32(dl*float32(q)) - ml
 			}
-		case kernels.Q3_K:
+		case ggml.Q3_K:
 			// hmask[32], qs[64], scales[12] (6-bit, packed), d.
 			d := f16(x[108:])
 			sc := x[96:108]
@@ -125,13 +125,13 @@ func testDequant(t kernels.Type, src []byte, dst []float32) error {
 				}
 				y[e] = d * float32(s6-32) * float32(q)
 			}
-		case kernels.IQ4_NL:
+		case ggml.IQ4_NL:
 			d := f16(x)
 			for j := 0; j < 16; j++ {
 				y[j] = d * float32(kvaluesIQ4NL[x[2+j]&15])
 				y[j+16] = d * float32(kvaluesIQ4NL[x[2+j]>>4])
 			}
-		case kernels.IQ4_XS:
+		case ggml.IQ4_XS:
 			// d, scales_h u16, scales_l[4], qs[128].
 			d := f16(x)
 			sh := binary.LittleEndian.Uint16(x[2:])

@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/woolly-llm/woolly/ggml"
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 )
@@ -25,8 +26,8 @@ type FileOptions struct {
 
 // FileSummary describes what QuantizeFile wrote.
 type FileSummary struct {
-	BytesIn, BytesOut int64                // tensor data
-	Types             map[kernels.Type]int // tensors written per type
+	BytesIn, BytesOut int64             // tensor data
+	Types             map[ggml.Type]int // tensors written per type
 	// Notes are llama-quantize's type fallbacks, "tensor: reason".
 	Notes []string
 }
@@ -77,7 +78,7 @@ func QuantizeFile(inPath, outPath string, ft FileType, o FileOptions) (*FileSumm
 	w.SetUint32("general.quantization_version", 2)
 	w.SetUint32("general.file_type", uint32(ft))
 
-	sum := &FileSummary{Types: map[kernels.Type]int{}}
+	sum := &FileSummary{Types: map[ggml.Type]int{}}
 	var done int64
 	progress := func(n int) {
 		done += int64(n)
@@ -107,9 +108,9 @@ func QuantizeFile(inPath, outPath string, ft FileType, o FileOptions) (*FileSumm
 			if t.Type.BlockElems() > 1 && !o.AllowRequantize {
 				return nil, fmt.Errorf("tensor %s is already %v; allow requantizing (--allow-requantize) to make it %v", t.Name, t.Type, c.Type)
 			}
-			rb, err := c.Type.RowBytes(t.Shape[0])
-			if err != nil {
-				return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+			rb, rerr := c.Type.RowBytes(t.Shape[0])
+			if rerr != nil {
+				return nil, fmt.Errorf("tensor %s: %w", t.Name, rerr)
 			}
 			sum.BytesOut += rb * t.Rows()
 			err = w.AddTensorFunc(t.Name, c.Type, t.Shape, func(out io.Writer) error {
@@ -139,7 +140,7 @@ var replacedKeys = map[string]bool{
 
 // convertTensor streams tensor t (bytes src) to out as type dst, in chunks
 // of whole rows.
-func convertTensor(out io.Writer, t *loader.TensorInfo, src []byte, dst kernels.Type, threads int, progress func(int)) error {
+func convertTensor(out io.Writer, t *loader.TensorInfo, src []byte, dst ggml.Type, threads int, progress func(int)) error {
 	rowLen := int(t.Shape[0])
 	nrows := int(t.Rows())
 	inRB := int(t.RowBytes())
@@ -170,19 +171,19 @@ func convertTensor(out io.Writer, t *loader.TensorInfo, src []byte, dst kernels.
 
 // ToF32 converts tensor bytes of type t to float32 (F32, F16 and BF16
 // exactly; the block types through their dequantization).
-func ToF32(t kernels.Type, src []byte, dst []float32) error {
+func ToF32(t ggml.Type, src []byte, dst []float32) error {
 	switch t {
-	case kernels.F32:
+	case ggml.F32:
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 		}
-	case kernels.F16:
+	case ggml.F16:
 		for i := range dst {
-			dst[i] = kernels.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+			dst[i] = ggml.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
-	case kernels.BF16:
+	case ggml.BF16:
 		for i := range dst {
-			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+			dst[i] = ggml.BF16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	default:
 		return kernels.Dequant(t, src, dst)

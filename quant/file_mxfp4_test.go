@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/woolly-llm/woolly/ggml"
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 )
@@ -55,7 +56,7 @@ func TestQuantizeFileMXFP4MoE(t *testing.T) {
 		}
 		x, b := f32(n)
 		vals[tn.name] = x
-		require.NoError(t, w.AddTensor(tn.name, kernels.F32, tn.shape, b))
+		require.NoError(t, w.AddTensor(tn.name, ggml.F32, tn.shape, b))
 	}
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.gguf"), filepath.Join(dir, "out.gguf")
@@ -73,9 +74,9 @@ func TestQuantizeFileMXFP4MoE(t *testing.T) {
 	f, err := loader.Open(out)
 	require.NoError(t, err)
 	defer f.Close()
-	want := map[string]kernels.Type{"token_embd.weight": kernels.Q8_0, "output_norm.weight": kernels.F32,
-		"output.weight": kernels.Q8_0, "blk.0.attn_q.weight": kernels.Q8_0, "blk.0.ffn_gate_inp.weight": kernels.F32,
-		"blk.0.ffn_up_exps.weight": kernels.MXFP4}
+	want := map[string]ggml.Type{"token_embd.weight": ggml.Q8_0, "output_norm.weight": ggml.F32,
+		"output.weight": ggml.Q8_0, "blk.0.attn_q.weight": ggml.Q8_0, "blk.0.ffn_gate_inp.weight": ggml.F32,
+		"blk.0.ffn_up_exps.weight": ggml.MXFP4}
 	for name, ty := range want {
 		ti, ok := f.Tensor(name)
 		require.True(t, ok, name)
@@ -88,10 +89,10 @@ func TestQuantizeFileMXFP4MoE(t *testing.T) {
 
 	ti, _ := f.Tensor("blk.0.ffn_up_exps.weight")
 	exp := make([]byte, 4*32*34)
-	require.NoError(t, Quantize(kernels.MXFP4, vals["blk.0.ffn_up_exps.weight"], 64, exp, 1))
+	require.NoError(t, Quantize(ggml.MXFP4, vals["blk.0.ffn_up_exps.weight"], 64, exp, 1))
 	require.Equal(t, exp, f.Data(ti))
 	back := make([]float32, 64*32*4)
-	require.NoError(t, kernels.Dequant(kernels.MXFP4, f.Data(ti), back))
+	require.NoError(t, kernels.Dequant(ggml.MXFP4, f.Data(ti), back))
 	for i, v := range vals["blk.0.ffn_up_exps.weight"] {
 		require.InDelta(t, v, back[i], 0.02, "element %d", i)
 	}
@@ -109,7 +110,7 @@ func TestQuantizeFileMXFP4ReservedExponent(t *testing.T) {
 	}
 	w := loader.NewWriter()
 	w.SetString("general.architecture", "gpt-oss")
-	require.NoError(t, w.AddTensor("blk.0.ffn_down_exps.weight", kernels.F32, []int64{64, 2, 2}, b))
+	require.NoError(t, w.AddTensor("blk.0.ffn_down_exps.weight", ggml.F32, []int64{64, 2, 2}, b))
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.gguf"), filepath.Join(dir, "out.gguf")
 	require.NoError(t, w.WriteFile(in))

@@ -3,7 +3,7 @@ package quant
 import (
 	"math"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // K-quants: super-blocks of 256 elements.
@@ -162,8 +162,8 @@ func kScaleMin(x []float32, nmax int, rmin, rdelta float32, nstep int, L *[256]u
 	}
 	putF16(hdr[0:], maxScale/63)
 	putF16(hdr[2:], maxMin/63)
-	d := kernels.F16ToF32(uint16(hdr[0]) | uint16(hdr[1])<<8)
-	dmin := kernels.F16ToF32(uint16(hdr[2]) | uint16(hdr[3])<<8)
+	d := ggml.F16ToF32(uint16(hdr[0]) | uint16(hdr[1])<<8)
+	dmin := ggml.F16ToF32(uint16(hdr[2]) | uint16(hdr[3])<<8)
 	for j := range 8 {
 		s, m := scaleMinK4(j, sc)
 		dd := d * float32(s)
@@ -298,7 +298,7 @@ func rowQ6K(x []float32, y []byte) {
 		}
 		iscale := -128 / maxScale
 		putF16(yb[208:], 1/iscale)
-		d := kernels.F16ToF32(uint16(yb[208]) | uint16(yb[209])<<8)
+		d := ggml.F16ToF32(uint16(yb[208]) | uint16(yb[209])<<8)
 		sc := yb[192:208]
 		for ib := range 16 {
 			sc[ib] = byte(int8(min(127, nearestInt(iscale*scales[ib]))))

@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/woolly-llm/woolly/kernels"
-	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // FileType is llama.cpp's llama_ftype, stored as general.file_type.
@@ -39,31 +38,31 @@ const (
 )
 
 // fileTypes are the file types Woolly writes, with the tensor type most
-// weights get; their names are loader.FileTypeName's (the one table).
+// weights get; their names are ggml.FileTypeName's (the one table).
 var fileTypes = []struct {
 	ft  FileType
-	def kernels.Type
+	def ggml.Type
 }{
-	{FileF32, kernels.F32},
-	{FileF16, kernels.F16},
-	{FileBF16, kernels.BF16},
-	{FileQ4_0, kernels.Q4_0},
-	{FileQ4_1, kernels.Q4_1},
-	{FileQ5_0, kernels.Q5_0},
-	{FileQ5_1, kernels.Q5_1},
-	{FileQ8_0, kernels.Q8_0},
-	{FileQ2_K, kernels.Q2_K},
-	{FileQ3_K_S, kernels.Q3_K},
-	{FileQ3_K_M, kernels.Q3_K},
-	{FileQ3_K_L, kernels.Q3_K},
-	{FileIQ4_NL, kernels.IQ4_NL},
-	{FileIQ4_XS, kernels.IQ4_XS},
-	{FileQ4_K_S, kernels.Q4_K},
-	{FileQ4_K_M, kernels.Q4_K},
-	{FileQ5_K_S, kernels.Q5_K},
-	{FileQ5_K_M, kernels.Q5_K},
-	{FileQ6_K, kernels.Q6_K},
-	{FileMXFP4_MOE, kernels.MXFP4},
+	{FileF32, ggml.F32},
+	{FileF16, ggml.F16},
+	{FileBF16, ggml.BF16},
+	{FileQ4_0, ggml.Q4_0},
+	{FileQ4_1, ggml.Q4_1},
+	{FileQ5_0, ggml.Q5_0},
+	{FileQ5_1, ggml.Q5_1},
+	{FileQ8_0, ggml.Q8_0},
+	{FileQ2_K, ggml.Q2_K},
+	{FileQ3_K_S, ggml.Q3_K},
+	{FileQ3_K_M, ggml.Q3_K},
+	{FileQ3_K_L, ggml.Q3_K},
+	{FileIQ4_NL, ggml.IQ4_NL},
+	{FileIQ4_XS, ggml.IQ4_XS},
+	{FileQ4_K_S, ggml.Q4_K},
+	{FileQ4_K_M, ggml.Q4_K},
+	{FileQ5_K_S, ggml.Q5_K},
+	{FileQ5_K_M, ggml.Q5_K},
+	{FileQ6_K, ggml.Q6_K},
+	{FileMXFP4_MOE, ggml.MXFP4},
 }
 
 // fileTypeAliases are llama-quantize's short names for the _M mixes, and
@@ -92,32 +91,32 @@ func ParseFileType(s string) (FileType, error) {
 
 // String is llama.cpp's name of the file type ("Q4_K_M").
 func (f FileType) String() string {
-	if name := loader.FileTypeName(uint64(f)); name != "" {
+	if name := ggml.FileTypeName(uint64(f)); name != "" {
 		return name
 	}
 	return "ftype(" + strconv.Itoa(int(f)) + ")"
 }
 
 // DefaultType is the tensor type most weights get in a file of this type.
-func (f FileType) DefaultType() kernels.Type {
+func (f FileType) DefaultType() ggml.Type {
 	for _, x := range fileTypes {
 		if x.ft == f {
 			return x.def
 		}
 	}
-	return kernels.F32
+	return ggml.F32
 }
 
 // TensorDesc describes an input tensor for type planning.
 type TensorDesc struct {
 	Name  string
-	Type  kernels.Type // current type
-	Shape []int64      // ne order: Shape[0] is the row length
+	Type  ggml.Type // current type
+	Shape []int64   // ne order: Shape[0] is the row length
 }
 
 // Choice is the planned output type of one tensor.
 type Choice struct {
-	Type     kernels.Type
+	Type     ggml.Type
 	Quantize bool   // false: the tensor is copied unchanged (norms, biases, 1-D tensors)
 	Note     string // why the type differs from the rule's first pick (row-length fallbacks)
 }
@@ -266,25 +265,25 @@ func Plan(ft FileType, tensors []TensorDesc, m Model) ([]Choice, error) {
 		cat := categoryOf(t.Name)
 		switch {
 		case ft == FileMXFP4_MOE:
-			c.Type = kernels.Q8_0
+			c.Type = ggml.Q8_0
 			expert := len(t.Shape) > 2 && t.Shape[2] > 1
 			if m.Arch == "bailingmoe3" && cat != catFFNUp && cat != catFFNGate && cat != catFFNDown {
 				expert = false
 			}
 			if expert && cat != catOutput && !(tied && cat == catTokenEmbd) {
-				c.Type = kernels.MXFP4
+				c.Type = ggml.MXFP4
 			}
 		case cat == catOutput || (tied && cat == catTokenEmbd):
 			if falcon || nx%int64(def.BlockElems()) != 0 {
-				c.Type = kernels.Q8_0
-			} else if def != kernels.Q8_0 {
-				c.Type = kernels.Q6_K
+				c.Type = ggml.Q8_0
+			} else if def != ggml.Q8_0 {
+				c.Type = ggml.Q6_K
 			}
 		case cat == catAttnV:
 			c.Type = attnVType(ft, c.Type, vIndex[k], nV, m)
 		case cat == catAttnK:
 			if m.NExpert == 8 {
-				c.Type = kernels.Q8_0
+				c.Type = ggml.Q8_0
 			}
 		case cat == catFFNDown:
 			i, n := downIndex[k], nLayer
@@ -296,52 +295,52 @@ func Plan(ft FileType, tensors []TensorDesc, m Model) ([]Choice, error) {
 			}
 			switch {
 			case ft == FileQ2_K:
-				c.Type = kernels.Q3_K
+				c.Type = ggml.Q3_K
 			case ft == FileQ3_K_M:
 				switch {
 				case i < n/16:
-					c.Type = kernels.Q5_K
+					c.Type = ggml.Q5_K
 				case !falcon || moreBits(i, n):
-					c.Type = kernels.Q4_K
+					c.Type = ggml.Q4_K
 				default:
-					c.Type = kernels.Q3_K
+					c.Type = ggml.Q3_K
 				}
 			case ft == FileQ3_K_L:
-				c.Type = kernels.Q5_K
+				c.Type = ggml.Q5_K
 				if falcon {
-					c.Type = kernels.Q4_K
+					c.Type = ggml.Q4_K
 				}
 			case ft == FileQ4_K_M && falcon:
 				switch {
 				case i < n/16:
-					c.Type = kernels.Q6_K
+					c.Type = ggml.Q6_K
 				case moreBits(i, n):
-					c.Type = kernels.Q5_K
+					c.Type = ggml.Q5_K
 				}
 			case (ft == FileQ4_K_M || ft == FileQ5_K_M) && moreBits(i, n):
-				c.Type = kernels.Q6_K
+				c.Type = ggml.Q6_K
 			case (ft == FileIQ4_NL || ft == FileIQ4_XS) && i < n/8:
-				c.Type = kernels.Q5_K
+				c.Type = ggml.Q5_K
 			case ft == FileQ4_K_S && !falcon && i < n/8:
-				c.Type = kernels.Q5_K
+				c.Type = ggml.Q5_K
 			}
 		case cat == catAttnOutput:
 			switch {
 			case falcon:
 				if ft == FileQ3_K_L {
-					c.Type = kernels.Q4_K
+					c.Type = ggml.Q4_K
 				}
 			case m.NExpert == 8:
 				switch ft {
 				case FileQ2_K, FileQ3_K_S, FileQ3_K_M, FileIQ4_NL, FileQ4_K_S, FileQ4_K_M, FileIQ4_XS:
-					c.Type = kernels.Q5_K
+					c.Type = ggml.Q5_K
 				}
 			case ft == FileQ2_K:
-				c.Type = kernels.Q3_K
+				c.Type = ggml.Q3_K
 			case ft == FileQ3_K_M:
-				c.Type = kernels.Q4_K
+				c.Type = ggml.Q4_K
 			case ft == FileQ3_K_L:
-				c.Type = kernels.Q5_K
+				c.Type = ggml.Q5_K
 			}
 		}
 		out[k] = fallback(t, c)
@@ -350,38 +349,38 @@ func Plan(ft FileType, tensors []TensorDesc, m Model) ([]Choice, error) {
 }
 
 // attnVType is the attn_v rule for the i-th of n attn_v-like tensors.
-func attnVType(ft FileType, ty kernels.Type, i, n int, m Model) kernels.Type {
+func attnVType(ft FileType, ty ggml.Type, i, n int, m Model) ggml.Type {
 	moreBits := i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
 	switch {
 	case ft == FileQ2_K:
-		ty = kernels.Q3_K
+		ty = ggml.Q3_K
 		if m.gqa() >= 4 {
-			ty = kernels.Q4_K
+			ty = ggml.Q4_K
 		}
 	case ft == FileQ3_K_M:
-		ty = kernels.Q4_K
+		ty = ggml.Q4_K
 		if i < 2 {
-			ty = kernels.Q5_K
+			ty = ggml.Q5_K
 		}
 	case ft == FileQ3_K_L:
-		ty = kernels.Q5_K
+		ty = ggml.Q5_K
 	case (ft == FileIQ4_NL || ft == FileIQ4_XS) && m.gqa() >= 4:
-		ty = kernels.Q5_K
+		ty = ggml.Q5_K
 	case (ft == FileQ4_K_M || ft == FileQ5_K_M) && moreBits:
-		ty = kernels.Q6_K
+		ty = ggml.Q6_K
 	case ft == FileQ4_K_S && i < 4:
-		ty = kernels.Q5_K
+		ty = ggml.Q5_K
 	}
-	if m.is70B() && (ty == kernels.Q3_K || ty == kernels.Q4_K) {
-		ty = kernels.Q5_K
+	if m.is70B() && (ty == ggml.Q3_K || ty == ggml.Q4_K) {
+		ty = ggml.Q5_K
 	}
 	if m.NExpert == 8 {
-		ty = kernels.Q8_0
+		ty = ggml.Q8_0
 	}
 	return ty
 }
 
-func isQuantized(t kernels.Type) bool { return t.BlockElems() > 1 }
+func isQuantized(t ggml.Type) bool { return t.BlockElems() > 1 }
 
 // allowsQuantization mirrors llama-quantize's choice of tensors to quantize
 // (tensor_allows_quantization).
@@ -419,21 +418,21 @@ func fallback(t TensorDesc, c Choice) Choice {
 	}
 	from := c.Type
 	switch c.Type {
-	case kernels.IQ4_XS:
-		c.Type = kernels.IQ4_NL
-	case kernels.Q2_K, kernels.Q3_K:
-		c.Type = kernels.Q4_0
-	case kernels.Q4_K:
-		c.Type = kernels.Q5_0
-	case kernels.Q5_K:
-		c.Type = kernels.Q5_1
-	case kernels.Q6_K:
-		c.Type = kernels.Q8_0
+	case ggml.IQ4_XS:
+		c.Type = ggml.IQ4_NL
+	case ggml.Q2_K, ggml.Q3_K:
+		c.Type = ggml.Q4_0
+	case ggml.Q4_K:
+		c.Type = ggml.Q5_0
+	case ggml.Q5_K:
+		c.Type = ggml.Q5_1
+	case ggml.Q6_K:
+		c.Type = ggml.Q8_0
 	default:
-		c.Type = kernels.F16
+		c.Type = ggml.F16
 	}
 	if nx%int64(c.Type.BlockElems()) != 0 {
-		c.Type = kernels.F16
+		c.Type = ggml.F16
 	}
 	c.Note = fmt.Sprintf("row length %d is not a multiple of %d: %v -> %v", nx, from.BlockElems(), from, c.Type)
 	return c

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/woolly-llm/woolly/ggml"
 	sharedref "github.com/woolly-llm/woolly/internal/shared" // "shared" names the data's path here
-	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 )
 
@@ -50,7 +50,7 @@ func descs(t *testing.T, m map[string]refTensor) []TensorDesc {
 	sort.Slice(names, func(a, b int) bool { return m[names[a]].Offset < m[names[b]].Offset })
 	var out []TensorDesc
 	for _, n := range names {
-		ty, ok := kernels.TypeByName(m[n].Type)
+		ty, ok := ggml.TypeByName(m[n].Type)
 		if !ok {
 			t.Fatalf("unknown type %q", m[n].Type)
 		}
@@ -124,8 +124,8 @@ func TestPlanTied(t *testing.T) {
 		}
 		in := descs(t, ref)
 		for i := range in { // pretend the input was F16/F32 as converted
-			if in[i].Type != kernels.F32 {
-				in[i].Type = kernels.F16
+			if in[i].Type != ggml.F32 {
+				in[i].Type = ggml.F16
 			}
 		}
 		plan, err := Plan(FileQ4_K_M, in, modelOf(t, name))
@@ -145,12 +145,12 @@ func TestUseMoreBitsLayers(t *testing.T) {
 	// 19,20,21 (i >= 19) and every third from 4: (i-2)%3 == 2.
 	var in []TensorDesc
 	for l := 0; l < 22; l++ {
-		in = append(in, TensorDesc{Name: "blk." + itoa(l) + ".attn_v.weight", Type: kernels.F16, Shape: []int64{2048, 256}})
+		in = append(in, TensorDesc{Name: "blk." + itoa(l) + ".attn_v.weight", Type: ggml.F16, Shape: []int64{2048, 256}})
 	}
 	plan, _ := Plan(FileQ4_K_M, in, Model{Arch: "llama", NLayer: 22, NHead: 32, NHeadKV: 4})
 	var got []int
 	for i, c := range plan {
-		if c.Type == kernels.Q6_K {
+		if c.Type == ggml.Q6_K {
 			got = append(got, i)
 		}
 	}
@@ -207,21 +207,21 @@ func TestWriteOrder(t *testing.T) {
 // with or without output.weight (n_ff = max(3·n_embd, 256)).
 func miniTensors(nEmbd int64, layers int, tied bool) []TensorDesc {
 	kv, ff := nEmbd/4, max(3*nEmbd, 256)
-	ts := []TensorDesc{{Name: "token_embd.weight", Type: kernels.F16, Shape: []int64{nEmbd, 32000}}}
+	ts := []TensorDesc{{Name: "token_embd.weight", Type: ggml.F16, Shape: []int64{nEmbd, 32000}}}
 	for l := range layers {
 		p := "blk." + itoa(l) + "."
 		ts = append(ts,
-			TensorDesc{Name: p + "attn_norm.weight", Type: kernels.F32, Shape: []int64{nEmbd}},
-			TensorDesc{Name: p + "attn_q.weight", Type: kernels.F16, Shape: []int64{nEmbd, nEmbd}},
-			TensorDesc{Name: p + "attn_k.weight", Type: kernels.F16, Shape: []int64{nEmbd, kv}},
-			TensorDesc{Name: p + "attn_v.weight", Type: kernels.F16, Shape: []int64{nEmbd, kv}},
-			TensorDesc{Name: p + "attn_output.weight", Type: kernels.F16, Shape: []int64{nEmbd, nEmbd}},
-			TensorDesc{Name: p + "ffn_gate.weight", Type: kernels.F16, Shape: []int64{nEmbd, ff}},
-			TensorDesc{Name: p + "ffn_up.weight", Type: kernels.F16, Shape: []int64{nEmbd, ff}},
-			TensorDesc{Name: p + "ffn_down.weight", Type: kernels.F16, Shape: []int64{ff, nEmbd}})
+			TensorDesc{Name: p + "attn_norm.weight", Type: ggml.F32, Shape: []int64{nEmbd}},
+			TensorDesc{Name: p + "attn_q.weight", Type: ggml.F16, Shape: []int64{nEmbd, nEmbd}},
+			TensorDesc{Name: p + "attn_k.weight", Type: ggml.F16, Shape: []int64{nEmbd, kv}},
+			TensorDesc{Name: p + "attn_v.weight", Type: ggml.F16, Shape: []int64{nEmbd, kv}},
+			TensorDesc{Name: p + "attn_output.weight", Type: ggml.F16, Shape: []int64{nEmbd, nEmbd}},
+			TensorDesc{Name: p + "ffn_gate.weight", Type: ggml.F16, Shape: []int64{nEmbd, ff}},
+			TensorDesc{Name: p + "ffn_up.weight", Type: ggml.F16, Shape: []int64{nEmbd, ff}},
+			TensorDesc{Name: p + "ffn_down.weight", Type: ggml.F16, Shape: []int64{ff, nEmbd}})
 	}
 	if !tied {
-		ts = append(ts, TensorDesc{Name: "output.weight", Type: kernels.F16, Shape: []int64{nEmbd, 32000}})
+		ts = append(ts, TensorDesc{Name: "output.weight", Type: ggml.F16, Shape: []int64{nEmbd, 32000}})
 	}
 	return ts
 }
@@ -293,7 +293,7 @@ func TestPlanRules(t *testing.T) {
 
 	// A 70B llama (80 layers, GQA 8): attn_v Q3_K/Q4_K become Q5_K.
 	m70 := Model{Arch: "llama", NLayer: 80, NHead: 64, NHeadKV: 8}
-	v := []TensorDesc{{Name: "blk.0.attn_v.weight", Type: kernels.F16, Shape: []int64{8192, 1024}}}
+	v := []TensorDesc{{Name: "blk.0.attn_v.weight", Type: ggml.F16, Shape: []int64{8192, 1024}}}
 	for _, ft := range []FileType{FileQ2_K, FileQ3_K_S, FileQ3_K_M} {
 		expect("70B "+ft.String(), planTypes(t, ft, v, m70, "attn_v"), map[string]string{"blk.0.attn_v.weight": "Q5_K"})
 	}
@@ -314,8 +314,8 @@ func TestParseFileTypeNewNames(t *testing.T) {
 			t.Errorf("%d.String() = %s, want %s", ft, ft, want)
 		}
 	}
-	for ft, want := range map[FileType]kernels.Type{FileQ2_K: kernels.Q2_K, FileQ3_K_S: kernels.Q3_K, FileQ3_K_L: kernels.Q3_K,
-		FileIQ4_NL: kernels.IQ4_NL, FileIQ4_XS: kernels.IQ4_XS} {
+	for ft, want := range map[FileType]ggml.Type{FileQ2_K: ggml.Q2_K, FileQ3_K_S: ggml.Q3_K, FileQ3_K_L: ggml.Q3_K,
+		FileIQ4_NL: ggml.IQ4_NL, FileIQ4_XS: ggml.IQ4_XS} {
 		if ft.DefaultType() != want {
 			t.Errorf("%v.DefaultType() = %v, want %v", ft, ft.DefaultType(), want)
 		}
@@ -329,7 +329,7 @@ func TestParseFileTypeNewNames(t *testing.T) {
 // output and tied embeddings Q8_0, every other quantized tensor Q8_0 (the
 // attn_v / ffn_down rules do not apply), norms, routers and sinks kept.
 func TestPlanMXFP4MoE(t *testing.T) {
-	f32, f16 := kernels.F32, kernels.F16
+	f32, f16 := ggml.F32, ggml.F16
 	moe := []TensorDesc{
 		{"token_embd.weight", f16, []int64{2880, 201088}},
 		{"output.weight", f16, []int64{2880, 201088}},
@@ -362,14 +362,14 @@ func TestPlanMXFP4MoE(t *testing.T) {
 	// non-FFN 3-D tensors at Q8_0
 	plan, err = Plan(FileMXFP4_MOE, []TensorDesc{moe[0], moe[8]}, m)
 	require.NoError(t, err)
-	require.Equal(t, []kernels.Type{kernels.Q8_0, kernels.MXFP4}, []kernels.Type{plan[0].Type, plan[1].Type})
+	require.Equal(t, []ggml.Type{ggml.Q8_0, ggml.MXFP4}, []ggml.Type{plan[0].Type, plan[1].Type})
 	b3 := []TensorDesc{{"blk.0.attn_kv_b.weight", f16, []int64{512, 128, 4}}, moe[9]}
 	plan, err = Plan(FileMXFP4_MOE, b3, Model{Arch: "bailingmoe3", NLayer: 1, NExpert: 32})
 	require.NoError(t, err)
-	require.Equal(t, []kernels.Type{kernels.Q8_0, kernels.MXFP4}, []kernels.Type{plan[0].Type, plan[1].Type})
+	require.Equal(t, []ggml.Type{ggml.Q8_0, ggml.MXFP4}, []ggml.Type{plan[0].Type, plan[1].Type})
 	plan, err = Plan(FileMXFP4_MOE, b3[:1], m)
 	require.NoError(t, err)
-	require.Equal(t, kernels.MXFP4, plan[0].Type)
+	require.Equal(t, ggml.MXFP4, plan[0].Type)
 
 	for _, s := range []string{"mxfp4", "MXFP4_MOE", "mxfp4_moe"} {
 		ft, err := ParseFileType(s)
@@ -377,5 +377,5 @@ func TestPlanMXFP4MoE(t *testing.T) {
 		require.Equal(t, FileMXFP4_MOE, ft)
 	}
 	require.Equal(t, "MXFP4_MOE", FileMXFP4_MOE.String())
-	require.Equal(t, kernels.MXFP4, FileMXFP4_MOE.DefaultType())
+	require.Equal(t, ggml.MXFP4, FileMXFP4_MOE.DefaultType())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/woolly-llm/woolly/ggml"
 	"github.com/woolly-llm/woolly/kernels"
 )
 
@@ -37,11 +38,11 @@ func TestMXFP4MatchesGGML(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "mxfp4", "quant_rows.mxfp4"))
 	require.NoError(t, err)
 	const rowLen = 96
-	rb, _ := kernels.MXFP4.RowBytes(rowLen)
+	rb, _ := ggml.MXFP4.RowBytes(rowLen)
 	require.Equal(t, len(x)/rowLen*int(rb), len(want))
 	for _, threads := range []int{1, 3} {
 		got := make([]byte, len(want))
-		require.NoError(t, Quantize(kernels.MXFP4, x, rowLen, got, threads))
+		require.NoError(t, Quantize(ggml.MXFP4, x, rowLen, got, threads))
 		for i := range got {
 			if got[i] != want[i] {
 				blk := i / 17
@@ -53,7 +54,7 @@ func TestMXFP4MatchesGGML(t *testing.T) {
 	// and row by row through QuantizeRow
 	for r := 0; r < len(x)/rowLen; r++ {
 		got := make([]byte, rb)
-		require.NoError(t, QuantizeRow(kernels.MXFP4, x[r*rowLen:(r+1)*rowLen], got))
+		require.NoError(t, QuantizeRow(ggml.MXFP4, x[r*rowLen:(r+1)*rowLen], got))
 		require.Equal(t, want[r*int(rb):(r+1)*int(rb)], got, "row %d", r)
 	}
 }
@@ -121,18 +122,18 @@ func TestMXFP4ExponentEdges(t *testing.T) {
 		x := make([]float32, 32)
 		x[3] = c.amax
 		y := make([]byte, 17)
-		require.NoError(t, QuantizeRow(kernels.MXFP4, x, y), "amax %g", c.amax)
+		require.NoError(t, QuantizeRow(ggml.MXFP4, x, y), "amax %g", c.amax)
 		require.Equal(t, c.e, y[0], "amax %g", c.amax)
 		require.Equal(t, c.q3, y[4]&15, "amax %g", c.amax)
 	}
 	x := make([]float32, 64)
 	x[40] = float32(math.Ldexp(1.5, -126))
 	y := make([]byte, 34)
-	err := QuantizeRow(kernels.MXFP4, x, y)
+	err := QuantizeRow(ggml.MXFP4, x, y)
 	require.ErrorContains(t, err, "reserved exponent 255")
 	require.ErrorContains(t, err, "block 1")
 	y = make([]byte, 68)
-	err = Quantize(kernels.MXFP4, append(make([]float32, 64), x...), 64, y, 2)
+	err = Quantize(ggml.MXFP4, append(make([]float32, 64), x...), 64, y, 2)
 	require.ErrorContains(t, err, "row 1, block 1")
 }
 
@@ -162,10 +163,10 @@ func TestMXFP4CodeIsNearest(t *testing.T) {
 func TestMXFP4RoundTrip(t *testing.T) {
 	x := readF32(t, filepath.Join("testdata", "mxfp4", "quant_rows.f32"))[:96*8]
 	y := make([]byte, 8*3*17)
-	require.NoError(t, Quantize(kernels.MXFP4, x, 96, y, 1))
+	require.NoError(t, Quantize(ggml.MXFP4, x, 96, y, 1))
 	back, kb := make([]float32, len(x)), make([]float32, len(x))
 	dequantMXFP4(y, back)
-	require.NoError(t, kernels.Dequant(kernels.MXFP4, y, kb))
+	require.NoError(t, kernels.Dequant(ggml.MXFP4, y, kb))
 	for i := range x {
 		require.Equal(t, math.Float32bits(back[i]), math.Float32bits(kb[i]), "element %d", i)
 		d := e8m0Half(y[i/32*17])

@@ -16,45 +16,45 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 )
 
 // rowFunc quantizes one row (a whole number of blocks) of x into y.
 type rowFunc func(x []float32, y []byte)
 
-var rowFuncs = map[kernels.Type]rowFunc{
-	kernels.F32:  rowF32,
-	kernels.F16:  rowF16,
-	kernels.BF16: rowBF16,
-	kernels.Q4_0: rowQ4_0,
-	kernels.Q4_1: rowQ4_1,
-	kernels.Q5_0: rowQ5_0,
-	kernels.Q5_1: rowQ5_1,
-	kernels.Q8_0: rowQ8_0,
-	kernels.Q4_K: rowQ4K,
-	kernels.Q5_K: rowQ5K,
-	kernels.Q6_K: rowQ6K,
-	kernels.Q2_K: rowQ2K,
-	kernels.Q3_K: rowQ3K,
+var rowFuncs = map[ggml.Type]rowFunc{
+	ggml.F32:  rowF32,
+	ggml.F16:  rowF16,
+	ggml.BF16: rowBF16,
+	ggml.Q4_0: rowQ4_0,
+	ggml.Q4_1: rowQ4_1,
+	ggml.Q5_0: rowQ5_0,
+	ggml.Q5_1: rowQ5_1,
+	ggml.Q8_0: rowQ8_0,
+	ggml.Q4_K: rowQ4K,
+	ggml.Q5_K: rowQ5K,
+	ggml.Q6_K: rowQ6K,
+	ggml.Q2_K: rowQ2K,
+	ggml.Q3_K: rowQ3K,
 
-	kernels.IQ4_NL: rowIQ4NL,
-	kernels.IQ4_XS: rowIQ4XS,
-	kernels.MXFP4:  rowMXFP4,
+	ggml.IQ4_NL: rowIQ4NL,
+	ggml.IQ4_XS: rowIQ4XS,
+	ggml.MXFP4:  rowMXFP4,
 }
 
 // validators check the output of a type's quantizer where ggml's row
 // validation (which llama-quantize runs) can reject it: dst holds whole
 // rows of rowBytes bytes.
-var validators = map[kernels.Type]func(dst []byte, rowBytes int) error{
-	kernels.MXFP4: checkMXFP4,
+var validators = map[ggml.Type]func(dst []byte, rowBytes int) error{
+	ggml.MXFP4: checkMXFP4,
 }
 
 // Supported reports whether Woolly can write tensors of type t.
-func Supported(t kernels.Type) bool { _, ok := rowFuncs[t]; return ok }
+func Supported(t ggml.Type) bool { _, ok := rowFuncs[t]; return ok }
 
 // QuantizeRow converts src (a whole number of t's blocks) into dst, which
 // must be exactly t.RowBytes(len(src)) bytes.
-func QuantizeRow(t kernels.Type, src []float32, dst []byte) error {
+func QuantizeRow(t ggml.Type, src []float32, dst []byte) error {
 	f, err := check(t, src, len(src), dst)
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func QuantizeRow(t kernels.Type, src []float32, dst []byte) error {
 // Quantize converts the rows of src (each rowLen elements) into dst, one
 // row after another, using up to threads goroutines (0 = GOMAXPROCS). The
 // result does not depend on the number of threads.
-func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int) error {
+func Quantize(t ggml.Type, src []float32, rowLen int, dst []byte, threads int) error {
 	f, err := check(t, src, rowLen, dst)
 	if err != nil {
 		return err
@@ -113,14 +113,14 @@ func Quantize(t kernels.Type, src []float32, rowLen int, dst []byte, threads int
 	return validate(t, dst, rb)
 }
 
-func validate(t kernels.Type, dst []byte, rowBytes int) error {
+func validate(t ggml.Type, dst []byte, rowBytes int) error {
 	if v := validators[t]; v != nil {
 		return v(dst, rowBytes)
 	}
 	return nil
 }
 
-func check(t kernels.Type, src []float32, rowLen int, dst []byte) (rowFunc, error) {
+func check(t ggml.Type, src []float32, rowLen int, dst []byte) (rowFunc, error) {
 	f, ok := rowFuncs[t]
 	if !ok {
 		return nil, fmt.Errorf("quant: cannot write tensors of type %v", t)
@@ -147,15 +147,11 @@ func nearestInt(f float32) int {
 	return int(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
-// roundF16 returns f rounded through half precision, the value a reader
-// will see for an f16 scale.
-func roundF16(f float32) float32 { return kernels.F16ToF32(kernels.F32ToF16(f)) }
-
 // getF16 reads a little-endian f16 as float32.
-func getF16(b []byte) float32 { return kernels.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
+func getF16(b []byte) float32 { return ggml.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
 
 func putF16(b []byte, f float32) {
-	h := kernels.F32ToF16(f)
+	h := ggml.F32ToF16(f)
 	b[0] = byte(h)
 	b[1] = byte(h >> 8)
 }
@@ -176,13 +172,7 @@ func rowF16(x []float32, y []byte) {
 // rowBF16 rounds to nearest even like ggml's fp32_to_bf16 (NaNs stay quiet NaNs).
 func rowBF16(x []float32, y []byte) {
 	for i, v := range x {
-		u := math.Float32bits(v)
-		var h uint16
-		if u&0x7fffffff > 0x7f800000 {
-			h = uint16(u>>16) | 64
-		} else {
-			h = uint16((u + (0x7fff + (u>>16)&1)) >> 16)
-		}
+		h := ggml.F32ToBF16(v)
 		y[2*i], y[2*i+1] = byte(h), byte(h>>8)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/woolly-llm/woolly/ggml"
 	"github.com/woolly-llm/woolly/kernels"
 )
 
@@ -42,7 +43,7 @@ func dequantIndex(t *testing.T) []dequantEntry {
 	// types Woolly does not read yet) have no quantizer to check here.
 	var out []dequantEntry
 	for _, e := range idx.Entries {
-		if ty, ok := kernels.TypeByName(e.Type); ok && Supported(ty) {
+		if ty, ok := ggml.TypeByName(e.Type); ok && Supported(ty) {
 			out = append(out, e)
 		} else {
 			t.Logf("skipping %s: no quantizer for %s", e.RawFile, e.Type)
@@ -65,7 +66,7 @@ func readF32s(t *testing.T, p string) []float32 {
 
 func TestDequantKnownAnswers(t *testing.T) {
 	for _, e := range dequantIndex(t) {
-		ty, _ := kernels.TypeByName(e.Type)
+		ty, _ := ggml.TypeByName(e.Type)
 		raw, err := os.ReadFile(filepath.Join(shared, e.RawFile))
 		if err != nil {
 			t.Fatal(err)
@@ -87,23 +88,23 @@ func TestF16Conversion(t *testing.T) {
 	// Every half value round-trips exactly; the midpoint between two
 	// neighbours rounds to the even one.
 	for h := 0; h < 1<<16; h++ {
-		f := kernels.F16ToF32(uint16(h))
+		f := ggml.F16ToF32(uint16(h))
 		if f != f { // NaN
 			continue
 		}
-		if got := kernels.F32ToF16(f); got != uint16(h) && !(f == 0 && got&0x7fff == 0) {
+		if got := ggml.F32ToF16(f); got != uint16(h) && !(f == 0 && got&0x7fff == 0) {
 			t.Fatalf("half %#04x -> %v -> %#04x", h, f, got)
 		}
 		if h&0x7c00 == 0x7c00 || (h+1)&0x7c00 == 0x7c00 {
 			continue
 		}
-		lo, hi := float64(f), float64(kernels.F16ToF32(uint16(h+1)))
+		lo, hi := float64(f), float64(ggml.F16ToF32(uint16(h+1)))
 		mid := float32((lo + hi) / 2)
 		want := uint16(h)
 		if h&1 == 1 {
 			want = uint16(h + 1)
 		}
-		if got := kernels.F32ToF16(mid); got != want {
+		if got := ggml.F32ToF16(mid); got != want {
 			t.Fatalf("midpoint of %#04x and next: got %#04x want %#04x", h, got, want)
 		}
 	}
@@ -134,7 +135,7 @@ func f16Rows(t *testing.T, model, tensor string, rowLen, nrows int) []float32 {
 	out := make([]float32, rowLen*nrows)
 	for i := range out {
 		if es == 2 {
-			out[i] = kernels.F16ToF32(binary.LittleEndian.Uint16(buf[2*i:]))
+			out[i] = ggml.F16ToF32(binary.LittleEndian.Uint16(buf[2*i:]))
 		} else {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
 		}
@@ -169,7 +170,7 @@ func TestMatchesLlamaQuantizeBytes(t *testing.T) {
 		if !strings.Contains(e.Model, "synth-llama-mini") || e.Type == "F16" {
 			continue
 		}
-		ty, _ := kernels.TypeByName(e.Type)
+		ty, _ := ggml.TypeByName(e.Type)
 		raw, err := os.ReadFile(filepath.Join(shared, e.RawFile))
 		if err != nil {
 			t.Fatal(err)
@@ -220,13 +221,13 @@ func TestGaussianRoundTrip(t *testing.T) {
 	// Loose relative RMS bounds: about 1.25x what a uniform quantizer of
 	// the type's bit width reaches on Gaussian data. They catch a broken
 	// search or packing; TestMatchesLlamaQuantizeBytes checks exact parity.
-	bounds := map[kernels.Type]float64{
-		kernels.F16: 3e-4, kernels.Q8_0: 0.007, kernels.Q6_K: 0.022, kernels.Q5_K: 0.045,
-		kernels.Q5_1: 0.048, kernels.Q5_0: 0.053, kernels.Q4_K: 0.09, kernels.Q4_1: 0.098, kernels.Q4_0: 0.107,
-		kernels.IQ4_NL: 0.095, kernels.IQ4_XS: 0.096, kernels.Q3_K: 0.19, kernels.Q2_K: 0.37,
+	bounds := map[ggml.Type]float64{
+		ggml.F16: 3e-4, ggml.Q8_0: 0.007, ggml.Q6_K: 0.022, ggml.Q5_K: 0.045,
+		ggml.Q5_1: 0.048, ggml.Q5_0: 0.053, ggml.Q4_K: 0.09, ggml.Q4_1: 0.098, ggml.Q4_0: 0.107,
+		ggml.IQ4_NL: 0.095, ggml.IQ4_XS: 0.096, ggml.Q3_K: 0.19, ggml.Q2_K: 0.37,
 	}
-	for _, ty := range []kernels.Type{kernels.F16, kernels.Q8_0, kernels.Q6_K, kernels.Q5_K, kernels.Q5_1, kernels.Q5_0, kernels.Q4_K, kernels.Q4_1, kernels.Q4_0,
-		kernels.IQ4_NL, kernels.IQ4_XS, kernels.Q3_K, kernels.Q2_K} {
+	for _, ty := range []ggml.Type{ggml.F16, ggml.Q8_0, ggml.Q6_K, ggml.Q5_K, ggml.Q5_1, ggml.Q5_0, ggml.Q4_K, ggml.Q4_1, ggml.Q4_0,
+		ggml.IQ4_NL, ggml.IQ4_XS, ggml.Q3_K, ggml.Q2_K} {
 		rb, _ := ty.RowBytes(rowLen)
 		q := make([]byte, rb*nrows)
 		if err := Quantize(ty, x, rowLen, q, 0); err != nil {
@@ -256,7 +257,7 @@ func TestGaussianRoundTrip(t *testing.T) {
 
 func TestThreadsDoNotChangeBytes(t *testing.T) {
 	x := gaussianRows(256*100, 3)
-	for _, ty := range []kernels.Type{kernels.Q4_K, kernels.Q6_K, kernels.Q5_0, kernels.Q2_K, kernels.Q3_K, kernels.IQ4_XS, kernels.IQ4_NL} {
+	for _, ty := range []ggml.Type{ggml.Q4_K, ggml.Q6_K, ggml.Q5_0, ggml.Q2_K, ggml.Q3_K, ggml.IQ4_XS, ggml.IQ4_NL} {
 		rb, _ := ty.RowBytes(256)
 		a, b := make([]byte, rb*100), make([]byte, rb*100)
 		if err := Quantize(ty, x, 256, a, 1); err != nil {
@@ -278,8 +279,8 @@ func TestEdgeCases(t *testing.T) {
 		rows[1][i] = 0.5
 	}
 	rows[2][17] = -3
-	for _, ty := range []kernels.Type{kernels.Q8_0, kernels.Q6_K, kernels.Q5_K, kernels.Q5_1, kernels.Q5_0, kernels.Q4_K, kernels.Q4_1, kernels.Q4_0,
-		kernels.Q3_K, kernels.Q2_K, kernels.IQ4_XS, kernels.IQ4_NL} {
+	for _, ty := range []ggml.Type{ggml.Q8_0, ggml.Q6_K, ggml.Q5_K, ggml.Q5_1, ggml.Q5_0, ggml.Q4_K, ggml.Q4_1, ggml.Q4_0,
+		ggml.Q3_K, ggml.Q2_K, ggml.IQ4_XS, ggml.IQ4_NL} {
 		for ri, x := range rows {
 			rb, _ := ty.RowBytes(256)
 			q := make([]byte, rb)
@@ -297,10 +298,10 @@ func TestEdgeCases(t *testing.T) {
 			}
 		}
 	}
-	if err := QuantizeRow(kernels.Q4_K, make([]float32, 100), make([]byte, 144)); err == nil {
+	if err := QuantizeRow(ggml.Q4_K, make([]float32, 100), make([]byte, 144)); err == nil {
 		t.Error("Q4_K accepted a row of 100 values")
 	}
-	if err := QuantizeRow(kernels.Q8_K, make([]float32, 256), make([]byte, 292)); err == nil {
+	if err := QuantizeRow(ggml.Q8_K, make([]float32, 256), make([]byte, 292)); err == nil {
 		t.Error("Q8_K (activation-only type) accepted")
 	}
 }
@@ -329,9 +330,9 @@ func TestWholeFileVsLlamaQuantize(t *testing.T) {
 			ours, theirs, n float64
 			same, blocks    int
 		}
-		per := map[kernels.Type]*acc{}
+		per := map[ggml.Type]*acc{}
 		for name, info := range tt[model] {
-			ty, _ := kernels.TypeByName(info.Type)
+			ty, _ := ggml.TypeByName(info.Type)
 			if !isQuantized(ty) {
 				continue
 			}

@@ -13,10 +13,11 @@ import (
 // of 64 in f32 (kernels.AttentionTiled). Both read the cache in place. The
 // Go transcriptions they were checked against are in attention_test.go.
 
-// attnScratch is the per-worker attention scratch (floats) for a context of
-// nCtx positions: the largest need of the kernels any mode may call.
-func attnScratch(c *Config, nCtx int) int {
-	return max(nCtx, kernels.AttentionF16AccScratch(c.HeadDim), kernels.AttentionTiledScratch(c.HeadDim))
+// attnScratch is the per-worker attention scratch (floats): the largest
+// need of the kernels a layer may call.
+func attnScratch(c *Config) int {
+	return max(kernels.AttentionF16AccScratch(c.HeadDim), kernels.AttentionTiledScratch(c.HeadDim),
+		kernels.AttentionKVQScratch(c.HeadDim))
 }
 
 // attention computes att = causal attention of the ntok query rows q
@@ -29,20 +30,17 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 	qd, kvd := c.QDim(), c.KVDim()
 	p := kernels.AttnF16Params{
 		NTok: ntok, Pos0: pos0, NHead: c.NHead, NHeadKV: c.NHeadKV, HeadDim: c.HeadDim,
-		Q: q, QStride: qd, K: s.kcache[li], V: s.vcache[li], KVStride: kvd,
+		Q: q, QStride: qd, K: halfs(s.kcache[li]), V: halfs(s.vcache[li]), KVStride: kvd,
 		Scale: c.KQScale, Out: att, OutStride: qd, SoftCap: c.AttnSoftCap,
+	}
+	if c.AttnSinks { // gpt-oss: a learned logit per head in every softmax
+		p.Sinks = m.w.Layers[li].Sinks
 	}
 	if c.SWALayers != nil && c.SWALayers[li] {
 		p.Window = c.SlidingWindow // the cache keeps every position; the window masks
 	}
-	mode := m.attn
-	var kp *kernels.AttnParams
-	if mode == AttentionFast {
-		// kernels.Attention reads f32: widen the cache prefix once per op.
-		var err error
-		if kp, err = s.widenKV(li, &p); err != nil {
-			return err
-		}
+	if m.kvQuant() {
+		return s.attentionKVQ(ps, li, &p)
 	}
 	// Heads go in chunks, about four per worker, claimed dynamically like
 	// the rows of a matrix product: a worker that starts late leaves its
@@ -52,8 +50,6 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
 		var err error
 		switch {
-		case mode == AttentionFast:
-			err = kernels.Attention(kp, h0, h1, st.scr[wk])
 		case f16path:
 			err = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
 		default:
@@ -66,26 +62,33 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 	return st.firstErr()
 }
 
-// widenKV converts the first Pos0+NTok positions of layer li's f16 cache to
-// f32 (into session scratch that is allocated on first use) and returns the
-// kernels.Attention parameters over them.
-func (s *Session) widenKV(li int, a *kernels.AttnF16Params) (*kernels.AttnParams, error) {
-	n := (a.Pos0 + a.NTok) * a.KVStride
-	if s.kf == nil {
-		s.kf = make([]float32, s.nCtx*a.KVStride)
-		s.vf = make([]float32, s.nCtx*a.KVStride)
-	}
-	if err := kernels.Dequant(kernels.F16, halfBytes(s.kcache[li][:n]), s.kf[:n]); err != nil {
-		return nil, err
-	}
-	if err := kernels.Dequant(kernels.F16, halfBytes(s.vcache[li][:n]), s.vf[:n]); err != nil {
-		return nil, err
-	}
-	return &kernels.AttnParams{
+// attentionKVQ is attention over a quantized cache (kernels.AttentionKVQ),
+// heads split across the workers as in attention.
+func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) error {
+	m, c, st := s.model, s.model.cfg, ps.st
+	kb, vb := m.kvRows()
+	p := kernels.AttnKVQParams{
 		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
-		Q: a.Q, QStride: a.QStride, K: s.kf[:n], V: s.vf[:n], KVStride: a.KVStride,
-		Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap,
-	}, nil
+		Q: a.Q, QStride: a.QStride, KType: m.kvK, VType: m.kvV, K: s.kcache[li], V: s.vcache[li],
+		KStride: kb, VStride: vb, Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap,
+	}
+	hp := max(1, (c.NHead+4*m.pool.n-1)/(4*m.pool.n))
+	m.pool.runChunks((c.NHead+hp-1)/hp, func(wk, ch int) {
+		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
+		if err := kernels.AttentionKVQ(&p, h0, h1, st.scr[wk]); err != nil && st.errs[wk] == nil {
+			st.errs[wk] = err
+		}
+	})
+	return st.firstErr()
+}
+
+// halfs views the bytes of an f16 cache as its f16 values (a cache's
+// buffers are allocated by make, aligned for them).
+func halfs(b []byte) []uint16 {
+	if len(b) < 2 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
 // halfBytes views f16 values as their little-endian bytes.

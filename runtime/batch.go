@@ -61,6 +61,8 @@ type Batch struct {
 	lastStep  time.Duration
 	stats     BatchStats
 	gatherMin time.Duration // tests: wait at least this long for late sessions
+
+	pool sessionPool // idle sessions for Acquire (sessions.go)
 }
 
 // evalReq is one Session.eval waiting for the scheduler.

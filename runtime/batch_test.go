@@ -63,63 +63,69 @@ func TestBatchLogitsMatchAlone(t *testing.T) {
 			m, err := Load(filepath.Join(shared, "models", name+".gguf"), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
 			require.NoError(t, err)
 			defer m.Close()
-			b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
-			require.NoError(t, err)
-			b.gatherMin = 200 * time.Millisecond // the concurrent run must share its steps
-			prompts := batchPrompts(m, chunk)
-
-			alone := make([]batchRun, len(prompts))
-			for i, p := range prompts {
-				s, err := b.NewSession(256)
-				require.NoError(t, err)
-				alone[i], err = generateRecording(s, p, gen)
-				require.NoError(t, err)
-				require.NotEmpty(t, alone[i].logits)
-			}
-			require.Zero(t, b.Stats().Shared, "sequential runs shared a step")
-
-			together := make([]batchRun, len(prompts))
-			errs := make([]error, len(prompts))
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i, p := range prompts {
-				s, err := b.NewSession(256)
-				require.NoError(t, err)
-				b.enter(s) // as if generating already: the first step waits for every prompt
-				wg.Go(func() {
-					<-start
-					together[i], errs[i] = generateRecording(s, p, gen)
-				})
-			}
-			close(start)
-			wg.Wait()
-			require.NoError(t, errors.Join(errs...))
-			st := b.Stats()
-			require.Greater(t, st.Shared, int64(0), "no step carried two sequences: %+v", st)
-			require.GreaterOrEqual(t, st.MaxSeqs, 2)
-
-			for i := range prompts {
-				require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
-				require.Equal(t, len(alone[i].logits), len(together[i].logits), "prompt %d", i)
-				for k := range alone[i].logits {
-					requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
-				}
-			}
-
-			// Outside any batch: same bits for prompts within one chunk.
-			for i, p := range prompts {
-				if len(p) > chunk {
-					continue
-				}
-				s, err := m.NewSession(256)
-				require.NoError(t, err)
-				plain, err := generateRecording(s, p, gen)
-				require.NoError(t, err)
-				for k := range plain.logits {
-					requireSameBits(t, plain.logits[k], alone[i].logits[k], fmt.Sprintf("plain prompt %d token %d", i, k))
-				}
-			}
+			batchMatchesAlone(t, m, chunk, gen)
 		})
+	}
+}
+
+// batchMatchesAlone runs batchPrompts(m, chunk) alone, then together in one
+// batch, then outside any batch, and requires the same logits' bits.
+func batchMatchesAlone(t *testing.T, m *Model, chunk, gen int) {
+	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
+	require.NoError(t, err)
+	b.gatherMin = 200 * time.Millisecond // the concurrent run must share its steps
+	prompts := batchPrompts(m, chunk)
+
+	alone := make([]batchRun, len(prompts))
+	for i, p := range prompts {
+		s, err := b.NewSession(256)
+		require.NoError(t, err)
+		alone[i], err = generateRecording(s, p, gen)
+		require.NoError(t, err)
+		require.NotEmpty(t, alone[i].logits)
+	}
+	require.Zero(t, b.Stats().Shared, "sequential runs shared a step")
+
+	together := make([]batchRun, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, p := range prompts {
+		s, err := b.NewSession(256)
+		require.NoError(t, err)
+		b.enter(s) // as if generating already: the first step waits for every prompt
+		wg.Go(func() {
+			<-start
+			together[i], errs[i] = generateRecording(s, p, gen)
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	st := b.Stats()
+	require.Greater(t, st.Shared, int64(0), "no step carried two sequences: %+v", st)
+	require.GreaterOrEqual(t, st.MaxSeqs, 2)
+
+	for i := range prompts {
+		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
+		require.Equal(t, len(alone[i].logits), len(together[i].logits), "prompt %d", i)
+		for k := range alone[i].logits {
+			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
+		}
+	}
+
+	// Outside any batch: same bits for prompts within one chunk.
+	for i, p := range prompts {
+		if len(p) > chunk {
+			continue
+		}
+		s, err := m.NewSession(256)
+		require.NoError(t, err)
+		plain, err := generateRecording(s, p, gen)
+		require.NoError(t, err)
+		for k := range plain.logits {
+			requireSameBits(t, plain.logits[k], alone[i].logits[k], fmt.Sprintf("plain prompt %d token %d", i, k))
+		}
 	}
 }
 

@@ -42,7 +42,7 @@ var loadCounter atomic.Int64
 type Snapshot struct {
 	model  *Model
 	tokens []int32
-	k, v   [][]uint16      // per layer [len(tokens) * KVDim]
+	k, v   [][]byte        // per layer len(tokens) rows in the model's cache types
 	last   []float32       // logits after the last token
 	rec    *recurrentState // the linear layers' state after the last token (nil: none)
 }
@@ -51,7 +51,7 @@ type Snapshot struct {
 func (sn *Snapshot) Bytes() int64 {
 	var n int64
 	for i := range sn.k {
-		n += 2 * int64(len(sn.k[i])+len(sn.v[i]))
+		n += int64(len(sn.k[i]) + len(sn.v[i]))
 	}
 	if sn.rec != nil {
 		n += sn.rec.bytes()
@@ -68,13 +68,12 @@ func (sn *Snapshot) Tokens() []int32 { return sn.tokens }
 // Snapshot copies the session's state (positions [0, Pos)). It never aliases
 // the session's buffers: later Evals do not change it.
 func (s *Session) Snapshot() *Snapshot {
-	kvd := s.model.cfg.KVDim()
-	n := s.pos * kvd
+	kb, vb := s.model.kvRows()
 	sn := &Snapshot{model: s.model, tokens: append([]int32(nil), s.tokens[:s.pos]...),
-		k: make([][]uint16, len(s.kcache)), v: make([][]uint16, len(s.vcache))}
+		k: make([][]byte, len(s.kcache)), v: make([][]byte, len(s.vcache))}
 	for i := range s.kcache {
-		sn.k[i] = append([]uint16(nil), s.kcache[i][:n]...)
-		sn.v[i] = append([]uint16(nil), s.vcache[i][:n]...)
+		sn.k[i] = append([]byte(nil), s.kcache[i][:s.pos*kb]...)
+		sn.v[i] = append([]byte(nil), s.vcache[i][:s.pos*vb]...)
 	}
 	if s.pos > 0 {
 		sn.last = append([]float32(nil), s.last...)
@@ -120,10 +119,10 @@ func (s *Session) restore(sn *Snapshot, n int) error {
 			return fmt.Errorf("restore: %d of the snapshot's %d positions asked, but %s's recurrent state exists only for all of them", n, sn.Len(), s.model.cfg.Arch)
 		}
 	}
-	e := n * s.model.cfg.KVDim()
+	kb, vb := s.model.kvRows()
 	for i := range s.kcache {
-		copy(s.kcache[i][:e], sn.k[i][:e])
-		copy(s.vcache[i][:e], sn.v[i][:e])
+		copy(s.kcache[i][:n*kb], sn.k[i][:n*kb])
+		copy(s.vcache[i][:n*vb], sn.v[i][:n*vb])
 	}
 	s.tokens = append(s.tokens[:0], sn.tokens[:n]...)
 	s.pos = n

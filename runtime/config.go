@@ -82,6 +82,14 @@ type Config struct {
 	AttnGate       bool // the q projection carries a sigmoid output gate per head
 	NLayerNextN    int  // nextn_predict_layers: trailing MTP blocks, not run
 
+	// gpt-oss (gptoss.go): YaRN RoPE (Yarn, nil otherwise), attention sinks,
+	// the clamped SwiGLU of its experts and softmax over the chosen
+	// experts' router logits.
+	Yarn             *YarnParams
+	AttnSinks        bool
+	SwiGLUOAI        bool
+	MoESoftmaxWeight bool
+
 	// Pooling is {arch}.pooling_type, how Embed pools (PoolingDefault when
 	// the key is absent, as in every causal language model).
 	Pooling Pooling
@@ -115,12 +123,13 @@ var archInfo = map[string]archSpec{
 	"qwen35":    {neox: true, qkNorm: true, deltaNet: true},
 	"qwen35moe": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
 	"qwen3next": {neox: true, qkNorm: true, deltaNet: true, moe: 2},
+	"gpt-oss":   {neox: true, moe: 2},
 	"gemma4":    {neox: true, qkNorm: true, postNorms: true, gelu: true, gemma: true}, // gemma4.go
 }
 
 // SupportedArchitectures lists the general.architecture values Woolly runs.
 func SupportedArchitectures() []string {
-	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next", "gemma4"}
+	return []string{"llama", "granite", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "qwen35", "qwen35moe", "qwen3next", "gpt-oss", "bert", "nomic-bert", "gemma-embedding", "gemma4"}
 }
 
 // ConfigFromGGUF reads the hyperparameters of f. It fails on an unknown
@@ -182,7 +191,12 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	if c.NHead, err = req("attention.head_count"); err != nil {
 		return nil, err
 	}
-	if c.NFF, err = req("feed_forward_length"); err != nil {
+	if arch == "gpt-oss" { // llama.cpp reads it as optional; the experts use expert_feed_forward_length
+		c.NFF, err = opt("feed_forward_length", 0)
+	} else {
+		c.NFF, err = req("feed_forward_length")
+	}
+	if err != nil {
 		return nil, err
 	}
 	if c.NCtxTrain, err = opt("context_length", 2048); err != nil {
@@ -235,6 +249,13 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	switch stype {
 	case "", "none", "llama3":
 		// llama3 scaling is carried by rope_freqs.weight.
+	case "yarn": // frequencies scaled by 1/factor, blended per dimension (gptoss.go, readYarn)
+		if hasFactor && factor != 0 {
+			if !(factor > 0) || math.IsInf(factor, 0) {
+				return nil, fmt.Errorf("rope.scaling.factor %v is invalid", factor)
+			}
+			c.RopeFreqScale = 1 / float32(factor) // llama.cpp: 1.0f/ropescale in f32
+		}
 	case "linear":
 		if hasFactor && factor != 0 {
 			if !(factor > 0) {
@@ -414,6 +435,12 @@ func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) 
 		}
 	} else if c.NExpertUsed > 0 {
 		return fmt.Errorf("key %s.expert_used_count is %d without expert_count", arch, c.NExpertUsed)
+	}
+	if stype, _ := f.String(arch + ".rope.scaling.type"); stype == "yarn" {
+		c.readYarn()
+	}
+	if arch == "gpt-oss" {
+		return c.readGptOss(f, opt, optFloat)
 	}
 	return nil
 }

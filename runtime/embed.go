@@ -25,7 +25,7 @@ const (
 	PoolingMean            // the mean over the input's tokens
 	PoolingCLS             // the first token's
 	PoolingLast            // the last token's
-	PoolingRank            // a classification head's scores (rerankers; not supported)
+	PoolingRank            // a classification head's scores (rerankers: encoder models with cls tensors)
 )
 
 var poolingNames = []string{"default", "none", "mean", "cls", "last", "rank"}
@@ -72,8 +72,8 @@ type EmbedOptions struct {
 	// none when it has none, as llama.cpp).
 	Pooling Pooling
 	// Truncate keeps the first NCtx tokens of a longer input (the last kept
-	// one replaced by EOS when the vocabulary adds EOS); without it such an
-	// input is an error.
+	// one replaced by EOS when the vocabulary adds EOS, by SEP when it adds
+	// SEP); without it such an input is an error.
 	Truncate bool
 	// NCtx is the context each input is evaluated in (0: the model's default).
 	NCtx int
@@ -115,6 +115,9 @@ func (m *Model) EmbeddingPooling() Pooling {
 // the final norm (what feeds the output matrix) is pooled. An empty list of
 // inputs gives an empty result.
 func (m *Model) Embed(ctx context.Context, o EmbedOptions) (*EmbedResult, error) {
+	if m.enc != nil {
+		return m.encoderEmbed(ctx, o)
+	}
 	start := time.Now()
 	pool := o.Pooling
 	if pool == PoolingDefault {
@@ -228,6 +231,8 @@ func (m *Model) embedInputs(o EmbedOptions, nctx int) ([]Embedding, error) {
 			ids := append([]int32(nil), e.Tokens[:nctx]...)
 			if o.Tokens == nil && m.tok.AddEOS() {
 				ids[nctx-1] = m.tok.EOS()
+			} else if o.Tokens == nil && m.tok.AddSEP() && m.tok.SEP() >= 0 {
+				ids[nctx-1] = m.tok.SEP() // WordPiece: the input still ends with [SEP]
 			}
 			e.Tokens, e.Truncated = ids, true
 		}

@@ -64,7 +64,7 @@ type fwdState struct {
 	f16    []uint16                // f16 rounding of q [nBatch][QDim]
 	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
-	scr    [][]float32             // attention scratch per worker [nCtx]
+	scr    [][]float32             // attention scratch per worker [attnScratch]
 	errs   []error                 // per-worker errors
 }
 
@@ -88,7 +88,7 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		errs:   make([]error, nWorkers),
 	}
 	for i := range s.scr {
-		s.scr[i] = make([]float32, attnScratch(c, nCtx))
+		s.scr[i] = make([]float32, attnScratch(c))
 	}
 	if c.SWALayers != nil && (c.RopeBaseSWA != c.RopeBase || c.RopeFreqScaleSWA != c.RopeFreqScale) {
 		s.cosW = make([]float32, nBatch*c.NRot/2)
@@ -108,6 +108,10 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 // base^(-2/n_rot) per pair, divided by the pair's frequency factor, times
 // freqScale; the table holds cosf / sinf (glibc's, bit for bit) times mscale.
 func ropeTables(c *Config, base, freqScale float32, factors []float32, pos0, ntok int, cos, sin []float32) {
+	if c.Yarn != nil { // YaRN scaling (gpt-oss; gptoss.go)
+		yarnTables(c, base, freqScale, factors, pos0, ntok, cos, sin)
+		return
+	}
 	half := c.NRot / 2
 	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(c.NRot))))
 	mscale := c.RopeAttnFactor
@@ -312,14 +316,19 @@ func (p *pass) forward() error {
 		if p.prof != nil {
 			tAttn = time.Now()
 		}
+		// A quantized cache (LoadOptions.CacheTypeK/V) stores its rows in
+		// their type and has one path (kernels.AttentionKVQ), which converts
+		// Q itself.
+		kvK, kvV := p.m.kvK, p.m.kvV
+		kb, vb := p.m.kvRows()
 		for _, sg := range p.segs {
 			n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
-			f16path := n < 64 || c.HeadDim%16 != 0
-			kc := sg.s.kcache[li][pos0*kvd : (pos0+n)*kvd]
-			vc := sg.s.vcache[li][pos0*kvd : (pos0+n)*kvd]
+			f16path := (n < 64 || c.HeadDim%16 != 0) && !p.m.kvQuant()
+			kc := sg.s.kcache[li][pos0*kb : (pos0+n)*kb]
+			vc := sg.s.vcache[li][pos0*vb : (pos0+n)*vb]
 			if err := errors.Join(
-				kernels.QuantizeAct(kernels.F16, k[r0*kvd:(r0+n)*kvd], halfBytes(kc)),
-				kernels.QuantizeAct(kernels.F16, v[r0*kvd:(r0+n)*kvd], halfBytes(vc))); err != nil {
+				kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc),
+				kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)); err != nil {
 				return err
 			}
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
@@ -346,6 +355,11 @@ func (p *pass) forward() error {
 		}
 		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
+		}
+		if l.Bo != nil { // gpt-oss: output bias
+			if err := addRowBias(xb2, l.Bo, ntok, d); err != nil {
+				return err
+			}
 		}
 		if err := addResidual(c, x, xb2, l.PostAttn, ntok); err != nil {
 			return err

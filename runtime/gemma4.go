@@ -583,6 +583,9 @@ func (st *fwdState) gemma4(c *Config) *gemma4Scratch {
 func (p *pass) forwardGemma4() error {
 	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
 	g, gw := c.G4, w.G4
+	if p.m.kvQuant() {
+		return errors.New("gemma4: only the f16 KV cache is supported (no --cache-type-k/v)")
+	}
 	gs := st.gemma4(c)
 	d, kvs := c.NEmbd, c.KVDim()
 
@@ -703,10 +706,10 @@ func (p *pass) forwardGemma4() error {
 			if ownKV {
 				kc, vc := sg.s.kcache[li], sg.s.vcache[li]
 				for t := 0; t < n; t++ {
-					o := (pos0 + t) * kvs
+					o := (pos0 + t) * 2 * kvs // f16 rows of the widest layer
 					if err := errors.Join(
-						kernels.QuantizeAct(kernels.F16, k[(r0+t)*kvd:(r0+t+1)*kvd], halfBytes(kc[o:o+kvd])),
-						kernels.QuantizeAct(kernels.F16, v[(r0+t)*kvd:(r0+t+1)*kvd], halfBytes(vc[o:o+kvd]))); err != nil {
+						kernels.StoreKV(kernels.F16, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[o:o+2*kvd]),
+						kernels.StoreKV(kernels.F16, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[o:o+2*kvd])); err != nil {
 						return err
 					}
 				}
@@ -722,7 +725,7 @@ func (p *pass) forwardGemma4() error {
 			}
 			a := kernels.AttnF16Params{
 				NTok: n, Pos0: pos0, NHead: nh, NHeadKV: nkv, HeadDim: hd,
-				Q: qs, QStride: qd, K: sg.s.kcache[li], V: sg.s.vcache[li], KVStride: kvs,
+				Q: qs, QStride: qd, K: halfs(sg.s.kcache[li]), V: halfs(sg.s.vcache[li]), KVStride: kvs,
 				Scale: 1, Out: att[r0*qd : (r0+n)*qd], OutStride: qd,
 			}
 			if swa {
@@ -799,25 +802,14 @@ func (p *pass) forwardGemma4() error {
 // split across the workers as in Session.attention.
 func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.AttnF16Params) error {
 	m, st := s.model, ps.st
-	mode := m.attn
-	var kp *kernels.AttnParams
-	if mode == AttentionFast {
-		var err error
-		if kp, err = s.widenKV(li, a); err != nil {
-			return err
-		}
-	}
 	nh := a.NHead
 	hp := max(1, (nh+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((nh+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, nh)
 		var err error
-		switch {
-		case mode == AttentionFast:
-			err = kernels.Attention(kp, h0, h1, st.scr[wk])
-		case f16path:
+		if f16path {
 			err = kernels.AttentionF16Acc(a, h0, h1, st.scr[wk])
-		default:
+		} else {
 			err = kernels.AttentionTiled(a, h0, h1, st.scr[wk])
 		}
 		if err != nil && st.errs[wk] == nil {

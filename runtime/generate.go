@@ -75,6 +75,9 @@ type GenerateResult struct {
 // onToken (may be nil) is called once per generated token; an error from it
 // ends the generation and is returned with the partial result.
 func (m *Model) Generate(ctx context.Context, o GenerateOptions, onToken func(Token) error) (*GenerateResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	nctx := o.NCtx
 	if nctx == 0 {
 		nctx = m.nCtx
@@ -84,7 +87,7 @@ func (m *Model) Generate(ctx context.Context, o GenerateOptions, onToken func(To
 		return nil, err
 	}
 	if len(prompt) > nctx {
-		return nil, fmt.Errorf("prompt has %d tokens, more than the context length %d", len(prompt), nctx)
+		return nil, badRequest("prompt has %d tokens, more than the context length %d", len(prompt), nctx)
 	}
 	s, err := m.NewSession(nctx)
 	if err != nil {
@@ -141,6 +144,9 @@ func (s *Session) evalPrompt(ctx context.Context, tokens []int32) error {
 // It fails when the model file was truncated since it was loaded.
 func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(Token) error) (*GenerateResult, error) {
 	m := s.model
+	if err := o.Validate(); err != nil { // before any work
+		return nil, err
+	}
 	if err := m.CheckFile(); err != nil { // cut underneath its mapping: an error, not a fault
 		return nil, err
 	}
@@ -149,7 +155,7 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		return nil, err
 	}
 	if len(prompt) > s.nCtx {
-		return nil, fmt.Errorf("prompt has %d tokens, more than the context length %d", len(prompt), s.nCtx)
+		return nil, badRequest("prompt has %d tokens, more than the context length %d", len(prompt), s.nCtx)
 	}
 	res := &GenerateResult{PromptTokens: prompt}
 	if s.batch != nil { // the batch's steps wait briefly for this session's tokens
@@ -201,11 +207,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		smp.Accept(id)
 	}
 	dec := m.tok.NewStreamDecoder()
+	harmony := newHarmonyOut(m.tok) // gpt-oss's channels as <think> (harmony.go); nil for other vocabularies
 	stop := stopMatcher{stops: o.Stop}
 	var text strings.Builder
-	if o.TopLogprobs < 0 || o.TopLogprobs > 20 {
-		return nil, fmt.Errorf("top logprobs %d: want 0 to 20", o.TopLogprobs)
-	}
 	var lp *TokenLogprob
 	var top []TokenLogprob
 	emit := func(id int32, t string) error {
@@ -222,8 +226,6 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	var gm constraint
 	var masked []float32
 	switch {
-	case o.Grammar != nil && o.GBNF != nil:
-		return nil, errors.New("generate: Grammar and GBNF both set")
 	case o.Grammar != nil:
 		gm = grammar.NewTokenMatcher(o.Grammar, m.GrammarVocab())
 	case o.GBNF != nil:
@@ -276,6 +278,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		var chunk string
 		if !m.tok.IsControl(id) {
 			chunk = dec.Add(id)
+		}
+		if harmony != nil {
+			chunk = harmony.piece(id, chunk)
 		}
 		piece, hit := stop.add(chunk)
 		done := gm != nil && gm.Finished() // the document is complete: nothing may follow

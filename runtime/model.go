@@ -38,6 +38,28 @@ type LoadOptions struct {
 	// memory of their own, dropping their file pages: same results, the
 	// resident size of the file (docs/packed-weights.md).
 	Pack PackMode
+	// CacheTypeK and CacheTypeV are the types a session's KV cache keeps
+	// K and V rows in, as llama.cpp's --cache-type-k/-v: "f16" (the
+	// default, ""), "q8_0" or "q4_0" (see ParseCacheType). A quantized
+	// type takes about half (q8_0) or a quarter (q4_0) of f16's memory and
+	// switches attention to the reference's one-row flash-attention path
+	// for such a cache (kernels.AttentionKVQ); it needs a head size that
+	// is a multiple of 32 and the default attention mode.
+	CacheTypeK, CacheTypeV string
+}
+
+// ParseCacheType reads a KV cache type name as llama.cpp spells it: f16,
+// q8_0 or q4_0 (any case; "" is f16).
+func ParseCacheType(s string) (kernels.Type, error) {
+	switch strings.ToLower(s) {
+	case "", "f16":
+		return kernels.F16, nil
+	case "q8_0":
+		return kernels.Q8_0, nil
+	case "q4_0":
+		return kernels.Q4_0, nil
+	}
+	return 0, fmt.Errorf("cache type %q: want f16, q8_0 or q4_0", s)
 }
 
 // PackMode is LoadOptions.Pack.
@@ -69,10 +91,6 @@ const (
 	// AttentionExact is AttentionDefault (kept for callers that ask for the
 	// exact numerics by name).
 	AttentionExact
-	// AttentionFast uses the f32 kernels.Attention for everything (on an f32
-	// copy of the cache); quantized logits then differ from llama.cpp by up
-	// to ~0.25. It is not faster than the exact kernels on x86-64.
-	AttentionFast
 )
 
 // DefaultMaxContext caps the default session context when the model's
@@ -93,7 +111,8 @@ type Model struct {
 	prof atomic.Pointer[profiler] // nil unless profiling (SetProfiling)
 	info ModelInfo
 	nCtx int
-	attn AttentionMode
+	kvK  kernels.Type // the KV cache's types (LoadOptions.CacheTypeK/V)
+	kvV  kernels.Type
 
 	caches  modelCaches
 	grammar grammarVocab
@@ -101,6 +120,8 @@ type Model struct {
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
 	releasePack func() error // unmaps the packed matrices (nil: none)
+
+	enc *encoder // encoder embedding models (encoder.go); nil for the decoders
 }
 
 // ModelInfo describes a loaded model.
@@ -143,6 +164,9 @@ func Load(path string, o LoadOptions) (*Model, error) {
 	if st, err := os.Stat(path); err == nil {
 		m.info.SizeBytes = st.Size()
 	}
+	if m.enc != nil { // encoders: weights stay in the mapping as they are
+		return m, nil
+	}
 	if packEnabled(o) {
 		if m.caches.dequant.Load() != nil && len(packable(m.w)) > 0 {
 			m.Close()
@@ -165,10 +189,20 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if o.Threads < 0 || o.ContextLength < 0 {
 		return nil, errors.New("threads and context length must not be negative")
 	}
-	if o.Attention < AttentionDefault || o.Attention > AttentionFast {
+	if o.Attention < AttentionDefault || o.Attention > AttentionExact {
 		return nil, fmt.Errorf("unknown attention mode %d", o.Attention)
 	}
+	if _, _, err := cacheTypes(nil, o); err != nil { // the names, before the file is read
+		return nil, err
+	}
+	if arch := f.Architecture(); isEncoderArch(arch) {
+		return newEncoderModel(f, o, arch)
+	}
 	cfg, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	kvK, kvV, err := cacheTypes(cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +221,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if threads == 0 {
 		threads = PhysicalCores()
 	}
-	m := &Model{file: f, cfg: cfg, w: w, tok: tok, attn: o.Attention}
+	m := &Model{file: f, cfg: cfg, w: w, tok: tok, kvK: kvK, kvV: kvV}
 	m.nCtx = o.ContextLength
 	if m.nCtx == 0 {
 		m.nCtx = min(cfg.NCtxTrain, DefaultMaxContext)
@@ -267,9 +301,8 @@ type Session struct {
 	nCtx   int
 	pos    int
 	tokens []int32
-	kcache [][]uint16 // per layer [nCtx][KVDim], f16 like the reference's cache
-	vcache [][]uint16
-	kf, vf []float32 // f32 copy of one layer's cache for kernels.Attention (lazy)
+	kcache [][]byte // per layer [nCtx] rows of KVDim values of model.kvK (f16 by default, like the reference's cache)
+	vcache [][]byte // the same in model.kvV
 	// rec is the recurrent state of the linear-attention layers after the
 	// pos cached tokens (nil for models without them). It cannot be rolled
 	// back: Truncate keeps all positions or none.
@@ -297,6 +330,9 @@ func (m *Model) NewSession(nCtx int) (*Session, error) {
 
 // newSession makes a session, with forward scratch of its own if scratch.
 func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
+	if m.enc != nil {
+		return nil, ErrEmbeddingOnly
+	}
 	if nCtx < 0 {
 		return nil, fmt.Errorf("context length %d is negative", nCtx)
 	}
@@ -307,17 +343,18 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 		return nil, err
 	}
 	c := m.cfg
-	if err := checkKVSize(c, nCtx, totalMemory()); err != nil {
+	if err := checkKVSize(c, nCtx, m.kvRowBytes(), totalMemory()); err != nil {
 		return nil, err
 	}
-	s := &Session{model: m, nCtx: nCtx, kcache: make([][]uint16, c.NLayer), vcache: make([][]uint16, c.NLayer)}
+	s := &Session{model: m, nCtx: nCtx, kcache: make([][]byte, c.NLayer), vcache: make([][]byte, c.NLayer)}
+	kb, vb := m.kvRows()
 	for i := range s.kcache {
 		if j := c.kvSource(i); j != i { // gemma4: a layer reading an earlier layer's cache
 			s.kcache[i], s.vcache[i] = s.kcache[j], s.vcache[j]
 			continue
 		}
-		s.kcache[i] = make([]uint16, nCtx*c.KVDim())
-		s.vcache[i] = make([]uint16, nCtx*c.KVDim())
+		s.kcache[i] = make([]byte, nCtx*kb)
+		s.vcache[i] = make([]byte, nCtx*vb)
 	}
 	if c.hasRecurrent() {
 		s.rec = newRecurrentState(c)
@@ -332,9 +369,10 @@ func (m *Model) newSession(nCtx int, scratch bool) (*Session, error) {
 // checkKVSize refuses a KV cache of nCtx positions that could not be
 // allocated: larger than the machine's memory (mem bytes; 0: unknown) or
 // than an int can count. A plain make of that size is a fatal error, not
-// an error a caller can handle.
-func checkKVSize(c *Config, nCtx int, mem uint64) error {
-	per := uint64(2 * 2 * c.NLayer * c.KVDim()) // K and V, f16, every layer
+// an error a caller can handle. rowBytes is one position's K and V bytes
+// in one layer.
+func checkKVSize(c *Config, nCtx int, rowBytes int64, mem uint64) error {
+	per := uint64(c.NLayer) * uint64(rowBytes) // K and V, every layer
 	if per == 0 {
 		return nil
 	}
@@ -448,8 +486,46 @@ func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
 func TotalMemory() uint64 { return totalMemory() }
 
 // KVBytesPerPosition is the memory one context position of a session's KV
-// cache takes: K and V, f16, every layer. A session of nCtx positions
-// allocates nCtx times this when it is made.
+// cache takes: K and V in their cache types, every layer. A session of
+// nCtx positions allocates nCtx times this when it is made.
 func (m *Model) KVBytesPerPosition() int64 {
-	return int64(2 * 2 * m.cfg.NLayer * m.cfg.KVDim())
+	return int64(m.cfg.NLayer) * m.kvRowBytes()
+}
+
+// CacheTypes are the types of the sessions' K and V caches.
+func (m *Model) CacheTypes() (k, v kernels.Type) { return m.kvK, m.kvV }
+
+// kvRows is the bytes of one position's K row and V row in one layer.
+func (m *Model) kvRows() (k, v int) {
+	kvd := int64(m.cfg.KVDim())
+	kb, _ := m.kvK.RowBytes(kvd)
+	vb, _ := m.kvV.RowBytes(kvd)
+	return int(kb), int(vb)
+}
+
+// kvRowBytes is one position's K and V bytes in one layer.
+func (m *Model) kvRowBytes() int64 {
+	k, v := m.kvRows()
+	return int64(k + v)
+}
+
+// kvQuant reports whether a cache type is quantized (the AttentionKVQ path).
+func (m *Model) kvQuant() bool { return m.kvK != kernels.F16 || m.kvV != kernels.F16 }
+
+// cacheTypes reads o's cache types and checks them against the model's
+// configuration (nil: the names only).
+func cacheTypes(cfg *Config, o LoadOptions) (k, v kernels.Type, err error) {
+	if k, err = ParseCacheType(o.CacheTypeK); err != nil {
+		return 0, 0, fmt.Errorf("cache-type-k: %w", err)
+	}
+	if v, err = ParseCacheType(o.CacheTypeV); err != nil {
+		return 0, 0, fmt.Errorf("cache-type-v: %w", err)
+	}
+	if k == kernels.F16 && v == kernels.F16 {
+		return k, v, nil
+	}
+	if cfg != nil && cfg.HeadDim%32 != 0 {
+		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache needs a head size that is a multiple of 32; this %s model has %d", k, v, cfg.Arch, cfg.HeadDim)
+	}
+	return k, v, nil
 }

@@ -158,7 +158,16 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	if err := p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
 		return err
 	}
-	ms.route(c, ntok)
+	if l.GateInpB != nil { // gpt-oss: router bias, softmax over the chosen logits
+		if err := addRowBias(ms.logits, l.GateInpB, ntok, c.NExpert); err != nil {
+			return err
+		}
+	}
+	if c.MoESoftmaxWeight {
+		ms.routeSoftmaxWeight(c, ntok)
+	} else {
+		ms.route(c, ntok)
+	}
 	ms.sortRows(c, ntok)
 
 	// Activations of h in expert-sorted row order (each token's row once per slot).
@@ -208,6 +217,12 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 				return
 			}
 		}
+		if c.SwiGLUOAI { // gpt-oss: per-expert biases and the clamped SwiGLU
+			if err := expertBiasGLU(c, l, ch.e, ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
+				st.errs[wk] = err
+			}
+			return
+		}
 		if err := kernels.SwiGLU(ms.gate[j0*ffe:j1*ffe], ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
 			st.errs[wk] = err
 		}
@@ -242,6 +257,15 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
 		if err := expertProduct(&l.ExpDown[ch.e], ms.act2[j0*int(rb2):j1*int(rb2)], int(rb2), j1-j0, ms.down[j0*d:j1*d], ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
 			st.errs[wk] = err
+		}
+		if l.ExpDownB != nil { // gpt-oss: the down projection's bias
+			b := l.ExpDownB[ch.e*d : (ch.e+1)*d]
+			for j := j0; j < j1; j++ {
+				row := ms.down[j*d : (j+1)*d]
+				for r := ch.r0; r < ch.r1; r++ {
+					row[r] += b[r]
+				}
+			}
 		}
 	})
 	if p.prof != nil {

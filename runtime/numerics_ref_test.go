@@ -1,7 +1,7 @@
 package runtime
 
 // Go transcriptions of the reference build's numerics that the kernels
-// reproduce (kernels.RoPE, kernels.SwiGLU, f16 conversion through
+// reproduce (kernels.RoPERows, kernels.SwiGLU, f16 conversion through
 // kernels.QuantizeAct / Dequant) and that the attention transcriptions in
 // attention_test.go use: the specification the kernels are held to, bit for
 // bit, in numerics_test.go.
@@ -97,22 +97,6 @@ func siluMul(out, gate, up []float32, n int) {
 			x := g[i]
 			o[i] = x / (1 + expf(-x)) * u[i]
 		}
-	}
-}
-
-// siluMulRange is siluMul on elements [i0, i1) of one row (len(out) its
-// length): each element gets exactly the value siluMul gives it.
-func siluMulRange(out, gate, up []float32, i0, i1 int) {
-	nb := len(out) &^ 15
-	o, g, u := out[:i1], gate[:i1], up[:i1]
-	i := i0
-	for ; i < min(nb, i1); i++ {
-		x := g[i]
-		o[i] = x / (1 + vexpf(-x)) * u[i]
-	}
-	for ; i < i1; i++ {
-		x := g[i]
-		o[i] = x / (1 + expf(-x)) * u[i]
 	}
 }
 

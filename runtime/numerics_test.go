@@ -93,7 +93,7 @@ func TestRoPEMatchesReference(t *testing.T) {
 				}
 				want := append([]float32(nil), x...)
 				rope(want, nh, hd, nrot, cs, sn, neox)
-				require.NoError(t, kernels.RoPE(x, nh, hd, nrot, cs, sn, neox))
+				require.NoError(t, kernels.RoPERows(x, 1, nh, hd, nrot, cs, sn, neox))
 				for i := range x {
 					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(x[i]), "neox=%v %v [%d]", neox, sh, i)
 				}

@@ -56,6 +56,10 @@ func (s *Session) promptCacheCheck() error {
 	if s.rec != nil {
 		return fmt.Errorf("%w: %s keeps a recurrent state that prompt cache files do not hold", ErrPromptCache, s.model.cfg.Arch)
 	}
+	if s.model.kvQuant() {
+		k, v := s.model.CacheTypes()
+		return fmt.Errorf("%w: prompt cache files hold an f16 KV cache; this model's is %v/%v (cache-type-k/-v)", ErrPromptCache, k, v)
+	}
 	return nil
 }
 
@@ -92,7 +96,7 @@ func (s *Session) WritePromptCache(w io.Writer, n int) error {
 	bw.Write(buf)
 	e := n * kvd
 	for i := range s.kcache {
-		for _, rows := range [][]uint16{s.kcache[i][:e], s.vcache[i][:e]} {
+		for _, rows := range [][]uint16{halfs(s.kcache[i][:2*e]), halfs(s.vcache[i][:2*e])} {
 			for len(rows) > 0 {
 				c := min(len(rows), 32<<10)
 				buf = buf[:0]
@@ -190,7 +194,7 @@ func (s *Session) ReadPromptCache(r io.Reader, size int64) error {
 	}
 	e := int(n) * int(kvd)
 	for i := range s.kcache {
-		for _, rows := range [][]uint16{s.kcache[i][:e], s.vcache[i][:e]} {
+		for _, rows := range [][]uint16{halfs(s.kcache[i][:2*e]), halfs(s.vcache[i][:2*e])} {
 			for len(rows) > 0 {
 				c := min(len(rows), len(buf)/2)
 				if err := read(buf[:2*c]); err != nil {

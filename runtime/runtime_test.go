@@ -446,10 +446,10 @@ func TestSessionKVSizeChecked(t *testing.T) {
 		}
 	}
 	c := &Config{NLayer: 2, NHeadKV: 1, HeadDim: 4}
-	if err := checkKVSize(c, 1000, 1<<20); err != nil {
+	if err := checkKVSize(c, 1000, 2*2*4, 1<<20); err != nil {
 		t.Errorf("32000 bytes in 1 MiB: %v", err)
 	}
-	if err := checkKVSize(c, 1<<20, 1<<20); err == nil || !strings.Contains(err.Error(), "more than the machine's 1 MiB") {
+	if err := checkKVSize(c, 1<<20, 2*2*4, 1<<20); err == nil || !strings.Contains(err.Error(), "more than the machine's 1 MiB") {
 		t.Errorf("32 MiB in 1 MiB: %v", err)
 	}
 }

@@ -57,7 +57,12 @@ type Layer struct {
 	// routed experts, its output scaled by sigmoid(ShexpGate h) (one row).
 	ShexpGate Mat
 
-	G4 *gemma4Layer // gemma4's own tensors (nil for other archs)
+	// gpt-oss (gptoss.go): attention output bias, per-head sink logits, the
+	// router's bias and the experts' biases ([NExpert][NFFExp] for gate
+	// and up, [NExpert][NEmbd] for down). nil elsewhere.
+	Bo, Sinks, GateInpB        []float32
+	ExpGateB, ExpUpB, ExpDownB []float32
+	G4                         *gemma4Layer // gemma4's own tensors (nil for other archs)
 }
 
 // rows returns rows [r0, r1) of m as a matrix of its own (a view).
@@ -206,8 +211,12 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		steps := []func() error{
 			func() (e error) { l.AttnNorm, e = vec(p+"attn_norm.weight", c.NEmbd); return },
 		}
-		if c.hasRecurrent() {
-			steps = append(steps, c.deltaNetSteps(l, i, mat, vec, floats, experts)...)
+		if c.hasRecurrent() || c.Arch == "gpt-oss" {
+			if c.hasRecurrent() {
+				steps = append(steps, c.deltaNetSteps(l, i, mat, vec, floats, experts)...)
+			} else {
+				steps = append(steps, c.gptOssSteps(l, i, mat, vec, floats, experts)...)
+			}
 			for _, s := range steps {
 				if err := s(); err != nil {
 					return nil, err

@@ -144,8 +144,8 @@ for d in "$root"/csrc/*/; do
 	done
 done
 
-# The impl id Go's dispatch picks on an M1 (dotprod) and on an M2 (i8mm, when
-# Woolly has such a set; otherwise the M2 runs the dotprod set too), from the
+# The impl id Go's dispatch picks on an M1 (dotprod) and on an M2 (i8mm:
+# neon-i8mm; were it gone, the M2 would run the dotprod set), from the
 # archImpls list of kernels/dispatch_arm64.go: {"name", id}.
 impl_of() { # $1: pattern of the set's name -> "name id"
 	sed -n 's/.*implInfo{"\([a-z0-9-]*'"$1"'[a-z0-9-]*\)", *\([0-9][0-9]*\)}.*/\1 \2/p' \

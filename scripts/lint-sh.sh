@@ -9,7 +9,7 @@ status=0
 if command -v shellcheck >/dev/null 2>&1; then
 	shellcheck -s sh scripts/*.sh || status=1
 else
-	echo "lint-sh: shellcheck not found: POSIX check skipped (Debian: apt-get install shellcheck)"
+	sh scripts/skip.sh lint-sh "shellcheck not found: POSIX check skipped (Debian: apt-get install shellcheck)" || status=1
 fi
 
 # GNU-only options that BSD tools refuse (nproc is fine behind a fallback:

@@ -1,19 +1,28 @@
 #!/bin/sh
 # test-arm64.sh — run Woolly's arm64 kernels (make test-arm64).
 #
-#   arm64 host   go test ./kernels natively, once as is and once with the
-#                dotprod kernels hidden (GODEBUG=cpu.asimddp=off), each time
-#                asserting which kernel set ran
+#   arm64 host   go test ./kernels natively, once as is and once with each
+#                extension hidden (GODEBUG=cpu.i8mm=off, cpu.asimddp=off),
+#                each time asserting which kernel set ran
 #   x86-64 host  when aarch64-linux-gnu-gcc and qemu-aarch64 are installed:
 #                cross-compile the Go test binaries of kernels (plus loader,
 #                and runtime's -run Parity tests once they exist) and the C
-#                tests, run them under qemu-aarch64 twice:
-#                  default CPU          has dotprod -> expects "neon-dotprod"
-#                  -cpu cortex-a53      no dotprod  -> expects "neon"
+#                tests, run them under qemu-aarch64 three times:
+#                  default CPU (max)    dotprod + i8mm -> expects "neon-i8mm"
+#                  -cpu cortex-a76      dotprod only   -> expects "neon-dotprod"
+#                  -cpu cortex-a53      neither        -> expects "neon"
+#                (the tests loop over every set the CPU has, so the default
+#                CPU runs all three against each other)
 #                and the kernels tests once more built by clang (as on a Mac);
 #                and `woolly logits` on small models must print the same bytes
 #                as the x86-64 build (ARM64_XARCH=0 leaves that out);
-#                otherwise print why and skip (exit 0)
+#                otherwise print why and skip (exit 0; with CI=true, fail)
+#
+# Two sizes: ARM64_QUICK=1 (make test-arm64, part of make test) runs the
+# kernels on both CPUs, the C tests, and a runtime parity subset (four
+# small models) on the default CPU only, without the loader (pure Go), the
+# clang pass and the cross-arch logits check; unset (make test-arm64-full,
+# which .ci/run calls) runs everything below.
 #
 # Environment: ARM64_CC (default aarch64-linux-gnu-gcc; e.g. "clang
 # --target=aarch64-linux-gnu"), ARM64_SYSROOT (default /usr/aarch64-linux-gnu),
@@ -31,12 +40,20 @@ log() { printf '%s\n' "test-arm64: $*"; }
 # ---- native arm64 -----------------------------------------------------------
 case "$(uname -m)" in
 arm64 | aarch64)
-	dot=0
+	dot=0 i8mm=0
 	if [ -r /proc/cpuinfo ] && grep -q asimddp /proc/cpuinfo; then dot=1; fi
+	if [ -r /proc/cpuinfo ] && grep -qw i8mm /proc/cpuinfo; then i8mm=1; fi
 	if [ "$(sysctl -n hw.optional.arm.FEAT_DotProd 2>/dev/null || echo 0)" = 1 ]; then dot=1; fi
-	if [ "$dot" = 1 ]; then want=neon-dotprod; else want=neon; fi
+	if [ "$(sysctl -n hw.optional.arm.FEAT_I8MM 2>/dev/null || echo 0)" = 1 ]; then i8mm=1; fi
+	want=neon
+	[ "$dot" = 1 ] && want=neon-dotprod
+	[ "$dot" = 1 ] && [ "$i8mm" = 1 ] && want=neon-i8mm
 	log "native $(uname -m): go test ./kernels (expect $want)"
 	WOOLLY_EXPECT_IMPL=$want go test -count=1 ./kernels
+	if [ "$want" = neon-i8mm ]; then
+		log "native: go test ./kernels with i8mm hidden (expect neon-dotprod)"
+		GODEBUG=cpu.i8mm=off WOOLLY_EXPECT_IMPL=neon-dotprod go test -count=1 ./kernels
+	fi
 	log "native: go test ./kernels with dotprod hidden (expect neon)"
 	GODEBUG=cpu.asimddp=off WOOLLY_EXPECT_IMPL=neon go test -count=1 ./kernels
 	log "ok"
@@ -53,9 +70,7 @@ command -v "$cc_bin" >/dev/null 2>&1 || missing="$missing $cc_bin"
 command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-aarch64"
 [ -d "$sysroot" ] || missing="$missing $sysroot"
 if [ -n "$missing" ]; then
-	log "SKIP: not on arm64 and missing:$missing"
-	log "      (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
-	exit 0
+	exec sh scripts/skip.sh test-arm64 "not on arm64 and missing:$missing (Debian/Ubuntu: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
 fi
 
 out=${ARM64_BUILD:-build/arm64}
@@ -74,6 +89,14 @@ fi
 # quantized and F32/F16 files; the f16 "mini" model and the perplexity runs
 # take minutes under qemu (ARM64_PARITY_RUN overrides the filter).
 parity_run=${ARM64_PARITY_RUN:-'(TestParity(Logits|Greedy|FullRows|IQ4AsReference|MXFP4Experts)|TestPackedLogitsMatchUnpacked)/(stories260K|llama-2-tiny|synth-.*-I?Q|qwen3moe-mini-)'}
+quick=${ARM64_QUICK:-0}
+if [ "$quick" = 1 ]; then
+	parity_run=${ARM64_PARITY_RUN:-'TestParity(Logits|Greedy)/(stories260K-Q8_0|stories260K-Q4_K_M|synth-llama-mini-Q4_K_M|synth-qwen3-mini-Q4_K_M)'}
+	ARM64_CLANG=0
+	ARM64_XARCH=0
+	# the loader is pure Go (no cgo since package ggml): the full run keeps it
+	pkgs=$(echo "$pkgs" | sed 's/ loader//')
+fi
 run_filter() { case "$1" in runtime) echo "$parity_run" ;; *) echo . ;; esac; }
 # qemu-user cannot run a test that re-executes its own (arm64) binary unless
 # binfmt_misc is set up for it; those tests are skipped here.
@@ -105,16 +128,18 @@ cmake --build "$cdir" -j 2 >/dev/null
 t1=$(date +%s)
 log "built in $((t1 - t0)) s"
 
+# The emulated CPUs and the kernel set Go's dispatch must pick on each.
+cpus="default cortex-a76 cortex-a53"
+qemu_of() { if [ "$1" = default ]; then echo "qemu-aarch64 -L $sysroot"; else echo "qemu-aarch64 -cpu $1 -L $sysroot"; fi; }
+want_of() { case $1 in default) echo neon-i8mm ;; cortex-a76) echo neon-dotprod ;; *) echo neon ;; esac; }
+
 fail=0
-for cpu in default cortex-a53; do
-	if [ "$cpu" = default ]; then
-		qemu="qemu-aarch64 -L $sysroot"
-		want=neon-dotprod
-	else
-		qemu="qemu-aarch64 -cpu $cpu -L $sysroot"
-		want=neon
-	fi
+for cpu in $cpus; do
+	qemu=$(qemu_of "$cpu")
+	want=$(want_of "$cpu")
 	for p in $pkgs; do
+		# quick: the non-kernel packages once, on the default CPU
+		if [ "$quick" = 1 ] && [ "$cpu" != default ] && [ "$p" != kernels ]; then continue; fi
 		name=$(echo "$p" | tr / _)
 		t0=$(date +%s)
 		# run in the package directory, as go test does (tests find ../shared from there)
@@ -172,8 +197,8 @@ if [ "${ARM64_XARCH:-1}" != 0 ] && [ "$host_simd" = 1 ] && [ -d "$shared" ] && [
 		for m in $xarch_models; do
 			[ -f "$shared/$m.gguf" ] || continue
 			"$out/woolly-host" logits --json --top 20 -t 1 -m "$shared/$m.gguf" -p "$prompt" >"$out/xarch.$m.host" 2>/dev/null || true
-			for cpu in default cortex-a53; do
-				if [ "$cpu" = default ]; then qemu="qemu-aarch64 -L $sysroot"; else qemu="qemu-aarch64 -cpu $cpu -L $sysroot"; fi
+			for cpu in $cpus; do
+				qemu=$(qemu_of "$cpu")
 				$qemu "$out/woolly-arm64" logits --json --top 20 -t 1 -m "$shared/$m.gguf" -p "$prompt" >"$out/xarch.$m.$cpu" 2>/dev/null || true
 				if [ -s "$out/xarch.$m.host" ] && cmp -s "$out/xarch.$m.host" "$out/xarch.$m.$cpu"; then
 					nx=$((nx + 1))
@@ -193,13 +218,13 @@ if [ "${ARM64_XARCH:-1}" != 0 ] && [ "$host_simd" = 1 ] && [ -d "$shared" ] && [
 fi
 
 # Apple builds with clang: the kernels package once more, compiled by clang
-# (its arm_neon.h and dotprod handling differ from gcc's), on both CPUs.
+# (its arm_neon.h and dotprod / i8mm handling differ from gcc's), on each CPU.
 if [ "$cc_bin" != clang ] && command -v clang >/dev/null 2>&1 && [ "${ARM64_CLANG:-1}" != 0 ]; then
 	t0=$(date +%s)
 	if CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC="clang --target=aarch64-linux-gnu" \
 		go test -vet=off -c -o "$out/kernels.clang.test" ./kernels >"$out/clang-build.log" 2>&1; then
-		for cpu in default cortex-a53; do
-			if [ "$cpu" = default ]; then qemu="qemu-aarch64 -L $sysroot"; want=neon-dotprod; else qemu="qemu-aarch64 -cpu $cpu -L $sysroot"; want=neon; fi
+		for cpu in $cpus; do
+			qemu=$(qemu_of "$cpu") want=$(want_of "$cpu")
 			if (cd kernels && WOOLLY_EXPECT_IMPL=$want $qemu "$out/kernels.clang.test" -test.count=1 -test.v \
 				-test.skip "$qemu_skip2" >"$out/kernels.clang.$cpu.log" 2>&1) &&
 				grep -q -- "--- PASS: TestExpectedImpl" "$out/kernels.clang.$cpu.log"; then

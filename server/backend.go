@@ -69,6 +69,9 @@ type ModelMeta struct {
 	FIM *[3]string
 	// Embedding: the file sets {arch}.pooling_type (an embedding model).
 	Embedding bool
+	// EmbeddingOnly: an encoder (BERT-style) model that cannot generate
+	// text; generation requests get a 400.
+	EmbeddingOnly bool
 	// Tokenize and Piece, when set (by Load), serve llama-server's
 	// /tokenize and /detokenize: text to ids, and one id's bytes (false
 	// when out of range).

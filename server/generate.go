@@ -83,6 +83,9 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 	}
 	defer l.release(j.keepAlive)
 	out.model, out.loadDur = l.e.name, l.loadDur
+	if l.model().Meta().EmbeddingOnly {
+		return nil, errEmbeddingOnly(j.model)
+	}
 	// num_ctx is checked against the model before anything is sized by it.
 	nctx, err := requestCtx(l.model().Meta(), j.req.NumCtx)
 	if err != nil {

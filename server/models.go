@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -99,8 +98,6 @@ func newRegistry(cfg Config, backend Backend, m *metrics, lg *log.Logger) (*regi
 		parallel: *cfg.Parallel, kvBudget: cfg.KVBudget, threads: cfg.Threads, chatTemplate: cfg.ChatTemplate, metrics: m, log: lg,
 		loaded: map[string]*entry{}, files: map[string]*fileInfo{}}, nil
 }
-
-var errNotFound = errors.New("model not found")
 
 // quotedMagic is the loader's "bad magic" text, which quotes a file's
 // first bytes.

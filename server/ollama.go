@@ -429,7 +429,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 // it: completion; tools and thinking when its chat template has them;
 // insert when it has fill-in-the-middle tokens (suffix works).
 func capabilities(m ModelMeta) []string {
-	if m.Embedding { // a file with {arch}.pooling_type, as Ollama decides it
+	if m.Embedding || m.EmbeddingOnly { // a file with {arch}.pooling_type (as Ollama decides it), or an encoder
 		return []string{"embedding"}
 	}
 	caps := []string{"completion"}

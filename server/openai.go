@@ -271,9 +271,13 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
+// usage is OpenAI's usage object; prompt_tokens_details.cached_tokens are
+// the prompt tokens reused from an earlier request's KV cache (not
+// evaluated), as OpenAI and llama-server report them.
 func usage(o *outcome) map[string]any {
 	return map[string]any{"prompt_tokens": o.res.PromptTokens, "completion_tokens": o.res.Tokens,
-		"total_tokens": o.res.PromptTokens + o.res.Tokens}
+		"total_tokens":          o.res.PromptTokens + o.res.Tokens,
+		"prompt_tokens_details": map[string]any{"cached_tokens": o.res.CachedTokens}}
 }
 
 // openai serves /v1/chat/completions (chatReq) and /v1/completions.

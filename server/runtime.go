@@ -2,8 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"net/http"
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -31,6 +30,11 @@ type RuntimeBackend struct {
 	// Caches, if set, gathers the cache statistics of the models this
 	// backend loads, for Server.RegisterStats.
 	Caches *CacheStats
+	// CacheTypeK and CacheTypeV are the KV cache types of every model
+	// (runtime.LoadOptions.CacheTypeK/V: "f16", the default, "q8_0",
+	// "q4_0"). A quantized cache takes less memory a position, so the
+	// automatic slot count (Config.KVBudget) grows with it.
+	CacheTypeK, CacheTypeV string
 }
 
 // Inspect reads the metadata of a GGUF file without loading its weights.
@@ -57,6 +61,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 		}
 	}
 	_, meta.Embedding = f.Get(arch + ".pooling_type")
+	meta.EmbeddingOnly = runtime.IsEncoderArchitecture(arch)
 	_, meta.FileType, _ = f.FileType()
 	for _, t := range f.Tensors {
 		n := int64(1)
@@ -71,7 +76,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 // Load prepares a model for generation.
 func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	lo := runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength,
-		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache}
+		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache, CacheTypeK: b.CacheTypeK, CacheTypeV: b.CacheTypeV}
 	if b.DequantCacheFraction > 0 && os.Getenv("WOOLLY_PACK") != "1" {
 		lo.Pack = runtime.PackOff // the dequant cache reads unpacked rows
 	}
@@ -94,6 +99,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err
 		}}
+	meta.EmbeddingOnly = m.IsEmbeddingOnly()
 	meta.FIM = fimTexts(tok)
 	meta.Tokenize = tok.Encode
 	meta.Piece = func(id int32) ([]byte, bool) {
@@ -136,56 +142,20 @@ func fimTexts(tok *tokenizer.Tokenizer) *[3]string {
 
 // runtimeModel adapts *runtime.Model. Its generations run as sessions of
 // one runtime.Batch, so the server's concurrent requests for the model
-// decode together. Sessions that finished are kept (at most as many as ran
-// at once) so that a conversation's next turn reuses the KV cache of its
-// prefix: a request takes the idle session sharing the longest prefix.
+// decode together. The batch owns the sessions (Acquire, Release): a
+// conversation's next turn, through any API, evaluates only the tokens
+// after the longest prefix an idle session or the prefix cache holds.
 type runtimeModel struct {
 	m      *runtime.Model
 	batch  *runtime.Batch
 	meta   ModelMeta
 	caches *CacheStats
 
-	mu   sync.Mutex
-	idle []*runtime.Session
-
 	kvTokens atomic.Int64 // positions the running generations' KV caches hold
 }
 
 // KVTokens implements KVReporter.
 func (r *runtimeModel) KVTokens() int64 { return r.kvTokens.Load() }
-
-// session takes the idle session of nctx positions whose cached tokens
-// share the longest prefix with ids, or makes a new one.
-func (r *runtimeModel) session(ids []int32, nctx int) (*runtime.Session, error) {
-	r.mu.Lock()
-	best, bestN := -1, -1
-	for i, s := range r.idle {
-		if s.NCtx() != nctx {
-			continue
-		}
-		n := 0
-		for toks := s.Tokens(); n < len(toks) && n < len(ids) && toks[n] == ids[n]; n++ {
-		}
-		if n > bestN {
-			best, bestN = i, n
-		}
-	}
-	if best >= 0 {
-		s := r.idle[best]
-		r.idle = append(r.idle[:best], r.idle[best+1:]...)
-		r.mu.Unlock()
-		return s, nil
-	}
-	r.mu.Unlock()
-	return r.batch.NewSession(nctx)
-}
-
-// putBack returns a session whose cache is consistent to the idle list.
-func (r *runtimeModel) putBack(s *runtime.Session) {
-	r.mu.Lock()
-	r.idle = append(r.idle, s)
-	r.mu.Unlock()
-}
 
 func (r *runtimeModel) Meta() ModelMeta { return r.meta }
 
@@ -195,17 +165,20 @@ func (r *runtimeModel) Close() error {
 }
 
 func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText func(string) error) (*GenerateResult, error) {
-	// A model file cut underneath the server would fault at the first
-	// weight past the new end: refuse with the reason instead.
-	if err := r.m.CheckFile(); err != nil {
-		return nil, err
+	// The request's options, checked before any work (the file, context
+	// and prompt checks are the runtime's, in Acquire).
+	o := runtime.GenerateOptions{MaxTokens: req.MaxTokens, Stop: req.Stop, NCtx: req.NumCtx,
+		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
+		Grammar: req.Grammar, GBNF: req.GBNF}
+	if err := o.Validate(); err != nil {
+		return nil, requestErr(err)
+	}
+	if r.m.IsEmbeddingOnly() {
+		return nil, errEmbeddingOnly(r.m.Info().Name)
 	}
 	nctx := req.NumCtx
 	if nctx == 0 {
 		nctx = r.m.Info().DefaultCtx
-	}
-	if nctx < 0 || nctx > maxCtx(r.meta) { // the server checked; this backend does not rely on it
-		return nil, badRequest("num_ctx %d: want 0 to %d", nctx, maxCtx(r.meta))
 	}
 	if err := checkPromptBytes(r.meta, "the prompt", len(req.Prompt), nctx); err != nil {
 		return nil, err
@@ -218,25 +191,19 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if err != nil {
 		return nil, badRequest("tokenizing the prompt: %v", err)
 	}
-	if len(ids) == 0 {
-		return nil, badRequest("empty prompt")
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(ids) >= nctx {
-		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("prompt has %d tokens; the context holds %d", len(ids), nctx)}
-	}
-	sess, err := r.session(ids, nctx)
+	// The runtime owns the sessions: the idle one sharing the longest
+	// prefix with ids, the prefix cache behind it (in Generate).
+	sess, err := r.batch.Acquire(ids, nctx)
 	if err != nil {
-		return nil, err
+		return nil, requestErr(err)
 	}
 	held := int64(len(ids))
 	r.kvTokens.Add(held)
 	defer func() { r.kvTokens.Add(-held) }()
-	o := runtime.GenerateOptions{Tokens: ids, MaxTokens: req.MaxTokens, Stop: req.Stop,
-		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
-		Grammar: req.Grammar, GBNF: req.GBNF}
+	o.Tokens = ids
 	res, err := sess.Generate(ctx, o, func(t runtime.Token) error {
 		held++
 		r.kvTokens.Add(1)
@@ -246,14 +213,23 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		return onText(t.Text)
 	})
 	if err != nil && res == nil {
-		return nil, err // the session is dropped: its cache may be half-written
+		return nil, requestErr(err) // the session is dropped: its cache may be half-written
 	}
 	out := &GenerateResult{PromptTokens: len(res.PromptTokens), Tokens: len(res.Tokens), StopReason: res.StopReason,
 		StopString: res.StopString, CachedTokens: res.CachedTokens, PromptDuration: res.PromptDuration, GenDuration: res.GenDuration}
 	if err == nil {
-		r.putBack(sess)
+		r.batch.Release(sess)
 	}
 	return out, err
+}
+
+// requestErr answers an error about the request (runtime.ErrRequest) with
+// a 400; others pass as they are.
+func requestErr(err error) error {
+	if errors.Is(err, runtime.ErrRequest) {
+		return badRequest("%v", err)
+	}
+	return err
 }
 
 // CacheStats gathers the cache statistics of every model a RuntimeBackend

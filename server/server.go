@@ -278,6 +278,9 @@ func (s *Server) routes() {
 	s.handle(famOpenAI, "/v1/chat/completions", false, func(w http.ResponseWriter, r *http.Request) { s.openai(w, r, true) }, "POST")
 	s.handle(famOpenAI, "/v1/completions", false, func(w http.ResponseWriter, r *http.Request) { s.openai(w, r, false) }, "POST")
 	s.handle(famOpenAI, "/v1/embeddings", false, s.openaiEmbeddings, "POST")
+	for _, p := range []string{"/v1/rerank", "/v1/reranking", "/rerank", "/reranking"} { // rerank.go
+		s.handle(famOpenAI, p, false, s.openaiRerank, "POST")
+	}
 	s.handle(famOpenAI, "/v1/models", false, s.openaiModels, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/models/{model}", false, s.openaiModel, "GET", "HEAD")
 	s.handle(famOpenAI, "/v1/responses", false, s.responses, "POST")

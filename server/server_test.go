@@ -815,7 +815,8 @@ func TestStatsMap(t *testing.T) {
 		PeakBytes int64
 		HitRate   float64
 		LoadTime  time.Duration
-		note      string
+		//lint:ignore U1000 an unexported field, which StatsMap must skip
+		note string
 	}
 	type outer struct {
 		inner

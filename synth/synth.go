@@ -20,7 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/ggml"
 	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/quant"
 )
@@ -64,7 +64,16 @@ type Preset struct {
 	RopeSections  [4]int  // rope.dimension_sections
 	Pre           string  // tokenizer.ggml.pre to write over the copied vocabulary's ("": keep)
 	SharedFF      int     // qwen35moe: the shared expert's width (expert_shared_feed_forward_length)
-	G4            *Gemma4 // gemma4's per-layer shapes (gemma4.go)
+	Yarn          float32 // gpt-oss: YaRN RoPE scaling factor (0: none)
+	YarnOrigCtx   int     // gpt-oss: rope.scaling.original_context_length
+
+	// Encoders (bert, nomic-bert; encoder.go): Pooling is pooling_type
+	// (1 mean, 2 cls, 4 rank), Classes the classification head's labels.
+	Encoder bool
+	Pooling int
+	Classes int
+	Dense   int     // gemma-embedding: the width between dense_2 and dense_3
+	G4      *Gemma4 // gemma4's per-layer shapes (gemma4.go)
 }
 
 var presets = []Preset{
@@ -110,6 +119,20 @@ var presets = []Preset{
 	{Name: "qwen3next-mini", Arch: "qwen3next", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 128, Vocab: 32000, Ctx: 512, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 16, SSMGroups: 2, SSMVHeads: 4,
 		Rot: 16, Pre: "qwen2", Experts: 8, ExpertsUse: 2, ExpertFF: 32, SharedFF: 64},
+	// gpt-oss-style mini (random weights): attention sinks, sliding window
+	// 128 on even layers, YaRN (factor 32 over 4096, base 150000), q/k/v/o
+	// biases, 8 experts of 64 with biases, 4 used (softmax over the chosen
+	// logits), swiglu_oai; for parity tests against llama.cpp (run with the
+	// gpt-2 vocabulary, pre-tokenizer gpt-4o; see runtime/testdata/gptoss).
+	{Name: "gpt-oss-mini", Arch: "gpt-oss", Dim: 64, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 64, Vocab: 32000, Ctx: 131072,
+		RopeBase: 150000, Eps: 1e-5, Experts: 8, ExpertsUse: 4, ExpertFF: 64, Window: 128, RopeSWA: 150000, Pre: "gpt-4o",
+		Yarn: 32, YarnOrigCtx: 4096},
+	// gpt-oss-20b's shapes (openai/gpt-oss-20b config.json): 24 layers, 64
+	// heads and 8 KV heads of 64, 32 experts of 2880 (4 used), vocabulary
+	// 201088, untied; with --type mxfp4 about 12 GB, like OpenAI's file.
+	{Name: "gpt-oss-20b", Arch: "gpt-oss", Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, Ctx: 131072,
+		RopeBase: 150000, Eps: 1e-5, Experts: 32, ExpertsUse: 4, ExpertFF: 2880, Window: 128, RopeSWA: 150000,
+		Yarn: 32, YarnOrigCtx: 4096},
 	// A Gemma-4-style mini (random weights): local layers of head size 16
 	// (window 32, RoPE base 1e4) and global ones of 32 (1e6, rope_freqs),
 	// per-layer token embeddings of 32, the last 3 layers reading the KV of
@@ -192,12 +215,19 @@ func (p Preset) Tensors() []Tensor {
 	if p.G4 != nil {
 		return p.gemma4Tensors()
 	}
+	if p.Encoder {
+		return p.encoderTensors()
+	}
 	ts := []Tensor{{"token_embd.weight", []int64{d, v}, false}}
 	for l := 0; l < p.Layers; l++ {
 		b := fmt.Sprintf("blk.%d.", l)
 		ts = append(ts, Tensor{b + "attn_norm.weight", []int64{d}, true})
 		if p.DeltaNet {
 			ts = append(ts, p.deltaNetTensors(b, l)...)
+			continue
+		}
+		if p.Arch == "gpt-oss" {
+			ts = append(ts, p.gptOssTensors(b)...)
 			continue
 		}
 		if p.Fused {
@@ -241,6 +271,9 @@ func (p Preset) Tensors() []Tensor {
 		}
 	}
 	ts = append(ts, Tensor{"output_norm.weight", []int64{d}, true})
+	if p.Dense > 0 {
+		ts = append(ts, p.denseTensors()...)
+	}
 	if !p.Tied {
 		ts = append(ts, Tensor{"output.weight", []int64{d, v}, false})
 	}
@@ -317,8 +350,8 @@ type Result struct {
 	Preset  Preset // Vocab is the vocabulary's size (another with Options.VocabPath)
 	Params  int64  // parameter count
 	Tensors int
-	Types   map[kernels.Type]int // tensors per type
-	Bytes   int64                // file size
+	Types   map[ggml.Type]int // tensors per type
+	Bytes   int64             // file size
 }
 
 // WriteFile writes the model to path, through a temporary file beside it
@@ -347,13 +380,13 @@ func WriteFile(path string, opt Options) (Result, error) {
 	ts := p.Tensors()
 	descs := make([]quant.TensorDesc, len(ts))
 	for i, t := range ts {
-		descs[i] = quant.TensorDesc{Name: t.Name, Type: kernels.F32, Shape: t.Shape}
+		descs[i] = quant.TensorDesc{Name: t.Name, Type: ggml.F32, Shape: t.Shape}
 	}
 	plan, err := quant.Plan(opt.Type, descs, quant.Model{Arch: p.Arch, NLayer: p.Layers, NHead: p.Heads, NHeadKV: p.KVHeads})
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Preset: p, Tensors: len(ts), Types: map[kernels.Type]int{}}
+	res := Result{Preset: p, Tensors: len(ts), Types: map[ggml.Type]int{}}
 	var total, done int64
 	advance := func(n int) {
 		done += int64(n)
@@ -425,8 +458,15 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		w.SetUint32(a+".ssm.time_step_rank", uint32(p.SSMVHeads))
 		w.SetUint32(a+".ssm.inner_size", uint32(p.SSMState*p.SSMVHeads))
 	}
-	w.SetFloat32(a+".rope.freq_base", p.RopeBase)
-	w.SetFloat32(a+".attention.layer_norm_rms_epsilon", p.Eps)
+	if p.Encoder {
+		writeEncoderMetadata(w, p)
+		if p.RopeBase > 0 {
+			w.SetFloat32(a+".rope.freq_base", p.RopeBase)
+		}
+	} else {
+		w.SetFloat32(a+".rope.freq_base", p.RopeBase)
+		w.SetFloat32(a+".attention.layer_norm_rms_epsilon", p.Eps)
+	}
 	if p.Granite {
 		w.SetFloat32(a+".embedding_scale", 12)
 		w.SetFloat32(a+".residual_scale", 0.22)
@@ -447,6 +487,12 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	}
 	if p.G4 != nil {
 		gemma4Metadata(w, p)
+	}
+	if p.Dense > 0 {
+		writeDenseMetadata(w, p)
+	}
+	if p.Arch == "gpt-oss" {
+		gptOssMetadata(w, p)
 	}
 	w.SetUint32("general.file_type", uint32(ft))
 	if ft.DefaultType().BlockElems() > 1 {
@@ -474,6 +520,8 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 		}
 	} else if p.G4 != nil {
 		n = writeGemma4Vocab(w, p.G4.VocabSize) // a Gemma 4-style BPE vocabulary (gemma4.go)
+	} else if p.Encoder {
+		n = writeWordPieceVocab(w, n)
 	} else {
 		toks, scores, types := byteVocab(n)
 		w.SetString("tokenizer.ggml.model", "llama")
@@ -569,7 +617,7 @@ func splitmix64(x uint64) uint64 {
 // writeTensorData generates tensor t row by row (each row from its own
 // seed, so the bytes do not depend on the thread count), converts it to ty
 // and streams it to out in chunks.
-func writeTensorData(out io.Writer, t Tensor, ty kernels.Type, seed uint64, threads int, advance func(int)) error {
+func writeTensorData(out io.Writer, t Tensor, ty ggml.Type, seed uint64, threads int, advance func(int)) error {
 	rowLen := int(t.Shape[0])
 	nrows := 1
 	for _, d := range t.Shape[1:] {

@@ -212,11 +212,12 @@ func TestRefusals(t *testing.T) {
 // models they imitate.
 func TestPresetParams(t *testing.T) {
 	want := map[string]int64{
-		"tinyllama-1.1b": 1100048384, // TinyLlama-1.1B
-		"llama-7b":       6738415616, // Llama-2-7B
-		"qwen3-0.6b":     596049920,  // Qwen3-0.6B (tied embeddings)
-		"gemma3-1b":      999885952,  // Gemma-3-1B
-		"phi3-mini":      3821079552, // Phi-3-mini-4k
+		"tinyllama-1.1b": 1100048384,  // TinyLlama-1.1B
+		"llama-7b":       6738415616,  // Llama-2-7B
+		"qwen3-0.6b":     596049920,   // Qwen3-0.6B (tied embeddings)
+		"gemma3-1b":      999885952,   // Gemma-3-1B
+		"phi3-mini":      3821079552,  // Phi-3-mini-4k
+		"gpt-oss-20b":    20914757184, // openai/gpt-oss-20b (safetensors total)
 	}
 	for _, p := range Presets() {
 		var n int64

@@ -1,123 +1,13 @@
-// Command woolly runs GGUF language models on the CPU.
-//
-// Each subcommand lives in its own file (run.go, serve.go, ...); the
-// commands table below lists them, and main only dispatches. Subcommands
-// return errors; only main exits.
+// Command woolly runs GGUF language models on the CPU: `woolly run`,
+// `woolly chat`, `woolly serve` (an Ollama- and OpenAI-compatible server),
+// `woolly bench` and the tools around them. The commands are package
+// internal/cli; this is their entry point, and the only place that exits.
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"io"
 	"os"
-	goruntime "runtime"
-	"sort"
 
-	"github.com/woolly-llm/woolly/kernels"
-	"github.com/woolly-llm/woolly/server"
+	"github.com/woolly-llm/woolly/internal/cli"
 )
 
-type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) error
-}
-
-// commands is every subcommand: name, one-line summary, and its entry point.
-var commands = map[string]command{}
-
-func init() {
-	for _, c := range []command{
-		{"bench", "measure prompt processing and generation speed (like llama-bench)", runBench},
-		{"chat", "chat with a model in the terminal", runChat},
-		{"info", "describe a GGUF file: metadata, hyperparameters, tensors", runInfo},
-		{"logits", "print the top logits at every position", runLogits},
-		{"perplexity", "perplexity of a text file (llama-perplexity's method)", runPerplexity},
-		{"quantize", "quantize a GGUF model (q4_k_m, q5_k_m, q6_k, q8_0, q3_k_m, iq4_xs, ...) like llama-quantize", runQuantize},
-		{"run", "generate text from a prompt", runRun},
-		{"serve", "serve the Ollama, OpenAI and Ole HTTP APIs", runServe},
-		{"synth", "write a random-weight model with a real model's shapes (for benchmarks)", runSynth},
-		{"tokenize", "print the token ids of a text", runTokenize},
-	} {
-		commands[c.name] = c
-	}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: woolly <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'woolly <command> -h' for a command's flags.")
-}
-
-// errUsage marks an error that was already explained by a flag set.
-var errUsage = errors.New("usage")
-
-// errInterrupted ends a command stopped by Ctrl-C: exit code 130 (128 +
-// SIGINT), as shells and llama-cli report it.
-var errInterrupted = errors.New("interrupted")
-
-func main() {
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func realMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
-		fmt.Fprintf(stdout, "woolly %s (%s, kernels %s)\n", server.Version, goruntime.Version(), kernels.Impl())
-		return 0
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "woolly: unknown command %q\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	if err := cmd.run(args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		if errors.Is(err, errInterrupted) {
-			return 130
-		}
-		fmt.Fprintf(stderr, "woolly %s: %v\n", cmd.name, err)
-		return 1
-	}
-	return 0
-}
-
-// newFlagSet returns a flag set for a subcommand that reports errors instead
-// of exiting, and prints its usage to stderr: the usage lines given (a
-// synopsis, notes), if any, then the flags.
-func newFlagSet(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
-	fs := flag.NewFlagSet("woolly "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if len(usage) > 0 {
-		fs.Usage = func() {
-			for _, line := range usage {
-				fmt.Fprintln(fs.Output(), line)
-			}
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
+func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -30,6 +30,7 @@
  */
 #include "testutil.h"
 #include "order_model.h"
+#include "mm_driver.h"
 
 static int failures = 0, checks = 0;
 
@@ -41,6 +42,18 @@ static const int weight_types[] = {K_F32, K_F16, K_BF16, K_Q4_0, K_Q4_1, K_Q5_0,
 #define NWT ((int)(sizeof weight_types / sizeof weight_types[0]))
 static const int64_t nblocks_list[] = {1, 2, 3, 5, 7, 16, 33};
 #define NNB ((int)(sizeof nblocks_list / sizeof nblocks_list[0]))
+
+/* Every weight type of C's type table (a row size and a ref dot) is in
+ * weight_types, so a new type cannot skip the tests that range over it. */
+static void test_type_list(void) {
+    for (int t = 0; t < K_TYPE_MAX; t++) {
+        if (k_row_bytes(t, 256) < 0 || !k_get_dot(K_IMPL_REF, t)) continue;
+        int listed = 0;
+        for (int ti = 0; ti < NWT; ti++) listed |= weight_types[ti] == t;
+        checks++;
+        if (!listed) FAIL("type %d has a row size and a ref dot but is not in weight_types", t);
+    }
+}
 
 /* ---------------------------------------------------------------- dequant */
 
@@ -394,7 +407,7 @@ static void cmp_vec(const char *what, int impl, const float *a, const float *r, 
 
 /* k_attention_f16acc / k_attention_tiled as one pointer type */
 typedef void (*attn_h_fn)(int, int64_t, int64_t, int64_t, int64_t, int64_t, const float *, int64_t, const k_half *,
-                          const k_half *, int64_t, float, int64_t, float, float *, int64_t, int64_t, int64_t, float *);
+                          const k_half *, int64_t, float, int64_t, float, const float *, float *, int64_t, int64_t, int64_t, float *);
 
 static void test_ops(int impl) {
     const int64_t lens[] = {1, 3, 8, 17, 64, 100, 1023};
@@ -407,11 +420,6 @@ static void test_ops(int impl) {
         cmp_vec("rmsnorm", impl, o2, o1, n, 1e-5f, 1e-6f);
         k_rmsnorm(K_IMPL_REF, o1, x, NULL, n, 1e-6f); k_rmsnorm(impl, o2, x, NULL, n, 1e-6f);
         cmp_vec("rmsnorm(nil w)", impl, o2, o1, n, 1e-5f, 1e-6f);
-        memcpy(o1, x, (size_t)n * 4); memcpy(o2, x, (size_t)n * 4);
-        k_softmax(K_IMPL_REF, o1, n); k_softmax(impl, o2, n);
-        cmp_vec("softmax", impl, o2, o1, n, 1e-5f, 1e-7f);
-        k_silu_mul(K_IMPL_REF, o1, x, u, n); k_silu_mul(impl, o2, x, u, n);
-        cmp_vec("silu_mul", impl, o2, o1, n, 1e-5f, 1e-6f);
         /* swiglu: same bits as ref, whole rows and inner ranges; large
          * |gate| reaches the scalar lanes of the vector exp */
         for (int big = 0; big < 2; big++) {
@@ -455,9 +463,9 @@ static void test_ops(int impl) {
         float *q = malloc((size_t)(ntok * qs) * 4), *k = malloc((size_t)(npos * kvs) * 4), *v = malloc((size_t)(npos * kvs) * 4);
         float *o1 = calloc((size_t)(ntok * os), 4), *o2 = calloc((size_t)(ntok * os), 4), *scr = malloc((size_t)npos * 4);
         fill_acts(q, ntok * qs, 0); fill_acts(k, npos * kvs, 0); fill_acts(v, npos * kvs, 0);
-        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o1, os, 0, nhead, scr);
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o2, os, 1, nhead, scr);
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, o2, os, 0, 1, scr);
+        k_attention(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, NULL, o1, os, 0, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, NULL, o2, os, 1, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.25f, 0, 0.0f, NULL, o2, os, 0, 1, scr);
         cmp_vec("attention", impl, o2, o1, ntok * os, 1e-5f, 1e-6f);
         free(q); free(k); free(v); free(o1); free(o2); free(scr);
     }
@@ -478,9 +486,9 @@ static void test_ops(int impl) {
         fill_acts(f, npos * kvs, 1);
         for (int64_t i = 0; i < npos * kvs; i++) v[i] = k_f32_to_f16(f[i]);
         attn_h_fn fn = tiled ? k_attention_tiled : k_attention_f16acc;
-        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o1, os, 0, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o2, os, 3, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, o2, os, 0, 3, scr);
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, NULL, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, NULL, o2, os, 3, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, 0.17f, 0, 0.0f, NULL, o2, os, 0, 3, scr);
         cmp_vec(tiled ? "attention_tiled" : "attention_f16acc", impl, o2, o1, ntok * os, 0, 0);
         free(q); free(f); free(k); free(v); free(o1); free(o2); free(scr);
     }
@@ -492,8 +500,8 @@ static void test_ops(int impl) {
 /* Double-precision model of k_attention with a window and a soft-cap, one
  * (token, head): out[hd]. */
 static void attn_model(const float *qh, const float *k, const float *v, int64_t kvs, int64_t g, int64_t hd,
-                       int64_t first, int64_t p, float scale, float cap, double *out) {
-    double mx = -INFINITY, sum = 0, s[1024];
+                       int64_t first, int64_t p, float scale, float cap, const float *sink, double *out) {
+    double mx = sink ? *sink : -INFINITY, sum = 0, s[1024];
     for (int64_t j = first; j <= p; j++) {
         double d = 0;
         for (int64_t i = 0; i < hd; i++) d += (double)qh[i] * k[j * kvs + g * hd + i];
@@ -504,6 +512,7 @@ static void attn_model(const float *qh, const float *k, const float *v, int64_t 
     }
     for (int64_t i = 0; i < hd; i++) out[i] = 0;
     for (int64_t j = first; j <= p; j++) sum += exp(s[j - first] - mx);
+    if (sink) sum += exp(*sink - mx); /* a sink joins the denominator only */
     for (int64_t j = first; j <= p; j++)
         for (int64_t i = 0; i < hd; i++) out[i] += exp(s[j - first] - mx) / sum * v[j * kvs + g * hd + i];
 }
@@ -526,10 +535,13 @@ static void test_attn(int impl) {
         {1, 64, 200, 32, 100, 0}, {1, 40, 150, 128, 65, 1.0f},
     };
     const int nc = (int)(sizeof cs / sizeof cs[0]);
-    for (int ci = 0; ci < nc; ci++) {
-        const int tiled = cs[ci].tiled;
-        const int64_t ntok = cs[ci].ntok, pos0 = cs[ci].pos0, hd = cs[ci].hd, win = cs[ci].window;
-        const float cap = cs[ci].cap, scale = 1.0f / sqrtf((float)hd);
+    /* per-head sinks (gpt-oss): above every score (rescales acc), below, between */
+    static const float sinkv[4] = {8.0f, -2.0f, 0.5f, 30.0f};
+    for (int ci = 0; ci < 2 * nc; ci++) {
+        const float *sk = ci >= nc ? sinkv : NULL;
+        const int tiled = cs[ci % nc].tiled;
+        const int64_t ntok = cs[ci % nc].ntok, pos0 = cs[ci % nc].pos0, hd = cs[ci % nc].hd, win = cs[ci % nc].window;
+        const float cap = cs[ci % nc].cap, scale = 1.0f / sqrtf((float)hd);
         const int64_t nhead = 4, nkv = 2, npos = pos0 + ntok;
         const int64_t qs = nhead * hd + 3, kvs = nkv * hd + 1, os = nhead * hd + 2;
         const int64_t ns = (tiled ? k_attention_tiled_scratch(hd) : k_attention_f16acc_scratch(hd)) + npos;
@@ -548,19 +560,19 @@ static void test_attn(int impl) {
         attn_h_fn fn = tiled ? k_attention_tiled : k_attention_f16acc;
         const char *name = tiled ? "attention_tiled" : "attention_f16acc";
         char what[160];
-        snprintf(what, sizeof what, "%s ntok %lld pos0 %lld hd %lld window %lld cap %g", name, (long long)ntok,
-                 (long long)pos0, (long long)hd, (long long)win, (double)cap);
-        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o1, os, 0, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o2, os, 1, nhead, scr);
-        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, o2, os, 0, 1, scr);
+        snprintf(what, sizeof what, "%s ntok %lld pos0 %lld hd %lld window %lld cap %g%s", name, (long long)ntok,
+                 (long long)pos0, (long long)hd, (long long)win, (double)cap, sk ? " sinks" : "");
+        fn(K_IMPL_REF, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, sk, o1, os, 0, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, sk, o2, os, 1, nhead, scr);
+        fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, win, cap, sk, o2, os, 0, 1, scr);
         cmp_vec(what, impl, o2, o1, ntok * os, 0, 0);
         /* the f32 kernel, and both against the double model */
-        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, kf, vf, kvs, scale, win, cap, of, os, 0, nhead, scr);
+        k_attention(impl, ntok, pos0, nhead, nkv, hd, q, qs, kf, vf, kvs, scale, win, cap, sk, of, os, 0, nhead, scr);
         for (int64_t t = 0; t < ntok; t++)
             for (int64_t h = 0; h < nhead; h++) {
                 const int64_t p = pos0 + t, first = win > 0 && p - win + 1 > 0 ? p - win + 1 : 0;
                 double m[128];
-                attn_model(q + t * qs + h * hd, kf, vf, kvs, h / (nhead / nkv), hd, first, p, scale, cap, m);
+                attn_model(q + t * qs + h * hd, kf, vf, kvs, h / (nhead / nkv), hd, first, p, scale, cap, sk ? sk + h : NULL, m);
                 for (int64_t i = 0; i < hd; i++) {
                     const float want = (float)m[i], f = of[t * os + h * hd + i], e = o2[t * os + h * hd + i];
                     checks++;
@@ -574,7 +586,7 @@ static void test_attn(int impl) {
             }
         /* a window covering the whole cache is no window */
         if (win >= npos) {
-            fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, 0, cap, o3, os, 0, nhead, scr);
+            fn(impl, ntok, pos0, nhead, nkv, hd, q, qs, k, v, kvs, scale, 0, cap, sk, o3, os, 0, nhead, scr);
             cmp_vec(what, impl, o3, o2, ntok * os, 0, 0);
         }
         /* row by row over the cache cut at the window's first position */
@@ -583,9 +595,9 @@ static void test_attn(int impl) {
             if (tiled && first % 64 != 0) continue;
             float r1[4 * 128 + 8], rf[4 * 128 + 8];
             fn(impl, 1, p - first, nhead, nkv, hd, q + t * qs, qs, k + first * kvs, v + first * kvs, kvs, scale, 0, cap,
-               r1, os, 0, nhead, scr);
+               sk, r1, os, 0, nhead, scr);
             k_attention(impl, 1, p - first, nhead, nkv, hd, q + t * qs, qs, kf + first * kvs, vf + first * kvs, kvs, scale,
-                        0, cap, rf, os, 0, nhead, scr);
+                        0, cap, sk, rf, os, 0, nhead, scr);
             char w2[200];
             snprintf(w2, sizeof w2, "%s, cut cache at t %lld", what, (long long)t);
             cmp_vec(w2, impl, r1, o2 + t * os, nhead * hd, 0, 0);
@@ -593,7 +605,7 @@ static void test_attn(int impl) {
         }
         free(q); free(kf); free(vf); free(k); free(v); free(o1); free(o2); free(o3); free(of); free(scr);
     }
-    printf("  attn     %-13s ok (window, soft-cap)\n", impl_names[impl]);
+    printf("  attn     %-13s ok (window, soft-cap, sinks)\n", impl_names[impl]);
 }
 
 /* ------------------------------------------------------------------- iq4 */
@@ -704,7 +716,7 @@ static void test_iq4(int impl) {
  * several token counts, with tight and padded row strides, from the first
  * group and from a later one; outputs outside the tile stay untouched. */
 static void test_packed(int impl) {
-    static const int64_t ntoks[] = {1, 2, 7, 8, 16};
+    static const int64_t ntoks[] = {1, 2, 3, 5, 6, 7, 8, 16}; /* 4, 2 and 1 per pass, mixed */
     static const int64_t nbks[] = {1, 2, 3, 7};
     const int64_t maxtok = 16;
     int kernels = 0;
@@ -724,8 +736,10 @@ static void test_packed(int impl) {
             continue;
         }
         kernels++;
-        const int64_t G = set->pack_rows, nrows = 3 * G, ys = nrows + 5;
+        const int64_t G = set->pack_rows;
         for (int kb = 0; kb < (int)(sizeof nbks / sizeof nbks[0]); kb++) {
+            /* 19 groups once: more than a tile's batch of rows (the i8mm tiles take 16 groups) */
+            const int64_t nrows = (kb == 1 ? 19 : 3) * G, ys = nrows + 5;
             const int64_t n = nbks[kb] * block_elems(t), nb = nbks[kb];
             const int64_t rb = k_row_bytes(t, n), ab = k_row_bytes(act, n);
             for (int pad = 0; pad < 2; pad++) {
@@ -747,7 +761,10 @@ static void test_packed(int impl) {
                         const int64_t nt = ntoks[k];
                         for (int64_t i = 0; i < ys * maxtok; i++) y0[i] = y1[i] = -1234.f;
                         if (set->mm_tile) set->mm_tile(n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
-                        else k_mm_rows_x_dot(set->dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        else {
+                            const mm_kernel rows_x_dot = {.dot = set->dot};
+                            k_mm_run(&rows_x_dot, n, w, (size_t)rs, nrows, a, (size_t)ab, nt, y0, ys);
+                        }
                         /* groups 1.. then group 0 alone: addressing by group offset */
                         set->mm_packed(n, pk + G * rs, (size_t)rs, nrows - G, a, (size_t)ab, nt, y1 + G, ys);
                         set->mm_packed(n, pk, (size_t)rs, G, a, (size_t)ab, nt, y1, ys);
@@ -849,6 +866,7 @@ static void test_mxfp4(int impl) {
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int tested = 0;
+    if (!only || !strcmp(only, "dot")) test_type_list();
     for (int impl = 0; impl < K_IMPL_MAX; impl++) {
         if (!impl_available(impl)) {
             if (impl != K_IMPL_REF) printf("  (%s not available on this CPU: skipped)\n", impl_names[impl]);

@@ -27,6 +27,9 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
 #endif
 #if defined(__aarch64__) && defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -34,7 +37,7 @@
 
 static const char *const impl_names[K_IMPL_MAX] = {
     [K_IMPL_REF] = "ref", [K_IMPL_AVX2] = "avx2", [K_IMPL_NEON] = "neon",
-    [K_IMPL_NEON_DOT] = "neon-dotprod", [K_IMPL_AVX512] = "avx512",
+    [K_IMPL_NEON_DOT] = "neon-dotprod", [K_IMPL_AVX512] = "avx512", [K_IMPL_NEON_I8MM] = "neon-i8mm",
 };
 
 /* Whether this CPU can run the kernels of impl (the same rule as package
@@ -68,6 +71,19 @@ static int impl_available(int impl) {
         int v = 0; size_t sz = sizeof v;
         if (sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &sz, NULL, 0) != 0) return 0;
         return v != 0;
+#else
+        return 0;
+#endif
+    }
+    case K_IMPL_NEON_I8MM: { /* i8mm and dotprod, as package kernels asks */
+#if defined(__linux__)
+        return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#elif defined(__APPLE__)
+        int v = 0, w = 0; size_t sz = sizeof v;
+        if (sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &sz, NULL, 0) != 0) return 0;
+        sz = sizeof w;
+        if (sysctlbyname("hw.optional.arm.FEAT_I8MM", &w, &sz, NULL, 0) != 0) return 0;
+        return v != 0 && w != 0;
 #else
         return 0;
 #endif

@@ -26,6 +26,7 @@ var builtins_ = map[string]renderFunc{
 	"phi3":    renderPhi3,
 	"gemma":   renderGemma,
 	"zephyr":  renderZephyr,
+	"harmony": renderHarmony, // gpt-oss (harmony.go)
 }
 
 // BuiltinNames lists the built-in formats (Builtin's kinds), sorted.

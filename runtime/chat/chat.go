@@ -113,6 +113,8 @@ func Detect(src string) string {
 	switch {
 	case has("<|turn>") && has("<turn|>"):
 		return "gemma4"
+	case has("<|channel|>") && has("<|start|>"): // gpt-oss
+		return "harmony"
 	case has("<|im_start|>") && has("<think>"):
 		return "qwen3"
 	case has("<|im_start|>"):
@@ -198,9 +200,11 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 }
 
 // SupportsThinking reports whether the template has a thinking switch
-// (it mentions enable_thinking, or it is the built-in Qwen3 format).
+// (it mentions enable_thinking, or it is the built-in Qwen3 format), or
+// is gpt-oss's harmony format, whose analysis channel the runtime writes
+// between <think> and </think> (runtime/harmony.go).
 func (t *Template) SupportsThinking() bool {
-	return t.kind == "qwen3" || t.kind == "gemma4" || strings.Contains(t.src, "enable_thinking")
+	return t.kind == "qwen3" || t.kind == "harmony" || t.kind == "gemma4" || strings.Contains(t.src, "enable_thinking")
 }
 
 // templateError is what raise_exception produces.

@@ -501,7 +501,6 @@ func gridText(v *big.Int, scale int) string {
 // exactly when it is in range (the digit automaton against arithmetic),
 // and no prefix is a dead end.
 func TestIntegerRanges(t *testing.T) {
-	type rng struct{ lo, hi *int64 }
 	p := func(v int64) *int64 { return &v }
 	for _, c := range []struct {
 		schema string

@@ -16,7 +16,7 @@ func (t *Tokenizer) makePiece(id int32) []byte {
 	}
 	switch {
 	case attr&attrNormal != 0:
-		if t.kind == kindSPM || t.rawUTF8 {
+		if t.kind == kindSPM || t.kind == kindWPM || t.rawUTF8 {
 			return []byte(strings.ReplaceAll(w, "\u2581", " "))
 		}
 		return decodeByteLevel(w)

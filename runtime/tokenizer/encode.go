@@ -118,6 +118,8 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32,
 				s = strings.ReplaceAll(s, " ", "\u2581")
 			}
 			out, err = t.bpe(s, out)
+		case kindWPM:
+			out = t.wpm(s, out)
 		}
 		if err != nil {
 			return nil, err
@@ -126,6 +128,9 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32,
 	}
 	if addSpecial && t.addEOS {
 		out = append(out, t.eos)
+	}
+	if addSpecial && t.addSEP && t.sep != null {
+		out = append(out, t.sep)
 	}
 	return out, nil
 }
@@ -144,6 +149,8 @@ type spmBigram struct {
 }
 
 // spmBigram.before orders the SPM queue: highest score first, leftmost on ties.
+//
+//lint:ignore U1000 called through the queue's type constraint
 func (b spmBigram) before(o *spmBigram) bool {
 	if b.score != o.score {
 		return b.score > o.score
@@ -304,6 +311,8 @@ type bpeBigram struct {
 }
 
 // bpeBigram.before orders the BPE queue: lowest merge rank first, leftmost on ties.
+//
+//lint:ignore U1000 called through the queue's type constraint
 func (b bpeBigram) before(o *bpeBigram) bool {
 	if b.rank != o.rank {
 		return b.rank < o.rank

@@ -54,7 +54,8 @@ func VocabFromGGUF(f *loader.File) (*Vocab, error) {
 			v.IDs[k] = -1
 		}
 	}
-	for _, k := range []string{"add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix"} {
+	for _, k := range []string{"add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix",
+		"normalizer.lowercase", "normalizer.strip_accents"} {
 		if b, ok := f.Bool("tokenizer.ggml." + k); ok {
 			v.Flags[k] = b
 		}

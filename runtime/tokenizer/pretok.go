@@ -24,6 +24,12 @@ const (
 	reQwen2  = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// Qwen3.5: qwen2's, with combining marks (\p{M}) counted as letters.
 	reQwen35 = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+	// GPT-4o / o200k (gpt-oss, llama4): the form llama.cpp runs, in which the
+	// tokenizer.json's letter-case classes are written as lookaheads ("a
+	// letter that is not a-z / A-Z"); on the collapsed text every non-ASCII
+	// letter therefore counts as both cases.
+	reGPT4o = `[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
 // preRegexes maps a pre-tokenizer type to llama.cpp's regex list.
@@ -38,6 +44,7 @@ var preRegexes = map[string][]string{
 	"llama3": {reLlama3},
 	"qwen2":  {reQwen2},
 	"qwen35": {reQwen35},
+	"gpt4o":  {reGPT4o},
 	"starcoder": {
 		`\p{N}`,
 		reGPT2,
@@ -112,6 +119,8 @@ func lookupPre(pre string) (preInfo, error) {
 		return preInfo{kind: "qwen2"}, nil
 	case "qwen35":
 		return preInfo{kind: "qwen35"}, nil
+	case "gpt-4o", "llama4", "kanana2", "talkie":
+		return preInfo{kind: "gpt4o"}, nil
 	case "stablelm2", "megrez":
 		return preInfo{kind: "qwen2", cleanSpaces: true}, nil
 	case "gemma4", "granite-embed-multi-311m":

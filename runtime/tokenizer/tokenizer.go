@@ -62,6 +62,7 @@ type Vocab struct {
 const (
 	kindSPM = 1
 	kindBPE = 2
+	kindWPM = 3 // WordPiece (wpm.go)
 )
 
 // Tokenizer encodes and decodes text for one vocabulary. It is safe for
@@ -83,7 +84,9 @@ type Tokenizer struct {
 
 	addBOS, addEOS, addSpacePrefix bool
 	ignoreMerges, cleanSpaces      bool
-	rawUTF8                        bool // gemma4 BPE: raw UTF-8 pieces, spaces as U+2581
+	addSEP                         bool          // WordPiece: Encode(addSpecial) ends with SEP
+	wpmNorm                        wpmNormalizer // WordPiece: lowercase / strip accents
+	rawUTF8                        bool          // gemma4 BPE: raw UTF-8 pieces, spaces as U+2581
 
 	eog     map[int32]bool
 	special []int32 // control / user-defined / unknown tokens, longest text first
@@ -157,12 +160,27 @@ func New(v *Vocab) (*Tokenizer, error) {
 		if t.pretok, err = newPretokenizer(pi.kind); err != nil {
 			return nil, err
 		}
+	case "bert":
+		t.kind = kindWPM
 	case "":
 		return nil, fmt.Errorf("tokenizer: missing tokenizer.ggml.model")
 	default:
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q (supported: llama, gpt2, gemma4)", v.Model)
+		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q (supported: llama, gpt2, gemma4, bert)", v.Model)
 	}
 	t.eot, t.eom, t.sep, t.pad = null, null, null, null
+	if t.kind == kindWPM {
+		// llama.cpp's BERT defaults: [CLS] 101 first, [SEP] 102 last,
+		// [UNK] 100, [PAD] 0; no EOS; no lowercasing unless the file says.
+		t.bos, t.eos, t.unk, t.sep, t.pad = 101, null, 100, 102, 0
+		// llama.cpp adds both whenever special tokens are asked for,
+		// whatever add_bos_token / add_sep_token say.
+		t.addBOS, t.addSEP, t.cleanSpaces = true, true, true
+		t.wpmNorm.lowercase = v.Flags["normalizer.lowercase"]
+		t.wpmNorm.stripAccents = t.wpmNorm.lowercase
+		if b, ok := v.Flags["normalizer.strip_accents"]; ok {
+			t.wpmNorm.stripAccents = b
+		}
+	}
 	t.fimPre, t.fimSuf, t.fimMid, t.fimPad, t.fimRep, t.fimSep = null, null, null, null, null, null
 	if b, ok := v.Flags["add_space_prefix"]; ok {
 		t.addSpacePrefix = b
@@ -215,7 +233,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 			*s.id = int32(id)
 		}
 	}
-	if b, ok := v.Flags["add_bos_token"]; ok {
+	if b, ok := v.Flags["add_bos_token"]; ok && t.kind != kindWPM {
 		t.addBOS = b
 	}
 	if t.rawUTF8 {
@@ -391,6 +409,12 @@ func (t *Tokenizer) EOT() int32 { return t.eot }
 
 // AddBOS tells whether Encode(addSpecial=true) prepends BOS.
 func (t *Tokenizer) AddBOS() bool { return t.addBOS }
+
+// SEP is the separator id ([SEP] of WordPiece vocabularies), -1 if none.
+func (t *Tokenizer) SEP() int32 { return t.sep }
+
+// AddSEP tells whether Encode(addSpecial=true) appends SEP (WordPiece).
+func (t *Tokenizer) AddSEP() bool { return t.addSEP }
 
 // AddEOS tells whether Encode(addSpecial=true) appends EOS.
 func (t *Tokenizer) AddEOS() bool { return t.addEOS }

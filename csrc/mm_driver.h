@@ -1,0 +1,102 @@
+/* mm_driver.h — the one driver of the quantized matrix products: the loops
+ * over the rows and tokens of a k_matmul_q / k_matvec tile, written once
+ * (k_mm_run, csrc/mm_drive.c) over per-(type, ISA) pieces, as attn_driver.h
+ * is for attention. Every x86 tile kernel (mm_<isa>_amd64.c,
+ * packed_<isa>_amd64.c, q2k_q3k_<isa>_amd64.c, iq4_*, mxfp4_*, the float
+ * tiles) and the generic driver's rows-x-dot fallback (dispatch.c, which
+ * the ref set runs) is one k_mm_run call with its mm_kernel. A file that
+ * writes tile kernels includes this header, defines its pieces (static
+ * functions with its ISA's target attribute) and one mm_kernel per type.
+ *
+ * ---- The piece interface (k_mm_piece_fn, kernels.h) ----
+ *   piece(rows, toks, batch, n, w, row_bytes, a, a_row_bytes, out)
+ * computes `rows` weight rows (w, w + row_bytes, ...) times `toks` tokens
+ * (a, a + a_row_bytes, ...) of n elements into out[k * rows + r]; batch is 1
+ * when the tile call has two or more tokens. k_mm_run calls it only with
+ * the shapes its mm_kernel names:
+ *   (1, 1)        always (one row x one token: the set's dot)
+ *   (4, 1)        MM_R4: four rows x one token (k_matvec's shape)
+ *   (1, 4)        MM_T4: one row x a group of 4 tokens
+ *   (1, 8)        MM_T8: one row x a group of 8 tokens
+ *   (G, 1)        pack_rows = G: one packed group of G rows x one token
+ *                 (w at the group, in the set's interleaved layout; these
+ *                 kernels see packed weights only, in no other shape)
+ * Each shape gives, per (row, token), the bits of the (1, 1) piece with the
+ * same batch flag; only IQ4_NL's pieces depend on batch (kernels.h).
+ *
+ * ---- What k_mm_run does with them, in this order ----
+ * 1. packed (pack_rows > 0): four or more tokens unpack the tile in chunks
+ *    of up to MM_PACK_TILE_ROWS rows into a per-thread buffer and run the
+ *    set's unpacked tile kernel (`unpacked`) over them; fewer tokens (or no
+ *    buffer) run the (G, 1) piece per token and group.
+ * 2. group (decoded weights, mm_group below): whole groups of group->nt
+ *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks.
+ * 3. token groups: the tokens left, in groups of 8 (MM_T8) then 4 (MM_T4),
+ *    each group against every row of the tile (rows stay in L2, the group's
+ *    activations in L1).
+ * 4. the tokens left one at a time: four rows per call (MM_R4; in a batch
+ *    only without MM_BATCH_1X1), then row by row: the (1, 1) piece, or
+ *    `dot` for a kernel without a piece.
+ *
+ * The arm64 tiles (dot_body_arm64.h's mm_tile, pack_neon_dot_arm64.c) still
+ * run their own loops; they move onto k_mm_run by wrapping their dot4 /
+ * rows4 / gemv functions as pieces the way mm_simd.h's MM_X86_PIECE does. */
+#ifndef WOOLLY_MM_DRIVER_H
+#define WOOLLY_MM_DRIVER_H
+
+#include "kernels.h"
+
+/* shapes of a piece besides (1, 1) */
+#define MM_R4 1        /* (4, 1) */
+#define MM_T4 2        /* (1, 4) */
+#define MM_T8 4        /* (1, 8) */
+#define MM_BATCH_1X1 8 /* a batch's leftover tokens row by row, never (4, 1) (IQ4_NL's batch order) */
+
+/* A group kernel on decoded weights (Q4_K and Q6_K on x86): wprep decodes
+ * what depends on the weights alone (per block, wx_block bytes; row r of
+ * the chunk at r * blocks * wx_block) once per chunk of rows; prep writes
+ * what depends on the activations alone (per block, side_block bytes) once
+ * per group of nt tokens and chunk; dot then runs one decoded row against
+ * the group with them, a range of blocks at a time: out[k] = dot(row,
+ * token k), k < nt, after the last range. Rows are K-quant rows (blocks of
+ * K_QKK) against Q8_K activations. The chunk's rows stay in L2 (decoded,
+ * so no group of tokens unpacks nibbles and scales again), each pass of
+ * MM_SEG_BLOCKS blocks keeps a group's side data in L1 across the rows. */
+#define MM_SIDE_WX 2560          /* side_block at most */
+#define MM_SIDE_BLOCKS 64        /* rows up to 64 blocks (16384 K-quant elements); longer ones skip the group kernel */
+#define MM_WX_BYTES (384 * 1024) /* decoded weights of a chunk of rows */
+#define MM_SEG_BLOCKS 8          /* blocks per pass over a chunk's rows: 8 tokens' side data of 8 blocks stay in L1 */
+#define MM_GROUP_ROWS 64         /* rows per chunk at most (their accumulators are on the stack) */
+#define MM_ST_FLOATS 96          /* st_floats at most */
+typedef struct {
+    int nt; /* tokens per group, at most 8 */
+    size_t side_block;
+    void (*prep)(int64_t n, const char *a, size_t a_row_bytes, void *side);
+    /* blocks [i0, i1) of nb (w, a, side point at block i0); st: the row's
+     * st_floats f32 accumulators, carried from one range to the next (read
+     * when i0 > 0, written when i1 < nb); out written when i1 == nb */
+    void (*dot)(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,
+                float *st, float *out);
+    int st_floats; /* at most MM_ST_FLOATS, a multiple of 16 (aligned loads) */
+    size_t wx_block;
+    void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx);
+} mm_group;
+
+/* rows per unpacked chunk of a packed tile (a multiple of every G) */
+#define MM_PACK_TILE_ROWS 64
+
+/* One tile kernel: its pieces and what they cover (see above). */
+typedef struct {
+    k_mm_piece_fn piece;   /* NULL: every (row, token) through dot */
+    k_dot_fn dot;          /* the one-token dot, where piece is NULL */
+    int shapes;            /* MM_R4 | MM_T4 | MM_T8 | MM_BATCH_1X1 */
+    const mm_group *group; /* NULL: none */
+    int pack_rows;         /* G > 0: w is packed in groups of G rows (nr a multiple of G) */
+    k_pack_fn unpack;      /* packed -> rows (k_pack_kernel's form), for batches */
+    k_mm_tile_fn unpacked; /* the set's tile over the unpacked rows */
+} mm_kernel;
+
+/* the tile y[t * y_stride + r] = dot(row r, token t), r < nr, t < ntok */
+void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS);
+
+#endif
