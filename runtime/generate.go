@@ -266,7 +266,11 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 
 		if m.tok.IsEOG(id) {
 			res.StopReason = "stop"
-			if err := emit(id, stop.flush(dec.Flush())); err != nil {
+			tail := dec.Flush()
+			if harmony != nil { // <|call|> closes a tool call
+				tail += harmony.piece(id, "")
+			}
+			if err := emit(id, stop.flush(tail)); err != nil {
 				res.Text = text.String()
 				return res, err
 			}
@@ -286,7 +290,11 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		done := gm != nil && gm.Finished() // the document is complete: nothing may follow
 		last := hit || done || len(res.Tokens) == maxTok || s.pos >= s.nCtx
 		if last && !hit {
-			piece += stop.flush(dec.Flush())
+			tail := dec.Flush()
+			if harmony != nil {
+				tail += harmony.flush()
+			}
+			piece += stop.flush(tail)
 		}
 		if err := emit(id, piece); err != nil {
 			res.Text = text.String()

@@ -156,6 +156,9 @@ type Options struct {
 	// "parameters"}}; the template gets them as tools. Only for a template
 	// that SupportsTools.
 	Tools []json.RawMessage
+	// ReasoningEffort is gpt-oss's "Reasoning:" line (low, medium, high;
+	// "" for medium); only the harmony format has it.
+	ReasoningEffort string
 }
 
 // RenderOptions formats msgs with o.
@@ -178,8 +181,14 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 			return "", fmt.Errorf("chat: messages[%d]: this model's template does not support tool calls", i)
 		}
 	}
+	if o.ReasoningEffort != "" && t.kind != "harmony" {
+		return "", errors.New("chat: this model's template has no reasoning effort (only gpt-oss's harmony format)")
+	}
 	if t.jinja != nil {
 		return t.renderJinja(msgs, o)
+	}
+	if t.kind == "harmony" {
+		return renderHarmonyOptions(msgs, o)
 	}
 	if t.SupportsTools() {
 		var err error
