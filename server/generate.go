@@ -61,6 +61,11 @@ type job struct {
 	// thinkBudget, when > 0, bounds the tokens of a thinking model's
 	// reasoning (thinkbudget.go).
 	thinkBudget int
+	// effort is gpt-oss's reasoning effort (low, medium, high) from the
+	// request field effortField (reasoning_effort, think, reasoning.effort,
+	// output_config.effort, thinking.budget_tokens); only the harmony
+	// format takes it, other thinking templates read the field as a switch.
+	effort, effortField string
 }
 
 // outcome is what a finished generation reports.
@@ -169,6 +174,13 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		off := false
 		j.think = &off
 	}
+	effort := ""
+	if j.effortField != "" && e.tmpl.Kind() == "harmony" {
+		if j.effort == "" { // "none": gpt-oss has no switch to stop reasoning
+			return "", badRequest("%s: gpt-oss always reasons; use low, medium or high", j.effortField)
+		}
+		effort = j.effort
+	}
 	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
 	meta := e.model.Meta()
 	// The tokenizer adds BOS itself; a template that writes it would double it.
@@ -178,7 +190,7 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		}
 		return p
 	}
-	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools}
+	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools, ReasoningEffort: effort}
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.
