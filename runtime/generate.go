@@ -40,6 +40,10 @@ type GenerateOptions struct {
 	// grammar's language the same way: masked before sampling, end of
 	// generation only once complete, "stop" when nothing can follow.
 	GBNF *gbnf.Grammar
+
+	// force, when set, constrains sampling like Grammar (tests: a
+	// random-weight model made to write a given token stream).
+	force constraint
 }
 
 // TokenLogprob is one token's log-probability.
@@ -226,6 +230,8 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	var gm constraint
 	var masked []float32
 	switch {
+	case o.force != nil:
+		gm = o.force
 	case o.Grammar != nil:
 		gm = grammar.NewTokenMatcher(o.Grammar, m.GrammarVocab())
 	case o.GBNF != nil:

@@ -34,8 +34,12 @@ type harmonyOut struct {
 	inAnalysis, inCall           bool
 }
 
-// newHarmonyOut returns the rewriter for a vocabulary with harmony's control
-// tokens (<|channel|>, <|message|>, <|end|>, <|start|>), else nil.
+// newHarmonyOut returns the rewriter for a vocabulary with harmony's special
+// tokens (<|channel|>, <|message|>, <|end|>, <|start|>), else nil. In
+// gpt-oss's own vocabulary these are user-defined, not control tokens
+// (the tokenizer marks them so, as llama.cpp does, for they print their
+// text; <|end|> too, as it does not end generation there): the rewriter
+// goes by their ids, so their text never reaches the output.
 func newHarmonyOut(tok *tokenizer.Tokenizer) *harmonyOut {
 	h := &harmonyOut{call: -1}
 	for _, p := range []struct {
@@ -43,7 +47,7 @@ func newHarmonyOut(tok *tokenizer.Tokenizer) *harmonyOut {
 		id   *int32
 	}{{"<|channel|>", &h.channel}, {"<|message|>", &h.message}, {"<|end|>", &h.end}, {"<|start|>", &h.start}} {
 		id, ok := tok.ID(p.text)
-		if !ok || !tok.IsControl(id) {
+		if !ok {
 			return nil
 		}
 		*p.id = id
