@@ -128,3 +128,21 @@ func TestHarmonyEffort(t *testing.T) {
 		}
 	}
 }
+
+// TestHarmonyForcedTool: a forced call (tool_choice "required") on gpt-oss
+// goes through the shared constrained-sampling path: the grammar is set and
+// the answer, one JSON call, comes back as tool_calls.
+func TestHarmonyForcedTool(t *testing.T) {
+	b, post := harmonyServer(t)
+	b.script = []string{`{"name": "get_weather", `, `"arguments": {"city": "Paris"}}`}
+	r := post("/v1/chat/completions", `{"model":"tiny","tool_choice":"required","tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	if b.last().lastReq().Grammar == nil {
+		t.Error("forced call without a grammar")
+	}
+	msg := r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	checkOpenAICalls(t, msg["tool_calls"], []call{{"get_weather", `{"city":"Paris"}`}}, false)
+	// Forcing a call from the first token leaves no room for reasoning.
+	r = post("/v1/chat/completions", `{"model":"tiny","tool_choice":"required","reasoning_effort":"high","tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 400)
+}
