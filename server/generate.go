@@ -66,6 +66,8 @@ type job struct {
 	// output_config.effort, thinking.budget_tokens); only the harmony
 	// format takes it, other thinking templates read the field as a switch.
 	effort, effortField string
+	// harmony: the prompt is in gpt-oss's harmony format.
+	harmony bool
 }
 
 // outcome is what a finished generation reports.
@@ -182,6 +184,7 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		effort = j.effort
 	}
 	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
+	j.harmony = e.tmpl.Kind() == "harmony"
 	meta := e.model.Meta()
 	// The tokenizer adds BOS itself; a template that writes it would double it.
 	trimBOS := func(p string) string {

@@ -146,3 +146,27 @@ func TestHarmonyForcedTool(t *testing.T) {
 	r = post("/v1/chat/completions", `{"model":"tiny","tool_choice":"required","reasoning_effort":"high","tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
 	wantStatus(t, r, 400)
 }
+
+// TestHarmonyThinkingBudget: at the budget, gpt-oss's continuation closes
+// the analysis message and opens the final channel in harmony's own format
+// (not Qwen3's </think> text).
+func TestHarmonyThinkingBudget(t *testing.T) {
+	b, post := harmonyServer(t)
+	long := []string{"<think>"}
+	for i := 0; i < 1100; i++ {
+		long = append(long, " x")
+	}
+	b.scripts = [][]string{long, {"Answer", "."}}
+	m := post("/v1/messages", `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]}`).json(t)
+	c := m["content"].([]any)
+	if len(c) != 2 || c[1].(map[string]any)["text"] != "Answer." || c[0].(map[string]any)["thinking"] != strings.TrimSpace(strings.Repeat(" x", 1023)) {
+		t.Fatalf("content %v", c)
+	}
+	p := b.last().lastReq().Prompt
+	if want := "<|start|>assistant<|channel|>analysis<|message|>" + strings.Repeat(" x", 1023) + "<|end|><|start|>assistant<|channel|>final<|message|>"; !strings.HasSuffix(p, want) {
+		t.Errorf("continuation prompt ends %q", p[max(0, len(p)-120):])
+	}
+	if !strings.Contains(p, "Reasoning: low") {
+		t.Error("budget 1024 is not effort low")
+	}
+}
