@@ -245,6 +245,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		if ctx.Err() != nil {
 			res.StopReason = "cancel"
 			text.WriteString(stop.pending + dec.Flush())
+			if harmony != nil {
+				text.WriteString(harmony.flush())
+			}
 			break
 		}
 		if o.Logprobs {
@@ -274,7 +277,7 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			res.StopReason = "stop"
 			tail := dec.Flush()
 			if harmony != nil { // <|call|> closes a tool call
-				tail += harmony.piece(id, "")
+				tail += harmony.piece(id, "") + harmony.flush()
 			}
 			if err := emit(id, stop.flush(tail)); err != nil {
 				res.Text = text.String()

@@ -153,6 +153,14 @@ func TestGptOssHarmonyEndToEnd(t *testing.T) {
 		Sampler: SamplerOptions{Temperature: 0}, force: &scripted{ids: ids}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "<think>Easy.</think>Hello!", res.Text)
+
+	// Text held as a possible recipient (" to") is given out when generation ends.
+	ids, err = tok.Encode(" to<|return|>", false, true)
+	require.NoError(t, err)
+	res, err = m.Generate(context.Background(), GenerateOptions{Prompt: prompt, MaxTokens: len(ids) + 5,
+		Sampler: SamplerOptions{Temperature: 0}, force: &scripted{ids: ids}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, " to", res.Text)
 }
 
 func countID(ids []int32, id int32) int {
