@@ -68,6 +68,8 @@ type job struct {
 	effort, effortField string
 	// harmony: the prompt is in gpt-oss's harmony format.
 	harmony bool
+	// forceCall: the harmony prompt opens the turn as a call of this tool.
+	forceCall string
 }
 
 // outcome is what a finished generation reports.
@@ -161,6 +163,16 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		if j.forcedGrammar != nil {
 			j.toolParser = chat.NewToolParser(chat.ToolsForced)
 			j.req.Grammar = j.forcedGrammar
+			if e.tmpl.Kind() == "harmony" && j.forceTool != nil && *j.forceTool != "" {
+				// gpt-oss: the turn opens as the call in harmony's own
+				// header; the model writes the arguments only.
+				g, err := forcedArgsGrammar(j.tools, *j.forceTool)
+				if err != nil {
+					return "", err
+				}
+				j.req.Grammar, j.forceCall = g, *j.forceTool
+				j.toolParser = chat.NewForcedArgsParser(*j.forceTool)
+			}
 		}
 	}
 	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
@@ -193,7 +205,7 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		}
 		return p
 	}
-	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools, ReasoningEffort: effort}
+	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools, ReasoningEffort: effort, ForceCall: j.forceCall}
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.

@@ -142,6 +142,21 @@ func TestHarmonyForcedTool(t *testing.T) {
 	}
 	msg := r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 	checkOpenAICalls(t, msg["tool_calls"], []call{{"get_weather", `{"city":"Paris"}`}}, false)
+	// A named tool: the turn opens as the call in harmony's header and the
+	// model writes only the arguments.
+	b.script = []string{`{"city": `, `"Paris"}`}
+	r = post("/v1/chat/completions", `{"model":"tiny","tool_choice":{"type":"function","function":{"name":"get_weather"}},"tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	if p := b.last().lastReq().Prompt; !strings.HasSuffix(p, "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>") {
+		t.Errorf("named call prompt ends %q", p[max(0, len(p)-100):])
+	}
+	msg = r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	checkOpenAICalls(t, msg["tool_calls"], []call{{"get_weather", `{"city":"Paris"}`}}, false)
+	r = post("/v1/messages", `{"model":"tiny","max_tokens":100,"tool_choice":{"type":"tool","name":"get_weather"},"tools":[`+anthropicWeather+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	if !strings.Contains(string(r.body), `"type":"tool_use"`) || !strings.Contains(string(r.body), `"input":{"city":"Paris"}`) {
+		t.Errorf("anthropic named call: %s", r.body)
+	}
 	// Forcing a call from the first token leaves no room for reasoning.
 	r = post("/v1/chat/completions", `{"model":"tiny","tool_choice":"required","reasoning_effort":"high","tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
 	wantStatus(t, r, 400)

@@ -159,6 +159,10 @@ type Options struct {
 	// ReasoningEffort is gpt-oss's "Reasoning:" line (low, medium, high;
 	// "" for medium); only the harmony format has it.
 	ReasoningEffort string
+	// ForceCall, with AddGenerationPrompt, opens the assistant's turn as
+	// a call of the tool of that name, so the model writes only its
+	// arguments (harmony only: the channel header names the recipient).
+	ForceCall string
 }
 
 // RenderOptions formats msgs with o.
@@ -180,6 +184,9 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 		if len(m.ToolCalls) > 0 && !readsCalls {
 			return "", fmt.Errorf("chat: messages[%d]: this model's template does not support tool calls", i)
 		}
+	}
+	if o.ForceCall != "" && t.kind != "harmony" {
+		return "", errors.New("chat: only the harmony format opens a turn as a call")
 	}
 	if o.ReasoningEffort != "" && t.kind != "harmony" {
 		return "", errors.New("chat: this model's template has no reasoning effort (only gpt-oss's harmony format)")

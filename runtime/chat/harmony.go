@@ -140,6 +140,9 @@ func renderHarmonyOptions(msgs []Message, o Options) (string, error) {
 	}
 	if o.AddGenerationPrompt {
 		b.WriteString("<|start|>assistant")
+		if o.ForceCall != "" {
+			b.WriteString("<|channel|>commentary to=functions." + o.ForceCall + " <|constrain|>json<|message|>")
+		}
 	}
 	return b.String(), nil
 }

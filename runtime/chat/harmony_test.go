@@ -123,4 +123,20 @@ func TestHarmonyTools(t *testing.T) {
 	if content != "<think>x</think>" || len(calls) != 1 || calls[0].Name != "get_weather" || string(calls[0].Arguments) != `{"city":"Oslo"}` {
 		t.Errorf("parse: %q %+v", content, calls)
 	}
+
+	// A forced call opens the turn as the call; the answer is its arguments.
+	got, err = tm.RenderOptions(msgs[1:2], Options{AddGenerationPrompt: true, Tools: tools, ForceCall: "get_weather"})
+	if err != nil || !strings.HasSuffix(got, "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>") {
+		t.Errorf("forced call: %q %v", got, err)
+	}
+	if _, err := chatml.RenderOptions(msgs[1:2], Options{AddGenerationPrompt: true, ForceCall: "f"}); err == nil {
+		t.Error("forced call header accepted by a format without it")
+	}
+	p := NewForcedArgsParser("get_weather")
+	c1, k1 := p.Feed(`{"city": `)
+	c2, k2 := p.Feed(`"Oslo"}`)
+	c3, k3 := p.Flush()
+	if c1+c2+c3 != "" || len(k1)+len(k2) != 0 || len(k3) != 1 || k3[0].Name != "get_weather" || string(k3[0].Arguments) != `{"city":"Oslo"}` {
+		t.Errorf("forced arguments: %q %+v", c1+c2+c3, k3)
+	}
 }
