@@ -40,6 +40,10 @@ type GenerateOptions struct {
 	// grammar's language the same way: masked before sampling, end of
 	// generation only once complete, "stop" when nothing can follow.
 	GBNF *gbnf.Grammar
+
+	// force, when set, constrains sampling like Grammar (tests: a
+	// random-weight model made to write a given token stream).
+	force constraint
 }
 
 // TokenLogprob is one token's log-probability.
@@ -226,6 +230,8 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	var gm constraint
 	var masked []float32
 	switch {
+	case o.force != nil:
+		gm = o.force
 	case o.Grammar != nil:
 		gm = grammar.NewTokenMatcher(o.Grammar, m.GrammarVocab())
 	case o.GBNF != nil:
@@ -239,6 +245,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		if ctx.Err() != nil {
 			res.StopReason = "cancel"
 			text.WriteString(stop.pending + dec.Flush())
+			if harmony != nil {
+				text.WriteString(harmony.flush())
+			}
 			break
 		}
 		if o.Logprobs {
@@ -266,7 +275,11 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 
 		if m.tok.IsEOG(id) {
 			res.StopReason = "stop"
-			if err := emit(id, stop.flush(dec.Flush())); err != nil {
+			tail := dec.Flush()
+			if harmony != nil { // <|call|> closes a tool call
+				tail += harmony.piece(id, "") + harmony.flush()
+			}
+			if err := emit(id, stop.flush(tail)); err != nil {
 				res.Text = text.String()
 				return res, err
 			}
@@ -286,7 +299,11 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		done := gm != nil && gm.Finished() // the document is complete: nothing may follow
 		last := hit || done || len(res.Tokens) == maxTok || s.pos >= s.nCtx
 		if last && !hit {
-			piece += stop.flush(dec.Flush())
+			tail := dec.Flush()
+			if harmony != nil {
+				tail += harmony.flush()
+			}
+			piece += stop.flush(tail)
 		}
 		if err := emit(id, piece); err != nil {
 			res.Text = text.String()

@@ -204,14 +204,20 @@ func anthropicTool(i int, raw json.RawMessage) (json.RawMessage, error) {
 // (>= 1024 and below max_tokens) and bounds the reasoning (thinkbudget.go);
 // the reasoning and the answer together are bounded by max_tokens. display "omitted" returns thinking blocks with
 // their text left out. output_config.effort (how hard to think) is
-// accepted: a template's switch is only on or off.
+// gpt-oss's reasoning effort (xhigh and max as high); without it a
+// budget picks the effort (budgetEffort). Other templates' switch is only
+// on or off.
 func (q *anthropicRequest) thinking(j *job) error {
 	if q.OutputConfig != nil && q.OutputConfig.Effort != nil {
 		switch *q.OutputConfig.Effort {
-		case "low", "medium", "high", "xhigh", "max":
+		case "low", "medium", "high":
+			j.effort = *q.OutputConfig.Effort
+		case "xhigh", "max":
+			j.effort = "high"
 		default:
 			return badRequest("output_config.effort must be low, medium, high, xhigh or max, not %q", *q.OutputConfig.Effort)
 		}
+		j.effortField = "output_config.effort"
 	}
 	if absent(q.Thinking) {
 		return nil
@@ -257,6 +263,9 @@ func (q *anthropicRequest) thinking(j *job) error {
 	}
 	j.think = &on
 	j.thinkBudget = *th.BudgetTokens
+	if j.effortField == "" { // gpt-oss: the budget picks the effort
+		j.effort, j.effortField = budgetEffort(*th.BudgetTokens), "thinking.budget_tokens"
+	}
 	return nil
 }
 

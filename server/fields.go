@@ -108,7 +108,7 @@ var openaiChatFields = merge(openaiCommonFields, map[string]fieldRule{
 	"audio":               unsupported("audio"),
 	"modalities":          unsupported("modalities other than text", `["text"]`),
 	"prediction":          unsupported("prediction"),
-	"reasoning_effort":    unsupported("reasoning_effort (use chat_template_kwargs.enable_thinking)"),
+	"reasoning_effort":    honoured, // gpt-oss's effort; a switch for other thinking models
 	"web_search_options":  unsupported("web_search_options"),
 	"verbosity":           unsupported("verbosity"),
 })

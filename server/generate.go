@@ -61,6 +61,15 @@ type job struct {
 	// thinkBudget, when > 0, bounds the tokens of a thinking model's
 	// reasoning (thinkbudget.go).
 	thinkBudget int
+	// effort is gpt-oss's reasoning effort (low, medium, high) from the
+	// request field effortField (reasoning_effort, think, reasoning.effort,
+	// output_config.effort, thinking.budget_tokens); only the harmony
+	// format takes it, other thinking templates read the field as a switch.
+	effort, effortField string
+	// harmony: the prompt is in gpt-oss's harmony format.
+	harmony bool
+	// forceCall: the harmony prompt opens the turn as a call of this tool.
+	forceCall string
 }
 
 // outcome is what a finished generation reports.
@@ -154,6 +163,16 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		if j.forcedGrammar != nil {
 			j.toolParser = chat.NewToolParser(chat.ToolsForced)
 			j.req.Grammar = j.forcedGrammar
+			if e.tmpl.Kind() == "harmony" && j.forceTool != nil && *j.forceTool != "" {
+				// gpt-oss: the turn opens as the call in harmony's own
+				// header; the model writes the arguments only.
+				g, err := forcedArgsGrammar(j.tools, *j.forceTool)
+				if err != nil {
+					return "", err
+				}
+				j.req.Grammar, j.forceCall = g, *j.forceTool
+				j.toolParser = chat.NewForcedArgsParser(*j.forceTool)
+			}
 		}
 	}
 	if j.think != nil && *j.think && !e.tmpl.SupportsThinking() {
@@ -169,7 +188,15 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		off := false
 		j.think = &off
 	}
+	effort := ""
+	if j.effortField != "" && e.tmpl.Kind() == "harmony" {
+		if j.effort == "" { // "none": gpt-oss has no switch to stop reasoning
+			return "", badRequest("%s: gpt-oss always reasons; use low, medium or high", j.effortField)
+		}
+		effort = j.effort
+	}
 	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
+	j.harmony = e.tmpl.Kind() == "harmony"
 	meta := e.model.Meta()
 	// The tokenizer adds BOS itself; a template that writes it would double it.
 	trimBOS := func(p string) string {
@@ -178,7 +205,7 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		}
 		return p
 	}
-	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools}
+	o := chat.Options{AddGenerationPrompt: true, EnableThinking: j.think, Tools: j.tools, ReasoningEffort: effort, ForceCall: j.forceCall}
 	if j.messages != nil && meta.CountTokens != nil {
 		// A chat longer than the context drops its oldest turns (system
 		// messages and the last message stay), as Ollama does.

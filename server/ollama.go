@@ -136,6 +136,9 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	}
 	j := &job{model: q.Model, prompt: q.Prompt, system: q.System, template: !q.Raw, req: defaultRequest(), keepAlive: q.KeepAlive.d, think: think,
 		logprobs: q.Logprobs, tools: tools, suffix: q.Suffix}
+	if lvl := thinkLevel(q.Think); lvl != "" {
+		j.effort, j.effortField = lvl, "think"
+	}
 	j.req.Grammar = format
 	if q.TopLogprobs != nil {
 		if *q.TopLogprobs < 0 || *q.TopLogprobs > 20 {

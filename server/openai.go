@@ -98,6 +98,7 @@ type openaiRequest struct {
 	// ("auto"/"deepseek": the reasoning in reasoning_content; "none": inline).
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	ReasoningFormat    *string                    `json:"reasoning_format"`
+	ReasoningEffort    *string                    `json:"reasoning_effort"`
 	// response_format: text, json_object or json_schema (structured output).
 	ResponseFormat json.RawMessage `json:"response_format"`
 	// grammar: llama-server's GBNF constraint (samplers.go).
@@ -131,6 +132,11 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 			return nil, badRequest("chat_template_kwargs.enable_thinking must be true or false")
 		}
 		j.think = &b
+	}
+	if e := q.ReasoningEffort; e != nil {
+		if err := openaiEffort(j, "reasoning_effort", *e); err != nil {
+			return nil, err
+		}
 	}
 	if f := q.ReasoningFormat; f != nil {
 		switch *f {

@@ -343,13 +343,9 @@ func (q *responsesRequest) job(bool) (*job, error) {
 	}
 	if q.Reasoning != nil {
 		if q.Reasoning.Effort != nil {
-			on := *q.Reasoning.Effort != "none"
-			switch *q.Reasoning.Effort {
-			case "none", "minimal", "low", "medium", "high", "xhigh":
-			default:
-				return nil, badRequest("reasoning.effort must be none, minimal, low, medium, high or xhigh, not %q", *q.Reasoning.Effort)
+			if err := openaiEffort(j, "reasoning.effort", *q.Reasoning.Effort); err != nil {
+				return nil, err
 			}
-			j.think = &on
 		}
 		for _, s := range []*string{q.Reasoning.Summary, q.Reasoning.GenerateSummary} {
 			if s != nil && *s != "auto" && *s != "concise" && *s != "detailed" {

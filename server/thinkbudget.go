@@ -53,11 +53,19 @@ func generate(ctx context.Context, m Model, j *job, req GenerateRequest, onText 
 		return res, err
 	}
 	closing := "\n" + thinkClose + "\n\n"
+	next := req
+	next.Prompt = req.Prompt + raw.String() + closing
+	if j.harmony {
+		// gpt-oss: the runtime wrote its analysis channel as <think>...;
+		// the continuation closes that message in the model's own format
+		// and opens the final channel.
+		closing = thinkClose
+		reasoning := strings.TrimPrefix(strings.TrimLeft(raw.String(), " \t\r\n"), thinkOpen)
+		next.Prompt = req.Prompt + "<|channel|>analysis<|message|>" + reasoning + "<|end|><|start|>assistant<|channel|>final<|message|>"
+	}
 	if err := onText(closing); err != nil {
 		return res, err
 	}
-	next := req
-	next.Prompt = req.Prompt + raw.String() + closing
 	if req.MaxTokens > 0 {
 		next.MaxTokens = req.MaxTokens - res.Tokens
 		if next.MaxTokens <= 0 {

@@ -131,3 +131,47 @@ func splitThinking(text string) (thinking, content string) {
 	th2, c2 := t.flush()
 	return th + th2, c + c2
 }
+
+// thinkLevel is the effort level of Ollama's think field ("" for a
+// boolean or no field); parseThink has checked it.
+func thinkLevel(raw json.RawMessage) string {
+	var level string
+	if json.Unmarshal(raw, &level) == nil {
+		return level
+	}
+	return ""
+}
+
+// openaiEffort reads OpenAI's reasoning effort (field names the request
+// field): none turns a template's thinking off, the others on; for
+// gpt-oss it is the effort of its system message, minimal read as low and
+// xhigh as high.
+func openaiEffort(j *job, field, e string) error {
+	switch e {
+	case "none":
+		j.effort = ""
+	case "minimal", "low":
+		j.effort = "low"
+	case "medium":
+		j.effort = "medium"
+	case "high", "xhigh":
+		j.effort = "high"
+	default:
+		return badRequest("%s must be none, minimal, low, medium, high or xhigh, not %s", field, quoteShort(e))
+	}
+	on := e != "none"
+	j.think, j.effortField = &on, field
+	return nil
+}
+
+// budgetEffort maps an Anthropic thinking budget to gpt-oss's effort:
+// below 4096 tokens low, below 16384 medium, else high.
+func budgetEffort(budget int) string {
+	switch {
+	case budget < 4096:
+		return "low"
+	case budget < 16384:
+		return "medium"
+	}
+	return "high"
+}

@@ -169,3 +169,32 @@ func forcedToolGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, 
 	}
 	return g, nil
 }
+
+// forcedArgsGrammar compiles the grammar of the arguments of a call of
+// the tool name: its parameters schema (any object when it has none).
+func forcedArgsGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, error) {
+	for _, raw := range tools {
+		var t struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) != nil || t.Function.Name != name {
+			continue
+		}
+		params := t.Function.Parameters
+		if absent(params) {
+			params = json.RawMessage(`{"type":"object"}`)
+		}
+		if err := checkSchema("tools (the parameters of the tool tool_choice asks for)", params); err != nil {
+			return nil, err
+		}
+		g, err := grammar.CompileSchema(params)
+		if err != nil {
+			return nil, badRequest("tool_choice: the tool's parameters: %v", err)
+		}
+		return g, nil
+	}
+	return nil, badRequest("tool_choice: no tool named %s in tools", quoteShort(name))
+}

@@ -158,6 +158,13 @@ type Options struct {
 	// "parameters"}}; the template gets them as tools. Only for a template
 	// that SupportsTools.
 	Tools []json.RawMessage
+	// ReasoningEffort is gpt-oss's "Reasoning:" line (low, medium, high;
+	// "" for medium); only the harmony format has it.
+	ReasoningEffort string
+	// ForceCall, with AddGenerationPrompt, opens the assistant's turn as
+	// a call of the tool of that name, so the model writes only its
+	// arguments (harmony only: the channel header names the recipient).
+	ForceCall string
 }
 
 // RenderOptions formats msgs with o.
@@ -180,8 +187,17 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 			return "", fmt.Errorf("chat: messages[%d]: this model's template does not support tool calls", i)
 		}
 	}
+	if o.ForceCall != "" && t.kind != "harmony" {
+		return "", errors.New("chat: only the harmony format opens a turn as a call")
+	}
+	if o.ReasoningEffort != "" && t.kind != "harmony" {
+		return "", errors.New("chat: this model's template has no reasoning effort (only gpt-oss's harmony format)")
+	}
 	if t.jinja != nil {
 		return t.renderJinja(msgs, o)
+	}
+	if t.kind == "harmony" {
+		return renderHarmonyOptions(msgs, o)
 	}
 	if t.SupportsTools() {
 		var err error

@@ -27,6 +27,14 @@ type ToolParser struct {
 	marker    string // the marker that opened the current call text
 	atStart   bool   // only whitespace so far (llama3: a leading "{" is a call)
 	afterCall bool   // drop whitespace that follows a call
+	callName  string // NewForcedArgsParser: the answer is this tool's arguments
+}
+
+// NewForcedArgsParser returns the parser of an answer that is only the
+// arguments object of a call of the tool name (the harmony format's
+// forced call: the prompt already names the recipient).
+func NewForcedArgsParser(name string) *ToolParser {
+	return &ToolParser{format: ToolsForced, atStart: true, callName: name}
 }
 
 // NewToolParser returns a parser for format (see ToolFormat).
@@ -44,7 +52,7 @@ func ParseToolCalls(format, text string) (content string, calls []ToolCall) {
 
 func (p *ToolParser) markers() []string {
 	switch p.format {
-	case ToolsHermes:
+	case ToolsHermes, ToolsHarmony:
 		return []string{"<tool_call>"}
 	case ToolsMistral:
 		return []string{"[TOOL_CALLS]"}
@@ -111,7 +119,7 @@ func (p *ToolParser) Feed(s string) (content string, calls []ToolCall) {
 				p.markWS, p.ws = p.ws, ""
 				p.marker, p.buf = mk, p.buf[at+len(mk):]
 				p.state = 2
-				if p.format == ToolsHermes {
+				if p.format == ToolsHermes || p.format == ToolsHarmony {
 					p.state = 1
 				}
 				continue
@@ -172,6 +180,14 @@ func (p *ToolParser) Flush() (content string, calls []ToolCall) {
 		case ToolsLlama3:
 			calls, text, err = parseJSONCalls(rest, "parameters", false)
 		case ToolsForced:
+			if p.callName != "" {
+				q, _ := json.Marshal(p.callName)
+				calls, text, err = parseJSONCalls(`{"name": `+string(q)+`, "arguments": `+rest+`}`, "arguments", false)
+				if err == nil && text != "" {
+					calls, err = nil, errors.New("text beside the arguments")
+				}
+				break
+			}
 			calls, text, err = parseJSONCalls(rest, "arguments", false)
 		default:
 			err = errors.New("no format")

@@ -37,6 +37,11 @@ const (
 	ToolsLlama3  = "llama3"
 	ToolsMistral = "mistral"
 	ToolsGranite = "granite"
+	// ToolsHarmony is gpt-oss's: a message to functions.NAME on the
+	// commentary channel, which the runtime's harmony rewriter
+	// (runtime/harmony.go) gives out as a hermes-style
+	// <tool_call>{"name": ..., "arguments": ...}</tool_call> block.
+	ToolsHarmony = "harmony"
 	// ToolsForced is the answer of a request that forces a call (OpenAI
 	// tool_choice "required" or a named function): sampling is constrained
 	// to one JSON object {"name": ..., "arguments": {...}}, the whole answer.
@@ -70,6 +75,8 @@ func (t *Template) ToolFormat() string {
 			return ToolsHermes
 		case "llama3":
 			return ToolsLlama3
+		case "harmony":
+			return ToolsHarmony
 		}
 	}
 	return ""
@@ -85,7 +92,7 @@ func (t *Template) SupportsTools() bool {
 	if t.jinja != nil {
 		return true
 	}
-	return (f == ToolsHermes && (t.kind == "chatml" || t.kind == "qwen3")) || (f == ToolsLlama3 && t.kind == "llama3")
+	return (f == ToolsHermes && (t.kind == "chatml" || t.kind == "qwen3")) || (f == ToolsLlama3 && t.kind == "llama3") || f == ToolsHarmony
 }
 
 // checkTools validates the tool definitions: JSON objects with a function name.
