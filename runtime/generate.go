@@ -129,11 +129,14 @@ func (s *Session) evalPrompt(ctx context.Context, tokens []int32) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n := min(step, len(tokens))
+		n := s.recPieceEnd(min(step, len(tokens)), s.pos+len(tokens))
 		if _, err := s.eval(tokens[:n], false); err != nil {
 			return err
 		}
 		tokens = tokens[n:]
+		if len(tokens) == 0 || s.pos%recCheckpointEvery == 0 {
+			s.checkpoint() // recurrent models only (recsnap.go)
+		}
 	}
 	return nil
 }

@@ -380,3 +380,65 @@ func TestQwen35Perplexity(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen35Checkpoints: Generate keeps the recurrent state at every 64th
+// prompt position and at the end of each prompt, a few at a time; a later
+// prompt that diverges inside the conversation goes back to the last
+// checkpoint at or before the divergence (in the same session and through
+// the prefix cache in another one) and evaluates only from there, with the
+// logits of a run from scratch bit for bit.
+func TestQwen35Checkpoints(t *testing.T) {
+	path := qwen35Mini(t)
+	m := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 512})
+	fresh := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 512, PrefixCache: Ptr(int64(0))})
+	ids := func(n int, seed int32) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = 300 + (seed*7919+int32(i)*104729)%20000
+		}
+		return out
+	}
+	promptOnly := func(s *Session, toks []int32) (*GenerateResult, []float32) {
+		t.Helper()
+		r, err := s.Generate(context.Background(), GenerateOptions{Tokens: toks, PromptOnly: true}, nil)
+		require.NoError(t, err)
+		return r, slices.Clone(s.last)
+	}
+	scratch := func(toks []int32) []float32 {
+		t.Helper()
+		s := newSession(t, fresh, 512)
+		r, last := promptOnly(s, toks)
+		require.Zero(t, r.CachedTokens)
+		return last
+	}
+
+	a := ids(200, 1)
+	s := newSession(t, m, 512)
+	_, last := promptOnly(s, a)
+	requireSameBits(t, scratch(a), last, "turn 1")
+	require.Equal(t, []int{64, 128, 192, 200}, s.Checkpoints())
+	err := s.Truncate(150)
+	require.ErrorContains(t, err, "checkpoint")
+
+	// Diverges at 150: back to 128, evaluate 128..
+	b := append(slices.Clone(a[:150]), ids(30, 2)...)
+	r, last := promptOnly(s, b)
+	require.Equal(t, 128, r.CachedTokens)
+	requireSameBits(t, scratch(b), last, "same session, diverged at 150")
+	require.Equal(t, []int{64, 128, 180}, s.Checkpoints())
+
+	// Another session: the prefix cache's snapshot of b (checkpoints
+	// included) serves a prompt diverging at 170 from 128.
+	c := append(slices.Clone(b[:170]), ids(12, 3)...)
+	s2 := newSession(t, m, 512)
+	r, last = promptOnly(s2, c)
+	require.Equal(t, 128, r.CachedTokens)
+	requireSameBits(t, scratch(c), last, "prefix cache, diverged at 170")
+
+	// Truncate goes back to a checkpoint; the state is the one there.
+	require.NoError(t, s.Truncate(64))
+	require.Equal(t, []int{64}, s.Checkpoints())
+	got, err := s.Eval(b[64:100], false)
+	require.NoError(t, err)
+	requireSameBits(t, scratch(b[:100]), got, "truncated to 64, then evaluated to 100")
+}
