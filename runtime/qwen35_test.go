@@ -420,9 +420,28 @@ func TestQwen35Checkpoints(t *testing.T) {
 	err := s.Truncate(150)
 	require.ErrorContains(t, err, "checkpoint")
 
+	// From the end-of-prompt checkpoint at 200, not on a 64 boundary: the
+	// pieces evaluated then (200-256, 256-260) are not those of a run from
+	// scratch (one 260-token batch), and Woolly's attention takes another
+	// path for batches of 64 tokens and more, so the reference is a session
+	// that evaluates the same pieces without going back: a followed by y.
+	s3 := newSession(t, m, 512)
+	promptOnly(s3, a)
+	x := append(slices.Clone(a), ids(3, 4)...)
+	r, _ := promptOnly(s3, x)
+	require.Equal(t, 200, r.CachedTokens)
+	y := append(slices.Clone(a), ids(60, 5)...)
+	r, last = promptOnly(s3, y) // diverges at 200 from x: back to 200
+	require.Equal(t, 200, r.CachedTokens)
+	ref := newSession(t, fresh, 512)
+	promptOnly(ref, a)
+	r, want := promptOnly(ref, y)
+	require.Equal(t, 200, r.CachedTokens)
+	requireSameBits(t, want, last, "from the end-of-prompt checkpoint")
+
 	// Diverges at 150: back to 128, evaluate 128..
 	b := append(slices.Clone(a[:150]), ids(30, 2)...)
-	r, last := promptOnly(s, b)
+	r, last = promptOnly(s, b)
 	require.Equal(t, 128, r.CachedTokens)
 	requireSameBits(t, scratch(b), last, "same session, diverged at 150")
 	require.Equal(t, []int{64, 128, 180}, s.Checkpoints())
