@@ -129,15 +129,17 @@ func (s *Session) Checkpoints() []int {
 }
 
 // recPieceEnd shortens a prompt piece of n tokens starting at the session's
-// position so that it ends at the next checkpoint position when that falls
-// inside it and its checkpoint will be among those kept once the prompt
-// (ending at end) is evaluated.
+// position so that it ends at the first checkpoint position inside it whose
+// checkpoint will be among those kept once the prompt (ending at end) is
+// evaluated: the 64-token boundaries within the last
+// recCheckpointEvery*(recMaxCheckpoints-1) tokens before end.
 func (s *Session) recPieceEnd(n, end int) int {
 	if s.rec == nil {
 		return n
 	}
-	next := (s.pos/recCheckpointEvery + 1) * recCheckpointEvery
-	if next-s.pos < n && end-next < recCheckpointEvery*(recMaxCheckpoints-1) {
+	first := max(s.pos, end-recCheckpointEvery*(recMaxCheckpoints-1))
+	next := (first/recCheckpointEvery + 1) * recCheckpointEvery
+	if next-s.pos < n {
 		return next - s.pos
 	}
 	return n
