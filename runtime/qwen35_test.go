@@ -461,3 +461,40 @@ func TestQwen35Checkpoints(t *testing.T) {
 	require.NoError(t, err)
 	requireSameBits(t, scratch(b[:100]), got, "truncated to 64, then evaluated to 100")
 }
+
+// TestQwen35AcquireByCheckpoint: Acquire picks the idle session that can
+// keep the most of a prompt, counting a hybrid model's checkpoints: not the
+// one sharing the longest raw prefix, whose last checkpoint before the
+// divergence comes earlier.
+func TestQwen35AcquireByCheckpoint(t *testing.T) {
+	m := loadPath(t, qwen35Mini(t), LoadOptions{Threads: 2, ContextLength: 512, PrefixCache: Ptr(int64(0))})
+	b, err := m.NewBatch(BatchOptions{})
+	require.NoError(t, err)
+	a := make([]int32, 200)
+	for i := range a {
+		a[i] = 300 + int32(i*104729)%20000
+	}
+	gen := func(ids []int32) *Session {
+		s, err := b.Acquire(ids, 512)
+		require.NoError(t, err)
+		_, err = s.Generate(context.Background(), GenerateOptions{Tokens: ids, MaxTokens: 3, Sampler: SamplerOptions{Temperature: 0}}, nil)
+		require.NoError(t, err)
+		return s
+	}
+	sa := gen(a)       // checkpoints 64, 128, 192, 200
+	sb := gen(a[:196]) // 64, 128, 192, 196
+	require.True(t, sa != sb)
+	b.Release(sa)
+	b.Release(sb)
+	require.Equal(t, []int{64, 128, 192, 196}, sb.Checkpoints())
+	// Shares 197 tokens with a (its session keeps 192), 196 with a[:196]
+	// and its reply (kept: its end-of-prompt checkpoint).
+	p := append(slices.Clone(a[:197]), 7, 8, 9)
+	require.NotEqual(t, p[196], sb.Tokens()[196], "the reply must differ from a[196]")
+	s, err := b.Acquire(p, 512)
+	require.NoError(t, err)
+	require.True(t, s == sb, "Acquire took the session that keeps %d positions, not the one that keeps 196", s.reusable(p))
+	r, err := s.Generate(context.Background(), GenerateOptions{Tokens: p, PromptOnly: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 196, r.CachedTokens)
+}
