@@ -129,12 +129,13 @@ func (s *Session) evalPrompt(ctx context.Context, tokens []int32) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n := s.recPieceEnd(min(step, len(tokens)), s.pos+len(tokens))
+		end := s.pos + len(tokens)
+		n := s.recPieceEnd(min(step, len(tokens)), end)
 		if _, err := s.eval(tokens[:n], false); err != nil {
 			return err
 		}
 		tokens = tokens[n:]
-		if len(tokens) == 0 || s.pos%recCheckpointEvery == 0 {
+		if isCheckpoint(s.pos, end) {
 			s.checkpoint() // recurrent models only (recsnap.go)
 		}
 	}

@@ -381,8 +381,9 @@ func TestQwen35Perplexity(t *testing.T) {
 	}
 }
 
-// TestQwen35Checkpoints: Generate keeps the recurrent state at every 64th
-// prompt position and at the end of each prompt, a few at a time; a later
+// TestQwen35Checkpoints: Generate keeps the recurrent state at 64-token
+// prompt positions, 8 tokens before the end of each prompt and at its end,
+// a few at a time; a later
 // prompt that diverges inside the conversation goes back to the last
 // checkpoint at or before the divergence (in the same session and through
 // the prefix cache in another one) and evaluates only from there, with the
@@ -416,7 +417,7 @@ func TestQwen35Checkpoints(t *testing.T) {
 	s := newSession(t, m, 512)
 	_, last := promptOnly(s, a)
 	requireSameBits(t, scratch(a), last, "turn 1")
-	require.Equal(t, []int{64, 128, 192, 200}, s.Checkpoints())
+	require.Equal(t, []int{128, 192, 200}, s.Checkpoints()) // 64s within 128 of the end, 8 before it, the end
 	err := s.Truncate(150)
 	require.ErrorContains(t, err, "checkpoint")
 
@@ -444,7 +445,7 @@ func TestQwen35Checkpoints(t *testing.T) {
 	r, last = promptOnly(s, b)
 	require.Equal(t, 128, r.CachedTokens)
 	requireSameBits(t, scratch(b), last, "same session, diverged at 150")
-	require.Equal(t, []int{64, 128, 180}, s.Checkpoints())
+	require.Equal(t, []int{128, 172, 180}, s.Checkpoints())
 
 	// Another session: the prefix cache's snapshot of b (checkpoints
 	// included) serves a prompt diverging at 170 from 128.
@@ -454,12 +455,28 @@ func TestQwen35Checkpoints(t *testing.T) {
 	require.Equal(t, 128, r.CachedTokens)
 	requireSameBits(t, scratch(c), last, "prefix cache, diverged at 170")
 
-	// Truncate goes back to a checkpoint; the state is the one there.
-	require.NoError(t, s.Truncate(64))
-	require.Equal(t, []int{64}, s.Checkpoints())
-	got, err := s.Eval(b[64:100], false)
+	// Truncate goes back to a checkpoint; the state is the one there
+	// (compared with a fresh session that evaluates the same pieces).
+	require.ErrorContains(t, s.Truncate(64), "checkpoint (128, 172, 180)")
+	require.NoError(t, s.Truncate(128))
+	require.Equal(t, []int{128}, s.Checkpoints())
+	got, err := s.Eval(b[128:160], false)
 	require.NoError(t, err)
-	requireSameBits(t, scratch(b[:100]), got, "truncated to 64, then evaluated to 100")
+	ref = newSession(t, fresh, 512)
+	promptOnly(ref, b[:128])
+	want, err = ref.Eval(b[128:160], false)
+	require.NoError(t, err)
+	requireSameBits(t, want, got, "truncated to 128, then evaluated to 160")
+
+	// A prompt diverging 3 tokens before the end of the previous one (a
+	// generation prompt rendered otherwise in history) goes back to the
+	// checkpoint 8 tokens before that end.
+	e := ids(150, 6)
+	s4 := newSession(t, m, 512)
+	promptOnly(s4, e)
+	require.Equal(t, []int{64, 128, 142, 150}, s4.Checkpoints())
+	r, _ = promptOnly(s4, append(slices.Clone(e[:147]), ids(10, 7)...))
+	require.Equal(t, 142, r.CachedTokens)
 }
 
 // TestQwen35AcquireByCheckpoint: Acquire picks the idle session that can
@@ -481,12 +498,12 @@ func TestQwen35AcquireByCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 		return s
 	}
-	sa := gen(a)       // checkpoints 64, 128, 192, 200
-	sb := gen(a[:196]) // 64, 128, 192, 196
+	sa := gen(a)       // checkpoints 128, 192, 200
+	sb := gen(a[:196]) // 128, 188, 192, 196
 	require.True(t, sa != sb)
 	b.Release(sa)
 	b.Release(sb)
-	require.Equal(t, []int{64, 128, 192, 196}, sb.Checkpoints())
+	require.Equal(t, []int{128, 188, 192, 196}, sb.Checkpoints())
 	// Shares 197 tokens with a (its session keeps 192), 196 with a[:196]
 	// and its reply (kept: its end-of-prompt checkpoint).
 	p := append(slices.Clone(a[:197]), 7, 8, 9)

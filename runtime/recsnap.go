@@ -6,8 +6,11 @@ package runtime
 // shares only part of a conversation (a chat template that renders the last
 // assistant turn differently once it is history, say) need not re-evaluate
 // the whole prompt, Generate keeps copies of the state at checkpoint
-// positions: every recCheckpointEvery tokens of a prompt (its pieces are
-// split there) and at the end of each prompt. A later prompt that diverges
+// positions: every recCheckpointEvery tokens of a prompt, recTailCheckpoint
+// tokens before its end and at its end (the prompt's pieces are split
+// there). The one just before the end serves the common chat case of a
+// template whose generation prompt (an opened thinking block, say) is not
+// how the assistant turn renders once it is history. A later prompt that diverges
 // at position p restores the last checkpoint at or before p, cuts the KV
 // rows there and evaluates from it. The state at a position depends only on
 // the tokens before it, so the result is the same as evaluating from scratch.
@@ -29,6 +32,10 @@ import (
 // recCheckpointEvery is the spacing of the prompt checkpoints (llama.cpp's
 // chunk size for this layer's prompt form).
 const recCheckpointEvery = 64
+
+// recTailCheckpoint is how many tokens before the end of a prompt the
+// second-to-last checkpoint is taken.
+const recTailCheckpoint = 8
 
 // recMaxCheckpoints is the number of checkpoints a session keeps.
 const recMaxCheckpoints = 4
@@ -128,17 +135,27 @@ func (s *Session) Checkpoints() []int {
 	return out
 }
 
+// isCheckpoint reports whether Generate keeps a checkpoint at position pos
+// of a prompt that ends at end.
+func isCheckpoint(pos, end int) bool {
+	return pos == end || pos == end-recTailCheckpoint || pos%recCheckpointEvery == 0
+}
+
 // recPieceEnd shortens a prompt piece of n tokens starting at the session's
 // position so that it ends at the first checkpoint position inside it whose
 // checkpoint will be among those kept once the prompt (ending at end) is
 // evaluated: the 64-token boundaries within the last
-// recCheckpointEvery*(recMaxCheckpoints-1) tokens before end.
+// recCheckpointEvery*(recMaxCheckpoints-2) tokens before end, and
+// recTailCheckpoint tokens before end.
 func (s *Session) recPieceEnd(n, end int) int {
 	if s.rec == nil {
 		return n
 	}
-	first := max(s.pos, end-recCheckpointEvery*(recMaxCheckpoints-1))
+	first := max(s.pos, end-recCheckpointEvery*(recMaxCheckpoints-2))
 	next := (first/recCheckpointEvery + 1) * recCheckpointEvery
+	if tail := end - recTailCheckpoint; tail > s.pos && tail < next {
+		next = tail
+	}
 	if next-s.pos < n {
 		return next - s.pos
 	}
