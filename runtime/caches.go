@@ -45,6 +45,7 @@ type Snapshot struct {
 	k, v   [][]byte        // per layer len(tokens) rows in the model's cache types
 	last   []float32       // logits after the last token
 	rec    *recurrentState // the linear layers' state after the last token (nil: none)
+	ckpts  []recCheckpoint // the session's earlier states (recsnap.go), shared
 }
 
 // Bytes is the memory the snapshot holds (cache.Snapshot).
@@ -55,6 +56,9 @@ func (sn *Snapshot) Bytes() int64 {
 	}
 	if sn.rec != nil {
 		n += sn.rec.bytes()
+	}
+	for _, c := range sn.ckpts {
+		n += c.rec.bytes()
 	}
 	return n + 4*int64(len(sn.tokens)+len(sn.last))
 }
@@ -80,6 +84,7 @@ func (s *Session) Snapshot() *Snapshot {
 	}
 	if s.rec != nil {
 		sn.rec = s.rec.clone()
+		sn.ckpts = append([]recCheckpoint(nil), s.ckpts...)
 	}
 	return sn
 }
@@ -109,14 +114,24 @@ func (s *Session) restore(sn *Snapshot, n int) error {
 		return fmt.Errorf("restore: snapshot of %d positions does not fit the context of %d", n, s.nCtx)
 	}
 	if s.rec != nil {
-		// The recurrent state exists only after the snapshot's last token.
+		// The recurrent state exists after the snapshot's last token and
+		// at its checkpoints (recsnap.go).
+		c := lastCheckpoint(sn.ckpts, n)
 		switch {
 		case n == sn.Len() && sn.rec != nil:
 			s.rec.copyFrom(sn.rec)
 		case n == 0:
 			s.rec.clear()
+		case c.pos == n:
+			s.rec.copyFrom(c.rec)
 		default:
-			return fmt.Errorf("restore: %d of the snapshot's %d positions asked, but %s's recurrent state exists only for all of them", n, sn.Len(), s.model.cfg.Arch)
+			return fmt.Errorf("restore: %d of the snapshot's %d positions asked, but %s's recurrent state exists only for all of them or a checkpoint", n, sn.Len(), s.model.cfg.Arch)
+		}
+		s.ckpts = s.ckpts[:0]
+		for _, c := range sn.ckpts {
+			if c.pos <= n {
+				s.ckpts = append(s.ckpts, c)
+			}
 		}
 	}
 	kb, vb := s.model.kvRows()
@@ -288,16 +303,19 @@ func (s *Session) lookupPrefix(prompt []int32) (int, bool, error) {
 	if n == len(prompt) {
 		n--
 	}
-	if s.rec != nil && n != s.pos {
-		// A recurrent state cannot be rolled back: keep all or nothing.
-		n = 0
-	}
+	// A recurrent state cannot be rolled back: keep all positions or go
+	// back to the last checkpoint before the divergence (recsnap.go).
+	n = s.recPoint(n)
 	if pc := s.model.caches.prefix; pc != nil && n < len(prompt)-1 {
 		// Only a longer prefix than the session's own is worth a copy (the
 		// cache counts a hit whenever it finds a shared prefix; the time
 		// saved counts restores only).
 		if c, snap, _ := pc.LongestCommon(prompt[:len(prompt)-1]); c > n {
-			if sn, ok := snap.(*Snapshot); ok && sn.model == s.model && c <= s.nCtx && (s.rec == nil || c == sn.Len()) {
+			sn, ok := snap.(*Snapshot)
+			if ok && s.rec != nil && c != sn.Len() {
+				c = lastCheckpoint(sn.ckpts, c).pos
+			}
+			if ok && sn.model == s.model && c > n && c <= s.nCtx {
 				if err := s.restore(sn, c); err != nil {
 					return 0, false, err
 				}

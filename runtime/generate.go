@@ -133,11 +133,15 @@ func (s *Session) evalPrompt(ctx context.Context, tokens []int32) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n := min(step, len(tokens))
+		end := s.pos + len(tokens)
+		n := s.recPieceEnd(min(step, len(tokens)), end)
 		if _, err := s.eval(tokens[:n], false); err != nil {
 			return err
 		}
 		tokens = tokens[n:]
+		if isCheckpoint(s.pos, end) {
+			s.checkpoint() // recurrent models only (recsnap.go)
+		}
 	}
 	return nil
 }

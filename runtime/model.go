@@ -307,9 +307,10 @@ type Session struct {
 	// pos cached tokens (nil for models without them). It cannot be rolled
 	// back: Truncate keeps all positions or none.
 	rec   *recurrentState
-	st    *fwdState // scratch of its own passes (nil in a batch: the batch's steps have theirs)
-	last  []float32 // logits of the last evaluated position [NVocab]
-	batch *Batch    // the batch it evaluates through, or nil
+	ckpts []recCheckpoint // copies of rec at earlier positions, ascending (recsnap.go)
+	st    *fwdState       // scratch of its own passes (nil in a batch: the batch's steps have theirs)
+	last  []float32       // logits of the last evaluated position [NVocab]
+	batch *Batch          // the batch it evaluates through, or nil
 	// hiddenOut makes forward write the final-normed hidden rows instead
 	// of logits (Embed's sessions, never in a batch).
 	hiddenOut bool
@@ -403,6 +404,7 @@ func (s *Session) Reset() {
 	s.pos, s.tokens = 0, s.tokens[:0]
 	if s.rec != nil {
 		s.rec.clear()
+		s.ckpts = s.ckpts[:0]
 	}
 }
 
@@ -411,11 +413,10 @@ func (s *Session) Truncate(pos int) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("truncate to %d: the cache holds %d positions", pos, s.pos)
 	}
-	if s.rec != nil && pos != s.pos {
-		if pos != 0 {
-			return fmt.Errorf("truncate to %d: %s keeps a recurrent state that cannot be rolled back (truncate to 0 or %d only)", pos, s.model.cfg.Arch, s.pos)
+	if s.rec != nil {
+		if err := s.rollbackRec(pos); err != nil {
+			return err
 		}
-		s.rec.clear()
 	}
 	s.pos = pos
 	s.tokens = s.tokens[:pos]

@@ -380,3 +380,138 @@ func TestQwen35Perplexity(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen35Checkpoints: Generate keeps the recurrent state at 64-token
+// prompt positions, 8 tokens before the end of each prompt and at its end,
+// a few at a time; a later
+// prompt that diverges inside the conversation goes back to the last
+// checkpoint at or before the divergence (in the same session and through
+// the prefix cache in another one) and evaluates only from there, with the
+// logits of a run from scratch bit for bit.
+func TestQwen35Checkpoints(t *testing.T) {
+	path := qwen35Mini(t)
+	m := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 512})
+	fresh := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 512, PrefixCache: Ptr(int64(0))})
+	ids := func(n int, seed int32) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = 300 + (seed*7919+int32(i)*104729)%20000
+		}
+		return out
+	}
+	promptOnly := func(s *Session, toks []int32) (*GenerateResult, []float32) {
+		t.Helper()
+		r, err := s.Generate(context.Background(), GenerateOptions{Tokens: toks, PromptOnly: true}, nil)
+		require.NoError(t, err)
+		return r, slices.Clone(s.last)
+	}
+	scratch := func(toks []int32) []float32 {
+		t.Helper()
+		s := newSession(t, fresh, 512)
+		r, last := promptOnly(s, toks)
+		require.Zero(t, r.CachedTokens)
+		return last
+	}
+
+	a := ids(200, 1)
+	s := newSession(t, m, 512)
+	_, last := promptOnly(s, a)
+	requireSameBits(t, scratch(a), last, "turn 1")
+	require.Equal(t, []int{128, 192, 200}, s.Checkpoints()) // 64s within 128 of the end, 8 before it, the end
+	err := s.Truncate(150)
+	require.ErrorContains(t, err, "checkpoint")
+
+	// From the end-of-prompt checkpoint at 200, not on a 64 boundary: the
+	// pieces evaluated then (200-256, 256-260) are not those of a run from
+	// scratch (one 260-token batch), and Woolly's attention takes another
+	// path for batches of 64 tokens and more, so the reference is a session
+	// that evaluates the same pieces without going back: a followed by y.
+	s3 := newSession(t, m, 512)
+	promptOnly(s3, a)
+	x := append(slices.Clone(a), ids(3, 4)...)
+	r, _ := promptOnly(s3, x)
+	require.Equal(t, 200, r.CachedTokens)
+	y := append(slices.Clone(a), ids(60, 5)...)
+	r, last = promptOnly(s3, y) // diverges at 200 from x: back to 200
+	require.Equal(t, 200, r.CachedTokens)
+	ref := newSession(t, fresh, 512)
+	promptOnly(ref, a)
+	r, want := promptOnly(ref, y)
+	require.Equal(t, 200, r.CachedTokens)
+	requireSameBits(t, want, last, "from the end-of-prompt checkpoint")
+
+	// Diverges at 150: back to 128, evaluate 128..
+	b := append(slices.Clone(a[:150]), ids(30, 2)...)
+	r, last = promptOnly(s, b)
+	require.Equal(t, 128, r.CachedTokens)
+	requireSameBits(t, scratch(b), last, "same session, diverged at 150")
+	require.Equal(t, []int{128, 172, 180}, s.Checkpoints())
+
+	// Another session: the prefix cache's snapshot of b (checkpoints
+	// included) serves a prompt diverging at 170 from 128.
+	c := append(slices.Clone(b[:170]), ids(12, 3)...)
+	s2 := newSession(t, m, 512)
+	r, last = promptOnly(s2, c)
+	require.Equal(t, 128, r.CachedTokens)
+	requireSameBits(t, scratch(c), last, "prefix cache, diverged at 170")
+
+	// Truncate goes back to a checkpoint; the state is the one there
+	// (compared with a fresh session that evaluates the same pieces).
+	require.ErrorContains(t, s.Truncate(64), "checkpoint (128, 172, 180)")
+	require.NoError(t, s.Truncate(128))
+	require.Equal(t, []int{128}, s.Checkpoints())
+	got, err := s.Eval(b[128:160], false)
+	require.NoError(t, err)
+	ref = newSession(t, fresh, 512)
+	promptOnly(ref, b[:128])
+	want, err = ref.Eval(b[128:160], false)
+	require.NoError(t, err)
+	requireSameBits(t, want, got, "truncated to 128, then evaluated to 160")
+
+	// A prompt diverging 3 tokens before the end of the previous one (a
+	// generation prompt rendered otherwise in history) goes back to the
+	// checkpoint 8 tokens before that end.
+	e := ids(150, 6)
+	s4 := newSession(t, m, 512)
+	promptOnly(s4, e)
+	require.Equal(t, []int{64, 128, 142, 150}, s4.Checkpoints())
+	r, _ = promptOnly(s4, append(slices.Clone(e[:147]), ids(10, 7)...))
+	require.Equal(t, 142, r.CachedTokens)
+}
+
+// TestQwen35AcquireByCheckpoint: Acquire picks the idle session that can
+// keep the most of a prompt, counting a hybrid model's checkpoints: not the
+// one sharing the longest raw prefix, whose last checkpoint before the
+// divergence comes earlier.
+func TestQwen35AcquireByCheckpoint(t *testing.T) {
+	m := loadPath(t, qwen35Mini(t), LoadOptions{Threads: 2, ContextLength: 512, PrefixCache: Ptr(int64(0))})
+	b, err := m.NewBatch(BatchOptions{})
+	require.NoError(t, err)
+	a := make([]int32, 200)
+	for i := range a {
+		a[i] = 300 + int32(i*104729)%20000
+	}
+	gen := func(ids []int32) *Session {
+		s, err := b.Acquire(ids, 512)
+		require.NoError(t, err)
+		_, err = s.Generate(context.Background(), GenerateOptions{Tokens: ids, MaxTokens: 3, Sampler: SamplerOptions{Temperature: 0}}, nil)
+		require.NoError(t, err)
+		return s
+	}
+	sa := gen(a)       // checkpoints 128, 192, 200
+	sb := gen(a[:196]) // 128, 188, 192, 196
+	require.True(t, sa != sb)
+	b.Release(sa)
+	b.Release(sb)
+	require.Equal(t, []int{128, 188, 192, 196}, sb.Checkpoints())
+	// Shares 197 tokens with a (its session keeps 192), 196 with a[:196]
+	// and its reply (kept: its end-of-prompt checkpoint).
+	p := append(slices.Clone(a[:197]), 7, 8, 9)
+	require.NotEqual(t, p[196], sb.Tokens()[196], "the reply must differ from a[196]")
+	s, err := b.Acquire(p, 512)
+	require.NoError(t, err)
+	require.True(t, s == sb, "Acquire took the session that keeps %d positions, not the one that keeps 196", s.reusable(p))
+	r, err := s.Generate(context.Background(), GenerateOptions{Tokens: p, PromptOnly: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 196, r.CachedTokens)
+}

@@ -60,8 +60,9 @@ type sessionPool struct {
 }
 
 // Acquire returns a session of the batch with a cache of nctx positions
-// (0: the model's default) for the prompt ids: the idle session whose
-// cached tokens share the longest prefix with ids, or a new one. Its
+// (0: the model's default) for the prompt ids: the idle session that can
+// keep the longest prefix of ids (for a model with a recurrent state, up to
+// its last checkpoint before the divergence), or a new one. Its
 // Generate then keeps that prefix, or restores a longer one from the
 // model's prefix cache, and evaluates only the rest. It checks what a
 // request must satisfy before any work: the model file is whole, nctx is in
@@ -92,7 +93,7 @@ func (b *Batch) Acquire(ids []int32, nctx int) (*Session, error) {
 		if s.nCtx != nctx {
 			continue
 		}
-		if n := sharedPrefix(s.tokens[:s.pos], ids); n > bestN {
+		if n := s.reusable(ids); n > bestN {
 			best, bestN = i, n
 		}
 	}
@@ -129,6 +130,16 @@ func (b *Batch) Idle() int {
 	b.pool.mu.Lock()
 	defer b.pool.mu.Unlock()
 	return len(b.pool.idle)
+}
+
+// reusable is the number of positions of prompt the session would keep
+// without evaluating (as lookupPrefix does with its own cache).
+func (s *Session) reusable(prompt []int32) int {
+	n := sharedPrefix(s.tokens[:s.pos], prompt)
+	if n == len(prompt) {
+		n--
+	}
+	return s.recPoint(n)
 }
 
 // sharedPrefix is the length of the longest common prefix of a and b.
