@@ -28,25 +28,24 @@ func prefixFlag(fs *flag.FlagSet, env string) (*optional[int64], error) {
 // parseSize reads a byte size (256M, 1G, 0).
 func parseSize(s string) (int64, error) { return cache.ParseSize(s) }
 
-// errDequantRemoved names why --dequant-cache is gone.
-const errDequantRemoved = "was removed: the dequantized-weight cache made prompts slower than the quantized kernels " +
-	"(TinyLlama Q4_K_M pp128 -t 1: 14.5 s CPU against 5.6 s, 4.4 GB resident against 0.7 GB); see docs/caches.md"
+// errDequantRemoved says why --dequant-cache is gone.
+const errDequantRemoved = "the dequantized-weight cache was removed: keeping the weights quantized was faster (docs/caches.md)"
 
 // removedFlag adds --NAME as a flag that is an error whatever its value,
 // naming that it was removed (env: its former environment variable, "" for
-// none).
+// none; removedEnv checks it).
 func removedFlag(fs *flag.FlagSet, name, env string) {
-	usage := "removed (an error if given): " + errDequantRemoved
+	usage := "removed: an error if given (docs/caches.md)"
 	if env != "" {
-		usage += " (env " + env + " too)"
+		usage += "; so is env " + env
 	}
 	fs.Func(name, usage, func(string) error { return fmt.Errorf("%s", errDequantRemoved) })
 }
 
 // removedEnv is removedFlag's check of its former environment variable.
-func removedEnv(name, env string) error {
+func removedEnv(env string) error {
 	if v, ok := os.LookupEnv(env); ok {
-		return fmt.Errorf("%s=%q: --%s %s", env, v, name, errDequantRemoved)
+		return fmt.Errorf("%s=%q: %s", env, v, errDequantRemoved)
 	}
 	return nil
 }

@@ -64,14 +64,16 @@ func TestRunVerboseCacheStats(t *testing.T) {
 }
 
 // --dequant-cache (and serve's WOOLLY_DEQUANT_CACHE) is an error naming
-// its removal, in every command that took it, whatever its value.
+// its removal, in every command that took it, whatever its value. (Each
+// command line also has a fault found later, so that a flag or variable
+// accepted by mistake fails the test instead of starting a server.)
 func TestDequantCacheFlagRemoved(t *testing.T) {
 	model := filepath.Join(shared.Dir(t), "models", "synth-llama-mini-Q4_K_M.gguf")
 	for _, args := range [][]string{
 		{"run", "-m", model, "-p", "hi", "-n", "1", "--dequant-cache", "100%"},
-		{"chat", "-m", model, "--dequant-cache", "0"},
+		{"chat", "-m", filepath.Join(t.TempDir(), "none.gguf"), "--dequant-cache", "0"},
 		{"bench", "-m", model, "-p", "8", "-n", "0", "-r", "1", "--dequant-cache", "512M"},
-		{"serve", "--dequant-cache", "0"},
+		{"serve", "--dequant-cache", "0", "--timeout", "bogus"},
 	} {
 		_, stderr, code := rtMain(t, args...)
 		if code == 0 || !strings.Contains(stderr, "dequant-cache") || !strings.Contains(stderr, "was removed") {
@@ -79,7 +81,7 @@ func TestDequantCacheFlagRemoved(t *testing.T) {
 		}
 	}
 	t.Setenv("WOOLLY_DEQUANT_CACHE", "512M")
-	_, stderr, code := rtMain(t, "serve", "--models", t.TempDir())
+	_, stderr, code := rtMain(t, "serve", "--models", t.TempDir(), "--timeout", "bogus")
 	if code == 0 || !strings.Contains(stderr, "WOOLLY_DEQUANT_CACHE") || !strings.Contains(stderr, "was removed") {
 		t.Errorf("serve with WOOLLY_DEQUANT_CACHE: exit %d, stderr %q", code, stderr)
 	}

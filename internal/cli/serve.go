@@ -141,7 +141,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if err := removedEnv("dequant-cache", "WOOLLY_DEQUANT_CACHE"); err != nil {
+	if err := removedEnv("WOOLLY_DEQUANT_CACHE"); err != nil {
 		return err
 	}
 	chatTemplate, err := tf.override(fs)
