@@ -30,9 +30,6 @@ type Options struct {
 	Reps    int    // recorded repetitions per test (≥ 1)
 	Seed    uint64 // of the random prompt and depth tokens
 	Profile bool   // record each test's time per op class (Result.Profile)
-	// Prepare, if set, runs on each loaded model before its tests (a front
-	// end sets caches here) and returns the dequant-cache budget to report.
-	Prepare func(*runtime.Model) (int64, error)
 	// OnResult, if set, receives each result as it is measured.
 	OnResult func(runtime.ModelInfo, Result)
 	// Done, if set, runs on each model after its tests, before it closes.
@@ -46,8 +43,6 @@ type Result struct {
 	TokensPerS float64   `json:"tokens_per_s"`
 	Stddev     float64   `json:"stddev"`
 	Samples    []float64 `json:"samples"`
-	// DequantCacheBudget repeats the report's dequant-cache budget (bytes, 0: off).
-	DequantCacheBudget int64 `json:"dequant_cache_budget"`
 	// Depth is the number of tokens in the context before the test (last,
 	// so scripts reading the fields in order keep working).
 	Depth int `json:"depth"`
@@ -75,8 +70,6 @@ type Report struct {
 	// WeightBytesPerToken).
 	BytesPerToken int64    `json:"bytes_per_token"`
 	Results       []Result `json:"results"`
-	// DequantCacheBudget is the dequant-cache budget in bytes (0: off).
-	DequantCacheBudget int64 `json:"dequant_cache_budget"`
 }
 
 // Run measures every test of o at every thread count and depth.
@@ -129,11 +122,6 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 		return err
 	}
 	defer m.Close()
-	if o.Prepare != nil {
-		if rep.DequantCacheBudget, err = o.Prepare(m); err != nil {
-			return err
-		}
-	}
 	info := m.Info()
 	if train := info.ContextLength; train > 0 && nctx-1 > train {
 		return fmt.Errorf("the deepest, longest test needs %d positions (depth + the larger of -p and -n), more than the model's context of %d", nctx-1, train)
@@ -223,7 +211,7 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 			}
 			mean, sd := MeanStddev(samples)
 			res := Result{Threads: info.Threads, Test: tc.name, Depth: d, TokensPerS: mean, Stddev: sd,
-				Samples: samples, DequantCacheBudget: rep.DequantCacheBudget}
+				Samples: samples}
 			if o.Profile {
 				p := m.Profile()
 				res.Profile = &p

@@ -150,7 +150,7 @@ func (p *PrefixCache) Put(tokens []int32, snap Snapshot) bool {
 	}
 	e := &prefixEntry{node: n, snap: snap}
 	n.end = e
-	if !p.c.insert(n, e, size, 0) {
+	if !p.c.insert(n, e, size) {
 		n.end = nil
 		p.unlink(n)
 		return false

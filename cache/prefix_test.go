@@ -16,7 +16,14 @@ type sizedSnap struct {
 
 func (s sizedSnap) Bytes() int64 { return s.size }
 
-func newPC(t *testing.T, budget int64) *PrefixCache { return mustNew(t, NewPrefixCache, budget) }
+func newPC(t *testing.T, budget int64) *PrefixCache {
+	t.Helper()
+	pc, err := NewPrefixCache(budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
 
 func TestPrefixLongest(t *testing.T) {
 	p := newPC(t, 1<<20)

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// ParseSize parses a byte size for flags such as --dequant-cache: a plain
+// ParseSize parses a byte size for flags such as --prefix-cache: a plain
 // number of bytes ("1048576"), or a number with a binary unit: K, M, G, T,
 // with or without "B"/"iB" ("512M", "1.5GiB", "64kb" — all powers of 1024).
 // "0", "off" and "" mean 0 (cache disabled).

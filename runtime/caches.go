@@ -1,19 +1,16 @@
 package runtime
 
-// The model-level caches: prefix KV reuse (cache.PrefixCache of Session
-// snapshots) and dequantized weights (cache.DequantCache) for the prompt
-// path. Both are made once per loaded model, shared by all its sessions and
-// requests, and live as long as the model; see package cache's documentation.
+// The model-level cache: prefix KV reuse (cache.PrefixCache of Session
+// snapshots), made once per loaded model, shared by all its sessions and
+// requests, and living as long as the model; see package cache's
+// documentation.
 
 import (
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/woolly-llm/woolly/cache"
-	"github.com/woolly-llm/woolly/kernels"
 )
 
 // DefaultPrefixCache is the prefix KV cache budget of a model loaded with
@@ -26,14 +23,6 @@ const DefaultPrefixCache = 256 << 20
 // zero value are pointers (nil: the default), as in Ollama's API, and Ptr
 // sets them inline: LoadOptions{PrefixCache: runtime.Ptr(int64(0))}.
 func Ptr[T any](v T) *T { return &v }
-
-// dequantMinBatch is the smallest batch (tokens) whose matrix products use
-// cached f32 weights. Below it the quantized kernels always run (MatVec for
-// one token): f32 weights read 4-7x more bytes per token than quantized ones.
-const dequantMinBatch = 32
-
-// loadCounter makes the dequant cache's model ids unique per Load.
-var loadCounter atomic.Int64
 
 // Snapshot is a copy of a session's state after its first Len() tokens:
 // the f16 K and V rows of every layer, the tokens and the logits of the last
@@ -155,16 +144,9 @@ type modelCaches struct {
 	prefixSaved time.Duration // estimated prompt time saved by prefix reuse
 	promptToks  int64         // prompt tokens evaluated by Generate, and the time it took:
 	promptTime  time.Duration // the average cost of a prompt token for the estimate
-
-	dequant   atomic.Pointer[cache.DequantCache] // nil: off
-	dequantID string                             // this load's model id in the dequant cache
 }
 
 func (m *Model) initCaches(o LoadOptions) error {
-	if o.DequantCache < 0 {
-		return fmt.Errorf("dequant cache budget %d is negative", o.DequantCache)
-	}
-	m.caches.dequantID = m.file.Path + "#" + strconv.FormatInt(loadCounter.Add(1), 10)
 	budget := int64(DefaultPrefixCache)
 	if o.PrefixCache != nil {
 		budget = *o.PrefixCache
@@ -179,86 +161,13 @@ func (m *Model) initCaches(o LoadOptions) error {
 		}
 		m.caches.prefix = pc
 	}
-	return m.SetDequantCache(o.DequantCache)
-}
-
-func (m *Model) closeCaches() {
-	if dc := m.caches.dequant.Load(); dc != nil {
-		dc.Close()
-	}
-	if pc := m.caches.prefix; pc != nil {
-		pc.Purge()
-	}
-}
-
-// SetDequantCache sets the dequantized-weight cache's budget in bytes: 0
-// turns it off (dropping its contents), a positive budget makes the cache or
-// resizes it (its statistics are kept). Safe while sessions run.
-func (m *Model) SetDequantCache(budget int64) error {
-	if budget < 0 {
-		return fmt.Errorf("dequant cache budget %d is negative", budget)
-	}
-	if budget > 0 && m.info.PackedBytes > 0 {
-		return errPackedDequant
-	}
-	m.caches.mu.Lock()
-	defer m.caches.mu.Unlock()
-	old := m.caches.dequant.Load()
-	if budget == 0 {
-		if old != nil {
-			m.caches.dequant.Store(nil)
-			old.Close()
-		}
-		return nil
-	}
-	if old != nil {
-		return old.SetBudget(budget)
-	}
-	dc, err := cache.NewDequantCache(budget)
-	if err != nil {
-		return err
-	}
-	m.caches.dequant.Store(dc)
 	return nil
 }
 
-// DequantWorkingSet is the f32 size in bytes of the weights the dequant
-// cache can hold: every matrix of every layer (the output matrix is used on
-// the prompt path for one row only, by the quantized kernels).
-func (m *Model) DequantWorkingSet() int64 {
-	var n int64
-	for i := range m.w.Layers {
-		for _, mt := range m.w.Layers[i].mats() {
-			n += 4 * int64(mt.Rows) * int64(mt.Cols)
-		}
+func (m *Model) closeCaches() {
+	if pc := m.caches.prefix; pc != nil {
+		pc.Purge()
 	}
-	return n
-}
-
-// mats lists a layer's dense weight matrices in the order the forward pass
-// uses them (a mixture-of-experts layer has no gate/up/down among them).
-func (l *Layer) mats() []*Mat {
-	var out []*Mat
-	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wqkv, &l.Wz, &l.Wbeta, &l.Walpha, &l.Wba, &l.SSMOut, &l.Wgate, &l.Wup, &l.Wdown} {
-		if m.Data != nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// allMats is mats plus the router and every expert's matrices.
-func (l *Layer) allMats() []*Mat {
-	out := l.mats()
-	if l.GateInp.Data != nil {
-		out = append(out, &l.GateInp)
-	}
-	for _, ex := range [][]Mat{l.ExpGate, l.ExpUp, l.ExpDown} {
-		for i := range ex {
-			out = append(out, &ex[i])
-		}
-	}
-	return out
 }
 
 // CacheStats are a model's cache statistics since it was loaded.
@@ -268,9 +177,6 @@ type CacheStats struct {
 	// token of the request that reused them.
 	PrefixEnabled bool
 	Prefix        cache.PrefixStats
-	// DequantEnabled reports whether the dequantized-weight cache is on.
-	DequantEnabled bool
-	Dequant        cache.DequantStats
 }
 
 // CacheStats returns the statistics of the model's caches.
@@ -282,10 +188,6 @@ func (m *Model) CacheStats() CacheStats {
 		m.caches.mu.Lock()
 		cs.Prefix.TimeSaved = m.caches.prefixSaved
 		m.caches.mu.Unlock()
-	}
-	if dc := m.caches.dequant.Load(); dc != nil {
-		cs.DequantEnabled = true
-		cs.Dequant = dc.Stats()
 	}
 	return cs
 }
@@ -357,60 +259,4 @@ func (m *Model) notePrompt(reused, evaluated int, d time.Duration) {
 		perTok := float64(m.caches.promptTime) / float64(m.caches.promptToks)
 		m.caches.prefixSaved += time.Duration(perTok * float64(reused))
 	}
-}
-
-// dequantOps looks up the f32 weights of ops in the dequant cache for a
-// batch of ntok tokens: w[i] is nil where the quantized kernels must run.
-// Passes of several sequences never use it (a sequence's numbers must not
-// depend on the others' rows).
-func (p *pass) dequantOps(ntok int, ops []matOp) ([][]float32, error) {
-	dc := p.m.caches.dequant.Load()
-	if dc == nil || ntok < dequantMinBatch || len(p.segs) > 1 {
-		return nil, nil
-	}
-	var w [][]float32
-	for i, op := range ops {
-		mt := op.m
-		if mt.Type == kernels.F32 || mt == &p.m.w.Output || mt.Pack.Rows() > 0 {
-			// Already f32 in the file, or the output matrix (one row per
-			// prompt except for all-logits evaluations): the cache holds
-			// the layer matrices only (DequantWorkingSet). Packed
-			// matrices are not in the row order Dequant reads.
-			continue
-		}
-		f, ok, err := dc.TryGet(p.m.caches.dequantID, mt.Name, mt.Rows*mt.Cols, func(dst []float32) error {
-			return kernels.Dequant(mt.Type, mt.Data, dst)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if w == nil {
-				w = make([][]float32, len(ops))
-			}
-			w[i] = f
-		}
-	}
-	return w, nil
-}
-
-// prefetchLayer starts the background dequantization of layer li's matrices
-// (when the dequant cache is on and the pass, of one sequence, is large
-// enough to use them).
-func (p *pass) prefetchLayer(li int) {
-	dc := p.m.caches.dequant.Load()
-	if dc == nil || p.ntok < dequantMinBatch || len(p.segs) > 1 || li >= len(p.m.w.Layers) {
-		return
-	}
-	mats := p.m.w.Layers[li].mats()
-	items := make([]cache.PrefetchItem, 0, len(mats))
-	for _, mt := range mats {
-		if mt.Type == kernels.F32 || mt.Pack.Rows() > 0 {
-			continue
-		}
-		items = append(items, cache.PrefetchItem{Tensor: mt.Name, Type: mt.Type, Data: mt.Data, N: mt.Rows * mt.Cols})
-	}
-	// Items are valid by construction (checked at load); an error here only
-	// means no prefetch, and TryGet loads the tensors itself.
-	_ = dc.Prefetch(p.m.caches.dequantID, items)
 }

@@ -32,17 +32,14 @@
 // the compiler's fused multiply-adds in RoPE. With kernels that sum in
 // ggml's order, logits of the reference models match llama.cpp to ~1e-7.
 //
-// Caches (caches.go), one of each per loaded model, shared by its sessions:
+// The prefix cache (caches.go), one per loaded model, shared by its sessions:
 // the prefix KV cache (LoadOptions.PrefixCache, default 256 MiB) keeps
 // Session.Snapshot copies of recent sequences, and every Generate restores
 // the longest one sharing a prefix with its prompt (when longer than what
 // the session holds) and evaluates only the rest; the logits are the same
-// bits as evaluating the same batches from scratch. The dequantized-weight
-// cache (LoadOptions.DequantCache, off by default) keeps f32 copies of layer
-// matrices for prompt batches of 32 or more tokens (kernels.Sgemm instead of
-// MatMulQ, next layer prefetched in the background); it is slower than the
-// quantized kernels on the machines measured and not bit-identical (no
-// activation quantization). Model.CacheStats reports both.
+// bits as evaluating the same batches from scratch. Model.CacheStats reports
+// it. Weights stay as the file stores them (or packed, LoadOptions.Pack):
+// there is no dequantized-weight cache (docs/caches.md says why).
 //
 // A minimal program:
 //

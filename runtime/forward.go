@@ -241,7 +241,6 @@ func (p *pass) forward() error {
 
 	for li := range w.Layers {
 		l := &w.Layers[li]
-		p.prefetchLayer(li + 1) // dequant cache (off by default): next layer in the background
 
 		// Attention: norm, q/k/v projections (+ biases).
 		for t := 0; t < ntok; t++ {
@@ -574,19 +573,10 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		buf      []byte
 		rowBytes int
 	}
-	// Prompt batches may use f32 weights from the model's dequant cache
-	// (off by default): fw[i] != nil means op i runs kernels.Sgemm on them.
-	fw, err := p.dequantOps(ntok, ops)
-	if err != nil {
-		return false, err
-	}
-	glu := act != gluNone && fw == nil && len(ops) == 2 && ops[0].m.Rows == ops[1].m.Rows && ops[0].m.Cols == ops[1].m.Cols
+	glu := act != gluNone && len(ops) == 2 && ops[0].m.Rows == ops[1].m.Rows && ops[0].m.Cols == ops[1].m.Cols
 	var done []actBuf // activation types converted so far (at most 2-3)
 	acts := make([]actBuf, len(ops))
 	for i, op := range ops {
-		if fw != nil && fw[i] != nil {
-			continue // f32 weights take the f32 input as it is
-		}
 		at := op.m.Type.ActType()
 		found := false
 		for _, a := range done {
@@ -663,14 +653,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		mt := op.m
 		r0 := (c - first[i]) * rowsPer[i]
 		r1 := min(r0+rowsPer[i], mt.Rows)
-		var err error
-		switch {
-		case fw != nil && fw[i] != nil: // out[t][r] = dot(f32 row r, in row t)
-			err = kernels.Sgemm(true, 0, ntok, r1-r0, cols, in, cols, fw[i][r0*cols:], cols, op.out[r0:], mt.Rows)
-		default:
-			err = p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
-		}
-		if err != nil && st.errs[wk] == nil {
+		if err := p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1); err != nil && st.errs[wk] == nil {
 			st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
 		}
 	})

@@ -29,10 +29,6 @@ type LoadOptions struct {
 	// prefix with an earlier one evaluates only its new tokens: nil (unset)
 	// means DefaultPrefixCache, 0 turns reuse off (Ptr(int64(0))).
 	PrefixCache *int64
-	// DequantCache is the byte budget of the model's dequantized-weight
-	// cache (f32 copies of weight matrices for prompt batches of at least
-	// 32 tokens); 0, the default, turns it off. See Model.SetDequantCache.
-	DequantCache int64
 	// Pack chooses whether Load repacks the matrices of the types the
 	// kernel set packs (kernels.PackRows) into row-interleaved groups in
 	// memory of their own, dropping their file pages: same results, the
@@ -168,10 +164,6 @@ func Load(path string, o LoadOptions) (*Model, error) {
 		return m, nil
 	}
 	if packEnabled(o) {
-		if m.caches.dequant.Load() != nil && len(packable(m.w)) > 0 {
-			m.Close()
-			return nil, fmt.Errorf("%s: LoadOptions.DequantCache: %w", path, errPackedDequant)
-		}
 		t0 := time.Now()
 		release, n, err := packWeights(m.w, m.info.Threads, wantHugePages(m.w))
 		m.releasePack = release

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -32,8 +31,6 @@ import (
 // faster (0.93-1.00x); end to end, TinyLlama Q4_K_M on a shared 2-core
 // Xeon, packed / unpacked CPU seconds per generated token were 0.96-1.06x.
 // packDefault is where a platform's measurements say otherwise.
-// An explicit dequant cache (LoadOptions.DequantCache) turns the default off,
-// as the cache reads rows in file order.
 const packDefault = goruntime.GOARCH == "arm64"
 
 // packChunkAlign is the row granularity of every worker chunk (forward.go,
@@ -54,15 +51,8 @@ func packEnabled(o LoadOptions) bool {
 	case "0":
 		return false
 	}
-	if o.DequantCache > 0 {
-		return false
-	}
 	return packDefault
 }
-
-// errPackedDequant: the dequant cache reads matrices in file row order.
-var errPackedDequant = errors.New("the dequant cache needs unpacked weights, and packing is on " +
-	"(WOOLLY_PACK=1 / LoadOptions.Pack): turn packing off (WOOLLY_PACK=0) to use the cache")
 
 // packable lists the matrices of w that the active kernel set packs: every
 // layer matrix and the output matrix unless it is the token embedding (its

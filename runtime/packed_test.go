@@ -87,14 +87,11 @@ func TestPackSwitch(t *testing.T) {
 	for _, tc := range []struct {
 		env    string
 		mode   PackMode
-		dq     int64
 		packed bool
-	}{{"0", PackDefault, 0, false}, {"1", PackDefault, 0, true}, {"", PackDefault, 0, packDefault},
-		{"0", PackOn, 0, true}, {"1", PackOff, 0, false},
-		// an explicit dequant cache turns the default (not an explicit choice) off
-		{"", PackDefault, 1 << 20, false}} {
+	}{{"0", PackDefault, false}, {"1", PackDefault, true}, {"", PackDefault, packDefault},
+		{"0", PackOn, true}, {"1", PackOff, false}} {
 		t.Setenv("WOOLLY_PACK", tc.env)
-		m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: tc.mode, DequantCache: tc.dq})
+		m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: tc.mode})
 		require.NoError(t, err)
 		n := 0
 		for _, mt := range m.w.allLayerMats() {
@@ -106,24 +103,4 @@ func TestPackSwitch(t *testing.T) {
 		require.Equal(t, tc.packed, m.Info().PackedBytes > 0)
 		m.Close()
 	}
-}
-
-// The dequant cache and packed weights exclude each other, with an error
-// naming both, at load and when the cache is switched on later.
-func TestPackedDequantCacheRefused(t *testing.T) {
-	shared := sharedDir(t)
-	path := filepath.Join(shared, "models", "synth-llama-mini-Q4_K_M.gguf")
-	if _, err := os.Stat(path); err != nil || kernels.PackRows(kernels.Q4_K) == 0 {
-		t.Skip("no synth-llama-mini-Q4_K_M or no packed Q4_K layout here")
-	}
-	_, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: PackOn, DequantCache: 1 << 20})
-	require.ErrorIs(t, err, errPackedDequant)
-	m, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: PackOn})
-	require.NoError(t, err)
-	defer m.Close()
-	require.ErrorIs(t, m.SetDequantCache(1<<20), errPackedDequant)
-	require.NoError(t, m.SetDequantCache(0))
-	m2, err := Load(path, LoadOptions{Threads: 1, ContextLength: 64, Pack: PackOff, DequantCache: 1 << 20})
-	require.NoError(t, err)
-	m2.Close()
 }

@@ -317,6 +317,32 @@ func (m *Mat) embedRow(tok int, dst []float32) error {
 }
 
 // hasExperts reports whether a layer has a mixture of experts.
+// mats lists a layer's dense weight matrices in the order the forward pass
+// uses them (a mixture-of-experts layer has no gate/up/down among them).
+func (l *Layer) mats() []*Mat {
+	var out []*Mat
+	for _, m := range []*Mat{&l.Wq, &l.Wk, &l.Wv, &l.Wo, &l.Wqkv, &l.Wz, &l.Wbeta, &l.Walpha, &l.Wba, &l.SSMOut, &l.Wgate, &l.Wup, &l.Wdown} {
+		if m.Data != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// allMats is mats plus the router and every expert's matrices.
+func (l *Layer) allMats() []*Mat {
+	out := l.mats()
+	if l.GateInp.Data != nil {
+		out = append(out, &l.GateInp)
+	}
+	for _, ex := range [][]Mat{l.ExpGate, l.ExpUp, l.ExpDown} {
+		for i := range ex {
+			out = append(out, &ex[i])
+		}
+	}
+	return out
+}
+
 // allLayerMats lists every matrix of every layer (allMats).
 func (w *Weights) allLayerMats() []*Mat {
 	var out []*Mat

@@ -18,17 +18,12 @@
 # 5b. With BENCH_MOE=1, the same (woolly bench, and llama-bench when given)
 #    on a mixture-of-experts model: models/qwen3moe-7b-a1b-q4_k_m.gguf
 #    (BENCH_MOE_MODEL), synthesized if absent (64 experts, 8 used).
-# 6. The dequantized-weight cache: woolly bench with --dequant-cache off and
-#    at 25%, 100% and 400% of the f32 size of the weights it caches, on
-#    BENCH_CACHE_MODEL (default: the model above). A budget is skipped, with
-#    a note, when the memory it can fill (the smaller of the budget and the
-#    f32 working set) exceeds 60% of RAM. BENCH_CACHE=skip skips this part.
 # Writes bench-out/report.md (plus the raw outputs next to it).
 #
 # Environment: WOOLLY (bin/woolly), BENCH_OUT (bench-out), BENCH_MODEL,
 # BENCH_P (128), BENCH_N (64), BENCH_R (3), BENCH_THREADS (physical cores),
 # BENCH_KERNEL_TIME (100ms; "skip" skips the Go benchmarks), LLAMA_BENCH,
-# BENCH_CACHE ("skip" skips part 6), BENCH_CACHE_MODEL, BENCH_DEPTH (4096; 0 skips 3b).
+# BENCH_DEPTH (4096; 0 skips 3b).
 # POSIX sh; works on Linux and macOS.
 set -eu
 
@@ -205,47 +200,6 @@ if [ "${BENCH_MOE:-0}" = 1 ]; then
 	} >"$moe_md"
 fi
 
-# --- 6. dequantized-weight cache ---------------------------------------
-CACHE=${BENCH_CACHE:-run}
-CMODEL=${BENCH_CACHE_MODEL:-$MODEL}
-cache_md=""
-if [ "$CACHE" != skip ]; then
-	case $os in
-	Darwin) ram=$(sysctl -n hw.memsize) ;;
-	*) ram=$(awk '/^MemTotal:/ { printf "%.0f", $2 * 1024 }' /proc/meminfo) ;;
-	esac
-	cache_md="$OUT/dequant-cache.md"
-	: >"$cache_md"
-	ws=""
-	for b in off 25% 100% 400%; do
-		name=$(echo "$b" | tr -d '%')
-		if [ "$b" != off ]; then
-			# memory the cache can fill: min(budget, working set)
-			held=$(awk -v w="$ws" -v p="$name" 'BEGIN { b = w * p / 100; printf "%.0f", (b < w ? b : w) }')
-			if awk -v h="$held" -v r="$ram" 'BEGIN { exit !(h > 0.6 * r) }'; then
-				echo "| $b | - | - | - | - | - | skipped: would hold $(awk -v h="$held" 'BEGIN { printf "%.1f", h / 2^30 }') GiB, over 60% of RAM |" >>"$cache_md"
-				continue
-			fi
-		fi
-		arg=$b
-		[ "$b" = off ] && arg=0
-		echo "bench.sh: woolly bench -m $CMODEL -p $P -n $N -t $THREADS -r $R --dequant-cache $arg" >&2
-		"$WOOLLY" bench -m "$CMODEL" -p "$P" -n "$N" -t "$THREADS" -r "$R" --dequant-cache "$arg" --json >"$OUT/dequant-cache-$name.json"
-		f="$OUT/dequant-cache-$name.json"
-		[ -n "$ws" ] || ws=$(jfield "$f" dequant_working_set_bytes)
-		budget=$(jfield "$f" dequant_cache_budget)
-		hits=$(jfield "$f" Hits)
-		misses=$(jfield "$f" Misses)
-		bytes=$(jfield "$f" Bytes)
-		rate=$(awk -v h="${hits:-0}" -v m="${misses:-0}" 'BEGIN { if (h + m > 0) printf "%.1f%%", 100 * h / (h + m); else print "-" }')
-		results "$f" | while read -r th test ts sd; do
-			printf '| %s | %s | %s | %.2f | %.2f | %s | %s |\n' "$b" \
-				"$(awk -v x="$budget" 'BEGIN { printf "%.1f MiB", x / 2^20 }')" "$test" "$ts" "$sd" "$rate" \
-				"$(awk -v x="${bytes:-0}" 'BEGIN { printf "%.1f MiB", x / 2^20 }')"
-		done >>"$cache_md"
-	done
-fi
-
 # --- report ------------------------------------------------------------
 R_MD="$OUT/report.md"
 {
@@ -322,18 +276,6 @@ R_MD="$OUT/report.md"
 		echo "## Mixture of experts (BENCH_MOE=1)"
 		echo
 		cat "$moe_md"
-	fi
-	if [ -n "$cache_md" ]; then
-		echo
-		echo "## Dequantized-weight cache (woolly bench --dequant-cache, threads $THREADS)"
-		echo
-		echo "\`$CMODEL\`: f32 working set (every layer matrix as f32) $(awk -v x="$ws" 'BEGIN { printf "%.1f MiB", x / 2^20 }');"
-		echo "budgets are % of it. Prompt batches of >= 32 tokens multiply cached f32 rows (Sgemm) instead of the"
-		echo "quantized rows (MatMulQ); generation (one token) never uses the cache. Hit rate over warm-up + runs."
-		echo
-		echo "| cache | budget | test | tokens/s | ± stddev | hit rate | held |"
-		echo "|---|---:|---:|---:|---:|---:|---:|"
-		cat "$cache_md"
 	fi
 	if [ -f "$OUT/kernels-bench.txt" ] && [ "$KTIME" != skip ]; then
 		echo

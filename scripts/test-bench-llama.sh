@@ -78,7 +78,7 @@ chmod +x "$tmp/llama-bench"
 run_bench() {
 	FAKE_LOG=$tmp/$1.args FAKE_GPU=$2 FAKE_BACKENDS=$3 FAKE_NOPO=$4 LLAMA_BENCH=$tmp/llama-bench \
 		WOOLLY=$woolly BENCH_OUT=$tmp/$1 BENCH_MODEL=$model BENCH_P=8 BENCH_N=4 BENCH_R=1 BENCH_THREADS=1 \
-		BENCH_DEPTH=8 BENCH_KERNEL_TIME=skip BENCH_CACHE=skip \
+		BENCH_DEPTH=8 BENCH_KERNEL_TIME=skip \
 		sh scripts/bench.sh >"$tmp/$1.out" 2>"$tmp/$1.err" || {
 		cat "$tmp/$1.err" >&2
 		fail "$1: bench.sh failed"

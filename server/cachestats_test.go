@@ -12,12 +12,11 @@ import (
 func TestCacheStatsMetrics(t *testing.T) {
 	dir := realModelsDir(t)
 	cs := NewCacheStats()
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{Caches: cs, DequantCacheFraction: 1})
+	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{Caches: cs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.RegisterStats("prefix_cache", cs.Prefix)
-	s.RegisterStats("dequant_cache", cs.Dequant)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 
@@ -34,7 +33,7 @@ func TestCacheStatsMetrics(t *testing.T) {
 
 	m := string(do(t, ts, "GET", "/metrics", "").body)
 	for _, want := range []string{"woolly_prefix_cache_hits ", "woolly_prefix_cache_tokens_reused", "woolly_prefix_cache_bytes",
-		"woolly_dequant_cache_hits", "woolly_dequant_cache_budget", "woolly_dequant_cache_models 1"} {
+		"woolly_prefix_cache_models 1"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -43,9 +42,6 @@ func TestCacheStatsMetrics(t *testing.T) {
 	hits := p["hits"]
 	if hits < 1 || p["tokens_reused"] < 40 || p["entries"] < 2 {
 		t.Errorf("prefix stats %v", p)
-	}
-	if d := cs.Dequant(); d["hits"]+d["misses"] == 0 || d["bytes"] <= 0 {
-		t.Errorf("dequant stats %v (prompts of >= 32 tokens should use it)", d)
 	}
 
 	// Unloading keeps the counters, drops what was held.

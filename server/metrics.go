@@ -125,7 +125,7 @@ func sanitize(s string) string { return unsafeName.ReplaceAllString(s, "_") }
 // are in seconds with a "_seconds" suffix, embedded structs are flattened,
 // other fields are skipped.
 //
-//	srv.RegisterStats("dequant_cache", func() map[string]float64 { return server.StatsMap(dc.Stats()) })
+//	srv.RegisterStats("prefix_cache", func() map[string]float64 { return server.StatsMap(pc.Stats()) })
 func StatsMap(v any) map[string]float64 {
 	out := map[string]float64{}
 	flatten(reflect.ValueOf(v), out)

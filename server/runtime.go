@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -22,11 +21,6 @@ type RuntimeBackend struct {
 	// conversation's turn, a common system prompt) evaluate only its new
 	// tokens.
 	PrefixCache *int64
-	// DequantCache is each model's dequantized-weight cache budget in bytes
-	// (0: off); DequantCacheFraction > 0 sizes it instead as that fraction
-	// of the model's f32 working set (runtime.Model.DequantWorkingSet).
-	DequantCache         int64
-	DequantCacheFraction float64
 	// Caches, if set, gathers the cache statistics of the models this
 	// backend loads, for Server.RegisterStats.
 	Caches *CacheStats
@@ -76,19 +70,10 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 // Load prepares a model for generation.
 func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 	lo := runtime.LoadOptions{Threads: threads, ContextLength: b.ContextLength,
-		PrefixCache: b.PrefixCache, DequantCache: b.DequantCache, CacheTypeK: b.CacheTypeK, CacheTypeV: b.CacheTypeV}
-	if b.DequantCacheFraction > 0 && os.Getenv("WOOLLY_PACK") != "1" {
-		lo.Pack = runtime.PackOff // the dequant cache reads unpacked rows
-	}
+		PrefixCache: b.PrefixCache, CacheTypeK: b.CacheTypeK, CacheTypeV: b.CacheTypeV}
 	m, err := runtime.Load(path, lo)
 	if err != nil {
 		return nil, err
-	}
-	if b.DequantCacheFraction > 0 {
-		if err := m.SetDequantCache(int64(b.DequantCacheFraction * float64(m.DequantWorkingSet()))); err != nil {
-			m.Close()
-			return nil, err
-		}
 	}
 	info, tok := m.Info(), m.Tokenizer()
 	meta := ModelMeta{Architecture: info.Architecture, ContextLength: info.ContextLength, NParams: info.NParams,
@@ -233,20 +218,20 @@ func requestErr(err error) error {
 }
 
 // CacheStats gathers the cache statistics of every model a RuntimeBackend
-// loads: Prefix and Dequant sum the counters of the loaded models plus
+// loads: Prefix sums the counters of the loaded models plus
 // those of models already unloaded (hits, misses, evictions, time saved ...)
 // and report what the loaded models hold now (entries, bytes, budget).
 // Register them with Server.RegisterStats. A nil *CacheStats ignores models.
 type CacheStats struct {
 	mu      sync.Mutex
 	live    map[*runtime.Model]struct{}
-	retired map[string]map[string]float64 // "prefix", "dequant": counters of unloaded models
+	retired map[string]float64 // the prefix cache counters of unloaded models
 }
 
 // NewCacheStats returns an empty collector.
 func NewCacheStats() *CacheStats {
 	return &CacheStats{live: map[*runtime.Model]struct{}{},
-		retired: map[string]map[string]float64{"prefix": {}, "dequant": {}}}
+		retired: map[string]float64{}}
 }
 
 func (c *CacheStats) add(m *runtime.Model) {
@@ -268,15 +253,9 @@ func (c *CacheStats) remove(m *runtime.Model) {
 		return
 	}
 	delete(c.live, m)
-	p, d := cacheMaps(m)
-	for k, v := range p {
+	for k, v := range prefixStats(m) {
 		if cumulativeStat[k] {
-			c.retired["prefix"][k] += v
-		}
-	}
-	for k, v := range d {
-		if cumulativeStat[k] {
-			c.retired["dequant"][k] += v
+			c.retired[k] += v
 		}
 	}
 }
@@ -287,43 +266,30 @@ func (c *CacheStats) remove(m *runtime.Model) {
 var cumulativeStat = map[string]bool{
 	"hits": true, "misses": true, "loads": true, "shared": true, "load_errors": true, "evictions": true,
 	"rejected": true, "uncacheable": true, "load_time_seconds": true, "time_saved_seconds": true,
-	"tokens_looked_up": true, "tokens_reused": true, "prefetches": true, "prefetched": true, "prefetch_errors": true,
+	"tokens_looked_up": true, "tokens_reused": true,
 }
 
-// cacheMaps flattens a model's cache statistics (nil maps for caches that are off).
-func cacheMaps(m *runtime.Model) (prefix, dequant map[string]float64) {
-	cs := m.CacheStats()
-	if cs.PrefixEnabled {
-		prefix = StatsMap(cs.Prefix)
+// prefixStats flattens a model's prefix cache statistics (nil when it is off).
+func prefixStats(m *runtime.Model) map[string]float64 {
+	if cs := m.CacheStats(); cs.PrefixEnabled {
+		return StatsMap(cs.Prefix)
 	}
-	if cs.DequantEnabled {
-		dequant = StatsMap(cs.Dequant)
-	}
-	return prefix, dequant
+	return nil
 }
 
 // Prefix is the prefix KV cache's statistics provider for RegisterStats.
-func (c *CacheStats) Prefix() map[string]float64 { return c.sum("prefix") }
-
-// Dequant is the dequantized-weight cache's statistics provider for RegisterStats.
-func (c *CacheStats) Dequant() map[string]float64 { return c.sum("dequant") }
-
-func (c *CacheStats) sum(which string) map[string]float64 {
+func (c *CacheStats) Prefix() map[string]float64 {
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]float64{"models": 0}
-	for k, v := range c.retired[which] {
+	for k, v := range c.retired {
 		out[k] += v
 	}
 	for m := range c.live {
-		p, d := cacheMaps(m)
-		st := p
-		if which == "dequant" {
-			st = d
-		}
+		st := prefixStats(m)
 		if st == nil {
 			continue
 		}

@@ -40,7 +40,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	clientsS := fs.String("clients", "", "serving benchmark instead: client counts (comma list, e.g. 1,8): that many clients at once each stream -n tokens from woolly serve on loopback")
 	profile := fs.Bool("profile", false, "print each test's time per token by op class (matrix products by weight type, attention, activation quantization, other; pool wait)")
 	parallel := fs.Int("parallel", 0, "with --clients: the server's --parallel (0: serve's default, chosen from the KV budget)")
-	dequantS := dequantFlag(fs)
+	removedFlag(fs, "dequant-cache", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -97,10 +97,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if listErr != nil {
 		return usageError(fs, "%v", listErr)
 	}
-	dq, err := parseDequantCache(*dequantS)
-	if err != nil {
-		return err
-	}
 	if *reps < 1 {
 		return usageError(fs, "-r %d: need at least 1 repetition", *reps)
 	}
@@ -108,12 +104,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	table := bench.NewTable(stdout)
 	rep, err := bench.Run(bench.Options{
 		Model: *model, Prompts: prompts, Gens: gens, Depths: depths, Threads: threads, Reps: *reps, Seed: *seed, Profile: *profile,
-		Prepare: func(m *wrt.Model) (int64, error) {
-			if err := dq.apply(m); err != nil {
-				return 0, err
-			}
-			return dq.budget(m), nil
-		},
 		OnResult: func(info wrt.ModelInfo, res bench.Result) {
 			if *asJSON {
 				return
@@ -126,9 +116,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if info := m.Info(); !*asJSON && info.PackedBytes > 0 {
 				fmt.Fprintf(stdout, "packed weights: %.2f MiB repacked at load in %.3f s (WOOLLY_PACK=1)\n",
 					float64(info.PackedBytes)/(1<<20), info.PackTime.Seconds())
-			}
-			if !*asJSON && dq.budget(m) > 0 {
-				printCacheStats(stdout, m)
 			}
 		},
 	})

@@ -136,30 +136,18 @@ type generateFlags struct {
 	sampler       *samplerFlags
 	threads, nctx *int
 	prefix        *optional[int64]
-	dequantCache  *string
 	kvTypes       *kvTypeFlags
 	stops         stringList
 }
 
 // load loads the model the flags name with their threads, context length,
-// prefix cache and dequant cache, and attention mode, and warns on stderr
+// prefix cache and attention mode, and warns on stderr
 // when -c is beyond the model's training context.
 func (g *generateFlags) load(stderr io.Writer, mode runtime.AttentionMode) (*runtime.Model, error) {
-	dq, err := parseDequantCache(*g.dequantCache)
-	if err != nil {
-		return nil, err
-	}
 	lo := runtime.LoadOptions{Threads: *g.threads, ContextLength: *g.nctx, Attention: mode, PrefixCache: g.prefix.v,
 		CacheTypeK: *g.kvTypes.k, CacheTypeV: *g.kvTypes.v}
-	if dq.bytes > 0 || dq.frac > 0 {
-		lo.Pack = dq.pack() // the dequant cache reads unpacked rows
-	}
 	m, err := runtime.Load(*g.model, lo)
 	if err != nil {
-		return nil, err
-	}
-	if err := dq.apply(m); err != nil {
-		m.Close()
 		return nil, err
 	}
 	warnContext(stderr, m, *g.nctx)
@@ -170,14 +158,14 @@ func (g *generateFlags) load(stderr io.Writer, mode runtime.AttentionMode) (*run
 // help, which says what a token budget means for the command.
 func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
 	g := &generateFlags{
-		model:        modelFlag(fs),
-		n:            fs.Int("n", -1, nUsage),
-		sampler:      addSamplerFlags(fs),
-		threads:      threadsFlag(fs),
-		nctx:         ctxFlag(fs),
-		dequantCache: dequantFlag(fs),
-		kvTypes:      addKVTypeFlags(fs),
+		model:   modelFlag(fs),
+		n:       fs.Int("n", -1, nUsage),
+		sampler: addSamplerFlags(fs),
+		threads: threadsFlag(fs),
+		nctx:    ctxFlag(fs),
+		kvTypes: addKVTypeFlags(fs),
 	}
+	removedFlag(fs, "dequant-cache", "")
 	fs.Var(&g.stops, "stop", "stop `string` (repeatable)")
 	var err error
 	g.prefix, err = prefixFlag(fs, "")

@@ -132,8 +132,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dequantS := fs.String("dequant-cache", envOr("WOOLLY_DEQUANT_CACHE", "0"),
-		"dequantized-weight cache `SIZE` per model (e.g. 512M or 100% of its f32 layer weights; 0: off; env WOOLLY_DEQUANT_CACHE)")
+	removedFlag(fs, "dequant-cache", "WOOLLY_DEQUANT_CACHE")
 	tf := addTemplateFlags(fs)
 	kvTypes := addKVTypeFlags(fs)
 	if err := parseFlags(fs, stripIgnored(stderr, fs.Name(), args)); err != nil {
@@ -141,6 +140,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := removedEnv("WOOLLY_DEQUANT_CACHE"); err != nil {
+		return err
 	}
 	chatTemplate, err := tf.override(fs)
 	if err != nil {
@@ -180,10 +182,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			origins = append(origins, o)
 		}
 	}
-	dq, err := parseDequantCache(*dequantS)
-	if err != nil {
-		return err
-	}
 	var kvb int64 // 0: the server's default
 	if kvBudget.v != nil {
 		kvb = *kvBudget.v
@@ -193,17 +191,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	srv, err := server.New(server.Config{ModelsDir: *models, APIKey: *apiKey, MetricsKey: *metricsKey, CORSOrigins: origins, MaxQueue: maxQueue.v, Parallel: parallel.v, KVBudget: kvb,
 		Timeout: timeout, BodyTimeout: bodyTimeout, KeepAlive: keep.v, Threads: *threads, Logger: logger,
 		LocalOnly: isLoopback(*host), AllowedHosts: hosts, ChatTemplate: chatTemplate},
-		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v, DequantCache: dq.bytes,
-			CacheTypeK: *kvTypes.k, CacheTypeV: *kvTypes.v,
-			DequantCacheFraction: dq.frac, Caches: caches})
+		server.RuntimeBackend{ContextLength: *nctx, PrefixCache: prefix.v,
+			CacheTypeK: *kvTypes.k, CacheTypeV: *kvTypes.v, Caches: caches})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	// /metrics: woolly_prefix_cache_* and woolly_dequant_cache_* (hits,
-	// misses, hit_rate, evictions, bytes, budget, time_saved_seconds, ...).
+	// /metrics: woolly_prefix_cache_* (hits, misses, hit_rate, evictions,
+	// bytes, budget, time_saved_seconds, ...).
 	srv.RegisterStats("prefix_cache", caches.Prefix)
-	srv.RegisterStats("dequant_cache", caches.Dequant)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(port)))
 	if err != nil {
