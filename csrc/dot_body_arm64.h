@@ -5,7 +5,8 @@
  *   K_DOT16(acc, a, b)  acc (int32x4) += the 16 int8 products a[i]*b[i],
  *                       lane l getting the products of elements 4l..4l+3
  *
- * as static inline helpers (dot_*, dot4_*, rows4_*, mm_tile), included twice:
+ * as static inline helpers (dot_*, dot4_*, rows4_*) and the pieces of their
+ * tiles (piece_*, mm_* for k_mm_run, mm_driver.h), included twice:
  *   csrc/dot_neon_arm64.c              K_DOT16 from vmull_s8 + vpadalq_s16  (_neon)
  *   csrc/dot_neon_dot_arm64.c          K_DOT16 = k_sdot (SDOT)             (_neon_dot)
  * and each of those files writes out its kernels (k_dot_q4_k_q8_k_neon, ...,
@@ -25,6 +26,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels_neon_arm64.h"
+#include "mm_driver.h"
 
 static inline float k_h2f(k_half h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
@@ -352,35 +354,44 @@ static void rows4_q4_0(int64_t n, const void *w, size_t rb, const void *a, float
 static void rows4_q5_0(int64_t n, const void *w, size_t rb, const void *a, float out[4]) { rows4_q32(K_Q5_0, n, w, rb, a, out); }
 static void rows4_q8_0(int64_t n, const void *w, size_t rb, const void *a, float out[4]) { rows4_q32(K_Q8_0, n, w, rb, a, out); }
 
-typedef void (*dot4_fn)(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[K_NT]);
-typedef void (*rows4_fn)(int64_t n, const void *w, size_t row_bytes, const void *a, float out[4]);
+/* The pieces of the tiles (mm_driver.h; k_mm_run walks the rows and
+ * tokens): (1, 4) the 4-token dot, (4, 1) the 4-row dot where the format
+ * has one, (1, 1) the one-token dot; per (row, token) the bits of the
+ * one-token dot. ARM_TILE writes out a piece and its tile kernel. */
+#define ARM_PIECE(name, dot4, rows4, dot1)                                                                     \
+    static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
+                     size_t a_row_bytes, float *out) {                                                         \
+        (void)batch, (void)row_bytes, (void)rows;                                                              \
+        if (toks == 4) dot4(n, w, a, a_row_bytes, out);                                                        \
+        else if (rows == 4) rows4(n, w, row_bytes, a, out);                                                    \
+        else out[0] = dot1(n, w, a);                                                                           \
+    }
+#define ARM_PIECE_T4(name, dot4, dot1)                                                                         \
+    static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
+                     size_t a_row_bytes, float *out) {                                                         \
+        (void)batch, (void)row_bytes, (void)rows;                                                              \
+        if (toks == 4) dot4(n, w, a, a_row_bytes, out);                                                        \
+        else out[0] = dot1(n, w, a);                                                                           \
+    }
 
-/* The tile: groups of 4 tokens against every row of the tile (the rows stay
- * in cache across the tokens); each remaining token (k_matvec: the only one)
- * against the rows, 4 rows at a time where rows4 is given (not NULL). */
-static inline __attribute__((always_inline)) void mm_tile(dot4_fn dot4, rows4_fn rows4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes,
-                    int64_t nr, const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    int64_t t = 0;
-    for (; t + K_NT <= ntok; t += K_NT) {
-        const char *at = ab + (size_t)t * a_row_bytes;
-        for (int64_t r = 0; r < nr; r++) {
-            float o[K_NT];
-            dot4(n, wb + (size_t)r * row_bytes, at, a_row_bytes, o);
-            for (int k = 0; k < K_NT; k++) y[(t + k) * y_stride + r] = o[k];
-        }
-    }
-    for (; t < ntok; t++) {
-        const char *at = ab + (size_t)t * a_row_bytes;
-        int64_t r = 0;
-        if (rows4) {
-            for (; r + 4 <= nr; r += 4) {
-                float o[4];
-                rows4(n, wb + (size_t)r * row_bytes, row_bytes, at, o);
-                for (int k = 0; k < 4; k++) y[t * y_stride + r + k] = o[k];
-            }
-        }
-        for (; r < nr; r++)
-            y[t * y_stride + r] = dot1(n, wb + (size_t)r * row_bytes, at);
-    }
-}
+static inline __attribute__((always_inline)) float dot1_q4_0(int64_t n, const void *w, const void *a) { return dot_q32(K_Q4_0, n, w, a); }
+static inline __attribute__((always_inline)) float dot1_q5_0(int64_t n, const void *w, const void *a) { return dot_q32(K_Q5_0, n, w, a); }
+static inline __attribute__((always_inline)) float dot1_q8_0(int64_t n, const void *w, const void *a) { return dot_q32(K_Q8_0, n, w, a); }
+ARM_PIECE_T4(piece_q4_k, dot4_q4_k, dot_q4_k_q8_k)
+ARM_PIECE_T4(piece_q5_k, dot4_q5_k, dot_q5_k_q8_k)
+ARM_PIECE_T4(piece_q6_k, dot4_q6_k, dot_q6_k_q8_k)
+ARM_PIECE(piece_q4_0, dot4_q4_0, rows4_q4_0, dot1_q4_0)
+ARM_PIECE(piece_q5_0, dot4_q5_0, rows4_q5_0, dot1_q5_0)
+ARM_PIECE(piece_q8_0, dot4_q8_0, rows4_q8_0, dot1_q8_0)
+#undef ARM_PIECE
+#undef ARM_PIECE_T4
+
+/* the tile kernels' mm_kernels: groups of 4 tokens against every row of
+ * the tile, then each remaining token (k_matvec: the only one) against the
+ * rows, 4 rows at a time where the format has a 4-row dot */
+static const mm_kernel mm_q4_k = {.piece = piece_q4_k, .shapes = MM_T4};
+static const mm_kernel mm_q5_k = {.piece = piece_q5_k, .shapes = MM_T4};
+static const mm_kernel mm_q6_k = {.piece = piece_q6_k, .shapes = MM_T4};
+static const mm_kernel mm_q4_0 = {.piece = piece_q4_0, .shapes = MM_T4 | MM_R4};
+static const mm_kernel mm_q5_0 = {.piece = piece_q5_0, .shapes = MM_T4 | MM_R4};
+static const mm_kernel mm_q8_0 = {.piece = piece_q8_0, .shapes = MM_T4 | MM_R4};

@@ -18,10 +18,10 @@ float k_dot_q4_0_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return
 float k_dot_q5_0_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return dot_q32(K_Q5_0, n, w, a); }
 float k_dot_q8_0_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return dot_q32(K_Q8_0, n, w, a); }
 
-void k_mm_q4_k_neon_dot(K_MM_TILE_PARAMS) { mm_tile(dot4_q4_k, NULL, k_dot_q4_k_q8_k_neon_dot, K_MM_TILE_ARGS); }
-void k_mm_q5_k_neon_dot(K_MM_TILE_PARAMS) { mm_tile(dot4_q5_k, NULL, k_dot_q5_k_q8_k_neon_dot, K_MM_TILE_ARGS); }
-void k_mm_q6_k_neon_dot(K_MM_TILE_PARAMS) { mm_tile(dot4_q6_k, NULL, k_dot_q6_k_q8_k_neon_dot, K_MM_TILE_ARGS); }
-void k_mm_q4_0_neon_dot(K_MM_TILE_PARAMS) { mm_tile(dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_neon_dot, K_MM_TILE_ARGS); }
-void k_mm_q5_0_neon_dot(K_MM_TILE_PARAMS) { mm_tile(dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_neon_dot, K_MM_TILE_ARGS); }
-void k_mm_q8_0_neon_dot(K_MM_TILE_PARAMS) { mm_tile(dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_neon_dot, K_MM_TILE_ARGS); }
+void k_mm_q4_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }
+void k_mm_q5_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }
+void k_mm_q6_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q6_k, K_MM_TILE_ARGS); }
+void k_mm_q4_0_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_0, K_MM_TILE_ARGS); }
+void k_mm_q5_0_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_0, K_MM_TILE_ARGS); }
+void k_mm_q8_0_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0, K_MM_TILE_ARGS); }
 K_DOTPROD_END

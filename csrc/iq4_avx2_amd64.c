@@ -9,7 +9,7 @@
  * here gives ref's bits.
  *
  * The tiles (k_mm_*) run 4 rows x 1 token for MatVec and 1 row x 4 tokens
- * for a batch through k_mm_drive. */
+ * for a batch through k_mm_run (MM_BARE). */
 #include <math.h>
 #include "kernels_avx2_amd64.h"
 
@@ -191,9 +191,12 @@ K_AVX2 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char 
 
 #define IQ4_TARGET K_AVX2
 #include "iq4_piece.h"
+#include "mm_driver.h"
 
 K_AVX2 float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
 K_AVX2 float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
-void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
+static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
+void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }

@@ -215,9 +215,12 @@ K_AVX512 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const cha
 
 #define IQ4_TARGET K_AVX512
 #include "iq4_piece.h"
+#include "mm_driver.h"
 
 K_AVX512 float k_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
 K_AVX512 float k_dot_iq4_xs_q8_k_avx512(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_nl_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
-void k_mm_iq4_xs_avx512(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
+static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
+void k_mm_iq4_nl_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }

@@ -169,10 +169,13 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
 
 #define IQ4_TARGET
 #include "iq4_piece.h"
+#include "mm_driver.h"
 
 float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
 float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
 
-void k_mm_iq4_nl_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(iq4nl_piece, K_MM_TILE_ARGS); }
-void k_mm_iq4_xs_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(iq4xs_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
+static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
+void k_mm_iq4_nl_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
+void k_mm_iq4_xs_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }
 K_DOTPROD_END

@@ -1,4 +1,4 @@
-/* iq4_piece.h — the k_mm_drive pieces of the IQ4 tiles, the same for every
+/* iq4_piece.h — the k_mm_run pieces of the IQ4 tiles, the same for every
  * ISA: included by iq4_<isa>.c after its tile bodies, which it names
  *   iq4nl_rows(R, ...)     IQ4_NL, R rows x one token, vec_dot's order
  *   iq4nl_toks(T, ...)     IQ4_NL, one row x T tokens, the batch order

@@ -27,6 +27,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
+#include "mm_driver.h"
 
 const int8_t k_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
@@ -129,10 +130,11 @@ static void iq4nl_piece_ref(int rows, int toks, int batch, int64_t n, const char
         for (int r = 0; r < rows; r++) out[k * rows + r] = dot(n, w + (size_t)r * row_bytes, a + (size_t)k * a_row_bytes);
 }
 
+static const mm_kernel mm_iq4nl_piece_ref = MM_BARE(iq4nl_piece_ref);
 void k_mm_iq4_nl_ref(int64_t n, const void *w, size_t row_bytes, int64_t nr,
                      const void *a, size_t a_row_bytes, int64_t ntok,
                      float *y, int64_t y_stride) {
-    k_mm_drive(iq4nl_piece_ref, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
+    k_mm_run(&mm_iq4nl_piece_ref, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
 }
 
 float k_dot_iq4_xs_q8_k_ref(int64_t n, const void *w, const void *a) {

@@ -498,17 +498,10 @@ k_mm_tile_kernel k_mm_iq4_nl_ref;
 /* A piece of a tile kernel: `rows` weight rows (row_bytes apart) x `toks`
  * tokens (a_row_bytes apart) into out[k * rows + r]; batch = (the tile
  * call's ntok >= 2), which selects IQ4_NL's batch order (above). The one
- * driver, k_mm_run (mm_driver.h, csrc/mm_drive.c), runs every x86 tile
- * kernel and the IQ4 / MXFP4 tiles of every ISA over their pieces (the
- * other arm64 tiles still have their own loops); k_mm_drive is k_mm_run for
- * a bare piece that runs
- *   (4, 1) and (1, 1) for one token (4 rows at a time, then row by row);
- *   (1, 4) for each group of 4 tokens of a batch, then (1, 1) per (row,
- *   token) for the rest. */
+ * driver, k_mm_run (mm_driver.h, csrc/mm_drive.c), runs every tile kernel
+ * of every ISA over its pieces. */
 typedef void (*k_mm_piece_fn)(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
                               const char *a, size_t a_row_bytes, float *out);
-void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride);
 
 k_sgemm_kernel k_sgemm_ref;
 k_attention_kernel k_attention_ref;

@@ -40,7 +40,7 @@ void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a
 
 /* k_matmul_q tiles: 1 weight row x 4 tokens, same bits as the dots; the
  * IQ4 and MXFP4 tiles (iq4_*, mxfp4_neon_tile.h) run 4 rows x 1 token
- * or 1 row x 4 tokens through k_mm_drive, IQ4_NL batches in the batch order */
+ * or 1 row x 4 tokens through k_mm_run, IQ4_NL batches in the batch order */
 k_mm_tile_kernel k_mm_q2_k_neon, k_mm_q3_k_neon, k_mm_q4_k_neon, k_mm_q5_k_neon, k_mm_q6_k_neon,
     k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon, k_mm_mxfp4_neon;
 k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_mm_q5_k_neon_dot,
@@ -55,6 +55,12 @@ k_pack_kernel k_pack_q4_k_x4_neon_dot, k_pack_q5_k_x4_neon_dot, k_pack_q6_k_x4_n
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_i8mm, k_mm_packed_q5_k_x4_neon_i8mm;
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_mm_packed_q6_k_x4_neon_dot,
     k_mm_packed_q8_0_x8_neon_dot, k_mm_packed_iq4_xs_x4_neon_dot;
+/* their Q4_K and Q5_K pieces (mm_driver.h's mm_pack_piece_fn), which the
+ * i8mm tiles run for single tokens */
+void k_mm_piece_q4_k_x4_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                 size_t a_row_bytes, float *y, int64_t y_stride);
+void k_mm_piece_q5_k_x4_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                 size_t a_row_bytes, float *y, int64_t y_stride);
 
 k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
 k_attn_h_kernel k_attention_f16acc_neon, k_attention_tiled_neon;      /* attn_neon_arm64.c */

@@ -1,8 +1,7 @@
 /* mm_drive.c — k_mm_run, the one driver of the quantized matrix products
- * (see mm_driver.h for the piece interface and the order of its phases),
- * and k_mm_drive, its form for a bare piece (kernels.h). Plain C: the
- * pieces carry their ISA's target attribute; each call covers whole rows,
- * so calling them through pointers costs nothing measurable. */
+ * (see mm_driver.h for the piece interface and the order of its phases).
+ * Plain C: the pieces carry their ISA's target attribute; each call covers
+ * whole rows, so calling them through pointers costs nothing measurable. */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include <stdlib.h>
 #include "mm_driver.h"
@@ -95,7 +94,33 @@ static void mm_packed(const mm_kernel *k, K_MM_TILE_PARAMS) {
             k->piece(g, 1, batch, n, wb + (size_t)r * row_bytes, row_bytes, ab + (size_t)t * a_row_bytes, 0, y + t * y_stride + r);
 }
 
+/* phase 1b: a packed tile through pieces that write y (nr a multiple of
+ * pack_rows) */
+static void mm_packed_y(const mm_kernel *k, K_MM_TILE_PARAMS) {
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    const int g = k->pack_rows;
+    const int64_t nrg = nr / g * g;
+    if (ntok < 2) {
+        if (ntok == 1 && nrg > 0) k->pack_one((int)nrg, 1, n, wb, row_bytes, ab, a_row_bytes, y, y_stride);
+        return;
+    }
+    const int64_t chunk = k->pack_chunk > 0 ? k->pack_chunk : g;
+    for (int64_t r0 = 0; r0 < nrg; r0 += chunk) {
+        const int rn = (int)(nrg - r0 < chunk ? nrg - r0 : chunk);
+        const char *wr = wb + (size_t)r0 * row_bytes;
+        int64_t t = 0;
+        for (int i = 0; i < MM_PACK_TOKS && k->pack_toks[i] > 0; i++)
+            for (const int T = k->pack_toks[i]; t + T <= ntok; t += T)
+                k->pack_pieces[i](rn, T, n, wr, row_bytes, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + r0, y_stride);
+        for (; t < ntok; t++) k->pack_one(rn, 1, n, wr, row_bytes, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + r0, y_stride);
+    }
+}
+
 void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS) {
+    if (k->pack_one) {
+        mm_packed_y(k, K_MM_TILE_ARGS);
+        return;
+    }
     if (k->pack_rows > 0) {
         mm_packed(k, K_MM_TILE_ARGS);
         return;
@@ -134,10 +159,4 @@ void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS) {
         else
             for (; r < nr; r++) yt[r] = k->dot(n, wb + (size_t)r * row_bytes, at);
     }
-}
-
-void k_mm_drive(k_mm_piece_fn piece, int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    const mm_kernel k = {.piece = piece, .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1};
-    k_mm_run(&k, K_MM_TILE_ARGS);
 }

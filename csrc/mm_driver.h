@@ -20,7 +20,8 @@
  *   (1, 8)        MM_T8: one row x a group of 8 tokens
  *   (G, 1)        pack_rows = G: one packed group of G rows x one token
  *                 (w at the group, in the set's interleaved layout; these
- *                 kernels see packed weights only, in no other shape)
+ *                 kernels see packed weights only, in no other shape;
+ *                 the arm64 packed sets use mm_pack_piece_fn instead)
  * Each shape gives, per (row, token), the bits of the (1, 1) piece with the
  * same batch flag; only IQ4_NL's pieces depend on batch (kernels.h).
  *
@@ -29,6 +30,11 @@
  *    of up to MM_PACK_TILE_ROWS rows into a per-thread buffer and run the
  *    set's unpacked tile kernel (`unpacked`) over them; fewer tokens (or no
  *    buffer) run the (G, 1) piece per token and group.
+ *    1b. packed with pack_one (arm64): one token is one call of pack_one
+ *    over every row; a batch walks the rows in chunks of pack_chunk rows
+ *    and, per chunk, the tokens in pieces of pack_toks[0] tokens
+ *    (pack_pieces[0]) as long as they fit, then pack_toks[1], ..., then
+ *    the rest one at a time through pack_one over the chunk.
  * 2. group (decoded weights, mm_group below): whole groups of group->nt
  *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks.
  * 3. token groups: the tokens left, in groups of 8 (MM_T8) then 4 (MM_T4),
@@ -38,9 +44,12 @@
  *    only without MM_BATCH_1X1), then row by row: the (1, 1) piece, or
  *    `dot` for a kernel without a piece.
  *
- * The arm64 tiles (dot_body_arm64.h's mm_tile, pack_neon_dot_arm64.c) still
- * run their own loops; they move onto k_mm_run by wrapping their dot4 /
- * rows4 / gemv functions as pieces the way mm_simd.h's MM_X86_PIECE does. */
+ * The arm64 tiles are on it too: dot_body_arm64.h's pieces (the (1, 4),
+ * (4, 1) and (1, 1) shapes, for both NEON sets), q2k_q3k_neon_arm64.c's,
+ * the IQ4 / MXFP4 ones (MM_BARE), and the packed sets of
+ * pack_neon_dot_arm64.c and pack_neon_i8mm_arm64.c through phase 1b's
+ * packed pieces (mm_pack_piece_fn below). No other file loops over the
+ * rows and tokens of a tile. */
 #ifndef WOOLLY_MM_DRIVER_H
 #define WOOLLY_MM_DRIVER_H
 
@@ -82,6 +91,17 @@ typedef struct {
     void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx);
 } mm_group;
 
+/* A packed piece that writes the tile itself (the arm64 packed sets):
+ * `rows` rows (a multiple of G; w at the first group, groups G * row_bytes
+ * apart) x `toks` tokens (a_row_bytes apart) into y[k * y_stride + r].
+ * Writing y directly, one function per shape (no dispatch inside) and the
+ * one-token piece over many groups keep the calls' cost off the Apple
+ * proxy's figures: a packed group is short (4 rows x 1 token of a
+ * 2048-element Q4_K row is ~2600 instructions). */
+typedef void (*mm_pack_piece_fn)(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                 size_t a_row_bytes, float *y, int64_t y_stride);
+#define MM_PACK_TOKS 4 /* batch pieces of a packed set at most */
+
 /* rows per unpacked chunk of a packed tile (a multiple of every G) */
 #define MM_PACK_TILE_ROWS 64
 
@@ -94,7 +114,16 @@ typedef struct {
     int pack_rows;         /* G > 0: w is packed in groups of G rows (nr a multiple of G) */
     k_pack_fn unpack;      /* packed -> rows (k_pack_kernel's form), for batches */
     k_mm_tile_fn unpacked; /* the set's tile over the unpacked rows */
+    /* packed pieces writing y (phase 1b, where pack_one is set) */
+    mm_pack_piece_fn pack_one;                    /* (any multiple of G rows, 1 token) */
+    int pack_chunk;                               /* rows per chunk of a batch, a multiple of G (0: G) */
+    int pack_toks[MM_PACK_TOKS];                  /* token counts, descending; 0 ends the list early */
+    mm_pack_piece_fn pack_pieces[MM_PACK_TOKS];   /* (chunk rows, pack_toks[i]) */
 } mm_kernel;
+
+/* The mm_kernel of a bare piece of the four shapes (1, 1), (4, 1), (1, 4)
+ * and a batch's leftover tokens row by row (the IQ4 and MXFP4 tiles). */
+#define MM_BARE(p) {.piece = (p), .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1}
 
 /* the tile y[t * y_stride + r] = dot(row r, token t), r < nr, t < ntok */
 void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS);

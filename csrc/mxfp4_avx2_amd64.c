@@ -10,9 +10,10 @@
  * every kernel here gives ref's bits.
  *
  * The tile runs R rows x T tokens in that one order (4 x 1 for MatVec,
- * 1 x 4 for a batch) through k_mm_drive. */
+ * 1 x 4 for a batch) through k_mm_run (MM_BARE). */
 #include <math.h>
 #include "kernels_avx2_amd64.h"
+#include "mm_driver.h"
 
 #define K_INLINE static inline __attribute__((always_inline))
 
@@ -117,4 +118,5 @@ K_AVX2 float k_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a) {
     return out;
 }
 
-void k_mm_mxfp4_avx2(K_MM_TILE_PARAMS) { k_mm_drive(mxfp4_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_mxfp4_piece = MM_BARE(mxfp4_piece);
+void k_mm_mxfp4_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }

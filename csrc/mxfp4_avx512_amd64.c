@@ -13,6 +13,7 @@
  * Dequantization is the AVX2 kernel's (impl "avx512" falls back to it). */
 #include <math.h>
 #include "kernels_avx2_amd64.h"
+#include "mm_driver.h"
 
 #define K_INLINE static inline __attribute__((always_inline))
 
@@ -115,4 +116,5 @@ K_AVX512 float k_dot_mxfp4_q8_0_avx512(int64_t n, const void *w, const void *a) 
     return out;
 }
 
-void k_mm_mxfp4_avx512(K_MM_TILE_PARAMS) { k_mm_drive(mxfp4_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_mxfp4_piece = MM_BARE(mxfp4_piece);
+void k_mm_mxfp4_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }

@@ -17,6 +17,7 @@ static inline __attribute__((always_inline)) int32x4_t mx_dot16_neon(int8x16_t q
 #define MX_DOT16(q, a) mx_dot16_neon(q, a)
 #define MX_TARGET
 #include "mxfp4_neon_tile.h"
+#include "mm_driver.h"
 
 /* dst = e8m0_half(e) * value, one f32 multiply per element (ref's bits) */
 void k_dequant_mxfp4_neon(const void *src, float *dst, int64_t n) {
@@ -38,4 +39,5 @@ void k_dequant_mxfp4_neon(const void *src, float *dst, int64_t n) {
 
 float k_dot_mxfp4_q8_0_neon(int64_t n, const void *w, const void *a) { return mxfp4_dot(n, w, a); }
 
-void k_mm_mxfp4_neon(K_MM_TILE_PARAMS) { k_mm_drive(mxfp4_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_mxfp4_piece = MM_BARE(mxfp4_piece);
+void k_mm_mxfp4_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }

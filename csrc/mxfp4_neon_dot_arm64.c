@@ -14,9 +14,11 @@ K_DOTPROD_BEGIN
 #define MX_DOT16(q, a) k_sdot(vdupq_n_s32(0), q, a)
 #define MX_TARGET
 #include "mxfp4_neon_tile.h"
+#include "mm_driver.h"
 
 float k_dot_mxfp4_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return mxfp4_dot(n, w, a); }
 
-void k_mm_mxfp4_neon_dot(K_MM_TILE_PARAMS) { k_mm_drive(mxfp4_piece, K_MM_TILE_ARGS); }
+static const mm_kernel mm_mxfp4_piece = MM_BARE(mxfp4_piece);
+void k_mm_mxfp4_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }
 
 K_DOTPROD_END

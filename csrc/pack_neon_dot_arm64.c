@@ -64,6 +64,7 @@
  */
 #include "sdot_arm64.h"
 #include "kernels_neon_arm64.h"
+#include "mm_driver.h"
 
 /* f16 -> f32 as dot_body_arm64.h's k_h2f */
 static inline float k_f16_to_f32_neon(k_half h) {
@@ -439,17 +440,22 @@ static inline __attribute__((always_inline)) void q80_x8(int64_t nb, const uint8
     vst1q_f32(out + 4, hsum8_x4(b0, b1, b2, b3, b4, b5, b6, b7));
 }
 
-void k_mm_packed_q8_0_x8_neon_dot(K_MM_TILE_PARAMS) {
+/* the one-token piece over `rows` rows (groups of 8); a batch runs it per
+ * token over chunks of 32 rows (4 groups, 35 KB of a 2048-element row:
+ * the chunk stays in L1 across the tokens) */
+static void q80_piece(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a, size_t a_row_bytes,
+                      float *y, int64_t y_stride) {
+    (void)toks, (void)a_row_bytes, (void)y_stride;
     const int64_t nb = n / K_QK;
-    for (int64_t g = 0; g + 8 <= nr; g += 8) {
-        const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;
-        for (int64_t t = 0; t < ntok; t++) {
-            float out[8];
-            q80_x8(nb, o, (const k_block_q8_0 *)((const char *)a + (size_t)t * a_row_bytes), out);
-            memcpy(y + t * y_stride + g, out, sizeof out);
-        }
+    for (int g = 0; g + 8 <= rows; g += 8) {
+        float out[8];
+        q80_x8(nb, (const uint8_t *)w + (size_t)g * row_bytes, (const k_block_q8_0 *)a, out);
+        memcpy(y + g, out, sizeof out);
     }
 }
+static const mm_kernel mm_q8_0_x8 = {.pack_rows = 8, .pack_one = q80_piece, .pack_chunk = 32};
+
+void k_mm_packed_q8_0_x8_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0_x8, K_MM_TILE_ARGS); }
 
 /* Q6_K, one group of 4 rows x one token. Lane l < 4 of the unpacked dot
  * (dot_q6_k_q8_k) holds elements 4l..4l+3 of the even 16-element groups,
@@ -804,57 +810,49 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
                                        acc[k][7]));
 }
 
-/* The tiles: nr rows (a multiple of 4) x ntok tokens. One token: the
- * one-token kernel per group, in its own loop. Two or more: per group the
- * tokens 4 at a time, then 2, then the one-token tile; a group's weights
- * stay in cache across its passes. Each kernel is a function of its own:
- * beside one another clang allocates their registers worse (+2 to +5
- * instructions per 256 weights per row on the proxy). */
-#define PACKED_TILE(name, XT, X1)                                                                          \
-    static __attribute__((noinline)) void name##_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb, \
-                                                    float *y, int64_t ys) {                                \
-        XT(4, nb, o, a, arb, y, ys);                                                                       \
+/* The pieces of the tiles (k_mm_run, mm_driver.h): one group of 4 rows x
+ * 4 or 2 tokens, and one token over any number of groups. One token: the
+ * one-token kernel per group. Two or more: per group the tokens 4 at a
+ * time, then 2, then the one-token piece; a group's weights stay in cache
+ * across its passes. Each kernel is a function of its own: beside one
+ * another clang allocates their registers worse (+2 to +5 instructions per
+ * 256 weights per row on the proxy). The Q4_K and Q5_K one-token pieces
+ * serve the i8mm set's single tokens too (pack_neon_i8mm_arm64.c). */
+#define PACKED_TILE(name, XT, X1, LINK)                                                                    \
+    static __attribute__((noinline)) void name##_t4(int rows, int toks, int64_t n, const char *w,         \
+                                                    size_t row_bytes, const char *a, size_t arb, float *y, \
+                                                    int64_t ys) {                                          \
+        (void)rows, (void)toks, (void)row_bytes;                                                           \
+        XT(4, n / K_QKK, (const uint8_t *)w, a, arb, y, ys);                                               \
     }                                                                                                      \
-    static __attribute__((noinline)) void name##_t2(int64_t nb, const uint8_t *o, const char *a, size_t arb, \
-                                                    float *y, int64_t ys) {                                \
-        XT(2, nb, o, a, arb, y, ys);                                                                       \
+    static __attribute__((noinline)) void name##_t2(int rows, int toks, int64_t n, const char *w,         \
+                                                    size_t row_bytes, const char *a, size_t arb, float *y, \
+                                                    int64_t ys) {                                          \
+        (void)rows, (void)toks, (void)row_bytes;                                                           \
+        XT(2, n / K_QKK, (const uint8_t *)w, a, arb, y, ys);                                               \
     }                                                                                                      \
-    static __attribute__((noinline)) void name##_batch(K_MM_TILE_PARAMS) {                                 \
+    LINK void k_mm_piece_##name##_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, \
+                                           const char *a, size_t a_row_bytes, float *y, int64_t y_stride) { \
+        (void)toks, (void)a_row_bytes, (void)y_stride;                                                     \
         const int64_t nb = n / K_QKK;                                                                      \
-        const char *ab = (const char *)a;                                                                  \
-        for (int64_t g = 0; g + 4 <= nr; g += 4) {                                                         \
-            const uint8_t *o = (const uint8_t *)w + (size_t)g * row_bytes;                                 \
-            int64_t t = 0;                                                                                 \
-            for (; t + 4 <= ntok; t += 4)                                                                  \
-                name##_t4(nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
-            for (; t + 2 <= ntok; t += 2)                                                                  \
-                name##_t2(nb, o, ab + (size_t)t * a_row_bytes, a_row_bytes, y + t * y_stride + g, y_stride); \
-            if (t < ntok)                                                                                  \
-                k_mm_packed_##name##_neon_dot(n, o, row_bytes, 4, ab + (size_t)t * a_row_bytes, a_row_bytes, 1, \
-                                              y + t * y_stride + g, y_stride);                             \
-        }                                                                                                  \
-    }                                                                                                      \
-    void k_mm_packed_##name##_neon_dot(K_MM_TILE_PARAMS) {                                                 \
-        if (ntok >= 2) {                                                                                   \
-            name##_batch(K_MM_TILE_ARGS);                                                                  \
-            return;                                                                                        \
-        }                                                                                                  \
-        const int64_t nb = n / K_QKK;                                                                      \
-        for (int64_t g = 0; g + 4 <= nr; g += 4) {                                                         \
+        for (int g = 0; g + 4 <= rows; g += 4) {                                                           \
             float out[4];                                                                                  \
             X1(nb, (const uint8_t *)w + (size_t)g * row_bytes, (const k_block_q8_k *)a, out);              \
             memcpy(y + g, out, sizeof out);                                                                \
         }                                                                                                  \
-    }
+    }                                                                                                      \
+    static const mm_kernel mm_##name = {.pack_rows = 4, .pack_one = k_mm_piece_##name##_neon_dot,          \
+                                        .pack_toks = {4, 2}, .pack_pieces = {name##_t4, name##_t2}};       \
+    void k_mm_packed_##name##_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_##name, K_MM_TILE_ARGS); }
 #define Q4K_XT(T, ...) nib_xt(K_Q4_K, T, __VA_ARGS__)
 #define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
 #define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
 #define Q4K_X1(...) q45k_x4(K_Q4_K, __VA_ARGS__)
 #define Q5K_X1(...) q45k_x4(K_Q5_K, __VA_ARGS__)
-PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1)
-PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1)
-PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4)
-PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4)
+PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
+PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
+PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4, static)
+PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4, static)
 #undef Q4K_XT
 #undef Q5K_XT
 #undef IQ4XS_XT

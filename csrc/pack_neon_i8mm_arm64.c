@@ -45,6 +45,7 @@
  */
 #include <string.h>
 #include "kernels_neon_arm64.h"
+#include "mm_driver.h"
 
 #if defined(__clang__)
 #define K_I8MM_BEGIN _Pragma("clang attribute push(__attribute__((target(\"i8mm\"))), apply_to = function)")
@@ -58,7 +59,7 @@
 
 #define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
 #define Q5K_X4_BYTES (4 * sizeof(k_block_q5_k))
-#define I8_TP 4  /* token pairs per tile */
+#define I8_TP 4  /* token pairs per tile (the pieces below name 1 to 4) */
 #define I8_NBC 8 /* blocks of rearranged activations */
 #define I8_GB 16 /* row groups (of 4) per batch */
 
@@ -309,9 +310,10 @@ static inline __attribute__((always_inline)) void q45k_tile(const int t, int64_t
 /* one function per type and token-pair count, so that only one tile's stack
  * frame is live */
 #define Q45K_TILE_FN(name, t, tp)                                                                            \
-    static __attribute__((noinline)) void name##tp(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng, \
+    static __attribute__((noinline)) void name##tp(int rows, int toks, int64_t n, const char *w, size_t row_bytes, \
                                                    const char *a, size_t a_row_bytes, float *y, int64_t y_stride) { \
-        q45k_tile(t, nb, w, row_bytes, ng, a, a_row_bytes, y, y_stride, tp);                                \
+        (void)toks;                                                                                          \
+        q45k_tile(t, n / K_QKK, (const uint8_t *)w, row_bytes, rows / 4, a, a_row_bytes, y, y_stride, tp);  \
     }
 Q45K_TILE_FN(q4k_tile, K_Q4_K, 1)
 Q45K_TILE_FN(q4k_tile, K_Q4_K, 2)
@@ -323,39 +325,17 @@ Q45K_TILE_FN(q5k_tile, K_Q5_K, 3)
 Q45K_TILE_FN(q5k_tile, K_Q5_K, 4)
 #undef Q45K_TILE_FN
 
-typedef void q45k_tile_fn(int64_t nb, const uint8_t *w, size_t row_bytes, int64_t ng, const char *a,
-                          size_t a_row_bytes, float *y, int64_t y_stride);
+/* The pieces (k_mm_run, mm_driver.h): up to I8_GB groups x 2, 4, 6 or 8
+ * tokens (1 to I8_TP token pairs); the driver walks the rows in chunks of
+ * 4 * I8_GB and a batch's tokens in pieces of 8, then 6, 4 or 2, and runs
+ * one token (or the last of an odd count) through the dotprod set's piece
+ * (USMMLA pairs tokens). */
+static const mm_kernel mm_q4k = {.pack_rows = 4, .pack_one = k_mm_piece_q4_k_x4_neon_dot, .pack_chunk = 4 * I8_GB,
+                                 .pack_toks = {8, 6, 4, 2}, .pack_pieces = {q4k_tile4, q4k_tile3, q4k_tile2, q4k_tile1}};
+static const mm_kernel mm_q5k = {.pack_rows = 4, .pack_one = k_mm_piece_q5_k_x4_neon_dot, .pack_chunk = 4 * I8_GB,
+                                 .pack_toks = {8, 6, 4, 2}, .pack_pieces = {q5k_tile4, q5k_tile3, q5k_tile2, q5k_tile1}};
 
-/* nr rows (groups of 4) x ntok tokens: token pairs through tiles[TP - 1],
- * one token (or the last of an odd count) through the dotprod kernel one */
-static void q45k_mm(q45k_tile_fn *const tiles[I8_TP], k_mm_tile_fn one, K_MM_TILE_PARAMS) {
-    if (ntok < 2) {
-        one(K_MM_TILE_ARGS);
-        return;
-    }
-    const int64_t nb = n / K_QKK, npair = ntok / 2;
-    const uint8_t *wb = (const uint8_t *)w;
-    for (int64_t r0 = 0; r0 + 4 <= nr; r0 += 4 * I8_GB) {
-        const int64_t ng = (nr - r0) / 4 < I8_GB ? (nr - r0) / 4 : I8_GB;
-        for (int64_t p0 = 0; p0 < npair; p0 += I8_TP) {
-            const int tp = npair - p0 < I8_TP ? (int)(npair - p0) : I8_TP;
-            tiles[tp - 1](nb, wb + (size_t)r0 * row_bytes, row_bytes, ng, (const char *)a + (size_t)(2 * p0) * a_row_bytes,
-                          a_row_bytes, y + 2 * p0 * y_stride + r0, y_stride);
-        }
-    }
-    if (ntok & 1)
-        one(n, w, row_bytes, nr, (const char *)a + (size_t)(ntok - 1) * a_row_bytes, a_row_bytes, 1,
-            y + (ntok - 1) * y_stride, y_stride);
-}
-
-void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
-    static q45k_tile_fn *const tiles[I8_TP] = {q4k_tile1, q4k_tile2, q4k_tile3, q4k_tile4};
-    q45k_mm(tiles, k_mm_packed_q4_k_x4_neon_dot, K_MM_TILE_ARGS);
-}
-
-void k_mm_packed_q5_k_x4_neon_i8mm(K_MM_TILE_PARAMS) {
-    static q45k_tile_fn *const tiles[I8_TP] = {q5k_tile1, q5k_tile2, q5k_tile3, q5k_tile4};
-    q45k_mm(tiles, k_mm_packed_q5_k_x4_neon_dot, K_MM_TILE_ARGS);
-}
+void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4k, K_MM_TILE_ARGS); }
+void k_mm_packed_q5_k_x4_neon_i8mm(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5k, K_MM_TILE_ARGS); }
 
 K_I8MM_END

@@ -15,6 +15,7 @@
 #include <arm_neon.h>
 #include "kernels_neon_arm64.h"
 #include "q2k_q3k.h"
+#include "mm_driver.h"
 
 static inline float q23_h2f(k_half h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
@@ -186,45 +187,31 @@ static void q3k_dot4_neon(int64_t n, const void *w, const void *a, size_t a_row_
 }
 
 /* ---- k_matmul_q tiles ----
- * Tokens in groups of 4 against every row of the tile (each weight block is
- * decoded once for the 4), the remaining tokens (k_matvec's single one) row
- * by row; dot4 gives the same bits as dot1 token by token. */
-typedef void (*q23_dot4_fn)(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
+ * k_mm_run (mm_driver.h) over pieces: tokens in groups of 4 against every
+ * row of the tile (each weight block is decoded once for the 4), the
+ * remaining tokens (k_matvec's single one) row by row; dot4 gives the same
+ * bits as dot1 token by token. */
+#define Q23_PIECE(name, dot4, dot1)                                                                            \
+    static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
+                     size_t a_row_bytes, float *out) {                                                         \
+        (void)rows, (void)batch, (void)row_bytes;                                                              \
+        if (toks == 4) dot4(n, w, a, a_row_bytes, out);                                                        \
+        else out[0] = dot1(n, w, a);                                                                           \
+    }
+Q23_PIECE(q2k_piece_neon, q2k_dot4_neon, k_dot_q2_k_q8_k_neon)
+Q23_PIECE(q3k_piece_neon, q3k_dot4_neon, k_dot_q3_k_q8_k_neon)
+/* the neon-dotprod tiles: the same pieces over the SDOT kernels of package
+ * csrc/dotprod (dispatch_arm64.c hands them out only on CPUs with dotprod) */
+Q23_PIECE(q2k_piece_neon_dot, k_dot4_q2_k_q8_k_neon_dot, k_dot_q2_k_q8_k_neon_dot)
+Q23_PIECE(q3k_piece_neon_dot, k_dot4_q3_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot)
+#undef Q23_PIECE
 
-static void q23_mm_neon(q23_dot4_fn dot4, k_dot_fn dot1, int64_t n, const void *w, size_t row_bytes, int64_t nr,
-                        const void *a, size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    const char *wb = (const char *)w, *ab = (const char *)a;
-    int64_t t = 0;
-    for (; t + 4 <= ntok; t += 4)
-        for (int64_t r = 0; r < nr; r++) {
-            float o[4];
-            dot4(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes, a_row_bytes, o);
-            for (int k = 0; k < 4; k++) y[(t + k) * y_stride + r] = o[k];
-        }
-    for (; t < ntok; t++)
-        for (int64_t r = 0; r < nr; r++) y[t * y_stride + r] = dot1(n, wb + (size_t)r * row_bytes, ab + (size_t)t * a_row_bytes);
-}
+static const mm_kernel mm_q2k_neon = {.piece = q2k_piece_neon, .shapes = MM_T4};
+static const mm_kernel mm_q3k_neon = {.piece = q3k_piece_neon, .shapes = MM_T4};
+static const mm_kernel mm_q2k_neon_dot = {.piece = q2k_piece_neon_dot, .shapes = MM_T4};
+static const mm_kernel mm_q3k_neon_dot = {.piece = q3k_piece_neon_dot, .shapes = MM_T4};
 
-void k_mm_q2_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_neon(q2k_dot4_neon, k_dot_q2_k_q8_k_neon, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
-
-void k_mm_q3_k_neon(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                    size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_neon(q3k_dot4_neon, k_dot_q3_k_q8_k_neon, n, w, row_bytes, nr, a, a_row_bytes, ntok, y, y_stride);
-}
-
-/* The neon-dotprod tiles: the same driver over the SDOT kernels of package
- * csrc/dotprod (dispatch_arm64.c hands them out only on CPUs with dotprod). */
-void k_mm_q2_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_neon(k_dot4_q2_k_q8_k_neon_dot, k_dot_q2_k_q8_k_neon_dot, n, w, row_bytes, nr, a, a_row_bytes, ntok, y,
-                y_stride);
-}
-
-void k_mm_q3_k_neon_dot(int64_t n, const void *w, size_t row_bytes, int64_t nr, const void *a,
-                        size_t a_row_bytes, int64_t ntok, float *y, int64_t y_stride) {
-    q23_mm_neon(k_dot4_q3_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot, n, w, row_bytes, nr, a, a_row_bytes, ntok, y,
-                y_stride);
-}
+void k_mm_q2_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q2k_neon, K_MM_TILE_ARGS); }
+void k_mm_q3_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q3k_neon, K_MM_TILE_ARGS); }
+void k_mm_q2_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q2k_neon_dot, K_MM_TILE_ARGS); }
+void k_mm_q3_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q3k_neon_dot, K_MM_TILE_ARGS); }
