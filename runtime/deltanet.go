@@ -45,6 +45,7 @@ type dnState struct {
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
 	gate  []float32 // [nBatch][QDim]
 	delta [][]float32
+	ones  []float32 // 1s, the up rows of SwiGLU used as SiLU [nBatch][max(cc, nV*S)]
 	// qwen35moe's shared expert: its output [nBatch][NEmbd] and gate [nBatch].
 	shOut, shGate []float32
 }
@@ -62,6 +63,10 @@ func newDNState(c *Config, nBatch, nWorkers int) *dnState {
 		qg:    make([]float32, nBatch*2*c.QDim()),
 		gate:  make([]float32, nBatch*c.QDim()),
 		delta: make([][]float32, nWorkers),
+		ones:  make([]float32, nBatch*max(cc, vd)),
+	}
+	for i := range s.ones {
+		s.ones[i] = 1
 	}
 	for i := range s.delta {
 		s.delta[i] = make([]float32, c.SSMState)
@@ -126,15 +131,17 @@ func (r *recurrentState) bytes() int64 {
 	return n
 }
 
-func sigmoidf(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
-func siluf(x float32) float32    { return x / (1 + float32(math.Exp(float64(-x)))) }
+// sigmoidf is the reference's scalar sigmoid, 1/(1 + expf(-x)) with
+// glibc's expf.
+func sigmoidf(x float32) float32 { return 1 / (1 + expf(-x)) }
 
-// softplusf is log(1 + exp(x)), x itself above 20 (as ggml).
+// softplusf is log(1 + exp(x)), x itself above 20, as the reference's
+// scalar op computes it (glibc's logf and expf).
 func softplusf(x float32) float32 {
 	if x > 20 {
 		return x
 	}
-	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
+	return logf(1 + expf(x))
 }
 
 // l2Normalize scales x to unit length: x / max(|x|, eps), the sum of
@@ -147,6 +154,58 @@ func l2Normalize(x []float32, eps float32) {
 	scale := 1 / max(float32(math.Sqrt(float64(float32(sum)))), eps)
 	for i := range x {
 		x[i] *= scale
+	}
+}
+
+// dotRef is a float32 dot product in the order of the reference build's
+// vec_dot_f32 (AVX-512): 64-element steps into 4 accumulators of 16 lanes,
+// each a fused multiply-add; the accumulators added pairwise (0+2, 1+3,
+// then 0+1), the 16 lanes reduced as lane i + lane i+8, then i + i+4, then
+// i + i+2, then lane 0 + lane 1; the tail (n mod 64) added one product at
+// a time. At real state sizes (128) a plain sum parts from
+// it in the last bits, which activation quantization then amplifies.
+func dotRef(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	np := n &^ 63
+	var sum float32
+	if np > 0 {
+		var acc [4][16]float32
+		for i := 0; i < np; i += 64 {
+			for j := 0; j < 4; j++ {
+				x, y := a[i+16*j:i+16*j+16], b[i+16*j:i+16*j+16]
+				for l := range 16 {
+					acc[j][l] = fmaf(x[l], y[l], acc[j][l])
+				}
+			}
+		}
+		var v [16]float32
+		for l := range 16 {
+			v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+		}
+		var t8 [8]float32
+		for l := range 8 {
+			t8[l] = v[l] + v[l+8]
+		}
+		var t4 [4]float32
+		for l := range 4 {
+			t4[l] = t8[l] + t8[l+4]
+		}
+		sum = (t4[0] + t4[2]) + (t4[1] + t4[3])
+	}
+	for i := np; i < n; i++ {
+		sum += float32(a[i] * b[i]) // the product rounded (no fusion in the reference here)
+	}
+	return sum
+}
+
+// madRef sets y[i] += x[i]*v as the reference build's vec_mad_f32: one
+// fused multiply-add each (its vector steps and, inlined where the
+// compiler contracts, its tail).
+func madRef(y, x []float32, v float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] = fmaf(x[i], v, y[i])
 	}
 }
 
@@ -196,6 +255,10 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	} else if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wbeta, beta}, matOp{&l.Walpha, alpha}); err != nil {
 		return err
 	}
+	trace("linear_attn_qkv_mixed", li, mix)
+	trace("z", li, z)
+	trace("beta", li, beta)
+	trace("alpha", li, alpha)
 	// Per-row gates: beta = sigmoid(beta); g = softplus(alpha + dt_bias) * A.
 	for t := 0; t < ntok; t++ {
 		for h := 0; h < nV; h++ {
@@ -216,17 +279,29 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 			in, o := mix[(r0+t)*cc:(r0+t+1)*cc], conv[(r0+t)*cc:(r0+t+1)*cc]
 			for ch := 0; ch < cc; ch++ {
 				win, w := cs[ch*(K-1):(ch+1)*(K-1)], l.ConvW[ch*K:(ch+1)*K]
+				// Each tap one fused multiply-add, as the reference's
+				// compiler contracts its loop (the double FMA of float32
+				// operands rounds as fmaf but for ties of ~2^-29 odds).
 				var sum float32
 				for i := 0; i < K-1; i++ {
-					sum += win[i] * w[i]
+					sum = fmaf(win[i], w[i], sum)
 				}
-				sum += in[ch] * w[K-1]
-				o[ch] = siluf(sum)
+				o[ch] = fmaf(in[ch], w[K-1], sum)
 				if K > 1 {
 					copy(win, win[1:])
 					win[K-2] = in[ch]
 				}
 			}
+		}
+		// SiLU as the reference's vectorised op (ggml's vector exp on whole
+		// 16-lane blocks of each row): SwiGLU with an up row of ones
+		// (x*1 is exact).
+		if err := kernels.SwiGLU(conv[r0*cc:(r0+n)*cc], conv[r0*cc:(r0+n)*cc], dn.ones[:n*cc], n, cc, 0, cc); err != nil {
+			return err
+		}
+		trace("conv_output_silu", li, conv[r0*cc:(r0+n)*cc])
+		for t := 0; t < n; t++ {
+			o := conv[(r0+t)*cc : (r0+t+1)*cc]
 			// l2-normalize each key head of q and k.
 			for h := 0; h < nK; h++ {
 				l2Normalize(o[h*S:(h+1)*S], c.Eps)
@@ -251,36 +326,42 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 					row := conv[r*cc : (r+1)*cc]
 					q, k := row[hk*S:(hk+1)*S], row[kd+hk*S:kd+(hk+1)*S]
 					v := row[2*kd+hv*S : 2*kd+(hv+1)*S]
-					decay := float32(math.Exp(float64(alpha[r*nV+hv])))
+					decay := expf(alpha[r*nV+hv])
 					b := beta[r*nV+hv]
 					for i := range M {
 						M[i] *= decay
 					}
 					for j := 0; j < S; j++ {
-						delta[j] = (v[j] - dotf(M[j*S:(j+1)*S], k)) * b
+						delta[j] = (v[j] - dotRef(M[j*S:(j+1)*S], k)) * b
 					}
 					for j := 0; j < S; j++ {
-						mj, dj := M[j*S:(j+1)*S], delta[j]
-						for i := range mj {
-							mj[i] += k[i] * dj
-						}
+						madRef(M[j*S:(j+1)*S], k, delta[j])
 					}
 					o := core[r*vd+hv*S : r*vd+(hv+1)*S]
 					for j := 0; j < S; j++ {
-						o[j] = dotf(M[j*S:(j+1)*S], q) * scale
+						o[j] = dotRef(M[j*S:(j+1)*S], q) * scale
 					}
 				}
 			}
 		})
 	}
 
+	trace("beta_sigmoid", li, beta)
+	trace("gate", li, alpha)
+	trace("conv_l2", li, conv)
+	trace("attn_output", li, core)
 	// Gated RMSNorm of each head's output: rmsnorm(o) * ssm_norm * silu(z).
 	if err := kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps); err != nil {
 		return err
 	}
-	for i := range core {
-		core[i] *= siluf(z[i])
+	// silu(z) per head row of S, as the reference's vectorised SiLU op.
+	if err := kernels.SwiGLU(z, z, dn.ones[:ntok*vd], ntok*nV, S, 0, S); err != nil {
+		return err
 	}
+	for i := range core {
+		core[i] *= z[i]
+	}
+	trace("final_output", li, core)
 	return p.matmul(core, ntok, matOp{&l.SSMOut, out})
 }
 

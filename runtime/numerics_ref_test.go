@@ -30,41 +30,6 @@ func roundF16(x float32) float32 {
 	return float32(math.RoundToEven(float64(x)*pow2(24)) * pow2(-24))
 }
 
-// expTab[i] holds the bits of 2^(i/32) minus i<<47, the table of glibc's
-// expf (so that adding k<<47 yields 2^(k/32)).
-var expTab = func() (t [32]uint64) {
-	for i := range t {
-		t[i] = math.Float64bits(math.Exp2(float64(i)/32)) - uint64(i)<<47
-	}
-	return
-}()
-
-// expf is glibc's expf (the optimized-routines algorithm: a 32-entry table
-// of 2^(i/32) and a cubic in double), whose result differs from the
-// correctly rounded one in about 1 of 1500 inputs.
-func expf(x float32) float32 {
-	if !(x > -103) || x > 88 { // NaN, underflow or overflow: libm agrees with the exact value
-		return float32(math.Exp(float64(x)))
-	}
-	const n = 32
-	z := (0x1.71547652b82fep+0 * n) * float64(x)
-	const shift = 0x1.8p+52
-	kd := z + shift
-	ki := math.Float64bits(kd)
-	kd -= shift
-	r := z - kd
-	s := math.Float64frombits(expTab[ki%n] + ki<<47)
-	const (
-		c0 = 0x1.c6af84b912394p-5 / n / n / n
-		c1 = 0x1.ebfce50fac4f3p-3 / n / n
-		c2 = 0x1.62e42ff0c52d6p-1 / n
-	)
-	p := c0*r + c1
-	y := c2*r + 1
-	y = p*(r*r) + y
-	return float32(y * s)
-}
-
 func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
 
 // vexpf is ggml's 16-lane AVX-512 exp approximation (ggml_v_expf, after
