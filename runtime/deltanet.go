@@ -44,13 +44,12 @@ type dnState struct {
 	core  []float32 // recurrence output [nBatch][nV*S]
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
 	gate  []float32 // [nBatch][QDim]
-	delta [][]float32
 	ones  []float32 // 1s, the up rows of SwiGLU used as SiLU [nBatch][max(cc, nV*S)]
 	// qwen35moe's shared expert: its output [nBatch][NEmbd] and gate [nBatch].
 	shOut, shGate []float32
 }
 
-func newDNState(c *Config, nBatch, nWorkers int) *dnState {
+func newDNState(c *Config, nBatch, _ int) *dnState {
 	cc, vd := c.convChannels(), c.SSMInner
 	s := &dnState{
 		mix:   make([]float32, nBatch*cc),
@@ -62,14 +61,10 @@ func newDNState(c *Config, nBatch, nWorkers int) *dnState {
 		core:  make([]float32, nBatch*vd),
 		qg:    make([]float32, nBatch*2*c.QDim()),
 		gate:  make([]float32, nBatch*c.QDim()),
-		delta: make([][]float32, nWorkers),
 		ones:  make([]float32, nBatch*max(cc, vd)),
 	}
 	for i := range s.ones {
 		s.ones[i] = 1
-	}
-	for i := range s.delta {
-		s.delta[i] = make([]float32, c.SSMState)
 	}
 	if c.NFFShexp > 0 {
 		s.shOut = make([]float32, nBatch*c.NEmbd)
@@ -170,33 +165,36 @@ func dotRef(a, b []float32) float32 {
 	np := n &^ 63
 	var sum float32
 	if np > 0 {
-		var acc [4][16]float32
+		var acc [64]float32 // accumulator j lane l at 16j+l
 		for i := 0; i < np; i += 64 {
-			for j := 0; j < 4; j++ {
-				x, y := a[i+16*j:i+16*j+16], b[i+16*j:i+16*j+16]
-				for l := range 16 {
-					acc[j][l] = fmaf(x[l], y[l], acc[j][l])
-				}
+			x, y := (*[64]float32)(a[i:i+64]), (*[64]float32)(b[i:i+64])
+			for l := range acc {
+				acc[l] = fma32f(x[l], y[l], acc[l])
 			}
 		}
 		var v [16]float32
-		for l := range 16 {
-			v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+		for l := range v {
+			v[l] = (acc[l] + acc[32+l]) + (acc[16+l] + acc[48+l])
 		}
-		var t8 [8]float32
-		for l := range 8 {
-			t8[l] = v[l] + v[l+8]
+		for s := 8; s >= 1; s /= 2 {
+			for l := 0; l < s; l++ {
+				v[l] += v[l+s]
+			}
 		}
-		var t4 [4]float32
-		for l := range 4 {
-			t4[l] = t8[l] + t8[l+4]
-		}
-		sum = (t4[0] + t4[2]) + (t4[1] + t4[3])
+		sum = v[0]
 	}
 	for i := np; i < n; i++ {
 		sum += float32(a[i] * b[i]) // the product rounded (no fusion in the reference here)
 	}
 	return sum
+}
+
+// fma32f is fmaf by float64 arithmetic: the product of two float32 is
+// exact in float64, so the sum is rounded once to float64, then to
+// float32 (as fmaf but for double-rounding ties, odds ~2^-29); cheaper
+// than math.FMA's conversions here.
+func fma32f(a, b, c float32) float32 {
+	return float32(float64(a)*float64(b) + float64(c))
 }
 
 // madRef sets y[i] += x[i]*v as the reference build's vec_mad_f32: one
@@ -205,7 +203,7 @@ func dotRef(a, b []float32) float32 {
 func madRef(y, x []float32, v float32) {
 	x = x[:len(y)]
 	for i := range y {
-		y[i] = fmaf(x[i], v, y[i])
+		y[i] = fma32f(x[i], v, y[i])
 	}
 }
 
@@ -314,7 +312,6 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 		scale := 1 / float32(math.Sqrt(float64(S)))
 		p.m.pool.run(func(wk int) {
 			h0, h1 := split(nV, wk, p.m.pool.n, 1)
-			delta := dn.delta[wk]
 			for hv := h0; hv < h1; hv++ {
 				hk := hv % nK // qwen35: key heads repeat across value heads
 				if c.DNGroupedHeads {
@@ -328,18 +325,18 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 					v := row[2*kd+hv*S : 2*kd+(hv+1)*S]
 					decay := expf(alpha[r*nV+hv])
 					b := beta[r*nV+hv]
-					for i := range M {
-						M[i] *= decay
-					}
-					for j := 0; j < S; j++ {
-						delta[j] = (v[j] - dotRef(M[j*S:(j+1)*S], k)) * b
-					}
-					for j := 0; j < S; j++ {
-						madRef(M[j*S:(j+1)*S], k, delta[j])
-					}
+					// Each row j of M only meets itself: decay, its delta,
+					// its update and its output in one pass (the same
+					// operations as the reference's four passes over M).
 					o := core[r*vd+hv*S : r*vd+(hv+1)*S]
 					for j := 0; j < S; j++ {
-						o[j] = dotRef(M[j*S:(j+1)*S], q) * scale
+						mj := M[j*S : (j+1)*S]
+						for i := range mj {
+							mj[i] *= decay
+						}
+						dj := (v[j] - dotRef(mj, k)) * b
+						madRef(mj, k, dj)
+						o[j] = dotRef(mj, q) * scale
 					}
 				}
 			}
