@@ -25,6 +25,12 @@ package runtime
 //
 // The state M of each value head and the conv window are kept per session
 // (Session.conv, Session.ssm) and carried from one pass to the next.
+//
+// Every step rounds as the reference's AVX-512 build does (conv taps and
+// state updates as FMAs, the state dots in vec_dot_f32's lane order, SiLU
+// with ggml's vector exp, glibc's expf/logf): a last-bit difference here
+// grows through the next Q8_K activation to 0.3 in the logits at real
+// shapes (tools/tensordump/README.md).
 
 import (
 	"fmt"
@@ -205,24 +211,6 @@ func madRef(y, x []float32, v float32) {
 	for i := range y {
 		y[i] = fma32f(x[i], v, y[i])
 	}
-}
-
-// dotf is a float32 dot product.
-func dotf(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	n := len(a)
-	b = b[:n]
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
