@@ -25,6 +25,12 @@ package runtime
 //
 // The state M of each value head and the conv window are kept per session
 // (Session.conv, Session.ssm) and carried from one pass to the next.
+//
+// Every step rounds as the reference's AVX-512 build does (conv taps and
+// state updates as FMAs, the state dots in vec_dot_f32's lane order, SiLU
+// with ggml's vector exp, glibc's expf/logf): a last-bit difference here
+// grows through the next Q8_K activation to 0.3 in the logits at real
+// shapes (tools/tensordump/README.md).
 
 import (
 	"fmt"
@@ -44,12 +50,12 @@ type dnState struct {
 	core  []float32 // recurrence output [nBatch][nV*S]
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
 	gate  []float32 // [nBatch][QDim]
-	delta [][]float32
+	ones  []float32 // 1s, the up rows of SwiGLU used as SiLU [nBatch][max(cc, nV*S)]
 	// qwen35moe's shared expert: its output [nBatch][NEmbd] and gate [nBatch].
 	shOut, shGate []float32
 }
 
-func newDNState(c *Config, nBatch, nWorkers int) *dnState {
+func newDNState(c *Config, nBatch, _ int) *dnState {
 	cc, vd := c.convChannels(), c.SSMInner
 	s := &dnState{
 		mix:   make([]float32, nBatch*cc),
@@ -61,10 +67,10 @@ func newDNState(c *Config, nBatch, nWorkers int) *dnState {
 		core:  make([]float32, nBatch*vd),
 		qg:    make([]float32, nBatch*2*c.QDim()),
 		gate:  make([]float32, nBatch*c.QDim()),
-		delta: make([][]float32, nWorkers),
+		ones:  make([]float32, nBatch*max(cc, vd)),
 	}
-	for i := range s.delta {
-		s.delta[i] = make([]float32, c.SSMState)
+	for i := range s.ones {
+		s.ones[i] = 1
 	}
 	if c.NFFShexp > 0 {
 		s.shOut = make([]float32, nBatch*c.NEmbd)
@@ -126,15 +132,17 @@ func (r *recurrentState) bytes() int64 {
 	return n
 }
 
-func sigmoidf(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
-func siluf(x float32) float32    { return x / (1 + float32(math.Exp(float64(-x)))) }
+// sigmoidf is the reference's scalar sigmoid, 1/(1 + expf(-x)) with
+// glibc's expf.
+func sigmoidf(x float32) float32 { return 1 / (1 + expf(-x)) }
 
-// softplusf is log(1 + exp(x)), x itself above 20 (as ggml).
+// softplusf is log(1 + exp(x)), x itself above 20, as the reference's
+// scalar op computes it (glibc's logf and expf).
 func softplusf(x float32) float32 {
 	if x > 20 {
 		return x
 	}
-	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
+	return logf(1 + expf(x))
 }
 
 // l2Normalize scales x to unit length: x / max(|x|, eps), the sum of
@@ -150,22 +158,59 @@ func l2Normalize(x []float32, eps float32) {
 	}
 }
 
-// dotf is a float32 dot product.
-func dotf(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
+// dotRef is a float32 dot product in the order of the reference build's
+// vec_dot_f32 (AVX-512): 64-element steps into 4 accumulators of 16 lanes,
+// each a fused multiply-add; the accumulators added pairwise (0+2, 1+3,
+// then 0+1), the 16 lanes reduced as lane i + lane i+8, then i + i+4, then
+// i + i+2, then lane 0 + lane 1; the tail (n mod 64) added one product at
+// a time. At real state sizes (128) a plain sum parts from
+// it in the last bits, which activation quantization then amplifies.
+func dotRef(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	np := n &^ 63
+	var sum float32
+	if np > 0 {
+		var acc [64]float32 // accumulator j lane l at 16j+l
+		for i := 0; i < np; i += 64 {
+			x, y := (*[64]float32)(a[i:i+64]), (*[64]float32)(b[i:i+64])
+			for l := range acc {
+				acc[l] = fma32f(x[l], y[l], acc[l])
+			}
+		}
+		var v [16]float32
+		for l := range v {
+			v[l] = (acc[l] + acc[32+l]) + (acc[16+l] + acc[48+l])
+		}
+		for s := 8; s >= 1; s /= 2 {
+			for l := 0; l < s; l++ {
+				v[l] += v[l+s]
+			}
+		}
+		sum = v[0]
 	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
+	for i := np; i < n; i++ {
+		sum += float32(a[i] * b[i]) // the product rounded (no fusion in the reference here)
 	}
-	return (s0 + s1) + (s2 + s3)
+	return sum
+}
+
+// fma32f is fmaf by float64 arithmetic: the product of two float32 is
+// exact in float64, so the sum is rounded once to float64, then to
+// float32 (as fmaf but for double-rounding ties, odds ~2^-29); cheaper
+// than math.FMA's conversions here.
+func fma32f(a, b, c float32) float32 {
+	return float32(float64(a)*float64(b) + float64(c))
+}
+
+// madRef sets y[i] += x[i]*v as the reference build's vec_mad_f32: one
+// fused multiply-add each (its vector steps and, inlined where the
+// compiler contracts, its tail).
+func madRef(y, x []float32, v float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] = fma32f(x[i], v, y[i])
+	}
 }
 
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
@@ -196,6 +241,10 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	} else if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wbeta, beta}, matOp{&l.Walpha, alpha}); err != nil {
 		return err
 	}
+	trace("linear_attn_qkv_mixed", li, mix)
+	trace("z", li, z)
+	trace("beta", li, beta)
+	trace("alpha", li, alpha)
 	// Per-row gates: beta = sigmoid(beta); g = softplus(alpha + dt_bias) * A.
 	for t := 0; t < ntok; t++ {
 		for h := 0; h < nV; h++ {
@@ -216,17 +265,29 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 			in, o := mix[(r0+t)*cc:(r0+t+1)*cc], conv[(r0+t)*cc:(r0+t+1)*cc]
 			for ch := 0; ch < cc; ch++ {
 				win, w := cs[ch*(K-1):(ch+1)*(K-1)], l.ConvW[ch*K:(ch+1)*K]
+				// Each tap one fused multiply-add, as the reference's
+				// compiler contracts its loop (the double FMA of float32
+				// operands rounds as fmaf but for ties of ~2^-29 odds).
 				var sum float32
 				for i := 0; i < K-1; i++ {
-					sum += win[i] * w[i]
+					sum = fmaf(win[i], w[i], sum)
 				}
-				sum += in[ch] * w[K-1]
-				o[ch] = siluf(sum)
+				o[ch] = fmaf(in[ch], w[K-1], sum)
 				if K > 1 {
 					copy(win, win[1:])
 					win[K-2] = in[ch]
 				}
 			}
+		}
+		// SiLU as the reference's vectorised op (ggml's vector exp on whole
+		// 16-lane blocks of each row): SwiGLU with an up row of ones
+		// (x*1 is exact).
+		if err := kernels.SwiGLU(conv[r0*cc:(r0+n)*cc], conv[r0*cc:(r0+n)*cc], dn.ones[:n*cc], n, cc, 0, cc); err != nil {
+			return err
+		}
+		trace("conv_output_silu", li, conv[r0*cc:(r0+n)*cc])
+		for t := 0; t < n; t++ {
+			o := conv[(r0+t)*cc : (r0+t+1)*cc]
 			// l2-normalize each key head of q and k.
 			for h := 0; h < nK; h++ {
 				l2Normalize(o[h*S:(h+1)*S], c.Eps)
@@ -239,7 +300,6 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 		scale := 1 / float32(math.Sqrt(float64(S)))
 		p.m.pool.run(func(wk int) {
 			h0, h1 := split(nV, wk, p.m.pool.n, 1)
-			delta := dn.delta[wk]
 			for hv := h0; hv < h1; hv++ {
 				hk := hv % nK // qwen35: key heads repeat across value heads
 				if c.DNGroupedHeads {
@@ -251,36 +311,42 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 					row := conv[r*cc : (r+1)*cc]
 					q, k := row[hk*S:(hk+1)*S], row[kd+hk*S:kd+(hk+1)*S]
 					v := row[2*kd+hv*S : 2*kd+(hv+1)*S]
-					decay := float32(math.Exp(float64(alpha[r*nV+hv])))
+					decay := expf(alpha[r*nV+hv])
 					b := beta[r*nV+hv]
-					for i := range M {
-						M[i] *= decay
-					}
-					for j := 0; j < S; j++ {
-						delta[j] = (v[j] - dotf(M[j*S:(j+1)*S], k)) * b
-					}
-					for j := 0; j < S; j++ {
-						mj, dj := M[j*S:(j+1)*S], delta[j]
-						for i := range mj {
-							mj[i] += k[i] * dj
-						}
-					}
+					// Each row j of M only meets itself: decay, its delta,
+					// its update and its output in one pass (the same
+					// operations as the reference's four passes over M).
 					o := core[r*vd+hv*S : r*vd+(hv+1)*S]
 					for j := 0; j < S; j++ {
-						o[j] = dotf(M[j*S:(j+1)*S], q) * scale
+						mj := M[j*S : (j+1)*S]
+						for i := range mj {
+							mj[i] *= decay
+						}
+						dj := (v[j] - dotRef(mj, k)) * b
+						madRef(mj, k, dj)
+						o[j] = dotRef(mj, q) * scale
 					}
 				}
 			}
 		})
 	}
 
+	trace("beta_sigmoid", li, beta)
+	trace("gate", li, alpha)
+	trace("conv_l2", li, conv)
+	trace("attn_output", li, core)
 	// Gated RMSNorm of each head's output: rmsnorm(o) * ssm_norm * silu(z).
 	if err := kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps); err != nil {
 		return err
 	}
-	for i := range core {
-		core[i] *= siluf(z[i])
+	// silu(z) per head row of S, as the reference's vectorised SiLU op.
+	if err := kernels.SwiGLU(z, z, dn.ones[:ntok*vd], ntok*nV, S, 0, S); err != nil {
+		return err
 	}
+	for i := range core {
+		core[i] *= z[i]
+	}
+	trace("final_output", li, core)
 	return p.matmul(core, ntok, matOp{&l.SSMOut, out})
 }
 

@@ -248,16 +248,19 @@ func (p *pass) forward() error {
 				return err
 			}
 		}
+		trace("attn_norm", li, xb)
 		if c.isRecurrent(li) { // Gated DeltaNet instead of attention (deltanet.go)
 			if err := p.deltaNet(li, l, xb, xb2); err != nil {
 				return err
 			}
+			trace("linear_attn_out", li, xb2)
 			if err := addResidual(c, x, xb2, nil, ntok); err != nil {
 				return err
 			}
 			if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
 				return err
 			}
+			trace("l_out", li, x)
 			continue
 		}
 		var gate []float32 // qwen35: sigmoid output gate per head [ntok][QDim]
@@ -352,9 +355,11 @@ func (p *pass) forward() error {
 				att[i] *= sigmoidf(gate[i])
 			}
 		}
+		trace("attn_gated", li, att)
 		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
 			return err
 		}
+		trace("attn_output", li, xb2)
 		if l.Bo != nil { // gpt-oss: output bias
 			if err := addRowBias(xb2, l.Bo, ntok, d); err != nil {
 				return err
@@ -367,6 +372,7 @@ func (p *pass) forward() error {
 		if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
 			return err
 		}
+		trace("l_out", li, x)
 	}
 
 	return p.output()
@@ -442,15 +448,18 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 	d, ff := c.NEmbd, c.denseFF()
 	x := st.x[:ntok*d]
 	// Feed-forward: norm, SwiGLU, down projection, residual.
+	trace("attn_residual", -1, x)
 	for t := 0; t < ntok; t++ {
 		if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps); err != nil {
 			return err
 		}
 	}
+	trace("attn_post_norm", -1, xb)
 	if l.ExpGate != nil {
 		if err := p.moe(l, xb, ntok, xb2); err != nil {
 			return err
 		}
+		trace("ffn_moe_out", -1, xb2)
 		if l.ShexpGate.Data != nil {
 			if err := p.sharedExpert(l, xb, xb2, hb, hb2, ntok); err != nil {
 				return err
@@ -479,9 +488,11 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 				return err
 			}
 		}
+		trace("ffn_swiglu", -1, hb[:ntok*ff])
 		if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
 			return err
 		}
+		trace("ffn_out", -1, xb2)
 	}
 	return addResidual(c, x, xb2, l.PostFFN, ntok)
 }
@@ -504,15 +515,18 @@ func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error
 	if err := p.matmul(hb, ntok, matOp{&l.Wdown, out}); err != nil {
 		return err
 	}
+	trace("ffn_shexp", -1, out)
 	if err := p.matmul(h, ntok, matOp{&l.ShexpGate, g}); err != nil {
 		return err
 	}
+	trace("shared_expert_gate", -1, g)
 	for t := 0; t < ntok; t++ {
 		s := sigmoidf(g[t])
 		for i := t * d; i < (t+1)*d; i++ {
-			moe[i] += out[i] * s
+			moe[i] += float32(out[i] * s) // the product rounded, then the sum (two ops in the reference)
 		}
 	}
+	trace("ffn_out", -1, moe)
 	return nil
 }
 

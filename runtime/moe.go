@@ -17,6 +17,7 @@ package runtime
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/woolly-llm/woolly/kernels"
 )
@@ -155,7 +156,9 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	nrows := ntok * k
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
-	if err := p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
+	if g := &l.GateInp; g.Type == kernels.F32 && g.Pack == (kernels.Packing{}) && ntok >= 2 && g.Rows%4 == 0 && g.Cols%16 == 0 {
+		routerTiled(g, h, ntok, ms.logits[:ntok*c.NExpert])
+	} else if err := p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
 		return err
 	}
 	if l.GateInpB != nil { // gpt-oss: router bias, softmax over the chosen logits
@@ -163,11 +166,14 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 			return err
 		}
 	}
+	trace("ffn_moe_logits", -1, ms.logits[:ntok*c.NExpert])
 	if c.MoESoftmaxWeight {
 		ms.routeSoftmaxWeight(c, ntok)
 	} else {
 		ms.route(c, ntok)
 	}
+	trace("ffn_moe_probs", -1, ms.logits[:ntok*c.NExpert])
+	trace("ffn_moe_weights_norm", -1, ms.w[:nrows])
 	ms.sortRows(c, ntok)
 
 	// Activations of h in expert-sorted row order (each token's row once per slot).
@@ -304,4 +310,34 @@ func expertProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) err
 		return fmt.Errorf("%s: %v", mt.Name, err)
 	}
 	return nil
+}
+
+// routerTiled sets out[t][r] = dot(row r of the F32 matrix g, h[t]) in the
+// order of the reference build's product of two F32 matrices whose rows
+// are a multiple of 4 and columns of 16, for two or more rows of h
+// (llamafile's tiled sgemm, AVX-512; one row goes through vec_dot_f32):
+// per output one 16-lane accumulator, a fused multiply-add per lane over
+// the row's 16-element chunks in order, then the lanes summed l+8, l+4,
+// l+2, l+1. Other F32 products use vec_dot_f32's order (the kernels).
+func routerTiled(g *Mat, h []float32, ntok int, out []float32) {
+	n := g.Cols
+	w := unsafe.Slice((*float32)(unsafe.Pointer(&g.Data[0])), g.Rows*n)
+	for t := 0; t < ntok; t++ {
+		x := h[t*n : (t+1)*n]
+		for r := 0; r < g.Rows; r++ {
+			wr := w[r*n : (r+1)*n]
+			var acc [16]float32
+			for i := 0; i < n; i += 16 {
+				for l := range 16 {
+					acc[l] = fmaf(wr[i+l], x[i+l], acc[l])
+				}
+			}
+			for s := 8; s >= 1; s /= 2 {
+				for l := 0; l < s; l++ {
+					acc[l] += acc[l+s]
+				}
+			}
+			out[t*g.Rows+r] = acc[0]
+		}
+	}
 }

@@ -6,7 +6,10 @@ package runtime
 // attention_test.go use: the specification the kernels are held to, bit for
 // bit, in numerics_test.go.
 
-import "math"
+import (
+	"math"
+	"testing"
+)
 
 // pow2 returns 2^e for -1022 <= e <= 1023.
 func pow2(e int) float64 { return math.Float64frombits(uint64(e+1023) << 52) }
@@ -28,41 +31,6 @@ func roundF16(x float32) float32 {
 	}
 	// f16 subnormals: multiples of 2^-24.
 	return float32(math.RoundToEven(float64(x)*pow2(24)) * pow2(-24))
-}
-
-// expTab[i] holds the bits of 2^(i/32) minus i<<47, the table of glibc's
-// expf (so that adding k<<47 yields 2^(k/32)).
-var expTab = func() (t [32]uint64) {
-	for i := range t {
-		t[i] = math.Float64bits(math.Exp2(float64(i)/32)) - uint64(i)<<47
-	}
-	return
-}()
-
-// expf is glibc's expf (the optimized-routines algorithm: a 32-entry table
-// of 2^(i/32) and a cubic in double), whose result differs from the
-// correctly rounded one in about 1 of 1500 inputs.
-func expf(x float32) float32 {
-	if !(x > -103) || x > 88 { // NaN, underflow or overflow: libm agrees with the exact value
-		return float32(math.Exp(float64(x)))
-	}
-	const n = 32
-	z := (0x1.71547652b82fep+0 * n) * float64(x)
-	const shift = 0x1.8p+52
-	kd := z + shift
-	ki := math.Float64bits(kd)
-	kd -= shift
-	r := z - kd
-	s := math.Float64frombits(expTab[ki%n] + ki<<47)
-	const (
-		c0 = 0x1.c6af84b912394p-5 / n / n / n
-		c1 = 0x1.ebfce50fac4f3p-3 / n / n
-		c2 = 0x1.62e42ff0c52d6p-1 / n
-	)
-	p := c0*r + c1
-	y := c2*r + 1
-	y = p*(r*r) + y
-	return float32(y * s)
 }
 
 func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
@@ -155,4 +123,37 @@ func toHalf(x float32) uint16 {
 		return sign | uint16((a>>23-112)<<10) | uint16(a>>13&0x3ff)
 	}
 	return sign | uint16(math.Float32frombits(a)*0x1p24) // subnormal: an exact multiple of 2^-24
+}
+
+// TestGlibcExpLogf: expf and logf give glibc's results on inputs where
+// glibc's differ from the correctly rounded ones (bits taken from glibc
+// 2.36's expf/logf on x86-64), and the correctly rounded result elsewhere
+// far from a tie.
+func TestGlibcExpLogf(t *testing.T) {
+	for _, c := range []struct {
+		f       func(float32) float32
+		name    string
+		in, out uint32
+	}{
+		{logf, "logf", 1065971132, 1032949649}, {logf, "logf", 1086892093, 1072364935},
+		{logf, "logf", 1069279911, 1053071221}, {logf, "logf", 1066114456, 1035068686},
+		{logf, "logf", 1065526404, 1017604125}, {logf, "logf", 1075963972, 1064147619},
+		{expf, "expf", 1084973414, 1129565348}, {expf, "expf", 1104979222, 1398628940},
+		{expf, "expf", 1103992345, 1376178084}, {expf, "expf", 3243187453, 908088604},
+		{expf, "expf", 1104264931, 1382202544}, {expf, "expf", 1104495538, 1387266138},
+	} {
+		x := math.Float32frombits(c.in)
+		if got := math.Float32bits(c.f(x)); got != c.out {
+			t.Errorf("%s(%g) = %08x, glibc %08x", c.name, x, got, c.out)
+		}
+		if exact := float32(math.Log(float64(x))); c.name == "logf" && math.Float32bits(exact) == c.out {
+			t.Errorf("logf(%g): case does not tell glibc from exact rounding", x)
+		}
+	}
+	if logf(1) != 0 || logf(2) != float32(math.Ln2) || expf(0) != 1 {
+		t.Errorf("logf(1) %g, logf(2) %g, expf(0) %g", logf(1), logf(2), expf(0))
+	}
+	if !math.IsInf(float64(logf(0)), -1) || !math.IsNaN(float64(logf(-1))) {
+		t.Errorf("logf(0) %g, logf(-1) %g", logf(0), logf(-1))
+	}
 }

@@ -107,6 +107,12 @@ var presets = []Preset{
 	{Name: "qwen35-0.8b", Arch: "qwen35", Dim: 1024, Layers: 24, Heads: 8, KVHeads: 2, HeadDim: 256, FFN: 3584, Vocab: 248320, Ctx: 262144, Tied: true,
 		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 128, SSMGroups: 16, SSMVHeads: 16,
 		Rot: 64, RopeSections: [4]int{11, 11, 10, 0}, Pre: "qwen35"},
+	// The same shapes cut to one group of 3 DeltaNet layers and 1 attention
+	// layer, for tracing real-shape differences from llama.cpp (see
+	// runtime/testdata/qwen35/README.md).
+	{Name: "qwen35-0.8b-4l", Arch: "qwen35", Dim: 1024, Layers: 4, Heads: 8, KVHeads: 2, HeadDim: 256, FFN: 3584, Vocab: 248320, Ctx: 262144, Tied: true,
+		RopeBase: 10000000, Eps: 1e-6, QKNorm: true, DeltaNet: true, FullAttnEvery: 4, SSMConv: 4, SSMState: 128, SSMGroups: 16, SSMVHeads: 16,
+		Rot: 64, RopeSections: [4]int{11, 11, 10, 0}, Pre: "qwen35"},
 	// Its mixture-of-experts sibling (Qwen3.5-MoE / Qwen3.6-A3B style): 8
 	// experts of 32, 2 used, softmax routing, and a sigmoid-gated shared
 	// expert of 64.
