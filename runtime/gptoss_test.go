@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -203,39 +200,5 @@ func TestGptOssBadFiles(t *testing.T) {
 // routing per row) get the logits they get alone, bit for bit.
 func TestGptOssBatchKeepsBits(t *testing.T) {
 	m := loadPath(t, gptOssMini(t), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
-	const chunk, gen = 16, 6
-	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
-	require.NoError(t, err)
-	b.gatherMin = 200 * time.Millisecond
-	prompts := batchPrompts(m, chunk)
-	alone := make([]batchRun, len(prompts))
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		alone[i], err = generateRecording(s, p, gen)
-		require.NoError(t, err)
-	}
-	together := make([]batchRun, len(prompts))
-	errs := make([]error, len(prompts))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		b.enter(s)
-		wg.Go(func() {
-			<-start
-			together[i], errs[i] = generateRecording(s, p, gen)
-		})
-	}
-	close(start)
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
-	require.Greater(t, b.Stats().Shared, int64(0), "no step carried two sequences")
-	for i := range prompts {
-		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
-		for k := range alone[i].logits {
-			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
-		}
-	}
+	batchTogetherMatchesAlone(t, m, 16, 6)
 }
