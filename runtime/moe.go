@@ -149,10 +149,7 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 // moe computes the expert FFN of layer l for ntok rows of h ([ntok][NEmbd])
 // into out ([ntok][NEmbd]).
 func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
-	m, c, st := p.m, p.m.cfg, p.st
-	ms := st.moe
-	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
-	nrows := ntok * k
+	c, ms := p.m.cfg, p.st.moe
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
 	if err := p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
@@ -169,6 +166,17 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 		ms.route(c, ntok)
 	}
 	ms.sortRows(c, ntok)
+	return p.routedExperts(l, h, ntok, out, gluSiLU)
+}
+
+// routedExperts runs the experts chosen in st.moe (routed and sorted) over
+// ntok rows of h into out ([ntok][NEmbd]), act being the experts' gated
+// activation (gpt-oss: its clamped SwiGLU with biases, whatever act is).
+func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) error {
+	m, c, st := p.m, p.m.cfg, p.st
+	ms := st.moe
+	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
+	nrows := ntok * k
 
 	// Activations of h in expert-sorted row order (each token's row once per slot).
 	at := l.ExpGate[0].Type.ActType()
@@ -223,7 +231,7 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 			}
 			return
 		}
-		if err := kernels.SwiGLU(ms.gate[j0*ffe:j1*ffe], ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
+		if err := act.apply(ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
 			st.errs[wk] = err
 		}
 	})
