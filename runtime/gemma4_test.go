@@ -2,10 +2,7 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // gemma4Minis pins the bytes of `woolly synth --preset NAME` (seed 1,
@@ -34,33 +29,11 @@ func gemma4Mini(t testing.TB) string { return gemma4MiniNamed(t, "gemma4-mini") 
 // checks its pinned checksum and returns its path.
 func gemma4MiniNamed(t testing.TB, name string) string {
 	t.Helper()
-	p, err := synth.FindPreset(name)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
-	ft, err := quant.ParseFileType("q4_k_m")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, gemma4Minis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/gemma4 (README.md)", name)
-	return path
+	return synthMini(t, name, "q4_k_m", "", "synth-"+name+"-Q4_K_M.gguf", gemma4Minis[name], "gemma4")
 }
 
 func gemma4Refs(t *testing.T, name string) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "gemma4", "synth-"+name+"-Q4_K_M.*.json"))
-	require.NotEmpty(t, files)
-	out := map[string]refLogits{}
-	for _, f := range files {
-		var r refLogits
-		readJSON(t, f, &r)
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
-	}
-	return out
+	return miniRefs(t, "gemma4", "synth-"+name+"-Q4_K_M")
 }
 
 // TestGemma4Parity: the gemma4 mini's logits equal llama.cpp's following

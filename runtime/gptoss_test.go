@@ -2,10 +2,7 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // gptOssMiniSHA pins the bytes of `woolly synth --preset gpt-oss-mini
@@ -28,33 +23,11 @@ const gptOssMiniSHA = "6519299f19541cfe829ac63dd41a335b163e22034e239e669bde56ca7
 func gptOssMini(t testing.TB) string {
 	t.Helper()
 	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
-	p, err := synth.FindPreset("gpt-oss-mini")
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-gpt-oss-mini-MXFP4_MOE.gguf")
-	ft, err := quant.ParseFileType("mxfp4")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, VocabPath: vocab, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, gptOssMiniSHA, hex.EncodeToString(h.Sum(nil)), "synth gpt-oss-mini bytes changed: remake testdata/gptoss (README.md)")
-	return path
+	return synthMini(t, "gpt-oss-mini", "mxfp4", vocab, "synth-gpt-oss-mini-MXFP4_MOE.gguf", gptOssMiniSHA, "gptoss")
 }
 
 func gptOssRefs(t *testing.T) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "gptoss", "synth-gpt-oss-mini-MXFP4_MOE.*.json"))
-	require.NotEmpty(t, files)
-	out := map[string]refLogits{}
-	for _, f := range files {
-		var r refLogits
-		readJSON(t, f, &r)
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
-	}
-	return out
+	return miniRefs(t, "gptoss", "synth-gpt-oss-mini-MXFP4_MOE")
 }
 
 // TestGptOssParity: the gpt-oss mini's prompt ids, logits and 16 greedy ids

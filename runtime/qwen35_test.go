@@ -2,10 +2,7 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // deltaNetMinis pins the bytes of `woolly synth --preset NAME --vocab
@@ -37,34 +32,12 @@ func qwen35Mini(t testing.TB) string { return deltaNetMini(t, "qwen35-mini") }
 func deltaNetMini(t testing.TB, name string) string {
 	t.Helper()
 	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
-	p, err := synth.FindPreset(name)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
-	ft, err := quant.ParseFileType("q4_k_m")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, VocabPath: vocab, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, deltaNetMinis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/qwen35 (README.md)", name)
-	return path
+	return synthMini(t, name, "q4_k_m", vocab, "synth-"+name+"-Q4_K_M.gguf", deltaNetMinis[name], "qwen35")
 }
 
 // qwen35Refs reads llama.cpp's references for the mini name.
 func qwen35Refs(t *testing.T, name string) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "qwen35", "synth-"+name+"-Q4_K_M.*.json"))
-	require.NotEmpty(t, files)
-	out := map[string]refLogits{}
-	for _, f := range files {
-		var r refLogits
-		readJSON(t, f, &r)
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
-	}
-	return out
+	return miniRefs(t, "qwen35", "synth-"+name+"-Q4_K_M")
 }
 
 // teacherForced is the reference's prompt plus its greedy ids but the last,
