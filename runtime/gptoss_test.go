@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,71 +40,7 @@ func gptOssRefs(t *testing.T) map[string]refLogits {
 // router logits (testdata/gptoss/README.md).
 func TestGptOssParity(t *testing.T) {
 	m := loadPath(t, gptOssMini(t), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
-	const tol = 0.1
-	nv := m.Info().NVocab
-	worst := map[string]float64{}
-	for tag, ref := range gptOssRefs(t) {
-		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
-		require.NoError(t, err)
-		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
-		seq, tops := teacherForced(ref)
-
-		s := newSession(t, m, 0)
-		pr := evalAll(t, s, ref.PromptIDs)
-		for i := range ref.PromptIDs {
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), pr[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
-		}
-		for k := 1; k < len(ref.Greedy.Steps); k++ {
-			row, err := s.Eval([]int32{ref.Greedy.IDs[k-1]}, false)
-			require.NoError(t, err)
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s step %d", tag, k), row, ref.Greedy.Steps[k].Top, tol))
-		}
-
-		s.Reset()
-		all := evalAll(t, s, seq)
-		for i := range seq {
-			worst["batch"] = max(worst["batch"], compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol))
-		}
-		ttol, tk, ck := tol, "token", "chunks"
-		if len(ref.PromptIDs) >= 64 { // another attention path than the reference's rows
-			ttol, tk, ck = 1, "token (long)", "chunks (long)"
-		}
-		s.Reset()
-		for i, id := range seq {
-			row, err := s.Eval([]int32{id}, false)
-			require.NoError(t, err)
-			worst[tk] = max(worst[tk], compareTop(t, fmt.Sprintf("%s token pos %d", tag, i), row, tops[i], ttol))
-		}
-		s.Reset()
-		for i := 0; i < len(seq); {
-			n := min(len(seq)-i, 1+(i*7)%23)
-			rows, err := s.Eval(seq[i:i+n], true)
-			require.NoError(t, err)
-			for j := 0; j < n; j++ {
-				worst[ck] = max(worst[ck], compareTop(t, fmt.Sprintf("%s chunked pos %d", tag, i+j), rows[j*nv:(j+1)*nv], tops[i+j], ttol))
-			}
-			i += n
-		}
-
-		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512}, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
-		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
-	}
-	t.Logf("gpt-oss-mini max |Δlogit| vs llama.cpp: its procedure %.3g; teacher-forced batch %.3g, token by token %.3g (long %.3g), chunked %.3g (long %.3g)",
-		worst["procedure"], worst["batch"], worst["token"], worst["token (long)"], worst["chunks"], worst["chunks (long)"])
-	if worst["procedure"] > 1e-6 {
-		t.Errorf("max |Δlogit| %.3g following llama.cpp's procedure, want the reference's bits (≤ 1e-6)", worst["procedure"])
-	}
-	for k, v := range worst {
-		lim := tol
-		if strings.HasSuffix(k, "(long)") {
-			lim = 1
-		}
-		if v > lim {
-			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, lim)
-		}
-	}
+	refParity(t, m, "gpt-oss-mini", gptOssRefs(t), 0.1, 1, true)
 }
 
 // TestGptOssPerplexity: llama-perplexity's figure to 4 decimals.

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,66 +69,9 @@ func TestQwen35Parity(t *testing.T) {
 
 func deltaNetParity(t *testing.T, name string) {
 	m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
-	const tol = 0.1
-	nv := m.Info().NVocab
-	worst := map[string]float64{}
-	for tag, ref := range qwen35Refs(t, name) {
-		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
-		require.NoError(t, err)
-		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
-		seq, tops := teacherForced(ref)
-
-		// llama.cpp's own procedure: the prompt as one batch, then each
-		// greedy id decoded alone.
-		s := newSession(t, m, 0)
-		pr := evalAll(t, s, ref.PromptIDs)
-		for i := range ref.PromptIDs {
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), pr[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
-		}
-		for k := 1; k < len(ref.Greedy.Steps); k++ {
-			row, err := s.Eval([]int32{ref.Greedy.IDs[k-1]}, false)
-			require.NoError(t, err)
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s step %d", tag, k), row, ref.Greedy.Steps[k].Top, tol))
-		}
-
-		s.Reset()
-		all := evalAll(t, s, seq)
-		for i := range seq {
-			worst["batch"] = max(worst["batch"], compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol))
-		}
-		s.Reset()
-		for i, id := range seq {
-			row, err := s.Eval([]int32{id}, false)
-			require.NoError(t, err)
-			worst["token"] = max(worst["token"], compareTop(t, fmt.Sprintf("%s token pos %d", tag, i), row, tops[i], tol))
-		}
-		s.Reset()
-		for i := 0; i < len(seq); {
-			n := min(len(seq)-i, 1+(i*7)%23) // 1, 8, 16, ... tokens per pass
-			rows, err := s.Eval(seq[i:i+n], true)
-			require.NoError(t, err)
-			for j := 0; j < n; j++ {
-				worst["chunks"] = max(worst["chunks"], compareTop(t, fmt.Sprintf("%s chunked pos %d", tag, i+j), rows[j*nv:(j+1)*nv], tops[i+j], tol))
-			}
-			i += n
-		}
-
-		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512}, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
-		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
-	}
-	t.Logf("%s max |Δlogit| vs llama.cpp: its procedure %.3g; teacher-forced batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
-		name, worst["procedure"], worst["batch"], worst["token"], worst["chunks"], tol)
-	if name != "qwen3next-mini" && worst["procedure"] > 1e-6 {
-		// These minis reproduce the reference's bits (the JSON prints 9 digits).
-		t.Errorf("%s: max |Δlogit| %.3g following llama.cpp's procedure, want the reference's bits (≤ 1e-6)", name, worst["procedure"])
-	}
-	for k, v := range worst {
-		if v > tol {
-			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, tol)
-		}
-	}
+	// All but qwen3next-mini reproduce the reference's bits following its
+	// procedure.
+	refParity(t, m, name, qwen35Refs(t, name), 0.1, 0, name != "qwen3next-mini")
 }
 
 // TestQwen35BatchKeepsStates: sequences evaluated together in one Batch
