@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -148,23 +147,9 @@ func gemma4Parity(t *testing.T, name string) {
 // TestGemma4Perplexity: llama-perplexity's figure for the mini on the shared
 // dev text (c = 128, 10 chunks, llama.cpp's native build) to 4 decimals.
 func TestGemma4Perplexity(t *testing.T) {
-	var ref struct {
-		Chunks int                `json:"chunks"`
-		PPL    map[string]float64 `json:"ppl"`
-	}
-	readJSON(t, filepath.Join("testdata", "gemma4", "ppl.json"), &ref)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
-	require.NoError(t, err)
-	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
 	for _, name := range []string{"gemma4-mini", "gemma4-moe-mini"} {
-		m := loadPath(t, gemma4MiniNamed(t, name), LoadOptions{Threads: 2})
-		res, err := m.Perplexity(context.Background(), text, 128, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Chunks, res.Chunks)
-		want := ref.PPL[name]
-		require.NotZero(t, want, name)
-		t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
-		require.InDelta(t, want, res.PPL, 5e-5, "%s: PPL to 4 decimals", name)
+		got, want := miniPerplexity(t, "gemma4", name, gemma4MiniNamed(t, name))
+		require.InDelta(t, want, got, 5e-5, "%s: PPL to 4 decimals", name)
 	}
 }
 
@@ -201,12 +186,7 @@ func TestGemma4BadFiles(t *testing.T) {
 		x := loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeBool, Values: b}}
 		return &x
 	}
-	cases := []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	cases := []badFile{
 		{"shared KV exceeds layers", map[string]*loader.Value{"gemma4.attention.shared_kv_layers": u32(7)}, "", "attention.shared_kv_layers 7 leaves fewer than 2 of the 6 layers"},
 		{"shared KV of the wrong kind", map[string]*loader.Value{"gemma4.attention.shared_kv_layers": u32(1)}, "", "layer 5 (global, 1 KV heads of 32) cannot share the cache of layer 4 (sliding-window"},
 		{"no key_length_swa", map[string]*loader.Value{"gemma4.attention.key_length_swa": nil}, "", "key gemma4.attention.key_length_swa is missing"},
@@ -224,22 +204,10 @@ func TestGemma4BadFiles(t *testing.T) {
 		{"no inp_gate", nil, "blk.4.inp_gate.weight", "tensor blk.4.inp_gate.weight is missing"},
 		{"ffn width contradicts", map[string]*loader.Value{"gemma4.feed_forward_length": u32(128)}, "", "blk.3.ffn_gate.weight has shape"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := rewriteModel(t, path, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireBadFiles(t, path, "", cases)
 	// The mixture-of-experts layers' own keys and tensors.
 	moe := gemma4MiniNamed(t, "gemma4-moe-mini")
-	for _, c := range []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	requireBadFiles(t, moe, "moe/", []badFile{
 		{"no router scale", nil, "blk.1.ffn_gate_inp.scale", "tensor blk.1.ffn_gate_inp.scale is missing"},
 		{"no fused gate_up", nil, "blk.2.ffn_gate_up_exps.weight", "tensor blk.2.ffn_gate_exps.weight is missing"},
 		{"no down experts", nil, "blk.3.ffn_down_exps.weight", "tensor blk.3.ffn_down_exps.weight is missing"},
@@ -247,14 +215,7 @@ func TestGemma4BadFiles(t *testing.T) {
 		{"used exceeds count", map[string]*loader.Value{"gemma4.expert_used_count": u32(5)}, "", "expert_used_count 5 is not in 1..expert_count 4"},
 		{"no expert count", map[string]*loader.Value{"gemma4.expert_count": nil, "gemma4.expert_used_count": nil}, "", "ffn_gate_inp.weight is present but key gemma4.expert_count is missing"},
 		{"expert width contradicts", map[string]*loader.Value{"gemma4.expert_feed_forward_length": u32(64)}, "", "ffn_down_exps.weight has shape"},
-	} {
-		t.Run("moe/"+c.name, func(t *testing.T) {
-			bad := rewriteModel(t, moe, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	})
 }
 
 // TestGemma4BatchAndPrefix: sequences evaluated together in one Batch get

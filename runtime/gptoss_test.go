@@ -1,10 +1,7 @@
 package runtime
 
 import (
-	"context"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,21 +42,8 @@ func TestGptOssParity(t *testing.T) {
 
 // TestGptOssPerplexity: llama-perplexity's figure to 4 decimals.
 func TestGptOssPerplexity(t *testing.T) {
-	var ref struct {
-		Chunks int                `json:"chunks"`
-		PPL    map[string]float64 `json:"ppl"`
-	}
-	readJSON(t, filepath.Join("testdata", "gptoss", "ppl.json"), &ref)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
-	require.NoError(t, err)
-	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
-	m := loadPath(t, gptOssMini(t), LoadOptions{Threads: 2})
-	res, err := m.Perplexity(context.Background(), text, 128, nil)
-	require.NoError(t, err)
-	require.Equal(t, ref.Chunks, res.Chunks)
-	want := ref.PPL["gpt-oss-mini"]
-	t.Logf("gpt-oss-mini: PPL %.4f, llama.cpp %.4f", res.PPL, want)
-	require.InDelta(t, want, res.PPL, 5e-5, "PPL to 4 decimals")
+	got, want := miniPerplexity(t, "gptoss", "gpt-oss-mini", gptOssMini(t))
+	require.InDelta(t, want, got, 5e-5, "PPL to 4 decimals")
 }
 
 // TestGptOssBadFiles: a gpt-oss file missing a tensor or key llama.cpp
@@ -70,12 +54,7 @@ func TestGptOssBadFiles(t *testing.T) {
 	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	str := func(s string) *loader.Value { x := loader.Value{Type: loader.TypeString, V: s}; return &x }
 	f32 := func(v float32) *loader.Value { x := loader.Value{Type: loader.TypeFloat32, V: v}; return &x }
-	cases := []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	cases := []badFile{
 		{"no sinks", nil, "blk.1.attn_sinks.weight", "tensor blk.1.attn_sinks.weight is missing"},
 		{"no output bias", nil, "blk.0.attn_output.bias", "tensor blk.0.attn_output.bias is missing"},
 		{"no router bias", nil, "blk.2.ffn_gate_inp.bias", "tensor blk.2.ffn_gate_inp.bias is missing"},
@@ -89,14 +68,7 @@ func TestGptOssBadFiles(t *testing.T) {
 		{"negative factor", map[string]*loader.Value{"gpt-oss.rope.scaling.factor": f32(-2)}, "", "rope.scaling.factor -2 is invalid"},
 		{"no eps", map[string]*loader.Value{"gpt-oss.attention.layer_norm_rms_epsilon": nil}, "", "key gpt-oss.attention.layer_norm_rms_epsilon is missing"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := rewriteModel(t, path, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireBadFiles(t, path, "", cases)
 	// feed_forward_length is optional for gpt-oss (llama.cpp reads it as such).
 	m, err := Load(rewriteModel(t, path, map[string]*loader.Value{"gpt-oss.feed_forward_length": nil}, ""), LoadOptions{Threads: 1})
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/woolly-llm/woolly/loader"
 	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/synth"
 )
@@ -130,4 +131,51 @@ func refParity(t *testing.T, m *Model, name string, refs map[string]refLogits, t
 			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, lim)
 		}
 	}
+}
+
+// badFile is a model file rewritten (rewriteModel: keys set, nil deleting
+// one; the tensor drop removed) and the text its load error must contain.
+type badFile struct {
+	name string
+	set  map[string]*loader.Value
+	drop string
+	want string
+}
+
+// requireBadFiles runs one subtest per case (named prefix+name): the file
+// at path rewritten by it fails to load with an error containing want.
+func requireBadFiles(t *testing.T, path, prefix string, cases []badFile) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(prefix+c.name, func(t *testing.T) {
+			bad := rewriteModel(t, path, c.set, c.drop)
+			_, err := Load(bad, LoadOptions{Threads: 1})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// miniPerplexity is the perplexity of the model at path over the shared
+// dev text (c = 128, as llama-perplexity ran it: -f drops one trailing
+// newline), after requiring the chunk count of testdata/dir/ppl.json and a
+// reference figure for name; it returns Woolly's figure and llama.cpp's.
+func miniPerplexity(t *testing.T, dir, name, path string) (got, want float64) {
+	t.Helper()
+	var ref struct {
+		Chunks int                `json:"chunks"`
+		PPL    map[string]float64 `json:"ppl"`
+	}
+	readJSON(t, filepath.Join("testdata", dir, "ppl.json"), &ref)
+	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
+	require.NoError(t, err)
+	text := strings.TrimSuffix(string(b), "\n")
+	m := loadPath(t, path, LoadOptions{Threads: 2})
+	res, err := m.Perplexity(context.Background(), text, 128, nil)
+	require.NoError(t, err)
+	require.Equal(t, ref.Chunks, res.Chunks, name)
+	want = ref.PPL[name]
+	require.NotZero(t, want, name)
+	t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
+	return res.PPL, want
 }

@@ -2,10 +2,8 @@ package runtime
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -123,12 +121,7 @@ func TestQwen35PrefixReuse(t *testing.T) {
 func TestQwen35BadFiles(t *testing.T) {
 	path := qwen35Mini(t)
 	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
-	cases := []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	cases := []badFile{
 		{"no conv tensor", nil, "blk.0.ssm_conv1d.weight", "tensor blk.0.ssm_conv1d.weight is missing"},
 		{"no ssm_a", nil, "blk.1.ssm_a", "tensor blk.1.ssm_a is missing"},
 		{"no gated q", nil, "blk.3.attn_q.weight", "tensor blk.3.attn_q.weight is missing"},
@@ -141,14 +134,7 @@ func TestQwen35BadFiles(t *testing.T) {
 		{"nextn too large", map[string]*loader.Value{"qwen35.nextn_predict_layers": u32(4)}, "", "nextn_predict_layers"},
 		{"interval zero", map[string]*loader.Value{"qwen35.full_attention_interval": u32(0)}, "", "full_attention_interval has invalid value 0"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := rewriteModel(t, path, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireBadFiles(t, path, "", cases)
 	// The MoE variants' own tensors and keys.
 	for _, c := range []struct {
 		mini, drop, want string
@@ -236,25 +222,12 @@ func TestIMRoPETables(t *testing.T) {
 // relative (measured 2.0e-4: its 128-token batches are not yet bit-exact,
 // see docs/models-2026.md).
 func TestQwen35Perplexity(t *testing.T) {
-	var ref struct {
-		Chunks int                `json:"chunks"`
-		PPL    map[string]float64 `json:"ppl"`
-	}
-	readJSON(t, filepath.Join("testdata", "qwen35", "ppl.json"), &ref)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
-	require.NoError(t, err)
-	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
 	for _, name := range []string{"qwen35-mini", "qwen35moe-mini", "qwen3next-mini"} {
-		m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2})
-		res, err := m.Perplexity(context.Background(), text, 128, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Chunks, res.Chunks, name)
-		want := ref.PPL[name]
-		t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
+		got, want := miniPerplexity(t, "qwen35", name, deltaNetMini(t, name))
 		if name != "qwen35moe-mini" {
-			require.InDelta(t, want, res.PPL, 5e-5, "%s: PPL to 4 decimals", name)
+			require.InDelta(t, want, got, 5e-5, "%s: PPL to 4 decimals", name)
 		} else {
-			require.InEpsilon(t, want, res.PPL, 1e-3, name)
+			require.InEpsilon(t, want, got, 1e-3, name)
 		}
 	}
 }
