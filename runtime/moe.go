@@ -63,23 +63,9 @@ func (ms *moeState) route(c *Config, ntok int) {
 		p := ms.logits[t*ne : (t+1)*ne]
 		kernels.SoftmaxExact(p)
 		sel, w := ms.sel[t*k:(t+1)*k], ms.w[t*k:(t+1)*k]
-		// Top-K by selection: largest first, the lower id on ties.
-		for j := range sel {
-			best := -1
-			for e := range p {
-				taken := false
-				for _, s := range sel[:j] {
-					if int(s) == e {
-						taken = true
-						break
-					}
-				}
-				if !taken && (best < 0 || p[e] > p[best]) {
-					best = e
-				}
-			}
-			sel[j] = int32(best)
-			w[j] = p[best]
+		topK(p, sel) // largest first, the lower id on ties
+		for j, e := range sel {
+			w[j] = p[e]
 		}
 		if c.ExpertWeightsNorm {
 			sum := 0.0 // ggml_sum_rows: in double, rounded to f32
