@@ -88,7 +88,6 @@ func TestEncoderEmbeddingOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Embeddings[0].Tokens, len(full))
 
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	for _, c := range []struct {
 		name, file string
 		set        map[string]*loader.Value

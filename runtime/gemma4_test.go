@@ -181,7 +181,6 @@ func TestGemma4Tokenizer(t *testing.T) {
 // tensor fails to load with one error naming it.
 func TestGemma4BadFiles(t *testing.T) {
 	path := gemma4Mini(t)
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	bools := func(b ...bool) *loader.Value {
 		x := loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeBool, Values: b}}
 		return &x

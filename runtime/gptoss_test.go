@@ -51,9 +51,6 @@ func TestGptOssPerplexity(t *testing.T) {
 // naming it.
 func TestGptOssBadFiles(t *testing.T) {
 	path := gptOssMini(t)
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
-	str := func(s string) *loader.Value { x := loader.Value{Type: loader.TypeString, V: s}; return &x }
-	f32 := func(v float32) *loader.Value { x := loader.Value{Type: loader.TypeFloat32, V: v}; return &x }
 	cases := []badFile{
 		{"no sinks", nil, "blk.1.attn_sinks.weight", "tensor blk.1.attn_sinks.weight is missing"},
 		{"no output bias", nil, "blk.0.attn_output.bias", "tensor blk.0.attn_output.bias is missing"},

@@ -120,7 +120,6 @@ func TestQwen35PrefixReuse(t *testing.T) {
 // tensor fails to load with one error naming it.
 func TestQwen35BadFiles(t *testing.T) {
 	path := qwen35Mini(t)
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	cases := []badFile{
 		{"no conv tensor", nil, "blk.0.ssm_conv1d.weight", "tensor blk.0.ssm_conv1d.weight is missing"},
 		{"no ssm_a", nil, "blk.1.ssm_a", "tensor blk.1.ssm_a is missing"},
@@ -159,34 +158,7 @@ func TestQwen35BadFiles(t *testing.T) {
 // (a nil value deletes the key) and tensor drop left out.
 func rewriteModel(t *testing.T, path string, set map[string]*loader.Value, drop string) string {
 	t.Helper()
-	f, err := loader.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	w := loader.NewWriter()
-	for _, kv := range f.KV {
-		if v, ok := set[kv.Key]; ok {
-			if v != nil {
-				w.Set(kv.Key, *v)
-			}
-			continue
-		}
-		w.Set(kv.Key, kv.Value)
-	}
-	for k, v := range set {
-		if _, present := f.Get(k); !present && v != nil {
-			w.Set(k, *v)
-		}
-	}
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		if ti.Name == drop {
-			continue
-		}
-		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)))
-	}
-	out := filepath.Join(t.TempDir(), "bad.gguf")
-	require.NoError(t, w.WriteFile(out))
-	return out
+	return rewriteFile(t, path, "bad.gguf", set, drop, nil, nil)
 }
 
 // TestIMRoPETables: for text tokens, ggml's interleaved multi-section RoPE
