@@ -404,50 +404,9 @@ func kindName(swa bool) string {
 // gemma4Weights binds a gemma4 file's tensors to the shapes c gives them.
 func gemma4WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	g := c.G4
-	bind := func(name string, want ...int) (Mat, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return Mat{}, fmt.Errorf("tensor %s is missing", name)
-		}
-		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
-			return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
-		}
-		shape := ti.Shape
-		if len(want) == 2 && want[1] == 1 && len(shape) == 1 {
-			shape = []int64{shape[0], 1}
-		}
-		same := len(shape) == len(want)
-		for i := 0; same && i < len(want); i++ {
-			same = shape[i] == int64(want[i])
-		}
-		if !same {
-			return Mat{}, fmt.Errorf("tensor %s has shape %v, but the model's hyperparameters give %v (%s)", name, ti.Shape, want, gemma4Dims(c))
-		}
-		rows := 1
-		for _, d := range want[1:] {
-			rows *= d
-		}
-		rb, err := ti.Type.RowBytes(int64(want[0]))
-		if err != nil {
-			return Mat{}, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		data := f.Data(ti)
-		if int64(len(data)) < rb*int64(rows) {
-			return Mat{}, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows))
-		}
-		return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: want[0], RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
-	}
-	vec := func(name string, n int) ([]float32, error) {
-		m, err := bind(name, n, 1)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
-		if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		return out, nil
-	}
+	dims := func() string { return gemma4Dims(c) }
+	bind := func(name string, want ...int) (Mat, error) { return bindTensor(f, dims, name, want...) }
+	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
 	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
 
 	w := &Weights{G4: &gemma4Weights{}}
