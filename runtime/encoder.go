@@ -215,18 +215,7 @@ func newEncoderModel(f *loader.File, o LoadOptions, arch string) (*Model, error)
 		NVocab: cfg.NVocab, Threads: threads, DefaultCtx: m.nCtx, SizeBytes: f.Size,
 	}
 	m.info.Name, _ = f.String("general.name")
-	counts := map[kernels.Type]int64{}
-	for _, t := range f.Tensors {
-		n := int64(1)
-		for _, d := range t.Shape {
-			n *= d
-		}
-		m.info.NParams += n
-		if len(t.Shape) == 2 {
-			counts[t.Type] += n
-		}
-	}
-	m.info.FileType = fileTypeName(f, counts)
+	m.info.NParams, m.info.FileType = fileParams(f)
 	m.pool = newPool(threads)
 	return m, nil
 }
