@@ -549,13 +549,8 @@ func (p *pass) forwardGemma4() error {
 	d, kvs := c.NEmbd, c.KVDim()
 
 	x := st.x[:ntok*d]
-	for _, sg := range p.segs {
-		for t, tok := range sg.tokens {
-			r := sg.r0 + t
-			if err := w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
-				return err
-			}
-		}
+	if err := p.embedTokens(x, d); err != nil {
+		return err
 	}
 	kernels.Scale(x, c.EmbeddingScale)
 
