@@ -682,10 +682,7 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 			}
 		}
 		if o.Normalize && pool != PoolingRank {
-			NormalizeL2(e.Vector)
-			for _, v := range e.TokenVectors {
-				NormalizeL2(v)
-			}
+			e.normalize()
 		}
 		res.Embeddings[i] = e
 		res.Tokens += n
