@@ -31,7 +31,17 @@ func variantWith(t *testing.T, name string, set map[string]*loader.Value, drop s
 func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop string, add map[string][]float32,
 	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
 	t.Helper()
-	f, err := loader.Open(filepath.Join(sharedDir(t), "models", name+".gguf"))
+	return rewriteFile(t, filepath.Join(sharedDir(t), "models", name+".gguf"), name+".gguf", set, drop, add, edit)
+}
+
+// rewriteFile writes a copy of the model at path, as file in a temporary
+// directory, with metadata changed (set; a nil value deletes the key),
+// tensor drop left out, the F32 tensors add added and, when edit is not
+// nil, each tensor's data replaced by what edit returns.
+func rewriteFile(t *testing.T, path, file string, set map[string]*loader.Value, drop string, add map[string][]float32,
+	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
+	t.Helper()
+	f, err := loader.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +83,11 @@ func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop s
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(t.TempDir(), name+".gguf")
-	if err := w.WriteFile(path); err != nil {
+	out := filepath.Join(t.TempDir(), file)
+	if err := w.WriteFile(out); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return out
 }
 
 func u32(v uint32) *loader.Value  { return &loader.Value{Type: loader.TypeUint32, V: v} }

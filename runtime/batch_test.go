@@ -68,9 +68,12 @@ func TestBatchLogitsMatchAlone(t *testing.T) {
 	}
 }
 
-// batchMatchesAlone runs batchPrompts(m, chunk) alone, then together in one
-// batch, then outside any batch, and requires the same logits' bits.
-func batchMatchesAlone(t *testing.T, m *Model, chunk, gen int) {
+// batchTogetherMatchesAlone runs batchPrompts(m, chunk) one after another in
+// a batch, then together in the same batch (their rows in shared passes),
+// and requires the same tokens and the same logits' bits. It returns the
+// prompts and the runs alone.
+func batchTogetherMatchesAlone(t *testing.T, m *Model, chunk, gen int) ([][]int32, []batchRun) {
+	t.Helper()
 	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
 	require.NoError(t, err)
 	b.gatherMin = 200 * time.Millisecond // the concurrent run must share its steps
@@ -113,6 +116,13 @@ func batchMatchesAlone(t *testing.T, m *Model, chunk, gen int) {
 			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
 		}
 	}
+	return prompts, alone
+}
+
+// batchMatchesAlone runs batchPrompts(m, chunk) alone, then together in one
+// batch, then outside any batch, and requires the same logits' bits.
+func batchMatchesAlone(t *testing.T, m *Model, chunk, gen int) {
+	prompts, alone := batchTogetherMatchesAlone(t, m, chunk, gen)
 
 	// Outside any batch: same bits for prompts within one chunk.
 	for i, p := range prompts {

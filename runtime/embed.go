@@ -183,10 +183,7 @@ func (m *Model) Embed(ctx context.Context, o EmbedOptions) (*EmbedResult, error)
 			e.Vector = append([]float32(nil), h[(n-1)*d:]...)
 		}
 		if o.Normalize {
-			NormalizeL2(e.Vector)
-			for _, v := range e.TokenVectors {
-				NormalizeL2(v)
-			}
+			e.normalize()
 		}
 		res.Embeddings[i] = e
 		res.Tokens += n
@@ -297,5 +294,13 @@ func NormalizeL2(v []float32) {
 	}
 	for i := range v {
 		v[i] *= norm
+	}
+}
+
+// normalize scales e's vector and each token vector to unit L2 norm.
+func (e *Embedding) normalize() {
+	NormalizeL2(e.Vector)
+	for _, v := range e.TokenVectors {
+		NormalizeL2(v)
 	}
 }

@@ -215,18 +215,7 @@ func newEncoderModel(f *loader.File, o LoadOptions, arch string) (*Model, error)
 		NVocab: cfg.NVocab, Threads: threads, DefaultCtx: m.nCtx, SizeBytes: f.Size,
 	}
 	m.info.Name, _ = f.String("general.name")
-	counts := map[kernels.Type]int64{}
-	for _, t := range f.Tensors {
-		n := int64(1)
-		for _, d := range t.Shape {
-			n *= d
-		}
-		m.info.NParams += n
-		if len(t.Shape) == 2 {
-			counts[t.Type] += n
-		}
-	}
-	m.info.FileType = fileTypeName(f, counts)
+	m.info.NParams, m.info.FileType = fileParams(f)
 	m.pool = newPool(threads)
 	return m, nil
 }
@@ -236,43 +225,11 @@ func encoderWeights(f *loader.File, c *Config) (*encoder, error) {
 	d, ff := c.NEmbd, c.NFF
 	kvd := c.KVDim()
 	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
-	mat := func(name string, cols, rows int) (Mat, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return Mat{}, fmt.Errorf("tensor %s is missing", name)
-		}
-		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
-			return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
-		}
-		shape := ti.Shape
-		if rows == 1 && len(shape) == 1 {
-			shape = []int64{shape[0], 1}
-		}
-		if len(shape) != 2 || shape[0] != int64(cols) || shape[1] != int64(rows) {
-			return Mat{}, fmt.Errorf("tensor %s has shape %v, but the hyperparameters give [%d %d] (%s.embedding_length %d, feed_forward_length %d)",
-				name, ti.Shape, cols, rows, c.Arch, c.NEmbd, c.NFF)
-		}
-		rb, err := ti.Type.RowBytes(int64(cols))
-		if err != nil {
-			return Mat{}, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		data := f.Data(ti)
-		if int64(len(data)) < rb*int64(rows) {
-			return Mat{}, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows))
-		}
-		return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
+	dims := func() string {
+		return fmt.Sprintf("%s.embedding_length %d, feed_forward_length %d", c.Arch, c.NEmbd, c.NFF)
 	}
-	vec := func(name string, n int) ([]float32, error) {
-		m, err := mat(name, n, 1)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
-		if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		return out, nil
-	}
+	mat := func(name string, cols, rows int) (Mat, error) { return bindTensor(f, dims, name, cols, rows) }
+	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
 	optVec := func(name string, n int) ([]float32, error) {
 		if !has(name) {
 			return nil, nil
@@ -725,10 +682,7 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 			}
 		}
 		if o.Normalize && pool != PoolingRank {
-			NormalizeL2(e.Vector)
-			for _, v := range e.TokenVectors {
-				NormalizeL2(v)
-			}
+			e.normalize()
 		}
 		res.Embeddings[i] = e
 		res.Tokens += n

@@ -2,12 +2,8 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // encoderMinis pins the bytes of the encoder synth presets (Q8_0, seed 1,
@@ -33,21 +27,7 @@ var encoderMinis = map[string]string{
 // directory, checks its pinned checksum and returns its path.
 func encoderMini(t testing.TB, name string) string {
 	t.Helper()
-	p, err := synth.FindPreset(name)
-	require.NoError(t, err)
-	ft, err := quant.ParseFileType("q8_0")
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), name+"-Q8_0.gguf")
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, encoderMinis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/encoder (README.md)", name)
-	return path
+	return synthMini(t, name, "q8_0", "", name+"-Q8_0.gguf", encoderMinis[name], "encoder")
 }
 
 // TestEncoderTokenizerParity: the WordPiece tokenizer gives llama.cpp's
@@ -108,7 +88,6 @@ func TestEncoderEmbeddingOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Embeddings[0].Tokens, len(full))
 
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	for _, c := range []struct {
 		name, file string
 		set        map[string]*loader.Value

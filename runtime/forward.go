@@ -209,13 +209,8 @@ func (p *pass) forward() error {
 
 	// Token embeddings: dequantize just the rows we need.
 	x := st.x[:ntok*d]
-	for _, sg := range p.segs {
-		for t, tok := range sg.tokens {
-			r := sg.r0 + t
-			if err := w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
-				return err
-			}
-		}
+	if err := p.embedTokens(x, d); err != nil {
+		return err
 	}
 	if c.EmbeddingScale != 1 {
 		kernels.Scale(x, c.EmbeddingScale)
@@ -751,4 +746,18 @@ func (st *fwdState) firstErr() error {
 		st.errs[i] = nil
 	}
 	return first
+}
+
+// embedTokens writes the token embeddings of every segment's tokens into
+// their rows of x ([rows][d]), dequantizing just those rows.
+func (p *pass) embedTokens(x []float32, d int) error {
+	for _, sg := range p.segs {
+		for t, tok := range sg.tokens {
+			r := sg.r0 + t
+			if err := p.m.w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -404,50 +404,9 @@ func kindName(swa bool) string {
 // gemma4Weights binds a gemma4 file's tensors to the shapes c gives them.
 func gemma4WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	g := c.G4
-	bind := func(name string, want ...int) (Mat, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return Mat{}, fmt.Errorf("tensor %s is missing", name)
-		}
-		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
-			return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
-		}
-		shape := ti.Shape
-		if len(want) == 2 && want[1] == 1 && len(shape) == 1 {
-			shape = []int64{shape[0], 1}
-		}
-		same := len(shape) == len(want)
-		for i := 0; same && i < len(want); i++ {
-			same = shape[i] == int64(want[i])
-		}
-		if !same {
-			return Mat{}, fmt.Errorf("tensor %s has shape %v, but the model's hyperparameters give %v (%s)", name, ti.Shape, want, gemma4Dims(c))
-		}
-		rows := 1
-		for _, d := range want[1:] {
-			rows *= d
-		}
-		rb, err := ti.Type.RowBytes(int64(want[0]))
-		if err != nil {
-			return Mat{}, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		data := f.Data(ti)
-		if int64(len(data)) < rb*int64(rows) {
-			return Mat{}, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows))
-		}
-		return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: want[0], RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
-	}
-	vec := func(name string, n int) ([]float32, error) {
-		m, err := bind(name, n, 1)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
-		if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		return out, nil
-	}
+	dims := func() string { return gemma4Dims(c) }
+	bind := func(name string, want ...int) (Mat, error) { return bindTensor(f, dims, name, want...) }
+	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
 	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
 
 	w := &Weights{G4: &gemma4Weights{}}
@@ -590,13 +549,8 @@ func (p *pass) forwardGemma4() error {
 	d, kvs := c.NEmbd, c.KVDim()
 
 	x := st.x[:ntok*d]
-	for _, sg := range p.segs {
-		for t, tok := range sg.tokens {
-			r := sg.r0 + t
-			if err := w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
-				return err
-			}
-		}
+	if err := p.embedTokens(x, d); err != nil {
+		return err
 	}
 	kernels.Scale(x, c.EmbeddingScale)
 
@@ -974,6 +928,8 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 		return err
 	}
 	moeOut := st.g4.moe[:ntok*d]
+	st.moe.route(c, ntok)
+	st.moe.sortRows(c, ntok)
 	if err := p.routedExperts(l, h, ntok, moeOut, gluGELU); err != nil {
 		return err
 	}
@@ -981,103 +937,4 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 		return err
 	}
 	return kernels.Add(mlp, mlp, moeOut)
-}
-
-// routedExperts is pass.moe with the router logits already in
-// st.moe.logits and act as the experts' gated activation.
-func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) error {
-	m, c, st := p.m, p.m.cfg, p.st
-	ms := st.moe
-	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
-	nrows := ntok * k
-	ms.route(c, ntok)
-	ms.sortRows(c, ntok)
-
-	at := l.ExpGate[0].Type.ActType()
-	if l.ExpUp[0].Type.ActType() != at {
-		return fmt.Errorf("%s and %s need different activation types (%v, %v)", l.ExpGate[0].Name, l.ExpUp[0].Name, at, l.ExpUp[0].Type.ActType())
-	}
-	rb, err := at.RowBytes(int64(d))
-	if err != nil {
-		return err
-	}
-	tokAct := st.act[at]
-	if len(tokAct) < ntok*int(rb) {
-		tokAct = make([]byte, st.nBatch*int(rb))
-		st.act[at] = tokAct
-	}
-	if err := p.quantizeRows(at, h, d, ntok, tokAct, int(rb)); err != nil {
-		return err
-	}
-	if len(ms.act) < nrows*int(rb) {
-		ms.act = make([]byte, st.nBatch*k*int(rb))
-	}
-	for j, i := range ms.order[:nrows] {
-		t := int(i) / k
-		copy(ms.act[j*int(rb):(j+1)*int(rb)], tokAct[t*int(rb):(t+1)*int(rb)])
-	}
-	pl := m.pool
-	chunks := ms.chunks(c, ffe, pl.n)
-	pl.runChunks(len(chunks), func(wk, ci int) {
-		ch := chunks[ci]
-		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
-		a := ms.act[j0*int(rb) : j1*int(rb)]
-		for _, op := range []struct {
-			m   *Mat
-			out []float32
-		}{{&l.ExpGate[ch.e], ms.gate[j0*ffe : j1*ffe]}, {&l.ExpUp[ch.e], ms.up[j0*ffe : j1*ffe]}} {
-			if err := expertProduct(op.m, a, int(rb), j1-j0, op.out, ch.r0, ch.r1); err != nil {
-				if st.errs[wk] == nil {
-					st.errs[wk] = err
-				}
-				return
-			}
-		}
-		if err := act.apply(ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
-		}
-	})
-	if err := st.firstErr(); err != nil {
-		return err
-	}
-	at2 := l.ExpDown[0].Type.ActType()
-	rb2, err := at2.RowBytes(int64(ffe))
-	if err != nil {
-		return err
-	}
-	if len(ms.act2) < nrows*int(rb2) {
-		ms.act2 = make([]byte, st.nBatch*k*int(rb2))
-	}
-	if err := p.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2)); err != nil {
-		return err
-	}
-	chunks = ms.chunks(c, d, pl.n)
-	pl.runChunks(len(chunks), func(wk, ci int) {
-		ch := chunks[ci]
-		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
-		if err := expertProduct(&l.ExpDown[ch.e], ms.act2[j0*int(rb2):j1*int(rb2)], int(rb2), j1-j0, ms.down[j0*d:j1*d], ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
-		}
-	})
-	if err := st.firstErr(); err != nil {
-		return err
-	}
-	for t := 0; t < ntok; t++ {
-		o := out[t*d : (t+1)*d]
-		for slot := 0; slot < k; slot++ {
-			w := ms.w[t*k+slot]
-			j := int(ms.pos[t*k+slot])
-			row := ms.down[j*d : (j+1)*d]
-			if slot == 0 {
-				for i, v := range row {
-					o[i] = v * w
-				}
-				continue
-			}
-			for i, v := range row {
-				o[i] += float32(v * w) // explicit rounding: never fused into an FMA
-			}
-		}
-	}
-	return nil
 }

@@ -2,24 +2,15 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // gemma4Minis pins the bytes of `woolly synth --preset NAME` (seed 1,
@@ -37,33 +28,11 @@ func gemma4Mini(t testing.TB) string { return gemma4MiniNamed(t, "gemma4-mini") 
 // checks its pinned checksum and returns its path.
 func gemma4MiniNamed(t testing.TB, name string) string {
 	t.Helper()
-	p, err := synth.FindPreset(name)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
-	ft, err := quant.ParseFileType("q4_k_m")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, gemma4Minis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/gemma4 (README.md)", name)
-	return path
+	return synthMini(t, name, "q4_k_m", "", "synth-"+name+"-Q4_K_M.gguf", gemma4Minis[name], "gemma4")
 }
 
 func gemma4Refs(t *testing.T, name string) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "gemma4", "synth-"+name+"-Q4_K_M.*.json"))
-	require.NotEmpty(t, files)
-	out := map[string]refLogits{}
-	for _, f := range files {
-		var r refLogits
-		readJSON(t, f, &r)
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
-	}
-	return out
+	return miniRefs(t, "gemma4", "synth-"+name+"-Q4_K_M")
 }
 
 // TestGemma4Parity: the gemma4 mini's logits equal llama.cpp's following
@@ -178,23 +147,9 @@ func gemma4Parity(t *testing.T, name string) {
 // TestGemma4Perplexity: llama-perplexity's figure for the mini on the shared
 // dev text (c = 128, 10 chunks, llama.cpp's native build) to 4 decimals.
 func TestGemma4Perplexity(t *testing.T) {
-	var ref struct {
-		Chunks int                `json:"chunks"`
-		PPL    map[string]float64 `json:"ppl"`
-	}
-	readJSON(t, filepath.Join("testdata", "gemma4", "ppl.json"), &ref)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
-	require.NoError(t, err)
-	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
 	for _, name := range []string{"gemma4-mini", "gemma4-moe-mini"} {
-		m := loadPath(t, gemma4MiniNamed(t, name), LoadOptions{Threads: 2})
-		res, err := m.Perplexity(context.Background(), text, 128, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Chunks, res.Chunks)
-		want := ref.PPL[name]
-		require.NotZero(t, want, name)
-		t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
-		require.InDelta(t, want, res.PPL, 5e-5, "%s: PPL to 4 decimals", name)
+		got, want := miniPerplexity(t, "gemma4", name, gemma4MiniNamed(t, name))
+		require.InDelta(t, want, got, 5e-5, "%s: PPL to 4 decimals", name)
 	}
 }
 
@@ -226,17 +181,11 @@ func TestGemma4Tokenizer(t *testing.T) {
 // tensor fails to load with one error naming it.
 func TestGemma4BadFiles(t *testing.T) {
 	path := gemma4Mini(t)
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
 	bools := func(b ...bool) *loader.Value {
 		x := loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeBool, Values: b}}
 		return &x
 	}
-	cases := []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	cases := []badFile{
 		{"shared KV exceeds layers", map[string]*loader.Value{"gemma4.attention.shared_kv_layers": u32(7)}, "", "attention.shared_kv_layers 7 leaves fewer than 2 of the 6 layers"},
 		{"shared KV of the wrong kind", map[string]*loader.Value{"gemma4.attention.shared_kv_layers": u32(1)}, "", "layer 5 (global, 1 KV heads of 32) cannot share the cache of layer 4 (sliding-window"},
 		{"no key_length_swa", map[string]*loader.Value{"gemma4.attention.key_length_swa": nil}, "", "key gemma4.attention.key_length_swa is missing"},
@@ -254,22 +203,10 @@ func TestGemma4BadFiles(t *testing.T) {
 		{"no inp_gate", nil, "blk.4.inp_gate.weight", "tensor blk.4.inp_gate.weight is missing"},
 		{"ffn width contradicts", map[string]*loader.Value{"gemma4.feed_forward_length": u32(128)}, "", "blk.3.ffn_gate.weight has shape"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := rewriteModel(t, path, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireBadFiles(t, path, "", cases)
 	// The mixture-of-experts layers' own keys and tensors.
 	moe := gemma4MiniNamed(t, "gemma4-moe-mini")
-	for _, c := range []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	requireBadFiles(t, moe, "moe/", []badFile{
 		{"no router scale", nil, "blk.1.ffn_gate_inp.scale", "tensor blk.1.ffn_gate_inp.scale is missing"},
 		{"no fused gate_up", nil, "blk.2.ffn_gate_up_exps.weight", "tensor blk.2.ffn_gate_exps.weight is missing"},
 		{"no down experts", nil, "blk.3.ffn_down_exps.weight", "tensor blk.3.ffn_down_exps.weight is missing"},
@@ -277,14 +214,7 @@ func TestGemma4BadFiles(t *testing.T) {
 		{"used exceeds count", map[string]*loader.Value{"gemma4.expert_used_count": u32(5)}, "", "expert_used_count 5 is not in 1..expert_count 4"},
 		{"no expert count", map[string]*loader.Value{"gemma4.expert_count": nil, "gemma4.expert_used_count": nil}, "", "ffn_gate_inp.weight is present but key gemma4.expert_count is missing"},
 		{"expert width contradicts", map[string]*loader.Value{"gemma4.expert_feed_forward_length": u32(64)}, "", "ffn_down_exps.weight has shape"},
-	} {
-		t.Run("moe/"+c.name, func(t *testing.T) {
-			bad := rewriteModel(t, moe, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	})
 }
 
 // TestGemma4BatchAndPrefix: sequences evaluated together in one Batch get
@@ -301,41 +231,7 @@ func TestGemma4BatchAndPrefix(t *testing.T) {
 func gemma4BatchAndPrefix(t *testing.T, name string) {
 	path := gemma4MiniNamed(t, name)
 	m := loadPath(t, path, LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
-	const chunk, gen = 16, 6
-	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
-	require.NoError(t, err)
-	b.gatherMin = 200 * time.Millisecond
-	prompts := batchPrompts(m, chunk)
-	alone := make([]batchRun, len(prompts))
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		alone[i], err = generateRecording(s, p, gen)
-		require.NoError(t, err)
-	}
-	together := make([]batchRun, len(prompts))
-	errs := make([]error, len(prompts))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		b.enter(s)
-		wg.Go(func() {
-			<-start
-			together[i], errs[i] = generateRecording(s, p, gen)
-		})
-	}
-	close(start)
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
-	require.Greater(t, b.Stats().Shared, int64(0), "no step carried two sequences")
-	for i := range prompts {
-		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
-		for k := range alone[i].logits {
-			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
-		}
-	}
+	prompts, _ := batchTogetherMatchesAlone(t, m, 16, 6)
 
 	pm := loadPath(t, path, LoadOptions{Threads: 2})
 	seq := append(slices.Clone(prompts[3]), prompts[2]...) // 51 tokens: past the 32-position window

@@ -221,41 +221,11 @@ func WeightsFromGGUFShapes(f *loader.File, c *Config) (*shapeBinder, error) {
 }
 
 func (b *shapeBinder) mat(name string, cols, rows int) (Mat, error) {
-	ti, ok := b.f.Tensor(name)
-	if !ok {
-		return Mat{}, fmt.Errorf("tensor %s is missing", name)
-	}
-	if !ti.Type.Known() || ti.Type == kernels.Q8_K {
-		return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
-	}
-	shape := ti.Shape
-	if rows == 1 && len(shape) == 1 {
-		shape = []int64{shape[0], 1}
-	}
-	if len(shape) != 2 || shape[0] != int64(cols) || shape[1] != int64(rows) {
-		return Mat{}, fmt.Errorf("tensor %s has shape %v, but the hyperparameters give [%d %d] (%s)", name, ti.Shape, cols, rows, b.c.dims())
-	}
-	rb, err := ti.Type.RowBytes(int64(cols))
-	if err != nil {
-		return Mat{}, fmt.Errorf("tensor %s: %v", name, err)
-	}
-	data := b.f.Data(ti)
-	if int64(len(data)) < rb*int64(rows) {
-		return Mat{}, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows))
-	}
-	return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
+	return bindTensor(b.f, b.c.dims, name, cols, rows)
 }
 
 func (b *shapeBinder) vec(name string, n int) ([]float32, error) {
-	m, err := b.mat(name, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-		return nil, fmt.Errorf("tensor %s: %v", name, err)
-	}
-	return out, nil
+	return bindVec(b.f, b.c.dims, name, n)
 }
 
 // encodeGemma evaluates one input through EmbeddingGemma and returns the

@@ -1,24 +1,12 @@
 package runtime
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // gptOssMiniSHA pins the bytes of `woolly synth --preset gpt-oss-mini
@@ -31,33 +19,11 @@ const gptOssMiniSHA = "6519299f19541cfe829ac63dd41a335b163e22034e239e669bde56ca7
 func gptOssMini(t testing.TB) string {
 	t.Helper()
 	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
-	p, err := synth.FindPreset("gpt-oss-mini")
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-gpt-oss-mini-MXFP4_MOE.gguf")
-	ft, err := quant.ParseFileType("mxfp4")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, VocabPath: vocab, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, gptOssMiniSHA, hex.EncodeToString(h.Sum(nil)), "synth gpt-oss-mini bytes changed: remake testdata/gptoss (README.md)")
-	return path
+	return synthMini(t, "gpt-oss-mini", "mxfp4", vocab, "synth-gpt-oss-mini-MXFP4_MOE.gguf", gptOssMiniSHA, "gptoss")
 }
 
 func gptOssRefs(t *testing.T) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "gptoss", "synth-gpt-oss-mini-MXFP4_MOE.*.json"))
-	require.NotEmpty(t, files)
-	out := map[string]refLogits{}
-	for _, f := range files {
-		var r refLogits
-		readJSON(t, f, &r)
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
-	}
-	return out
+	return miniRefs(t, "gptoss", "synth-gpt-oss-mini-MXFP4_MOE")
 }
 
 // TestGptOssParity: the gpt-oss mini's prompt ids, logits and 16 greedy ids
@@ -71,90 +37,13 @@ func gptOssRefs(t *testing.T) map[string]refLogits {
 // router logits (testdata/gptoss/README.md).
 func TestGptOssParity(t *testing.T) {
 	m := loadPath(t, gptOssMini(t), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
-	const tol = 0.1
-	nv := m.Info().NVocab
-	worst := map[string]float64{}
-	for tag, ref := range gptOssRefs(t) {
-		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
-		require.NoError(t, err)
-		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
-		seq, tops := teacherForced(ref)
-
-		s := newSession(t, m, 0)
-		pr := evalAll(t, s, ref.PromptIDs)
-		for i := range ref.PromptIDs {
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), pr[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
-		}
-		for k := 1; k < len(ref.Greedy.Steps); k++ {
-			row, err := s.Eval([]int32{ref.Greedy.IDs[k-1]}, false)
-			require.NoError(t, err)
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s step %d", tag, k), row, ref.Greedy.Steps[k].Top, tol))
-		}
-
-		s.Reset()
-		all := evalAll(t, s, seq)
-		for i := range seq {
-			worst["batch"] = max(worst["batch"], compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol))
-		}
-		ttol, tk, ck := tol, "token", "chunks"
-		if len(ref.PromptIDs) >= 64 { // another attention path than the reference's rows
-			ttol, tk, ck = 1, "token (long)", "chunks (long)"
-		}
-		s.Reset()
-		for i, id := range seq {
-			row, err := s.Eval([]int32{id}, false)
-			require.NoError(t, err)
-			worst[tk] = max(worst[tk], compareTop(t, fmt.Sprintf("%s token pos %d", tag, i), row, tops[i], ttol))
-		}
-		s.Reset()
-		for i := 0; i < len(seq); {
-			n := min(len(seq)-i, 1+(i*7)%23)
-			rows, err := s.Eval(seq[i:i+n], true)
-			require.NoError(t, err)
-			for j := 0; j < n; j++ {
-				worst[ck] = max(worst[ck], compareTop(t, fmt.Sprintf("%s chunked pos %d", tag, i+j), rows[j*nv:(j+1)*nv], tops[i+j], ttol))
-			}
-			i += n
-		}
-
-		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512}, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
-		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
-	}
-	t.Logf("gpt-oss-mini max |Δlogit| vs llama.cpp: its procedure %.3g; teacher-forced batch %.3g, token by token %.3g (long %.3g), chunked %.3g (long %.3g)",
-		worst["procedure"], worst["batch"], worst["token"], worst["token (long)"], worst["chunks"], worst["chunks (long)"])
-	if worst["procedure"] > 1e-6 {
-		t.Errorf("max |Δlogit| %.3g following llama.cpp's procedure, want the reference's bits (≤ 1e-6)", worst["procedure"])
-	}
-	for k, v := range worst {
-		lim := tol
-		if strings.HasSuffix(k, "(long)") {
-			lim = 1
-		}
-		if v > lim {
-			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, lim)
-		}
-	}
+	refParity(t, m, "gpt-oss-mini", gptOssRefs(t), 0.1, 1, true)
 }
 
 // TestGptOssPerplexity: llama-perplexity's figure to 4 decimals.
 func TestGptOssPerplexity(t *testing.T) {
-	var ref struct {
-		Chunks int                `json:"chunks"`
-		PPL    map[string]float64 `json:"ppl"`
-	}
-	readJSON(t, filepath.Join("testdata", "gptoss", "ppl.json"), &ref)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
-	require.NoError(t, err)
-	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
-	m := loadPath(t, gptOssMini(t), LoadOptions{Threads: 2})
-	res, err := m.Perplexity(context.Background(), text, 128, nil)
-	require.NoError(t, err)
-	require.Equal(t, ref.Chunks, res.Chunks)
-	want := ref.PPL["gpt-oss-mini"]
-	t.Logf("gpt-oss-mini: PPL %.4f, llama.cpp %.4f", res.PPL, want)
-	require.InDelta(t, want, res.PPL, 5e-5, "PPL to 4 decimals")
+	got, want := miniPerplexity(t, "gptoss", "gpt-oss-mini", gptOssMini(t))
+	require.InDelta(t, want, got, 5e-5, "PPL to 4 decimals")
 }
 
 // TestGptOssBadFiles: a gpt-oss file missing a tensor or key llama.cpp
@@ -162,15 +51,7 @@ func TestGptOssPerplexity(t *testing.T) {
 // naming it.
 func TestGptOssBadFiles(t *testing.T) {
 	path := gptOssMini(t)
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
-	str := func(s string) *loader.Value { x := loader.Value{Type: loader.TypeString, V: s}; return &x }
-	f32 := func(v float32) *loader.Value { x := loader.Value{Type: loader.TypeFloat32, V: v}; return &x }
-	cases := []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	cases := []badFile{
 		{"no sinks", nil, "blk.1.attn_sinks.weight", "tensor blk.1.attn_sinks.weight is missing"},
 		{"no output bias", nil, "blk.0.attn_output.bias", "tensor blk.0.attn_output.bias is missing"},
 		{"no router bias", nil, "blk.2.ffn_gate_inp.bias", "tensor blk.2.ffn_gate_inp.bias is missing"},
@@ -184,14 +65,7 @@ func TestGptOssBadFiles(t *testing.T) {
 		{"negative factor", map[string]*loader.Value{"gpt-oss.rope.scaling.factor": f32(-2)}, "", "rope.scaling.factor -2 is invalid"},
 		{"no eps", map[string]*loader.Value{"gpt-oss.attention.layer_norm_rms_epsilon": nil}, "", "key gpt-oss.attention.layer_norm_rms_epsilon is missing"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := rewriteModel(t, path, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireBadFiles(t, path, "", cases)
 	// feed_forward_length is optional for gpt-oss (llama.cpp reads it as such).
 	m, err := Load(rewriteModel(t, path, map[string]*loader.Value{"gpt-oss.feed_forward_length": nil}, ""), LoadOptions{Threads: 1})
 	require.NoError(t, err)
@@ -203,39 +77,5 @@ func TestGptOssBadFiles(t *testing.T) {
 // routing per row) get the logits they get alone, bit for bit.
 func TestGptOssBatchKeepsBits(t *testing.T) {
 	m := loadPath(t, gptOssMini(t), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
-	const chunk, gen = 16, 6
-	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
-	require.NoError(t, err)
-	b.gatherMin = 200 * time.Millisecond
-	prompts := batchPrompts(m, chunk)
-	alone := make([]batchRun, len(prompts))
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		alone[i], err = generateRecording(s, p, gen)
-		require.NoError(t, err)
-	}
-	together := make([]batchRun, len(prompts))
-	errs := make([]error, len(prompts))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		b.enter(s)
-		wg.Go(func() {
-			<-start
-			together[i], errs[i] = generateRecording(s, p, gen)
-		})
-	}
-	close(start)
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
-	require.Greater(t, b.Stats().Shared, int64(0), "no step carried two sequences")
-	for i := range prompts {
-		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
-		for k := range alone[i].logits {
-			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
-		}
-	}
+	batchTogetherMatchesAlone(t, m, 16, 6)
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -35,16 +34,7 @@ func TestKVCacheParity(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, ref.PromptIDs, ids)
 			n := len(ref.PromptIDs)
-			seq := append(slices.Clone(ref.PromptIDs), ref.Greedy.IDs[:len(ref.Greedy.IDs)-1]...)
-			tops := make([]refTop, len(seq))
-			for i, p := range ref.Positions {
-				tops[i] = p.Top
-			}
-			for k, st := range ref.Greedy.Steps {
-				if n-1+k < len(tops) {
-					tops[n-1+k] = st.Top
-				}
-			}
+			seq, tops := teacherForced(ref)
 			nv := m.Info().NVocab
 			s := newSession(t, m, 0)
 			// the prompt as the reference ran it (one batch), then the

@@ -228,18 +228,7 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 		m.info.Name = strings.TrimSuffix(filepath.Base(f.Path), ".gguf")
 	}
 	m.info.ChatTemplate, _ = f.String("tokenizer.chat_template")
-	counts := map[kernels.Type]int64{}
-	for _, t := range f.Tensors {
-		n := int64(1)
-		for _, d := range t.Shape {
-			n *= d
-		}
-		m.info.NParams += n
-		if len(t.Shape) == 2 {
-			counts[t.Type] += n
-		}
-	}
-	m.info.FileType = fileTypeName(f, counts)
+	m.info.NParams, m.info.FileType = fileParams(f)
 	m.info.SizeBytes = f.Size
 	if err := m.initCaches(o); err != nil {
 		return nil, err
@@ -272,6 +261,23 @@ func (m *Model) Info() ModelInfo { return m.info }
 
 // Config returns the model's hyperparameters.
 func (m *Model) Config() Config { return *m.cfg }
+
+// fileParams counts the parameters of f's tensors and names its file type
+// (fileTypeName over the 2-D tensors' element counts per type).
+func fileParams(f *loader.File) (nparams int64, fileType string) {
+	counts := map[kernels.Type]int64{}
+	for _, t := range f.Tensors {
+		n := int64(1)
+		for _, d := range t.Shape {
+			n *= d
+		}
+		nparams += n
+		if len(t.Shape) == 2 {
+			counts[t.Type] += n
+		}
+	}
+	return nparams, fileTypeName(f, counts)
+}
 
 func fileTypeName(f *loader.File, counts map[kernels.Type]int64) string {
 	if _, name, ok := f.FileType(); ok && name != "" {

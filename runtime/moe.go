@@ -64,23 +64,9 @@ func (ms *moeState) route(c *Config, ntok int) {
 		p := ms.logits[t*ne : (t+1)*ne]
 		kernels.SoftmaxExact(p)
 		sel, w := ms.sel[t*k:(t+1)*k], ms.w[t*k:(t+1)*k]
-		// Top-K by selection: largest first, the lower id on ties.
-		for j := range sel {
-			best := -1
-			for e := range p {
-				taken := false
-				for _, s := range sel[:j] {
-					if int(s) == e {
-						taken = true
-						break
-					}
-				}
-				if !taken && (best < 0 || p[e] > p[best]) {
-					best = e
-				}
-			}
-			sel[j] = int32(best)
-			w[j] = p[best]
+		topK(p, sel) // largest first, the lower id on ties
+		for j, e := range sel {
+			w[j] = p[e]
 		}
 		if c.ExpertWeightsNorm {
 			sum := 0.0 // ggml_sum_rows: in double, rounded to f32
@@ -150,10 +136,7 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 // moe computes the expert FFN of layer l for ntok rows of h ([ntok][NEmbd])
 // into out ([ntok][NEmbd]).
 func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
-	m, c, st := p.m, p.m.cfg, p.st
-	ms := st.moe
-	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
-	nrows := ntok * k
+	c, ms := p.m.cfg, p.st.moe
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
 	if g := &l.GateInp; g.Type == kernels.F32 && g.Pack == (kernels.Packing{}) && ntok >= 2 && g.Rows%4 == 0 && g.Cols%16 == 0 {
@@ -173,8 +156,19 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 		ms.route(c, ntok)
 	}
 	trace("ffn_moe_probs", -1, ms.logits[:ntok*c.NExpert])
-	trace("ffn_moe_weights_norm", -1, ms.w[:nrows])
+	trace("ffn_moe_weights_norm", -1, ms.w[:ntok*c.NExpertUsed])
 	ms.sortRows(c, ntok)
+	return p.routedExperts(l, h, ntok, out, gluSiLU)
+}
+
+// routedExperts runs the experts chosen in st.moe (routed and sorted) over
+// ntok rows of h into out ([ntok][NEmbd]), act being the experts' gated
+// activation (gpt-oss: its clamped SwiGLU with biases, whatever act is).
+func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) error {
+	m, c, st := p.m, p.m.cfg, p.st
+	ms := st.moe
+	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
+	nrows := ntok * k
 
 	// Activations of h in expert-sorted row order (each token's row once per slot).
 	at := l.ExpGate[0].Type.ActType()
@@ -229,7 +223,7 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 			}
 			return
 		}
-		if err := kernels.SwiGLU(ms.gate[j0*ffe:j1*ffe], ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
+		if err := act.apply(ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
 			st.errs[wk] = err
 		}
 	})

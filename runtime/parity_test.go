@@ -129,18 +129,8 @@ func TestParityLogits(t *testing.T) {
 					t.Errorf("%s: prompt ids %v, reference %v", tag, ids, ref.PromptIDs)
 				}
 
-				// Teacher forcing: prompt + greedy ids; row n-1+k is greedy step k.
-				n := len(ref.PromptIDs)
-				seq := append(slices.Clone(ref.PromptIDs), ref.Greedy.IDs[:len(ref.Greedy.IDs)-1]...)
-				tops := make([]refTop, len(seq))
-				for i, p := range ref.Positions {
-					tops[i] = p.Top
-				}
-				for k, st := range ref.Greedy.Steps {
-					if n-1+k < len(tops) {
-						tops[n-1+k] = st.Top
-					}
-				}
+				// Teacher forcing: prompt + greedy ids (teacherForced).
+				seq, tops := teacherForced(ref)
 				nv := m.Info().NVocab
 
 				s := newSession(t, m, 0)

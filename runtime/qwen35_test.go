@@ -2,24 +2,13 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // deltaNetMinis pins the bytes of `woolly synth --preset NAME --vocab
@@ -43,34 +32,12 @@ func qwen35Mini(t testing.TB) string { return deltaNetMini(t, "qwen35-mini") }
 func deltaNetMini(t testing.TB, name string) string {
 	t.Helper()
 	vocab := filepath.Join(sharedDir(t), "vocab", "ggml-vocab-gpt-2.gguf")
-	p, err := synth.FindPreset(name)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "synth-"+name+"-Q4_K_M.gguf")
-	ft, err := quant.ParseFileType("q4_k_m")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, VocabPath: vocab, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	require.NoError(t, err)
-	require.Equal(t, deltaNetMinis[name], hex.EncodeToString(h.Sum(nil)), "synth %s bytes changed: remake testdata/qwen35 (README.md)", name)
-	return path
+	return synthMini(t, name, "q4_k_m", vocab, "synth-"+name+"-Q4_K_M.gguf", deltaNetMinis[name], "qwen35")
 }
 
 // qwen35Refs reads llama.cpp's references for the mini name.
 func qwen35Refs(t *testing.T, name string) map[string]refLogits {
-	files, _ := filepath.Glob(filepath.Join("testdata", "qwen35", "synth-"+name+"-Q4_K_M.*.json"))
-	require.NotEmpty(t, files)
-	out := map[string]refLogits{}
-	for _, f := range files {
-		var r refLogits
-		readJSON(t, f, &r)
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = r
-	}
-	return out
+	return miniRefs(t, "qwen35", "synth-"+name+"-Q4_K_M")
 }
 
 // teacherForced is the reference's prompt plus its greedy ids but the last,
@@ -103,66 +70,9 @@ func TestQwen35Parity(t *testing.T) {
 
 func deltaNetParity(t *testing.T, name string) {
 	m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2, PrefixCache: Ptr(int64(0))})
-	const tol = 0.1
-	nv := m.Info().NVocab
-	worst := map[string]float64{}
-	for tag, ref := range qwen35Refs(t, name) {
-		ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
-		require.NoError(t, err)
-		require.Equal(t, ref.PromptIDs, ids, "%s: prompt ids", tag)
-		seq, tops := teacherForced(ref)
-
-		// llama.cpp's own procedure: the prompt as one batch, then each
-		// greedy id decoded alone.
-		s := newSession(t, m, 0)
-		pr := evalAll(t, s, ref.PromptIDs)
-		for i := range ref.PromptIDs {
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s prompt pos %d", tag, i), pr[i*nv:(i+1)*nv], ref.Positions[i].Top, tol))
-		}
-		for k := 1; k < len(ref.Greedy.Steps); k++ {
-			row, err := s.Eval([]int32{ref.Greedy.IDs[k-1]}, false)
-			require.NoError(t, err)
-			worst["procedure"] = max(worst["procedure"], compareTop(t, fmt.Sprintf("%s step %d", tag, k), row, ref.Greedy.Steps[k].Top, tol))
-		}
-
-		s.Reset()
-		all := evalAll(t, s, seq)
-		for i := range seq {
-			worst["batch"] = max(worst["batch"], compareTop(t, fmt.Sprintf("%s batch pos %d", tag, i), all[i*nv:(i+1)*nv], tops[i], tol))
-		}
-		s.Reset()
-		for i, id := range seq {
-			row, err := s.Eval([]int32{id}, false)
-			require.NoError(t, err)
-			worst["token"] = max(worst["token"], compareTop(t, fmt.Sprintf("%s token pos %d", tag, i), row, tops[i], tol))
-		}
-		s.Reset()
-		for i := 0; i < len(seq); {
-			n := min(len(seq)-i, 1+(i*7)%23) // 1, 8, 16, ... tokens per pass
-			rows, err := s.Eval(seq[i:i+n], true)
-			require.NoError(t, err)
-			for j := 0; j < n; j++ {
-				worst["chunks"] = max(worst["chunks"], compareTop(t, fmt.Sprintf("%s chunked pos %d", tag, i+j), rows[j*nv:(j+1)*nv], tops[i+j], tol))
-			}
-			i += n
-		}
-
-		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: ref.Prompt, MaxTokens: len(ref.Greedy.IDs), NCtx: 512}, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Greedy.IDs, res.Tokens, "%s: greedy ids", tag)
-		require.Equal(t, ref.Greedy.Text, res.Text, "%s: greedy text", tag)
-	}
-	t.Logf("%s max |Δlogit| vs llama.cpp: its procedure %.3g; teacher-forced batch %.3g, token by token %.3g, chunked %.3g (tolerance %g)",
-		name, worst["procedure"], worst["batch"], worst["token"], worst["chunks"], tol)
-	if worst["procedure"] > 1e-6 {
-		// These minis reproduce the reference's bits (the JSON prints 9 digits).
-		t.Errorf("%s: max |Δlogit| %.3g following llama.cpp's procedure, want the reference's bits (≤ 1e-6)", name, worst["procedure"])
-	}
-	for k, v := range worst {
-		if v > tol {
-			t.Errorf("%s: max |Δlogit| %.3g exceeds %g", k, v, tol)
-		}
-	}
+	// Every mini reproduces the reference's bits following its procedure
+	// (qwen3next-mini too, since the DeltaNet follows ggml's float order).
+	refParity(t, m, name, qwen35Refs(t, name), 0.1, 0, true)
 }
 
 // TestQwen35BatchKeepsStates: sequences evaluated together in one Batch
@@ -170,41 +80,7 @@ func deltaNetParity(t *testing.T, name string) {
 // bit: each keeps its own conv and SSM state.
 func TestQwen35BatchKeepsStates(t *testing.T) {
 	m := loadPath(t, qwen35Mini(t), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0))})
-	const chunk, gen = 16, 6
-	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
-	require.NoError(t, err)
-	b.gatherMin = 200 * time.Millisecond
-	prompts := batchPrompts(m, chunk)
-	alone := make([]batchRun, len(prompts))
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		alone[i], err = generateRecording(s, p, gen)
-		require.NoError(t, err)
-	}
-	together := make([]batchRun, len(prompts))
-	errs := make([]error, len(prompts))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, p := range prompts {
-		s, err := b.NewSession(256)
-		require.NoError(t, err)
-		b.enter(s)
-		wg.Go(func() {
-			<-start
-			together[i], errs[i] = generateRecording(s, p, gen)
-		})
-	}
-	close(start)
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
-	require.Greater(t, b.Stats().Shared, int64(0), "no step carried two sequences")
-	for i := range prompts {
-		require.Equal(t, alone[i].tokens, together[i].tokens, "prompt %d", i)
-		for k := range alone[i].logits {
-			requireSameBits(t, alone[i].logits[k], together[i].logits[k], fmt.Sprintf("prompt %d token %d", i, k))
-		}
-	}
+	batchTogetherMatchesAlone(t, m, 16, 6)
 }
 
 // TestQwen35PrefixReuse: a recurrent state cannot be rolled back, so
@@ -247,13 +123,7 @@ func TestQwen35PrefixReuse(t *testing.T) {
 // tensor fails to load with one error naming it.
 func TestQwen35BadFiles(t *testing.T) {
 	path := qwen35Mini(t)
-	u32 := func(v uint32) *loader.Value { x := loader.Value{Type: loader.TypeUint32, V: v}; return &x }
-	cases := []struct {
-		name string
-		set  map[string]*loader.Value
-		drop string
-		want string
-	}{
+	cases := []badFile{
 		{"no conv tensor", nil, "blk.0.ssm_conv1d.weight", "tensor blk.0.ssm_conv1d.weight is missing"},
 		{"no ssm_a", nil, "blk.1.ssm_a", "tensor blk.1.ssm_a is missing"},
 		{"no gated q", nil, "blk.3.attn_q.weight", "tensor blk.3.attn_q.weight is missing"},
@@ -266,14 +136,7 @@ func TestQwen35BadFiles(t *testing.T) {
 		{"nextn too large", map[string]*loader.Value{"qwen35.nextn_predict_layers": u32(4)}, "", "nextn_predict_layers"},
 		{"interval zero", map[string]*loader.Value{"qwen35.full_attention_interval": u32(0)}, "", "full_attention_interval has invalid value 0"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bad := rewriteModel(t, path, c.set, c.drop)
-			_, err := Load(bad, LoadOptions{Threads: 1})
-			require.Error(t, err)
-			require.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireBadFiles(t, path, "", cases)
 	// The MoE variants' own tensors and keys.
 	for _, c := range []struct {
 		mini, drop, want string
@@ -298,34 +161,7 @@ func TestQwen35BadFiles(t *testing.T) {
 // (a nil value deletes the key) and tensor drop left out.
 func rewriteModel(t *testing.T, path string, set map[string]*loader.Value, drop string) string {
 	t.Helper()
-	f, err := loader.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	w := loader.NewWriter()
-	for _, kv := range f.KV {
-		if v, ok := set[kv.Key]; ok {
-			if v != nil {
-				w.Set(kv.Key, *v)
-			}
-			continue
-		}
-		w.Set(kv.Key, kv.Value)
-	}
-	for k, v := range set {
-		if _, present := f.Get(k); !present && v != nil {
-			w.Set(k, *v)
-		}
-	}
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		if ti.Name == drop {
-			continue
-		}
-		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)))
-	}
-	out := filepath.Join(t.TempDir(), "bad.gguf")
-	require.NoError(t, w.WriteFile(out))
-	return out
+	return rewriteFile(t, path, "bad.gguf", set, drop, nil, nil)
 }
 
 // TestIMRoPETables: for text tokens, ggml's interleaved multi-section RoPE
@@ -361,25 +197,12 @@ func TestIMRoPETables(t *testing.T) {
 // relative (measured 2.0e-4: its 128-token batches are not yet bit-exact,
 // see docs/models-2026.md).
 func TestQwen35Perplexity(t *testing.T) {
-	var ref struct {
-		Chunks int                `json:"chunks"`
-		PPL    map[string]float64 `json:"ppl"`
-	}
-	readJSON(t, filepath.Join("testdata", "qwen35", "ppl.json"), &ref)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "text", "dev.txt"))
-	require.NoError(t, err)
-	text := strings.TrimSuffix(string(b), "\n") // -f drops one trailing newline
 	for _, name := range []string{"qwen35-mini", "qwen35moe-mini", "qwen3next-mini"} {
-		m := loadPath(t, deltaNetMini(t, name), LoadOptions{Threads: 2})
-		res, err := m.Perplexity(context.Background(), text, 128, nil)
-		require.NoError(t, err)
-		require.Equal(t, ref.Chunks, res.Chunks, name)
-		want := ref.PPL[name]
-		t.Logf("%s: PPL %.4f, llama.cpp %.4f", name, res.PPL, want)
+		got, want := miniPerplexity(t, "qwen35", name, deltaNetMini(t, name))
 		if name != "qwen35moe-mini" {
-			require.InDelta(t, want, res.PPL, 5e-5, "%s: PPL to 4 decimals", name)
+			require.InDelta(t, want, got, 5e-5, "%s: PPL to 4 decimals", name)
 		} else {
-			require.InEpsilon(t, want, res.PPL, 1e-3, name)
+			require.InEpsilon(t, want, got, 1e-3, name)
 		}
 	}
 }

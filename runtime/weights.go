@@ -90,43 +90,8 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	if c.G4 != nil {
 		return gemma4WeightsFromGGUF(f, c)
 	}
-	// bind checks a tensor against the shape the hyperparameters give it
-	// (want: cols first, as GGUF lists dimensions) and returns it as one
-	// matrix of cols-wide rows. A 2-D want also accepts a 1-D tensor when it
-	// has a single row (norm vectors).
-	bind := func(name string, want ...int) (Mat, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return Mat{}, fmt.Errorf("tensor %s is missing", name)
-		}
-		if !ti.Type.Known() || ti.Type == kernels.Q8_K {
-			return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
-		}
-		shape := ti.Shape
-		if len(want) == 2 && want[1] == 1 && len(shape) == 1 {
-			shape = []int64{shape[0], 1}
-		}
-		same := len(shape) == len(want)
-		for i := 0; same && i < len(want); i++ {
-			same = shape[i] == int64(want[i])
-		}
-		if !same {
-			return Mat{}, fmt.Errorf("tensor %s has shape %v, but the model's hyperparameters give %v (%s)", name, ti.Shape, want, c.dims())
-		}
-		cols, rows := want[0], 1
-		for _, d := range want[1:] {
-			rows *= d
-		}
-		rb, err := ti.Type.RowBytes(int64(cols))
-		if err != nil {
-			return Mat{}, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		data := f.Data(ti)
-		if int64(len(data)) < rb*int64(rows) {
-			return Mat{}, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows))
-		}
-		return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
-	}
+	dims := c.dims
+	bind := func(name string, want ...int) (Mat, error) { return bindTensor(f, dims, name, want...) }
 	mat := func(name string, cols, rows int) (Mat, error) { return bind(name, cols, rows) }
 	// experts binds a 3-D [cols, rows, n] stack of expert matrices as n views.
 	experts := func(name string, cols, rows, n int) ([]Mat, error) {
@@ -140,17 +105,7 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		}
 		return out, nil
 	}
-	vec := func(name string, n int) ([]float32, error) {
-		m, err := mat(name, n, 1)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
-		if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
-		}
-		return out, nil
-	}
+	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
 
 	// floats reads a [cols, rows] tensor as f32 (row-major, rows of cols).
 	floats := func(name string, cols, rows int) ([]float32, error) {
@@ -422,4 +377,56 @@ func (c *Config) deltaNetSteps(l *Layer, il int,
 		func() (e error) { l.Wup, e = mat(p+"ffn_up.weight", d, c.NFF); return },
 		func() (e error) { l.Wdown, e = mat(p+"ffn_down.weight", c.NFF, d); return },
 	)
+}
+
+// bindTensor checks tensor name of f against the shape the hyperparameters
+// give it (want: cols first, as GGUF lists dimensions; dims describes them
+// in the error) and returns it as one matrix of cols-wide rows. A 2-D want
+// also accepts a 1-D tensor when it has a single row (norm vectors).
+func bindTensor(f *loader.File, dims func() string, name string, want ...int) (Mat, error) {
+	ti, ok := f.Tensor(name)
+	if !ok {
+		return Mat{}, fmt.Errorf("tensor %s is missing", name)
+	}
+	if !ti.Type.Known() || ti.Type == kernels.Q8_K {
+		return Mat{}, fmt.Errorf("tensor %s has unsupported type %v", name, ti.Type)
+	}
+	shape := ti.Shape
+	if len(want) == 2 && want[1] == 1 && len(shape) == 1 {
+		shape = []int64{shape[0], 1}
+	}
+	same := len(shape) == len(want)
+	for i := 0; same && i < len(want); i++ {
+		same = shape[i] == int64(want[i])
+	}
+	if !same {
+		return Mat{}, fmt.Errorf("tensor %s has shape %v, but the model's hyperparameters give %v (%s)", name, ti.Shape, want, dims())
+	}
+	cols, rows := want[0], 1
+	for _, d := range want[1:] {
+		rows *= d
+	}
+	rb, err := ti.Type.RowBytes(int64(cols))
+	if err != nil {
+		return Mat{}, fmt.Errorf("tensor %s: %v", name, err)
+	}
+	data := f.Data(ti)
+	if int64(len(data)) < rb*int64(rows) {
+		return Mat{}, fmt.Errorf("tensor %s: %d bytes of data, want %d", name, len(data), rb*int64(rows))
+	}
+	return Mat{Name: name, Type: ti.Type, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data[:rb*int64(rows)]}, nil
+}
+
+// bindVec binds tensor name of f as a vector of n values (bindTensor) and
+// dequantizes it to f32.
+func bindVec(f *loader.File, dims func() string, name string, n int) ([]float32, error) {
+	m, err := bindTensor(f, dims, name, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
+		return nil, fmt.Errorf("tensor %s: %v", name, err)
+	}
+	return out, nil
 }
