@@ -40,6 +40,12 @@ type GenerateOptions struct {
 	// grammar's language the same way: masked before sampling, end of
 	// generation only once complete, "stop" when nothing can follow.
 	GBNF *gbnf.Grammar
+	// Literal keeps the model's output text as its tokens spell it. By
+	// default a gpt-oss (harmony) reply is rewritten for the chat layer:
+	// the analysis channel as <think>…</think>, a call as <tool_call>…;
+	// raw completions set Literal and get the format's own text, as
+	// llama-server prints it.
+	Literal bool
 
 	// force, when set, constrains sampling like Grammar (tests: a
 	// random-weight model made to write a given token stream).
@@ -215,7 +221,10 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		smp.Accept(id)
 	}
 	dec := m.tok.NewStreamDecoder()
-	harmony := newHarmonyOut(m.tok) // gpt-oss's channels as <think> (harmony.go); nil for other vocabularies
+	var harmony *harmonyOut // gpt-oss's channels as <think> (harmony.go); nil for other vocabularies
+	if !o.Literal {
+		harmony = newHarmonyOut(m.tok)
+	}
 	stop := stopMatcher{stops: o.Stop}
 	var text strings.Builder
 	var lp *TokenLogprob

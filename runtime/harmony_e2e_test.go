@@ -140,6 +140,14 @@ func TestGptOssHarmonyEndToEnd(t *testing.T) {
 	require.Equal(t, want, res.Text)
 	require.Equal(t, want, streamed.String())
 
+	// A raw completion (Literal) keeps the format's own text, as llama-server prints it.
+	lit, err := m.Generate(context.Background(), GenerateOptions{Prompt: prompt, MaxTokens: len(ids) + 5,
+		Sampler: SamplerOptions{Temperature: 0}, force: &scripted{ids: ids}, Literal: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, ids, lit.Tokens)
+	require.True(t, strings.HasPrefix(lit.Text, "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather"), lit.Text)
+	require.NotContains(t, lit.Text, "<think>")
+
 	content, calls := chat.ParseToolCalls(tm.ToolFormat(), strings.TrimPrefix(res.Text, "<think>Need the weather.</think>"))
 	require.Equal(t, "", content)
 	require.Len(t, calls, 1)

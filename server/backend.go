@@ -99,6 +99,9 @@ type GenerateRequest struct {
 	// GBNF, when set, constrains the output to a GBNF grammar
 	// (llama-server's grammar field).
 	GBNF *gbnf.Grammar
+	// Literal: a raw completion (no chat template): the output text stays
+	// as the tokens spell it (runtime.GenerateOptions.Literal).
+	Literal bool
 }
 
 // GenerateResult is the outcome of a generation.

@@ -133,6 +133,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error) {
 	var msgs []chat.Message
 	if j.suffix != "" && j.messages == nil {
+		j.req.Literal = true // a raw completion: the format's own text out
 		return infillPrompt(e, j)
 	}
 	switch {
@@ -153,6 +154,7 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		if j.system != "" {
 			return "", badRequest("system: %q has no chat template to put a system prompt in", j.model)
 		}
+		j.req.Literal = true // a raw completion: the format's own text out
 		return j.prompt, nil
 	}
 	if len(j.tools) > 0 {

@@ -185,3 +185,27 @@ func TestHarmonyThinkingBudget(t *testing.T) {
 		t.Error("budget 1024 is not effort low")
 	}
 }
+
+// Raw completions (no chat template applied) ask the runtime for the
+// model's literal text (GenerateRequest.Literal: gpt-oss's format text as
+// llama-server prints it); requests rendered by the chat template do not.
+func TestLiteralForRawCompletions(t *testing.T) {
+	b, _, post := anthropicServer(t, qwen3Tmpl, []string{"Hello"})
+	for _, c := range []struct {
+		path, body string
+		literal    bool
+	}{
+		{"/v1/completions", `{"model":"tiny","prompt":"Once","max_tokens":4}`, true},
+		{"/completion", `{"model":"tiny","prompt":"Once","n_predict":4}`, true},
+		{"/api/generate", `{"model":"tiny","prompt":"Once","raw":true,"stream":false}`, true},
+		{"/api/generate", `{"model":"tiny","prompt":"Once","stream":false}`, false},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":4}`, false},
+		{"/v1/messages", `{"model":"tiny","max_tokens":4,"messages":[{"role":"user","content":"Hi"}]}`, false},
+	} {
+		r := post(c.path, c.body)
+		wantStatus(t, r, 200)
+		if got := b.last().lastReq().Literal; got != c.literal {
+			t.Errorf("%s %s: Literal %v, want %v", c.path, c.body, got, c.literal)
+		}
+	}
+}

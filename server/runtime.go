@@ -154,7 +154,7 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	// and prompt checks are the runtime's, in Acquire).
 	o := runtime.GenerateOptions{MaxTokens: req.MaxTokens, Stop: req.Stop, NCtx: req.NumCtx,
 		Sampler: req.SamplerOptions, Logprobs: req.OnLogprob != nil, TopLogprobs: req.TopLogprobs,
-		Grammar: req.Grammar, GBNF: req.GBNF}
+		Grammar: req.Grammar, GBNF: req.GBNF, Literal: req.Literal}
 	if err := o.Validate(); err != nil {
 		return nil, requestErr(err)
 	}
