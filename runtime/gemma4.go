@@ -542,9 +542,6 @@ func (st *fwdState) gemma4(c *Config) *gemma4Scratch {
 func (p *pass) forwardGemma4() error {
 	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
 	g, gw := c.G4, w.G4
-	if p.m.kvQuant() {
-		return errors.New("gemma4: only the f16 KV cache is supported (no --cache-type-k/v)")
-	}
 	gs := st.gemma4(c)
 	d, kvs := c.NEmbd, c.KVDim()
 

@@ -248,3 +248,9 @@ func gemma4BatchAndPrefix(t *testing.T, name string) {
 	require.NoError(t, err)
 	require.Equal(t, want.Tokens, turn2.Tokens)
 }
+
+// A quantized KV cache is refused for gemma4 at load, naming the reason.
+func TestGemma4RefusesQuantizedKV(t *testing.T) {
+	_, err := Load(gemma4Mini(t), LoadOptions{Threads: 1, CacheTypeK: "q8_0"})
+	require.ErrorContains(t, err, "gemma4 supports only the f16 KV cache")
+}

@@ -523,6 +523,10 @@ func cacheTypes(cfg *Config, o LoadOptions) (k, v kernels.Type, err error) {
 	if k == kernels.F16 && v == kernels.F16 {
 		return k, v, nil
 	}
+	if cfg != nil && cfg.Arch == "gemma4" {
+		// its per-layer head sizes and shared caches read f16 rows only
+		return 0, 0, fmt.Errorf("cache types %v/%v: gemma4 supports only the f16 KV cache", k, v)
+	}
 	if cfg != nil && cfg.HeadDim%32 != 0 {
 		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache needs a head size that is a multiple of 32; this %s model has %d", k, v, cfg.Arch, cfg.HeadDim)
 	}
