@@ -2,9 +2,15 @@ package server
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/woolly-llm/woolly/quant"
+	"github.com/woolly-llm/woolly/synth"
 )
 
 // gemma4Reply is what the runtime's Gemma 4 rewriter (runtime/gemma4out.go)
@@ -190,4 +196,76 @@ func TestGemma4ThinkingBudget(t *testing.T) {
 	if want := "<|turn>model\n<|channel>thought\n" + strings.Repeat(" x", 1023) + "<channel|>"; !strings.HasSuffix(p, want) {
 		t.Errorf("continuation prompt ends %q", p[max(0, len(p)-120):])
 	}
+}
+
+// TestGemma4MiniEndToEnd: the gemma4 mini (random weights) served with
+// the built-in Gemma 4 format (--chat-template gemma4), its reply forced
+// by a GBNF grammar (the request's own grammar field) to a thought and a
+// call in Gemma 4's notation: the runtime's rewriter and the server's
+// parsers give reasoning_content and tool_calls, whole and streamed.
+func TestGemma4MiniEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	p, err := synth.FindPreset("gemma4-mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := quant.ParseFileType("q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.WriteFile(filepath.Join(dir, "gemma4-mini.gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{ModelsDir: dir, Threads: 1, ChatTemplate: "gemma4"}, RuntimeBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+
+	reply := "<|channel>thought\nNeed the weather.<channel|>Checking.<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2}<tool_call|>"
+	gbnf, _ := json.Marshal(`root ::= ` + strconv.Quote(reply))
+	body := `{"model":"gemma4-mini","max_tokens":200,"reasoning_effort":"high","grammar":` + string(gbnf) +
+		`,"tools":[` + weatherTool + `],"messages":[{"role":"user","content":"Weather in Paris?"}]`
+	st, b := post(t, ts.URL+"/v1/chat/completions", body+`}`)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	var r struct {
+		Choices []struct {
+			FinishReason string         `json:"finish_reason"`
+			Message      map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+		t.Fatalf("%v %s", err, b)
+	}
+	msg := r.Choices[0].Message
+	if r.Choices[0].FinishReason != "tool_calls" || msg["reasoning_content"] != "Need the weather." || msg["content"] != "Checking." {
+		t.Errorf("reply %s", b)
+	}
+	checkOpenAICalls(t, msg["tool_calls"], []call{{"get_weather", `{"city":"Paris","days":2}`}}, false)
+
+	st, b = post(t, ts.URL+"/v1/chat/completions", body+`,"stream":true}`)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	var reasoning, content strings.Builder
+	var calls []any
+	for _, ev := range sse(t, b) {
+		for _, c := range ev["choices"].([]any) {
+			d := c.(map[string]any)["delta"].(map[string]any)
+			s, _ := d["reasoning_content"].(string)
+			reasoning.WriteString(s)
+			s, _ = d["content"].(string)
+			content.WriteString(s)
+			if tc, ok := d["tool_calls"].([]any); ok {
+				calls = append(calls, tc...)
+			}
+		}
+	}
+	if reasoning.String() != "Need the weather." || content.String() != "Checking." {
+		t.Errorf("streamed reasoning %q content %q", reasoning.String(), content.String())
+	}
+	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris","days":2}`}}, true)
 }
