@@ -304,3 +304,11 @@ func TestGemma4KVCacheParity(t *testing.T) {
 		})
 	}
 }
+
+// TestGemma4QuantKVBatch: with quantized caches, gemma4 prompts evaluated
+// together in one batch (in chunks) and generated together give each
+// sequence the logits it has alone.
+func TestGemma4QuantKVBatch(t *testing.T) {
+	m := loadPath(t, gemma4KV32Mini(t), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0)), CacheTypeK: "q8_0", CacheTypeV: "q4_0"})
+	batchTogetherMatchesAlone(t, m, 16, 6)
+}
