@@ -46,6 +46,13 @@ func gemma4Server(t *testing.T) (*fakeBackend, func(path, body string) resp) {
 // reasoning and function_call items (responses).
 func TestGemma4Tools(t *testing.T) {
 	b, post := gemma4Server(t)
+	var capabilities []string
+	for _, v := range post("/api/show", `{"model":"tiny"}`).json(t)["capabilities"].([]any) {
+		capabilities = append(capabilities, v.(string))
+	}
+	if strings.Join(capabilities, " ") != "completion tools thinking" {
+		t.Errorf("capabilities %v", capabilities)
+	}
 	history := `[{"role":"user","content":"Weather in Paris?"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},` +
 		`{"role":"tool","tool_call_id":"call_1","content":"18C"},` +
