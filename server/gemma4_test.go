@@ -139,6 +139,24 @@ func TestGemma4Tools(t *testing.T) {
 		t.Errorf("anthropic blocks %v: %s", kinds, r.body)
 	}
 
+	// Anthropic, streamed: thinking, text and the call's input as deltas.
+	ev := anthropicSSE(t, post("/v1/messages", `{"model":"tiny","stream":true,"max_tokens":3000,"thinking":{"type":"enabled","budget_tokens":2000},"tools":[`+anthropicWeather+`],"messages":[{"role":"user","content":"Weather?"}]}`))
+	var th, text, input strings.Builder
+	for _, e := range ev {
+		d, _ := e.data["delta"].(map[string]any)
+		switch d["type"] {
+		case "thinking_delta":
+			th.WriteString(d["thinking"].(string))
+		case "text_delta":
+			text.WriteString(d["text"].(string))
+		case "input_json_delta":
+			input.WriteString(d["partial_json"].(string))
+		}
+	}
+	if th.String() != "Need the weather." || text.String() != "Checking." || input.String() != `{"city":"Paris"}` {
+		t.Errorf("anthropic stream: thinking %q text %q input %q", th.String(), text.String(), input.String())
+	}
+
 	tool := `{"type":"function","name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
 	r = post("/v1/responses", `{"model":"tiny","max_output_tokens":500,"reasoning":{"effort":"low"},"tools":[`+tool+`],"input":"Weather?"}`)
 	wantStatus(t, r, 200)
@@ -155,6 +173,14 @@ func TestGemma4Tools(t *testing.T) {
 	}
 	if strings.Join(kinds, " ") != "reasoning message function_call" {
 		t.Errorf("responses output %v: %s", kinds, r.body)
+	}
+	// Responses, streamed: the completed response has the same items.
+	ev = responsesEvents(t, post("/v1/responses", `{"model":"tiny","stream":true,"max_output_tokens":500,"reasoning":{"effort":"low"},"tools":[`+tool+`],"input":"Weather?"}`))
+	last := ev[len(ev)-1]
+	out, _ := json.Marshal(last.data["response"].(map[string]any)["output"])
+	if last.name != "response.completed" || !strings.Contains(string(out), "Need the weather.") || !strings.Contains(string(out), `"arguments":"{\"city\":\"Paris\"}"`) ||
+		!strings.Contains(string(out), `"text":"Checking."`) {
+		t.Errorf("responses stream ends %s %s", last.name, out)
 	}
 }
 
