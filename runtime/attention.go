@@ -65,16 +65,17 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 // attentionKVQ is attention over a quantized cache (kernels.AttentionKVQ),
 // heads split across the workers as in attention.
 func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) error {
-	m, c, st := s.model, s.model.cfg, ps.st
+	m, st := s.model, ps.st
 	kb, vb := m.kvRows()
 	p := kernels.AttnKVQParams{
 		NTok: a.NTok, Pos0: a.Pos0, NHead: a.NHead, NHeadKV: a.NHeadKV, HeadDim: a.HeadDim,
 		Q: a.Q, QStride: a.QStride, KType: m.kvK, VType: m.kvV, K: s.kcache[li], V: s.vcache[li],
 		KStride: kb, VStride: vb, Scale: a.Scale, Out: a.Out, OutStride: a.OutStride, Window: a.Window, SoftCap: a.SoftCap,
 	}
-	hp := max(1, (c.NHead+4*m.pool.n-1)/(4*m.pool.n))
-	m.pool.runChunks((c.NHead+hp-1)/hp, func(wk, ch int) {
-		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
+	nh := a.NHead // gemma4: this layer's head count
+	hp := max(1, (nh+4*m.pool.n-1)/(4*m.pool.n))
+	m.pool.runChunks((nh+hp-1)/hp, func(wk, ch int) {
+		h0, h1 := ch*hp, min((ch+1)*hp, nh)
 		if err := kernels.AttentionKVQ(&p, h0, h1, st.scr[wk]); err != nil && st.errs[wk] == nil {
 			st.errs[wk] = err
 		}

@@ -544,6 +544,8 @@ func (p *pass) forwardGemma4() error {
 	g, gw := c.G4, w.G4
 	gs := st.gemma4(c)
 	d, kvs := c.NEmbd, c.KVDim()
+	kb, vb := p.m.kvRows() // a position's bytes in a layer's cache (the widest layer's)
+	kq := p.m.kvQuant()
 
 	x := st.x[:ntok*d]
 	if err := p.embedTokens(x, d); err != nil {
@@ -616,6 +618,9 @@ func (p *pass) forwardGemma4() error {
 			cs, sn = gs.cosL[:ntok*half], gs.sinL[:ntok*half]
 		}
 		ownKV := li < g.KVFrom
+		kRow64, _ := p.m.kvK.RowBytes(int64(kvd))
+		vRow64, _ := p.m.kvV.RowBytes(int64(kvd))
+		kRow, vRow := int(kRow64), int(vRow64)
 
 		if err := kernels.RMSNormRows(xb, x, l.AttnNorm, ntok, d, c.Eps); err != nil {
 			return err
@@ -655,17 +660,21 @@ func (p *pass) forwardGemma4() error {
 		for _, sg := range p.segs {
 			n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
 			if ownKV {
+				// Rows as wide as the widest layer's (kb, vb bytes), this
+				// layer's kvd values at their start, in the cache's types.
 				kc, vc := sg.s.kcache[li], sg.s.vcache[li]
 				for t := 0; t < n; t++ {
-					o := (pos0 + t) * 2 * kvs // f16 rows of the widest layer
+					ko, vo := (pos0+t)*kb, (pos0+t)*vb
 					if err := errors.Join(
-						kernels.StoreKV(kernels.F16, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[o:o+2*kvd]),
-						kernels.StoreKV(kernels.F16, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[o:o+2*kvd])); err != nil {
+						kernels.StoreKV(p.m.kvK, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[ko:ko+kRow]),
+						kernels.StoreKV(p.m.kvV, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[vo:vo+vRow])); err != nil {
 						return err
 					}
 				}
 			}
-			f16path := n < 64 || hd%16 != 0
+			// A quantized cache has one path (kernels.AttentionKVQ), which
+			// converts Q itself.
+			f16path := (n < 64 || hd%16 != 0) && !kq
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
 			if f16path {
 				if err := errors.Join(
@@ -681,6 +690,12 @@ func (p *pass) forwardGemma4() error {
 			}
 			if swa {
 				a.Window = c.SlidingWindow
+			}
+			if kq {
+				if err := sg.s.attentionKVQ(p, li, &a); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := sg.s.attentionParams(p, li, f16path, &a); err != nil {
 				return err

@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/quant"
+	"github.com/woolly-llm/woolly/synth"
 )
 
 // gemma4Minis pins the bytes of `woolly synth --preset NAME` (seed 1,
@@ -249,8 +254,61 @@ func gemma4BatchAndPrefix(t *testing.T, name string) {
 	require.Equal(t, want.Tokens, turn2.Tokens)
 }
 
-// A quantized KV cache is refused for gemma4 at load, naming the reason.
+// A quantized KV cache is refused at load when a layer's head size is not
+// a multiple of its block (the mini's local layers have 16), as llama.cpp
+// refuses it, naming the size.
 func TestGemma4RefusesQuantizedKV(t *testing.T) {
 	_, err := Load(gemma4Mini(t), LoadOptions{Threads: 1, CacheTypeK: "q8_0"})
-	require.ErrorContains(t, err, "gemma4 supports only the f16 KV cache")
+	require.ErrorContains(t, err, "needs head sizes that are a multiple of 32; this gemma4 model has 16 (layer 0)")
+}
+
+// gemma4KV32Mini writes gemma4-mini with head sizes 32 (local) and 64
+// (global), which a quantized cache's 32-value blocks divide (llama.cpp
+// refuses the mini's 16), and checks its pinned sha256.
+func gemma4KV32Mini(t *testing.T) string {
+	t.Helper()
+	p, err := synth.FindPreset("gemma4-mini")
+	require.NoError(t, err)
+	g := *p.G4
+	g.HeadDimSWA, g.RotSWA = 32, 32
+	p.G4, p.HeadDim, p.Rot = &g, 64, 64
+	path := filepath.Join(t.TempDir(), "synth-gemma4-kv32-mini-Q4_K_M.gguf")
+	ft, err := quant.ParseFileType("q4_k_m")
+	require.NoError(t, err)
+	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 2})
+	require.NoError(t, err)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	require.Equal(t, "819fc0c89c6ce77771e834bc9bafe4a157acba77d5b2d560e81b58c640213fd5", hex.EncodeToString(sum[:]),
+		"synth bytes changed: remake testdata/kvcache/gemma4 (README.md)")
+	return path
+}
+
+// TestGemma4KVCacheParity: gemma4 with quantized K and V caches (per-layer
+// head sizes, shared-KV layers reading another layer's quantized rows)
+// gives llama.cpp's logits with the same cache types
+// (testdata/kvcache/gemma4, README there) within 1e-4, the prompt in one
+// batch and the generated tokens one at a time; f16-f16 is the control.
+func TestGemma4KVCacheParity(t *testing.T) {
+	path := gemma4KV32Mini(t)
+	refs, _ := filepath.Glob(filepath.Join("testdata", "kvcache", "gemma4", "*.json"))
+	require.Len(t, refs, 10)
+	for _, rf := range refs {
+		kv := strings.Split(strings.Split(filepath.Base(rf), ".")[1], "-")
+		t.Run(strings.TrimSuffix(filepath.Base(rf), ".json"), func(t *testing.T) {
+			m, err := Load(path, LoadOptions{Threads: 2, ContextLength: 256, CacheTypeK: kv[0], CacheTypeV: kv[1]})
+			require.NoError(t, err)
+			defer m.Close()
+			kvParity(t, m, rf, 1e-4)
+		})
+	}
+}
+
+// TestGemma4QuantKVBatch: with quantized caches, gemma4 prompts evaluated
+// together in one batch (in chunks) and generated together give each
+// sequence the logits it has alone.
+func TestGemma4QuantKVBatch(t *testing.T) {
+	m := loadPath(t, gemma4KV32Mini(t), LoadOptions{Threads: 2, ContextLength: 256, PrefixCache: Ptr(int64(0)), CacheTypeK: "q8_0", CacheTypeV: "q4_0"})
+	batchTogetherMatchesAlone(t, m, 16, 6)
 }

@@ -222,8 +222,10 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	}
 	dec := m.tok.NewStreamDecoder()
 	var harmony *harmonyOut // gpt-oss's channels as <think> (harmony.go); nil for other vocabularies
+	var g4 *gemma4Out       // Gemma 4's thought channel and calls (gemma4out.go); nil for other vocabularies
 	if !o.Literal {
 		harmony = newHarmonyOut(m.tok)
+		g4 = newGemma4Out(m.tok)
 	}
 	stop := stopMatcher{stops: o.Stop}
 	var text strings.Builder
@@ -257,7 +259,11 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 	for {
 		if ctx.Err() != nil {
 			res.StopReason = "cancel"
-			text.WriteString(stop.pending + dec.Flush())
+			tail := dec.Flush()
+			if g4 != nil {
+				tail = g4.piece(tail) + g4.flush()
+			}
+			text.WriteString(stop.pending + tail)
 			if harmony != nil {
 				text.WriteString(harmony.flush())
 			}
@@ -292,6 +298,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			if harmony != nil { // <|call|> closes a tool call
 				tail += harmony.piece(id, "") + harmony.flush()
 			}
+			if g4 != nil {
+				tail = g4.piece(tail) + g4.flush()
+			}
 			if err := emit(id, stop.flush(tail)); err != nil {
 				res.Text = text.String()
 				return res, err
@@ -308,6 +317,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 		if harmony != nil {
 			chunk = harmony.piece(id, chunk)
 		}
+		if g4 != nil {
+			chunk = g4.piece(chunk)
+		}
 		piece, hit := stop.add(chunk)
 		done := gm != nil && gm.Finished() // the document is complete: nothing may follow
 		last := hit || done || len(res.Tokens) == maxTok || s.pos >= s.nCtx
@@ -315,6 +327,9 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions, onToken func(
 			tail := dec.Flush()
 			if harmony != nil {
 				tail += harmony.flush()
+			}
+			if g4 != nil {
+				tail = g4.piece(tail) + g4.flush()
 			}
 			piece += stop.flush(tail)
 		}

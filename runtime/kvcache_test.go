@@ -28,32 +28,37 @@ func TestKVCacheParity(t *testing.T) {
 		t.Run(strings.TrimSuffix(base, ".json"), func(t *testing.T) {
 			m := loadShared(t, model, LoadOptions{Threads: 2, CacheTypeK: kv[0], CacheTypeV: kv[1]})
 			defer m.Close()
-			var ref refLogits
-			readJSON(t, rf, &ref)
-			ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
-			require.NoError(t, err)
-			require.Equal(t, ref.PromptIDs, ids)
-			n := len(ref.PromptIDs)
-			seq, tops := teacherForced(ref)
-			nv := m.Info().NVocab
-			s := newSession(t, m, 0)
-			// the prompt as the reference ran it (one batch), then the
-			// greedy tokens one at a time
-			all := evalAll(t, s, seq[:n])
-			batch, token := 0.0, 0.0
-			for i := 0; i < n; i++ {
-				batch = max(batch, compareTop(t, fmt.Sprintf("batch pos %d", i), all[i*nv:(i+1)*nv], tops[i], tol))
-			}
-			for i := n; i < len(seq); i++ {
-				row, err := s.Eval(seq[i:i+1], false)
-				require.NoError(t, err)
-				token = max(token, compareTop(t, fmt.Sprintf("token pos %d", i), row, tops[i], tol))
-			}
-			t.Logf("%s K %s V %s: max |Δlogit| prompt batch %.3g, generated tokens %.3g", model, kv[0], kv[1], batch, token)
-			if batch > tol || token > tol {
-				t.Errorf("max |Δlogit| %.3g / %.3g exceeds %g", batch, token, tol)
-			}
+			kvParity(t, m, rf, tol)
 		})
+	}
+}
+
+// kvParity compares m's logits with the reference file rf (made with m's
+// cache types): the prompt as the reference ran it (one batch), then the
+// greedy tokens one at a time, each row's top logits within tol.
+func kvParity(t *testing.T, m *Model, rf string, tol float64) {
+	var ref refLogits
+	readJSON(t, rf, &ref)
+	ids, err := m.Tokenizer().Encode(ref.Prompt, m.Tokenizer().AddBOS(), true)
+	require.NoError(t, err)
+	require.Equal(t, ref.PromptIDs, ids)
+	n := len(ref.PromptIDs)
+	seq, tops := teacherForced(ref)
+	nv := m.Info().NVocab
+	s := newSession(t, m, 0)
+	all := evalAll(t, s, seq[:n])
+	batch, token := 0.0, 0.0
+	for i := 0; i < n; i++ {
+		batch = max(batch, compareTop(t, fmt.Sprintf("batch pos %d", i), all[i*nv:(i+1)*nv], tops[i], tol))
+	}
+	for i := n; i < len(seq); i++ {
+		row, err := s.Eval(seq[i:i+1], false)
+		require.NoError(t, err)
+		token = max(token, compareTop(t, fmt.Sprintf("token pos %d", i), row, tops[i], tol))
+	}
+	t.Logf("%s: max |Δlogit| prompt batch %.3g, generated tokens %.3g", filepath.Base(rf), batch, token)
+	if batch > tol || token > tol {
+		t.Errorf("max |Δlogit| %.3g / %.3g exceeds %g", batch, token, tol)
 	}
 }
 

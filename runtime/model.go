@@ -40,7 +40,8 @@ type LoadOptions struct {
 	// type takes about half (q8_0) or a quarter (q4_0) of f16's memory and
 	// switches attention to the reference's one-row flash-attention path
 	// for such a cache (kernels.AttentionKVQ); it needs a head size that
-	// is a multiple of 32 and the default attention mode.
+	// is a multiple of 32 (gemma4: every layer's) and the default
+	// attention mode.
 	CacheTypeK, CacheTypeV string
 }
 
@@ -523,9 +524,12 @@ func cacheTypes(cfg *Config, o LoadOptions) (k, v kernels.Type, err error) {
 	if k == kernels.F16 && v == kernels.F16 {
 		return k, v, nil
 	}
-	if cfg != nil && cfg.Arch == "gemma4" {
-		// its per-layer head sizes and shared caches read f16 rows only
-		return 0, 0, fmt.Errorf("cache types %v/%v: gemma4 supports only the f16 KV cache", k, v)
+	if cfg != nil && cfg.G4 != nil { // gemma4: every layer's head size counts
+		for il, hd := range cfg.G4.HeadDim {
+			if hd%32 != 0 {
+				return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache needs head sizes that are a multiple of 32; this %s model has %d (layer %d)", k, v, cfg.Arch, hd, il)
+			}
+		}
 	}
 	if cfg != nil && cfg.HeadDim%32 != 0 {
 		return 0, 0, fmt.Errorf("cache types %v/%v: a quantized KV cache needs a head size that is a multiple of 32; this %s model has %d", k, v, cfg.Arch, cfg.HeadDim)

@@ -66,8 +66,9 @@ type job struct {
 	// output_config.effort, thinking.budget_tokens); only the harmony
 	// format takes it, other thinking templates read the field as a switch.
 	effort, effortField string
-	// harmony: the prompt is in gpt-oss's harmony format.
-	harmony bool
+	// kind is the chat template's kind (chat.Template.Kind): gpt-oss's
+	// "harmony" and "gemma4" close a cut reasoning in their own format.
+	kind string
 	// forceCall: the harmony prompt opens the turn as a call of this tool.
 	forceCall string
 }
@@ -198,7 +199,7 @@ func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error
 		effort = j.effort
 	}
 	j.thinking = j.splitReasoning && e.tmpl.SupportsThinking()
-	j.harmony = e.tmpl.Kind() == "harmony"
+	j.kind = e.tmpl.Kind()
 	meta := e.model.Meta()
 	// The tokenizer adds BOS itself; a template that writes it would double it.
 	trimBOS := func(p string) string {

@@ -55,13 +55,19 @@ func generate(ctx context.Context, m Model, j *job, req GenerateRequest, onText 
 	closing := "\n" + thinkClose + "\n\n"
 	next := req
 	next.Prompt = req.Prompt + raw.String() + closing
-	if j.harmony {
+	reasoning := strings.TrimPrefix(strings.TrimLeft(raw.String(), " \t\r\n"), thinkOpen)
+	switch j.kind {
+	case "harmony":
 		// gpt-oss: the runtime wrote its analysis channel as <think>...;
 		// the continuation closes that message in the model's own format
 		// and opens the final channel.
 		closing = thinkClose
-		reasoning := strings.TrimPrefix(strings.TrimLeft(raw.String(), " \t\r\n"), thinkOpen)
 		next.Prompt = req.Prompt + "<|channel|>analysis<|message|>" + reasoning + "<|end|><|start|>assistant<|channel|>final<|message|>"
+	case "gemma4":
+		// Gemma 4: its thought channel, written as <think>... by the
+		// runtime (gemma4out.go), closed in its own tags.
+		closing = thinkClose
+		next.Prompt = req.Prompt + "<|channel>thought\n" + reasoning + "<channel|>"
 	}
 	if err := onText(closing); err != nil {
 		return res, err

@@ -199,14 +199,14 @@ func (t *Template) RenderOptions(msgs []Message, o Options) (string, error) {
 	if t.kind == "harmony" {
 		return renderHarmonyOptions(msgs, o)
 	}
+	if t.kind == "gemma4" { // its thinking switch and tools change the system turn too
+		return renderGemma4(msgs, o, t.bos)
+	}
 	if t.SupportsTools() {
 		var err error
 		if msgs, err = t.builtinToolTurns(msgs, o.Tools); err != nil {
 			return "", err
 		}
-	}
-	if t.kind == "gemma4" { // its thinking switch changes the system turn too
-		return renderGemma4(msgs, o, t.bos)
 	}
 	out, err := t.builtin(msgs, o.AddGenerationPrompt, t.bos, t.eos)
 	if err == nil && t.kind == "qwen3" && o.AddGenerationPrompt && o.EnableThinking != nil && !*o.EnableThinking {

@@ -58,3 +58,53 @@ func TestGemma4Builtin(t *testing.T) {
 		t.Errorf("Builtin: %q, %v; want %q", got, err, cases[0].Want)
 	}
 }
+
+// TestGemma4ToolRenders: conversations with tool declarations, calls and
+// their results, with thinking on and off, render as Gemma 4's own
+// template does (testdata/gemma4_tool_renders.json, written by
+// scripts/gemma4-tool-renders.py with Python's jinja2 and llama.cpp's one
+// adjustment of the gemma4 format).
+func TestGemma4ToolRenders(t *testing.T) {
+	tm, err := New(tmplGemma4, "<bos>", "<eos>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tm.SupportsTools() || tm.ToolFormat() != ToolsGemma4 {
+		t.Fatalf("SupportsTools %v ToolFormat %q", tm.SupportsTools(), tm.ToolFormat())
+	}
+	b, err := os.ReadFile("testdata/gemma4_tool_renders.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Msgs     []Message         `json:"msgs"`
+		Tools    []json.RawMessage `json:"tools"`
+		AddGen   bool              `json:"addGen"`
+		Thinking *bool             `json:"thinking"`
+		Want     string            `json:"want"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 10 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for i, c := range cases {
+		got, err := tm.RenderOptions(c.Msgs, Options{AddGenerationPrompt: c.AddGen, EnableThinking: c.Thinking, Tools: c.Tools})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if got != c.Want {
+			t.Errorf("case %d:\ngot  %q\nwant %q", i, got, c.Want)
+		}
+	}
+	// The built-in by name (llama-server's --chat-template gemma4) takes tools too.
+	bt, err := Builtin("gemma4", "<bos>", "<eos>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := bt.RenderOptions(cases[4].Msgs, Options{AddGenerationPrompt: true, Tools: cases[4].Tools})
+	if err != nil || got != cases[4].Want {
+		t.Errorf("Builtin: %q, %v; want %q", got, err, cases[4].Want)
+	}
+}

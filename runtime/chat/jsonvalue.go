@@ -120,10 +120,8 @@ func pyJSON(b *strings.Builder, v any, indent, depth int) error {
 			b.WriteString("Infinity")
 		case math.IsInf(x, -1):
 			b.WriteString("-Infinity")
-		case x == math.Trunc(x) && math.Abs(x) < 1e16:
-			b.WriteString(strconv.FormatFloat(x, 'f', -1, 64) + ".0")
 		default:
-			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+			b.WriteString(pyFloat(x))
 		}
 	case *exec.Value:
 		return pyJSON(b, x.Interface(), indent, depth)
@@ -216,6 +214,22 @@ func pyJSON(b *strings.Builder, v any, indent, depth int) error {
 		}
 	}
 	return nil
+}
+
+// pyFloat is Python's repr of a finite float: the shortest digits that
+// read back as x, in positional notation unless the decimal exponent is
+// below -4 or 16 and above (then d.ddde±XX), with ".0" on an integer.
+func pyFloat(x float64) string {
+	e := strconv.FormatFloat(x, 'e', -1, 64) // d.ddde±XX, two exponent digits at least
+	_, exp, _ := strings.Cut(e, "e")
+	if n, _ := strconv.Atoi(exp); n < -4 || n >= 16 {
+		return e
+	}
+	f := strconv.FormatFloat(x, 'f', -1, 64)
+	if !strings.Contains(f, ".") {
+		f += ".0"
+	}
+	return f
 }
 
 // pyString quotes s as json.dumps(ensure_ascii=False).

@@ -52,7 +52,7 @@ func ParseToolCalls(format, text string) (content string, calls []ToolCall) {
 
 func (p *ToolParser) markers() []string {
 	switch p.format {
-	case ToolsHermes, ToolsHarmony:
+	case ToolsHermes, ToolsHarmony, ToolsGemma4:
 		return []string{"<tool_call>"}
 	case ToolsMistral:
 		return []string{"[TOOL_CALLS]"}
@@ -119,7 +119,7 @@ func (p *ToolParser) Feed(s string) (content string, calls []ToolCall) {
 				p.markWS, p.ws = p.ws, ""
 				p.marker, p.buf = mk, p.buf[at+len(mk):]
 				p.state = 2
-				if p.format == ToolsHermes || p.format == ToolsHarmony {
+				if p.format == ToolsHermes || p.format == ToolsHarmony || p.format == ToolsGemma4 {
 					p.state = 1
 				}
 				continue

@@ -42,6 +42,11 @@ const (
 	// (runtime/harmony.go) gives out as a hermes-style
 	// <tool_call>{"name": ..., "arguments": ...}</tool_call> block.
 	ToolsHarmony = "harmony"
+	// ToolsGemma4 is Gemma 4's: <|tool_call>call:NAME{key:value,...}<tool_call|>
+	// with strings between <|"|> marks, which the runtime's Gemma 4
+	// rewriter (runtime/gemma4out.go) gives out as a hermes-style
+	// <tool_call>{"name": ..., "arguments": ...}</tool_call> block.
+	ToolsGemma4 = "gemma4"
 	// ToolsForced is the answer of a request that forces a call (OpenAI
 	// tool_choice "required" or a named function): sampling is constrained
 	// to one JSON object {"name": ..., "arguments": {...}}, the whole answer.
@@ -77,6 +82,8 @@ func (t *Template) ToolFormat() string {
 			return ToolsLlama3
 		case "harmony":
 			return ToolsHarmony
+		case "gemma4":
+			return ToolsGemma4
 		}
 	}
 	return ""
@@ -92,7 +99,7 @@ func (t *Template) SupportsTools() bool {
 	if t.jinja != nil {
 		return true
 	}
-	return (f == ToolsHermes && (t.kind == "chatml" || t.kind == "qwen3")) || (f == ToolsLlama3 && t.kind == "llama3") || f == ToolsHarmony
+	return (f == ToolsHermes && (t.kind == "chatml" || t.kind == "qwen3")) || (f == ToolsLlama3 && t.kind == "llama3") || f == ToolsHarmony || f == ToolsGemma4
 }
 
 // checkTools validates the tool definitions: JSON objects with a function name.

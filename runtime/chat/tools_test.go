@@ -301,3 +301,16 @@ func TestForcedToolCall(t *testing.T) {
 		t.Fatalf("cut answer: content %q calls %+v", content, calls)
 	}
 }
+
+// pyFloat writes floats as Python's repr (what json.dumps and {{ x }}
+// print): positional up to an exponent of 15, scientific beyond, as
+// Python 3 prints these values.
+func TestPyFloat(t *testing.T) {
+	for x, want := range map[float64]string{1234567.5: "1234567.5", 0.1: "0.1", 1e-7: "1e-07", 123456789.123: "123456789.123",
+		1e21: "1e+21", 0.00012: "0.00012", 12345678901234567: "1.2345678901234568e+16", 1e16: "1e+16", 123: "123.0",
+		-2.5e-5: "-2.5e-05", 9999999999999998: "9999999999999998.0", 0.0001: "0.0001"} {
+		if got := pyFloat(x); got != want {
+			t.Errorf("pyFloat(%v) = %q, want %q", x, got, want)
+		}
+	}
+}

@@ -1,0 +1,304 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/woolly-llm/woolly/quant"
+	"github.com/woolly-llm/woolly/synth"
+)
+
+// gemma4Reply is what the runtime's Gemma 4 rewriter (runtime/gemma4out.go)
+// gives out for a reply that thinks, says a word and calls get_weather:
+// <|channel>thought\nNeed the weather.<channel|>Checking.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>.
+const gemma4Reply = `<think>Need the weather.</think>Checking.<tool_call>{"name": "get_weather", "arguments": {"city":"Paris"}}</tool_call>`
+
+// gemma4Server serves a fake model with Gemma 4's published template
+// whose every generation is gemma4Reply, one byte per piece (so the
+// thinking splitter and the tool parser see it cut at every boundary).
+func gemma4Server(t *testing.T) (*fakeBackend, func(path, body string) resp) {
+	t.Helper()
+	src, err := os.ReadFile("../runtime/chat/testdata/templates/gemma4.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newFakeBackend()
+	b.template = string(src)
+	for i := range len(gemma4Reply) {
+		b.script = append(b.script, gemma4Reply[i:i+1])
+	}
+	_, ts := newTestServer(t, Config{}, b)
+	return b, func(path, body string) resp {
+		return do(t, ts, "POST", path, body, "anthropic-version", "2023-06-01", "Content-Type", "application/json")
+	}
+}
+
+// TestGemma4Tools: with Gemma 4's template, the tools, an earlier call and
+// its result are rendered in Gemma 4's own notation, and the model's
+// thought and call come back apart in each API: reasoning_content and
+// tool_calls (OpenAI chat, whole and streamed), thinking and tool_calls
+// (Ollama, whole and streamed), thinking and tool_use blocks (Anthropic),
+// reasoning and function_call items (responses).
+func TestGemma4Tools(t *testing.T) {
+	b, post := gemma4Server(t)
+	var capabilities []string
+	for _, v := range post("/api/show", `{"model":"tiny"}`).json(t)["capabilities"].([]any) {
+		capabilities = append(capabilities, v.(string))
+	}
+	if strings.Join(capabilities, " ") != "completion tools thinking" {
+		t.Errorf("capabilities %v", capabilities)
+	}
+	history := `[{"role":"user","content":"Weather in Paris?"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"18C"},` +
+		`{"role":"assistant","content":"It is 18C."},{"role":"user","content":"And now?"}]`
+	r := post("/v1/chat/completions", `{"model":"tiny","max_tokens":500,"reasoning_effort":"high","tools":[`+weatherTool+`],"messages":`+history+`}`)
+	wantStatus(t, r, 200)
+	p := b.last().lastReq().Prompt
+	want := `<|turn>system` + "\n" + `<|think|>` + "\n" + `<|tool>declaration:get_weather{description:<|"|>Get the weather<|"|>,parameters:{properties:{city:{type:<|"|>STRING<|"|>}},required:[<|"|>city<|"|>],type:<|"|>OBJECT<|"|>}}<tool|><turn|>` + "\n" +
+		"<|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n" +
+		`<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_response>response:get_weather{value:<|"|>18C<|"|>}<tool_response|>It is 18C.<turn|>` + "\n" +
+		"<|turn>user\nAnd now?<turn|>\n<|turn>model\n"
+	if !strings.HasSuffix(p, want) {
+		t.Errorf("prompt\n%q\nwant suffix\n%q", p, want)
+	}
+	choice := r.json(t)["choices"].([]any)[0].(map[string]any)
+	msg := choice["message"].(map[string]any)
+	if choice["finish_reason"] != "tool_calls" || msg["reasoning_content"] != "Need the weather." || msg["content"] != "Checking." {
+		t.Errorf("choice %v", choice)
+	}
+	checkOpenAICalls(t, msg["tool_calls"], []call{{"get_weather", `{"city":"Paris"}`}}, false)
+
+	r = post("/v1/chat/completions", `{"model":"tiny","max_tokens":500,"stream":true,"reasoning_effort":"high","tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	var reasoning, content strings.Builder
+	var calls []any
+	for _, ev := range sse(t, r.body) {
+		for _, c := range ev["choices"].([]any) {
+			d := c.(map[string]any)["delta"].(map[string]any)
+			s, _ := d["reasoning_content"].(string)
+			reasoning.WriteString(s)
+			s, _ = d["content"].(string)
+			content.WriteString(s)
+			if tc, ok := d["tool_calls"].([]any); ok {
+				calls = append(calls, tc...)
+			}
+		}
+	}
+	if reasoning.String() != "Need the weather." || content.String() != "Checking." {
+		t.Errorf("streamed reasoning %q content %q", reasoning.String(), content.String())
+	}
+	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris"}`}}, true)
+
+	r = post("/api/chat", `{"model":"tiny","options":{"num_predict":500},"stream":false,"think":true,"tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	m := r.json(t)["message"].(map[string]any)
+	if m["thinking"] != "Need the weather." || m["content"] != "Checking." {
+		t.Errorf("ollama message %v", m)
+	}
+	checkOllamaCalls(t, m["tool_calls"], []call{{"get_weather", `{"city":"Paris"}`}})
+
+	r = post("/api/chat", `{"model":"tiny","options":{"num_predict":500},"think":true,"tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	var thinking strings.Builder
+	content.Reset()
+	calls = nil
+	for _, line := range ndjson(t, r.body) {
+		mm := line["message"].(map[string]any)
+		s, _ := mm["thinking"].(string)
+		thinking.WriteString(s)
+		s, _ = mm["content"].(string)
+		content.WriteString(s)
+		if tc, ok := mm["tool_calls"].([]any); ok {
+			calls = append(calls, tc...)
+		}
+	}
+	if thinking.String() != "Need the weather." || content.String() != "Checking." {
+		t.Errorf("ollama streamed thinking %q content %q", thinking.String(), content.String())
+	}
+	checkOllamaCalls(t, calls, []call{{"get_weather", `{"city":"Paris"}`}})
+
+	r = post("/v1/messages", `{"model":"tiny","max_tokens":3000,"thinking":{"type":"enabled","budget_tokens":2000},"tools":[`+anthropicWeather+`],"messages":[{"role":"user","content":"Weather?"}]}`)
+	wantStatus(t, r, 200)
+	var kinds []string
+	for _, c := range r.json(t)["content"].([]any) {
+		cm := c.(map[string]any)
+		kinds = append(kinds, cm["type"].(string))
+		in, _ := json.Marshal(cm["input"])
+		if (cm["type"] == "thinking" && cm["thinking"] != "Need the weather.") || (cm["type"] == "text" && cm["text"] != "Checking.") ||
+			(cm["type"] == "tool_use" && (cm["name"] != "get_weather" || string(in) != `{"city":"Paris"}`)) {
+			t.Errorf("anthropic block %v", cm)
+		}
+	}
+	if strings.Join(kinds, " ") != "thinking text tool_use" {
+		t.Errorf("anthropic blocks %v: %s", kinds, r.body)
+	}
+
+	// Anthropic, streamed: thinking, text and the call's input as deltas.
+	ev := anthropicSSE(t, post("/v1/messages", `{"model":"tiny","stream":true,"max_tokens":3000,"thinking":{"type":"enabled","budget_tokens":2000},"tools":[`+anthropicWeather+`],"messages":[{"role":"user","content":"Weather?"}]}`))
+	var th, text, input strings.Builder
+	for _, e := range ev {
+		d, _ := e.data["delta"].(map[string]any)
+		switch d["type"] {
+		case "thinking_delta":
+			th.WriteString(d["thinking"].(string))
+		case "text_delta":
+			text.WriteString(d["text"].(string))
+		case "input_json_delta":
+			input.WriteString(d["partial_json"].(string))
+		}
+	}
+	if th.String() != "Need the weather." || text.String() != "Checking." || input.String() != `{"city":"Paris"}` {
+		t.Errorf("anthropic stream: thinking %q text %q input %q", th.String(), text.String(), input.String())
+	}
+
+	tool := `{"type":"function","name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
+	r = post("/v1/responses", `{"model":"tiny","max_output_tokens":500,"reasoning":{"effort":"low"},"tools":[`+tool+`],"input":"Weather?"}`)
+	wantStatus(t, r, 200)
+	kinds = nil
+	for _, it := range r.json(t)["output"].([]any) {
+		im := it.(map[string]any)
+		kinds = append(kinds, im["type"].(string))
+		if im["type"] == "function_call" && (im["name"] != "get_weather" || im["arguments"] != `{"city":"Paris"}`) {
+			t.Errorf("function_call %v", im)
+		}
+		if im["type"] == "reasoning" && !strings.Contains(mustJSON(im), "Need the weather.") {
+			t.Errorf("reasoning %v", im)
+		}
+	}
+	if strings.Join(kinds, " ") != "reasoning message function_call" {
+		t.Errorf("responses output %v: %s", kinds, r.body)
+	}
+	// Responses, streamed: the completed response has the same items.
+	ev = responsesEvents(t, post("/v1/responses", `{"model":"tiny","stream":true,"max_output_tokens":500,"reasoning":{"effort":"low"},"tools":[`+tool+`],"input":"Weather?"}`))
+	last := ev[len(ev)-1]
+	out, _ := json.Marshal(last.data["response"].(map[string]any)["output"])
+	if last.name != "response.completed" || !strings.Contains(string(out), "Need the weather.") || !strings.Contains(string(out), `"arguments":"{\"city\":\"Paris\"}"`) ||
+		!strings.Contains(string(out), `"text":"Checking."`) {
+		t.Errorf("responses stream ends %s %s", last.name, out)
+	}
+}
+
+// TestGemma4ThinkingSwitch: each API's reasoning switch is Gemma 4's
+// <|think|> in the system turn (on) or the empty thought channel that
+// opens the model's turn (off, and the default).
+func TestGemma4ThinkingSwitch(t *testing.T) {
+	b, post := gemma4Server(t)
+	msgs := `"messages":[{"role":"user","content":"Hi"}]`
+	const off, on = "<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>", "<|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n"
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/chat/completions", `{"model":"tiny",` + msgs + `}`, off},
+		{"/v1/chat/completions", `{"model":"tiny","reasoning_effort":"none",` + msgs + `}`, off},
+		{"/v1/chat/completions", `{"model":"tiny","reasoning_effort":"medium",` + msgs + `}`, on},
+		{"/v1/chat/completions", `{"model":"tiny","chat_template_kwargs":{"enable_thinking":true},` + msgs + `}`, on},
+		{"/api/chat", `{"model":"tiny","stream":false,"think":false,` + msgs + `}`, off},
+		{"/api/chat", `{"model":"tiny","stream":false,"think":"high",` + msgs + `}`, on},
+		{"/v1/responses", `{"model":"tiny","reasoning":{"effort":"none"},"input":"Hi"}`, off},
+		{"/v1/responses", `{"model":"tiny","reasoning":{"effort":"high"},"input":"Hi"}`, on},
+		{"/v1/messages", `{"model":"tiny","max_tokens":100,"thinking":{"type":"disabled"},` + msgs + `}`, off},
+		{"/v1/messages", `{"model":"tiny","max_tokens":5000,"thinking":{"type":"enabled","budget_tokens":2000},` + msgs + `}`, on},
+	} {
+		r := post(c.path, c.body)
+		wantStatus(t, r, 200)
+		if p := b.last().lastReq().Prompt; p != c.want {
+			t.Errorf("%s %s:\nprompt %q\nwant   %q", c.path, c.body, p, c.want)
+		}
+	}
+}
+
+// TestGemma4ThinkingBudget: at the budget, Gemma 4's continuation closes
+// its thought channel in its own tags (not Qwen3's </think> text).
+func TestGemma4ThinkingBudget(t *testing.T) {
+	b, post := gemma4Server(t)
+	long := []string{"<think>"}
+	for i := 0; i < 1100; i++ {
+		long = append(long, " x")
+	}
+	b.scripts = [][]string{long, {"Answer", "."}}
+	m := post("/v1/messages", `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]}`).json(t)
+	c := m["content"].([]any)
+	if len(c) != 2 || c[1].(map[string]any)["text"] != "Answer." || c[0].(map[string]any)["thinking"] != strings.TrimSpace(strings.Repeat(" x", 1023)) {
+		t.Fatalf("content %v", c)
+	}
+	p := b.last().lastReq().Prompt
+	if want := "<|turn>model\n<|channel>thought\n" + strings.Repeat(" x", 1023) + "<channel|>"; !strings.HasSuffix(p, want) {
+		t.Errorf("continuation prompt ends %q", p[max(0, len(p)-120):])
+	}
+}
+
+// TestGemma4MiniEndToEnd: the gemma4 mini (random weights) served with
+// the built-in Gemma 4 format (--chat-template gemma4), its reply forced
+// by a GBNF grammar (the request's own grammar field) to a thought and a
+// call in Gemma 4's notation: the runtime's rewriter and the server's
+// parsers give reasoning_content and tool_calls, whole and streamed.
+func TestGemma4MiniEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	p, err := synth.FindPreset("gemma4-mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := quant.ParseFileType("q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.WriteFile(filepath.Join(dir, "gemma4-mini.gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{ModelsDir: dir, Threads: 1, ChatTemplate: "gemma4"}, RuntimeBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+
+	reply := "<|channel>thought\nNeed the weather.<channel|>Checking.<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2}<tool_call|>"
+	gbnf, _ := json.Marshal(`root ::= ` + strconv.Quote(reply))
+	body := `{"model":"gemma4-mini","max_tokens":200,"reasoning_effort":"high","grammar":` + string(gbnf) +
+		`,"tools":[` + weatherTool + `],"messages":[{"role":"user","content":"Weather in Paris?"}]`
+	st, b := post(t, ts.URL+"/v1/chat/completions", body+`}`)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	var r struct {
+		Choices []struct {
+			FinishReason string         `json:"finish_reason"`
+			Message      map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+		t.Fatalf("%v %s", err, b)
+	}
+	msg := r.Choices[0].Message
+	if r.Choices[0].FinishReason != "tool_calls" || msg["reasoning_content"] != "Need the weather." || msg["content"] != "Checking." {
+		t.Errorf("reply %s", b)
+	}
+	checkOpenAICalls(t, msg["tool_calls"], []call{{"get_weather", `{"city":"Paris","days":2}`}}, false)
+
+	st, b = post(t, ts.URL+"/v1/chat/completions", body+`,"stream":true}`)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	var reasoning, content strings.Builder
+	var calls []any
+	for _, ev := range sse(t, b) {
+		for _, c := range ev["choices"].([]any) {
+			d := c.(map[string]any)["delta"].(map[string]any)
+			s, _ := d["reasoning_content"].(string)
+			reasoning.WriteString(s)
+			s, _ = d["content"].(string)
+			content.WriteString(s)
+			if tc, ok := d["tool_calls"].([]any); ok {
+				calls = append(calls, tc...)
+			}
+		}
+	}
+	if reasoning.String() != "Need the weather." || content.String() != "Checking." {
+		t.Errorf("streamed reasoning %q content %q", reasoning.String(), content.String())
+	}
+	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris","days":2}`}}, true)
+}
