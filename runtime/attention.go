@@ -48,15 +48,11 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 	hp := max(1, (c.NHead+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((c.NHead+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
-		var err error
 		switch {
 		case f16path:
-			err = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
+			kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
 		default:
-			err = kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
-		}
-		if err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
+			kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
 		}
 	})
 	return st.firstErr()
@@ -75,9 +71,7 @@ func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) error
 	hp := max(1, (c.NHead+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((c.NHead+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
-		if err := kernels.AttentionKVQ(&p, h0, h1, st.scr[wk]); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
-		}
+		kernels.AttentionKVQ(&p, h0, h1, st.scr[wk])
 	})
 	return st.firstErr()
 }

@@ -282,9 +282,7 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 		// SiLU as the reference's vectorised op (ggml's vector exp on whole
 		// 16-lane blocks of each row): SwiGLU with an up row of ones
 		// (x*1 is exact).
-		if err := kernels.SwiGLU(conv[r0*cc:(r0+n)*cc], conv[r0*cc:(r0+n)*cc], dn.ones[:n*cc], n, cc, 0, cc); err != nil {
-			return err
-		}
+		kernels.SwiGLU(conv[r0*cc:(r0+n)*cc], conv[r0*cc:(r0+n)*cc], dn.ones[:n*cc], n, cc, 0, cc)
 		trace("conv_output_silu", li, conv[r0*cc:(r0+n)*cc])
 		for t := 0; t < n; t++ {
 			o := conv[(r0+t)*cc : (r0+t+1)*cc]
@@ -336,13 +334,9 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	trace("conv_l2", li, conv)
 	trace("attn_output", li, core)
 	// Gated RMSNorm of each head's output: rmsnorm(o) * ssm_norm * silu(z).
-	if err := kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps)
 	// silu(z) per head row of S, as the reference's vectorised SiLU op.
-	if err := kernels.SwiGLU(z, z, dn.ones[:ntok*vd], ntok*nV, S, 0, S); err != nil {
-		return err
-	}
+	kernels.SwiGLU(z, z, dn.ones[:ntok*vd], ntok*nV, S, 0, S)
 	for i := range core {
 		core[i] *= z[i]
 	}

@@ -413,17 +413,13 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			return nil, err
 		}
 		if e.type0 != nil {
-			if err := kernels.Add(row, row, e.type0); err != nil {
-				return nil, err
-			}
+			kernels.Add(row, row, e.type0)
 		}
 		if !e.nomic {
 			if err := e.pos.embedRow(t, tmp); err != nil {
 				return nil, err
 			}
-			if err := kernels.Add(row, tmp, row); err != nil {
-				return nil, err
-			}
+			kernels.Add(row, tmp, row)
 		}
 		copy(tmp, row)
 		layerNorm(row, tmp, e.embN, e.embNB, c.Eps)
@@ -462,11 +458,8 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		addBias(k, l.bk, n)
 		addBias(v, l.bv, n)
 		if e.nomic {
-			if err := errors.Join(
-				kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cos, sin, true),
-				kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cos, sin, true)); err != nil {
-				return nil, err
-			}
+			kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cos, sin, true)
+			kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cos, sin, true)
 		}
 		if err := m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att); err != nil {
 			return nil, err
@@ -477,9 +470,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		addBias(h, l.bo, n)
 		for t := 0; t < n; t++ {
 			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			if err := kernels.Add(hr, hr, xr); err != nil {
-				return nil, err
-			}
+			kernels.Add(hr, hr, xr)
 			layerNorm(xr, hr, l.attnNorm, l.attnNormB, c.Eps)
 		}
 		// Feed-forward.
@@ -503,9 +494,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			}
 			// GELU as llama.cpp's CPU build computes it (the f16 table):
 			// GeGLU against a row of ones.
-			if err := kernels.GeGLU(up, up, ones, n, ff, 0, ff); err != nil {
-				return nil, err
-			}
+			kernels.GeGLU(up, up, ones, n, ff, 0, ff)
 			gate, up = up, gate
 		}
 		if err := p.matmul(gate, n, matOp{&l.wdown, h}); err != nil {
@@ -514,9 +503,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		addBias(h, l.bdown, n)
 		for t := 0; t < n; t++ {
 			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			if err := kernels.Add(hr, hr, xr); err != nil {
-				return nil, err
-			}
+			kernels.Add(hr, hr, xr)
 			layerNorm(xr, hr, l.outNorm, l.outNormB, c.Eps)
 		}
 	}
@@ -540,17 +527,11 @@ func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh
 func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
 	c, st := m.cfg, p.st
 	qd, kvd := c.QDim(), c.KVDim()
-	if err := errors.Join(
-		kernels.QuantizeAct(kernels.F16, k, halfBytes(kh)),
-		kernels.QuantizeAct(kernels.F16, v, halfBytes(vh))); err != nil {
-		return err
-	}
+	kernels.QuantizeAct(kernels.F16, k, halfBytes(kh))
+	kernels.QuantizeAct(kernels.F16, v, halfBytes(vh))
 	if f16path {
-		if err := errors.Join(
-			kernels.QuantizeAct(kernels.F16, q, halfBytes(qh)),
-			kernels.Dequant(kernels.F16, halfBytes(qh), q)); err != nil {
-			return err
-		}
+		kernels.QuantizeAct(kernels.F16, q, halfBytes(qh))
+		kernels.Dequant(kernels.F16, halfBytes(qh), q)
 	}
 	causal := m.enc.causal
 	// Work items: (query row, chunk of heads).
@@ -571,14 +552,10 @@ func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, 
 			Q: q[t*qd : (t+1)*qd], QStride: qd, K: kh[first*kvd : (last+1)*kvd], V: vh[first*kvd : (last+1)*kvd], KVStride: kvd,
 			Scale: c.KQScale, Out: att[t*qd : (t+1)*qd], OutStride: qd,
 		}
-		var err error
 		if f16path {
-			err = kernels.AttentionF16Acc(&a, h0, h1, st.scr[wk])
+			kernels.AttentionF16Acc(&a, h0, h1, st.scr[wk])
 		} else {
-			err = kernels.AttentionTiled(&a, h0, h1, st.scr[wk])
-		}
-		if err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
+			kernels.AttentionTiled(&a, h0, h1, st.scr[wk])
 		}
 	})
 	return st.firstErr()

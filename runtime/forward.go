@@ -239,9 +239,7 @@ func (p *pass) forward() error {
 
 		// Attention: norm, q/k/v projections (+ biases).
 		for t := 0; t < ntok; t++ {
-			if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.AttnNorm, c.Eps); err != nil {
-				return err
-			}
+			kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.AttnNorm, c.Eps)
 		}
 		trace("attn_norm", li, xb)
 		if c.isRecurrent(li) { // Gated DeltaNet instead of attention (deltanet.go)
@@ -271,21 +269,15 @@ func (p *pass) forward() error {
 		}
 		if l.Bq != nil {
 			for t := 0; t < ntok; t++ {
-				if err := errors.Join(
-					kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq),
-					kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk),
-					kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)); err != nil {
-					return err
-				}
+				kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq)
+				kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk)
+				kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)
 			}
 		}
 
 		if l.QNorm != nil { // per-head norms of q and k (qwen3, gemma3)
-			if err := errors.Join(
-				kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps),
-				kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)); err != nil {
-				return err
-			}
+			kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps)
+			kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)
 		}
 
 		// Rotary position embedding of q and k (row t with position pos0+t's tables).
@@ -294,11 +286,8 @@ func (p *pass) forward() error {
 		if swa && st.cosW != nil {
 			cs, sn = st.cosW[:ntok*half], st.sinW[:ntok*half]
 		}
-		if err := errors.Join(
-			kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
-			kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
-			return err
-		}
+		kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
+		kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
 		if c.QScale != 0 { // gemma, phi3: q is scaled here and attention uses scale 1
 			kernels.Scale(q, c.QScale)
 		}
@@ -323,18 +312,12 @@ func (p *pass) forward() error {
 			f16path := (n < 64 || c.HeadDim%16 != 0) && !p.m.kvQuant()
 			kc := sg.s.kcache[li][pos0*kb : (pos0+n)*kb]
 			vc := sg.s.vcache[li][pos0*vb : (pos0+n)*vb]
-			if err := errors.Join(
-				kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc),
-				kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)); err != nil {
-				return err
-			}
+			kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc)
+			kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
 			if f16path { // q = f16(q), through the f16 scratch
-				if err := errors.Join(
-					kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs)),
-					kernels.Dequant(kernels.F16, halfBytes(hs), qs)); err != nil {
-					return err
-				}
+				kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
+				kernels.Dequant(kernels.F16, halfBytes(hs), qs)
 			}
 			if err := sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd]); err != nil {
 				return err
@@ -391,9 +374,7 @@ func (p *pass) output() error {
 	for _, sg := range p.segs {
 		for t := sg.from; t < len(sg.tokens); t++ {
 			r := sg.r0 + t
-			if err := kernels.RMSNorm(xo[o*d:(o+1)*d], x[r*d:(r+1)*d], w.OutNorm, c.Eps); err != nil {
-				return err
-			}
+			kernels.RMSNorm(xo[o*d:(o+1)*d], x[r*d:(r+1)*d], w.OutNorm, c.Eps)
 			o++
 		}
 	}
@@ -421,9 +402,7 @@ func (p *pass) output() error {
 		kernels.Scale(out, 1/c.LogitScale)
 	}
 	if c.FinalSoftCap != 0 {
-		if err := kernels.SoftCap(out, c.FinalSoftCap); err != nil {
-			return err
-		}
+		kernels.SoftCap(out, c.FinalSoftCap)
 	}
 	if len(p.segs) > 1 {
 		o = 0
@@ -445,9 +424,7 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 	// Feed-forward: norm, SwiGLU, down projection, residual.
 	trace("attn_residual", -1, x)
 	for t := 0; t < ntok; t++ {
-		if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps)
 	}
 	trace("attn_post_norm", -1, xb)
 	if l.ExpGate != nil {
@@ -530,14 +507,13 @@ func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error
 // (Gemma 2 and 3; nil otherwise) and scaled by the residual scale (Granite).
 func addResidual(c *Config, x, y, postNorm []float32, ntok int) error {
 	if postNorm != nil {
-		if err := kernels.RMSNormRows(y, y, postNorm, ntok, c.NEmbd, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(y, y, postNorm, ntok, c.NEmbd, c.Eps)
 	}
 	if c.ResidualScale != 1 {
 		kernels.Scale(y, c.ResidualScale)
 	}
-	return kernels.Add(x, x, y)
+	kernels.Add(x, x, y)
+	return nil
 }
 
 // gluKind is the gated activation fused into a gate/up product.
@@ -552,9 +528,11 @@ const (
 // apply replaces gate by act(gate) * up on elements [i0, i1) of ntok rows of n.
 func (g gluKind) apply(gate, up []float32, ntok, n, i0, i1 int) error {
 	if g == gluGELU {
-		return kernels.GeGLU(gate, gate, up, ntok, n, i0, i1)
+		kernels.GeGLU(gate, gate, up, ntok, n, i0, i1)
+		return nil
 	}
-	return kernels.SwiGLU(gate, gate, up, ntok, n, i0, i1)
+	kernels.SwiGLU(gate, gate, up, ntok, n, i0, i1)
+	return nil
 }
 
 // matOp is one matrix product: out[t][r] = dot(row r of m, input row t).
@@ -677,9 +655,7 @@ func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst [
 	}
 	if ntok < 8 {
 		for t := 0; t < ntok; t++ {
-			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
-				return err
-			}
+			kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb])
 		}
 		return nil
 	}
@@ -687,10 +663,7 @@ func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst [
 	pl.run(func(wk int) {
 		t0, t1 := split(ntok, wk, pl.n, 1)
 		for t := t0; t < t1; t++ {
-			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
-				st.errs[wk] = err
-				return
-			}
+			kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb])
 		}
 	})
 	return st.firstErr()
@@ -722,14 +695,18 @@ func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int)
 func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
 	if mt.Pack.Rows() > 0 {
 		if ntok == 1 {
-			return kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
+			kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
+			return nil
 		}
-		return kernels.MatMulQPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, r0, r1, a, rb, ntok, y, mt.Rows)
+		kernels.MatMulQPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, r0, r1, a, rb, ntok, y, mt.Rows)
+		return nil
 	}
 	if ntok == 1 {
-		return kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
+		kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
+		return nil
 	}
-	return kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
+	kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
+	return nil
 }
 
 // batchOrder reports the weight types whose reference build sums a product

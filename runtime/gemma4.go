@@ -29,7 +29,6 @@ package runtime
 // layers alias their source layer's cache.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -569,12 +568,8 @@ func (p *pass) forwardGemma4() error {
 			return err
 		}
 		kernels.Scale(proj, 1/float32(math.Sqrt(float64(float32(d)))))
-		if err := kernels.RMSNormRows(proj, proj, gw.ProjNorm, ntok*c.NLayer, npl, c.Eps); err != nil {
-			return err
-		}
-		if err := kernels.Add(pl, proj, pl); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(proj, proj, gw.ProjNorm, ntok*c.NLayer, npl, c.Eps)
+		kernels.Add(pl, proj, pl)
 		kernels.Scale(pl, 1/float32(math.Sqrt(2)))
 	}
 
@@ -617,9 +612,7 @@ func (p *pass) forwardGemma4() error {
 		}
 		ownKV := li < g.KVFrom
 
-		if err := kernels.RMSNormRows(xb, x, l.AttnNorm, ntok, d, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(xb, x, l.AttnNorm, ntok, d, c.Eps)
 		ops := []matOp{{&l.Wq, q}}
 		if ownKV {
 			ops = append(ops, matOp{&l.Wk, k})
@@ -630,22 +623,15 @@ func (p *pass) forwardGemma4() error {
 		if err := p.matmul(xb, ntok, ops...); err != nil {
 			return err
 		}
-		if err := kernels.RMSNormRows(q, q, l.QNorm, ntok*nh, hd, c.Eps); err != nil {
-			return err
-		}
-		if err := kernels.RoPERows(q, ntok, nh, hd, g.NRot[li], cs, sn, true); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(q, q, l.QNorm, ntok*nh, hd, c.Eps)
+		kernels.RoPERows(q, ntok, nh, hd, g.NRot[li], cs, sn, true)
 		if ownKV {
 			if !lg.HasV {
 				copy(v, k) // V is the K projection (before K's norm)
 			}
-			if err := errors.Join(
-				kernels.RMSNormRows(k, k, l.KNorm, ntok*nkv, hd, c.Eps),
-				kernels.RMSNormRows(v, v, nil, ntok*nkv, hd, c.Eps),
-				kernels.RoPERows(k, ntok, nkv, hd, g.NRot[li], cs, sn, true)); err != nil {
-				return err
-			}
+			kernels.RMSNormRows(k, k, l.KNorm, ntok*nkv, hd, c.Eps)
+			kernels.RMSNormRows(v, v, nil, ntok*nkv, hd, c.Eps)
+			kernels.RoPERows(k, ntok, nkv, hd, g.NRot[li], cs, sn, true)
 		}
 
 		var tAttn time.Time
@@ -658,21 +644,15 @@ func (p *pass) forwardGemma4() error {
 				kc, vc := sg.s.kcache[li], sg.s.vcache[li]
 				for t := 0; t < n; t++ {
 					o := (pos0 + t) * 2 * kvs // f16 rows of the widest layer
-					if err := errors.Join(
-						kernels.StoreKV(kernels.F16, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[o:o+2*kvd]),
-						kernels.StoreKV(kernels.F16, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[o:o+2*kvd])); err != nil {
-						return err
-					}
+					kernels.StoreKV(kernels.F16, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[o:o+2*kvd])
+					kernels.StoreKV(kernels.F16, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[o:o+2*kvd])
 				}
 			}
 			f16path := n < 64 || hd%16 != 0
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
 			if f16path {
-				if err := errors.Join(
-					kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs)),
-					kernels.Dequant(kernels.F16, halfBytes(hs), qs)); err != nil {
-					return err
-				}
+				kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
+				kernels.Dequant(kernels.F16, halfBytes(hs), qs)
 			}
 			a := kernels.AttnF16Params{
 				NTok: n, Pos0: pos0, NHead: nh, NHeadKV: nkv, HeadDim: hd,
@@ -697,9 +677,7 @@ func (p *pass) forwardGemma4() error {
 		}
 
 		// GeGLU feed-forward of this layer's width.
-		if err := kernels.RMSNormRows(xb, x, l.FFNNorm, ntok, d, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(xb, x, l.FFNNorm, ntok, d, c.Eps)
 		ff := g.NFF[li]
 		hb, hb2 := st.hb[:ntok*ff], st.hb2[:ntok*ff]
 		fused, err := p.matmulOps(xb, ntok, gluGELU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
@@ -757,14 +735,10 @@ func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.Att
 	hp := max(1, (nh+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((nh+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, nh)
-		var err error
 		if f16path {
-			err = kernels.AttentionF16Acc(a, h0, h1, st.scr[wk])
+			kernels.AttentionF16Acc(a, h0, h1, st.scr[wk])
 		} else {
-			err = kernels.AttentionTiled(a, h0, h1, st.scr[wk])
-		}
-		if err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
+			kernels.AttentionTiled(a, h0, h1, st.scr[wk])
 		}
 	})
 	return st.firstErr()
@@ -902,14 +876,10 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 	c, st, lg := p.m.cfg, p.st, l.G4
 	d := c.NEmbd
 	x := st.x[:ntok*d]
-	if err := kernels.RMSNormRows(mlp, mlp, lg.PostNorm1, ntok, d, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(mlp, mlp, lg.PostNorm1, ntok, d, c.Eps)
 	// Router input and logits.
 	ms := st.moe
-	if err := kernels.RMSNormRows(h, x, nil, ntok, d, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(h, x, nil, ntok, d, c.Eps)
 	kernels.Scale(h, 1/float32(math.Sqrt(float64(float32(d)))))
 	for t := 0; t < ntok; t++ {
 		row := h[t*d : (t+1)*d]
@@ -921,17 +891,14 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 		return err
 	}
 	// Experts' input.
-	if err := kernels.RMSNormRows(h, x, lg.PreNorm2, ntok, d, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(h, x, lg.PreNorm2, ntok, d, c.Eps)
 	moeOut := st.g4.moe[:ntok*d]
 	st.moe.route(c, ntok)
 	st.moe.sortRows(c, ntok)
 	if err := p.routedExperts(l, h, ntok, moeOut, gluGELU); err != nil {
 		return err
 	}
-	if err := kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps); err != nil {
-		return err
-	}
-	return kernels.Add(mlp, mlp, moeOut)
+	kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps)
+	kernels.Add(mlp, mlp, moeOut)
+	return nil
 }

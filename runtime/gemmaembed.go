@@ -252,9 +252,7 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 	f16path := n < 64 || c.HeadDim%16 != 0
 	for il := range g.layers {
 		l := &g.layers[il]
-		if err := kernels.RMSNormRows(xb, x, l.attnNorm, n, d, c.Eps); err != nil {
-			return nil, err
-		}
+		kernels.RMSNormRows(xb, x, l.attnNorm, n, d, c.Eps)
 		if err := p.matmul(xb, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v}); err != nil {
 			return nil, err
 		}
@@ -263,13 +261,10 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 		if g.swa[il] {
 			cs, sn, win = cosW, sinW, g.window
 		}
-		if err := errors.Join(
-			kernels.RMSNormRows(q, q, l.qNorm, n*c.NHead, c.HeadDim, c.Eps),
-			kernels.RMSNormRows(k, k, l.kNorm, n*c.NHeadKV, c.HeadDim, c.Eps),
-			kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cs, sn, true),
-			kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, true)); err != nil {
-			return nil, err
-		}
+		kernels.RMSNormRows(q, q, l.qNorm, n*c.NHead, c.HeadDim, c.Eps)
+		kernels.RMSNormRows(k, k, l.kNorm, n*c.NHeadKV, c.HeadDim, c.Eps)
+		kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cs, sn, true)
+		kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, true)
 		kernels.Scale(q, g.qScale)
 		if err := m.encAttentionWindow(p, n, f16path, win, q, k, v, qh, kh, vh, att); err != nil {
 			return nil, err
@@ -277,15 +272,9 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 		if err := p.matmul(att, n, matOp{&l.wo, h}); err != nil {
 			return nil, err
 		}
-		if err := kernels.RMSNormRows(h, h, l.postAttn, n, d, c.Eps); err != nil {
-			return nil, err
-		}
-		if err := kernels.Add(x, x, h); err != nil { // x = sa_out
-			return nil, err
-		}
-		if err := kernels.RMSNormRows(xb, x, l.ffnNorm, n, d, c.Eps); err != nil {
-			return nil, err
-		}
+		kernels.RMSNormRows(h, h, l.postAttn, n, d, c.Eps)
+		kernels.Add(x, x, h)
+		kernels.RMSNormRows(xb, x, l.ffnNorm, n, d, c.Eps)
 		fused, err := p.matmulOps(xb, n, gluGELU, matOp{&l.wgate, gate}, matOp{&l.wup, up})
 		if err != nil {
 			return nil, err
@@ -298,16 +287,10 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 		if err := p.matmul(gate, n, matOp{&l.wdown, h}); err != nil {
 			return nil, err
 		}
-		if err := kernels.RMSNormRows(h, h, l.postFFN, n, d, c.Eps); err != nil {
-			return nil, err
-		}
-		if err := kernels.Add(x, h, x); err != nil {
-			return nil, err
-		}
+		kernels.RMSNormRows(h, h, l.postFFN, n, d, c.Eps)
+		kernels.Add(x, h, x)
 	}
-	if err := kernels.RMSNormRows(x, x, g.outNorm, n, d, c.Eps); err != nil {
-		return nil, err
-	}
+	kernels.RMSNormRows(x, x, g.outNorm, n, d, c.Eps)
 	return x, nil
 }
 

@@ -198,9 +198,7 @@ func fmaf(a, b, c float32) float32 {
 // addRowBias adds b ([n]) to each of ntok rows of x ([ntok][n]).
 func addRowBias(x, b []float32, ntok, n int) error {
 	for t := 0; t < ntok; t++ {
-		if err := kernels.Add(x[t*n:(t+1)*n], x[t*n:(t+1)*n], b); err != nil {
-			return err
-		}
+		kernels.Add(x[t*n:(t+1)*n], x[t*n:(t+1)*n], b)
 	}
 	return nil
 }
@@ -259,9 +257,7 @@ func expertBiasGLU(c *Config, l *Layer, e int, gate, up []float32, n, r0, r1 int
 			g[i] += bg[i]
 			u[i] += bu[i]
 		}
-		if err := kernels.SwiGLUOAI(g, g, u, oaiAlpha, oaiLimit); err != nil {
-			return err
-		}
+		kernels.SwiGLUOAI(g, g, u, oaiAlpha, oaiLimit)
 	}
 	return nil
 }
