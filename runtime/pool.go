@@ -62,7 +62,7 @@ type workerPanic struct {
 }
 
 func (w *workerPanic) Error() string {
-	return fmt.Sprintf("%v\n\n[recovered in a pool worker; its stack:]\n%s", w.value, w.stack)
+	return fmt.Sprintf("%v\n\n[panicked in a pool job or batch step; the stack where it was raised:]\n%s", w.value, w.stack)
 }
 
 // Unwrap gives the original value when it is an error (errors.Is/As see it).
