@@ -396,7 +396,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 	if err := m.CheckFile(); err != nil {
 		return nil, err
 	}
-	st := &fwdState{nBatch: n, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n), scr: make([][]float32, m.pool.n)}
+	st := &fwdState{nBatch: n, act: map[kernels.Type][]byte{}, scr: make([][]float32, m.pool.n)}
 	for i := range st.scr {
 		st.scr[i] = make([]float32, attnScratch(c))
 	}
@@ -442,17 +442,15 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			if qkv == nil {
 				qkv = make([]float32, n*(d+2*kvd))
 			}
-			if err := p.matmul(x, n, matOp{&l.wqkv, qkv}); err != nil {
-				return nil, err
-			}
+			p.matmul(x, n, matOp{&l.wqkv, qkv})
 			w := d + 2*kvd
 			for t := 0; t < n; t++ {
 				copy(q[t*d:(t+1)*d], qkv[t*w:])
 				copy(k[t*kvd:(t+1)*kvd], qkv[t*w+d:])
 				copy(v[t*kvd:(t+1)*kvd], qkv[t*w+d+kvd:])
 			}
-		} else if err := p.matmul(x, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v}); err != nil {
-			return nil, err
+		} else {
+			p.matmul(x, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v})
 		}
 		addBias(q, l.bq, n)
 		addBias(k, l.bk, n)
@@ -464,9 +462,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		if err := m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att); err != nil {
 			return nil, err
 		}
-		if err := p.matmul(att, n, matOp{&l.wo, h}); err != nil {
-			return nil, err
-		}
+		p.matmul(att, n, matOp{&l.wo, h})
 		addBias(h, l.bo, n)
 		for t := 0; t < n; t++ {
 			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
@@ -475,16 +471,10 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		}
 		// Feed-forward.
 		if l.wgate.Rows > 0 {
-			if _, err := p.matmulOps(x, n, gluNone, matOp{&l.wgate, gate}, matOp{&l.wup, up}); err != nil {
-				return nil, err
-			}
-			if err := gluSiLU.apply(gate, up, n, ff, 0, ff); err != nil {
-				return nil, err
-			}
+			p.matmulOps(x, n, gluNone, matOp{&l.wgate, gate}, matOp{&l.wup, up})
+			gluSiLU.apply(gate, up, n, ff, 0, ff)
 		} else {
-			if err := p.matmul(x, n, matOp{&l.wup, up}); err != nil {
-				return nil, err
-			}
+			p.matmul(x, n, matOp{&l.wup, up})
 			addBias(up, l.bup, n)
 			if ones == nil {
 				ones = make([]float32, n*ff)
@@ -497,9 +487,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			kernels.GeGLU(up, up, ones, n, ff, 0, ff)
 			gate, up = up, gate
 		}
-		if err := p.matmul(gate, n, matOp{&l.wdown, h}); err != nil {
-			return nil, err
-		}
+		p.matmul(gate, n, matOp{&l.wdown, h})
 		addBias(h, l.bdown, n)
 		for t := 0; t < n; t++ {
 			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
@@ -558,21 +546,19 @@ func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, 
 			kernels.AttentionTiled(&a, h0, h1, st.scr[wk])
 		}
 	})
-	return st.firstErr()
+	return nil
 }
 
 // classify runs the classification head on a pooled row (rank pooling):
 // tanh(cls · x + b), then cls.output · that + b.
 func (m *Model) classify(x []float32) ([]float32, error) {
 	e := m.enc
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
+	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
 	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
 	cur := append([]float32(nil), x...)
 	if e.cls.Rows > 0 {
 		out := make([]float32, e.cls.Rows)
-		if err := p.matmul(cur, 1, matOp{&e.cls, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&e.cls, out})
 		addBias(out, e.clsB, 1)
 		for i := range out {
 			out[i] = kernels.Tanhf(out[i])
@@ -581,9 +567,7 @@ func (m *Model) classify(x []float32) ([]float32, error) {
 	}
 	if e.clsOut.Rows > 0 {
 		out := make([]float32, e.clsOut.Rows)
-		if err := p.matmul(cur, 1, matOp{&e.clsOut, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&e.clsOut, out})
 		addBias(out, e.clsOutB, 1)
 		cur = out
 	}

@@ -65,7 +65,6 @@ type fwdState struct {
 	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
 	scr    [][]float32             // attention scratch per worker [attnScratch]
-	errs   []error                 // per-worker errors
 }
 
 func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
@@ -85,7 +84,6 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		f16:    make([]uint16, nBatch*c.QDim()),
 		act:    map[kernels.Type][]byte{},
 		scr:    make([][]float32, nWorkers),
-		errs:   make([]error, nWorkers),
 	}
 	for i := range s.scr {
 		s.scr[i] = make([]float32, attnScratch(c))
@@ -247,9 +245,7 @@ func (p *pass) forward() error {
 				return err
 			}
 			trace("linear_attn_out", li, xb2)
-			if err := addResidual(c, x, xb2, nil, ntok); err != nil {
-				return err
-			}
+			addResidual(c, x, xb2, nil, ntok)
 			if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
 				return err
 			}
@@ -259,13 +255,11 @@ func (p *pass) forward() error {
 		var gate []float32 // qwen35: sigmoid output gate per head [ntok][QDim]
 		if c.AttnGate {
 			qg := st.dn.qg[:ntok*2*qd]
-			if err := p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
-				return err
-			}
+			p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
 			gate = st.dn.gate[:ntok*qd]
 			splitGatedQ(c, qg, q, gate, ntok)
-		} else if err := p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
-			return err
+		} else {
+			p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
 		}
 		if l.Bq != nil {
 			for t := 0; t < ntok; t++ {
@@ -334,18 +328,12 @@ func (p *pass) forward() error {
 			}
 		}
 		trace("attn_gated", li, att)
-		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
-			return err
-		}
+		p.matmul(att, ntok, matOp{&l.Wo, xb2})
 		trace("attn_output", li, xb2)
 		if l.Bo != nil { // gpt-oss: output bias
-			if err := addRowBias(xb2, l.Bo, ntok, d); err != nil {
-				return err
-			}
+			addRowBias(xb2, l.Bo, ntok, d)
 		}
-		if err := addResidual(c, x, xb2, l.PostAttn, ntok); err != nil {
-			return err
-		}
+		addResidual(c, x, xb2, l.PostAttn, ntok)
 
 		if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
 			return err
@@ -395,9 +383,7 @@ func (p *pass) output() error {
 	}
 	out = out[:nout*nv]
 	p.rows = outRows
-	if err := p.matmul(xo, nout, matOp{&w.Output, out}); err != nil {
-		return err
-	}
+	p.matmul(xo, nout, matOp{&w.Output, out})
 	if c.LogitScale != 1 {
 		kernels.Scale(out, 1/c.LogitScale)
 	}
@@ -445,28 +431,19 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 		if c.GELU {
 			act = gluGELU
 		}
-		fused, err := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-		if err != nil {
-			return err
-		}
+		fused := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 		if !fused {
 			m.pool.run(func(wk int) { // the activation, rows split across workers
 				t0, t1 := split(ntok, wk, m.pool.n, 1)
-				if err := act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
-					st.errs[wk] = err
-				}
+				act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff)
 			})
-			if err := st.firstErr(); err != nil {
-				return err
-			}
 		}
 		trace("ffn_swiglu", -1, hb[:ntok*ff])
-		if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
-			return err
-		}
+		p.matmul(hb, ntok, matOp{&l.Wdown, xb2})
 		trace("ffn_out", -1, xb2)
 	}
-	return addResidual(c, x, xb2, l.PostFFN, ntok)
+	addResidual(c, x, xb2, l.PostFFN, ntok)
+	return nil
 }
 
 // sharedExpert adds qwen35moe's shared expert to the routed experts' output
@@ -475,22 +452,13 @@ func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error
 	c, dn := p.m.cfg, p.st.dn
 	d := c.NEmbd
 	out, g := dn.shOut[:ntok*d], dn.shGate[:ntok]
-	fused, err := p.matmulOps(h, ntok, gluSiLU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-	if err != nil {
-		return err
-	}
+	fused := p.matmulOps(h, ntok, gluSiLU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 	if !fused {
-		if err := gluSiLU.apply(hb, hb2, ntok, c.NFFShexp, 0, c.NFFShexp); err != nil {
-			return err
-		}
+		gluSiLU.apply(hb, hb2, ntok, c.NFFShexp, 0, c.NFFShexp)
 	}
-	if err := p.matmul(hb, ntok, matOp{&l.Wdown, out}); err != nil {
-		return err
-	}
+	p.matmul(hb, ntok, matOp{&l.Wdown, out})
 	trace("ffn_shexp", -1, out)
-	if err := p.matmul(h, ntok, matOp{&l.ShexpGate, g}); err != nil {
-		return err
-	}
+	p.matmul(h, ntok, matOp{&l.ShexpGate, g})
 	trace("shared_expert_gate", -1, g)
 	for t := 0; t < ntok; t++ {
 		s := sigmoidf(g[t])
@@ -505,7 +473,7 @@ func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error
 // addResidual adds a sublayer's output y (ntok rows) to the residual stream
 // x: y is first normed by the sublayer's post-norm when the model has one
 // (Gemma 2 and 3; nil otherwise) and scaled by the residual scale (Granite).
-func addResidual(c *Config, x, y, postNorm []float32, ntok int) error {
+func addResidual(c *Config, x, y, postNorm []float32, ntok int) {
 	if postNorm != nil {
 		kernels.RMSNormRows(y, y, postNorm, ntok, c.NEmbd, c.Eps)
 	}
@@ -513,7 +481,6 @@ func addResidual(c *Config, x, y, postNorm []float32, ntok int) error {
 		kernels.Scale(y, c.ResidualScale)
 	}
 	kernels.Add(x, x, y)
-	return nil
 }
 
 // gluKind is the gated activation fused into a gate/up product.
@@ -526,13 +493,12 @@ const (
 )
 
 // apply replaces gate by act(gate) * up on elements [i0, i1) of ntok rows of n.
-func (g gluKind) apply(gate, up []float32, ntok, n, i0, i1 int) error {
+func (g gluKind) apply(gate, up []float32, ntok, n, i0, i1 int) {
 	if g == gluGELU {
 		kernels.GeGLU(gate, gate, up, ntok, n, i0, i1)
-		return nil
+		return
 	}
 	kernels.SwiGLU(gate, gate, up, ntok, n, i0, i1)
-	return nil
 }
 
 // matOp is one matrix product: out[t][r] = dot(row r of m, input row t).
@@ -544,15 +510,14 @@ type matOp struct {
 // matmul multiplies ntok input rows by every matrix of ops (all with the
 // same row length). The input is converted to each activation type once and
 // shared; each worker makes one kernel call per matrix on its rows.
-func (p *pass) matmul(in []float32, ntok int, ops ...matOp) error {
-	_, err := p.matmulOps(in, ntok, gluNone, ops...)
-	return err
+func (p *pass) matmul(in []float32, ntok int, ops ...matOp) {
+	p.matmulOps(in, ntok, gluNone, ops...)
 }
 
 // matmulOps is matmul; with glu set and ops = gate, up of the same shape on
 // the quantized kernels, each chunk computes the same rows of both and then
 // replaces its gate rows by act(gate)*up (fused reports that it did).
-func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool, _ error) {
+func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool) {
 	pl, st := p.m.pool, p.st
 	cols := ops[0].m.Cols
 	type actBuf struct {
@@ -576,8 +541,8 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 			continue
 		}
 		rb, err := at.RowBytes(int64(cols))
-		if err != nil {
-			return false, fmt.Errorf("%s: %v", op.m.Name, err)
+		if err != nil { // the weights' rows are whole blocks (checked at load), and so the activations'
+			panic(fmt.Errorf("%s: %v", op.m.Name, err))
 		}
 		buf := st.act[at]
 		if len(buf) < ntok*int(rb) {
@@ -585,9 +550,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 			st.act[at] = buf
 		}
 		a := actBuf{at, buf[:ntok*int(rb)], int(rb)}
-		if err := p.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes); err != nil {
-			return false, fmt.Errorf("%s: %v", op.m.Name, err)
-		}
+		p.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes)
 		acts[i] = a
 		done = append(done, a)
 	}
@@ -596,7 +559,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 	// worker leaves its share to the others instead of stalling the op.
 	var first, rowsPer [8]int // op i: its first chunk, rows per chunk
 	if len(ops) > len(first) {
-		return false, fmt.Errorf("matmul: %d matrices in one op (at most %d)", len(ops), len(first))
+		panic(fmt.Sprintf("matmul: %d matrices in one op (at most %d)", len(ops), len(first)))
 	}
 	if p.prof != nil {
 		t0 := time.Now()
@@ -606,23 +569,15 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		rows := ops[0].m.Rows
 		rp := (rows + 8*pl.n - 1) / (8 * pl.n)
 		rp = max(64, (rp+15)/16*16)
-		pl.runChunks((rows+rp-1)/rp, func(wk, c int) {
+		pl.runChunks((rows+rp-1)/rp, func(_, c int) {
 			r0 := c * rp
 			r1 := min(r0+rp, rows)
 			for i, op := range ops {
-				mt := op.m
-				if err := p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1); err != nil {
-					if st.errs[wk] == nil {
-						st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
-					}
-					return
-				}
+				p.product(op.m, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
 			}
-			if err := act.apply(ops[0].out, ops[1].out, ntok, rows, r0, r1); err != nil && st.errs[wk] == nil {
-				st.errs[wk] = err
-			}
+			act.apply(ops[0].out, ops[1].out, ntok, rows, r0, r1)
 		})
-		return true, st.firstErr()
+		return true
 	}
 	nch := 0
 	for i, op := range ops {
@@ -631,7 +586,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		first[i], rowsPer[i] = nch, rp
 		nch += (op.m.Rows + rp - 1) / rp
 	}
-	pl.runChunks(nch, func(wk, c int) {
+	pl.runChunks(nch, func(_, c int) {
 		i := len(ops) - 1
 		for i > 0 && first[i] > c {
 			i--
@@ -640,15 +595,13 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		mt := op.m
 		r0 := (c - first[i]) * rowsPer[i]
 		r1 := min(r0+rowsPer[i], mt.Rows)
-		if err := p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
-		}
+		p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
 	})
-	return false, st.firstErr()
+	return false
 }
 
 // quantizeRows converts ntok rows of cols activations to type at.
-func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) error {
+func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) {
 	if p.prof != nil {
 		t0 := time.Now()
 		defer func() { p.prof.add("act quant", time.Since(t0)) }()
@@ -657,16 +610,15 @@ func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst [
 		for t := 0; t < ntok; t++ {
 			kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb])
 		}
-		return nil
+		return
 	}
-	pl, st := p.m.pool, p.st
+	pl := p.m.pool
 	pl.run(func(wk int) {
 		t0, t1 := split(ntok, wk, pl.n, 1)
 		for t := t0; t < t1; t++ {
 			kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb])
 		}
 	})
-	return st.firstErr()
 }
 
 // product computes rows [r0, r1) of mt times the ntok activation rows a (rb
@@ -675,55 +627,37 @@ func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst [
 // another order than one token (IQ4_NL, see csrc/kernels.h): in a pass of
 // several sequences their rows go sequence by sequence (p.rows), so each
 // gets the numbers of a pass of its own.
-func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
+func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) {
 	if len(p.rows) > 1 && batchOrder(mt.Type) {
 		t0 := 0
 		for _, n := range p.rows {
 			if n > 0 {
-				if err := matProduct(mt, a[t0*rb:], rb, n, y[t0*mt.Rows:], r0, r1); err != nil {
-					return err
-				}
+				matProduct(mt, a[t0*rb:], rb, n, y[t0*mt.Rows:], r0, r1)
 			}
 			t0 += n
 		}
-		return nil
+		return
 	}
-	return matProduct(mt, a, rb, ntok, y, r0, r1)
+	matProduct(mt, a, rb, ntok, y, r0, r1)
 }
 
 // matProduct is one kernel call: MatVec for one row, MatMulQ for more.
-func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
-	if mt.Pack.Rows() > 0 {
-		if ntok == 1 {
-			kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
-			return nil
-		}
+func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) {
+	switch {
+	case mt.Pack.Rows() > 0 && ntok == 1:
+		kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
+	case mt.Pack.Rows() > 0:
 		kernels.MatMulQPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, r0, r1, a, rb, ntok, y, mt.Rows)
-		return nil
-	}
-	if ntok == 1 {
+	case ntok == 1:
 		kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
-		return nil
+	default:
+		kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
 	}
-	kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
-	return nil
 }
 
 // batchOrder reports the weight types whose reference build sums a product
 // of two or more tokens in another order than its one-token dot.
 func batchOrder(t kernels.Type) bool { return t == kernels.IQ4_NL }
-
-// firstErr returns the first per-worker error and clears them all.
-func (st *fwdState) firstErr() error {
-	var first error
-	for i, err := range st.errs {
-		if err != nil && first == nil {
-			first = err
-		}
-		st.errs[i] = nil
-	}
-	return first
-}
 
 // embedTokens writes the token embeddings of every segment's tokens into
 // their rows of x ([rows][d]), dequantizing just those rows.

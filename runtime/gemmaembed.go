@@ -253,9 +253,7 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 	for il := range g.layers {
 		l := &g.layers[il]
 		kernels.RMSNormRows(xb, x, l.attnNorm, n, d, c.Eps)
-		if err := p.matmul(xb, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v}); err != nil {
-			return nil, err
-		}
+		p.matmul(xb, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v})
 		cs, sn := cos, sin
 		win := 0
 		if g.swa[il] {
@@ -269,24 +267,15 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 		if err := m.encAttentionWindow(p, n, f16path, win, q, k, v, qh, kh, vh, att); err != nil {
 			return nil, err
 		}
-		if err := p.matmul(att, n, matOp{&l.wo, h}); err != nil {
-			return nil, err
-		}
+		p.matmul(att, n, matOp{&l.wo, h})
 		kernels.RMSNormRows(h, h, l.postAttn, n, d, c.Eps)
 		kernels.Add(x, x, h)
 		kernels.RMSNormRows(xb, x, l.ffnNorm, n, d, c.Eps)
-		fused, err := p.matmulOps(xb, n, gluGELU, matOp{&l.wgate, gate}, matOp{&l.wup, up})
-		if err != nil {
-			return nil, err
-		}
+		fused := p.matmulOps(xb, n, gluGELU, matOp{&l.wgate, gate}, matOp{&l.wup, up})
 		if !fused {
-			if err := gluGELU.apply(gate, up, n, ff, 0, ff); err != nil {
-				return nil, err
-			}
+			gluGELU.apply(gate, up, n, ff, 0, ff)
 		}
-		if err := p.matmul(gate, n, matOp{&l.wdown, h}); err != nil {
-			return nil, err
-		}
+		p.matmul(gate, n, matOp{&l.wdown, h})
 		kernels.RMSNormRows(h, h, l.postFFN, n, d, c.Eps)
 		kernels.Add(x, h, x)
 	}
@@ -301,22 +290,18 @@ func (m *Model) denseOut(v []float32) ([]float32, error) {
 	if g == nil || (g.dense2.Rows == 0 && g.dense3.Rows == 0) {
 		return v, nil
 	}
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
+	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
 	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
 	cur := v
 	if g.dense2.Rows > 0 {
 		out := make([]float32, g.dense2.Rows)
-		if err := p.matmul(cur, 1, matOp{&g.dense2, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&g.dense2, out})
 		addBias(out, g.dense2B, 1)
 		cur = out
 	}
 	if g.dense3.Rows > 0 {
 		out := make([]float32, g.dense3.Rows)
-		if err := p.matmul(cur, 1, matOp{&g.dense3, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&g.dense3, out})
 		cur = out
 	}
 	return cur, nil
