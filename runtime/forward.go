@@ -313,9 +313,7 @@ func (p *pass) forward() error {
 				kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
 				kernels.Dequant(kernels.F16, halfBytes(hs), qs)
 			}
-			if err := sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd]); err != nil {
-				return err
-			}
+			sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd])
 		}
 		if p.prof != nil {
 			p.prof.add("attention", time.Since(tAttn))
