@@ -202,6 +202,9 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := w.checkExperts(); err != nil {
+		return nil, err
+	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)

@@ -306,6 +306,24 @@ func (w *Weights) allLayerMats() []*Mat {
 	return out
 }
 
+// checkExperts requires each mixture-of-experts layer's gate and up
+// experts to take one activation type: the input rows are quantized once
+// for both products.
+func (w *Weights) checkExperts() error {
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		if len(l.ExpGate) == 0 || len(l.ExpUp) == 0 {
+			continue
+		}
+		g, u := l.ExpGate[0].Type, l.ExpUp[0].Type
+		if g.ActType() != u.ActType() {
+			return fmt.Errorf("layer %d: expert gate (%v) and up (%v) matrices take different activation types (%v, %v); Woolly needs one for both",
+				i, g, u, g.ActType(), u.ActType())
+		}
+	}
+	return nil
+}
+
 func (w *Weights) hasExperts() bool {
 	for i := range w.Layers {
 		if w.Layers[i].ExpGate != nil {
