@@ -412,9 +412,7 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 	}
 	trace("attn_post_norm", -1, xb)
 	if l.ExpGate != nil {
-		if err := p.moe(l, xb, ntok, xb2); err != nil {
-			return err
-		}
+		p.moe(l, xb, ntok, xb2)
 		trace("ffn_moe_out", -1, xb2)
 		if l.ShexpGate.Data != nil {
 			if err := p.sharedExpert(l, xb, xb2, hb, hb2, ntok); err != nil {
@@ -538,10 +536,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		if found {
 			continue
 		}
-		rb, err := at.RowBytes(int64(cols))
-		if err != nil { // the weights' rows are whole blocks (checked at load), and so the activations'
-			panic(fmt.Errorf("%s: %v", op.m.Name, err))
-		}
+		rb := mustRowBytes(at, cols)
 		buf := st.act[at]
 		if len(buf) < ntok*int(rb) {
 			buf = make([]byte, st.nBatch*int(rb))
@@ -596,6 +591,18 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
 	})
 	return false
+}
+
+// mustRowBytes is the bytes of n activations of type at. The weights' rows
+// are whole blocks of their type (checked at load), and an activation type's
+// block is its weight type's, so this does not fail for a row length of a
+// matrix of the model.
+func mustRowBytes(at kernels.Type, n int) int {
+	rb, err := at.RowBytes(int64(n))
+	if err != nil {
+		panic(err)
+	}
+	return int(rb)
 }
 
 // quantizeRows converts ntok rows of cols activations to type at.

@@ -871,9 +871,7 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 	moeOut := st.g4.moe[:ntok*d]
 	st.moe.route(c, ntok)
 	st.moe.sortRows(c, ntok)
-	if err := p.routedExperts(l, h, ntok, moeOut, gluGELU); err != nil {
-		return err
-	}
+	p.routedExperts(l, h, ntok, moeOut, gluGELU)
 	kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps)
 	kernels.Add(mlp, mlp, moeOut)
 	return nil

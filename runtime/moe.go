@@ -135,7 +135,7 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 
 // moe computes the expert FFN of layer l for ntok rows of h ([ntok][NEmbd])
 // into out ([ntok][NEmbd]).
-func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
+func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) {
 	c, ms := p.m.cfg, p.st.moe
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
@@ -156,13 +156,13 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	trace("ffn_moe_probs", -1, ms.logits[:ntok*c.NExpert])
 	trace("ffn_moe_weights_norm", -1, ms.w[:ntok*c.NExpertUsed])
 	ms.sortRows(c, ntok)
-	return p.routedExperts(l, h, ntok, out, gluSiLU)
+	p.routedExperts(l, h, ntok, out, gluSiLU)
 }
 
 // routedExperts runs the experts chosen in st.moe (routed and sorted) over
 // ntok rows of h into out ([ntok][NEmbd]), act being the experts' gated
 // activation (gpt-oss: its clamped SwiGLU with biases, whatever act is).
-func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) error {
+func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) {
 	m, c, st := p.m, p.m.cfg, p.st
 	ms := st.moe
 	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
@@ -170,13 +170,10 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 
 	// Activations of h in expert-sorted row order (each token's row once per slot).
 	at := l.ExpGate[0].Type.ActType()
-	if l.ExpUp[0].Type.ActType() != at {
-		return fmt.Errorf("%s and %s need different activation types (%v, %v)", l.ExpGate[0].Name, l.ExpUp[0].Name, at, l.ExpUp[0].Type.ActType())
+	if l.ExpUp[0].Type.ActType() != at { // refused at load (Weights.checkExperts)
+		panic(fmt.Sprintf("%s and %s need different activation types (%v, %v)", l.ExpGate[0].Name, l.ExpUp[0].Name, at, l.ExpUp[0].Type.ActType()))
 	}
-	rb, err := at.RowBytes(int64(d))
-	if err != nil {
-		return err
-	}
+	rb := mustRowBytes(at, d)
 	tokAct := st.act[at]
 	if len(tokAct) < ntok*int(rb) {
 		tokAct = make([]byte, st.nBatch*int(rb))
@@ -222,10 +219,7 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 	// Down projections: the activations of act(gate)*up per row, then each
 	// expert's down matrix over its rows.
 	at2 := l.ExpDown[0].Type.ActType()
-	rb2, err := at2.RowBytes(int64(ffe))
-	if err != nil {
-		return err
-	}
+	rb2 := mustRowBytes(at2, ffe)
 	if len(ms.act2) < nrows*int(rb2) {
 		ms.act2 = make([]byte, st.nBatch*k*int(rb2))
 	}
@@ -271,7 +265,6 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 			}
 		}
 	}
-	return nil
 }
 
 // expertProduct computes rows [r0, r1) of mt times ntok activation rows a
