@@ -216,7 +216,7 @@ func madRef(y, x []float32, v float32) {
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
 // the attention-normed input rows, out ([ntok][NEmbd]) receives the layer's
 // output projection. Each sequence advances its own conv and SSM state.
-func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
+func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 	c, st, ntok := p.m.cfg, p.st, p.ntok
 	dn := st.dn
 	S, nK, nV, K := c.SSMState, c.SSMGroups, c.SSMVHeads, c.SSMConv
@@ -254,8 +254,8 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	for _, sg := range p.segs {
 		n, r0 := len(sg.tokens), sg.r0
 		rs := sg.s.rec
-		if rs == nil || rs.conv[li] == nil {
-			return fmt.Errorf("layer %d: session has no recurrent state", li)
+		if rs == nil || rs.conv[li] == nil { // made with every session of such a model
+			panic(fmt.Sprintf("layer %d: session has no recurrent state", li))
 		}
 		cs := rs.conv[li] // [cc][K-1]
 		// Causal convolution, token by token, rolling the window.
@@ -340,7 +340,6 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	}
 	trace("final_output", li, core)
 	p.matmul(core, ntok, matOp{&l.SSMOut, out})
-	return nil
 }
 
 // splitGatedQ separates the gated attention's q projection, which holds per

@@ -241,9 +241,7 @@ func (p *pass) forward() error {
 		}
 		trace("attn_norm", li, xb)
 		if c.isRecurrent(li) { // Gated DeltaNet instead of attention (deltanet.go)
-			if err := p.deltaNet(li, l, xb, xb2); err != nil {
-				return err
-			}
+			p.deltaNet(li, l, xb, xb2)
 			trace("linear_attn_out", li, xb2)
 			addResidual(c, x, xb2, nil, ntok)
 			if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
