@@ -668,9 +668,7 @@ func (p *pass) embedTokens(x []float32, d int) error {
 	for _, sg := range p.segs {
 		for t, tok := range sg.tokens {
 			r := sg.r0 + t
-			if err := p.m.w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
-				return err
-			}
+			p.m.w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d])
 		}
 	}
 	return nil

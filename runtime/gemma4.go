@@ -558,9 +558,7 @@ func (p *pass) forwardGemma4() error {
 		for _, sg := range p.segs {
 			for t, tok := range sg.tokens {
 				r := sg.r0 + t
-				if err := gw.TokPL.embedRow(int(tok), pl[r*pe:(r+1)*pe]); err != nil {
-					return err
-				}
+				gw.TokPL.embedRow(int(tok), pl[r*pe:(r+1)*pe])
 			}
 		}
 		kernels.Scale(pl, float32(math.Sqrt(float64(float32(npl)))))

@@ -261,13 +261,14 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	return w, nil
 }
 
-// embedRow dequantizes row tok of m into dst (len m.Cols).
-func (m *Mat) embedRow(tok int, dst []float32) error {
+// embedRow dequantizes row tok of m into dst (len m.Cols). Token ids (and
+// positions) are checked against the model's when a request is evaluated,
+// so one out of range here is a bug, and panics.
+func (m *Mat) embedRow(tok int, dst []float32) {
 	if tok < 0 || tok >= m.Rows {
-		return fmt.Errorf("token id %d out of range [0, %d)", tok, m.Rows)
+		panic(fmt.Sprintf("%s: row %d out of range [0, %d)", m.Name, tok, m.Rows))
 	}
 	kernels.Dequant(m.Type, m.Data[tok*m.RowBytes:(tok+1)*m.RowBytes], dst)
-	return nil
 }
 
 // hasExperts reports whether a layer has a mixture of experts.
