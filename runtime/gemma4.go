@@ -562,9 +562,7 @@ func (p *pass) forwardGemma4() error {
 			}
 		}
 		kernels.Scale(pl, float32(math.Sqrt(float64(float32(npl)))))
-		if err := p.matmulF32Exact(&gw.ModelProj, x, ntok, proj); err != nil {
-			return err
-		}
+		p.matmulF32Exact(&gw.ModelProj, x, ntok, proj)
 		kernels.Scale(proj, 1/float32(math.Sqrt(float64(float32(d)))))
 		kernels.RMSNormRows(proj, proj, gw.ProjNorm, ntok*c.NLayer, npl, c.Eps)
 		kernels.Add(pl, proj, pl)
@@ -658,9 +656,7 @@ func (p *pass) forwardGemma4() error {
 			if swa {
 				a.Window = c.SlidingWindow
 			}
-			if err := sg.s.attentionParams(p, li, f16path, &a); err != nil {
-				return err
-			}
+			sg.s.attentionParams(p, li, f16path, &a)
 		}
 		if p.prof != nil {
 			p.prof.add("attention", time.Since(tAttn))
@@ -678,9 +674,7 @@ func (p *pass) forwardGemma4() error {
 		}
 		p.matmul(hb, ntok, matOp{&l.Wdown, xb2})
 		if l.GateInp.Data != nil { // dense MLP (normed) plus the experts (normed)
-			if err := p.gemma4Experts(l, xb, xb2, ntok); err != nil {
-				return err
-			}
+			p.gemma4Experts(l, xb, xb2, ntok)
 		}
 		addResidual(c, x, xb2, l.PostFFN, ntok)
 
@@ -704,7 +698,7 @@ func (p *pass) forwardGemma4() error {
 // attentionParams runs the attention of a (filled in by the caller, with
 // this layer's head counts and size) over layer li's cache, query heads
 // split across the workers as in Session.attention.
-func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.AttnF16Params) error {
+func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.AttnF16Params) {
 	m, st := s.model, ps.st
 	nh := a.NHead
 	hp := max(1, (nh+4*m.pool.n-1)/(4*m.pool.n))
@@ -716,7 +710,6 @@ func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.Att
 			kernels.AttentionTiled(a, h0, h1, st.scr[wk])
 		}
 	})
-	return nil
 }
 
 // matmulF32Exact is out[t][r] = dot(row r of m, in row t) for an F32 matrix
@@ -728,10 +721,10 @@ func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.Att
 // 8, of 4, then pairs), one row through ggml's vec_dot (the ordinary
 // product). Other types, or rows not a multiple of 16 long, go through the
 // ordinary product.
-func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) error {
+func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) {
 	if m.Type != kernels.F32 || m.Cols%16 != 0 {
 		p.matmul(in, ntok, matOp{m, out})
-		return nil
+		return
 	}
 	w := unsafe.Slice((*float32)(unsafe.Pointer(&m.Data[0])), m.Rows*m.Cols)
 	pl, cols, rows := p.m.pool, m.Cols, m.Rows
@@ -758,9 +751,8 @@ func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) err
 		t0 += n
 	}
 	if t0 != ntok {
-		return fmt.Errorf("matmulF32Exact: sequences of %v rows, want %d", segs, ntok)
+		panic(fmt.Sprintf("matmulF32Exact: sequences of %v rows, want %d", segs, ntok))
 	}
-	return nil
 }
 
 // dotTinyBLAS16 is one output of tinyBLAS's AVX-512 F32 kernel (len(a) a
@@ -846,7 +838,7 @@ func (c *Config) gemma4ExpertSteps(l *Layer, lg *gemma4Layer, p string,
 // experts run on rmsnorm(x) * pre_ffw_norm_2 and routed by
 // ffn_gate_inp (rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp.scale). h is
 // scratch ([ntok][NEmbd]).
-func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
+func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) {
 	c, st, lg := p.m.cfg, p.st, l.G4
 	d := c.NEmbd
 	x := st.x[:ntok*d]
@@ -861,9 +853,7 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 			row[i] *= s
 		}
 	}
-	if err := p.matmulF32Exact(&l.GateInp, h, ntok, ms.logits[:ntok*c.NExpert]); err != nil {
-		return err
-	}
+	p.matmulF32Exact(&l.GateInp, h, ntok, ms.logits[:ntok*c.NExpert])
 	// Experts' input.
 	kernels.RMSNormRows(h, x, lg.PreNorm2, ntok, d, c.Eps)
 	moeOut := st.g4.moe[:ntok*d]
@@ -872,5 +862,4 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 	p.routedExperts(l, h, ntok, moeOut, gluGELU)
 	kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps)
 	kernels.Add(mlp, mlp, moeOut)
-	return nil
 }
