@@ -35,7 +35,6 @@ package runtime
 // reference build does it, then every worker multiplies its share of rows.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -173,43 +172,42 @@ type pass struct {
 // through the model, appending their K and V to the cache. Logits for rows
 // [from, ntok) are written to out ([ntok-from][NVocab]); from == ntok skips
 // the output layer.
-func (s *Session) forward(tokens []int32, from int, out []float32) error {
-	return s.model.forward(s.st, []seg{{s: s, tokens: tokens, from: from, out: out}})
+func (s *Session) forward(tokens []int32, from int, out []float32) {
+	s.model.forward(s.st, []seg{{s: s, tokens: tokens, from: from, out: out}})
 }
 
 // forward runs one pass over segs (rows in order; each seg's r0 is set
 // here) with scratch st. Every sequence's results are the ones it gets in a
 // pass of its own: the row-wise kernels keep each row's summation order
 // whatever the other rows are (see pass.product for the exception).
-func (m *Model) forward(st *fwdState, segs []seg) error {
+func (m *Model) forward(st *fwdState, segs []seg) {
 	p := &pass{m: m, st: st, segs: segs, rows: make([]int, len(segs))}
 	for i := range segs {
 		segs[i].r0 = p.ntok
 		p.rows[i] = len(segs[i].tokens)
 		p.ntok += len(segs[i].tokens)
 	}
-	if p.ntok > st.nBatch {
-		return fmt.Errorf("forward: %d rows, more than the batch of %d", p.ntok, st.nBatch)
+	if p.ntok > st.nBatch { // the callers cut their tokens into batches
+		panic(fmt.Sprintf("forward: %d rows, more than the batch of %d", p.ntok, st.nBatch))
 	}
 	if p.prof = m.prof.Load(); p.prof != nil {
 		t0 := time.Now()
 		defer func() { p.prof.addPass(p.ntok, time.Since(t0)) }()
 	}
-	return p.forward()
+	p.forward()
 }
 
-func (p *pass) forward() error {
+func (p *pass) forward() {
 	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
 	if c.G4 != nil {
-		return p.forwardGemma4()
+		p.forwardGemma4()
+		return
 	}
 	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
 	x := st.x[:ntok*d]
-	if err := p.embedTokens(x, d); err != nil {
-		return err
-	}
+	p.embedTokens(x, d)
 	if c.EmbeddingScale != 1 {
 		kernels.Scale(x, c.EmbeddingScale)
 	}
@@ -244,9 +242,7 @@ func (p *pass) forward() error {
 			p.deltaNet(li, l, xb, xb2)
 			trace("linear_attn_out", li, xb2)
 			addResidual(c, x, xb2, nil, ntok)
-			if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
-				return err
-			}
+			p.ffn(l, xb, xb2, hb, hb2, ntok)
 			trace("l_out", li, x)
 			continue
 		}
@@ -331,18 +327,16 @@ func (p *pass) forward() error {
 		}
 		addResidual(c, x, xb2, l.PostAttn, ntok)
 
-		if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
-			return err
-		}
+		p.ffn(l, xb, xb2, hb, hb2, ntok)
 		trace("l_out", li, x)
 	}
 
-	return p.output()
+	p.output()
 }
 
 // output is the final norm and output layer, only for the rows asked for;
 // with several sequences their rows go through one product, then to each.
-func (p *pass) output() error {
+func (p *pass) output() {
 	c, w, st := p.m.cfg, p.m.w, p.st
 	d, x, xb := c.NEmbd, st.x, st.xb
 	nout, outRows := 0, make([]int, len(p.segs))
@@ -351,7 +345,7 @@ func (p *pass) output() error {
 		nout += outRows[i]
 	}
 	if nout <= 0 {
-		return nil
+		return
 	}
 	xo := xb[:nout*d]
 	o := 0
@@ -363,11 +357,11 @@ func (p *pass) output() error {
 		}
 	}
 	if p.segs[0].s.hiddenOut { // Embed: the final-normed hidden rows [nout][NEmbd] instead of logits
-		if len(p.segs) > 1 {
-			return errors.New("forward: hidden-state output in a pass of several sequences")
+		if len(p.segs) > 1 { // Embed's sessions have no batch
+			panic("forward: hidden-state output in a pass of several sequences")
 		}
 		copy(p.segs[0].out[:nout*d], xo)
-		return nil
+		return
 	}
 	nv := c.NVocab
 	out := p.segs[0].out
@@ -393,13 +387,12 @@ func (p *pass) output() error {
 			o += outRows[i]
 		}
 	}
-	return nil
 }
 
 // ffn is the feed-forward block of layer l over the pass's rows: norm,
 // SwiGLU/GeGLU or the experts, down projection, (post-norm) and residual.
 // xb, xb2, hb and hb2 are scratch rows.
-func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
+func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) {
 	m, c, st := p.m, p.m.cfg, p.st
 	d, ff := c.NEmbd, c.denseFF()
 	x := st.x[:ntok*d]
@@ -413,9 +406,7 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 		p.moe(l, xb, ntok, xb2)
 		trace("ffn_moe_out", -1, xb2)
 		if l.ShexpGate.Data != nil {
-			if err := p.sharedExpert(l, xb, xb2, hb, hb2, ntok); err != nil {
-				return err
-			}
+			p.sharedExpert(l, xb, xb2, hb, hb2, ntok)
 		}
 	} else {
 		// Gate and up in one op; each chunk applies act(gate)*up to its
@@ -437,12 +428,11 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 		trace("ffn_out", -1, xb2)
 	}
 	addResidual(c, x, xb2, l.PostFFN, ntok)
-	return nil
 }
 
 // sharedExpert adds qwen35moe's shared expert to the routed experts' output
 // moe ([ntok][NEmbd]): moe += sigmoid(ShexpGate h) * Wdown(silu(Wgate h) * Wup h).
-func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error {
+func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) {
 	c, dn := p.m.cfg, p.st.dn
 	d := c.NEmbd
 	out, g := dn.shOut[:ntok*d], dn.shGate[:ntok]
@@ -461,7 +451,6 @@ func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error
 		}
 	}
 	trace("ffn_out", -1, moe)
-	return nil
 }
 
 // addResidual adds a sublayer's output y (ntok rows) to the residual stream
@@ -664,12 +653,11 @@ func batchOrder(t kernels.Type) bool { return t == kernels.IQ4_NL }
 
 // embedTokens writes the token embeddings of every segment's tokens into
 // their rows of x ([rows][d]), dequantizing just those rows.
-func (p *pass) embedTokens(x []float32, d int) error {
+func (p *pass) embedTokens(x []float32, d int) {
 	for _, sg := range p.segs {
 		for t, tok := range sg.tokens {
 			r := sg.r0 + t
 			p.m.w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d])
 		}
 	}
-	return nil
 }
