@@ -400,7 +400,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 	}
 	p := &pass{m: m, st: st, ntok: n, rows: []int{n}}
 	if e.gemma != nil {
-		return m.encodeGemma(p, tokens)
+		return m.encodeGemma(p, tokens), nil
 	}
 	x := make([]float32, n*d)
 	h := make([]float32, n*d)
@@ -453,9 +453,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cos, sin, true)
 			kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cos, sin, true)
 		}
-		if err := m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att); err != nil {
-			return nil, err
-		}
+		m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att)
 		p.matmul(att, n, matOp{&l.wo, h})
 		addBias(h, l.bo, n)
 		for t := 0; t < n; t++ {
@@ -498,15 +496,15 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 // the same kernels as the decoder's. Each query row is one kernel call
 // whose "position" is the last key it may see, so the causal kernels
 // attend to all n keys.
-func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
-	return m.encAttentionWindow(p, n, f16path, 0, q, k, v, qh, kh, vh, att)
+func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh, kh, vh []uint16, att []float32) {
+	m.encAttentionWindow(p, n, f16path, 0, q, k, v, qh, kh, vh, att)
 }
 
 // encAttentionWindow is encAttention where window > 0 limits each query
 // at position t to the keys within window/2 positions on either side
 // (EmbeddingGemma's symmetric sliding window): the kernel is given just
 // those keys.
-func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
+func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, k, v []float32, qh, kh, vh []uint16, att []float32) {
 	c, st := m.cfg, p.st
 	qd, kvd := c.QDim(), c.KVDim()
 	kernels.QuantizeAct(kernels.F16, k, halfBytes(kh))
@@ -540,12 +538,11 @@ func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, 
 			kernels.AttentionTiled(&a, h0, h1, st.scr[wk])
 		}
 	})
-	return nil
 }
 
 // classify runs the classification head on a pooled row (rank pooling):
 // tanh(cls · x + b), then cls.output · that + b.
-func (m *Model) classify(x []float32) ([]float32, error) {
+func (m *Model) classify(x []float32) []float32 {
 	e := m.enc
 	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
 	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
@@ -565,7 +562,7 @@ func (m *Model) classify(x []float32) ([]float32, error) {
 		addBias(out, e.clsOutB, 1)
 		cur = out
 	}
-	return cur, nil
+	return cur
 }
 
 // encoderEmbed is Embed for an encoder model: each input evaluated whole
@@ -622,19 +619,13 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 		case PoolingLast:
 			e.Vector = h[(n-1)*d:]
 		case PoolingRank:
-			if e.Vector, err = m.classify(h[:d]); err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
+			e.Vector = m.classify(h[:d])
 		}
 		if e.Vector != nil {
-			if e.Vector, err = m.denseOut(e.Vector); err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
+			e.Vector = m.denseOut(e.Vector)
 		}
 		for t, v := range e.TokenVectors {
-			if e.TokenVectors[t], err = m.denseOut(v); err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
+			e.TokenVectors[t] = m.denseOut(v)
 		}
 		if o.Normalize && pool != PoolingRank {
 			e.normalize()

@@ -230,7 +230,7 @@ func (b *shapeBinder) vec(name string, n int) ([]float32, error) {
 
 // encodeGemma evaluates one input through EmbeddingGemma and returns the
 // final-normed hidden states [n][NEmbd].
-func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
+func (m *Model) encodeGemma(p *pass, tokens []int32) []float32 {
 	c, e, g := m.cfg, m.enc, m.enc.gemma
 	n := len(tokens)
 	d, qd, kvd, ff, half := c.NEmbd, c.QDim(), c.KVDim(), c.NFF, c.NRot/2
@@ -262,9 +262,7 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 		kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cs, sn, true)
 		kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, true)
 		kernels.Scale(q, g.qScale)
-		if err := m.encAttentionWindow(p, n, f16path, win, q, k, v, qh, kh, vh, att); err != nil {
-			return nil, err
-		}
+		m.encAttentionWindow(p, n, f16path, win, q, k, v, qh, kh, vh, att)
 		p.matmul(att, n, matOp{&l.wo, h})
 		kernels.RMSNormRows(h, h, l.postAttn, n, d, c.Eps)
 		kernels.Add(x, x, h)
@@ -278,15 +276,15 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 		kernels.Add(x, h, x)
 	}
 	kernels.RMSNormRows(x, x, g.outNorm, n, d, c.Eps)
-	return x, nil
+	return x
 }
 
 // denseOut applies EmbeddingGemma's projections to a pooled (or per-token)
 // embedding: dense_2 (+ bias), then dense_3.
-func (m *Model) denseOut(v []float32) ([]float32, error) {
+func (m *Model) denseOut(v []float32) []float32 {
 	g := m.enc.gemma
 	if g == nil || (g.dense2.Rows == 0 && g.dense3.Rows == 0) {
-		return v, nil
+		return v
 	}
 	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
 	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
@@ -302,5 +300,5 @@ func (m *Model) denseOut(v []float32) ([]float32, error) {
 		p.matmul(cur, 1, matOp{&g.dense3, out})
 		cur = out
 	}
-	return cur, nil
+	return cur
 }
