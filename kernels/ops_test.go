@@ -375,11 +375,27 @@ func TestDequantBulkMatchesDequant(t *testing.T) {
 	})
 }
 
-// Bad arguments give errors and never reach C.
+// Bad arguments panic (a caller's bug) and never reach C.
 func TestArgumentChecks(t *testing.T) {
 	q := make([]byte, 144)
 	y := make([]float32, 4)
 	a := make([]byte, 292)
+	// The panic is an error naming the kernel and the argument.
+	for want, f := range map[string]func(){
+		"kernels.MatVec: y has 0 entries, rows up to 1":       func() { MatVec(Q4_K, 256, q, 144, a, y[:0], 0, 1) },
+		"kernels.MatVec: activations have 10 bytes, need 292": func() { MatVec(Q4_K, 256, q, 144, a[:10], y, 0, 1) },
+		"kernels.Dequant: no dequantizer for":                 func() { Dequant(Q8_K, a, make([]float32, 256)) },
+		"kernels.RMSNorm: out 3 / w 0 shorter than x 4":       func() { RMSNorm(make([]float32, 3), make([]float32, 4), nil, 1e-5) },
+	} {
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			f()
+		}()
+		err, ok := got.(error)
+		require.True(t, ok, "want an error panic naming %q, got %T %v", want, got, got)
+		require.Contains(t, err.Error(), want)
+	}
 	require.Panics(t, func() { Dequant(Q4_K, q, make([]float32, 512)) })
 	require.Panics(t, func() { Dequant(Q4_K, q, make([]float32, 100)) })
 	require.Panics(t, func() { Dequant(Type(99), q, make([]float32, 256)) })
