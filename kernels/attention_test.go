@@ -342,7 +342,7 @@ func widen(p *AttnF16Params) *AttnParams {
 }
 
 func testExactAttention(t *testing.T, name string, qf16 bool, tol float64,
-	kernel func(*AttnF16Params, int, int, []float32) error, oracle func(*AttnF16Params, int, int) []float32, scratch func(int) int) {
+	kernel func(*AttnF16Params, int, int, []float32), oracle func(*AttnF16Params, int, int) []float32, scratch func(int) int) {
 	forEachImpl(t, func(t *testing.T, impl string) {
 		rng := rand.New(rand.NewSource(15))
 		for _, c := range attnCases {
@@ -350,7 +350,7 @@ func testExactAttention(t *testing.T, name string, qf16 bool, tol float64,
 				p := attnFixture(c, rng, qf16, qmul)
 				want := oracle(p, c.h0, c.h1)
 				f32 := naiveAttention(widen(p), c.h0, c.h1)
-				require.NoError(t, kernel(p, c.h0, c.h1, make([]float32, scratch(c.hd))))
+				kernel(p, c.h0, c.h1, make([]float32, scratch(c.hd)))
 				for i := range want {
 					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]),
 						"%s %s case %+v q*%g at %d: %g, want %g", name, impl, c, qmul, i, p.Out[i], want[i])
@@ -411,7 +411,7 @@ var windowCases = []struct {
 func TestAttentionWindowSoftCap(t *testing.T) {
 	type path struct {
 		name   string
-		kernel func(*AttnF16Params, int, int, []float32) error
+		kernel func(*AttnF16Params, int, int, []float32)
 		scr    int
 	}
 	type run struct {
@@ -463,7 +463,7 @@ func TestAttentionWindowSoftCap(t *testing.T) {
 			c, p := r.c, *r.p
 			p.Out = append([]float32(nil), r.out0...)
 			scr := make([]float32, r.path.scr)
-			require.NoError(t, r.path.kernel(&p, c.h0, c.h1, scr))
+			r.path.kernel(&p, c.h0, c.h1, scr)
 			for i := range r.want {
 				if math.Float32bits(r.want[i]) != math.Float32bits(p.Out[i]) {
 					t.Fatalf("%s %s case %+v window %d cap %g q*%g at %d: %g, want %g", r.path.name, impl, c, r.window, r.cap, r.qmul, i, p.Out[i], r.want[i])
@@ -475,7 +475,7 @@ func TestAttentionWindowSoftCap(t *testing.T) {
 			if r.window >= c.pos0+c.ntok {
 				got := p.Out
 				p.Out, p.Window = append([]float32(nil), r.out0...), 0
-				require.NoError(t, r.path.kernel(&p, c.h0, c.h1, scr))
+				r.path.kernel(&p, c.h0, c.h1, scr)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(p.Out[i]) {
 						t.Fatalf("%s %s: window %d >= positions is not a no-op at %d", r.path.name, impl, r.window, i)
@@ -487,7 +487,7 @@ func TestAttentionWindowSoftCap(t *testing.T) {
 		for _, r := range f32runs {
 			p := *r.p
 			p.Out = append([]float32(nil), r.out0...)
-			require.NoError(t, Attention(&p, r.c.h0, r.c.h1, make([]float32, r.c.pos0+r.c.ntok)))
+			Attention(&p, r.c.h0, r.c.h1, make([]float32, r.c.pos0+r.c.ntok))
 			for i := range r.want {
 				if math.Abs(float64(r.want[i]-p.Out[i])) > 2e-5 {
 					t.Fatalf("Attention %s %s at %d: %g, double model %g", impl, r.label, i, p.Out[i], r.want[i])
@@ -512,7 +512,7 @@ func TestTanhf(t *testing.T) {
 }
 
 func TestAttentionExactErrors(t *testing.T) {
-	for name, f := range map[string]func(*AttnF16Params, int, int, []float32) error{
+	for name, f := range map[string]func(*AttnF16Params, int, int, []float32){
 		"f16acc": AttentionF16Acc, "tiled": AttentionTiled,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -521,35 +521,33 @@ func TestAttentionExactErrors(t *testing.T) {
 					K: make([]uint16, 8), V: make([]uint16, 8), KVStride: 8, Out: make([]float32, 8)}
 			}
 			scr := make([]float32, AttentionTiledScratch(8))
-			require.NoError(t, f(ok(), 0, 1, scr))
-			require.Error(t, f(nil, 0, 1, scr))
-			require.Error(t, f(ok(), 0, 1, scr[:7]), "short scratch")
-			require.Error(t, f(ok(), 0, 2, scr), "head range")
+			f(ok(), 0, 1, scr)
+			require.Panics(t, func() { f(nil, 0, 1, scr) })
+			require.Panics(t, func() { f(ok(), 0, 1, scr[:7]) }, "short scratch")
+			require.Panics(t, func() { f(ok(), 0, 2, scr) }, "head range")
 			p := ok()
 			p.V = p.V[:7]
-			require.Error(t, f(p, 0, 1, scr), "short V")
+			require.Panics(t, func() { f(p, 0, 1, scr) }, "short V")
 			p = ok()
 			p.Pos0 = 1
-			require.Error(t, f(p, 0, 1, scr), "cache shorter than pos0+ntok")
+			require.Panics(t, func() { f(p, 0, 1, scr) }, "cache shorter than pos0+ntok")
 			p = ok()
 			p.NHead = 3
 			p.NHeadKV = 2
-			require.Error(t, f(p, 0, 1, scr), "heads not a multiple of kv heads")
+			require.Panics(t, func() { f(p, 0, 1, scr) }, "heads not a multiple of kv heads")
 			for _, bad := range []struct {
 				window int
 				cap    float32
 			}{{-1, 0}, {0, -1}, {0, float32(math.NaN())}, {0, float32(math.Inf(1))}, {0, float32(math.Inf(-1))}} {
 				p = ok()
 				p.Window, p.SoftCap = bad.window, bad.cap
-				err := f(p, 0, 1, scr)
-				require.Error(t, err, "window %d cap %g", bad.window, bad.cap)
-				require.Regexp(t, "window|soft-cap", err.Error())
+				require.Regexp(t, "window|soft-cap", panicText(func() { f(p, 0, 1, scr) }), "window %d cap %g", bad.window, bad.cap)
 				w := widen(p)
-				require.Error(t, Attention(w, 0, 1, scr), "f32: window %d cap %g", bad.window, bad.cap)
+				require.Panics(t, func() { Attention(w, 0, 1, scr) }, "f32: window %d cap %g", bad.window, bad.cap)
 			}
 			p = ok()
 			p.Window, p.SoftCap = 1<<40, 1e-30 // any window, any positive cap
-			require.NoError(t, f(p, 0, 1, scr))
+			f(p, 0, 1, scr)
 		})
 	}
 }
@@ -563,7 +561,7 @@ func TestAttentionTiledExpRange(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(spread)))
 			p := attnFixture(c, rng, false, spread)
 			want := goTiled(p, 0, 2)
-			require.NoError(t, AttentionTiled(p, 0, 2, make([]float32, AttentionTiledScratch(16))))
+			AttentionTiled(p, 0, 2, make([]float32, AttentionTiledScratch(16)))
 			for i := range want {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]), fmt.Sprintf("%s spread %g at %d", impl, spread, i))
 			}

@@ -25,7 +25,7 @@ func BenchmarkMatVecBig(b *testing.B) {
 		n, w, rb, a, rows := bigMatVec(b, t)
 		y := make([]float32, rows)
 		b.Run(fmt.Sprintf("%v/%s", t, Impl()), func(b *testing.B) {
-			timed(b, int64(len(w)), func() error { return MatVec(t, n, w, rb, a, y, 0, rows) })
+			timed(b, int64(len(w)), func() { MatVec(t, n, w, rb, a, y, 0, rows) })
 		})
 	}
 }
@@ -40,16 +40,11 @@ func BenchmarkMatVecBig2T(b *testing.B) {
 		half := rows / 2
 		b.Run(fmt.Sprintf("%v/%s", t, Impl()), func(b *testing.B) {
 			b.SetBytes(int64(len(w)))
-			errs := make(chan error, 1)
+			done := make(chan struct{}, 1)
 			for i := 0; i < b.N; i++ {
-				go func() { errs <- MatVec(t, n, w, rb, a, y, half, rows) }()
-				err := MatVec(t, n, w, rb, a, y, 0, half)
-				if err2 := <-errs; err == nil {
-					err = err2
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
+				go func() { MatVec(t, n, w, rb, a, y, half, rows); done <- struct{}{} }()
+				MatVec(t, n, w, rb, a, y, 0, half)
+				<-done
 			}
 		})
 	}
@@ -83,10 +78,10 @@ func BenchmarkMatVecPacked(b *testing.B) {
 			}
 			y := make([]float32, rows)
 			b.Run(fmt.Sprintf("%v/%s/%s/unpacked", t, Impl(), size), func(b *testing.B) {
-				timed(b, int64(len(w)), func() error { return MatVec(t, n, w, rb, a, y, 0, rows) })
+				timed(b, int64(len(w)), func() { MatVec(t, n, w, rb, a, y, 0, rows) })
 			})
 			b.Run(fmt.Sprintf("%v/%s/%s/packed", t, Impl(), size), func(b *testing.B) {
-				timed(b, int64(len(w)), func() error { return MatVecPacked(p, t, n, pw, rb, rows, a, y, 0, rows) })
+				timed(b, int64(len(w)), func() { MatVecPacked(p, t, n, pw, rb, rows, a, y, 0, rows) })
 			})
 		}
 	}
@@ -111,10 +106,10 @@ func BenchmarkMatMulQPacked(b *testing.B) {
 		}
 		y := make([]float32, rows*ntok)
 		b.Run(fmt.Sprintf("%v/%s/unpacked", t, Impl()), func(b *testing.B) {
-			timed(b, int64(len(w)), func() error { return MatMulQ(t, n, w, rb, 0, rows, a, ab, ntok, y, rows) })
+			timed(b, int64(len(w)), func() { MatMulQ(t, n, w, rb, 0, rows, a, ab, ntok, y, rows) })
 		})
 		b.Run(fmt.Sprintf("%v/%s/packed", t, Impl()), func(b *testing.B) {
-			timed(b, int64(len(w)), func() error { return MatMulQPacked(p, t, n, pw, rb, rows, 0, rows, a, ab, ntok, y, rows) })
+			timed(b, int64(len(w)), func() { MatMulQPacked(p, t, n, pw, rb, rows, 0, rows, a, ab, ntok, y, rows) })
 		})
 	}
 }
@@ -137,25 +132,21 @@ func BenchmarkMatVecPacked2T(b *testing.B) {
 		y := make([]float32, rows)
 		half := rows / 2 / g * g
 		for _, packed := range []bool{false, true} {
-			mv := func(r0, r1 int) error {
+			mv := func(r0, r1 int) {
 				if packed {
-					return MatVecPacked(p, t, n, pw, rb, rows, a, y, r0, r1)
+					MatVecPacked(p, t, n, pw, rb, rows, a, y, r0, r1)
+					return
 				}
-				return MatVec(t, n, w, rb, a, y, r0, r1)
+				MatVec(t, n, w, rb, a, y, r0, r1)
 			}
 			name := map[bool]string{false: "unpacked", true: "packed"}[packed]
 			b.Run(fmt.Sprintf("%v/%s/%s", t, Impl(), name), func(b *testing.B) {
 				b.SetBytes(int64(len(w)))
-				errs := make(chan error, 1)
+				done := make(chan struct{}, 1)
 				for i := 0; i < b.N; i++ {
-					go func() { errs <- mv(half, rows) }()
-					err := mv(0, half)
-					if err2 := <-errs; err == nil {
-						err = err2
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
+					go func() { mv(half, rows); done <- struct{}{} }()
+					mv(0, half)
+					<-done
 				}
 			})
 		}

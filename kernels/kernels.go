@@ -4,6 +4,14 @@
 // in ../csrc (package csrc); this package checks every argument, so no nil or
 // short slice ever reaches C, and crosses the cgo boundary once per call.
 //
+// Misuse panics. The row kernels (MatVec, MatMulQ, Attention, RMSNorm, ...)
+// return nothing: a wrong length, stride, range or type is a bug in the
+// caller, not bad input (the runtime checks shapes and types once, when it
+// loads a model), so they panic with an error naming the kernel and the
+// argument, as a Go slice index out of range does. The checks are a few
+// comparisons per call, before the one cgo call. Use, Pack and DequantBulk,
+// whose arguments come from outside, return errors.
+//
 // Functions are safe to call concurrently on disjoint outputs.
 //
 // Kernel sets (Impl, Available, Use; WOOLLY_KERNELS=ref forces ref): "ref"
@@ -82,48 +90,46 @@ func fptr(f []float32) *C.float {
 func hasDequant(t Type) bool { return t.Known() && t != Q8_K }
 
 // Dequant converts len(dst) elements of type t from src to f32.
-func Dequant(t Type, src []byte, dst []float32) error {
+func Dequant(t Type, src []byte, dst []float32) {
 	if !hasDequant(t) {
-		return fmt.Errorf("kernels.Dequant: no dequantizer for %v", t)
+		panic(fmt.Errorf("kernels.Dequant: no dequantizer for %v", t))
 	}
 	need, err := t.RowBytes(int64(len(dst)))
 	if err != nil {
-		return fmt.Errorf("kernels.Dequant: %w", err)
+		panic(fmt.Errorf("kernels.Dequant: %w", err))
 	}
 	if int64(len(src)) < need {
-		return fmt.Errorf("kernels.Dequant: %v source has %d bytes, %d elements need %d", t, len(src), len(dst), need)
+		panic(fmt.Errorf("kernels.Dequant: %v source has %d bytes, %d elements need %d", t, len(src), len(dst), need))
 	}
 	if len(dst) == 0 {
-		return nil
+		return
 	}
 	if C.k_dequant(C.int(implID()), C.int(t), bptr(src), fptr(dst), C.int64_t(len(dst))) != 0 {
-		return fmt.Errorf("kernels.Dequant: %v rejected by the C kernel", t)
+		panic(fmt.Errorf("kernels.Dequant: %v rejected by the C kernel", t))
 	}
-	return nil
 }
 
 // QuantizeAct converts the activations x to act (Q8_K, Q8_0, F16, or F32 = copy)
 // into dst, which must hold act.RowBytes(len(x)) bytes.
-func QuantizeAct(act Type, x []float32, dst []byte) error {
+func QuantizeAct(act Type, x []float32, dst []byte) {
 	switch act {
 	case Q8_K, Q8_0, F16, F32:
 	default:
-		return fmt.Errorf("kernels.QuantizeAct: %v is not an activation type", act)
+		panic(fmt.Errorf("kernels.QuantizeAct: %v is not an activation type", act))
 	}
 	need, err := act.RowBytes(int64(len(x)))
 	if err != nil {
-		return fmt.Errorf("kernels.QuantizeAct: %w", err)
+		panic(fmt.Errorf("kernels.QuantizeAct: %w", err))
 	}
 	if int64(len(dst)) < need {
-		return fmt.Errorf("kernels.QuantizeAct: dst has %d bytes, %d %v activations need %d", len(dst), len(x), act, need)
+		panic(fmt.Errorf("kernels.QuantizeAct: dst has %d bytes, %d %v activations need %d", len(dst), len(x), act, need))
 	}
 	if len(x) == 0 {
-		return nil
+		return
 	}
 	if C.k_quantize_act(C.int(implID()), C.int(act), fptr(x), bptr(dst), C.int64_t(len(x))) != 0 {
-		return fmt.Errorf("kernels.QuantizeAct: %v rejected by the C kernel", act)
+		panic(fmt.Errorf("kernels.QuantizeAct: %v rejected by the C kernel", act))
 	}
-	return nil
 }
 
 // checkWeights validates a row range of a weight matrix and returns the
@@ -156,57 +162,55 @@ func checkWeights(op string, wt Type, n int, w []byte, rowBytes, r0, r1 int) (rb
 // MatVec computes y[r] = dot(row r of w, a) for r in [r0, r1). Rows are n
 // elements of wt, rowBytes apart; a holds n activations in wt.ActType()
 // (see QuantizeAct); y is indexed by the global row number.
-func MatVec(wt Type, n int, w []byte, rowBytes int, a []byte, y []float32, r0, r1 int) error {
+func MatVec(wt Type, n int, w []byte, rowBytes int, a []byte, y []float32, r0, r1 int) {
 	_, ab, err := checkWeights("MatVec", wt, n, w, rowBytes, r0, r1)
 	if err != nil {
-		return err
+		panic(err)
 	}
 	if int64(len(a)) < ab {
-		return fmt.Errorf("kernels.MatVec: activations have %d bytes, need %d (%d x %v)", len(a), ab, n, wt.ActType())
+		panic(fmt.Errorf("kernels.MatVec: activations have %d bytes, need %d (%d x %v)", len(a), ab, n, wt.ActType()))
 	}
 	if len(y) < r1 {
-		return fmt.Errorf("kernels.MatVec: y has %d entries, rows up to %d", len(y), r1)
+		panic(fmt.Errorf("kernels.MatVec: y has %d entries, rows up to %d", len(y), r1))
 	}
 	if r0 == r1 {
-		return nil
+		return
 	}
 	if C.k_matvec(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), bptr(a), fptr(y),
 		C.int64_t(r0), C.int64_t(r1)) != 0 {
-		return fmt.Errorf("kernels.MatVec: %v rejected by the C kernel", wt)
+		panic(fmt.Errorf("kernels.MatVec: %v rejected by the C kernel", wt))
 	}
-	return nil
 }
 
 // MatMulQ computes y[t*yStride + r] = dot(row r of w, a[t*aRowBytes:]) for
 // r in [r0, r1) and t < ntok, reusing each tile of weight rows across all tokens.
-func MatMulQ(wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowBytes int, ntok int, y []float32, yStride int) error {
+func MatMulQ(wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowBytes int, ntok int, y []float32, yStride int) {
 	_, ab, err := checkWeights("MatMulQ", wt, n, w, rowBytes, r0, r1)
 	if err != nil {
-		return err
+		panic(err)
 	}
 	if ntok < 0 {
-		return fmt.Errorf("kernels.MatMulQ: negative token count %d", ntok)
+		panic(fmt.Errorf("kernels.MatMulQ: negative token count %d", ntok))
 	}
 	if r0 == r1 || ntok == 0 {
-		return nil
+		return
 	}
 	if int64(aRowBytes) < ab && ntok > 1 {
-		return fmt.Errorf("kernels.MatMulQ: activation stride %d < %d bytes per token", aRowBytes, ab)
+		panic(fmt.Errorf("kernels.MatMulQ: activation stride %d < %d bytes per token", aRowBytes, ab))
 	}
 	if need := need2D(ntok, int(ab), aRowBytes); int64(len(a)) < need {
-		return fmt.Errorf("kernels.MatMulQ: activations have %d bytes, %d tokens need %d", len(a), ntok, need)
+		panic(fmt.Errorf("kernels.MatMulQ: activations have %d bytes, %d tokens need %d", len(a), ntok, need))
 	}
 	if ntok > 1 && yStride < r1 {
-		return fmt.Errorf("kernels.MatMulQ: y stride %d < row end %d", yStride, r1)
+		panic(fmt.Errorf("kernels.MatMulQ: y stride %d < row end %d", yStride, r1))
 	}
 	if need := need2D(ntok, r1, yStride); int64(len(y)) < need {
-		return fmt.Errorf("kernels.MatMulQ: y has %d entries, need %d", len(y), need)
+		panic(fmt.Errorf("kernels.MatMulQ: y has %d entries, need %d", len(y), need))
 	}
 	if C.k_matmul_q(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), C.int64_t(r0), C.int64_t(r1),
 		bptr(a), C.size_t(aRowBytes), C.int64_t(ntok), fptr(y), C.int64_t(yStride)) != 0 {
-		return fmt.Errorf("kernels.MatMulQ: %v rejected by the C kernel", wt)
+		panic(fmt.Errorf("kernels.MatMulQ: %v rejected by the C kernel", wt))
 	}
-	return nil
 }
 
 // need2D is the number of elements a row-major matrix of rows x cols with
@@ -225,26 +229,25 @@ func need2D(rows, cols, ld int) int64 {
 // Sgemm computes rows [m0, m1) of C = A * B (transB: B is N x K and
 // C[m][j] = sum_k A[m*lda+k]*B[j*ldb+k]; else B is K x N, B[k*ldb+j]).
 // A is M x K, C is M x N; C is overwritten.
-func Sgemm(transB bool, m0, m1, N, K int, A []float32, lda int, B []float32, ldb int, C_ []float32, ldc int) error {
+func Sgemm(transB bool, m0, m1, N, K int, A []float32, lda int, B []float32, ldb int, C_ []float32, ldc int) {
 	if m0 < 0 || m1 < m0 || N < 0 || K < 0 {
-		return fmt.Errorf("kernels.Sgemm: bad shape m [%d, %d), N %d, K %d", m0, m1, N, K)
+		panic(fmt.Errorf("kernels.Sgemm: bad shape m [%d, %d), N %d, K %d", m0, m1, N, K))
 	}
 	if m0 == m1 || N == 0 {
-		return nil
+		return
 	}
 	if (K > 0 && lda < K) || ldc < N || (transB && K > 0 && ldb < K) || (!transB && ldb < N) {
-		return fmt.Errorf("kernels.Sgemm: leading dimensions lda %d ldb %d ldc %d too small for N %d K %d", lda, ldb, ldc, N, K)
+		panic(fmt.Errorf("kernels.Sgemm: leading dimensions lda %d ldb %d ldc %d too small for N %d K %d", lda, ldb, ldc, N, K))
 	}
 	nb := need2D(K, N, ldb)
 	if transB {
 		nb = need2D(N, K, ldb)
 	}
 	if int64(len(A)) < need2D(m1, K, lda) || int64(len(B)) < nb || int64(len(C_)) < need2D(m1, N, ldc) {
-		return fmt.Errorf("kernels.Sgemm: slices too short (A %d, B %d, C %d) for rows up to %d, N %d, K %d", len(A), len(B), len(C_), m1, N, K)
+		panic(fmt.Errorf("kernels.Sgemm: slices too short (A %d, B %d, C %d) for rows up to %d, N %d, K %d", len(A), len(B), len(C_), m1, N, K))
 	}
 	C.k_sgemm(C.int(implID()), boolInt(transB), C.int64_t(m0), C.int64_t(m1), C.int64_t(N), C.int64_t(K),
 		fptr(A), C.int64_t(lda), fptr(B), C.int64_t(ldb), fptr(C_), C.int64_t(ldc))
-	return nil
 }
 
 func boolInt(b bool) C.int {
@@ -398,21 +401,20 @@ func (p *AttnParamsOf[KV]) check(op string, h0, h1 int, scratch []float32, scrat
 // last Window of them with a window), query head h uses kv head
 // h/(NHead/NHeadKV); scores soft-capped when SoftCap > 0. Softmax and the V
 // sum are in f32. scratch needs Pos0+NTok floats.
-func Attention(p *AttnParams, h0, h1 int, scratch []float32) error {
+func Attention(p *AttnParams, h0, h1 int, scratch []float32) {
 	if p == nil {
-		return p.check("Attention", h0, h1, scratch, 0)
+		panic(p.check("Attention", h0, h1, scratch, 0))
 	}
 	if err := p.check("Attention", h0, h1, scratch, p.Pos0+p.NTok); err != nil {
-		return err
+		panic(err)
 	}
 	if p.NTok == 0 || h0 == h1 {
-		return nil
+		return
 	}
 	C.k_attention(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), fptr(p.K), fptr(p.V), C.int64_t(p.KVStride),
 		C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap), fptr(p.Sinks), fptr(p.Out), C.int64_t(p.OutStride),
 		C.int64_t(h0), C.int64_t(h1), fptr(scratch))
-	return nil
 }
 
 func hptr(h []uint16) *C.k_half {
@@ -443,8 +445,8 @@ func AttentionTiledScratch(headDim int) int {
 // f16-representable values (the caller rounds them). Every kernel set gives
 // the same bits (tanhf is the C library's: glibc's is the reference's).
 // scratch needs AttentionF16AccScratch(HeadDim) floats.
-func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
-	return attentionF16("AttentionF16Acc", false, p, h0, h1, scratch)
+func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) {
+	attentionF16("AttentionF16Acc", false, p, h0, h1, scratch)
 }
 
 // AttentionTiled is causal grouped-query attention over an f16 KV cache with
@@ -455,25 +457,25 @@ func AttentionF16Acc(p *AttnF16Params, h0, h1 int, scratch []float32) error {
 // positions outside it are masked lanes of their tiles, and tiles with no
 // position in the window are skipped. Every kernel set gives the same bits.
 // scratch needs AttentionTiledScratch(HeadDim) floats.
-func AttentionTiled(p *AttnF16Params, h0, h1 int, scratch []float32) error {
-	return attentionF16("AttentionTiled", true, p, h0, h1, scratch)
+func AttentionTiled(p *AttnF16Params, h0, h1 int, scratch []float32) {
+	attentionF16("AttentionTiled", true, p, h0, h1, scratch)
 }
 
 // attentionF16 checks p and runs k_attention_tiled (tiled) or
 // k_attention_f16acc.
-func attentionF16(op string, tiled bool, p *AttnF16Params, h0, h1 int, scratch []float32) error {
+func attentionF16(op string, tiled bool, p *AttnF16Params, h0, h1 int, scratch []float32) {
 	if p == nil {
-		return p.check(op, h0, h1, scratch, 0)
+		panic(p.check(op, h0, h1, scratch, 0))
 	}
 	need := AttentionF16AccScratch(p.HeadDim)
 	if tiled {
 		need = AttentionTiledScratch(p.HeadDim)
 	}
 	if err := p.check(op, h0, h1, scratch, need); err != nil {
-		return err
+		panic(err)
 	}
 	if p.NTok == 0 || h0 == h1 {
-		return nil
+		return
 	}
 	impl, q, k, v, out := C.int(implID()), fptr(p.Q), hptr(p.K), hptr(p.V), fptr(p.Out)
 	ntok, pos0, nh, nkv, hd := C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV), C.int64_t(p.HeadDim)
@@ -485,7 +487,6 @@ func attentionF16(op string, tiled bool, p *AttnF16Params, h0, h1 int, scratch [
 		C.k_attention_f16acc(impl, ntok, pos0, nh, nkv, hd, q, qs, k, v, kvs, C.float(p.Scale), win, C.float(p.SoftCap),
 			fptr(p.Sinks), out, outs, C.int64_t(h0), C.int64_t(h1), fptr(scratch))
 	}
-	return nil
 }
 
 // cExpf is the C library's expf (tests compare the kernels' expf with it).
@@ -503,15 +504,14 @@ func Logf(x float32) float32 { return float32(C.logf(C.float(x))) }
 
 // RMSNorm sets out = x / sqrt(mean(x^2) + eps) * w (w may be nil); the sum of
 // squares is accumulated in double. out may be x.
-func RMSNorm(out, x, w []float32, eps float32) error {
+func RMSNorm(out, x, w []float32, eps float32) {
 	if len(out) < len(x) || (w != nil && len(w) < len(x)) {
-		return fmt.Errorf("kernels.RMSNorm: out %d / w %d shorter than x %d", len(out), len(w), len(x))
+		panic(fmt.Errorf("kernels.RMSNorm: out %d / w %d shorter than x %d", len(out), len(w), len(x)))
 	}
 	if len(x) == 0 {
-		return nil
+		return
 	}
 	C.k_rmsnorm(C.int(implID()), fptr(out), fptr(x), fptr(w), C.int64_t(len(x)), C.float(eps))
-	return nil
 }
 
 // RoPERows rotates the first nRot dims of each of nHeads heads of each of
@@ -521,49 +521,47 @@ func RMSNorm(out, x, w []float32, eps float32) error {
 // is one FMA with the other product rounded, as the reference build computes
 // it: x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos). One call
 // into C for all rows.
-func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, neox bool) error {
+func RoPERows(x []float32, ntok, nHeads, headDim, nRot int, cos, sin []float32, neox bool) {
 	if ntok < 0 || nHeads < 0 || headDim < 0 || nRot < 0 || nRot%2 != 0 || nRot > headDim {
-		return fmt.Errorf("kernels.RoPE: bad shape rows %d heads %d head_dim %d n_rot %d", ntok, nHeads, headDim, nRot)
+		panic(fmt.Errorf("kernels.RoPE: bad shape rows %d heads %d head_dim %d n_rot %d", ntok, nHeads, headDim, nRot))
 	}
 	rowLen := need2D(nHeads, headDim, headDim)
 	if int64(len(x)) < need2D(ntok, int(rowLen), int(rowLen)) ||
 		int64(len(cos)) < need2D(ntok, nRot/2, nRot/2) || int64(len(sin)) < need2D(ntok, nRot/2, nRot/2) {
-		return fmt.Errorf("kernels.RoPE: slices too short for %d rows (x %d, cos %d, sin %d)", ntok, len(x), len(cos), len(sin))
+		panic(fmt.Errorf("kernels.RoPE: slices too short for %d rows (x %d, cos %d, sin %d)", ntok, len(x), len(cos), len(sin)))
 	}
 	if ntok == 0 || nHeads == 0 || nRot == 0 {
-		return nil
+		return
 	}
 	C.k_rope_rows(C.int(implID()), fptr(x), C.int64_t(ntok), C.int64_t(nHeads), C.int64_t(headDim), C.int64_t(nRot), fptr(cos), fptr(sin), boolInt(neox))
-	return nil
 }
 
 // SwiGLU sets out[t*n+i] = silu(gate[t*n+i]) * up[t*n+i] for ntok rows of n
 // values and i in [i0, i1), with the reference build's numerics: silu(g) =
 // g / (1 + exp(-g)), exp being ggml's vector exp on the row's 16-lane blocks
 // (i < n &^ 15) and glibc's expf on the tail. out may be gate.
-func SwiGLU(out, gate, up []float32, ntok, n, i0, i1 int) error {
-	return glu("SwiGLU", out, gate, up, ntok, n, i0, i1, func() {
+func SwiGLU(out, gate, up []float32, ntok, n, i0, i1 int) {
+	glu("SwiGLU", out, gate, up, ntok, n, i0, i1, func() {
 		C.k_swiglu(C.int(implID()), fptr(out), fptr(gate), fptr(up), C.int64_t(ntok), C.int64_t(n), C.int64_t(i0), C.int64_t(i1))
 	})
 }
 
 // Add sets out[i] = a[i] + b[i] for i < len(out).
-func Add(out, a, b []float32) error {
-	return elementwise("Add", "a", "b", out, a, b, func() {
+func Add(out, a, b []float32) {
+	elementwise("Add", "a", "b", out, a, b, func() {
 		C.k_add(C.int(implID()), fptr(out), fptr(a), fptr(b), C.int64_t(len(out)))
 	})
 }
 
 // elementwise runs kernel, an element-wise op writing out[:len(out)] from a
 // and b (called an and bn in the error), after checking that a and b cover out.
-func elementwise(op, an, bn string, out, a, b []float32, kernel func()) error {
+func elementwise(op, an, bn string, out, a, b []float32, kernel func()) {
 	if len(a) < len(out) || len(b) < len(out) {
-		return fmt.Errorf("kernels.%s: %s %d / %s %d shorter than out %d", op, an, len(a), bn, len(b), len(out))
+		panic(fmt.Errorf("kernels.%s: %s %d / %s %d shorter than out %d", op, an, len(a), bn, len(b), len(out)))
 	}
 	if len(out) > 0 {
 		kernel()
 	}
-	return nil
 }
 
 // Scale multiplies x by s in place.
@@ -576,17 +574,16 @@ func Scale(x []float32, s float32) {
 
 // glu runs kernel, a gated activation over elements [i0, i1) of ntok rows of
 // n, after checking its arguments.
-func glu(op string, out, gate, up []float32, ntok, n, i0, i1 int, kernel func()) error {
+func glu(op string, out, gate, up []float32, ntok, n, i0, i1 int, kernel func()) {
 	if ntok < 0 || n < 0 || i0 < 0 || i1 > n || i0 > i1 {
-		return fmt.Errorf("kernels.%s: bad range [%d, %d) of %d rows of %d", op, i0, i1, ntok, n)
+		panic(fmt.Errorf("kernels.%s: bad range [%d, %d) of %d rows of %d", op, i0, i1, ntok, n))
 	}
 	if ntok == 0 || i0 == i1 {
-		return nil
+		return
 	}
 	need := (ntok-1)*n + i1
 	if len(out) < need || len(gate) < need || len(up) < need {
-		return fmt.Errorf("kernels.%s: out %d / gate %d / up %d shorter than %d rows of %d", op, len(out), len(gate), len(up), ntok, n)
+		panic(fmt.Errorf("kernels.%s: out %d / gate %d / up %d shorter than %d rows of %d", op, len(out), len(gate), len(up), ntok, n))
 	}
 	kernel()
-	return nil
 }

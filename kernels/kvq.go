@@ -19,24 +19,23 @@ func KVCacheType(t Type) bool { return t == F16 || t == Q8_0 || t == Q4_0 }
 // (t.RowBytes(len(x)) bytes): F16 rounded to nearest even, Q8_0 as the
 // activation quantizer does (the reference's CPU conversion), Q4_0 with the
 // reference's scalar rounding (d = max/-8, q = min(15, trunc(x/d + 8.5))).
-func StoreKV(t Type, x []float32, dst []byte) error {
+func StoreKV(t Type, x []float32, dst []byte) {
 	if !KVCacheType(t) {
-		return fmt.Errorf("kernels.StoreKV: %v is not a KV cache type (f16, q8_0, q4_0)", t)
+		panic(fmt.Errorf("kernels.StoreKV: %v is not a KV cache type (f16, q8_0, q4_0)", t))
 	}
 	need, err := t.RowBytes(int64(len(x)))
 	if err != nil {
-		return fmt.Errorf("kernels.StoreKV: %w", err)
+		panic(fmt.Errorf("kernels.StoreKV: %w", err))
 	}
 	if int64(len(dst)) < need {
-		return fmt.Errorf("kernels.StoreKV: dst has %d bytes, %d %v values need %d", len(dst), len(x), t, need)
+		panic(fmt.Errorf("kernels.StoreKV: dst has %d bytes, %d %v values need %d", len(dst), len(x), t, need))
 	}
 	if len(x) == 0 {
-		return nil
+		return
 	}
 	if C.k_kv_store(C.int(implID()), C.int(t), fptr(x), bptr(dst), C.int64_t(len(x))) != 0 {
-		return fmt.Errorf("kernels.StoreKV: rejected by the C kernel")
+		panic(fmt.Errorf("kernels.StoreKV: rejected by the C kernel"))
 	}
-	return nil
 }
 
 // AttnKVQParams describes one causal attention call over a KV cache whose
@@ -78,54 +77,53 @@ func AttentionKVQScratch(headDim int) int {
 // position with the C library's expf, V accumulated in f16 (F16 V) or in
 // f32 after dequantizing its row. The full contract is in csrc/kernels.h
 // (k_attention_kvq); every kernel set gives the same bits.
-func AttentionKVQ(p *AttnKVQParams, h0, h1 int, scratch []float32) error {
+func AttentionKVQ(p *AttnKVQParams, h0, h1 int, scratch []float32) {
 	const op = "AttentionKVQ"
 	if p == nil {
-		return fmt.Errorf("kernels.%s: nil params", op)
+		panic(fmt.Errorf("kernels.%s: nil params", op))
 	}
 	if !KVCacheType(p.KType) || !KVCacheType(p.VType) || (p.KType == F16 && p.VType == F16) {
-		return fmt.Errorf("kernels.%s: cache types K %v V %v: want f16, q8_0 or q4_0, not both f16", op, p.KType, p.VType)
+		panic(fmt.Errorf("kernels.%s: cache types K %v V %v: want f16, q8_0 or q4_0, not both f16", op, p.KType, p.VType))
 	}
 	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.HeadDim%32 != 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
-		return fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d (a multiple of 32)", op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
+		panic(fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d (a multiple of 32)", op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim))
 	}
 	if p.HeadDim > 1<<20 || p.NHead > 1<<20 || p.NTok > 1<<30 || p.Pos0 > 1<<30 {
-		return fmt.Errorf("kernels.%s: implausible shape ntok %d pos0 %d heads %d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.HeadDim)
+		panic(fmt.Errorf("kernels.%s: implausible shape ntok %d pos0 %d heads %d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.HeadDim))
 	}
 	if h0 < 0 || h1 < h0 || h1 > p.NHead {
-		return fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, p.NHead)
+		panic(fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, p.NHead))
 	}
 	if p.Window < 0 {
-		return fmt.Errorf("kernels.%s: negative sliding window %d (0 = no window)", op, p.Window)
+		panic(fmt.Errorf("kernels.%s: negative sliding window %d (0 = no window)", op, p.Window))
 	}
 	if c := float64(p.SoftCap); !(c >= 0) || math.IsInf(c, 1) {
-		return fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c)
+		panic(fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c))
 	}
 	if p.NTok == 0 || h0 == h1 {
-		return nil
+		return
 	}
 	npos := p.Pos0 + p.NTok
 	gEnd := (h1-1)/(p.NHead/p.NHeadKV) + 1
 	kRow, _ := p.KType.RowBytes(int64(gEnd * p.HeadDim))
 	vRow, _ := p.VType.RowBytes(int64(gEnd * p.HeadDim))
 	if (p.NTok > 1 && (p.QStride < h1*p.HeadDim || p.OutStride < h1*p.HeadDim)) || int64(p.KStride) < kRow || int64(p.VStride) < vRow {
-		return fmt.Errorf("kernels.%s: strides q %d k %d v %d out %d too small", op, p.QStride, p.KStride, p.VStride, p.OutStride)
+		panic(fmt.Errorf("kernels.%s: strides q %d k %d v %d out %d too small", op, p.QStride, p.KStride, p.VStride, p.OutStride))
 	}
 	if int64(len(p.Q)) < need2D(p.NTok, h1*p.HeadDim, p.QStride) ||
 		int64(len(p.Out)) < need2D(p.NTok, h1*p.HeadDim, p.OutStride) ||
 		int64(len(p.K)) < int64(npos-1)*int64(p.KStride)+kRow ||
 		int64(len(p.V)) < int64(npos-1)*int64(p.VStride)+vRow {
-		return fmt.Errorf("kernels.%s: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
-			op, len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0)
+		panic(fmt.Errorf("kernels.%s: slices too short (q %d, k %d, v %d, out %d) for %d tokens at pos %d",
+			op, len(p.Q), len(p.K), len(p.V), len(p.Out), p.NTok, p.Pos0))
 	}
 	if need := AttentionKVQScratch(p.HeadDim); len(scratch) < need {
-		return fmt.Errorf("kernels.%s: scratch has %d floats, need %d", op, len(scratch), need)
+		panic(fmt.Errorf("kernels.%s: scratch has %d floats, need %d", op, len(scratch), need))
 	}
 	if C.k_attention_kvq(C.int(implID()), C.int64_t(p.NTok), C.int64_t(p.Pos0), C.int64_t(p.NHead), C.int64_t(p.NHeadKV),
 		C.int64_t(p.HeadDim), fptr(p.Q), C.int64_t(p.QStride), C.int(p.KType), bptr(p.K), C.int64_t(p.KStride),
 		C.int(p.VType), bptr(p.V), C.int64_t(p.VStride), C.float(p.Scale), C.int64_t(p.Window), C.float(p.SoftCap),
 		fptr(p.Out), C.int64_t(p.OutStride), C.int64_t(h0), C.int64_t(h1), fptr(scratch)) != 0 {
-		return fmt.Errorf("kernels.%s: rejected by the C kernel", op)
+		panic(fmt.Errorf("kernels.%s: rejected by the C kernel", op))
 	}
-	return nil
 }

@@ -65,7 +65,7 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 							if tk == 1 {
 								clear(x) // an all-zero token
 							}
-							require.NoError(t, QuantizeAct(wt.ActType(), x, a[tk*int(ab):]))
+							QuantizeAct(wt.ActType(), x, a[tk*int(ab):])
 						}
 						ranges := [][2]int{{0, nrows}, {g, nrows}, {0, g}, {nrows / g * g, nrows}}
 						for _, rr := range ranges {
@@ -82,15 +82,15 @@ func TestPackedMatchesUnpacked(t *testing.T) {
 							}
 							withImpl(t, impl, func() {
 								if ntok == 1 {
-									require.NoError(t, MatVec(wt, n, w, int(rb), a, want, r0, r1))
-									require.NoError(t, MatVecPacked(p, wt, n, pw, int(rb), nrows, a, got, r0, r1))
+									MatVec(wt, n, w, int(rb), a, want, r0, r1)
+									MatVecPacked(p, wt, n, pw, int(rb), nrows, a, got, r0, r1)
 								} else {
-									require.NoError(t, MatMulQ(wt, n, w, int(rb), r0, r1, a, int(ab), ntok, want, nrows))
-									require.NoError(t, MatMulQPacked(p, wt, n, pw, int(rb), nrows, r0, r1, a, int(ab), ntok, got, nrows))
+									MatMulQ(wt, n, w, int(rb), r0, r1, a, int(ab), ntok, want, nrows)
+									MatMulQPacked(p, wt, n, pw, int(rb), nrows, r0, r1, a, int(ab), ntok, got, nrows)
 								}
 							})
 							withImpl(t, "ref", func() {
-								require.NoError(t, MatMulQ(wt, n, w, int(rb), r0, r1, a, int(ab), ntok, ref, nrows))
+								MatMulQ(wt, n, w, int(rb), r0, r1, a, int(ab), ntok, ref, nrows)
 							})
 							for i := range want {
 								require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]),
@@ -137,17 +137,17 @@ func TestPackedErrors(t *testing.T) {
 		p, err := Pack(Q4_K, n, w, int(rb), nrows, pw)
 		require.NoError(t, err)
 		g := p.Rows()
-		require.Error(t, MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 1, nrows), "r0 inside a group")
-		require.Error(t, MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 0, g+1), "r1 inside a group")
-		require.Error(t, MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 0, nrows+1), "past the matrix")
-		require.Error(t, MatVecPacked(Packing{}, Q4_K, n, pw, int(rb), nrows, a, y, 0, nrows), "not packed")
-		require.Error(t, MatMulQPacked(p, Q4_K, n, pw, int(rb), nrows, 0, g+1, a, 292, 1, y, nrows), "r1 inside a group")
+		require.Panics(t, func() { MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 1, nrows) }, "r0 inside a group")
+		require.Panics(t, func() { MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 0, g+1) }, "r1 inside a group")
+		require.Panics(t, func() { MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 0, nrows+1) }, "past the matrix")
+		require.Panics(t, func() { MatVecPacked(Packing{}, Q4_K, n, pw, int(rb), nrows, a, y, 0, nrows) }, "not packed")
+		require.Panics(t, func() { MatMulQPacked(p, Q4_K, n, pw, int(rb), nrows, 0, g+1, a, 292, 1, y, nrows) }, "r1 inside a group")
 		_, err = Pack(Q4_K, n, w, int(rb), nrows, w)
 		require.Error(t, err, "in place")
 		_, err = Pack(Q4_K, n, w, int(rb), nrows, pw[:len(pw)-1])
 		require.Error(t, err, "short dst")
 		withImpl(t, "ref", func() {
-			require.Error(t, MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 0, nrows), "ref has no packed layout")
+			require.Panics(t, func() { MatVecPacked(p, Q4_K, n, pw, int(rb), nrows, a, y, 0, nrows) }, "ref has no packed layout")
 			require.Equal(t, 0, PackRows(Q4_K))
 			_, err := Pack(Q4_K, n, w, int(rb), nrows, pw)
 			require.Error(t, err)

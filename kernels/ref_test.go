@@ -133,7 +133,7 @@ func TestDequantKnownAnswers(t *testing.T) {
 			n := e.RowLength * e.NRows
 			require.Equal(t, 4*n, len(wantRaw))
 			got := make([]float32, n)
-			require.NoError(t, Dequant(ty, src, got), e.RawFile)
+			Dequant(ty, src, got)
 			for i := range got {
 				w := binary.LittleEndian.Uint32(wantRaw[4*i:])
 				if math.Float32bits(got[i]) != w {
@@ -245,26 +245,26 @@ func TestQuantizeActMatchesRules(t *testing.T) {
 		for _, n := range []int{0, 256, 512, 4096} {
 			for name, x := range actInputs(n, rng) {
 				got := make([]byte, n/256*292)
-				require.NoError(t, QuantizeAct(Q8_K, x, got))
+				QuantizeAct(Q8_K, x, got)
 				require.Equal(t, goQuantizeQ8K(x), got, "Q8_K %s n=%d", name, n)
 			}
 		}
 		for _, n := range []int{0, 32, 64, 96, 4096} {
 			for name, x := range actInputs(n, rng) {
 				got := make([]byte, n/32*34)
-				require.NoError(t, QuantizeAct(Q8_0, x, got))
+				QuantizeAct(Q8_0, x, got)
 				require.Equal(t, goQuantizeQ80(x), got, "Q8_0 %s n=%d", name, n)
 			}
 		}
 		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1000} {
 			x := randomF32(n, rng)
 			got := make([]byte, 2*n)
-			require.NoError(t, QuantizeAct(F16, x, got))
+			QuantizeAct(F16, x, got)
 			for i := range x {
 				require.Equal(t, F32ToF16(x[i]), binary.LittleEndian.Uint16(got[2*i:]))
 			}
 			got32 := make([]byte, 4*n)
-			require.NoError(t, QuantizeAct(F32, x, got32))
+			QuantizeAct(F32, x, got32)
 			for i := range x {
 				require.Equal(t, math.Float32bits(x[i]), binary.LittleEndian.Uint32(got32[4*i:]))
 			}

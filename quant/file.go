@@ -170,8 +170,17 @@ func convertTensor(out io.Writer, t *loader.TensorInfo, src []byte, dst ggml.Typ
 }
 
 // ToF32 converts tensor bytes of type t to float32 (F32, F16 and BF16
-// exactly; the block types through their dequantization).
+// exactly; the block types through their dequantization). A type with no
+// conversion or a source shorter than dst's elements is an error.
 func ToF32(t ggml.Type, src []byte, dst []float32) error {
+	if !t.Known() || t == ggml.Q8_K {
+		return fmt.Errorf("no conversion from %v to f32", t)
+	}
+	if need, err := t.RowBytes(int64(len(dst))); err != nil {
+		return err
+	} else if int64(len(src)) < need {
+		return fmt.Errorf("%v source has %d bytes, %d elements need %d", t, len(src), len(dst), need)
+	}
 	switch t {
 	case ggml.F32:
 		for i := range dst {
@@ -186,7 +195,7 @@ func ToF32(t ggml.Type, src []byte, dst []float32) error {
 			dst[i] = ggml.BF16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	default:
-		return kernels.Dequant(t, src, dst)
+		kernels.Dequant(t, src, dst)
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func TestQuantizeFileMXFP4MoE(t *testing.T) {
 	require.NoError(t, Quantize(ggml.MXFP4, vals["blk.0.ffn_up_exps.weight"], 64, exp, 1))
 	require.Equal(t, exp, f.Data(ti))
 	back := make([]float32, 64*32*4)
-	require.NoError(t, kernels.Dequant(ggml.MXFP4, f.Data(ti), back))
+	kernels.Dequant(ggml.MXFP4, f.Data(ti), back)
 	for i, v := range vals["blk.0.ffn_up_exps.weight"] {
 		require.InDelta(t, v, back[i], 0.02, "element %d", i)
 	}

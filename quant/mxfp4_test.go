@@ -166,7 +166,7 @@ func TestMXFP4RoundTrip(t *testing.T) {
 	require.NoError(t, Quantize(ggml.MXFP4, x, 96, y, 1))
 	back, kb := make([]float32, len(x)), make([]float32, len(x))
 	dequantMXFP4(y, back)
-	require.NoError(t, kernels.Dequant(ggml.MXFP4, y, kb))
+	kernels.Dequant(ggml.MXFP4, y, kb)
 	for i := range x {
 		require.Equal(t, math.Float32bits(back[i]), math.Float32bits(kb[i]), "element %d", i)
 		d := e8m0Half(y[i/32*17])

@@ -222,3 +222,25 @@ func TestPhi3LongRoPE(t *testing.T) {
 		t.Errorf("long factors without short ones: %v", err)
 	}
 }
+
+// TestExpertTypesCheckedAtLoad: a mixture-of-experts file whose gate and up
+// experts take different activation types (here Q5_0 gate: Q8_0 rows, F16
+// up: F16 rows) is refused at load with an error naming the layer and
+// types, never a panic in the forward pass (which quantizes the input rows
+// once for both).
+func TestExpertTypesCheckedAtLoad(t *testing.T) {
+	path := variantEdit(t, "synth-mixtral-mini-Q4_K_M", nil, "", nil, func(ti *loader.TensorInfo, data []byte) []byte {
+		if ti.Name != "blk.1.ffn_up_exps.weight" {
+			return data
+		}
+		if ti.Type.ActType() == kernels.F16 {
+			t.Fatalf("%s is already %v: pick another type", ti.Name, ti.Type)
+		}
+		ti.Type = kernels.F16
+		return make([]byte, 2*ti.Shape[0]*ti.Shape[1]*ti.Shape[2])
+	})
+	err := loadErr(path)
+	if err == nil || !strings.Contains(err.Error(), "layer 1: expert gate") || !strings.Contains(err.Error(), "different activation types") {
+		t.Fatalf("err = %v, want the layer's expert types named", err)
+	}
+}

@@ -25,7 +25,7 @@ func attnScratch(c *Config) int {
 // are already written; f16path tells which of the reference's paths applies
 // (the caller has rounded q to f16 for it). Query heads are split across
 // the workers, one kernel call per chunk of heads.
-func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att []float32) error {
+func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att []float32) {
 	m, c, st := s.model, s.model.cfg, ps.st
 	qd, kvd := c.QDim(), c.KVDim()
 	p := kernels.AttnF16Params{
@@ -40,7 +40,8 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 		p.Window = c.SlidingWindow // the cache keeps every position; the window masks
 	}
 	if m.kvQuant() {
-		return s.attentionKVQ(ps, li, &p)
+		s.attentionKVQ(ps, li, &p)
+		return
 	}
 	// Heads go in chunks, about four per worker, claimed dynamically like
 	// the rows of a matrix product: a worker that starts late leaves its
@@ -48,23 +49,18 @@ func (s *Session) attention(ps *pass, li, ntok, pos0 int, f16path bool, q, att [
 	hp := max(1, (c.NHead+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((c.NHead+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, c.NHead)
-		var err error
 		switch {
 		case f16path:
-			err = kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
+			kernels.AttentionF16Acc(&p, h0, h1, st.scr[wk])
 		default:
-			err = kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
-		}
-		if err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
+			kernels.AttentionTiled(&p, h0, h1, st.scr[wk])
 		}
 	})
-	return st.firstErr()
 }
 
 // attentionKVQ is attention over a quantized cache (kernels.AttentionKVQ),
 // heads split across the workers as in attention.
-func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) error {
+func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) {
 	m, st := s.model, ps.st
 	kb, vb := m.kvRows()
 	p := kernels.AttnKVQParams{
@@ -76,11 +72,8 @@ func (s *Session) attentionKVQ(ps *pass, li int, a *kernels.AttnF16Params) error
 	hp := max(1, (nh+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((nh+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, nh)
-		if err := kernels.AttentionKVQ(&p, h0, h1, st.scr[wk]); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
-		}
+		kernels.AttentionKVQ(&p, h0, h1, st.scr[wk])
 	})
-	return st.firstErr()
 }
 
 // halfs views the bytes of an f16 cache as its f16 values (a cache's

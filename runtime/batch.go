@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -146,6 +147,9 @@ func (b *Batch) eval(s *Session, tokens []int32, allLogits bool) ([]float32, err
 	b.mu.Unlock()
 	b.signal()
 	<-r.fin
+	if wp, ok := r.err.(*workerPanic); ok {
+		panic(wp) // a bug in the step's forward pass: raised on each of its callers
+	}
 	return r.all, r.err
 }
 
@@ -173,7 +177,7 @@ func (b *Batch) run() {
 
 		t0 := time.Now()
 		if err == nil {
-			err = b.m.forward(st, segs)
+			err = b.forward(st, segs)
 		}
 		dt := time.Since(t0)
 
@@ -182,6 +186,23 @@ func (b *Batch) run() {
 		b.finishStep(segs, reqs, err)
 		b.mu.Unlock()
 	}
+}
+
+// forward runs one step's forward pass; a panic in it (a bug) fails the
+// step with a *workerPanic, which eval re-raises on every caller of the
+// step, so the scheduler goroutine lives on and no caller waits forever.
+func (b *Batch) forward(st *fwdState, segs []seg) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			wp, ok := r.(*workerPanic)
+			if !ok {
+				wp = &workerPanic{value: r, stack: debug.Stack()}
+			}
+			err = wp
+		}
+	}()
+	b.m.forward(st, segs)
+	return nil
 }
 
 // gather waits until every generating session has its next evaluation

@@ -200,3 +200,37 @@ func TestBatchEvalAndErrors(t *testing.T) {
 	require.Empty(t, b.active)
 	require.Empty(t, b.queue)
 }
+
+// A bug that panics inside a batch step (here a session whose KV cache was
+// cut short) is re-raised on the goroutine that asked for the evaluation,
+// with the scheduler still running: the next session evaluates normally.
+func TestBatchStepPanicReachesCaller(t *testing.T) {
+	shared := sharedDir(t)
+	m, err := Load(filepath.Join(shared, "models", "stories260K-Q4_K_M.gguf"), LoadOptions{Threads: 2})
+	require.NoError(t, err)
+	defer m.Close()
+	b, err := m.NewBatch(BatchOptions{PromptChunk: 8})
+	require.NoError(t, err)
+	bad, err := b.NewSession(32)
+	require.NoError(t, err)
+	bad.kcache[0] = bad.kcache[0][:1]
+	toks := []int32{1, 400, 30, 7, 99}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_, _ = bad.Eval(toks, false)
+	}()
+	wp, ok := got.(*workerPanic)
+	require.True(t, ok, "recovered %T %v, want *workerPanic", got, got)
+	require.Regexp(t, "too short|out of range", wp.Error())
+
+	good, err := b.NewSession(32)
+	require.NoError(t, err)
+	want, err := m.NewSession(32)
+	require.NoError(t, err)
+	lw, err := want.Eval(toks, false)
+	require.NoError(t, err)
+	lg, err := good.Eval(toks, false)
+	require.NoError(t, err)
+	requireSameBits(t, lw, lg, "logits after a panicked step")
+}

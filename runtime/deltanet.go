@@ -216,7 +216,7 @@ func madRef(y, x []float32, v float32) {
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
 // the attention-normed input rows, out ([ntok][NEmbd]) receives the layer's
 // output projection. Each sequence advances its own conv and SSM state.
-func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
+func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 	c, st, ntok := p.m.cfg, p.st, p.ntok
 	dn := st.dn
 	S, nK, nV, K := c.SSMState, c.SSMGroups, c.SSMVHeads, c.SSMConv
@@ -227,9 +227,7 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	// Input projections of every row (all read xb).
 	if l.Wba.Data != nil { // qwen3next: per key head g, [beta of its r value heads, alpha of them]
 		ba := dn.ba[:ntok*2*nV]
-		if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wba, ba}); err != nil {
-			return err
-		}
+		p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wba, ba})
 		r := nV / nK
 		for t := 0; t < ntok; t++ {
 			for g := 0; g < nK; g++ {
@@ -238,8 +236,8 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 				copy(alpha[t*nV+g*r:t*nV+(g+1)*r], src[r:2*r])
 			}
 		}
-	} else if err := p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wbeta, beta}, matOp{&l.Walpha, alpha}); err != nil {
-		return err
+	} else {
+		p.matmul(xb, ntok, matOp{&l.Wqkv, mix}, matOp{&l.Wz, z}, matOp{&l.Wbeta, beta}, matOp{&l.Walpha, alpha})
 	}
 	trace("linear_attn_qkv_mixed", li, mix)
 	trace("z", li, z)
@@ -256,8 +254,8 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	for _, sg := range p.segs {
 		n, r0 := len(sg.tokens), sg.r0
 		rs := sg.s.rec
-		if rs == nil || rs.conv[li] == nil {
-			return fmt.Errorf("layer %d: session has no recurrent state", li)
+		if rs == nil || rs.conv[li] == nil { // made with every session of such a model
+			panic(fmt.Sprintf("layer %d: session has no recurrent state", li))
 		}
 		cs := rs.conv[li] // [cc][K-1]
 		// Causal convolution, token by token, rolling the window.
@@ -282,9 +280,7 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 		// SiLU as the reference's vectorised op (ggml's vector exp on whole
 		// 16-lane blocks of each row): SwiGLU with an up row of ones
 		// (x*1 is exact).
-		if err := kernels.SwiGLU(conv[r0*cc:(r0+n)*cc], conv[r0*cc:(r0+n)*cc], dn.ones[:n*cc], n, cc, 0, cc); err != nil {
-			return err
-		}
+		kernels.SwiGLU(conv[r0*cc:(r0+n)*cc], conv[r0*cc:(r0+n)*cc], dn.ones[:n*cc], n, cc, 0, cc)
 		trace("conv_output_silu", li, conv[r0*cc:(r0+n)*cc])
 		for t := 0; t < n; t++ {
 			o := conv[(r0+t)*cc : (r0+t+1)*cc]
@@ -336,18 +332,14 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) error {
 	trace("conv_l2", li, conv)
 	trace("attn_output", li, core)
 	// Gated RMSNorm of each head's output: rmsnorm(o) * ssm_norm * silu(z).
-	if err := kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(core, core, l.SSMNorm, ntok*nV, S, c.Eps)
 	// silu(z) per head row of S, as the reference's vectorised SiLU op.
-	if err := kernels.SwiGLU(z, z, dn.ones[:ntok*vd], ntok*nV, S, 0, S); err != nil {
-		return err
-	}
+	kernels.SwiGLU(z, z, dn.ones[:ntok*vd], ntok*nV, S, 0, S)
 	for i := range core {
 		core[i] *= z[i]
 	}
 	trace("final_output", li, core)
-	return p.matmul(core, ntok, matOp{&l.SSMOut, out})
+	p.matmul(core, ntok, matOp{&l.SSMOut, out})
 }
 
 // splitGatedQ separates the gated attention's q projection, which holds per

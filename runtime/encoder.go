@@ -264,9 +264,7 @@ func encoderWeights(f *loader.File, c *Config) (*encoder, error) {
 			return nil, err
 		}
 		e.type0 = make([]float32, d)
-		if err := m.embedRow(0, e.type0); err != nil {
-			return nil, fmt.Errorf("tensor token_types.weight: %v", err)
-		}
+		m.embedRow(0, e.type0)
 	}
 	if e.embN, err = vec("token_embd_norm.weight", d); err != nil {
 		return nil, err
@@ -396,34 +394,26 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 	if err := m.CheckFile(); err != nil {
 		return nil, err
 	}
-	st := &fwdState{nBatch: n, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n), scr: make([][]float32, m.pool.n)}
+	st := &fwdState{nBatch: n, act: map[kernels.Type][]byte{}, scr: make([][]float32, m.pool.n)}
 	for i := range st.scr {
 		st.scr[i] = make([]float32, attnScratch(c))
 	}
 	p := &pass{m: m, st: st, ntok: n, rows: []int{n}}
 	if e.gemma != nil {
-		return m.encodeGemma(p, tokens)
+		return m.encodeGemma(p, tokens), nil
 	}
 	x := make([]float32, n*d)
 	h := make([]float32, n*d)
 	tmp := make([]float32, d)
 	for t, tok := range tokens {
 		row := x[t*d : (t+1)*d]
-		if err := e.tok.embedRow(int(tok), row); err != nil {
-			return nil, err
-		}
+		e.tok.embedRow(int(tok), row)
 		if e.type0 != nil {
-			if err := kernels.Add(row, row, e.type0); err != nil {
-				return nil, err
-			}
+			kernels.Add(row, row, e.type0)
 		}
 		if !e.nomic {
-			if err := e.pos.embedRow(t, tmp); err != nil {
-				return nil, err
-			}
-			if err := kernels.Add(row, tmp, row); err != nil {
-				return nil, err
-			}
+			e.pos.embedRow(t, tmp)
+			kernels.Add(row, tmp, row)
 		}
 		copy(tmp, row)
 		layerNorm(row, tmp, e.embN, e.embNB, c.Eps)
@@ -446,54 +436,37 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			if qkv == nil {
 				qkv = make([]float32, n*(d+2*kvd))
 			}
-			if err := p.matmul(x, n, matOp{&l.wqkv, qkv}); err != nil {
-				return nil, err
-			}
+			p.matmul(x, n, matOp{&l.wqkv, qkv})
 			w := d + 2*kvd
 			for t := 0; t < n; t++ {
 				copy(q[t*d:(t+1)*d], qkv[t*w:])
 				copy(k[t*kvd:(t+1)*kvd], qkv[t*w+d:])
 				copy(v[t*kvd:(t+1)*kvd], qkv[t*w+d+kvd:])
 			}
-		} else if err := p.matmul(x, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v}); err != nil {
-			return nil, err
+		} else {
+			p.matmul(x, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v})
 		}
 		addBias(q, l.bq, n)
 		addBias(k, l.bk, n)
 		addBias(v, l.bv, n)
 		if e.nomic {
-			if err := errors.Join(
-				kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cos, sin, true),
-				kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cos, sin, true)); err != nil {
-				return nil, err
-			}
+			kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cos, sin, true)
+			kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cos, sin, true)
 		}
-		if err := m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att); err != nil {
-			return nil, err
-		}
-		if err := p.matmul(att, n, matOp{&l.wo, h}); err != nil {
-			return nil, err
-		}
+		m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att)
+		p.matmul(att, n, matOp{&l.wo, h})
 		addBias(h, l.bo, n)
 		for t := 0; t < n; t++ {
 			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			if err := kernels.Add(hr, hr, xr); err != nil {
-				return nil, err
-			}
+			kernels.Add(hr, hr, xr)
 			layerNorm(xr, hr, l.attnNorm, l.attnNormB, c.Eps)
 		}
 		// Feed-forward.
 		if l.wgate.Rows > 0 {
-			if _, err := p.matmulOps(x, n, gluNone, matOp{&l.wgate, gate}, matOp{&l.wup, up}); err != nil {
-				return nil, err
-			}
-			if err := gluSiLU.apply(gate, up, n, ff, 0, ff); err != nil {
-				return nil, err
-			}
+			p.matmulOps(x, n, gluNone, matOp{&l.wgate, gate}, matOp{&l.wup, up})
+			gluSiLU.apply(gate, up, n, ff, 0, ff)
 		} else {
-			if err := p.matmul(x, n, matOp{&l.wup, up}); err != nil {
-				return nil, err
-			}
+			p.matmul(x, n, matOp{&l.wup, up})
 			addBias(up, l.bup, n)
 			if ones == nil {
 				ones = make([]float32, n*ff)
@@ -503,20 +476,14 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			}
 			// GELU as llama.cpp's CPU build computes it (the f16 table):
 			// GeGLU against a row of ones.
-			if err := kernels.GeGLU(up, up, ones, n, ff, 0, ff); err != nil {
-				return nil, err
-			}
+			kernels.GeGLU(up, up, ones, n, ff, 0, ff)
 			gate, up = up, gate
 		}
-		if err := p.matmul(gate, n, matOp{&l.wdown, h}); err != nil {
-			return nil, err
-		}
+		p.matmul(gate, n, matOp{&l.wdown, h})
 		addBias(h, l.bdown, n)
 		for t := 0; t < n; t++ {
 			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			if err := kernels.Add(hr, hr, xr); err != nil {
-				return nil, err
-			}
+			kernels.Add(hr, hr, xr)
 			layerNorm(xr, hr, l.outNorm, l.outNormB, c.Eps)
 		}
 	}
@@ -529,28 +496,22 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 // the same kernels as the decoder's. Each query row is one kernel call
 // whose "position" is the last key it may see, so the causal kernels
 // attend to all n keys.
-func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
-	return m.encAttentionWindow(p, n, f16path, 0, q, k, v, qh, kh, vh, att)
+func (m *Model) encAttention(p *pass, n int, f16path bool, q, k, v []float32, qh, kh, vh []uint16, att []float32) {
+	m.encAttentionWindow(p, n, f16path, 0, q, k, v, qh, kh, vh, att)
 }
 
 // encAttentionWindow is encAttention where window > 0 limits each query
 // at position t to the keys within window/2 positions on either side
 // (EmbeddingGemma's symmetric sliding window): the kernel is given just
 // those keys.
-func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, k, v []float32, qh, kh, vh []uint16, att []float32) error {
+func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, k, v []float32, qh, kh, vh []uint16, att []float32) {
 	c, st := m.cfg, p.st
 	qd, kvd := c.QDim(), c.KVDim()
-	if err := errors.Join(
-		kernels.QuantizeAct(kernels.F16, k, halfBytes(kh)),
-		kernels.QuantizeAct(kernels.F16, v, halfBytes(vh))); err != nil {
-		return err
-	}
+	kernels.QuantizeAct(kernels.F16, k, halfBytes(kh))
+	kernels.QuantizeAct(kernels.F16, v, halfBytes(vh))
 	if f16path {
-		if err := errors.Join(
-			kernels.QuantizeAct(kernels.F16, q, halfBytes(qh)),
-			kernels.Dequant(kernels.F16, halfBytes(qh), q)); err != nil {
-			return err
-		}
+		kernels.QuantizeAct(kernels.F16, q, halfBytes(qh))
+		kernels.Dequant(kernels.F16, halfBytes(qh), q)
 	}
 	causal := m.enc.causal
 	// Work items: (query row, chunk of heads).
@@ -571,31 +532,24 @@ func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, 
 			Q: q[t*qd : (t+1)*qd], QStride: qd, K: kh[first*kvd : (last+1)*kvd], V: vh[first*kvd : (last+1)*kvd], KVStride: kvd,
 			Scale: c.KQScale, Out: att[t*qd : (t+1)*qd], OutStride: qd,
 		}
-		var err error
 		if f16path {
-			err = kernels.AttentionF16Acc(&a, h0, h1, st.scr[wk])
+			kernels.AttentionF16Acc(&a, h0, h1, st.scr[wk])
 		} else {
-			err = kernels.AttentionTiled(&a, h0, h1, st.scr[wk])
-		}
-		if err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
+			kernels.AttentionTiled(&a, h0, h1, st.scr[wk])
 		}
 	})
-	return st.firstErr()
 }
 
 // classify runs the classification head on a pooled row (rank pooling):
 // tanh(cls · x + b), then cls.output · that + b.
-func (m *Model) classify(x []float32) ([]float32, error) {
+func (m *Model) classify(x []float32) []float32 {
 	e := m.enc
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
+	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
 	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
 	cur := append([]float32(nil), x...)
 	if e.cls.Rows > 0 {
 		out := make([]float32, e.cls.Rows)
-		if err := p.matmul(cur, 1, matOp{&e.cls, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&e.cls, out})
 		addBias(out, e.clsB, 1)
 		for i := range out {
 			out[i] = kernels.Tanhf(out[i])
@@ -604,13 +558,11 @@ func (m *Model) classify(x []float32) ([]float32, error) {
 	}
 	if e.clsOut.Rows > 0 {
 		out := make([]float32, e.clsOut.Rows)
-		if err := p.matmul(cur, 1, matOp{&e.clsOut, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&e.clsOut, out})
 		addBias(out, e.clsOutB, 1)
 		cur = out
 	}
-	return cur, nil
+	return cur
 }
 
 // encoderEmbed is Embed for an encoder model: each input evaluated whole
@@ -667,19 +619,13 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 		case PoolingLast:
 			e.Vector = h[(n-1)*d:]
 		case PoolingRank:
-			if e.Vector, err = m.classify(h[:d]); err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
+			e.Vector = m.classify(h[:d])
 		}
 		if e.Vector != nil {
-			if e.Vector, err = m.denseOut(e.Vector); err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
+			e.Vector = m.denseOut(e.Vector)
 		}
 		for t, v := range e.TokenVectors {
-			if e.TokenVectors[t], err = m.denseOut(v); err != nil {
-				return nil, fmt.Errorf("input %d: %w", i, err)
-			}
+			e.TokenVectors[t] = m.denseOut(v)
 		}
 		if o.Normalize && pool != PoolingRank {
 			e.normalize()

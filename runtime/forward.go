@@ -35,7 +35,6 @@ package runtime
 // reference build does it, then every worker multiplies its share of rows.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -65,7 +64,6 @@ type fwdState struct {
 	logits []float32               // output rows of a pass of several sequences [rows][NVocab] (lazy)
 	act    map[kernels.Type][]byte // quantized activations by activation type
 	scr    [][]float32             // attention scratch per worker [attnScratch]
-	errs   []error                 // per-worker errors
 }
 
 func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
@@ -85,7 +83,6 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 		f16:    make([]uint16, nBatch*c.QDim()),
 		act:    map[kernels.Type][]byte{},
 		scr:    make([][]float32, nWorkers),
-		errs:   make([]error, nWorkers),
 	}
 	for i := range s.scr {
 		s.scr[i] = make([]float32, attnScratch(c))
@@ -175,43 +172,42 @@ type pass struct {
 // through the model, appending their K and V to the cache. Logits for rows
 // [from, ntok) are written to out ([ntok-from][NVocab]); from == ntok skips
 // the output layer.
-func (s *Session) forward(tokens []int32, from int, out []float32) error {
-	return s.model.forward(s.st, []seg{{s: s, tokens: tokens, from: from, out: out}})
+func (s *Session) forward(tokens []int32, from int, out []float32) {
+	s.model.forward(s.st, []seg{{s: s, tokens: tokens, from: from, out: out}})
 }
 
 // forward runs one pass over segs (rows in order; each seg's r0 is set
 // here) with scratch st. Every sequence's results are the ones it gets in a
 // pass of its own: the row-wise kernels keep each row's summation order
 // whatever the other rows are (see pass.product for the exception).
-func (m *Model) forward(st *fwdState, segs []seg) error {
+func (m *Model) forward(st *fwdState, segs []seg) {
 	p := &pass{m: m, st: st, segs: segs, rows: make([]int, len(segs))}
 	for i := range segs {
 		segs[i].r0 = p.ntok
 		p.rows[i] = len(segs[i].tokens)
 		p.ntok += len(segs[i].tokens)
 	}
-	if p.ntok > st.nBatch {
-		return fmt.Errorf("forward: %d rows, more than the batch of %d", p.ntok, st.nBatch)
+	if p.ntok > st.nBatch { // the callers cut their tokens into batches
+		panic(fmt.Sprintf("forward: %d rows, more than the batch of %d", p.ntok, st.nBatch))
 	}
 	if p.prof = m.prof.Load(); p.prof != nil {
 		t0 := time.Now()
 		defer func() { p.prof.addPass(p.ntok, time.Since(t0)) }()
 	}
-	return p.forward()
+	p.forward()
 }
 
-func (p *pass) forward() error {
+func (p *pass) forward() {
 	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
 	if c.G4 != nil {
-		return p.forwardGemma4()
+		p.forwardGemma4()
+		return
 	}
 	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
 	x := st.x[:ntok*d]
-	if err := p.embedTokens(x, d); err != nil {
-		return err
-	}
+	p.embedTokens(x, d)
 	if c.EmbeddingScale != 1 {
 		kernels.Scale(x, c.EmbeddingScale)
 	}
@@ -239,53 +235,37 @@ func (p *pass) forward() error {
 
 		// Attention: norm, q/k/v projections (+ biases).
 		for t := 0; t < ntok; t++ {
-			if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.AttnNorm, c.Eps); err != nil {
-				return err
-			}
+			kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.AttnNorm, c.Eps)
 		}
 		trace("attn_norm", li, xb)
 		if c.isRecurrent(li) { // Gated DeltaNet instead of attention (deltanet.go)
-			if err := p.deltaNet(li, l, xb, xb2); err != nil {
-				return err
-			}
+			p.deltaNet(li, l, xb, xb2)
 			trace("linear_attn_out", li, xb2)
-			if err := addResidual(c, x, xb2, nil, ntok); err != nil {
-				return err
-			}
-			if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
-				return err
-			}
+			addResidual(c, x, xb2, nil, ntok)
+			p.ffn(l, xb, xb2, hb, hb2, ntok)
 			trace("l_out", li, x)
 			continue
 		}
 		var gate []float32 // qwen35: sigmoid output gate per head [ntok][QDim]
 		if c.AttnGate {
 			qg := st.dn.qg[:ntok*2*qd]
-			if err := p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
-				return err
-			}
+			p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
 			gate = st.dn.gate[:ntok*qd]
 			splitGatedQ(c, qg, q, gate, ntok)
-		} else if err := p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v}); err != nil {
-			return err
+		} else {
+			p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
 		}
 		if l.Bq != nil {
 			for t := 0; t < ntok; t++ {
-				if err := errors.Join(
-					kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq),
-					kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk),
-					kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)); err != nil {
-					return err
-				}
+				kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq)
+				kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk)
+				kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)
 			}
 		}
 
 		if l.QNorm != nil { // per-head norms of q and k (qwen3, gemma3)
-			if err := errors.Join(
-				kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps),
-				kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)); err != nil {
-				return err
-			}
+			kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps)
+			kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)
 		}
 
 		// Rotary position embedding of q and k (row t with position pos0+t's tables).
@@ -294,11 +274,8 @@ func (p *pass) forward() error {
 		if swa && st.cosW != nil {
 			cs, sn = st.cosW[:ntok*half], st.sinW[:ntok*half]
 		}
-		if err := errors.Join(
-			kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox),
-			kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)); err != nil {
-			return err
-		}
+		kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
+		kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
 		if c.QScale != 0 { // gemma, phi3: q is scaled here and attention uses scale 1
 			kernels.Scale(q, c.QScale)
 		}
@@ -323,22 +300,14 @@ func (p *pass) forward() error {
 			f16path := (n < 64 || c.HeadDim%16 != 0) && !p.m.kvQuant()
 			kc := sg.s.kcache[li][pos0*kb : (pos0+n)*kb]
 			vc := sg.s.vcache[li][pos0*vb : (pos0+n)*vb]
-			if err := errors.Join(
-				kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc),
-				kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)); err != nil {
-				return err
-			}
+			kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc)
+			kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
 			if f16path { // q = f16(q), through the f16 scratch
-				if err := errors.Join(
-					kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs)),
-					kernels.Dequant(kernels.F16, halfBytes(hs), qs)); err != nil {
-					return err
-				}
+				kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
+				kernels.Dequant(kernels.F16, halfBytes(hs), qs)
 			}
-			if err := sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd]); err != nil {
-				return err
-			}
+			sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd])
 		}
 		if p.prof != nil {
 			p.prof.add("attention", time.Since(tAttn))
@@ -351,31 +320,23 @@ func (p *pass) forward() error {
 			}
 		}
 		trace("attn_gated", li, att)
-		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
-			return err
-		}
+		p.matmul(att, ntok, matOp{&l.Wo, xb2})
 		trace("attn_output", li, xb2)
 		if l.Bo != nil { // gpt-oss: output bias
-			if err := addRowBias(xb2, l.Bo, ntok, d); err != nil {
-				return err
-			}
+			addRowBias(xb2, l.Bo, ntok, d)
 		}
-		if err := addResidual(c, x, xb2, l.PostAttn, ntok); err != nil {
-			return err
-		}
+		addResidual(c, x, xb2, l.PostAttn, ntok)
 
-		if err := p.ffn(l, xb, xb2, hb, hb2, ntok); err != nil {
-			return err
-		}
+		p.ffn(l, xb, xb2, hb, hb2, ntok)
 		trace("l_out", li, x)
 	}
 
-	return p.output()
+	p.output()
 }
 
 // output is the final norm and output layer, only for the rows asked for;
 // with several sequences their rows go through one product, then to each.
-func (p *pass) output() error {
+func (p *pass) output() {
 	c, w, st := p.m.cfg, p.m.w, p.st
 	d, x, xb := c.NEmbd, st.x, st.xb
 	nout, outRows := 0, make([]int, len(p.segs))
@@ -384,25 +345,23 @@ func (p *pass) output() error {
 		nout += outRows[i]
 	}
 	if nout <= 0 {
-		return nil
+		return
 	}
 	xo := xb[:nout*d]
 	o := 0
 	for _, sg := range p.segs {
 		for t := sg.from; t < len(sg.tokens); t++ {
 			r := sg.r0 + t
-			if err := kernels.RMSNorm(xo[o*d:(o+1)*d], x[r*d:(r+1)*d], w.OutNorm, c.Eps); err != nil {
-				return err
-			}
+			kernels.RMSNorm(xo[o*d:(o+1)*d], x[r*d:(r+1)*d], w.OutNorm, c.Eps)
 			o++
 		}
 	}
 	if p.segs[0].s.hiddenOut { // Embed: the final-normed hidden rows [nout][NEmbd] instead of logits
-		if len(p.segs) > 1 {
-			return errors.New("forward: hidden-state output in a pass of several sequences")
+		if len(p.segs) > 1 { // Embed's sessions have no batch
+			panic("forward: hidden-state output in a pass of several sequences")
 		}
 		copy(p.segs[0].out[:nout*d], xo)
-		return nil
+		return
 	}
 	nv := c.NVocab
 	out := p.segs[0].out
@@ -414,16 +373,12 @@ func (p *pass) output() error {
 	}
 	out = out[:nout*nv]
 	p.rows = outRows
-	if err := p.matmul(xo, nout, matOp{&w.Output, out}); err != nil {
-		return err
-	}
+	p.matmul(xo, nout, matOp{&w.Output, out})
 	if c.LogitScale != 1 {
 		kernels.Scale(out, 1/c.LogitScale)
 	}
 	if c.FinalSoftCap != 0 {
-		if err := kernels.SoftCap(out, c.FinalSoftCap); err != nil {
-			return err
-		}
+		kernels.SoftCap(out, c.FinalSoftCap)
 	}
 	if len(p.segs) > 1 {
 		o = 0
@@ -432,33 +387,26 @@ func (p *pass) output() error {
 			o += outRows[i]
 		}
 	}
-	return nil
 }
 
 // ffn is the feed-forward block of layer l over the pass's rows: norm,
 // SwiGLU/GeGLU or the experts, down projection, (post-norm) and residual.
 // xb, xb2, hb and hb2 are scratch rows.
-func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
+func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) {
 	m, c, st := p.m, p.m.cfg, p.st
 	d, ff := c.NEmbd, c.denseFF()
 	x := st.x[:ntok*d]
 	// Feed-forward: norm, SwiGLU, down projection, residual.
 	trace("attn_residual", -1, x)
 	for t := 0; t < ntok; t++ {
-		if err := kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.FFNNorm, c.Eps)
 	}
 	trace("attn_post_norm", -1, xb)
 	if l.ExpGate != nil {
-		if err := p.moe(l, xb, ntok, xb2); err != nil {
-			return err
-		}
+		p.moe(l, xb, ntok, xb2)
 		trace("ffn_moe_out", -1, xb2)
 		if l.ShexpGate.Data != nil {
-			if err := p.sharedExpert(l, xb, xb2, hb, hb2, ntok); err != nil {
-				return err
-			}
+			p.sharedExpert(l, xb, xb2, hb, hb2, ntok)
 		}
 	} else {
 		// Gate and up in one op; each chunk applies act(gate)*up to its
@@ -468,52 +416,33 @@ func (p *pass) ffn(l *Layer, xb, xb2, hb, hb2 []float32, ntok int) error {
 		if c.GELU {
 			act = gluGELU
 		}
-		fused, err := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-		if err != nil {
-			return err
-		}
+		fused := p.matmulOps(xb, ntok, act, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 		if !fused {
 			m.pool.run(func(wk int) { // the activation, rows split across workers
 				t0, t1 := split(ntok, wk, m.pool.n, 1)
-				if err := act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff); err != nil {
-					st.errs[wk] = err
-				}
+				act.apply(hb[t0*ff:t1*ff], hb2[t0*ff:t1*ff], t1-t0, ff, 0, ff)
 			})
-			if err := st.firstErr(); err != nil {
-				return err
-			}
 		}
 		trace("ffn_swiglu", -1, hb[:ntok*ff])
-		if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
-			return err
-		}
+		p.matmul(hb, ntok, matOp{&l.Wdown, xb2})
 		trace("ffn_out", -1, xb2)
 	}
-	return addResidual(c, x, xb2, l.PostFFN, ntok)
+	addResidual(c, x, xb2, l.PostFFN, ntok)
 }
 
 // sharedExpert adds qwen35moe's shared expert to the routed experts' output
 // moe ([ntok][NEmbd]): moe += sigmoid(ShexpGate h) * Wdown(silu(Wgate h) * Wup h).
-func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error {
+func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) {
 	c, dn := p.m.cfg, p.st.dn
 	d := c.NEmbd
 	out, g := dn.shOut[:ntok*d], dn.shGate[:ntok]
-	fused, err := p.matmulOps(h, ntok, gluSiLU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-	if err != nil {
-		return err
-	}
+	fused := p.matmulOps(h, ntok, gluSiLU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 	if !fused {
-		if err := gluSiLU.apply(hb, hb2, ntok, c.NFFShexp, 0, c.NFFShexp); err != nil {
-			return err
-		}
+		gluSiLU.apply(hb, hb2, ntok, c.NFFShexp, 0, c.NFFShexp)
 	}
-	if err := p.matmul(hb, ntok, matOp{&l.Wdown, out}); err != nil {
-		return err
-	}
+	p.matmul(hb, ntok, matOp{&l.Wdown, out})
 	trace("ffn_shexp", -1, out)
-	if err := p.matmul(h, ntok, matOp{&l.ShexpGate, g}); err != nil {
-		return err
-	}
+	p.matmul(h, ntok, matOp{&l.ShexpGate, g})
 	trace("shared_expert_gate", -1, g)
 	for t := 0; t < ntok; t++ {
 		s := sigmoidf(g[t])
@@ -522,22 +451,19 @@ func (p *pass) sharedExpert(l *Layer, h, moe, hb, hb2 []float32, ntok int) error
 		}
 	}
 	trace("ffn_out", -1, moe)
-	return nil
 }
 
 // addResidual adds a sublayer's output y (ntok rows) to the residual stream
 // x: y is first normed by the sublayer's post-norm when the model has one
 // (Gemma 2 and 3; nil otherwise) and scaled by the residual scale (Granite).
-func addResidual(c *Config, x, y, postNorm []float32, ntok int) error {
+func addResidual(c *Config, x, y, postNorm []float32, ntok int) {
 	if postNorm != nil {
-		if err := kernels.RMSNormRows(y, y, postNorm, ntok, c.NEmbd, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(y, y, postNorm, ntok, c.NEmbd, c.Eps)
 	}
 	if c.ResidualScale != 1 {
 		kernels.Scale(y, c.ResidualScale)
 	}
-	return kernels.Add(x, x, y)
+	kernels.Add(x, x, y)
 }
 
 // gluKind is the gated activation fused into a gate/up product.
@@ -550,11 +476,12 @@ const (
 )
 
 // apply replaces gate by act(gate) * up on elements [i0, i1) of ntok rows of n.
-func (g gluKind) apply(gate, up []float32, ntok, n, i0, i1 int) error {
+func (g gluKind) apply(gate, up []float32, ntok, n, i0, i1 int) {
 	if g == gluGELU {
-		return kernels.GeGLU(gate, gate, up, ntok, n, i0, i1)
+		kernels.GeGLU(gate, gate, up, ntok, n, i0, i1)
+		return
 	}
-	return kernels.SwiGLU(gate, gate, up, ntok, n, i0, i1)
+	kernels.SwiGLU(gate, gate, up, ntok, n, i0, i1)
 }
 
 // matOp is one matrix product: out[t][r] = dot(row r of m, input row t).
@@ -566,15 +493,14 @@ type matOp struct {
 // matmul multiplies ntok input rows by every matrix of ops (all with the
 // same row length). The input is converted to each activation type once and
 // shared; each worker makes one kernel call per matrix on its rows.
-func (p *pass) matmul(in []float32, ntok int, ops ...matOp) error {
-	_, err := p.matmulOps(in, ntok, gluNone, ops...)
-	return err
+func (p *pass) matmul(in []float32, ntok int, ops ...matOp) {
+	p.matmulOps(in, ntok, gluNone, ops...)
 }
 
 // matmulOps is matmul; with glu set and ops = gate, up of the same shape on
 // the quantized kernels, each chunk computes the same rows of both and then
 // replaces its gate rows by act(gate)*up (fused reports that it did).
-func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool, _ error) {
+func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fused bool) {
 	pl, st := p.m.pool, p.st
 	cols := ops[0].m.Cols
 	type actBuf struct {
@@ -597,19 +523,14 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		if found {
 			continue
 		}
-		rb, err := at.RowBytes(int64(cols))
-		if err != nil {
-			return false, fmt.Errorf("%s: %v", op.m.Name, err)
-		}
+		rb := mustRowBytes(at, cols)
 		buf := st.act[at]
 		if len(buf) < ntok*int(rb) {
 			buf = make([]byte, st.nBatch*int(rb))
 			st.act[at] = buf
 		}
 		a := actBuf{at, buf[:ntok*int(rb)], int(rb)}
-		if err := p.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes); err != nil {
-			return false, fmt.Errorf("%s: %v", op.m.Name, err)
-		}
+		p.quantizeRows(at, in, cols, ntok, a.buf, a.rowBytes)
 		acts[i] = a
 		done = append(done, a)
 	}
@@ -618,7 +539,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 	// worker leaves its share to the others instead of stalling the op.
 	var first, rowsPer [8]int // op i: its first chunk, rows per chunk
 	if len(ops) > len(first) {
-		return false, fmt.Errorf("matmul: %d matrices in one op (at most %d)", len(ops), len(first))
+		panic(fmt.Sprintf("matmul: %d matrices in one op (at most %d)", len(ops), len(first)))
 	}
 	if p.prof != nil {
 		t0 := time.Now()
@@ -628,23 +549,15 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		rows := ops[0].m.Rows
 		rp := (rows + 8*pl.n - 1) / (8 * pl.n)
 		rp = max(64, (rp+15)/16*16)
-		pl.runChunks((rows+rp-1)/rp, func(wk, c int) {
+		pl.runChunks((rows+rp-1)/rp, func(_, c int) {
 			r0 := c * rp
 			r1 := min(r0+rp, rows)
 			for i, op := range ops {
-				mt := op.m
-				if err := p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1); err != nil {
-					if st.errs[wk] == nil {
-						st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
-					}
-					return
-				}
+				p.product(op.m, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
 			}
-			if err := act.apply(ops[0].out, ops[1].out, ntok, rows, r0, r1); err != nil && st.errs[wk] == nil {
-				st.errs[wk] = err
-			}
+			act.apply(ops[0].out, ops[1].out, ntok, rows, r0, r1)
 		})
-		return true, st.firstErr()
+		return true
 	}
 	nch := 0
 	for i, op := range ops {
@@ -653,7 +566,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		first[i], rowsPer[i] = nch, rp
 		nch += (op.m.Rows + rp - 1) / rp
 	}
-	pl.runChunks(nch, func(wk, c int) {
+	pl.runChunks(nch, func(_, c int) {
 		i := len(ops) - 1
 		for i > 0 && first[i] > c {
 			i--
@@ -662,38 +575,42 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 		mt := op.m
 		r0 := (c - first[i]) * rowsPer[i]
 		r1 := min(r0+rowsPer[i], mt.Rows)
-		if err := p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = fmt.Errorf("%s: %v", mt.Name, err)
-		}
+		p.product(mt, acts[i].buf, acts[i].rowBytes, ntok, op.out, r0, r1)
 	})
-	return false, st.firstErr()
+	return false
+}
+
+// mustRowBytes is the bytes of n activations of type at. The weights' rows
+// are whole blocks of their type (checked at load), and an activation type's
+// block is its weight type's, so this does not fail for a row length of a
+// matrix of the model.
+func mustRowBytes(at kernels.Type, n int) int {
+	rb, err := at.RowBytes(int64(n))
+	if err != nil {
+		panic(err)
+	}
+	return int(rb)
 }
 
 // quantizeRows converts ntok rows of cols activations to type at.
-func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) error {
+func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst []byte, rb int) {
 	if p.prof != nil {
 		t0 := time.Now()
 		defer func() { p.prof.add("act quant", time.Since(t0)) }()
 	}
 	if ntok < 8 {
 		for t := 0; t < ntok; t++ {
-			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
-				return err
-			}
+			kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb])
 		}
-		return nil
+		return
 	}
-	pl, st := p.m.pool, p.st
+	pl := p.m.pool
 	pl.run(func(wk int) {
 		t0, t1 := split(ntok, wk, pl.n, 1)
 		for t := t0; t < t1; t++ {
-			if err := kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb]); err != nil {
-				st.errs[wk] = err
-				return
-			}
+			kernels.QuantizeAct(at, in[t*cols:(t+1)*cols], dst[t*rb:(t+1)*rb])
 		}
 	})
-	return st.firstErr()
 }
 
 // product computes rows [r0, r1) of mt times the ntok activation rows a (rb
@@ -702,62 +619,45 @@ func (p *pass) quantizeRows(at kernels.Type, in []float32, cols, ntok int, dst [
 // another order than one token (IQ4_NL, see csrc/kernels.h): in a pass of
 // several sequences their rows go sequence by sequence (p.rows), so each
 // gets the numbers of a pass of its own.
-func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
+func (p *pass) product(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) {
 	if len(p.rows) > 1 && batchOrder(mt.Type) {
 		t0 := 0
 		for _, n := range p.rows {
 			if n > 0 {
-				if err := matProduct(mt, a[t0*rb:], rb, n, y[t0*mt.Rows:], r0, r1); err != nil {
-					return err
-				}
+				matProduct(mt, a[t0*rb:], rb, n, y[t0*mt.Rows:], r0, r1)
 			}
 			t0 += n
 		}
-		return nil
+		return
 	}
-	return matProduct(mt, a, rb, ntok, y, r0, r1)
+	matProduct(mt, a, rb, ntok, y, r0, r1)
 }
 
 // matProduct is one kernel call: MatVec for one row, MatMulQ for more.
-func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
-	if mt.Pack.Rows() > 0 {
-		if ntok == 1 {
-			return kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
-		}
-		return kernels.MatMulQPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, r0, r1, a, rb, ntok, y, mt.Rows)
+func matProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) {
+	switch {
+	case mt.Pack.Rows() > 0 && ntok == 1:
+		kernels.MatVecPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, a, y, r0, r1)
+	case mt.Pack.Rows() > 0:
+		kernels.MatMulQPacked(mt.Pack, mt.Type, mt.Cols, mt.Data, mt.RowBytes, mt.Rows, r0, r1, a, rb, ntok, y, mt.Rows)
+	case ntok == 1:
+		kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
+	default:
+		kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
 	}
-	if ntok == 1 {
-		return kernels.MatVec(mt.Type, mt.Cols, mt.Data, mt.RowBytes, a, y, r0, r1)
-	}
-	return kernels.MatMulQ(mt.Type, mt.Cols, mt.Data, mt.RowBytes, r0, r1, a, rb, ntok, y, mt.Rows)
 }
 
 // batchOrder reports the weight types whose reference build sums a product
 // of two or more tokens in another order than its one-token dot.
 func batchOrder(t kernels.Type) bool { return t == kernels.IQ4_NL }
 
-// firstErr returns the first per-worker error and clears them all.
-func (st *fwdState) firstErr() error {
-	var first error
-	for i, err := range st.errs {
-		if err != nil && first == nil {
-			first = err
-		}
-		st.errs[i] = nil
-	}
-	return first
-}
-
 // embedTokens writes the token embeddings of every segment's tokens into
 // their rows of x ([rows][d]), dequantizing just those rows.
-func (p *pass) embedTokens(x []float32, d int) error {
+func (p *pass) embedTokens(x []float32, d int) {
 	for _, sg := range p.segs {
 		for t, tok := range sg.tokens {
 			r := sg.r0 + t
-			if err := p.m.w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d]); err != nil {
-				return err
-			}
+			p.m.w.TokEmbd.embedRow(int(tok), x[r*d:(r+1)*d])
 		}
 	}
-	return nil
 }

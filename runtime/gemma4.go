@@ -29,7 +29,6 @@ package runtime
 // layers alias their source layer's cache.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -539,7 +538,7 @@ func (st *fwdState) gemma4(c *Config) *gemma4Scratch {
 }
 
 // forwardGemma4 is pass.forward for gemma4 (see the top of this file).
-func (p *pass) forwardGemma4() error {
+func (p *pass) forwardGemma4() {
 	c, w, st, ntok := p.m.cfg, p.m.w, p.st, p.ntok
 	g, gw := c.G4, w.G4
 	gs := st.gemma4(c)
@@ -548,9 +547,7 @@ func (p *pass) forwardGemma4() error {
 	kq := p.m.kvQuant()
 
 	x := st.x[:ntok*d]
-	if err := p.embedTokens(x, d); err != nil {
-		return err
-	}
+	p.embedTokens(x, d)
 	kernels.Scale(x, c.EmbeddingScale)
 
 	npl, pe := g.NEmbdPL, c.NLayer*g.NEmbdPL
@@ -561,22 +558,14 @@ func (p *pass) forwardGemma4() error {
 		for _, sg := range p.segs {
 			for t, tok := range sg.tokens {
 				r := sg.r0 + t
-				if err := gw.TokPL.embedRow(int(tok), pl[r*pe:(r+1)*pe]); err != nil {
-					return err
-				}
+				gw.TokPL.embedRow(int(tok), pl[r*pe:(r+1)*pe])
 			}
 		}
 		kernels.Scale(pl, float32(math.Sqrt(float64(float32(npl)))))
-		if err := p.matmulF32Exact(&gw.ModelProj, x, ntok, proj); err != nil {
-			return err
-		}
+		p.matmulF32Exact(&gw.ModelProj, x, ntok, proj)
 		kernels.Scale(proj, 1/float32(math.Sqrt(float64(float32(d)))))
-		if err := kernels.RMSNormRows(proj, proj, gw.ProjNorm, ntok*c.NLayer, npl, c.Eps); err != nil {
-			return err
-		}
-		if err := kernels.Add(pl, proj, pl); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(proj, proj, gw.ProjNorm, ntok*c.NLayer, npl, c.Eps)
+		kernels.Add(pl, proj, pl)
 		kernels.Scale(pl, 1/float32(math.Sqrt(2)))
 	}
 
@@ -622,9 +611,7 @@ func (p *pass) forwardGemma4() error {
 		vRow64, _ := p.m.kvV.RowBytes(int64(kvd))
 		kRow, vRow := int(kRow64), int(vRow64)
 
-		if err := kernels.RMSNormRows(xb, x, l.AttnNorm, ntok, d, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(xb, x, l.AttnNorm, ntok, d, c.Eps)
 		ops := []matOp{{&l.Wq, q}}
 		if ownKV {
 			ops = append(ops, matOp{&l.Wk, k})
@@ -632,25 +619,16 @@ func (p *pass) forwardGemma4() error {
 				ops = append(ops, matOp{&l.Wv, v})
 			}
 		}
-		if err := p.matmul(xb, ntok, ops...); err != nil {
-			return err
-		}
-		if err := kernels.RMSNormRows(q, q, l.QNorm, ntok*nh, hd, c.Eps); err != nil {
-			return err
-		}
-		if err := kernels.RoPERows(q, ntok, nh, hd, g.NRot[li], cs, sn, true); err != nil {
-			return err
-		}
+		p.matmul(xb, ntok, ops...)
+		kernels.RMSNormRows(q, q, l.QNorm, ntok*nh, hd, c.Eps)
+		kernels.RoPERows(q, ntok, nh, hd, g.NRot[li], cs, sn, true)
 		if ownKV {
 			if !lg.HasV {
 				copy(v, k) // V is the K projection (before K's norm)
 			}
-			if err := errors.Join(
-				kernels.RMSNormRows(k, k, l.KNorm, ntok*nkv, hd, c.Eps),
-				kernels.RMSNormRows(v, v, nil, ntok*nkv, hd, c.Eps),
-				kernels.RoPERows(k, ntok, nkv, hd, g.NRot[li], cs, sn, true)); err != nil {
-				return err
-			}
+			kernels.RMSNormRows(k, k, l.KNorm, ntok*nkv, hd, c.Eps)
+			kernels.RMSNormRows(v, v, nil, ntok*nkv, hd, c.Eps)
+			kernels.RoPERows(k, ntok, nkv, hd, g.NRot[li], cs, sn, true)
 		}
 
 		var tAttn time.Time
@@ -665,11 +643,8 @@ func (p *pass) forwardGemma4() error {
 				kc, vc := sg.s.kcache[li], sg.s.vcache[li]
 				for t := 0; t < n; t++ {
 					ko, vo := (pos0+t)*kb, (pos0+t)*vb
-					if err := errors.Join(
-						kernels.StoreKV(p.m.kvK, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[ko:ko+kRow]),
-						kernels.StoreKV(p.m.kvV, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[vo:vo+vRow])); err != nil {
-						return err
-					}
+					kernels.StoreKV(p.m.kvK, k[(r0+t)*kvd:(r0+t+1)*kvd], kc[ko:ko+kRow])
+					kernels.StoreKV(p.m.kvV, v[(r0+t)*kvd:(r0+t+1)*kvd], vc[vo:vo+vRow])
 				}
 			}
 			// A quantized cache has one path (kernels.AttentionKVQ), which
@@ -677,11 +652,8 @@ func (p *pass) forwardGemma4() error {
 			f16path := (n < 64 || hd%16 != 0) && !kq
 			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
 			if f16path {
-				if err := errors.Join(
-					kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs)),
-					kernels.Dequant(kernels.F16, halfBytes(hs), qs)); err != nil {
-					return err
-				}
+				kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
+				kernels.Dequant(kernels.F16, halfBytes(hs), qs)
 			}
 			a := kernels.AttnF16Params{
 				NTok: n, Pos0: pos0, NHead: nh, NHeadKV: nkv, HeadDim: hd,
@@ -692,97 +664,63 @@ func (p *pass) forwardGemma4() error {
 				a.Window = c.SlidingWindow
 			}
 			if kq {
-				if err := sg.s.attentionKVQ(p, li, &a); err != nil {
-					return err
-				}
+				sg.s.attentionKVQ(p, li, &a)
 				continue
 			}
-			if err := sg.s.attentionParams(p, li, f16path, &a); err != nil {
-				return err
-			}
+			sg.s.attentionParams(p, li, f16path, &a)
 		}
 		if p.prof != nil {
 			p.prof.add("attention", time.Since(tAttn))
 		}
-		if err := p.matmul(att, ntok, matOp{&l.Wo, xb2}); err != nil {
-			return err
-		}
-		if err := addResidual(c, x, xb2, l.PostAttn, ntok); err != nil {
-			return err
-		}
+		p.matmul(att, ntok, matOp{&l.Wo, xb2})
+		addResidual(c, x, xb2, l.PostAttn, ntok)
 
 		// GeGLU feed-forward of this layer's width.
-		if err := kernels.RMSNormRows(xb, x, l.FFNNorm, ntok, d, c.Eps); err != nil {
-			return err
-		}
+		kernels.RMSNormRows(xb, x, l.FFNNorm, ntok, d, c.Eps)
 		ff := g.NFF[li]
 		hb, hb2 := st.hb[:ntok*ff], st.hb2[:ntok*ff]
-		fused, err := p.matmulOps(xb, ntok, gluGELU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
-		if err != nil {
-			return err
-		}
+		fused := p.matmulOps(xb, ntok, gluGELU, matOp{&l.Wgate, hb}, matOp{&l.Wup, hb2})
 		if !fused {
-			if err := gluGELU.apply(hb, hb2, ntok, ff, 0, ff); err != nil {
-				return err
-			}
+			gluGELU.apply(hb, hb2, ntok, ff, 0, ff)
 		}
-		if err := p.matmul(hb, ntok, matOp{&l.Wdown, xb2}); err != nil {
-			return err
-		}
+		p.matmul(hb, ntok, matOp{&l.Wdown, xb2})
 		if l.GateInp.Data != nil { // dense MLP (normed) plus the experts (normed)
-			if err := p.gemma4Experts(l, xb, xb2, ntok); err != nil {
-				return err
-			}
+			p.gemma4Experts(l, xb, xb2, ntok)
 		}
-		if err := addResidual(c, x, xb2, l.PostFFN, ntok); err != nil {
-			return err
-		}
+		addResidual(c, x, xb2, l.PostFFN, ntok)
 
 		if npl > 0 { // per-layer input: x += norm(Wproj(gelu(Wgate x) * P[li]))
 			plg, plu := gs.plg[:ntok*npl], gs.plu[:ntok*npl]
 			for t := 0; t < ntok; t++ {
 				copy(plu[t*npl:(t+1)*npl], gs.pl[t*pe+li*npl:t*pe+(li+1)*npl])
 			}
-			if err := p.matmul(x, ntok, matOp{&lg.InpGate, plg}); err != nil {
-				return err
-			}
-			if err := gluGELU.apply(plg, plu, ntok, npl, 0, npl); err != nil {
-				return err
-			}
-			if err := p.matmul(plg, ntok, matOp{&lg.Proj, xb2}); err != nil {
-				return err
-			}
-			if err := addResidual(c, x, xb2, lg.PostNorm, ntok); err != nil {
-				return err
-			}
+			p.matmul(x, ntok, matOp{&lg.InpGate, plg})
+			gluGELU.apply(plg, plu, ntok, npl, 0, npl)
+			p.matmul(plg, ntok, matOp{&lg.Proj, xb2})
+			addResidual(c, x, xb2, lg.PostNorm, ntok)
 		}
 		if lg.HasScale {
 			kernels.Scale(x, lg.OutScale)
 		}
 	}
-	return p.output()
+	p.output()
 }
 
 // attentionParams runs the attention of a (filled in by the caller, with
 // this layer's head counts and size) over layer li's cache, query heads
 // split across the workers as in Session.attention.
-func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.AttnF16Params) error {
+func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.AttnF16Params) {
 	m, st := s.model, ps.st
 	nh := a.NHead
 	hp := max(1, (nh+4*m.pool.n-1)/(4*m.pool.n))
 	m.pool.runChunks((nh+hp-1)/hp, func(wk, ch int) {
 		h0, h1 := ch*hp, min((ch+1)*hp, nh)
-		var err error
 		if f16path {
-			err = kernels.AttentionF16Acc(a, h0, h1, st.scr[wk])
+			kernels.AttentionF16Acc(a, h0, h1, st.scr[wk])
 		} else {
-			err = kernels.AttentionTiled(a, h0, h1, st.scr[wk])
-		}
-		if err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
+			kernels.AttentionTiled(a, h0, h1, st.scr[wk])
 		}
 	})
-	return st.firstErr()
 }
 
 // matmulF32Exact is out[t][r] = dot(row r of m, in row t) for an F32 matrix
@@ -794,9 +732,10 @@ func (s *Session) attentionParams(ps *pass, li int, f16path bool, a *kernels.Att
 // 8, of 4, then pairs), one row through ggml's vec_dot (the ordinary
 // product). Other types, or rows not a multiple of 16 long, go through the
 // ordinary product.
-func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) error {
+func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) {
 	if m.Type != kernels.F32 || m.Cols%16 != 0 {
-		return p.matmul(in, ntok, matOp{m, out})
+		p.matmul(in, ntok, matOp{m, out})
+		return
 	}
 	w := unsafe.Slice((*float32)(unsafe.Pointer(&m.Data[0])), m.Rows*m.Cols)
 	pl, cols, rows := p.m.pool, m.Cols, m.Rows
@@ -807,9 +746,7 @@ func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) err
 	t0 := 0
 	for _, n := range segs {
 		if n == 1 {
-			if err := p.matmul(in[t0*cols:(t0+1)*cols], 1, matOp{m, out[t0*rows : (t0+1)*rows]}); err != nil {
-				return err
-			}
+			p.matmul(in[t0*cols:(t0+1)*cols], 1, matOp{m, out[t0*rows : (t0+1)*rows]})
 		} else if n > 1 {
 			a0 := t0
 			pl.run(func(wk int) {
@@ -825,9 +762,8 @@ func (p *pass) matmulF32Exact(m *Mat, in []float32, ntok int, out []float32) err
 		t0 += n
 	}
 	if t0 != ntok {
-		return fmt.Errorf("matmulF32Exact: sequences of %v rows, want %d", segs, ntok)
+		panic(fmt.Sprintf("matmulF32Exact: sequences of %v rows, want %d", segs, ntok))
 	}
-	return nil
 }
 
 // dotTinyBLAS16 is one output of tinyBLAS's AVX-512 F32 kernel (len(a) a
@@ -913,18 +849,14 @@ func (c *Config) gemma4ExpertSteps(l *Layer, lg *gemma4Layer, p string,
 // experts run on rmsnorm(x) * pre_ffw_norm_2 and routed by
 // ffn_gate_inp (rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp.scale). h is
 // scratch ([ntok][NEmbd]).
-func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
+func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) {
 	c, st, lg := p.m.cfg, p.st, l.G4
 	d := c.NEmbd
 	x := st.x[:ntok*d]
-	if err := kernels.RMSNormRows(mlp, mlp, lg.PostNorm1, ntok, d, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(mlp, mlp, lg.PostNorm1, ntok, d, c.Eps)
 	// Router input and logits.
 	ms := st.moe
-	if err := kernels.RMSNormRows(h, x, nil, ntok, d, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(h, x, nil, ntok, d, c.Eps)
 	kernels.Scale(h, 1/float32(math.Sqrt(float64(float32(d)))))
 	for t := 0; t < ntok; t++ {
 		row := h[t*d : (t+1)*d]
@@ -932,21 +864,13 @@ func (p *pass) gemma4Experts(l *Layer, h, mlp []float32, ntok int) error {
 			row[i] *= s
 		}
 	}
-	if err := p.matmulF32Exact(&l.GateInp, h, ntok, ms.logits[:ntok*c.NExpert]); err != nil {
-		return err
-	}
+	p.matmulF32Exact(&l.GateInp, h, ntok, ms.logits[:ntok*c.NExpert])
 	// Experts' input.
-	if err := kernels.RMSNormRows(h, x, lg.PreNorm2, ntok, d, c.Eps); err != nil {
-		return err
-	}
+	kernels.RMSNormRows(h, x, lg.PreNorm2, ntok, d, c.Eps)
 	moeOut := st.g4.moe[:ntok*d]
 	st.moe.route(c, ntok)
 	st.moe.sortRows(c, ntok)
-	if err := p.routedExperts(l, h, ntok, moeOut, gluGELU); err != nil {
-		return err
-	}
-	if err := kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps); err != nil {
-		return err
-	}
-	return kernels.Add(mlp, mlp, moeOut)
+	p.routedExperts(l, h, ntok, moeOut, gluGELU)
+	kernels.RMSNormRows(moeOut, moeOut, lg.PostNorm2, ntok, d, c.Eps)
+	kernels.Add(mlp, mlp, moeOut)
 }

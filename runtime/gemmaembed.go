@@ -230,15 +230,13 @@ func (b *shapeBinder) vec(name string, n int) ([]float32, error) {
 
 // encodeGemma evaluates one input through EmbeddingGemma and returns the
 // final-normed hidden states [n][NEmbd].
-func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
+func (m *Model) encodeGemma(p *pass, tokens []int32) []float32 {
 	c, e, g := m.cfg, m.enc, m.enc.gemma
 	n := len(tokens)
 	d, qd, kvd, ff, half := c.NEmbd, c.QDim(), c.KVDim(), c.NFF, c.NRot/2
 	x := make([]float32, n*d)
 	for t, tok := range tokens {
-		if err := e.tok.embedRow(int(tok), x[t*d:(t+1)*d]); err != nil {
-			return nil, err
-		}
+		e.tok.embedRow(int(tok), x[t*d:(t+1)*d])
 	}
 	kernels.Scale(x, c.EmbeddingScale)
 	cos, sin := make([]float32, n*half), make([]float32, n*half)
@@ -252,89 +250,55 @@ func (m *Model) encodeGemma(p *pass, tokens []int32) ([]float32, error) {
 	f16path := n < 64 || c.HeadDim%16 != 0
 	for il := range g.layers {
 		l := &g.layers[il]
-		if err := kernels.RMSNormRows(xb, x, l.attnNorm, n, d, c.Eps); err != nil {
-			return nil, err
-		}
-		if err := p.matmul(xb, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v}); err != nil {
-			return nil, err
-		}
+		kernels.RMSNormRows(xb, x, l.attnNorm, n, d, c.Eps)
+		p.matmul(xb, n, matOp{&l.wq, q}, matOp{&l.wk, k}, matOp{&l.wv, v})
 		cs, sn := cos, sin
 		win := 0
 		if g.swa[il] {
 			cs, sn, win = cosW, sinW, g.window
 		}
-		if err := errors.Join(
-			kernels.RMSNormRows(q, q, l.qNorm, n*c.NHead, c.HeadDim, c.Eps),
-			kernels.RMSNormRows(k, k, l.kNorm, n*c.NHeadKV, c.HeadDim, c.Eps),
-			kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cs, sn, true),
-			kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, true)); err != nil {
-			return nil, err
-		}
+		kernels.RMSNormRows(q, q, l.qNorm, n*c.NHead, c.HeadDim, c.Eps)
+		kernels.RMSNormRows(k, k, l.kNorm, n*c.NHeadKV, c.HeadDim, c.Eps)
+		kernels.RoPERows(q, n, c.NHead, c.HeadDim, c.NRot, cs, sn, true)
+		kernels.RoPERows(k, n, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, true)
 		kernels.Scale(q, g.qScale)
-		if err := m.encAttentionWindow(p, n, f16path, win, q, k, v, qh, kh, vh, att); err != nil {
-			return nil, err
-		}
-		if err := p.matmul(att, n, matOp{&l.wo, h}); err != nil {
-			return nil, err
-		}
-		if err := kernels.RMSNormRows(h, h, l.postAttn, n, d, c.Eps); err != nil {
-			return nil, err
-		}
-		if err := kernels.Add(x, x, h); err != nil { // x = sa_out
-			return nil, err
-		}
-		if err := kernels.RMSNormRows(xb, x, l.ffnNorm, n, d, c.Eps); err != nil {
-			return nil, err
-		}
-		fused, err := p.matmulOps(xb, n, gluGELU, matOp{&l.wgate, gate}, matOp{&l.wup, up})
-		if err != nil {
-			return nil, err
-		}
+		m.encAttentionWindow(p, n, f16path, win, q, k, v, qh, kh, vh, att)
+		p.matmul(att, n, matOp{&l.wo, h})
+		kernels.RMSNormRows(h, h, l.postAttn, n, d, c.Eps)
+		kernels.Add(x, x, h)
+		kernels.RMSNormRows(xb, x, l.ffnNorm, n, d, c.Eps)
+		fused := p.matmulOps(xb, n, gluGELU, matOp{&l.wgate, gate}, matOp{&l.wup, up})
 		if !fused {
-			if err := gluGELU.apply(gate, up, n, ff, 0, ff); err != nil {
-				return nil, err
-			}
+			gluGELU.apply(gate, up, n, ff, 0, ff)
 		}
-		if err := p.matmul(gate, n, matOp{&l.wdown, h}); err != nil {
-			return nil, err
-		}
-		if err := kernels.RMSNormRows(h, h, l.postFFN, n, d, c.Eps); err != nil {
-			return nil, err
-		}
-		if err := kernels.Add(x, h, x); err != nil {
-			return nil, err
-		}
+		p.matmul(gate, n, matOp{&l.wdown, h})
+		kernels.RMSNormRows(h, h, l.postFFN, n, d, c.Eps)
+		kernels.Add(x, h, x)
 	}
-	if err := kernels.RMSNormRows(x, x, g.outNorm, n, d, c.Eps); err != nil {
-		return nil, err
-	}
-	return x, nil
+	kernels.RMSNormRows(x, x, g.outNorm, n, d, c.Eps)
+	return x
 }
 
 // denseOut applies EmbeddingGemma's projections to a pooled (or per-token)
 // embedding: dense_2 (+ bias), then dense_3.
-func (m *Model) denseOut(v []float32) ([]float32, error) {
+func (m *Model) denseOut(v []float32) []float32 {
 	g := m.enc.gemma
 	if g == nil || (g.dense2.Rows == 0 && g.dense3.Rows == 0) {
-		return v, nil
+		return v
 	}
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
+	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
 	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
 	cur := v
 	if g.dense2.Rows > 0 {
 		out := make([]float32, g.dense2.Rows)
-		if err := p.matmul(cur, 1, matOp{&g.dense2, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&g.dense2, out})
 		addBias(out, g.dense2B, 1)
 		cur = out
 	}
 	if g.dense3.Rows > 0 {
 		out := make([]float32, g.dense3.Rows)
-		if err := p.matmul(cur, 1, matOp{&g.dense3, out}); err != nil {
-			return nil, err
-		}
+		p.matmul(cur, 1, matOp{&g.dense3, out})
 		cur = out
 	}
-	return cur, nil
+	return cur
 }

@@ -196,13 +196,10 @@ func fmaf(a, b, c float32) float32 {
 }
 
 // addRowBias adds b ([n]) to each of ntok rows of x ([ntok][n]).
-func addRowBias(x, b []float32, ntok, n int) error {
+func addRowBias(x, b []float32, ntok, n int) {
 	for t := 0; t < ntok; t++ {
-		if err := kernels.Add(x[t*n:(t+1)*n], x[t*n:(t+1)*n], b); err != nil {
-			return err
-		}
+		kernels.Add(x[t*n:(t+1)*n], x[t*n:(t+1)*n], b)
 	}
-	return nil
 }
 
 // routeSoftmaxWeight fills sel and w for ntok rows of router logits the way
@@ -250,7 +247,7 @@ func topK(p []float32, sel []int32) {
 // expertBiasGLU adds expert e's gate and up biases to elements [r0, r1) of
 // n rows of gate and up ([n][NFFExp]) and replaces those gate elements by
 // swiglu_oai(gate, up).
-func expertBiasGLU(c *Config, l *Layer, e int, gate, up []float32, n, r0, r1 int) error {
+func expertBiasGLU(c *Config, l *Layer, e int, gate, up []float32, n, r0, r1 int) {
 	ffe := c.NFFExp
 	bg, bu := l.ExpGateB[e*ffe+r0:e*ffe+r1], l.ExpUpB[e*ffe+r0:e*ffe+r1]
 	for j := 0; j < n; j++ {
@@ -259,9 +256,6 @@ func expertBiasGLU(c *Config, l *Layer, e int, gate, up []float32, n, r0, r1 int
 			g[i] += bg[i]
 			u[i] += bu[i]
 		}
-		if err := kernels.SwiGLUOAI(g, g, u, oaiAlpha, oaiLimit); err != nil {
-			return err
-		}
+		kernels.SwiGLUOAI(g, g, u, oaiAlpha, oaiLimit)
 	}
-	return nil
 }

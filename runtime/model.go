@@ -203,6 +203,9 @@ func newModel(f *loader.File, o LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := w.checkExperts(); err != nil {
+		return nil, err
+	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
@@ -461,17 +464,13 @@ func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
 	for b := 0; b < len(tokens); b += nb {
 		chunk := tokens[b:min(b+nb, len(tokens))]
 		n := len(chunk)
-		var err error
 		switch {
 		case allLogits:
-			err = s.forward(chunk, 0, all[b*nv:(b+n)*nv])
+			s.forward(chunk, 0, all[b*nv:(b+n)*nv])
 		case b+n == len(tokens):
-			err = s.forward(chunk, n-1, s.last)
+			s.forward(chunk, n-1, s.last)
 		default:
-			err = s.forward(chunk, n, nil)
-		}
-		if err != nil {
-			return nil, err
+			s.forward(chunk, n, nil)
 		}
 		s.pos += n
 		s.tokens = append(s.tokens[:s.pos-n], chunk...)

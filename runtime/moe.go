@@ -135,19 +135,17 @@ func (ms *moeState) chunks(c *Config, rows, nw int) []expertChunk {
 
 // moe computes the expert FFN of layer l for ntok rows of h ([ntok][NEmbd])
 // into out ([ntok][NEmbd]).
-func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
+func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) {
 	c, ms := p.m.cfg, p.st.moe
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
 	if g := &l.GateInp; g.Type == kernels.F32 && g.Pack == (kernels.Packing{}) && ntok >= 2 && g.Rows%4 == 0 && g.Cols%16 == 0 {
 		routerTiled(g, h, ntok, ms.logits[:ntok*c.NExpert])
-	} else if err := p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]}); err != nil {
-		return err
+	} else {
+		p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]})
 	}
 	if l.GateInpB != nil { // gpt-oss: router bias, softmax over the chosen logits
-		if err := addRowBias(ms.logits, l.GateInpB, ntok, c.NExpert); err != nil {
-			return err
-		}
+		addRowBias(ms.logits, l.GateInpB, ntok, c.NExpert)
 	}
 	trace("ffn_moe_logits", -1, ms.logits[:ntok*c.NExpert])
 	if c.MoESoftmaxWeight {
@@ -158,13 +156,13 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) error {
 	trace("ffn_moe_probs", -1, ms.logits[:ntok*c.NExpert])
 	trace("ffn_moe_weights_norm", -1, ms.w[:ntok*c.NExpertUsed])
 	ms.sortRows(c, ntok)
-	return p.routedExperts(l, h, ntok, out, gluSiLU)
+	p.routedExperts(l, h, ntok, out, gluSiLU)
 }
 
 // routedExperts runs the experts chosen in st.moe (routed and sorted) over
 // ntok rows of h into out ([ntok][NEmbd]), act being the experts' gated
 // activation (gpt-oss: its clamped SwiGLU with biases, whatever act is).
-func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) error {
+func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act gluKind) {
 	m, c, st := p.m, p.m.cfg, p.st
 	ms := st.moe
 	d, ffe, k := c.NEmbd, c.NFFExp, c.NExpertUsed
@@ -172,21 +170,16 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 
 	// Activations of h in expert-sorted row order (each token's row once per slot).
 	at := l.ExpGate[0].Type.ActType()
-	if l.ExpUp[0].Type.ActType() != at {
-		return fmt.Errorf("%s and %s need different activation types (%v, %v)", l.ExpGate[0].Name, l.ExpUp[0].Name, at, l.ExpUp[0].Type.ActType())
+	if l.ExpUp[0].Type.ActType() != at { // refused at load (Weights.checkExperts)
+		panic(fmt.Sprintf("%s and %s need different activation types (%v, %v)", l.ExpGate[0].Name, l.ExpUp[0].Name, at, l.ExpUp[0].Type.ActType()))
 	}
-	rb, err := at.RowBytes(int64(d))
-	if err != nil {
-		return err
-	}
+	rb := mustRowBytes(at, d)
 	tokAct := st.act[at]
 	if len(tokAct) < ntok*int(rb) {
 		tokAct = make([]byte, st.nBatch*int(rb))
 		st.act[at] = tokAct
 	}
-	if err := p.quantizeRows(at, h, d, ntok, tokAct, int(rb)); err != nil {
-		return err
-	}
+	p.quantizeRows(at, h, d, ntok, tokAct, int(rb))
 	if len(ms.act) < nrows*int(rb) {
 		ms.act = make([]byte, st.nBatch*k*int(rb))
 	}
@@ -210,26 +203,14 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 			m   *Mat
 			out []float32
 		}{{&l.ExpGate[ch.e], ms.gate[j0*ffe : j1*ffe]}, {&l.ExpUp[ch.e], ms.up[j0*ffe : j1*ffe]}} {
-			if err := expertProduct(op.m, a, int(rb), j1-j0, op.out, ch.r0, ch.r1); err != nil {
-				if st.errs[wk] == nil {
-					st.errs[wk] = err
-				}
-				return
-			}
+			expertProduct(op.m, a, int(rb), j1-j0, op.out, ch.r0, ch.r1)
 		}
 		if c.SwiGLUOAI { // gpt-oss: per-expert biases and the clamped SwiGLU
-			if err := expertBiasGLU(c, l, ch.e, ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
-				st.errs[wk] = err
-			}
+			expertBiasGLU(c, l, ch.e, ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ch.r0, ch.r1)
 			return
 		}
-		if err := act.apply(ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
-		}
+		act.apply(ms.gate[j0*ffe:j1*ffe], ms.up[j0*ffe:j1*ffe], j1-j0, ffe, ch.r0, ch.r1)
 	})
-	if err := st.firstErr(); err != nil {
-		return err
-	}
 
 	if p.prof != nil {
 		p.prof.addMatmul([]matOp{{m: &l.ExpGate[0]}, {m: &l.ExpUp[0]}}, time.Since(t0))
@@ -238,16 +219,11 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 	// Down projections: the activations of act(gate)*up per row, then each
 	// expert's down matrix over its rows.
 	at2 := l.ExpDown[0].Type.ActType()
-	rb2, err := at2.RowBytes(int64(ffe))
-	if err != nil {
-		return err
-	}
+	rb2 := mustRowBytes(at2, ffe)
 	if len(ms.act2) < nrows*int(rb2) {
 		ms.act2 = make([]byte, st.nBatch*k*int(rb2))
 	}
-	if err := p.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2)); err != nil {
-		return err
-	}
+	p.quantizeRows(at2, ms.gate[:nrows*ffe], ffe, nrows, ms.act2, int(rb2))
 	if p.prof != nil {
 		t0 = time.Now()
 	}
@@ -255,9 +231,7 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 	pl.runChunks(len(chunks), func(wk, ci int) {
 		ch := chunks[ci]
 		j0, j1 := ms.first[ch.e], ms.first[ch.e+1]
-		if err := expertProduct(&l.ExpDown[ch.e], ms.act2[j0*int(rb2):j1*int(rb2)], int(rb2), j1-j0, ms.down[j0*d:j1*d], ch.r0, ch.r1); err != nil && st.errs[wk] == nil {
-			st.errs[wk] = err
-		}
+		expertProduct(&l.ExpDown[ch.e], ms.act2[j0*int(rb2):j1*int(rb2)], int(rb2), j1-j0, ms.down[j0*d:j1*d], ch.r0, ch.r1)
 		if l.ExpDownB != nil { // gpt-oss: the down projection's bias
 			b := l.ExpDownB[ch.e*d : (ch.e+1)*d]
 			for j := j0; j < j1; j++ {
@@ -270,9 +244,6 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 	})
 	if p.prof != nil {
 		p.prof.addMatmul([]matOp{{m: &l.ExpDown[0]}}, time.Since(t0))
-	}
-	if err := st.firstErr(); err != nil {
-		return err
 	}
 
 	// out[t] = sum over slots, in order, of w * down row (each product
@@ -294,16 +265,12 @@ func (p *pass) routedExperts(l *Layer, h []float32, ntok int, out []float32, act
 			}
 		}
 	}
-	return nil
 }
 
 // expertProduct computes rows [r0, r1) of mt times ntok activation rows a
 // (rb bytes each) into y ([ntok][mt.Rows]).
-func expertProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) error {
-	if err := matProduct(mt, a, rb, ntok, y, r0, r1); err != nil {
-		return fmt.Errorf("%s: %v", mt.Name, err)
-	}
-	return nil
+func expertProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) {
+	matProduct(mt, a, rb, ntok, y, r0, r1)
 }
 
 // routerTiled sets out[t][r] = dot(row r of the F32 matrix g, h[t]) in the

@@ -40,9 +40,7 @@ func writeMXFP4Experts(t *testing.T, src, dst string) {
 		data, ty := f.Data(ti), ti.Type
 		if strings.Contains(ti.Name, "_exps") {
 			x := make([]float32, ti.Elements())
-			if err := kernels.Dequant(ti.Type, data, x); err != nil {
-				t.Fatal(err)
-			}
+			kernels.Dequant(ti.Type, data, x)
 			ty = kernels.MXFP4
 			rb, err := ty.RowBytes(ti.Shape[0])
 			if err != nil {

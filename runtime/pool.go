@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,12 @@ import (
 // slowly, or preempted on a busy machine) finds the chunks already done by
 // the others instead of holding up the op. One op runs at a time; callers
 // from several sessions are serialized.
+//
+// A chunk that panics (a kernel's misuse check, an index out of range) is
+// recovered on the worker that ran it, the op's other chunks still run, and
+// runChunks then panics on the caller's goroutine with a *workerPanic
+// holding the first panic's value and the stack of the goroutine that
+// raised it; the pool stays usable.
 type pool struct {
 	n        int
 	mu       sync.Mutex
@@ -42,7 +50,25 @@ type job struct {
 	n     int64
 	parts []jobPart
 	done  atomic.Int64
-	fin   chan struct{} // capacity 1: sent by whoever finishes the last chunk
+	fin   chan struct{}               // capacity 1: sent by whoever finishes the last chunk
+	fault atomic.Pointer[workerPanic] // the first chunk's panic (nil: none)
+}
+
+// workerPanic is a panic raised by a chunk of a pool job, re-raised on the
+// job's caller: the original value and the stack where it was raised.
+type workerPanic struct {
+	value any
+	stack []byte
+}
+
+func (w *workerPanic) Error() string {
+	return fmt.Sprintf("%v\n\n[panicked in a pool job or batch step; the stack where it was raised:]\n%s", w.value, w.stack)
+}
+
+// Unwrap gives the original value when it is an error (errors.Is/As see it).
+func (w *workerPanic) Unwrap() error {
+	err, _ := w.value.(error)
+	return err
 }
 
 // jobPart is chunks [next, end) of a job, on a cache line of its own.
@@ -70,12 +96,23 @@ func (j *job) work(wk int) {
 			if c >= p.end {
 				break
 			}
-			j.f(wk, int(c))
-			if j.done.Add(1) == j.n {
-				j.fin <- struct{}{}
-			}
+			j.chunk(wk, int(c))
 		}
 	}
+}
+
+// chunk runs chunk c on worker wk and counts it done, even when it panics:
+// the panic is kept (the first one) for the caller to re-raise.
+func (j *job) chunk(wk, c int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.fault.CompareAndSwap(nil, &workerPanic{value: r, stack: debug.Stack()})
+		}
+		if j.done.Add(1) == j.n {
+			j.fin <- struct{}{}
+		}
+	}()
+	j.f(wk, c)
 }
 
 // interleavedChunks is WOOLLY_CHUNKS=interleaved: every job one part.
@@ -157,7 +194,9 @@ func (p *pool) publish(j *job) {
 
 // runChunks calls f(wk, c) once for every chunk c in [0, n), spread over the
 // workers, and returns when all have returned. Workers running at the same
-// time have distinct wk (< p.n), so wk may index per-worker scratch.
+// time have distinct wk (< p.n), so wk may index per-worker scratch. If a
+// chunk panics, runChunks panics with a *workerPanic once every chunk has
+// returned.
 func (p *pool) runChunks(n int, f func(wk, c int)) {
 	if n <= 0 {
 		return
@@ -176,6 +215,7 @@ func (p *pool) runChunks(n int, f func(wk, c int)) {
 	}
 	j := newJob(f, n, parts)
 	p.publish(j)
+	defer j.raise()
 	j.work(0)
 	if j.done.Load() == j.n {
 		return
@@ -193,6 +233,13 @@ func (p *pool) runChunks(n int, f func(wk, c int)) {
 		}
 	}
 	<-j.fin
+}
+
+// raise re-raises a chunk's panic on the caller (after the job is done).
+func (j *job) raise() {
+	if w := j.fault.Load(); w != nil {
+		panic(w)
+	}
 }
 
 // run calls f(0) .. f(n-1) concurrently and returns when all have returned.

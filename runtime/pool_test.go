@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	goruntime "runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,4 +124,75 @@ func slicesEqual(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// A chunk's panic is re-raised on the caller's goroutine, with the value and
+// the stack of the goroutine that panicked, after every other chunk has run;
+// the pool then runs the next job normally. Covers a panic on a worker
+// goroutine (wk != 0) and on the caller (wk == 0).
+func TestPoolReraisesWorkerPanic(t *testing.T) {
+	for _, nw := range []int{2, 3} {
+		p := newPool(nw)
+		for _, onWorker := range []bool{true, false} {
+			seen := 0
+			for it := 0; it < 20; it++ {
+				const n = 64
+				boom := errors.New("kernels.Test: boom")
+				var ran atomic.Int32
+				var panicked atomic.Bool
+				release := make(chan struct{}, 1)
+				got := func() (r any) {
+					defer func() { r = recover() }()
+					p.runChunks(n, func(wk, c int) {
+						ran.Add(1)
+						// The chunk that panics waits until the other goroutine has
+						// run one, so both the caller and a worker take part.
+						if (wk != 0) == onWorker && panicked.CompareAndSwap(false, true) {
+							<-release
+							panic(boom)
+						}
+						if (wk != 0) != onWorker {
+							// Hold the other side until the panicking chunk has started.
+							for t0 := time.Now(); !panicked.Load() && time.Since(t0) < time.Second; {
+								goruntime.Gosched()
+							}
+							select {
+							case release <- struct{}{}:
+							default:
+							}
+						}
+					})
+					return nil
+				}()
+				if got == nil {
+					if !panicked.Load() { // the other side took every chunk: no panic to see
+						continue
+					}
+					t.Fatalf("%d workers: runChunks returned after a chunk panicked", nw)
+				}
+				wp, ok := got.(*workerPanic)
+				if !ok {
+					t.Fatalf("%d workers: recovered %T %v, want *workerPanic", nw, got, got)
+				}
+				if !errors.Is(wp, boom) || !strings.Contains(wp.Error(), "kernels.Test: boom") ||
+					!strings.Contains(wp.Error(), "TestPoolReraisesWorkerPanic") {
+					t.Fatalf("%d workers: panic text lacks the value or the worker's stack:\n%s", nw, wp.Error())
+				}
+				if ran.Load() != n {
+					t.Fatalf("%d workers: %d of %d chunks ran", nw, ran.Load(), n)
+				}
+				// The pool is still usable.
+				var sum atomic.Int64
+				p.runChunks(100, func(_, c int) { sum.Add(int64(c)) })
+				if sum.Load() != 99*100/2 {
+					t.Fatalf("%d workers: job after the panic summed %d", nw, sum.Load())
+				}
+				seen++
+			}
+			if seen == 0 {
+				t.Fatalf("%d workers, panic on a worker %v: no job panicked", nw, onWorker)
+			}
+		}
+		p.close()
+	}
 }

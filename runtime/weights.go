@@ -114,9 +114,7 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 			return nil, err
 		}
 		out := make([]float32, cols*rows)
-		if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-			return nil, fmt.Errorf("tensor %s: %v", name, err)
-		}
+		kernels.Dequant(m.Type, m.Data, out)
 		return out, nil
 	}
 
@@ -263,12 +261,14 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	return w, nil
 }
 
-// embedRow dequantizes row tok of m into dst (len m.Cols).
-func (m *Mat) embedRow(tok int, dst []float32) error {
+// embedRow dequantizes row tok of m into dst (len m.Cols). Token ids (and
+// positions) are checked against the model's when a request is evaluated,
+// so one out of range here is a bug, and panics.
+func (m *Mat) embedRow(tok int, dst []float32) {
 	if tok < 0 || tok >= m.Rows {
-		return fmt.Errorf("token id %d out of range [0, %d)", tok, m.Rows)
+		panic(fmt.Sprintf("%s: row %d out of range [0, %d)", m.Name, tok, m.Rows))
 	}
-	return kernels.Dequant(m.Type, m.Data[tok*m.RowBytes:(tok+1)*m.RowBytes], dst)
+	kernels.Dequant(m.Type, m.Data[tok*m.RowBytes:(tok+1)*m.RowBytes], dst)
 }
 
 // hasExperts reports whether a layer has a mixture of experts.
@@ -305,6 +305,24 @@ func (w *Weights) allLayerMats() []*Mat {
 		out = append(out, w.Layers[i].allMats()...)
 	}
 	return out
+}
+
+// checkExperts requires each mixture-of-experts layer's gate and up
+// experts to take one activation type: the input rows are quantized once
+// for both products.
+func (w *Weights) checkExperts() error {
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		if len(l.ExpGate) == 0 || len(l.ExpUp) == 0 {
+			continue
+		}
+		g, u := l.ExpGate[0].Type, l.ExpUp[0].Type
+		if g.ActType() != u.ActType() {
+			return fmt.Errorf("layer %d: expert gate (%v) and up (%v) matrices take different activation types (%v, %v); Woolly needs one for both",
+				i, g, u, g.ActType(), u.ActType())
+		}
+	}
+	return nil
 }
 
 func (w *Weights) hasExperts() bool {
@@ -425,8 +443,6 @@ func bindVec(f *loader.File, dims func() string, name string, n int) ([]float32,
 		return nil, err
 	}
 	out := make([]float32, n)
-	if err := kernels.Dequant(m.Type, m.Data, out); err != nil {
-		return nil, fmt.Errorf("tensor %s: %v", name, err)
-	}
+	kernels.Dequant(m.Type, m.Data, out)
 	return out, nil
 }

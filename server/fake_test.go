@@ -26,6 +26,7 @@ type fakeBackend struct {
 	count    bool          // models count tokens (a prompt's whitespace-separated words, as Generate counts them)
 	cached   int           // prompt tokens every generation reports as reused from a cache (at most the prompt's)
 	scripts  [][]string    // when set, the next generation's pieces (taken in turn; then script)
+	panics   atomic.Value  // a string: when set, each Generate panics with it (a bug in the engine)
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{loads: map[string]int{}} }
@@ -131,6 +132,9 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 		return nil, errors.New("generate on a closed model")
 	}
 	defer m.enter()()
+	if v, _ := m.b.panics.Load().(string); v != "" {
+		panic(errors.New(v))
+	}
 	held := int64(len(strings.Fields(req.Prompt)))
 	m.kv.Add(held)
 	defer func() { m.kv.Add(-held) }()

@@ -328,6 +328,7 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		defer func() { s.metrics.request(route, rec.status, time.Since(start)) }()
+		defer s.recoverRequest(rec, r, fam)
 		if !open && !s.authorized(r) {
 			rec.Header().Set("WWW-Authenticate", "Bearer")
 			s.fail(rec, r, fam, http.StatusUnauthorized, "missing or invalid API key")
@@ -354,6 +355,28 @@ func (s *Server) handle(fam family, pattern string, open bool, h http.HandlerFun
 		}
 		h(rec, r)
 	})
+}
+
+// recoverRequest turns a panic in a request's handler (a bug in Woolly or a
+// backend: the runtime raises a kernel's misuse or a worker's panic on the
+// request's goroutine) into a 500 answer and a log line with the stack, and
+// the server serves on. A response already begun (a stream) cannot change
+// its status: it ends where it is. http.ErrAbortHandler passes through.
+func (s *Server) recoverRequest(w *statusRecorder, r *http.Request, fam family) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	s.log.Printf("%s %s: panic: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
+	if w.wrote {
+		w.status = http.StatusInternalServerError // for the metrics
+		return
+	}
+	msg, _, _ := strings.Cut(fmt.Sprint(v), "\n") // the value, not the stack
+	writeJSON(w, http.StatusInternalServerError, errorBody(fam, http.StatusInternalServerError, s.models.scrub("internal error: "+msg)))
 }
 
 // readBody reads the whole request body, at most MaxBodyBytes of it within

@@ -839,3 +839,28 @@ func TestStatsMap(t *testing.T) {
 		t.Errorf("non-struct: %v", m)
 	}
 }
+
+// A panic while a request generates (a bug: the runtime raises a kernel's
+// misuse on the request's goroutine) answers that request with a 500 in
+// its API's error shape, and the server goes on serving.
+func TestHandlerPanicIs500(t *testing.T) {
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	b.panics.Store("kernels.MatVec: y has 3 entries, rows up to 4\n\ngoroutine 7 [running]: ...")
+	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
+	if r.status != http.StatusInternalServerError {
+		t.Fatalf("status %d, body %s", r.status, r.body)
+	}
+	if msg, _ := r.json(t)["error"].(string); msg != "internal error: kernels.MatVec: y has 3 entries, rows up to 4" {
+		t.Fatalf("error %q", msg)
+	}
+	r = do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}]}`)
+	if r.status != http.StatusInternalServerError || !strings.Contains(string(r.body), `"type":"server_error"`) {
+		t.Fatalf("openai: status %d, body %s", r.status, r.body)
+	}
+	b.panics.Store("")
+	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("after the panics: status %d, body %s", r.status, r.body)
+	}
+}
