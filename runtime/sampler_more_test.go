@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -18,9 +19,12 @@ func logitsOf(p ...float64) []float32 {
 	return l
 }
 
-// chainDist runs the sampler's chain (not mirostat) up to the draw and
-// returns the ids kept and their probabilities (after temperature).
-func chainDist(s *Sampler, logits []float32) ([]int32, []float64) {
+// checkKept runs the chain of a sampler with options o (not mirostat) on
+// logits up to the draw and checks the ids it keeps and their probabilities
+// (after temperature) against want; what names the case.
+func checkKept(t *testing.T, what string, o SamplerOptions, logits []float32, wantIDs []int32, wantProb []float64) {
+	t.Helper()
+	s := NewSampler(o)
 	c := s.filtered(s.adjusted(logits))
 	for i := range c {
 		c[i].logit /= s.o.Temperature
@@ -29,19 +33,13 @@ func chainDist(s *Sampler, logits []float32) ([]int32, []float64) {
 	for i := range c {
 		ids[i] = c[i].id
 	}
-	return ids, softmaxOf(c)
+	if prob := softmaxOf(c); !slices.Equal(ids, wantIDs) || !near(prob, wantProb) {
+		t.Errorf("%s: kept %v %v, want %v %v", what, ids, prob, wantIDs, wantProb)
+	}
 }
 
 func near(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Abs(a[i]-b[i]) > 1e-6 {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) <= 1e-6 })
 }
 
 // Typical-p on p = (1/2, 1/4, 1/8, 1/8): entropy 1.75 ln 2; surprises
@@ -59,11 +57,7 @@ func TestTypicalP(t *testing.T) {
 		{0.8, []int32{0, 1, 2}, []float64{4.0 / 7, 2.0 / 7, 1.0 / 7}},
 		{1, []int32{0, 1, 2, 3}, []float64{0.5, 0.25, 0.125, 0.125}}, // off
 	} {
-		s := NewSampler(SamplerOptions{Temperature: 1, TypicalP: tc.p})
-		ids, prob := chainDist(s, l)
-		if !slices.Equal(ids, tc.ids) || !near(prob, tc.prob) {
-			t.Errorf("typical_p %g: kept %v %v, want %v %v", tc.p, ids, prob, tc.ids, tc.prob)
-		}
+		checkKept(t, fmt.Sprintf("typical_p %g", tc.p), SamplerOptions{Temperature: 1, TypicalP: tc.p}, l, tc.ids, tc.prob)
 	}
 	// With temperature 0 the best survivor is picked: token 1, not the
 	// argmax 0.
@@ -86,11 +80,7 @@ func TestXTC(t *testing.T) {
 		{0.35, []int32{0, 1, 2, 3}, []float64{0.4, 0.3, 0.2, 0.1}}, // one above: kept
 		{0.6, []int32{0, 1, 2, 3}, []float64{0.4, 0.3, 0.2, 0.1}},  // > 0.5: off
 	} {
-		s := NewSampler(SamplerOptions{Temperature: 1, XTCProbability: 1, XTCThreshold: tc.thr})
-		ids, prob := chainDist(s, l)
-		if !slices.Equal(ids, tc.ids) || !near(prob, tc.prob) {
-			t.Errorf("xtc threshold %g: kept %v %v, want %v %v", tc.thr, ids, prob, tc.ids, tc.prob)
-		}
+		checkKept(t, fmt.Sprintf("xtc threshold %g", tc.thr), SamplerOptions{Temperature: 1, XTCProbability: 1, XTCThreshold: tc.thr}, l, tc.ids, tc.prob)
 	}
 	// Greedy with XTC always on picks the best survivor.
 	if got := NewSampler(SamplerOptions{XTCProbability: 1, XTCThreshold: 0.25}).Sample(l); got != 1 {
