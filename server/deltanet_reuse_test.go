@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/synth"
 )
 
@@ -32,13 +31,7 @@ func TestHybridChatReuse(t *testing.T) {
 	if _, err := synth.WriteFile(filepath.Join(dir, "qwen35-mini.gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pc := range []*int64{runtime.Ptr(int64(0)), nil} {
-		name := "prefix cache off"
-		if pc == nil {
-			name = "defaults"
-		}
-		t.Run(name, func(t *testing.T) { testHybridReuse(t, dir, pc) })
-	}
+	forPrefixCacheModes(t, func(t *testing.T, pc *int64) { testHybridReuse(t, dir, pc) })
 }
 
 func testHybridReuse(t *testing.T, dir string, prefixCache *int64) {

@@ -62,15 +62,7 @@ func unit(v ...float64) []float64 {
 }
 
 func closeTo(a []float64, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Abs(a[i]-b[i]) > 1e-6 {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) <= 1e-6 })
 }
 
 func TestOllamaEmbedRoutes(t *testing.T) {

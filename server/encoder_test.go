@@ -169,20 +169,23 @@ func TestEncoderRoutes(t *testing.T) {
 // TestRerankLikeLlamaServer: /v1/rerank on bert-rerank-mini answers as
 // llama.cpp's native llama-server did (runtime/testdata/encoder/native):
 // the same order, scores within 1e-6, the same token count.
+// rerankResponse is the part of a /v1/rerank answer the test compares.
+type rerankResponse struct {
+	Results []struct {
+		Index int     `json:"index"`
+		Score float64 `json:"relevance_score"`
+	} `json:"results"`
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
 func TestRerankLikeLlamaServer(t *testing.T) {
 	url, _ := encoderServer(t)
 	var ref struct {
-		Query     string   `json:"query"`
-		Documents []string `json:"documents"`
-		Response  struct {
-			Results []struct {
-				Index int     `json:"index"`
-				Score float64 `json:"relevance_score"`
-			} `json:"results"`
-			Usage struct {
-				PromptTokens int `json:"prompt_tokens"`
-			} `json:"usage"`
-		} `json:"response"`
+		Query     string         `json:"query"`
+		Documents []string       `json:"documents"`
+		Response  rerankResponse `json:"response"`
 	}
 	b, err := os.ReadFile(filepath.Join("..", "runtime", "testdata", "encoder", "native", "bert-rerank-mini-Q8_0.rerank.json"))
 	if err != nil {
@@ -193,15 +196,7 @@ func TestRerankLikeLlamaServer(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{"model": "bert-rerank-mini", "query": ref.Query, "documents": ref.Documents})
 	code, out := post(t, url+"/v1/rerank", string(body))
-	var got struct {
-		Results []struct {
-			Index int     `json:"index"`
-			Score float64 `json:"relevance_score"`
-		} `json:"results"`
-		Usage struct {
-			PromptTokens int `json:"prompt_tokens"`
-		} `json:"usage"`
-	}
+	var got rerankResponse
 	if err := json.Unmarshal(out, &got); code != 200 || err != nil {
 		t.Fatalf("/v1/rerank: %d %s", code, out)
 	}

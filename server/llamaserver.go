@@ -214,6 +214,16 @@ var llamaTokenizeFields = map[string]fieldRule{
 	"model": honoured, "content": honoured, "add_special": honoured, "parse_special": honoured, "with_pieces": honoured,
 }
 
+// decodeForModel decodes a body into q and leases the model *model (a field
+// of q) then names; nil after the error response.
+func (s *Server) decodeForModel(w http.ResponseWriter, r *http.Request, q any, fields map[string]fieldRule, model *string) *lease {
+	if err := decode(r, q, false, fieldCheck{fields, true}); err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return nil
+	}
+	return s.llamaModelFor(w, r, *model)
+}
+
 func (s *Server) llamaTokenize(w http.ResponseWriter, r *http.Request) {
 	q := struct {
 		Model        string  `json:"model"`
@@ -222,11 +232,7 @@ func (s *Server) llamaTokenize(w http.ResponseWriter, r *http.Request) {
 		ParseSpecial *bool   `json:"parse_special"`
 		WithPieces   bool    `json:"with_pieces"`
 	}{}
-	if err := decode(r, &q, false, fieldCheck{llamaTokenizeFields, true}); err != nil {
-		s.failErr(w, r, famOpenAI, err)
-		return
-	}
-	l := s.llamaModelFor(w, r, q.Model)
+	l := s.decodeForModel(w, r, &q, llamaTokenizeFields, &q.Model)
 	if l == nil {
 		return
 	}
@@ -276,11 +282,7 @@ func (s *Server) llamaDetokenize(w http.ResponseWriter, r *http.Request) {
 		Model  string  `json:"model"`
 		Tokens []int32 `json:"tokens"`
 	}{}
-	if err := decode(r, &q, false, fieldCheck{llamaDetokenizeFields, true}); err != nil {
-		s.failErr(w, r, famOpenAI, err)
-		return
-	}
-	l := s.llamaModelFor(w, r, q.Model)
+	l := s.decodeForModel(w, r, &q, llamaDetokenizeFields, &q.Model)
 	if l == nil {
 		return
 	}

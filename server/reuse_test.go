@@ -16,12 +16,19 @@ import (
 // sessions alone, Batch.Acquire) and at the defaults (the prefix cache too).
 func TestConversationReuseAcrossAPIs(t *testing.T) {
 	dir := realModelsDir(t)
+	forPrefixCacheModes(t, func(t *testing.T, pc *int64) { testReuse(t, dir, pc) })
+}
+
+// forPrefixCacheModes runs test with the prefix cache off (the runtime's
+// idle sessions alone) and at the defaults (the prefix cache too), each a
+// subtest.
+func forPrefixCacheModes(t *testing.T, test func(t *testing.T, prefixCache *int64)) {
 	for _, pc := range []*int64{runtime.Ptr(int64(0)), nil} {
 		name := "prefix cache off"
 		if pc == nil {
 			name = "defaults"
 		}
-		t.Run(name, func(t *testing.T) { testReuse(t, dir, pc) })
+		t.Run(name, func(t *testing.T) { test(t, pc) })
 	}
 }
 

@@ -138,8 +138,14 @@ func sse(t *testing.T, b []byte) []map[string]any {
 	if len(frames) == 0 || frames[len(frames)-1] != "data: [DONE]" {
 		t.Fatalf("stream does not end with data: [DONE]: %q", b)
 	}
+	return ssePayloads(t, frames[:len(frames)-1])
+}
+
+// ssePayloads decodes SSE frames, each one "data: " line of JSON.
+func ssePayloads(t *testing.T, frames []string) []map[string]any {
+	t.Helper()
 	var out []map[string]any
-	for _, f := range frames[:len(frames)-1] {
+	for _, f := range frames {
 		payload, ok := strings.CutPrefix(f, "data: ")
 		if !ok {
 			t.Fatalf("frame %q lacks data:", f)
