@@ -654,19 +654,8 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
 		e := in
-		switch pool {
-		case PoolingNone:
-			e.TokenVectors = make([][]float32, n)
-			for t := range e.TokenVectors {
-				e.TokenVectors[t] = h[t*d : (t+1)*d : (t+1)*d]
-			}
-		case PoolingMean:
-			e.Vector = meanRows(h, n, d)
-		case PoolingCLS:
-			e.Vector = h[:d:d]
-		case PoolingLast:
-			e.Vector = h[(n-1)*d:]
-		case PoolingRank:
+		e.pool(pool, h, n, d)
+		if pool == PoolingRank {
 			if e.Vector, err = m.classify(h[:d]); err != nil {
 				return nil, fmt.Errorf("input %d: %w", i, err)
 			}
