@@ -27,9 +27,9 @@ func variantWith(t *testing.T, name string, set map[string]*loader.Value, drop s
 }
 
 // variantEdit is variantWith with edit (when not nil) given each tensor's
-// data to return the bytes to write.
+// data to return the type and bytes to write.
 func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop string, add map[string][]float32,
-	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
+	edit func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte)) string {
 	t.Helper()
 	return rewriteFile(t, filepath.Join(sharedDir(t), "models", name+".gguf"), name+".gguf", set, drop, add, edit)
 }
@@ -37,9 +37,9 @@ func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop s
 // rewriteFile writes a copy of the model at path, as file in a temporary
 // directory, with metadata changed (set; a nil value deletes the key),
 // tensor drop left out, the F32 tensors add added and, when edit is not
-// nil, each tensor's data replaced by what edit returns.
+// nil, each tensor's type and data replaced by what edit returns.
 func rewriteFile(t *testing.T, path, file string, set map[string]*loader.Value, drop string, add map[string][]float32,
-	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
+	edit func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte)) string {
 	t.Helper()
 	f, err := loader.Open(path)
 	if err != nil {
@@ -66,11 +66,11 @@ func rewriteFile(t *testing.T, path, file string, set map[string]*loader.Value, 
 		if ti.Name == drop {
 			continue
 		}
-		data := f.Data(ti)
+		ty, data := ti.Type, f.Data(ti)
 		if edit != nil {
-			data = edit(ti, data)
+			ty, data = edit(ti, data)
 		}
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, data); err != nil {
+		if err := w.AddTensor(ti.Name, ty, ti.Shape, data); err != nil {
 			t.Fatal(err)
 		}
 	}
