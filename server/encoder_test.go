@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/runtime"
@@ -37,23 +34,9 @@ func encoderServer(t *testing.T) (url, dir string) {
 			t.Fatal(err)
 		}
 	}
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: s.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() {
-		ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		hs.Shutdown(ctx)
-		s.Close()
-	})
-	return "http://" + ln.Addr().String(), dir
+	url, stop, _ := serveOnPort(t, Config{ModelsDir: dir, Threads: 1})
+	t.Cleanup(stop)
+	return url, dir
 }
 
 // TestEncoderRoutes: a BERT model's embeddings through /api/embed and
