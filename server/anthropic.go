@@ -21,25 +21,20 @@ import (
 // stop, message_delta, message_stop). The anthropic-version header is
 // accepted whatever its value; the key may come in x-api-key.
 
+// anthropicErrorTypes are the error types Anthropic names by status
+// (errorType: api_error for another 5xx).
+var anthropicErrorTypes = map[int]string{
+	http.StatusUnauthorized:          "authentication_error",
+	http.StatusForbidden:             "permission_error",
+	http.StatusNotFound:              "not_found_error",
+	http.StatusRequestEntityTooLarge: "request_too_large",
+	http.StatusTooManyRequests:       "rate_limit_error",
+	http.StatusServiceUnavailable:    "overloaded_error",
+}
+
 // anthropicError is an error in Anthropic's shape, its type from the status.
 func anthropicError(status int, msg string) map[string]any {
-	typ := "invalid_request_error"
-	switch {
-	case status == http.StatusUnauthorized:
-		typ = "authentication_error"
-	case status == http.StatusForbidden:
-		typ = "permission_error"
-	case status == http.StatusNotFound:
-		typ = "not_found_error"
-	case status == http.StatusRequestEntityTooLarge:
-		typ = "request_too_large"
-	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
-	case status == http.StatusServiceUnavailable:
-		typ = "overloaded_error"
-	case status >= 500:
-		typ = "api_error"
-	}
+	typ := errorType(status, anthropicErrorTypes, "api_error")
 	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 }
 
@@ -547,30 +542,23 @@ func (a *anthropicBlocks) delta(typ, text string) {
 	a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": typ + "_delta", typ: text}})
 }
 
+// call adds a tool call as a whole tool_use block.
+func (a *anthropicBlocks) call(c chat.ToolCall) {
+	a.close()
+	block := toolUseBlock(c)
+	args := string(c.Arguments)
+	block["input"] = map[string]any{}
+	a.emit("content_block_start", map[string]any{"index": a.index, "content_block": block})
+	a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
+	a.emit("content_block_stop", map[string]any{"index": a.index})
+	a.index++
+}
+
 // feed takes the next piece (flush: the end of the answer) and returns its
 // events (none while the splitters hold text back).
 func (a *anthropicBlocks) feed(t string, flush bool) []sseEvent {
 	a.out = nil
-	if a.j.thinking {
-		var th string
-		th, t = a.sp.take(t, flush)
-		a.delta("thinking", th)
-	}
-	t, calls := a.j.toolFeed(t, flush)
-	a.delta("text", t)
-	for _, c := range calls {
-		a.close()
-		block := toolUseBlock(c)
-		args := string(c.Arguments)
-		block["input"] = map[string]any{}
-		a.emit("content_block_start", map[string]any{"index": a.index, "content_block": block})
-		a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
-		a.emit("content_block_stop", map[string]any{"index": a.index})
-		a.index++
-	}
-	if flush {
-		a.close()
-	}
+	a.j.feedEvents(a, &a.sp, "thinking", "text", t, flush)
 	return a.out
 }
 

@@ -469,19 +469,7 @@ func (o *responsesOutput) call(c chat.ToolCall) {
 // events it makes.
 func (o *responsesOutput) feed(t string, flush bool) []sseEvent {
 	o.out = nil
-	if o.j.thinking {
-		var th string
-		th, t = o.sp.take(t, flush)
-		o.delta("reasoning", th)
-	}
-	t, calls := o.j.toolFeed(t, flush)
-	o.delta("message", t)
-	for _, c := range calls {
-		o.call(c)
-	}
-	if flush {
-		o.close()
-	}
+	o.j.feedEvents(o, &o.sp, "reasoning", "message", t, flush)
 	return o.out
 }
 

@@ -497,15 +497,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status
 func errorBody(fam family, status int, msg string) any {
 	switch fam {
 	case famOpenAI:
-		typ := "invalid_request_error"
-		switch {
-		case status == http.StatusUnauthorized:
-			typ = "authentication_error"
-		case status == http.StatusNotFound:
-			typ = "not_found_error"
-		case status >= 500:
-			typ = "server_error"
-		}
+		typ := errorType(status, openAIErrorTypes, "server_error")
 		return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
 	case famAnthropic:
 		return anthropicError(status, msg)
@@ -513,6 +505,25 @@ func errorBody(fam family, status int, msg string) any {
 		return map[string]any{"success": false, "message": msg}
 	}
 	return map[string]any{"error": msg}
+}
+
+// openAIErrorTypes are the error types OpenAI's bodies name by status
+// (errorType: server_error for another 5xx).
+var openAIErrorTypes = map[int]string{
+	http.StatusUnauthorized: "authentication_error",
+	http.StatusNotFound:     "not_found_error",
+}
+
+// errorType is the type an API's error body gives status: the one types
+// names, else server for a 5xx status, else invalid_request_error.
+func errorType(status int, types map[int]string, server string) string {
+	if typ, ok := types[status]; ok {
+		return typ
+	}
+	if status >= 500 {
+		return server
+	}
+	return "invalid_request_error"
 }
 
 // failErr maps an error from the registry or decoding to its status; an

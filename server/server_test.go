@@ -845,3 +845,26 @@ func TestStatsMap(t *testing.T) {
 		t.Errorf("non-struct: %v", m)
 	}
 }
+
+// The error type each family's body names for a status: a named status,
+// another 5xx, and anything else.
+func TestErrorBodyTypes(t *testing.T) {
+	for _, c := range []struct {
+		fam    family
+		status int
+		want   string
+	}{
+		{famOpenAI, 401, "authentication_error"}, {famOpenAI, 404, "not_found_error"},
+		{famOpenAI, 503, "server_error"}, {famOpenAI, 500, "server_error"},
+		{famOpenAI, 400, "invalid_request_error"}, {famOpenAI, 429, "invalid_request_error"},
+		{famAnthropic, 401, "authentication_error"}, {famAnthropic, 403, "permission_error"},
+		{famAnthropic, 404, "not_found_error"}, {famAnthropic, 413, "request_too_large"},
+		{famAnthropic, 429, "rate_limit_error"}, {famAnthropic, 503, "overloaded_error"},
+		{famAnthropic, 500, "api_error"}, {famAnthropic, 400, "invalid_request_error"},
+	} {
+		b := errorBody(c.fam, c.status, "m").(map[string]any)
+		if got := b["error"].(map[string]any)["type"]; got != c.want {
+			t.Errorf("family %v status %d: type %v, want %s", c.fam, c.status, got, c.want)
+		}
+	}
+}

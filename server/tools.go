@@ -27,6 +27,34 @@ func decodeTools(raw json.RawMessage) ([]json.RawMessage, error) {
 	return tools, nil
 }
 
+// answerEvents builds the events of a streamed answer made of parts
+// (Anthropic's content blocks, the Responses API's output items).
+type answerEvents interface {
+	delta(kind, text string) // text for the open part of kind, opening it if need be
+	call(c chat.ToolCall)    // a whole tool call, after closing the open part
+	close()                  // ends the open part, if any
+}
+
+// feedEvents hands ev the next piece of j's answer (flush: its end): the
+// reasoning sp splits off (when j thinks) as kind thinking, the text as kind
+// text, then the tool calls j's parser finished; at the end, the open part
+// is closed.
+func (j *job) feedEvents(ev answerEvents, sp *thinkSplitter, thinking, text string, t string, flush bool) {
+	if j.thinking {
+		var th string
+		th, t = sp.take(t, flush)
+		ev.delta(thinking, th)
+	}
+	t, calls := j.toolFeed(t, flush)
+	ev.delta(text, t)
+	for _, c := range calls {
+		ev.call(c)
+	}
+	if flush {
+		ev.close()
+	}
+}
+
 // toolFeed passes content through j's tool parser (when the request has
 // tools), keeping only the first call when parallel calls are off.
 func (j *job) toolFeed(text string, flush bool) (string, []chat.ToolCall) {
