@@ -48,25 +48,7 @@ func testHybridReuse(t *testing.T, dir string, prefixCache *int64) {
 
 	type usage struct{ prompt, cached int }
 	chat := func(msgs string) (usage, string) {
-		st, b := post(t, url+"/v1/chat/completions", `{"model":"qwen35-mini","temperature":0,"max_tokens":8,"logprobs":true,"top_logprobs":5,"messages":[`+msgs+`]}`)
-		if st != 200 {
-			t.Fatalf("chat: %d %s", st, b)
-		}
-		var r struct {
-			Choices []struct {
-				Message  struct{ Content string } `json:"message"`
-				Logprobs json.RawMessage          `json:"logprobs"`
-			} `json:"choices"`
-			Usage struct {
-				Prompt  int `json:"prompt_tokens"`
-				Details struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
-			t.Fatalf("chat: %v %s", err, b)
-		}
+		r := postChat(t, url, `{"model":"qwen35-mini","temperature":0,"max_tokens":8,"logprobs":true,"top_logprobs":5,"messages":[`+msgs+`]}`)
 		// The reply with its log-probabilities: equal only if the logits are.
 		return usage{r.Usage.Prompt, r.Usage.Details.Cached}, r.Choices[0].Message.Content + string(r.Choices[0].Logprobs)
 	}

@@ -58,10 +58,7 @@ func TestEncoderRoutes(t *testing.T) {
 		t.Fatalf("bert-mini pools by %v, want mean (its pooling_type)", want.Pooling)
 	}
 	code, body := post(t, url+"/api/embed", `{"model":"bert-mini","input":["Once upon a time","The cat sat on the mat."]}`)
-	var r struct {
-		Embeddings      [][]float32 `json:"embeddings"`
-		PromptEvalCount int         `json:"prompt_eval_count"`
-	}
+	var r apiEmbedResponse
 	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 		t.Fatalf("/api/embed: %d %s", code, body)
 	}
@@ -70,11 +67,7 @@ func TestEncoderRoutes(t *testing.T) {
 		t.Fatalf("/api/embed differs from the runtime's embeddings")
 	}
 	code, body = post(t, url+"/v1/embeddings", `{"model":"bert-mini","input":"Once upon a time"}`)
-	var o struct {
-		Data []struct {
-			Embedding []float32 `json:"embedding"`
-		} `json:"data"`
-	}
+	var o openAIEmbedResponse
 	if json.Unmarshal(body, &o); code != 200 || len(o.Data) != 1 || !slices.Equal(o.Data[0].Embedding, want.Embeddings[0].Vector) {
 		t.Fatalf("/v1/embeddings: %d %.200s", code, body)
 	}
