@@ -153,17 +153,13 @@ func llamaTimings(o *outcome) map[string]any {
 
 func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request) {
 	var q llamaCompletionRequest
-	if err := decode(r, &q, false, fieldCheck{llamaCompletionFields, false}); err != nil {
+	err := decode(r, &q, false, fieldCheck{llamaCompletionFields, false})
+	if err == nil {
+		q.Model, err = s.defaultModel(q.Model)
+	}
+	if err != nil {
 		s.failErr(w, r, famOpenAI, err)
 		return
-	}
-	if q.Model == "" {
-		m, err := s.defaultModel()
-		if err != nil {
-			s.failErr(w, r, famOpenAI, err)
-			return
-		}
-		q.Model = m
 	}
 	j, err := q.job(false)
 	if err != nil {
@@ -192,13 +188,10 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request) {
 // llamaModelFor acquires the model a tokenizer route names (or the default
 // one); the caller releases it. It answers the error itself (nil lease).
 func (s *Server) llamaModelFor(w http.ResponseWriter, r *http.Request, name string) *lease {
-	if name == "" {
-		m, err := s.defaultModel()
-		if err != nil {
-			s.failErr(w, r, famOpenAI, err)
-			return nil
-		}
-		name = m
+	name, err := s.defaultModel(name)
+	if err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return nil
 	}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()

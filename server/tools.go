@@ -188,7 +188,13 @@ func forcedToolGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, 
 	if len(alts) == 1 {
 		schema = alts[0]
 	}
-	if err := checkSchema("tools (the parameters of the tools tool_choice asks for)", schema); err != nil {
+	return compileToolParams("the tools", schema)
+}
+
+// compileToolParams checks and compiles the parameters schema of what
+// tool_choice asks for ("the tool" or "the tools").
+func compileToolParams(what string, schema json.RawMessage) (*grammar.Grammar, error) {
+	if err := checkSchema("tools (the parameters of "+what+" tool_choice asks for)", schema); err != nil {
 		return nil, err
 	}
 	g, err := grammar.CompileSchema(schema)
@@ -215,14 +221,7 @@ func forcedArgsGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, 
 		if absent(params) {
 			params = json.RawMessage(`{"type":"object"}`)
 		}
-		if err := checkSchema("tools (the parameters of the tool tool_choice asks for)", params); err != nil {
-			return nil, err
-		}
-		g, err := grammar.CompileSchema(params)
-		if err != nil {
-			return nil, badRequest("tool_choice: the tool's parameters: %v", err)
-		}
-		return g, nil
+		return compileToolParams("the tool", params)
 	}
 	return nil, badRequest("tool_choice: no tool named %s in tools", quoteShort(name))
 }
