@@ -199,6 +199,9 @@ func TestRunJSONSchema(t *testing.T) {
 	if _, errs, code := rtMain(t, "run", "-m", model, "-p", "x", "-j", `{"type":"nosuch"}`); code == 0 || !strings.Contains(errs, "json-schema") {
 		t.Errorf("bad schema: exit %d, %q", code, errs)
 	}
+	if _, errs, code := rtMain(t, "run", "-m", model, "-p", "x", "-j", schema, "--json-schema-file", file); code == 0 || !strings.Contains(errs, "--json-schema and --json-schema-file both given") {
+		t.Errorf("schema and schema file: exit %d, %q", code, errs)
+	}
 }
 
 // run --grammar / --grammar-file: sampled output (temperature 1, several
@@ -228,7 +231,8 @@ func TestRunGBNF(t *testing.T) {
 			t.Errorf("grammar %d: every seed gave the same text %v (sampling should vary)", gi, seen)
 		}
 	}
-	for _, bad := range [][]string{{"--grammar", "root ::= missing"}, {"--grammar-file", "/nonexistent.gbnf"}, {"--grammar", `root ::= "a"`, "-j", "{}"}} {
+	for _, bad := range [][]string{{"--grammar", "root ::= missing"}, {"--grammar-file", "/nonexistent.gbnf"}, {"--grammar", `root ::= "a"`, "-j", "{}"},
+		{"--grammar", `root ::= "a"`, "--grammar-file", file}} {
 		_, errs, code := rtMain(t, append([]string{"run", "-m", model, "-p", "x"}, bad...)...)
 		if code == 0 || !strings.Contains(errs, "grammar") {
 			t.Errorf("%v: exit %d, %q", bad, code, errs)

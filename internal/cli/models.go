@@ -25,22 +25,6 @@ import (
 	"github.com/woolly-llm/woolly/server"
 )
 
-func init() {
-	for _, c := range []command{
-		{"list", "list the models of the models directory (WOOLLY_MODELS, default ~/.woolly/models)", runList},
-		{"ls", "same as list", runList},
-		{"show", "show a model's details, capabilities, parameters and chat template", runShow},
-		{"rm", "remove models from the models directory", runRm},
-		{"cp", "copy a model under a second name", runCp},
-		{"import", "copy (or --link) a GGUF file into the models directory", runImport},
-		{"ps", "list the models a running 'woolly serve' has loaded", runPs},
-		{"stop", "unload a model from a running 'woolly serve'", runStop},
-		{"pull", "not supported: Woolly downloads nothing (use import)", runPull},
-	} {
-		commands[c.name] = c
-	}
-}
-
 // positional parses a verb's flags (anywhere among its arguments) and
 // checks the count of its positional arguments.
 func positional(fs *flag.FlagSet, args []string, min, max int, what string) ([]string, error) {
