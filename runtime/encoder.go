@@ -362,6 +362,19 @@ func layerNorm(out, x, w, b []float32, eps float32) {
 	}
 }
 
+// addNorm is the post-norm residual step of n tokens of d values: x =
+// layerNorm(h + x), h left holding the sum.
+func addNorm(x, h []float32, n, d int, w, b []float32, eps float32) error {
+	for t := 0; t < n; t++ {
+		hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
+		if err := kernels.Add(hr, hr, xr); err != nil {
+			return err
+		}
+		layerNorm(xr, hr, w, b, eps)
+	}
+	return nil
+}
+
 // addBias adds b to each of the ntok rows of x.
 func addBias(x, b []float32, ntok int) {
 	if b == nil {
@@ -475,12 +488,8 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			return nil, err
 		}
 		addBias(h, l.bo, n)
-		for t := 0; t < n; t++ {
-			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			if err := kernels.Add(hr, hr, xr); err != nil {
-				return nil, err
-			}
-			layerNorm(xr, hr, l.attnNorm, l.attnNormB, c.Eps)
+		if err := addNorm(x, h, n, d, l.attnNorm, l.attnNormB, c.Eps); err != nil {
+			return nil, err
 		}
 		// Feed-forward.
 		if l.wgate.Rows > 0 {
@@ -512,12 +521,8 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 			return nil, err
 		}
 		addBias(h, l.bdown, n)
-		for t := 0; t < n; t++ {
-			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			if err := kernels.Add(hr, hr, xr); err != nil {
-				return nil, err
-			}
-			layerNorm(xr, hr, l.outNorm, l.outNormB, c.Eps)
+		if err := addNorm(x, h, n, d, l.outNorm, l.outNormB, c.Eps); err != nil {
+			return nil, err
 		}
 	}
 	return x, nil
@@ -588,29 +593,38 @@ func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, 
 // tanh(cls · x + b), then cls.output · that + b.
 func (m *Model) classify(x []float32) ([]float32, error) {
 	e := m.enc
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
-	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
+	p := m.rowPass()
 	cur := append([]float32(nil), x...)
+	var err error
 	if e.cls.Rows > 0 {
-		out := make([]float32, e.cls.Rows)
-		if err := p.matmul(cur, 1, matOp{&e.cls, out}); err != nil {
+		if cur, err = p.denseRow(cur, &e.cls, e.clsB); err != nil {
 			return nil, err
 		}
-		addBias(out, e.clsB, 1)
-		for i := range out {
-			out[i] = kernels.Tanhf(out[i])
+		for i := range cur {
+			cur[i] = kernels.Tanhf(cur[i])
 		}
-		cur = out
 	}
-	if e.clsOut.Rows > 0 {
-		out := make([]float32, e.clsOut.Rows)
-		if err := p.matmul(cur, 1, matOp{&e.clsOut, out}); err != nil {
-			return nil, err
-		}
-		addBias(out, e.clsOutB, 1)
-		cur = out
+	return p.denseRow(cur, &e.clsOut, e.clsOutB)
+}
+
+// rowPass is a pass over a single row (the heads after pooling).
+func (m *Model) rowPass() *pass {
+	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
+	return &pass{m: m, st: st, ntok: 1, rows: []int{1}}
+}
+
+// denseRow is w · x + b (b nil: no bias) for one row x; x itself when w has
+// no rows (the layer is absent).
+func (p *pass) denseRow(x []float32, w *Mat, b []float32) ([]float32, error) {
+	if w.Rows == 0 {
+		return x, nil
 	}
-	return cur, nil
+	out := make([]float32, w.Rows)
+	if err := p.matmul(x, 1, matOp{w, out}); err != nil {
+		return nil, err
+	}
+	addBias(out, b, 1)
+	return out, nil
 }
 
 // encoderEmbed is Embed for an encoder model: each input evaluated whole

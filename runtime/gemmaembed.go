@@ -318,23 +318,10 @@ func (m *Model) denseOut(v []float32) ([]float32, error) {
 	if g == nil || (g.dense2.Rows == 0 && g.dense3.Rows == 0) {
 		return v, nil
 	}
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}, errs: make([]error, m.pool.n)}
-	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
-	cur := v
-	if g.dense2.Rows > 0 {
-		out := make([]float32, g.dense2.Rows)
-		if err := p.matmul(cur, 1, matOp{&g.dense2, out}); err != nil {
-			return nil, err
-		}
-		addBias(out, g.dense2B, 1)
-		cur = out
+	p := m.rowPass()
+	cur, err := p.denseRow(v, &g.dense2, g.dense2B)
+	if err != nil {
+		return nil, err
 	}
-	if g.dense3.Rows > 0 {
-		out := make([]float32, g.dense3.Rows)
-		if err := p.matmul(cur, 1, matOp{&g.dense3, out}); err != nil {
-			return nil, err
-		}
-		cur = out
-	}
-	return cur, nil
+	return p.denseRow(cur, &g.dense3, nil)
 }
