@@ -507,6 +507,26 @@ func (c *Config) dims() string {
 	return s
 }
 
+// intKey is an integer metadata key (after the architecture's prefix) and
+// the field it fills.
+type intKey struct {
+	key string
+	dst *int
+}
+
+// readInts fills each key's field with what read gives for the key,
+// stopping at the first error.
+func readInts(read func(key string) (int, error), keys ...intKey) error {
+	for _, k := range keys {
+		v, err := read(k.key)
+		if err != nil {
+			return err
+		}
+		*k.dst = v
+	}
+	return nil
+}
+
 // readDeltaNet reads the keys of a Gated DeltaNet hybrid (qwen35) as
 // llama.cpp does: the ssm.* sizes and rope.dimension_sections are required;
 // attention.recurrent_layers (one boolean per block) says which layers are
@@ -514,15 +534,11 @@ func (c *Config) dims() string {
 // attention and the others are linear.
 func (c *Config) readDeltaNet(f *loader.File, req func(string) (int, error), opt func(string, int) (int, error)) error {
 	arch := c.Arch
-	var err error
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"ssm.conv_kernel", &c.SSMConv}, {"ssm.inner_size", &c.SSMInner}, {"ssm.state_size", &c.SSMState},
-		{"ssm.time_step_rank", &c.SSMVHeads}, {"ssm.group_count", &c.SSMGroups}} {
-		if *k.dst, err = req(k.key); err != nil {
-			return err
-		}
+	err := readInts(req, intKey{"ssm.conv_kernel", &c.SSMConv}, intKey{"ssm.inner_size", &c.SSMInner},
+		intKey{"ssm.state_size", &c.SSMState}, intKey{"ssm.time_step_rank", &c.SSMVHeads},
+		intKey{"ssm.group_count", &c.SSMGroups})
+	if err != nil {
+		return err
 	}
 	if c.SSMConv > 64 || c.SSMState > 4096 || c.SSMVHeads > 4096 {
 		return fmt.Errorf("key %s.ssm.conv_kernel %d, ssm.state_size %d or ssm.time_step_rank %d is implausibly large", arch, c.SSMConv, c.SSMState, c.SSMVHeads)

@@ -84,32 +84,27 @@ type encoder struct {
 func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 	c := &Config{Arch: arch, RopeNeox: true, RopeFreqScale: 1, RopeAttnFactor: 1,
 		EmbeddingScale: 1, ResidualScale: 1, LogitScale: 1}
-	req := func(key string, dst *int) error {
+	req := func(key string) (int, error) {
 		v, ok := f.Uint(arch + "." + key)
 		if !ok {
 			if _, present := f.Get(arch + "." + key); present {
-				return fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
+				return 0, fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
 			}
-			return fmt.Errorf("key %s.%s is missing", arch, key)
+			return 0, fmt.Errorf("key %s.%s is missing", arch, key)
 		}
 		if v == 0 || v > 1<<24 {
-			return fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
+			return 0, fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
 		}
-		*dst = int(v)
-		return nil
+		return int(v), nil
 	}
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"embedding_length", &c.NEmbd}, {"block_count", &c.NLayer}, {"attention.head_count", &c.NHead},
-		{"feed_forward_length", &c.NFF}, {"context_length", &c.NCtxTrain}} {
-		if err := req(k.key, k.dst); err != nil {
-			return nil, false, err
-		}
+	if err := readInts(req, intKey{"embedding_length", &c.NEmbd}, intKey{"block_count", &c.NLayer},
+		intKey{"attention.head_count", &c.NHead}, intKey{"feed_forward_length", &c.NFF},
+		intKey{"context_length", &c.NCtxTrain}); err != nil {
+		return nil, false, err
 	}
 	c.NHeadKV = c.NHead
 	if _, ok := f.Get(arch + ".attention.head_count_kv"); ok {
-		if err := req("attention.head_count_kv", &c.NHeadKV); err != nil {
+		if err := readInts(req, intKey{"attention.head_count_kv", &c.NHeadKV}); err != nil {
 			return nil, false, err
 		}
 	}
@@ -119,7 +114,7 @@ func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 	c.HeadDim = c.NEmbd / c.NHead
 	c.NRot = c.HeadDim
 	if _, ok := f.Get(arch + ".rope.dimension_count"); ok {
-		if err := req("rope.dimension_count", &c.NRot); err != nil {
+		if err := readInts(req, intKey{"rope.dimension_count", &c.NRot}); err != nil {
 			return nil, false, err
 		}
 		if c.NRot > c.HeadDim || c.NRot%2 != 0 {

@@ -55,15 +55,12 @@ func gemmaEmbedConfig(f *loader.File) (*Config, *gemmaEnc, error) {
 		}
 		return int(v), nil
 	}
-	var err error
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"embedding_length", &c.NEmbd}, {"block_count", &c.NLayer}, {"attention.head_count", &c.NHead},
-		{"feed_forward_length", &c.NFF}, {"context_length", &c.NCtxTrain}} {
-		if *k.dst, err = get(k.key, -1); err != nil {
-			return nil, nil, err
-		}
+	required := func(key string) (int, error) { return get(key, -1) }
+	err := readInts(required, intKey{"embedding_length", &c.NEmbd}, intKey{"block_count", &c.NLayer},
+		intKey{"attention.head_count", &c.NHead}, intKey{"feed_forward_length", &c.NFF},
+		intKey{"context_length", &c.NCtxTrain})
+	if err != nil {
+		return nil, nil, err
 	}
 	if c.NHeadKV, err = get("attention.head_count_kv", c.NHead); err != nil {
 		return nil, nil, err
