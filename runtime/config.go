@@ -147,19 +147,7 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 		return gemma4Config(f)
 	}
 	c := &Config{Arch: arch, RopeNeox: ai.neox}
-	req := func(key string) (int, error) {
-		v, ok := f.Uint(arch + "." + key)
-		if !ok {
-			if _, present := f.Get(arch + "." + key); present {
-				return 0, fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
-			}
-			return 0, fmt.Errorf("key %s.%s is missing", arch, key)
-		}
-		if v == 0 || v > 1<<31 {
-			return 0, fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
-		}
-		return int(v), nil
-	}
+	req := requiredInt(f, arch, 1<<31)
 	opt := func(key string, def int) (int, error) {
 		if _, present := f.Get(arch + "." + key); !present {
 			return def, nil
@@ -505,6 +493,24 @@ func (c *Config) dims() string {
 			a, c.SSMConv, c.SSMState, c.SSMGroups, c.SSMVHeads)
 	}
 	return s
+}
+
+// requiredInt reads arch's integer key (after the architecture's prefix):
+// present, an unsigned integer, and from 1 to max.
+func requiredInt(f *loader.File, arch string, max uint64) func(key string) (int, error) {
+	return func(key string) (int, error) {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok {
+			if _, present := f.Get(arch + "." + key); present {
+				return 0, fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
+			}
+			return 0, fmt.Errorf("key %s.%s is missing", arch, key)
+		}
+		if v == 0 || v > max {
+			return 0, fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
+		}
+		return int(v), nil
+	}
 }
 
 // intKey is an integer metadata key (after the architecture's prefix) and

@@ -84,19 +84,7 @@ type encoder struct {
 func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 	c := &Config{Arch: arch, RopeNeox: true, RopeFreqScale: 1, RopeAttnFactor: 1,
 		EmbeddingScale: 1, ResidualScale: 1, LogitScale: 1}
-	req := func(key string) (int, error) {
-		v, ok := f.Uint(arch + "." + key)
-		if !ok {
-			if _, present := f.Get(arch + "." + key); present {
-				return 0, fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
-			}
-			return 0, fmt.Errorf("key %s.%s is missing", arch, key)
-		}
-		if v == 0 || v > 1<<24 {
-			return 0, fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
-		}
-		return int(v), nil
-	}
+	req := requiredInt(f, arch, 1<<24)
 	if err := readInts(req, intKey{"embedding_length", &c.NEmbd}, intKey{"block_count", &c.NLayer},
 		intKey{"attention.head_count", &c.NHead}, intKey{"feed_forward_length", &c.NFF},
 		intKey{"context_length", &c.NCtxTrain}); err != nil {
