@@ -223,10 +223,8 @@ func (q *anthropicRequest) thinking(j *job) error {
 		BudgetTokens *int    `json:"budget_tokens"`
 		Display      *string `json:"display"`
 	}
-	d := json.NewDecoder(bytes.NewReader(q.Thinking))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&th); err != nil {
-		return badRequest("thinking: %v", err)
+	if err := decodeStrict(q.Thinking, &th, "thinking"); err != nil {
+		return err
 	}
 	if th.Display != nil {
 		switch *th.Display {
@@ -276,10 +274,8 @@ func (q *anthropicRequest) toolChoice(j *job) error {
 		Name                   string `json:"name"`
 		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	}
-	d := json.NewDecoder(bytes.NewReader(q.ToolChoice))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&tc); err != nil {
-		return badRequest("tool_choice: %v", err)
+	if err := decodeStrict(q.ToolChoice, &tc, "tool_choice"); err != nil {
+		return err
 	}
 	j.noParallel = tc.DisableParallelToolUse
 	switch tc.Type {
@@ -347,10 +343,8 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 			Type   string          `json:"type"`
 			Schema json.RawMessage `json:"schema"`
 		}
-		d := json.NewDecoder(bytes.NewReader(q.OutputConfig.Format))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&f); err != nil {
-			return nil, badRequest("output_config.format: %v", err)
+		if err := decodeStrict(q.OutputConfig.Format, &f, "output_config.format"); err != nil {
+			return nil, err
 		}
 		if f.Type != "json_schema" || absent(f.Schema) {
 			return nil, badRequest(`output_config.format must be {"type": "json_schema", "schema": {...}}`)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,10 +279,8 @@ func textFormat(raw json.RawMessage) (*grammar.Grammar, error) {
 		Strict      *bool           `json:"strict"`
 		Description string          `json:"description"`
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&f); err != nil {
-		return nil, badRequest("text.format: %v", err)
+	if err := decodeStrict(raw, &f, "text.format"); err != nil {
+		return nil, err
 	}
 	switch f.Type {
 	case "text":
