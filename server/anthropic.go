@@ -619,14 +619,8 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 // of the prompt the model's template renders for the request (the whole
 // conversation, without dropping turns to fit the context).
 func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
-	q := &anthropicRequest{countOnly: true}
-	if err := decode(r, q, false, fieldCheck{anthropicCountFields, true}); err != nil {
-		s.failErr(w, r, famAnthropic, err)
-		return
-	}
-	j, err := q.job(true)
-	if err != nil {
-		s.failErr(w, r, famAnthropic, err)
+	j := s.jobFrom(w, r, famAnthropic, true, fieldCheck{anthropicCountFields, true}, &anthropicRequest{countOnly: true})
+	if j == nil {
 		return
 	}
 	ctx, cancel := s.requestContext(r)

@@ -615,16 +615,27 @@ func decodeJob[Q any, P interface {
 	jobRequest
 }](s *Server, w http.ResponseWriter, r *http.Request, fam family, chatReq bool, fields fieldCheck) (*Q, *job) {
 	q := P(new(Q))
+	j := s.jobFrom(w, r, fam, chatReq, fields, q)
+	if j == nil {
+		return nil, nil
+	}
+	return q, j
+}
+
+// jobFrom decodes the body into q (which may hold preset fields), checks
+// its fields and makes the job; on a failure it has answered in fam's
+// shape and returns nil.
+func (s *Server) jobFrom(w http.ResponseWriter, r *http.Request, fam family, chatReq bool, fields fieldCheck, q jobRequest) *job {
 	if err := decode(r, q, false, fields); err != nil {
 		s.failErr(w, r, fam, err)
-		return nil, nil
+		return nil
 	}
 	j, err := q.job(chatReq)
 	if err != nil {
 		s.failErr(w, r, fam, err)
-		return nil, nil
+		return nil
 	}
-	return q, j
+	return j
 }
 
 // pick is forChat when chatReq, else forGenerate (a route pair's field table).
