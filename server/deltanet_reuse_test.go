@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,12 +35,7 @@ func TestHybridChatReuse(t *testing.T) {
 
 func testHybridReuse(t *testing.T, dir string, prefixCache *int64) {
 	serve := func() string {
-		s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(s.Handler())
-		t.Cleanup(func() { ts.Close(); s.Close() })
+		_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
 		return ts.URL
 	}
 	url := serve()

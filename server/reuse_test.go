@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -63,13 +62,7 @@ func forPrefixCacheModes(t *testing.T, test func(t *testing.T, prefixCache *int6
 }
 
 func testReuse(t *testing.T, dir string, prefixCache *int64) {
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	defer s.Close()
+	_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
 
 	story := strings.Repeat("Lily had a dog. ", 1)
 	user2, _ := json.Marshal("And then?")

@@ -33,16 +33,7 @@ func newTestServer(t *testing.T, cfg Config, b *fakeBackend) (*Server, *httptest
 		}
 	}
 	cfg.ModelsDir = dir
-	s, err := New(cfg, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		s.Close()
-	})
-	return s, ts
+	return newHTTPTestServer(t, cfg, b)
 }
 
 type resp struct {
