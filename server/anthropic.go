@@ -56,14 +56,10 @@ type anthropicBlock struct {
 type anthropicContent []anthropicBlock
 
 func (c *anthropicContent) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*c = anthropicContent{{Type: "text", Text: s}}
-		return nil
-	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(b, &blocks); err != nil {
-		return errors.New("content must be a string or a list of content blocks")
+	text := func(s string) anthropicBlock { return anthropicBlock{Type: "text", Text: s} }
+	blocks, err := stringOrList(b, text, "content must be a string or a list of content blocks")
+	if err != nil {
+		return err
 	}
 	*c = blocks
 	return nil

@@ -23,17 +23,26 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 		*s = nil
 		return nil
 	}
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		*s = stringList{one}
-		return nil
+	l, err := stringOrList(b, func(one string) string { return one }, "expected a string or a list of strings")
+	if err != nil {
+		return err
 	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return errors.New("expected a string or a list of strings")
-	}
-	*s = many
+	*s = l
 	return nil
+}
+
+// stringOrList decodes b, a JSON string or a list of E: a string s is the
+// list of one(s) alone. A failure is the error msg (and a nil list).
+func stringOrList[E any](b []byte, one func(string) E, msg string) ([]E, error) {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		return []E{one(s)}, nil
+	}
+	var many []E
+	if err := json.Unmarshal(b, &many); err != nil {
+		return nil, errors.New(msg)
+	}
+	return many, nil
 }
 
 // openaiContent is a message's content: a string, or a list of parts of
