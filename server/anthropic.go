@@ -491,12 +491,10 @@ func toolUseBlock(c chat.ToolCall) map[string]any {
 // anthropicBlocks turns streamed text into content-block events: it keeps
 // the open block (thinking or text) and the next block's index.
 type anthropicBlocks struct {
-	j     *job
+	partStream
 	omit  bool // thinking blocks without their text
-	sp    thinkSplitter
 	index int
 	open  string // "", "thinking" or "text"
-	out   []sseEvent
 }
 
 func (a *anthropicBlocks) emit(name string, data map[string]any) {
@@ -547,9 +545,7 @@ func (a *anthropicBlocks) call(c chat.ToolCall) {
 // feed takes the next piece (flush: the end of the answer) and returns its
 // events (none while the splitters hold text back).
 func (a *anthropicBlocks) feed(t string, flush bool) []sseEvent {
-	a.out = nil
-	a.j.feedEvents(a, &a.sp, "thinking", "text", t, flush)
-	return a.out
+	return a.events(a, "thinking", "text", t, flush)
 }
 
 // anthropicMessages serves POST /v1/messages.
@@ -559,7 +555,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID("msg_")
-	blocks := &anthropicBlocks{j: j, omit: q.omitThinking}
+	blocks := &anthropicBlocks{partStream: partStream{j: j}, omit: q.omitThinking}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famAnthropic, sse: true, noDone: true,
 		keepAlive: sseEvent{"ping", map[string]any{"type": "ping"}},

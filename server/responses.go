@@ -363,13 +363,11 @@ func (q *responsesRequest) job(bool) (*job, error) {
 // events: it keeps the items so far, the open text item (reasoning or
 // message) and the event sequence number.
 type responsesOutput struct {
-	j     *job
-	sp    thinkSplitter
+	partStream
 	items []map[string]any
 	open  string // "", "reasoning" or "message": the last item takes text
 	text  strings.Builder
 	seq   int
-	out   []sseEvent
 }
 
 func (o *responsesOutput) emit(typ string, data map[string]any) {
@@ -465,9 +463,7 @@ func (o *responsesOutput) call(c chat.ToolCall) {
 // feed takes the next piece of the answer (flush: its end) and returns the
 // events it makes.
 func (o *responsesOutput) feed(t string, flush bool) []sseEvent {
-	o.out = nil
-	o.j.feedEvents(o, &o.sp, "reasoning", "message", t, flush)
-	return o.out
+	return o.events(o, "reasoning", "message", t, flush)
 }
 
 // responses serves POST /v1/responses.
@@ -477,7 +473,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := newID("resp_"), time.Now().Unix()
-	out := &responsesOutput{j: j}
+	out := &responsesOutput{partStream: partStream{j: j}}
 	// response is the response object with the given status, output and
 	// outcome (nil while in progress).
 	response := func(status string, o *outcome) map[string]any {

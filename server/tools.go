@@ -35,17 +35,27 @@ type answerEvents interface {
 	close()                  // ends the open part, if any
 }
 
-// feedEvents hands ev the next piece of j's answer (flush: its end): the
-// reasoning sp splits off (when j thinks) as kind thinking, the text as kind
-// text, then the tool calls j's parser finished; at the end, the open part
-// is closed.
-func (j *job) feedEvents(ev answerEvents, sp *thinkSplitter, thinking, text string, t string, flush bool) {
-	if j.thinking {
+// partStream is what a streamed answer made of parts keeps whatever the
+// API: its job, the reasoning splitter and the events of the current piece.
+type partStream struct {
+	j   *job
+	sp  thinkSplitter
+	out []sseEvent
+}
+
+// events hands ev (the API's builder around p) the next piece of the
+// answer (flush: its end) and returns the events it made: the reasoning
+// the splitter takes off (when the job thinks) as kind thinking, the text
+// as kind text, then the tool calls the job's parser finished; at the end,
+// the open part is closed.
+func (p *partStream) events(ev answerEvents, thinking, text string, t string, flush bool) []sseEvent {
+	p.out = nil
+	if p.j.thinking {
 		var th string
-		th, t = sp.take(t, flush)
+		th, t = p.sp.take(t, flush)
 		ev.delta(thinking, th)
 	}
-	t, calls := j.toolFeed(t, flush)
+	t, calls := p.j.toolFeed(t, flush)
 	ev.delta(text, t)
 	for _, c := range calls {
 		ev.call(c)
@@ -53,6 +63,7 @@ func (j *job) feedEvents(ev answerEvents, sp *thinkSplitter, thinking, text stri
 	if flush {
 		ev.close()
 	}
+	return p.out
 }
 
 // toolFeed passes content through j's tool parser (when the request has
