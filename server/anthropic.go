@@ -294,21 +294,10 @@ func (q *anthropicRequest) toolChoice(j *job) error {
 	if j.forceTool == nil {
 		return nil
 	}
-	if len(j.tools) == 0 {
-		return badRequest("tool_choice: a call is required but the request has no tools")
-	}
-	if j.think != nil && *j.think {
+	if len(j.tools) > 0 && j.think != nil && *j.think {
 		return badRequest(`tool_choice: "any" and "tool" force a call from the first token, so they cannot be combined with thinking`)
 	}
-	if j.req.Grammar != nil {
-		return badRequest("tool_choice: a forced tool call and output_config.format cannot both constrain the answer")
-	}
-	g, err := forcedToolGrammar(j.tools, *j.forceTool)
-	if err != nil {
-		return err
-	}
-	j.forcedGrammar = g
-	return nil
+	return j.forcedCall(j.tools, j.req.Grammar != nil, "output_config.format")
 }
 
 func (q *anthropicRequest) job(bool) (*job, error) {

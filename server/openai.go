@@ -227,17 +227,10 @@ func (q *openaiRequest) parseTools(j *job) error {
 		j.forceTool = &named.Function.Name
 	}
 	if j.forceTool != nil {
-		if len(tools) == 0 {
-			return badRequest("tool_choice: a call is required but the request has no tools")
-		}
-		if !absent(q.ResponseFormat) && !strings.Contains(string(q.ResponseFormat), `"text"`) {
-			return badRequest("tool_choice: a forced tool call and response_format cannot both constrain the answer")
-		}
-		g, err := forcedToolGrammar(tools, *j.forceTool)
-		if err != nil {
+		formatted := !absent(q.ResponseFormat) && !strings.Contains(string(q.ResponseFormat), `"text"`)
+		if err := j.forcedCall(tools, formatted, "response_format"); err != nil {
 			return err
 		}
-		j.forcedGrammar = g
 	}
 	j.tools = tools
 	j.noParallel = q.ParallelToolCalls != nil && !*q.ParallelToolCalls

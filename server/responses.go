@@ -252,18 +252,7 @@ func (q *responsesRequest) tools(j *job) error {
 	if j.forceTool == nil {
 		return nil
 	}
-	if len(j.tools) == 0 {
-		return badRequest("tool_choice: a call is required but the request has no tools")
-	}
-	if j.req.Grammar != nil {
-		return badRequest("tool_choice: a forced tool call and text.format cannot both constrain the answer")
-	}
-	g, err := forcedToolGrammar(j.tools, *j.forceTool)
-	if err != nil {
-		return err
-	}
-	j.forcedGrammar = g
-	return nil
+	return j.forcedCall(j.tools, j.req.Grammar != nil, "text.format")
 }
 
 // textFormat reads text.format: text, json_object or json_schema (name,

@@ -165,6 +165,25 @@ func historyCalls(i int, calls []wireToolCall) ([]chat.ToolCall, error) {
 	return out, nil
 }
 
+// forcedCall completes a tool_choice that forces a call (j.forceTool): the
+// request must have tools and no answer format (formatted, the field
+// format names) constraining the answer too; it compiles the call's
+// grammar.
+func (j *job) forcedCall(tools []json.RawMessage, formatted bool, format string) error {
+	if len(tools) == 0 {
+		return badRequest("tool_choice: a call is required but the request has no tools")
+	}
+	if formatted {
+		return badRequest("tool_choice: a forced tool call and %s cannot both constrain the answer", format)
+	}
+	g, err := forcedToolGrammar(tools, *j.forceTool)
+	if err != nil {
+		return err
+	}
+	j.forcedGrammar = g
+	return nil
+}
+
 // forcedToolGrammar compiles the grammar of a forced call: one JSON object
 // {"name": N, "arguments": A} where N is the named tool (or any of the
 // tools when name is "") and A follows that tool's parameters schema.
