@@ -2,6 +2,7 @@ package ggml
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 )
@@ -172,10 +173,6 @@ func FileTypeName(ft uint64) string { return fileTypeNames[ft] }
 
 // Types lists the types Woolly can read, in id order.
 func Types() []Type {
-	ts := make([]Type, 0, len(layouts))
-	for t := range layouts {
-		ts = append(ts, t)
-	}
-	slices.Sort(ts)
+	ts := slices.Sorted(maps.Keys(layouts))
 	return ts
 }

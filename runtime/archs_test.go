@@ -27,9 +27,9 @@ func variantWith(t *testing.T, name string, set map[string]*loader.Value, drop s
 }
 
 // variantEdit is variantWith with edit (when not nil) given each tensor's
-// data to return the bytes to write.
+// data to return the type and bytes to write.
 func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop string, add map[string][]float32,
-	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
+	edit func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte)) string {
 	t.Helper()
 	return rewriteFile(t, filepath.Join(sharedDir(t), "models", name+".gguf"), name+".gguf", set, drop, add, edit)
 }
@@ -37,9 +37,9 @@ func variantEdit(t *testing.T, name string, set map[string]*loader.Value, drop s
 // rewriteFile writes a copy of the model at path, as file in a temporary
 // directory, with metadata changed (set; a nil value deletes the key),
 // tensor drop left out, the F32 tensors add added and, when edit is not
-// nil, each tensor's data replaced by what edit returns.
+// nil, each tensor's type and data replaced by what edit returns.
 func rewriteFile(t *testing.T, path, file string, set map[string]*loader.Value, drop string, add map[string][]float32,
-	edit func(ti *loader.TensorInfo, data []byte) []byte) string {
+	edit func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte)) string {
 	t.Helper()
 	f, err := loader.Open(path)
 	if err != nil {
@@ -66,11 +66,11 @@ func rewriteFile(t *testing.T, path, file string, set map[string]*loader.Value, 
 		if ti.Name == drop {
 			continue
 		}
-		data := f.Data(ti)
+		ty, data := ti.Type, f.Data(ti)
 		if edit != nil {
-			data = edit(ti, data)
+			ty, data = edit(ti, data)
 		}
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, data); err != nil {
+		if err := w.AddTensor(ti.Name, ty, ti.Shape, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,6 +114,9 @@ func TestArchBadInput(t *testing.T) {
 		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_used_count": u32(9)}, "", "expert_used_count 9 exceeds expert_count 8"},
 		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_used_count": u32(0)}, "", "expert_used_count"},
 		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_count": deleted()}, "", "qwen3moe.expert_count is missing"},
+		{"synth-qwen3-mini-Q4_K_M", map[string]*loader.Value{"qwen3.block_count": u32(0)}, "", "key qwen3.block_count has invalid value 0"},
+		{"synth-qwen3-mini-Q4_K_M", map[string]*loader.Value{"qwen3.block_count": u32(1<<31 + 1)}, "", "key qwen3.block_count has invalid value 2147483649"},
+		{"synth-qwen3-mini-Q4_K_M", map[string]*loader.Value{"qwen3.block_count": str("4")}, "", "key qwen3.block_count is not a non-negative integer"},
 		{"synth-qwen3moe-mini-Q4_K_M", nil, "blk.2.ffn_down_exps.weight", "tensor blk.2.ffn_down_exps.weight is missing"},
 		{"synth-qwen3moe-mini-Q4_K_M", nil, "blk.0.ffn_gate_inp.weight", "tensor blk.0.ffn_gate_inp.weight is missing"},
 		{"synth-qwen3moe-mini-Q4_K_M", map[string]*loader.Value{"qwen3moe.expert_count": u32(4)}, "", "ffn_gate_inp.weight has shape [64 8], but the model's hyperparameters give [64 4] (qwen3moe.embedding_length 64"},
@@ -229,15 +232,14 @@ func TestPhi3LongRoPE(t *testing.T) {
 // types, never a panic in the forward pass (which quantizes the input rows
 // once for both).
 func TestExpertTypesCheckedAtLoad(t *testing.T) {
-	path := variantEdit(t, "synth-mixtral-mini-Q4_K_M", nil, "", nil, func(ti *loader.TensorInfo, data []byte) []byte {
+	path := variantEdit(t, "synth-mixtral-mini-Q4_K_M", nil, "", nil, func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte) {
 		if ti.Name != "blk.1.ffn_up_exps.weight" {
-			return data
+			return ti.Type, data
 		}
 		if ti.Type.ActType() == kernels.F16 {
 			t.Fatalf("%s is already %v: pick another type", ti.Name, ti.Type)
 		}
-		ti.Type = kernels.F16
-		return make([]byte, 2*ti.Shape[0]*ti.Shape[1]*ti.Shape[2])
+		return kernels.F16, make([]byte, 2*ti.Shape[0]*ti.Shape[1]*ti.Shape[2])
 	})
 	err := loadErr(path)
 	if err == nil || !strings.Contains(err.Error(), "layer 1: expert gate") || !strings.Contains(err.Error(), "different activation types") {

@@ -147,19 +147,7 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 		return gemma4Config(f)
 	}
 	c := &Config{Arch: arch, RopeNeox: ai.neox}
-	req := func(key string) (int, error) {
-		v, ok := f.Uint(arch + "." + key)
-		if !ok {
-			if _, present := f.Get(arch + "." + key); present {
-				return 0, fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
-			}
-			return 0, fmt.Errorf("key %s.%s is missing", arch, key)
-		}
-		if v == 0 || v > 1<<31 {
-			return 0, fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
-		}
-		return int(v), nil
-	}
+	req := requiredInt(f, arch, 1<<31)
 	opt := func(key string, def int) (int, error) {
 		if _, present := f.Get(arch + "." + key); !present {
 			return def, nil
@@ -507,6 +495,44 @@ func (c *Config) dims() string {
 	return s
 }
 
+// requiredInt reads arch's integer key (after the architecture's prefix):
+// present, an unsigned integer, and from 1 to max.
+func requiredInt(f *loader.File, arch string, max uint64) func(key string) (int, error) {
+	return func(key string) (int, error) {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok {
+			if _, present := f.Get(arch + "." + key); present {
+				return 0, fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
+			}
+			return 0, fmt.Errorf("key %s.%s is missing", arch, key)
+		}
+		if v == 0 || v > max {
+			return 0, fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
+		}
+		return int(v), nil
+	}
+}
+
+// intKey is an integer metadata key (after the architecture's prefix) and
+// the field it fills.
+type intKey struct {
+	key string
+	dst *int
+}
+
+// readInts fills each key's field with what read gives for the key,
+// stopping at the first error.
+func readInts(read func(key string) (int, error), keys ...intKey) error {
+	for _, k := range keys {
+		v, err := read(k.key)
+		if err != nil {
+			return err
+		}
+		*k.dst = v
+	}
+	return nil
+}
+
 // readDeltaNet reads the keys of a Gated DeltaNet hybrid (qwen35) as
 // llama.cpp does: the ssm.* sizes and rope.dimension_sections are required;
 // attention.recurrent_layers (one boolean per block) says which layers are
@@ -514,15 +540,11 @@ func (c *Config) dims() string {
 // attention and the others are linear.
 func (c *Config) readDeltaNet(f *loader.File, req func(string) (int, error), opt func(string, int) (int, error)) error {
 	arch := c.Arch
-	var err error
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"ssm.conv_kernel", &c.SSMConv}, {"ssm.inner_size", &c.SSMInner}, {"ssm.state_size", &c.SSMState},
-		{"ssm.time_step_rank", &c.SSMVHeads}, {"ssm.group_count", &c.SSMGroups}} {
-		if *k.dst, err = req(k.key); err != nil {
-			return err
-		}
+	err := readInts(req, intKey{"ssm.conv_kernel", &c.SSMConv}, intKey{"ssm.inner_size", &c.SSMInner},
+		intKey{"ssm.state_size", &c.SSMState}, intKey{"ssm.time_step_rank", &c.SSMVHeads},
+		intKey{"ssm.group_count", &c.SSMGroups})
+	if err != nil {
+		return err
 	}
 	if c.SSMConv > 64 || c.SSMState > 4096 || c.SSMVHeads > 4096 {
 		return fmt.Errorf("key %s.ssm.conv_kernel %d, ssm.state_size %d or ssm.time_step_rank %d is implausibly large", arch, c.SSMConv, c.SSMState, c.SSMVHeads)

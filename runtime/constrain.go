@@ -15,38 +15,34 @@ type constraint interface {
 	Finished() bool
 }
 
-// gbnfVocabOnce is the model's vocabulary prepared for GBNF grammars,
-// built on first use.
-type gbnfVocabOnce struct {
+// lazy is a value built on first use (the model's vocabularies for
+// constrained sampling).
+type lazy[T any] struct {
 	once sync.Once
-	v    *gbnf.Vocab
+	v    T
 }
 
+func (l *lazy[T]) get(build func() T) T {
+	l.once.Do(func() { l.v = build() })
+	return l.v
+}
+
+// gbnfVocab is the model's vocabulary prepared for GBNF grammars.
 func (m *Model) gbnfVocab() *gbnf.Vocab {
-	m.gbnf.once.Do(func() {
+	return m.gbnf.get(func() *gbnf.Vocab {
 		t := m.tok
-		m.gbnf.v = gbnf.NewVocab(t.NumTokens(), t.Piece, func(id int32) bool { return !t.IsControl(id) }, t.EOGs())
+		return gbnf.NewVocab(t.NumTokens(), t.Piece, func(id int32) bool { return !t.IsControl(id) }, t.EOGs())
 	})
-	return m.gbnf.v
-}
-
-// grammarVocab is the model's vocabulary prepared for constrained sampling,
-// built on first use.
-type grammarVocab struct {
-	once sync.Once
-	v    *grammar.Vocab
 }
 
 // GrammarVocab returns the model's vocabulary for grammar.NewTokenMatcher:
 // every token's piece (the bytes generation writes), control tokens
 // excluded (they print nothing), the end-of-generation tokens.
 func (m *Model) GrammarVocab() *grammar.Vocab {
-	m.grammar.once.Do(func() {
+	return m.grammar.get(func() *grammar.Vocab {
 		t := m.tok
-		m.grammar.v = grammar.NewVocab(t.NumTokens(), t.Piece,
-			func(id int32) bool { return !t.IsControl(id) }, t.EOGs())
+		return grammar.NewVocab(t.NumTokens(), t.Piece, func(id int32) bool { return !t.IsControl(id) }, t.EOGs())
 	})
-	return m.grammar.v
 }
 
 // maskLogits returns logits with every token the grammar forbids at -Inf

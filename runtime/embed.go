@@ -145,10 +145,6 @@ func (m *Model) Embed(ctx context.Context, o EmbedOptions) (*EmbedResult, error)
 		res.Duration = time.Since(start)
 		return res, nil
 	}
-	longest := 0
-	for _, in := range inputs {
-		longest = max(longest, len(in.Tokens))
-	}
 	// One session for all inputs, reset between them; its cache holds the
 	// longest input (rope factors still follow nctx, as for generation).
 	s, err := m.NewSession(nctx)
@@ -157,31 +153,18 @@ func (m *Model) Embed(ctx context.Context, o EmbedOptions) (*EmbedResult, error)
 	}
 	s.hiddenOut = true
 	d := m.cfg.NEmbd
-	hidden := make([]float32, longest*d)
 	for i, in := range inputs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		s.Reset()
 		n := len(in.Tokens)
-		h := hidden[:n*d]
+		h := make([]float32, n*d) // the embedding may keep it
 		if err := s.evalHidden(in.Tokens, h); err != nil {
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
 		e := in
-		switch pool {
-		case PoolingNone:
-			e.TokenVectors = make([][]float32, n)
-			for t := range e.TokenVectors {
-				e.TokenVectors[t] = append([]float32(nil), h[t*d:(t+1)*d]...)
-			}
-		case PoolingMean:
-			e.Vector = meanRows(h, n, d)
-		case PoolingCLS:
-			e.Vector = append([]float32(nil), h[:d]...)
-		case PoolingLast:
-			e.Vector = append([]float32(nil), h[(n-1)*d:]...)
-		}
+		e.pool(pool, h, n, d)
 		if o.Normalize {
 			e.normalize()
 		}
@@ -190,6 +173,25 @@ func (m *Model) Embed(ctx context.Context, o EmbedOptions) (*EmbedResult, error)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// pool sets e's vector (for PoolingNone, its token vectors) from h, the
+// hidden states of its n tokens, d values each; they share h's memory.
+// PoolingRank is left to the caller.
+func (e *Embedding) pool(pool Pooling, h []float32, n, d int) {
+	switch pool {
+	case PoolingNone:
+		e.TokenVectors = make([][]float32, n)
+		for t := range e.TokenVectors {
+			e.TokenVectors[t] = h[t*d : (t+1)*d : (t+1)*d]
+		}
+	case PoolingMean:
+		e.Vector = meanRows(h, n, d)
+	case PoolingCLS:
+		e.Vector = h[:d:d]
+	case PoolingLast:
+		e.Vector = h[(n-1)*d:]
+	}
 }
 
 // embedInputs tokenizes (or checks) the inputs and applies the context limit.

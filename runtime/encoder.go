@@ -84,32 +84,15 @@ type encoder struct {
 func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 	c := &Config{Arch: arch, RopeNeox: true, RopeFreqScale: 1, RopeAttnFactor: 1,
 		EmbeddingScale: 1, ResidualScale: 1, LogitScale: 1}
-	req := func(key string, dst *int) error {
-		v, ok := f.Uint(arch + "." + key)
-		if !ok {
-			if _, present := f.Get(arch + "." + key); present {
-				return fmt.Errorf("key %s.%s is not a non-negative integer", arch, key)
-			}
-			return fmt.Errorf("key %s.%s is missing", arch, key)
-		}
-		if v == 0 || v > 1<<24 {
-			return fmt.Errorf("key %s.%s has invalid value %d", arch, key, v)
-		}
-		*dst = int(v)
-		return nil
-	}
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"embedding_length", &c.NEmbd}, {"block_count", &c.NLayer}, {"attention.head_count", &c.NHead},
-		{"feed_forward_length", &c.NFF}, {"context_length", &c.NCtxTrain}} {
-		if err := req(k.key, k.dst); err != nil {
-			return nil, false, err
-		}
+	req := requiredInt(f, arch, 1<<24)
+	if err := readInts(req, intKey{"embedding_length", &c.NEmbd}, intKey{"block_count", &c.NLayer},
+		intKey{"attention.head_count", &c.NHead}, intKey{"feed_forward_length", &c.NFF},
+		intKey{"context_length", &c.NCtxTrain}); err != nil {
+		return nil, false, err
 	}
 	c.NHeadKV = c.NHead
 	if _, ok := f.Get(arch + ".attention.head_count_kv"); ok {
-		if err := req("attention.head_count_kv", &c.NHeadKV); err != nil {
+		if err := readInts(req, intKey{"attention.head_count_kv", &c.NHeadKV}); err != nil {
 			return nil, false, err
 		}
 	}
@@ -119,7 +102,7 @@ func encoderConfig(f *loader.File, arch string) (*Config, bool, error) {
 	c.HeadDim = c.NEmbd / c.NHead
 	c.NRot = c.HeadDim
 	if _, ok := f.Get(arch + ".rope.dimension_count"); ok {
-		if err := req("rope.dimension_count", &c.NRot); err != nil {
+		if err := readInts(req, intKey{"rope.dimension_count", &c.NRot}); err != nil {
 			return nil, false, err
 		}
 		if c.NRot > c.HeadDim || c.NRot%2 != 0 {
@@ -360,6 +343,16 @@ func layerNorm(out, x, w, b []float32, eps float32) {
 	}
 }
 
+// addNorm is the post-norm residual step of n tokens of d values: x =
+// layerNorm(h + x), h left holding the sum.
+func addNorm(x, h []float32, n, d int, w, b []float32, eps float32) {
+	for t := 0; t < n; t++ {
+		hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
+		kernels.Add(hr, hr, xr)
+		layerNorm(xr, hr, w, b, eps)
+	}
+}
+
 // addBias adds b to each of the ntok rows of x.
 func addBias(x, b []float32, ntok int) {
 	if b == nil {
@@ -456,11 +449,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		m.encAttention(p, n, f16path, q, k, v, qh, kh, vh, att)
 		p.matmul(att, n, matOp{&l.wo, h})
 		addBias(h, l.bo, n)
-		for t := 0; t < n; t++ {
-			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			kernels.Add(hr, hr, xr)
-			layerNorm(xr, hr, l.attnNorm, l.attnNormB, c.Eps)
-		}
+		addNorm(x, h, n, d, l.attnNorm, l.attnNormB, c.Eps)
 		// Feed-forward.
 		if l.wgate.Rows > 0 {
 			p.matmulOps(x, n, gluNone, matOp{&l.wgate, gate}, matOp{&l.wup, up})
@@ -481,11 +470,7 @@ func (m *Model) encode(tokens []int32) ([]float32, error) {
 		}
 		p.matmul(gate, n, matOp{&l.wdown, h})
 		addBias(h, l.bdown, n)
-		for t := 0; t < n; t++ {
-			hr, xr := h[t*d:(t+1)*d], x[t*d:(t+1)*d]
-			kernels.Add(hr, hr, xr)
-			layerNorm(xr, hr, l.outNorm, l.outNormB, c.Eps)
-		}
+		addNorm(x, h, n, d, l.outNorm, l.outNormB, c.Eps)
 	}
 	return x, nil
 }
@@ -544,25 +529,33 @@ func (m *Model) encAttentionWindow(p *pass, n int, f16path bool, window int, q, 
 // tanh(cls · x + b), then cls.output · that + b.
 func (m *Model) classify(x []float32) []float32 {
 	e := m.enc
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
-	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
+	p := m.rowPass()
 	cur := append([]float32(nil), x...)
 	if e.cls.Rows > 0 {
-		out := make([]float32, e.cls.Rows)
-		p.matmul(cur, 1, matOp{&e.cls, out})
-		addBias(out, e.clsB, 1)
-		for i := range out {
-			out[i] = kernels.Tanhf(out[i])
+		cur = p.denseRow(cur, &e.cls, e.clsB)
+		for i := range cur {
+			cur[i] = kernels.Tanhf(cur[i])
 		}
-		cur = out
 	}
-	if e.clsOut.Rows > 0 {
-		out := make([]float32, e.clsOut.Rows)
-		p.matmul(cur, 1, matOp{&e.clsOut, out})
-		addBias(out, e.clsOutB, 1)
-		cur = out
+	return p.denseRow(cur, &e.clsOut, e.clsOutB)
+}
+
+// rowPass is a pass over a single row (the heads after pooling).
+func (m *Model) rowPass() *pass {
+	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
+	return &pass{m: m, st: st, ntok: 1, rows: []int{1}}
+}
+
+// denseRow is w · x + b (b nil: no bias) for one row x; x itself when w has
+// no rows (the layer is absent).
+func (p *pass) denseRow(x []float32, w *Mat, b []float32) []float32 {
+	if w.Rows == 0 {
+		return x
 	}
-	return cur
+	out := make([]float32, w.Rows)
+	p.matmul(x, 1, matOp{w, out})
+	addBias(out, b, 1)
+	return out
 }
 
 // encoderEmbed is Embed for an encoder model: each input evaluated whole
@@ -606,19 +599,8 @@ func (m *Model) encoderEmbed(ctx context.Context, o EmbedOptions) (*EmbedResult,
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
 		e := in
-		switch pool {
-		case PoolingNone:
-			e.TokenVectors = make([][]float32, n)
-			for t := range e.TokenVectors {
-				e.TokenVectors[t] = h[t*d : (t+1)*d : (t+1)*d]
-			}
-		case PoolingMean:
-			e.Vector = meanRows(h, n, d)
-		case PoolingCLS:
-			e.Vector = h[:d:d]
-		case PoolingLast:
-			e.Vector = h[(n-1)*d:]
-		case PoolingRank:
+		e.pool(pool, h, n, d)
+		if pool == PoolingRank {
 			e.Vector = m.classify(h[:d])
 		}
 		if e.Vector != nil {

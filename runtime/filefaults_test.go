@@ -122,9 +122,9 @@ func TestTruncatedWhileMappedIsLoud(t *testing.T) {
 func rewriteF32(t *testing.T, name, tensor string, index int, v float32) string {
 	t.Helper()
 	found := false
-	path := variantEdit(t, name, nil, "", nil, func(ti *loader.TensorInfo, data []byte) []byte {
+	path := variantEdit(t, name, nil, "", nil, func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte) {
 		if ti.Name != tensor {
-			return data
+			return ti.Type, data
 		}
 		if ti.Type != kernels.F32 {
 			t.Fatalf("%s is %s, want F32", tensor, ti.Type)
@@ -132,7 +132,7 @@ func rewriteF32(t *testing.T, name, tensor string, index int, v float32) string 
 		data = append([]byte(nil), data...)
 		binary.LittleEndian.PutUint32(data[4*index:], math.Float32bits(v))
 		found = true
-		return data
+		return ti.Type, data
 	})
 	if !found {
 		t.Fatalf("%s has no tensor %s", name, tensor)

@@ -240,18 +240,8 @@ func gemma4BatchAndPrefix(t *testing.T, name string) {
 
 	pm := loadPath(t, path, LoadOptions{Threads: 2})
 	seq := append(slices.Clone(prompts[3]), prompts[2]...) // 51 tokens: past the 32-position window
-	opts := func(toks []int32) GenerateOptions {
-		return GenerateOptions{Tokens: toks, MaxTokens: 4, Sampler: SamplerOptions{Temperature: 0, RepeatPenalty: 1, Seed: 1}}
-	}
-	turn1, err := pm.Generate(context.Background(), opts(seq), nil)
-	require.NoError(t, err)
-	next := append(append(slices.Clone(seq), turn1.Tokens...), 5, 6, 7, 8)
-	turn2, err := pm.Generate(context.Background(), opts(next), nil)
-	require.NoError(t, err)
+	_, turn2 := followUp(t, pm, m, seq, 5, 6, 7, 8)
 	require.Greater(t, turn2.CachedTokens, len(seq)-1, "turn 2 must reuse turn 1's prefix")
-	want, err := m.Generate(context.Background(), opts(next), nil)
-	require.NoError(t, err)
-	require.Equal(t, want.Tokens, turn2.Tokens)
 }
 
 // A quantized KV cache is refused at load when a layer's head size is not

@@ -55,15 +55,12 @@ func gemmaEmbedConfig(f *loader.File) (*Config, *gemmaEnc, error) {
 		}
 		return int(v), nil
 	}
-	var err error
-	for _, k := range []struct {
-		key string
-		dst *int
-	}{{"embedding_length", &c.NEmbd}, {"block_count", &c.NLayer}, {"attention.head_count", &c.NHead},
-		{"feed_forward_length", &c.NFF}, {"context_length", &c.NCtxTrain}} {
-		if *k.dst, err = get(k.key, -1); err != nil {
-			return nil, nil, err
-		}
+	required := func(key string) (int, error) { return get(key, -1) }
+	err := readInts(required, intKey{"embedding_length", &c.NEmbd}, intKey{"block_count", &c.NLayer},
+		intKey{"attention.head_count", &c.NHead}, intKey{"feed_forward_length", &c.NFF},
+		intKey{"context_length", &c.NCtxTrain})
+	if err != nil {
+		return nil, nil, err
 	}
 	if c.NHeadKV, err = get("attention.head_count_kv", c.NHead); err != nil {
 		return nil, nil, err
@@ -286,19 +283,6 @@ func (m *Model) denseOut(v []float32) []float32 {
 	if g == nil || (g.dense2.Rows == 0 && g.dense3.Rows == 0) {
 		return v
 	}
-	st := &fwdState{nBatch: 1, act: map[kernels.Type][]byte{}}
-	p := &pass{m: m, st: st, ntok: 1, rows: []int{1}}
-	cur := v
-	if g.dense2.Rows > 0 {
-		out := make([]float32, g.dense2.Rows)
-		p.matmul(cur, 1, matOp{&g.dense2, out})
-		addBias(out, g.dense2B, 1)
-		cur = out
-	}
-	if g.dense3.Rows > 0 {
-		out := make([]float32, g.dense3.Rows)
-		p.matmul(cur, 1, matOp{&g.dense3, out})
-		cur = out
-	}
-	return cur
+	p := m.rowPass()
+	return p.denseRow(p.denseRow(v, &g.dense2, g.dense2B), &g.dense3, nil)
 }

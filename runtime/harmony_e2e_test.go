@@ -154,21 +154,19 @@ func TestGptOssHarmonyEndToEnd(t *testing.T) {
 	require.Equal(t, "get_weather", calls[0].Name)
 	require.JSONEq(t, `{"city":"Paris"}`, string(calls[0].Arguments))
 
+	// answer is the text of a reply the model is made to write.
+	answer := func(reply string) string {
+		ids, err := tok.Encode(reply, false, true)
+		require.NoError(t, err)
+		res, err := m.Generate(context.Background(), GenerateOptions{Prompt: prompt, MaxTokens: len(ids) + 5,
+			Sampler: SamplerOptions{Temperature: 0}, force: &scripted{ids: ids}}, nil)
+		require.NoError(t, err)
+		return res.Text
+	}
 	// A plain answer on the final channel, ended by <|return|>.
-	ids, err = tok.Encode("<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>", false, true)
-	require.NoError(t, err)
-	res, err = m.Generate(context.Background(), GenerateOptions{Prompt: prompt, MaxTokens: len(ids) + 5,
-		Sampler: SamplerOptions{Temperature: 0}, force: &scripted{ids: ids}}, nil)
-	require.NoError(t, err)
-	require.Equal(t, "<think>Easy.</think>Hello!", res.Text)
-
+	require.Equal(t, "<think>Easy.</think>Hello!", answer("<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>"))
 	// Text held as a possible recipient (" to") is given out when generation ends.
-	ids, err = tok.Encode(" to<|return|>", false, true)
-	require.NoError(t, err)
-	res, err = m.Generate(context.Background(), GenerateOptions{Prompt: prompt, MaxTokens: len(ids) + 5,
-		Sampler: SamplerOptions{Temperature: 0}, force: &scripted{ids: ids}}, nil)
-	require.NoError(t, err)
-	require.Equal(t, " to", res.Text)
+	require.Equal(t, " to", answer(" to<|return|>"))
 }
 
 func countID(ids []int32, id int32) int {

@@ -1,8 +1,12 @@
 package runtime
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Test helpers shared by the package's tests: loading models and running
@@ -62,4 +66,23 @@ func evalAll(t testing.TB, s *Session, toks []int32) []float32 {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// followUp runs two turns of a conversation on m, four greedy tokens each:
+// seq, then seq, turn 1's reply and extra. Turn 2's reply must be that of
+// fresh (a model without a prefix cache); it returns both turns.
+func followUp(t *testing.T, m, fresh *Model, seq []int32, extra ...int32) (turn1, turn2 *GenerateResult) {
+	t.Helper()
+	opts := func(toks []int32) GenerateOptions {
+		return GenerateOptions{Tokens: toks, MaxTokens: 4, Sampler: SamplerOptions{Temperature: 0, RepeatPenalty: 1, Seed: 1}}
+	}
+	turn1, err := m.Generate(context.Background(), opts(seq), nil)
+	require.NoError(t, err)
+	next := append(append(slices.Clone(seq), turn1.Tokens...), extra...)
+	turn2, err = m.Generate(context.Background(), opts(next), nil)
+	require.NoError(t, err)
+	want, err := fresh.Generate(context.Background(), opts(next), nil)
+	require.NoError(t, err)
+	require.Equal(t, want.Tokens, turn2.Tokens)
+	return turn1, turn2
 }

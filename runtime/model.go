@@ -11,6 +11,8 @@ import (
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
+	"github.com/woolly-llm/woolly/runtime/gbnf"
+	"github.com/woolly-llm/woolly/runtime/grammar"
 	"github.com/woolly-llm/woolly/runtime/tokenizer"
 )
 
@@ -112,8 +114,8 @@ type Model struct {
 	kvV  kernels.Type
 
 	caches  modelCaches
-	grammar grammarVocab
-	gbnf    gbnfVocabOnce // constrain.go
+	grammar lazy[*grammar.Vocab] // constrain.go
+	gbnf    lazy[*gbnf.Vocab]
 
 	releaseHuge func() error // unmaps the huge-page copy of the matrices (nil: none)
 	releasePack func() error // unmaps the packed matrices (nil: none)

@@ -20,44 +20,28 @@ import (
 // reference logits in testdata/mxfp4 were computed on.
 const mxfp4ExpertsSHA256 = "66785b0753beb4317f6d94ea2c74ba7943e2f4b1f3fc5c30e4c0ce27153d513f"
 
-// writeMXFP4Experts writes src with every expert tensor (name containing
+// writeMXFP4Experts writes, as file in a temporary directory, src with every expert tensor (name containing
 // "_exps") dequantized and quantized to MXFP4 by Woolly's quantizer (the
 // bytes of llama.cpp's, see quant/testdata/mxfp4), every other tensor and
 // all metadata unchanged.
-func writeMXFP4Experts(t *testing.T, src, dst string) {
+func writeMXFP4Experts(t *testing.T, src, file string) string {
 	t.Helper()
-	f, err := loader.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := loader.NewWriter()
-	for _, kv := range f.KV {
-		w.Set(kv.Key, kv.Value)
-	}
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		data, ty := f.Data(ti), ti.Type
-		if strings.Contains(ti.Name, "_exps") {
-			x := make([]float32, ti.Elements())
-			kernels.Dequant(ti.Type, data, x)
-			ty = kernels.MXFP4
-			rb, err := ty.RowBytes(ti.Shape[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			data = make([]byte, rb*ti.Rows())
-			if err := quant.Quantize(ty, x, int(ti.Shape[0]), data, 2); err != nil {
-				t.Fatal(err)
-			}
+	return rewriteFile(t, src, file, nil, "", nil, func(ti *loader.TensorInfo, data []byte) (kernels.Type, []byte) {
+		if !strings.Contains(ti.Name, "_exps") {
+			return ti.Type, data
 		}
-		if err := w.AddTensor(ti.Name, ty, ti.Shape, data); err != nil {
+		x := make([]float32, ti.Elements())
+		kernels.Dequant(ti.Type, data, x)
+		rb, err := kernels.MXFP4.RowBytes(ti.Shape[0])
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := w.WriteFile(dst); err != nil {
-		t.Fatal(err)
-	}
+		data = make([]byte, rb*ti.Rows())
+		if err := quant.Quantize(kernels.MXFP4, x, int(ti.Shape[0]), data, 2); err != nil {
+			t.Fatal(err)
+		}
+		return kernels.MXFP4, data
+	})
 }
 
 // MoE models with MXFP4 experts against llama.cpp, both made from
@@ -86,8 +70,7 @@ func TestParityMXFP4Experts(t *testing.T) {
 		t.Skipf("model not available: %v", err)
 	}
 	dir := t.TempDir()
-	experts := filepath.Join(dir, "qwen3moe-mini-mxfp4-experts.gguf")
-	writeMXFP4Experts(t, src, experts)
+	experts := writeMXFP4Experts(t, src, "qwen3moe-mini-mxfp4-experts.gguf")
 	moe := filepath.Join(dir, "qwen3moe-mini-MXFP4_MOE.gguf")
 	if _, err := quant.QuantizeFile(src, moe, quant.FileMXFP4_MOE, quant.FileOptions{Threads: 2, AllowRequantize: true}); err != nil {
 		t.Fatal(err)

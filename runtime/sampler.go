@@ -301,6 +301,17 @@ func better(a, b cand) bool {
 	return a.logit > b.logit || (a.logit == b.logit && a.id < b.id)
 }
 
+// compareCands is better as a sort order (slices.SortFunc).
+func compareCands(a, b cand) int {
+	if better(a, b) {
+		return -1
+	}
+	if better(b, a) {
+		return 1
+	}
+	return 0
+}
+
 // candHeap is a min-heap of the worst kept candidate (for top-k selection).
 type candHeap []cand
 

@@ -106,15 +106,7 @@ func typicalFilter(c []cand, p float32) []cand {
 		kept[i] = all[i].c
 	}
 	out = append(out, kept...)
-	slices.SortFunc(out, func(a, b cand) int {
-		if better(a, b) {
-			return -1
-		}
-		if better(b, a) {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, compareCands)
 	return out
 }
 
@@ -194,15 +186,7 @@ func (s *Sampler) sampleMirostat(logits []float32) int32 {
 		if len(c) == 0 {
 			c = append(c, cand{argmax(logits), mx / o.Temperature})
 		}
-		slices.SortFunc(c, func(a, b cand) int {
-			if better(a, b) {
-				return -1
-			}
-			if better(b, a) {
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(c, compareCands)
 		s.cands = c
 	}
 	p := softmaxOf(c)

@@ -18,30 +18,38 @@ func logitsOf(p ...float64) []float32 {
 	return l
 }
 
-// chainDist runs the sampler's chain (not mirostat) up to the draw and
-// returns the ids kept and their probabilities (after temperature).
-func chainDist(s *Sampler, logits []float32) ([]int32, []float64) {
-	c := s.filtered(s.adjusted(logits))
-	for i := range c {
-		c[i].logit /= s.o.Temperature
+// keptCase is a sampler setting and the tokens the chain keeps at it, with
+// their probabilities.
+type keptCase struct {
+	v    float32
+	ids  []int32
+	prob []float64
+}
+
+// checkKept runs the chain (not mirostat) of a sampler with options
+// opts(c.v) on logits up to the draw, for each case, and checks the ids it
+// keeps and their probabilities (after temperature); name names the
+// setting in errors.
+func checkKept(t *testing.T, name string, logits []float32, opts func(v float32) SamplerOptions, cases []keptCase) {
+	t.Helper()
+	for _, tc := range cases {
+		s := NewSampler(opts(tc.v))
+		c := s.filtered(s.adjusted(logits))
+		for i := range c {
+			c[i].logit /= s.o.Temperature
+		}
+		ids := make([]int32, len(c))
+		for i := range c {
+			ids[i] = c[i].id
+		}
+		if prob := softmaxOf(c); !slices.Equal(ids, tc.ids) || !near(prob, tc.prob) {
+			t.Errorf("%s %g: kept %v %v, want %v %v", name, tc.v, ids, prob, tc.ids, tc.prob)
+		}
 	}
-	ids := make([]int32, len(c))
-	for i := range c {
-		ids[i] = c[i].id
-	}
-	return ids, softmaxOf(c)
 }
 
 func near(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Abs(a[i]-b[i]) > 1e-6 {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) <= 1e-6 })
 }
 
 // Typical-p on p = (1/2, 1/4, 1/8, 1/8): entropy 1.75 ln 2; surprises
@@ -49,22 +57,12 @@ func near(a, b []float64) bool {
 // token 1 is the most typical, then 0, then 2 and 3.
 func TestTypicalP(t *testing.T) {
 	l := logitsOf(0.5, 0.25, 0.125, 0.125)
-	for _, tc := range []struct {
-		p    float32
-		ids  []int32
-		prob []float64
-	}{
+	checkKept(t, "typical_p", l, func(v float32) SamplerOptions { return SamplerOptions{Temperature: 1, TypicalP: v} }, []keptCase{
 		{0.2, []int32{1}, []float64{1}},
 		{0.5, []int32{0, 1}, []float64{2.0 / 3, 1.0 / 3}}, // 0.25 is not > 0.5; 0.75 is
 		{0.8, []int32{0, 1, 2}, []float64{4.0 / 7, 2.0 / 7, 1.0 / 7}},
 		{1, []int32{0, 1, 2, 3}, []float64{0.5, 0.25, 0.125, 0.125}}, // off
-	} {
-		s := NewSampler(SamplerOptions{Temperature: 1, TypicalP: tc.p})
-		ids, prob := chainDist(s, l)
-		if !slices.Equal(ids, tc.ids) || !near(prob, tc.prob) {
-			t.Errorf("typical_p %g: kept %v %v, want %v %v", tc.p, ids, prob, tc.ids, tc.prob)
-		}
-	}
+	})
 	// With temperature 0 the best survivor is picked: token 1, not the
 	// argmax 0.
 	if got := NewSampler(SamplerOptions{TypicalP: 0.2}).Sample(l); got != 1 {
@@ -76,22 +74,14 @@ func TestTypicalP(t *testing.T) {
 // so 0 goes and 1, 2, 3 remain (0.3, 0.2, 0.1 renormalised).
 func TestXTC(t *testing.T) {
 	l := logitsOf(0.4, 0.3, 0.2, 0.1)
-	for _, tc := range []struct {
-		thr  float32
-		ids  []int32
-		prob []float64
-	}{
+	checkKept(t, "xtc threshold", l, func(v float32) SamplerOptions {
+		return SamplerOptions{Temperature: 1, XTCProbability: 1, XTCThreshold: v}
+	}, []keptCase{
 		{0.25, []int32{1, 2, 3}, []float64{0.5, 1.0 / 3, 1.0 / 6}},
 		{0.15, []int32{2, 3}, []float64{2.0 / 3, 1.0 / 3}},
 		{0.35, []int32{0, 1, 2, 3}, []float64{0.4, 0.3, 0.2, 0.1}}, // one above: kept
 		{0.6, []int32{0, 1, 2, 3}, []float64{0.4, 0.3, 0.2, 0.1}},  // > 0.5: off
-	} {
-		s := NewSampler(SamplerOptions{Temperature: 1, XTCProbability: 1, XTCThreshold: tc.thr})
-		ids, prob := chainDist(s, l)
-		if !slices.Equal(ids, tc.ids) || !near(prob, tc.prob) {
-			t.Errorf("xtc threshold %g: kept %v %v, want %v %v", tc.thr, ids, prob, tc.ids, tc.prob)
-		}
-	}
+	})
 	// Greedy with XTC always on picks the best survivor.
 	if got := NewSampler(SamplerOptions{XTCProbability: 1, XTCThreshold: 0.25}).Sample(l); got != 1 {
 		t.Errorf("greedy with xtc picked %d, want 1", got)

@@ -21,25 +21,20 @@ import (
 // stop, message_delta, message_stop). The anthropic-version header is
 // accepted whatever its value; the key may come in x-api-key.
 
+// anthropicErrorTypes are the error types Anthropic names by status
+// (errorType: api_error for another 5xx).
+var anthropicErrorTypes = map[int]string{
+	http.StatusUnauthorized:          "authentication_error",
+	http.StatusForbidden:             "permission_error",
+	http.StatusNotFound:              "not_found_error",
+	http.StatusRequestEntityTooLarge: "request_too_large",
+	http.StatusTooManyRequests:       "rate_limit_error",
+	http.StatusServiceUnavailable:    "overloaded_error",
+}
+
 // anthropicError is an error in Anthropic's shape, its type from the status.
 func anthropicError(status int, msg string) map[string]any {
-	typ := "invalid_request_error"
-	switch {
-	case status == http.StatusUnauthorized:
-		typ = "authentication_error"
-	case status == http.StatusForbidden:
-		typ = "permission_error"
-	case status == http.StatusNotFound:
-		typ = "not_found_error"
-	case status == http.StatusRequestEntityTooLarge:
-		typ = "request_too_large"
-	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
-	case status == http.StatusServiceUnavailable:
-		typ = "overloaded_error"
-	case status >= 500:
-		typ = "api_error"
-	}
+	typ := errorType(status, anthropicErrorTypes, "api_error")
 	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 }
 
@@ -61,14 +56,10 @@ type anthropicBlock struct {
 type anthropicContent []anthropicBlock
 
 func (c *anthropicContent) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*c = anthropicContent{{Type: "text", Text: s}}
-		return nil
-	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(b, &blocks); err != nil {
-		return errors.New("content must be a string or a list of content blocks")
+	text := func(s string) anthropicBlock { return anthropicBlock{Type: "text", Text: s} }
+	blocks, err := stringOrList(b, text, "content must be a string or a list of content blocks")
+	if err != nil {
+		return err
 	}
 	*c = blocks
 	return nil
@@ -228,10 +219,8 @@ func (q *anthropicRequest) thinking(j *job) error {
 		BudgetTokens *int    `json:"budget_tokens"`
 		Display      *string `json:"display"`
 	}
-	d := json.NewDecoder(bytes.NewReader(q.Thinking))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&th); err != nil {
-		return badRequest("thinking: %v", err)
+	if err := decodeStrict(q.Thinking, &th, "thinking"); err != nil {
+		return err
 	}
 	if th.Display != nil {
 		switch *th.Display {
@@ -281,10 +270,8 @@ func (q *anthropicRequest) toolChoice(j *job) error {
 		Name                   string `json:"name"`
 		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	}
-	d := json.NewDecoder(bytes.NewReader(q.ToolChoice))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&tc); err != nil {
-		return badRequest("tool_choice: %v", err)
+	if err := decodeStrict(q.ToolChoice, &tc, "tool_choice"); err != nil {
+		return err
 	}
 	j.noParallel = tc.DisableParallelToolUse
 	switch tc.Type {
@@ -307,21 +294,10 @@ func (q *anthropicRequest) toolChoice(j *job) error {
 	if j.forceTool == nil {
 		return nil
 	}
-	if len(j.tools) == 0 {
-		return badRequest("tool_choice: a call is required but the request has no tools")
-	}
-	if j.think != nil && *j.think {
+	if len(j.tools) > 0 && j.think != nil && *j.think {
 		return badRequest(`tool_choice: "any" and "tool" force a call from the first token, so they cannot be combined with thinking`)
 	}
-	if j.req.Grammar != nil {
-		return badRequest("tool_choice: a forced tool call and output_config.format cannot both constrain the answer")
-	}
-	g, err := forcedToolGrammar(j.tools, *j.forceTool)
-	if err != nil {
-		return err
-	}
-	j.forcedGrammar = g
-	return nil
+	return j.forcedCall(j.tools, j.req.Grammar != nil, "output_config.format")
 }
 
 func (q *anthropicRequest) job(bool) (*job, error) {
@@ -352,10 +328,8 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 			Type   string          `json:"type"`
 			Schema json.RawMessage `json:"schema"`
 		}
-		d := json.NewDecoder(bytes.NewReader(q.OutputConfig.Format))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&f); err != nil {
-			return nil, badRequest("output_config.format: %v", err)
+		if err := decodeStrict(q.OutputConfig.Format, &f, "output_config.format"); err != nil {
+			return nil, err
 		}
 		if f.Type != "json_schema" || absent(f.Schema) {
 			return nil, badRequest(`output_config.format must be {"type": "json_schema", "schema": {...}}`)
@@ -506,12 +480,10 @@ func toolUseBlock(c chat.ToolCall) map[string]any {
 // anthropicBlocks turns streamed text into content-block events: it keeps
 // the open block (thinking or text) and the next block's index.
 type anthropicBlocks struct {
-	j     *job
+	partStream
 	omit  bool // thinking blocks without their text
-	sp    thinkSplitter
 	index int
 	open  string // "", "thinking" or "text"
-	out   []sseEvent
 }
 
 func (a *anthropicBlocks) emit(name string, data map[string]any) {
@@ -547,31 +519,22 @@ func (a *anthropicBlocks) delta(typ, text string) {
 	a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": typ + "_delta", typ: text}})
 }
 
+// call adds a tool call as a whole tool_use block.
+func (a *anthropicBlocks) call(c chat.ToolCall) {
+	a.close()
+	block := toolUseBlock(c)
+	args := string(c.Arguments)
+	block["input"] = map[string]any{}
+	a.emit("content_block_start", map[string]any{"index": a.index, "content_block": block})
+	a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
+	a.emit("content_block_stop", map[string]any{"index": a.index})
+	a.index++
+}
+
 // feed takes the next piece (flush: the end of the answer) and returns its
 // events (none while the splitters hold text back).
 func (a *anthropicBlocks) feed(t string, flush bool) []sseEvent {
-	a.out = nil
-	if a.j.thinking {
-		var th string
-		th, t = a.sp.take(t, flush)
-		a.delta("thinking", th)
-	}
-	t, calls := a.j.toolFeed(t, flush)
-	a.delta("text", t)
-	for _, c := range calls {
-		a.close()
-		block := toolUseBlock(c)
-		args := string(c.Arguments)
-		block["input"] = map[string]any{}
-		a.emit("content_block_start", map[string]any{"index": a.index, "content_block": block})
-		a.emit("content_block_delta", map[string]any{"index": a.index, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
-		a.emit("content_block_stop", map[string]any{"index": a.index})
-		a.index++
-	}
-	if flush {
-		a.close()
-	}
-	return a.out
+	return a.events(a, "thinking", "text", t, flush)
 }
 
 // anthropicMessages serves POST /v1/messages.
@@ -581,7 +544,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID("msg_")
-	blocks := &anthropicBlocks{j: j, omit: q.omitThinking}
+	blocks := &anthropicBlocks{partStream: partStream{j: j}, omit: q.omitThinking}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famAnthropic, sse: true, noDone: true,
 		keepAlive: sseEvent{"ping", map[string]any{"type": "ping"}},
@@ -637,14 +600,8 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 // of the prompt the model's template renders for the request (the whole
 // conversation, without dropping turns to fit the context).
 func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
-	q := &anthropicRequest{countOnly: true}
-	if err := decode(r, q, false, fieldCheck{anthropicCountFields, true}); err != nil {
-		s.failErr(w, r, famAnthropic, err)
-		return
-	}
-	j, err := q.job(true)
-	if err != nil {
-		s.failErr(w, r, famAnthropic, err)
+	j := s.jobFrom(w, r, famAnthropic, true, fieldCheck{anthropicCountFields, true}, &anthropicRequest{countOnly: true})
+	if j == nil {
 		return
 	}
 	ctx, cancel := s.requestContext(r)

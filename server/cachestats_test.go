@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -12,13 +11,8 @@ import (
 func TestCacheStatsMetrics(t *testing.T) {
 	dir := realModelsDir(t)
 	cs := NewCacheStats()
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{Caches: cs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{Caches: cs})
 	s.RegisterStats("prefix_cache", cs.Prefix)
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
 
 	story := strings.Repeat("Once upon a time there was a little girl named Lily. She liked to play in the park with her dog. ", 3)
 	gen := func(prompt string) {

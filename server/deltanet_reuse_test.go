@@ -2,13 +2,11 @@ package server
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/synth"
 )
 
@@ -32,48 +30,19 @@ func TestHybridChatReuse(t *testing.T) {
 	if _, err := synth.WriteFile(filepath.Join(dir, "qwen35-mini.gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pc := range []*int64{runtime.Ptr(int64(0)), nil} {
-		name := "prefix cache off"
-		if pc == nil {
-			name = "defaults"
-		}
-		t.Run(name, func(t *testing.T) { testHybridReuse(t, dir, pc) })
-	}
+	forPrefixCacheModes(t, func(t *testing.T, pc *int64) { testHybridReuse(t, dir, pc) })
 }
 
 func testHybridReuse(t *testing.T, dir string, prefixCache *int64) {
 	serve := func() string {
-		s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(s.Handler())
-		t.Cleanup(func() { ts.Close(); s.Close() })
+		_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
 		return ts.URL
 	}
 	url := serve()
 
 	type usage struct{ prompt, cached int }
 	chat := func(msgs string) (usage, string) {
-		st, b := post(t, url+"/v1/chat/completions", `{"model":"qwen35-mini","temperature":0,"max_tokens":8,"logprobs":true,"top_logprobs":5,"messages":[`+msgs+`]}`)
-		if st != 200 {
-			t.Fatalf("chat: %d %s", st, b)
-		}
-		var r struct {
-			Choices []struct {
-				Message  struct{ Content string } `json:"message"`
-				Logprobs json.RawMessage          `json:"logprobs"`
-			} `json:"choices"`
-			Usage struct {
-				Prompt  int `json:"prompt_tokens"`
-				Details struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
-			t.Fatalf("chat: %v %s", err, b)
-		}
+		r := postChat(t, url, `{"model":"qwen35-mini","temperature":0,"max_tokens":8,"logprobs":true,"top_logprobs":5,"messages":[`+msgs+`]}`)
 		// The reply with its log-probabilities: equal only if the logits are.
 		return usage{r.Usage.Prompt, r.Usage.Details.Cached}, r.Choices[0].Message.Content + string(r.Choices[0].Logprobs)
 	}

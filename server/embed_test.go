@@ -61,16 +61,21 @@ func unit(v ...float64) []float64 {
 	return v
 }
 
+// apiEmbedResponse is the part of an /api/embed answer the tests read.
+type apiEmbedResponse struct {
+	Embeddings      [][]float32 `json:"embeddings"`
+	PromptEvalCount int         `json:"prompt_eval_count"`
+}
+
+// openAIEmbedResponse is the part of a /v1/embeddings answer the tests read.
+type openAIEmbedResponse struct {
+	Data []struct {
+		Embedding []float32 `json:"embedding"`
+	} `json:"data"`
+}
+
 func closeTo(a []float64, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Abs(a[i]-b[i]) > 1e-6 {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) <= 1e-6 })
 }
 
 func TestOllamaEmbedRoutes(t *testing.T) {
@@ -350,10 +355,7 @@ func TestEmbedRealModel(t *testing.T) {
 		return v
 	}
 	code, body := post(t, url+"/api/embed", `{"model":"`+realModel+`","input":["Once upon a time","The cat sat on the mat."]}`)
-	var r struct {
-		Embeddings      [][]float32 `json:"embeddings"`
-		PromptEvalCount int         `json:"prompt_eval_count"`
-	}
+	var r apiEmbedResponse
 	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 		t.Fatalf("/api/embed: %d %s", code, body)
 	}
@@ -367,11 +369,7 @@ func TestEmbedRealModel(t *testing.T) {
 		t.Fatalf("/api/embeddings: %d, differs from the raw embedding", code)
 	}
 	code, body = post(t, url+"/v1/embeddings", `{"model":"`+realModel+`","input":"Once upon a time"}`)
-	var o struct {
-		Data []struct {
-			Embedding []float32 `json:"embedding"`
-		} `json:"data"`
-	}
+	var o openAIEmbedResponse
 	if json.Unmarshal(body, &o); code != 200 || len(o.Data) != 1 || !slices.Equal(o.Data[0].Embedding, normed(raw)) {
 		t.Fatalf("/v1/embeddings: %d %.200s", code, body)
 	}

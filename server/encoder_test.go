@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/runtime"
@@ -37,23 +34,9 @@ func encoderServer(t *testing.T) (url, dir string) {
 			t.Fatal(err)
 		}
 	}
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: s.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() {
-		ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		hs.Shutdown(ctx)
-		s.Close()
-	})
-	return "http://" + ln.Addr().String(), dir
+	url, stop, _ := serveOnPort(t, Config{ModelsDir: dir, Threads: 1})
+	t.Cleanup(stop)
+	return url, dir
 }
 
 // TestEncoderRoutes: a BERT model's embeddings through /api/embed and
@@ -75,10 +58,7 @@ func TestEncoderRoutes(t *testing.T) {
 		t.Fatalf("bert-mini pools by %v, want mean (its pooling_type)", want.Pooling)
 	}
 	code, body := post(t, url+"/api/embed", `{"model":"bert-mini","input":["Once upon a time","The cat sat on the mat."]}`)
-	var r struct {
-		Embeddings      [][]float32 `json:"embeddings"`
-		PromptEvalCount int         `json:"prompt_eval_count"`
-	}
+	var r apiEmbedResponse
 	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 		t.Fatalf("/api/embed: %d %s", code, body)
 	}
@@ -87,11 +67,7 @@ func TestEncoderRoutes(t *testing.T) {
 		t.Fatalf("/api/embed differs from the runtime's embeddings")
 	}
 	code, body = post(t, url+"/v1/embeddings", `{"model":"bert-mini","input":"Once upon a time"}`)
-	var o struct {
-		Data []struct {
-			Embedding []float32 `json:"embedding"`
-		} `json:"data"`
-	}
+	var o openAIEmbedResponse
 	if json.Unmarshal(body, &o); code != 200 || len(o.Data) != 1 || !slices.Equal(o.Data[0].Embedding, want.Embeddings[0].Vector) {
 		t.Fatalf("/v1/embeddings: %d %.200s", code, body)
 	}
@@ -169,20 +145,23 @@ func TestEncoderRoutes(t *testing.T) {
 // TestRerankLikeLlamaServer: /v1/rerank on bert-rerank-mini answers as
 // llama.cpp's native llama-server did (runtime/testdata/encoder/native):
 // the same order, scores within 1e-6, the same token count.
+// rerankResponse is the part of a /v1/rerank answer the test compares.
+type rerankResponse struct {
+	Results []struct {
+		Index int     `json:"index"`
+		Score float64 `json:"relevance_score"`
+	} `json:"results"`
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
 func TestRerankLikeLlamaServer(t *testing.T) {
 	url, _ := encoderServer(t)
 	var ref struct {
-		Query     string   `json:"query"`
-		Documents []string `json:"documents"`
-		Response  struct {
-			Results []struct {
-				Index int     `json:"index"`
-				Score float64 `json:"relevance_score"`
-			} `json:"results"`
-			Usage struct {
-				PromptTokens int `json:"prompt_tokens"`
-			} `json:"usage"`
-		} `json:"response"`
+		Query     string         `json:"query"`
+		Documents []string       `json:"documents"`
+		Response  rerankResponse `json:"response"`
 	}
 	b, err := os.ReadFile(filepath.Join("..", "runtime", "testdata", "encoder", "native", "bert-rerank-mini-Q8_0.rerank.json"))
 	if err != nil {
@@ -193,15 +172,7 @@ func TestRerankLikeLlamaServer(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{"model": "bert-rerank-mini", "query": ref.Query, "documents": ref.Documents})
 	code, out := post(t, url+"/v1/rerank", string(body))
-	var got struct {
-		Results []struct {
-			Index int     `json:"index"`
-			Score float64 `json:"relevance_score"`
-		} `json:"results"`
-		Usage struct {
-			PromptTokens int `json:"prompt_tokens"`
-		} `json:"usage"`
-	}
+	var got rerankResponse
 	if err := json.Unmarshal(out, &got); code != 200 || err != nil {
 		t.Fatalf("/v1/rerank: %d %s", code, out)
 	}

@@ -9,7 +9,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -59,11 +60,7 @@ func checkFields(body []byte, rules map[string]fieldRule, strict bool) error {
 	if json.Unmarshal(body, &m) != nil {
 		return nil // not an object: the typed decode reports it
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		rule, ok := rules[k]
 		if !ok {

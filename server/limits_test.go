@@ -54,11 +54,7 @@ func TestNumCtxBoundedRealModel(t *testing.T) {
 		cap, numCtx int
 		limit       string
 	}{{0, 2147483647, "128"}, {0, 129, "128"}, {64, 65, "64"}} {
-		s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{ContextLength: c.cap})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := newHTTPTestServer(t, s)
+		_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{ContextLength: c.cap})
 		for _, path := range []string{"/api/generate", "/api/chat", "/api/embed"} {
 			body := `{"model":"` + realModel + `","prompt":"Once","input":"Once","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_ctx":` + itoa(c.numCtx) + `,"num_predict":2}}`
 			wantRefusal(t, do(t, ts, "POST", path, body), "num_ctx", c.limit)
@@ -70,14 +66,20 @@ func TestNumCtxBoundedRealModel(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// newHTTPTestServer serves s over httptest, closed after the test.
-func newHTTPTestServer(t *testing.T, s *Server) *httptest.Server {
+// newHTTPTestServer serves a Server of cfg and b over httptest, both closed
+// after the test.
+func newHTTPTestServer(t *testing.T, cfg Config, b Backend) (*Server, *httptest.Server) {
+	t.Helper()
+	s, err := New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		ts.Close()
 		s.Close()
 	})
-	return ts
+	return s, ts
 }
 
 // A prompt longer in bytes than the context could hold (the fake's tokens
@@ -122,11 +124,7 @@ func TestPromptBytesBounded(t *testing.T) {
 // tokenizing it cost over a gigabyte.
 func TestHugePromptRefusedCheaply(t *testing.T) {
 	dir := realModelsDir(t)
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newHTTPTestServer(t, s)
+	_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
 	big := strings.Repeat("Once upon a time ", 7_600_000/17)
 	for _, c := range []struct{ path, body string }{
 		{"/api/generate", `{"model":"` + realModel + `","stream":false,"prompt":"` + big + `"}`},
@@ -151,11 +149,7 @@ func TestHugePromptRefusedCheaply(t *testing.T) {
 // messages took 58-69 s of re-rendering and re-tokenizing).
 func TestLongChatTrimmedFast(t *testing.T) {
 	dir := realModelsDir(t)
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newHTTPTestServer(t, s)
+	_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{})
 	var msgs []map[string]string
 	for i := 0; i < 2000; i++ {
 		msgs = append(msgs, map[string]string{"role": []string{"user", "assistant"}[i%2], "content": "the cat sat on the mat and then it ran"})

@@ -153,17 +153,13 @@ func llamaTimings(o *outcome) map[string]any {
 
 func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request) {
 	var q llamaCompletionRequest
-	if err := decode(r, &q, false, fieldCheck{llamaCompletionFields, false}); err != nil {
+	err := decode(r, &q, false, fieldCheck{llamaCompletionFields, false})
+	if err == nil {
+		q.Model, err = s.defaultModel(q.Model)
+	}
+	if err != nil {
 		s.failErr(w, r, famOpenAI, err)
 		return
-	}
-	if q.Model == "" {
-		m, err := s.defaultModel()
-		if err != nil {
-			s.failErr(w, r, famOpenAI, err)
-			return
-		}
-		q.Model = m
 	}
 	j, err := q.job(false)
 	if err != nil {
@@ -192,13 +188,10 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request) {
 // llamaModelFor acquires the model a tokenizer route names (or the default
 // one); the caller releases it. It answers the error itself (nil lease).
 func (s *Server) llamaModelFor(w http.ResponseWriter, r *http.Request, name string) *lease {
-	if name == "" {
-		m, err := s.defaultModel()
-		if err != nil {
-			s.failErr(w, r, famOpenAI, err)
-			return nil
-		}
-		name = m
+	name, err := s.defaultModel(name)
+	if err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return nil
 	}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
@@ -214,6 +207,16 @@ var llamaTokenizeFields = map[string]fieldRule{
 	"model": honoured, "content": honoured, "add_special": honoured, "parse_special": honoured, "with_pieces": honoured,
 }
 
+// decodeForModel decodes a body into q and leases the model *model (a field
+// of q) then names; nil after the error response.
+func (s *Server) decodeForModel(w http.ResponseWriter, r *http.Request, q any, fields map[string]fieldRule, model *string) *lease {
+	if err := decode(r, q, false, fieldCheck{fields, true}); err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return nil
+	}
+	return s.llamaModelFor(w, r, *model)
+}
+
 func (s *Server) llamaTokenize(w http.ResponseWriter, r *http.Request) {
 	q := struct {
 		Model        string  `json:"model"`
@@ -222,11 +225,7 @@ func (s *Server) llamaTokenize(w http.ResponseWriter, r *http.Request) {
 		ParseSpecial *bool   `json:"parse_special"`
 		WithPieces   bool    `json:"with_pieces"`
 	}{}
-	if err := decode(r, &q, false, fieldCheck{llamaTokenizeFields, true}); err != nil {
-		s.failErr(w, r, famOpenAI, err)
-		return
-	}
-	l := s.llamaModelFor(w, r, q.Model)
+	l := s.decodeForModel(w, r, &q, llamaTokenizeFields, &q.Model)
 	if l == nil {
 		return
 	}
@@ -276,11 +275,7 @@ func (s *Server) llamaDetokenize(w http.ResponseWriter, r *http.Request) {
 		Model  string  `json:"model"`
 		Tokens []int32 `json:"tokens"`
 	}{}
-	if err := decode(r, &q, false, fieldCheck{llamaDetokenizeFields, true}); err != nil {
-		s.failErr(w, r, famOpenAI, err)
-		return
-	}
-	l := s.llamaModelFor(w, r, q.Model)
+	l := s.decodeForModel(w, r, &q, llamaDetokenizeFields, &q.Model)
 	if l == nil {
 		return
 	}

@@ -14,19 +14,7 @@ import (
 // sseNoDone splits llama-server's /completion stream (no [DONE]).
 func sseNoDone(t *testing.T, b []byte) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	for _, f := range strings.Split(strings.TrimSuffix(string(b), "\n\n"), "\n\n") {
-		payload, ok := strings.CutPrefix(f, "data: ")
-		if !ok {
-			t.Fatalf("frame %q lacks data:", f)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(payload), &m); err != nil {
-			t.Fatalf("frame %q: %v", f, err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return ssePayloads(t, strings.Split(strings.TrimSuffix(string(b), "\n\n"), "\n\n"))
 }
 
 func TestLlamaServerRoutesFake(t *testing.T) {

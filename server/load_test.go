@@ -42,6 +42,13 @@ func startReal(t *testing.T, cfg Config) (string, func()) {
 func startRealServer(t *testing.T, cfg Config) (string, func(), *Server) {
 	cfg.ModelsDir = realModelsDir(t)
 	cfg.Threads = 1
+	return serveOnPort(t, cfg)
+}
+
+// serveOnPort serves a Server of cfg with the runtime backend over HTTP on
+// a free local port; it returns the base URL, a stop function (shutdown,
+// then Close) and the Server.
+func serveOnPort(t *testing.T, cfg Config) (string, func(), *Server) {
 	s, err := New(cfg, RuntimeBackend{})
 	if err != nil {
 		t.Fatal(err)

@@ -65,11 +65,7 @@ func TestErrorsScrubbed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bad.gguf"), []byte("SECRETDATA and more of it"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{ModelsDir: dir, MaxBodyBytes: 16 << 20}, RuntimeBackend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newHTTPTestServer(t, s)
+	_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, MaxBodyBytes: 16 << 20}, RuntimeBackend{})
 	for _, c := range []struct{ path, body string }{
 		{"/api/generate", `{"model":"bad","prompt":"hi"}`},
 		{"/api/show", `{"model":"bad"}`},

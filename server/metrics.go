@@ -1,10 +1,11 @@
 package server
 
 import (
+	"maps"
 	"net/http"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,11 +96,7 @@ func (c *statsCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	names := make([]string, 0, len(c.providers))
-	for n := range c.providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.providers))
 	fs := make([]func() map[string]float64, len(names))
 	for i, n := range names {
 		fs[i] = c.providers[n]

@@ -84,9 +84,12 @@ type oleRequest struct {
 	Stream            bool           `json:"stream"`
 }
 
-// defaultModel is the most recently used loaded model, else the only model
-// of the directory.
-func (s *Server) defaultModel() (string, error) {
+// defaultModel is name when a request gives one; else the most recently
+// used loaded model, else the only model of the directory.
+func (s *Server) defaultModel(name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
 	if rs := s.models.running(); len(rs) > 0 {
 		return rs[0].Name, nil
 	}
@@ -105,17 +108,13 @@ func (s *Server) oleChat(w http.ResponseWriter, r *http.Request)     { s.ole(w, 
 
 func (s *Server) ole(w http.ResponseWriter, r *http.Request, chatReq bool) {
 	var q oleRequest
-	if err := decode(r, &q, false); err != nil {
+	err := decode(r, &q, false)
+	if err == nil {
+		q.Model, err = s.defaultModel(q.Model)
+	}
+	if err != nil {
 		s.failErr(w, r, famOle, err)
 		return
-	}
-	if q.Model == "" {
-		m, err := s.defaultModel()
-		if err != nil {
-			s.failErr(w, r, famOle, err)
-			return
-		}
-		q.Model = m
 	}
 	j := &job{model: q.Model, req: defaultRequest()}
 	j.req.MaxTokens = 256

@@ -23,17 +23,26 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 		*s = nil
 		return nil
 	}
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		*s = stringList{one}
-		return nil
+	l, err := stringOrList(b, func(one string) string { return one }, "expected a string or a list of strings")
+	if err != nil {
+		return err
 	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return errors.New("expected a string or a list of strings")
-	}
-	*s = many
+	*s = l
 	return nil
+}
+
+// stringOrList decodes b, a JSON string or a list of E: a string s is the
+// list of one(s) alone. A failure is the error msg (and a nil list).
+func stringOrList[E any](b []byte, one func(string) E, msg string) ([]E, error) {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		return []E{one(s)}, nil
+	}
+	var many []E
+	if err := json.Unmarshal(b, &many); err != nil {
+		return nil, errors.New(msg)
+	}
+	return many, nil
 }
 
 // openaiContent is a message's content: a string, or a list of parts of
@@ -218,17 +227,10 @@ func (q *openaiRequest) parseTools(j *job) error {
 		j.forceTool = &named.Function.Name
 	}
 	if j.forceTool != nil {
-		if len(tools) == 0 {
-			return badRequest("tool_choice: a call is required but the request has no tools")
-		}
-		if !absent(q.ResponseFormat) && !strings.Contains(string(q.ResponseFormat), `"text"`) {
-			return badRequest("tool_choice: a forced tool call and response_format cannot both constrain the answer")
-		}
-		g, err := forcedToolGrammar(tools, *j.forceTool)
-		if err != nil {
+		formatted := !absent(q.ResponseFormat) && !strings.Contains(string(q.ResponseFormat), `"text"`)
+		if err := j.forcedCall(tools, formatted, "response_format"); err != nil {
 			return err
 		}
-		j.forcedGrammar = g
 	}
 	j.tools = tools
 	j.noParallel = q.ParallelToolCalls != nil && !*q.ParallelToolCalls

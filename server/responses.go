@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,18 +252,7 @@ func (q *responsesRequest) tools(j *job) error {
 	if j.forceTool == nil {
 		return nil
 	}
-	if len(j.tools) == 0 {
-		return badRequest("tool_choice: a call is required but the request has no tools")
-	}
-	if j.req.Grammar != nil {
-		return badRequest("tool_choice: a forced tool call and text.format cannot both constrain the answer")
-	}
-	g, err := forcedToolGrammar(j.tools, *j.forceTool)
-	if err != nil {
-		return err
-	}
-	j.forcedGrammar = g
-	return nil
+	return j.forcedCall(j.tools, j.req.Grammar != nil, "text.format")
 }
 
 // textFormat reads text.format: text, json_object or json_schema (name,
@@ -280,10 +268,8 @@ func textFormat(raw json.RawMessage) (*grammar.Grammar, error) {
 		Strict      *bool           `json:"strict"`
 		Description string          `json:"description"`
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&f); err != nil {
-		return nil, badRequest("text.format: %v", err)
+	if err := decodeStrict(raw, &f, "text.format"); err != nil {
+		return nil, err
 	}
 	switch f.Type {
 	case "text":
@@ -366,13 +352,11 @@ func (q *responsesRequest) job(bool) (*job, error) {
 // events: it keeps the items so far, the open text item (reasoning or
 // message) and the event sequence number.
 type responsesOutput struct {
-	j     *job
-	sp    thinkSplitter
+	partStream
 	items []map[string]any
 	open  string // "", "reasoning" or "message": the last item takes text
 	text  strings.Builder
 	seq   int
-	out   []sseEvent
 }
 
 func (o *responsesOutput) emit(typ string, data map[string]any) {
@@ -468,21 +452,7 @@ func (o *responsesOutput) call(c chat.ToolCall) {
 // feed takes the next piece of the answer (flush: its end) and returns the
 // events it makes.
 func (o *responsesOutput) feed(t string, flush bool) []sseEvent {
-	o.out = nil
-	if o.j.thinking {
-		var th string
-		th, t = o.sp.take(t, flush)
-		o.delta("reasoning", th)
-	}
-	t, calls := o.j.toolFeed(t, flush)
-	o.delta("message", t)
-	for _, c := range calls {
-		o.call(c)
-	}
-	if flush {
-		o.close()
-	}
-	return o.out
+	return o.events(o, "reasoning", "message", t, flush)
 }
 
 // responses serves POST /v1/responses.
@@ -492,7 +462,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := newID("resp_"), time.Now().Unix()
-	out := &responsesOutput{j: j}
+	out := &responsesOutput{partStream: partStream{j: j}}
 	// response is the response object with the given status, output and
 	// outcome (nil while in progress).
 	response := func(status string, o *outcome) map[string]any {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -16,48 +15,61 @@ import (
 // sessions alone, Batch.Acquire) and at the defaults (the prefix cache too).
 func TestConversationReuseAcrossAPIs(t *testing.T) {
 	dir := realModelsDir(t)
+	forPrefixCacheModes(t, func(t *testing.T, pc *int64) { testReuse(t, dir, pc) })
+}
+
+// chatReply is what the reuse tests read of a /v1/chat/completions answer.
+type chatReply struct {
+	Choices []struct {
+		Message  struct{ Content string } `json:"message"`
+		Logprobs json.RawMessage          `json:"logprobs"`
+	} `json:"choices"`
+	Usage struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+		Details    struct {
+			Cached int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+}
+
+// postChat posts body to url's /v1/chat/completions and returns its
+// answer, which must be a 200 with one choice.
+func postChat(t *testing.T, url, body string) chatReply {
+	t.Helper()
+	st, b := post(t, url+"/v1/chat/completions", body)
+	if st != 200 {
+		t.Fatalf("chat: %d %s", st, b)
+	}
+	var r chatReply
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+		t.Fatalf("chat: %v %s", err, b)
+	}
+	return r
+}
+
+// forPrefixCacheModes runs test with the prefix cache off (the runtime's
+// idle sessions alone) and at the defaults (the prefix cache too), each a
+// subtest.
+func forPrefixCacheModes(t *testing.T, test func(t *testing.T, prefixCache *int64)) {
 	for _, pc := range []*int64{runtime.Ptr(int64(0)), nil} {
 		name := "prefix cache off"
 		if pc == nil {
 			name = "defaults"
 		}
-		t.Run(name, func(t *testing.T) { testReuse(t, dir, pc) })
+		t.Run(name, func(t *testing.T) { test(t, pc) })
 	}
 }
 
 func testReuse(t *testing.T, dir string, prefixCache *int64) {
-	s, err := New(Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-	defer s.Close()
+	_, ts := newHTTPTestServer(t, Config{ModelsDir: dir, Threads: 1}, RuntimeBackend{PrefixCache: prefixCache})
 
 	story := strings.Repeat("Lily had a dog. ", 1)
 	user2, _ := json.Marshal("And then?")
 
 	type usage struct{ prompt, cached, completion int }
 	chat := func(msgs string) (usage, string) {
-		st, b := post(t, ts.URL+"/v1/chat/completions", `{"model":"`+realModel+`","temperature":0,"max_tokens":6,"messages":[`+msgs+`]}`)
-		if st != 200 {
-			t.Fatalf("chat: %d %s", st, b)
-		}
-		var r struct {
-			Choices []struct {
-				Message struct{ Content string } `json:"message"`
-			} `json:"choices"`
-			Usage struct {
-				Prompt     int `json:"prompt_tokens"`
-				Completion int `json:"completion_tokens"`
-				Details    struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
-			t.Fatalf("chat: %v %s", err, b)
-		}
+		r := postChat(t, ts.URL, `{"model":"`+realModel+`","temperature":0,"max_tokens":6,"messages":[`+msgs+`]}`)
 		return usage{r.Usage.Prompt, r.Usage.Details.Cached, r.Usage.Completion}, r.Choices[0].Message.Content
 	}
 	messages := func(msgs string) (usage, string) {

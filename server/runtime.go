@@ -45,14 +45,7 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 	}
 	meta.ChatTemplate, _ = f.String("tokenizer.chat_template")
 	if tok, err := tokenizer.FromGGUF(f); err == nil { // no tokenizer: no infill
-		meta.FIM = fimTexts(tok)
-		meta.Tokenize = tok.Encode
-		meta.Piece = func(id int32) ([]byte, bool) {
-			if id < 0 || int(id) >= tok.NumTokens() {
-				return nil, false
-			}
-			return tok.Piece(id), true
-		}
+		meta.setTokenizer(tok)
 	}
 	_, meta.Embedding = f.Get(arch + ".pooling_type")
 	meta.EmbeddingOnly = runtime.IsEncoderArchitecture(arch)
@@ -65,6 +58,19 @@ func (b RuntimeBackend) Inspect(path string) (ModelMeta, error) {
 		meta.NParams += n
 	}
 	return meta, nil
+}
+
+// setTokenizer fills in what meta offers through tok: infill texts,
+// tokenizing and token pieces (an id outside the vocabulary has none).
+func (meta *ModelMeta) setTokenizer(tok *tokenizer.Tokenizer) {
+	meta.FIM = fimTexts(tok)
+	meta.Tokenize = tok.Encode
+	meta.Piece = func(id int32) ([]byte, bool) {
+		if id < 0 || int(id) >= tok.NumTokens() {
+			return nil, false
+		}
+		return tok.Piece(id), true
+	}
 }
 
 // Load prepares a model for generation.
@@ -85,14 +91,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 			return len(ids), err
 		}}
 	meta.EmbeddingOnly = m.IsEmbeddingOnly()
-	meta.FIM = fimTexts(tok)
-	meta.Tokenize = tok.Encode
-	meta.Piece = func(id int32) ([]byte, bool) {
-		if id < 0 || int(id) >= tok.NumTokens() {
-			return nil, false
-		}
-		return tok.Piece(id), true
-	}
+	meta.setTokenizer(tok)
 	if id := tok.BOS(); id >= 0 {
 		meta.BOSText = tok.TokenText(id)
 	}

@@ -520,15 +520,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, status
 func errorBody(fam family, status int, msg string) any {
 	switch fam {
 	case famOpenAI:
-		typ := "invalid_request_error"
-		switch {
-		case status == http.StatusUnauthorized:
-			typ = "authentication_error"
-		case status == http.StatusNotFound:
-			typ = "not_found_error"
-		case status >= 500:
-			typ = "server_error"
-		}
+		typ := errorType(status, openAIErrorTypes, "server_error")
 		return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
 	case famAnthropic:
 		return anthropicError(status, msg)
@@ -536,6 +528,25 @@ func errorBody(fam family, status int, msg string) any {
 		return map[string]any{"success": false, "message": msg}
 	}
 	return map[string]any{"error": msg}
+}
+
+// openAIErrorTypes are the error types OpenAI's bodies name by status
+// (errorType: server_error for another 5xx).
+var openAIErrorTypes = map[int]string{
+	http.StatusUnauthorized: "authentication_error",
+	http.StatusNotFound:     "not_found_error",
+}
+
+// errorType is the type an API's error body gives status: the one types
+// names, else server for a 5xx status, else invalid_request_error.
+func errorType(status int, types map[int]string, server string) string {
+	if typ, ok := types[status]; ok {
+		return typ
+	}
+	if status >= 500 {
+		return server
+	}
+	return "invalid_request_error"
 }
 
 // failErr maps an error from the registry or decoding to its status; an
@@ -627,16 +638,27 @@ func decodeJob[Q any, P interface {
 	jobRequest
 }](s *Server, w http.ResponseWriter, r *http.Request, fam family, chatReq bool, fields fieldCheck) (*Q, *job) {
 	q := P(new(Q))
+	j := s.jobFrom(w, r, fam, chatReq, fields, q)
+	if j == nil {
+		return nil, nil
+	}
+	return q, j
+}
+
+// jobFrom decodes the body into q (which may hold preset fields), checks
+// its fields and makes the job; on a failure it has answered in fam's
+// shape and returns nil.
+func (s *Server) jobFrom(w http.ResponseWriter, r *http.Request, fam family, chatReq bool, fields fieldCheck, q jobRequest) *job {
 	if err := decode(r, q, false, fields); err != nil {
 		s.failErr(w, r, fam, err)
-		return nil, nil
+		return nil
 	}
 	j, err := q.job(chatReq)
 	if err != nil {
 		s.failErr(w, r, fam, err)
-		return nil, nil
+		return nil
 	}
-	return q, j
+	return j
 }
 
 // pick is forChat when chatReq, else forGenerate (a route pair's field table).

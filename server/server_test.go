@@ -33,16 +33,7 @@ func newTestServer(t *testing.T, cfg Config, b *fakeBackend) (*Server, *httptest
 		}
 	}
 	cfg.ModelsDir = dir
-	s, err := New(cfg, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		s.Close()
-	})
-	return s, ts
+	return newHTTPTestServer(t, cfg, b)
 }
 
 type resp struct {
@@ -138,8 +129,14 @@ func sse(t *testing.T, b []byte) []map[string]any {
 	if len(frames) == 0 || frames[len(frames)-1] != "data: [DONE]" {
 		t.Fatalf("stream does not end with data: [DONE]: %q", b)
 	}
+	return ssePayloads(t, frames[:len(frames)-1])
+}
+
+// ssePayloads decodes SSE frames, each one "data: " line of JSON.
+func ssePayloads(t *testing.T, frames []string) []map[string]any {
+	t.Helper()
 	var out []map[string]any
-	for _, f := range frames[:len(frames)-1] {
+	for _, f := range frames {
 		payload, ok := strings.CutPrefix(f, "data: ")
 		if !ok {
 			t.Fatalf("frame %q lacks data:", f)
@@ -862,5 +859,28 @@ func TestHandlerPanicIs500(t *testing.T) {
 	r = do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
 	if r.status != http.StatusOK {
 		t.Fatalf("after the panics: status %d, body %s", r.status, r.body)
+	}
+}
+
+// The error type each family's body names for a status: a named status,
+// another 5xx, and anything else.
+func TestErrorBodyTypes(t *testing.T) {
+	for _, c := range []struct {
+		fam    family
+		status int
+		want   string
+	}{
+		{famOpenAI, 401, "authentication_error"}, {famOpenAI, 404, "not_found_error"},
+		{famOpenAI, 503, "server_error"}, {famOpenAI, 500, "server_error"},
+		{famOpenAI, 400, "invalid_request_error"}, {famOpenAI, 429, "invalid_request_error"},
+		{famAnthropic, 401, "authentication_error"}, {famAnthropic, 403, "permission_error"},
+		{famAnthropic, 404, "not_found_error"}, {famAnthropic, 413, "request_too_large"},
+		{famAnthropic, 429, "rate_limit_error"}, {famAnthropic, 503, "overloaded_error"},
+		{famAnthropic, 500, "api_error"}, {famAnthropic, 400, "invalid_request_error"},
+	} {
+		b := errorBody(c.fam, c.status, "m").(map[string]any)
+		if got := b["error"].(map[string]any)["type"]; got != c.want {
+			t.Errorf("family %v status %d: type %v, want %s", c.fam, c.status, got, c.want)
+		}
 	}
 }

@@ -25,6 +25,17 @@ func compileSchema(field string, schema json.RawMessage) (*grammar.Grammar, erro
 	return g, nil
 }
 
+// decodeStrict decodes the object raw of a request's field into v; an
+// unknown member or a wrong type is a 400 naming the field.
+func decodeStrict(raw json.RawMessage, v any, field string) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return badRequest("%s: %v", field, err)
+	}
+	return nil
+}
+
 func absent(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
 	return s == "" || s == "null" || s == `""`
@@ -67,10 +78,8 @@ func openaiResponseFormat(raw json.RawMessage) (*grammar.Grammar, error) {
 			Strict      *bool           `json:"strict"`
 		} `json:"json_schema"`
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&rf); err != nil {
-		return nil, badRequest("response_format: %v", err)
+	if err := decodeStrict(raw, &rf, "response_format"); err != nil {
+		return nil, err
 	}
 	switch rf.Type {
 	case "text":

@@ -52,7 +52,11 @@ func TestStructuredBadFormats(t *testing.T) {
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"xml"}}`, `response_format.type must be`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema"}}`, `response_format.json_schema is required`},
 		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"number","minimum":2,"maximum":1}}}}`, `no number lies between the minimum and the maximum`},
-		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_object","frob":1}}`, `unknown field \"frob\"`},
+		{"/v1/chat/completions", `{` + chat + `,"response_format":{"type":"json_object","frob":1}}`, `response_format: json: unknown field \"frob\"`},
+		{"/v1/responses", `{"model":"tiny","input":"x","text":{"format":{"type":"text","frob":1}}}`, `text.format: json: unknown field \"frob\"`},
+		{"/v1/messages", `{` + chat + `,"max_tokens":8,"thinking":{"type":"enabled","frob":1}}`, `thinking: json: unknown field \"frob\"`},
+		{"/v1/messages", `{` + chat + `,"max_tokens":8,"tool_choice":{"type":"auto","frob":1}}`, `tool_choice: json: unknown field \"frob\"`},
+		{"/v1/messages", `{` + chat + `,"max_tokens":8,"output_config":{"format":{"type":"json_schema","frob":1}}}`, `output_config.format: json: unknown field \"frob\"`},
 		{"/v1/completions", `{"model":"tiny","prompt":"x","response_format":{"type":"json_object","schema":{"type":"string","pattern":"(a)\\1"}}}`, `backreference \\1 is not supported`},
 	} {
 		r := do(t, ts, "POST", c.route, c.body)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,13 +17,7 @@ func TestTaggedNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := New(Config{ModelsDir: dir}, newFakeBackend())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	_, ts := newHTTPTestServer(t, Config{ModelsDir: dir}, newFakeBackend())
 	r := do(t, ts, "GET", "/api/tags", "")
 	wantStatus(t, r, 200)
 	var tags struct {

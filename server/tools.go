@@ -27,6 +27,45 @@ func decodeTools(raw json.RawMessage) ([]json.RawMessage, error) {
 	return tools, nil
 }
 
+// answerEvents builds the events of a streamed answer made of parts
+// (Anthropic's content blocks, the Responses API's output items).
+type answerEvents interface {
+	delta(kind, text string) // text for the open part of kind, opening it if need be
+	call(c chat.ToolCall)    // a whole tool call, after closing the open part
+	close()                  // ends the open part, if any
+}
+
+// partStream is what a streamed answer made of parts keeps whatever the
+// API: its job, the reasoning splitter and the events of the current piece.
+type partStream struct {
+	j   *job
+	sp  thinkSplitter
+	out []sseEvent
+}
+
+// events hands ev (the API's builder around p) the next piece of the
+// answer (flush: its end) and returns the events it made: the reasoning
+// the splitter takes off (when the job thinks) as kind thinking, the text
+// as kind text, then the tool calls the job's parser finished; at the end,
+// the open part is closed.
+func (p *partStream) events(ev answerEvents, thinking, text string, t string, flush bool) []sseEvent {
+	p.out = nil
+	if p.j.thinking {
+		var th string
+		th, t = p.sp.take(t, flush)
+		ev.delta(thinking, th)
+	}
+	t, calls := p.j.toolFeed(t, flush)
+	ev.delta(text, t)
+	for _, c := range calls {
+		ev.call(c)
+	}
+	if flush {
+		ev.close()
+	}
+	return p.out
+}
+
 // toolFeed passes content through j's tool parser (when the request has
 // tools), keeping only the first call when parallel calls are off.
 func (j *job) toolFeed(text string, flush bool) (string, []chat.ToolCall) {
@@ -126,6 +165,25 @@ func historyCalls(i int, calls []wireToolCall) ([]chat.ToolCall, error) {
 	return out, nil
 }
 
+// forcedCall completes a tool_choice that forces a call (j.forceTool): the
+// request must have tools and no answer format (formatted, the field
+// format names) constraining the answer too; it compiles the call's
+// grammar.
+func (j *job) forcedCall(tools []json.RawMessage, formatted bool, format string) error {
+	if len(tools) == 0 {
+		return badRequest("tool_choice: a call is required but the request has no tools")
+	}
+	if formatted {
+		return badRequest("tool_choice: a forced tool call and %s cannot both constrain the answer", format)
+	}
+	g, err := forcedToolGrammar(tools, *j.forceTool)
+	if err != nil {
+		return err
+	}
+	j.forcedGrammar = g
+	return nil
+}
+
 // forcedToolGrammar compiles the grammar of a forced call: one JSON object
 // {"name": N, "arguments": A} where N is the named tool (or any of the
 // tools when name is "") and A follows that tool's parameters schema.
@@ -160,7 +218,13 @@ func forcedToolGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, 
 	if len(alts) == 1 {
 		schema = alts[0]
 	}
-	if err := checkSchema("tools (the parameters of the tools tool_choice asks for)", schema); err != nil {
+	return compileToolParams("the tools", schema)
+}
+
+// compileToolParams checks and compiles the parameters schema of what
+// tool_choice asks for ("the tool" or "the tools").
+func compileToolParams(what string, schema json.RawMessage) (*grammar.Grammar, error) {
+	if err := checkSchema("tools (the parameters of "+what+" tool_choice asks for)", schema); err != nil {
 		return nil, err
 	}
 	g, err := grammar.CompileSchema(schema)
@@ -187,14 +251,7 @@ func forcedArgsGrammar(tools []json.RawMessage, name string) (*grammar.Grammar, 
 		if absent(params) {
 			params = json.RawMessage(`{"type":"object"}`)
 		}
-		if err := checkSchema("tools (the parameters of the tool tool_choice asks for)", params); err != nil {
-			return nil, err
-		}
-		g, err := grammar.CompileSchema(params)
-		if err != nil {
-			return nil, badRequest("tool_choice: the tool's parameters: %v", err)
-		}
-		return g, nil
+		return compileToolParams("the tool", params)
 	}
 	return nil, badRequest("tool_choice: no tool named %s in tools", quoteShort(name))
 }

@@ -293,3 +293,27 @@ func TestSuffixInfill(t *testing.T) {
 	r = do(t, ts2, "POST", "/v1/completions", `{"model":"tiny","prompt":"a","suffix":"c"}`)
 	wantStatus(t, r, 400)
 }
+
+// A forced tool call needs tools and no answer format beside it, on each
+// API that can force one.
+func TestForcedCallRefusals(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	chat := `{"model":"tiny","messages":[{"role":"user","content":"x"}]`
+	respTool := `{"type":"function","name":"get_weather","parameters":{"type":"object"}}`
+	for _, c := range []struct{ route, body, want string }{
+		{"/v1/chat/completions", chat + `,"tool_choice":"required"}`, "tool_choice: a call is required but the request has no tools"},
+		{"/v1/chat/completions", chat + `,"tools":[` + weatherTool + `],"tool_choice":"required","response_format":{"type":"json_object"}}`,
+			"tool_choice: a forced tool call and response_format cannot both constrain the answer"},
+		{"/v1/responses", `{"model":"tiny","input":"x","tool_choice":"required"}`, "tool_choice: a call is required but the request has no tools"},
+		{"/v1/responses", `{"model":"tiny","input":"x","tools":[` + respTool + `],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`,
+			"tool_choice: a forced tool call and text.format cannot both constrain the answer"},
+		{"/v1/messages", chat + `,"max_tokens":8,"tool_choice":{"type":"any"}}`, "tool_choice: a call is required but the request has no tools"},
+		{"/v1/messages", chat + `,"max_tokens":2048,"tool_choice":{"type":"any"},"thinking":{"type":"enabled","budget_tokens":1024}}`,
+			"tool_choice: a call is required but the request has no tools"},
+	} {
+		r := do(t, ts, "POST", c.route, c.body)
+		if r.status != 400 || !strings.Contains(string(r.body), c.want) {
+			t.Errorf("%s %s: %d %s; want 400 naming %q", c.route, c.body, r.status, r.body, c.want)
+		}
+	}
+}

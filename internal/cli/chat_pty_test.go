@@ -81,10 +81,11 @@ func (s *screen) expect(t *testing.T, want string) string {
 }
 
 // startOnPty runs woolly with args on a new pseudo-terminal (HOME and
-// WOOLLY_MODELS set) and returns its screen, a way to type, a channel
-// closed when it exits and its exit error then. The process is killed at
-// the end of the test if still running.
-func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(string), chan struct{}, *error) {
+// WOOLLY_MODELS set) and returns its screen, a way to type, and a way to
+// wait for it to exit (failing the test, named by what was typed last, if
+// it does not within 30 seconds or exits with an error). The process is
+// killed at the end of the test if still running.
+func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(string), func(string)) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "WOOLLY_TEST_MAIN=1", "HOME="+home, "WOOLLY_MODELS="+dir, "TERM=xterm")
@@ -112,7 +113,18 @@ func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(s
 			t.Fatal(err)
 		}
 	}
-	return sc, send, exited, &waitErr
+	wait := func(last string) {
+		t.Helper()
+		select {
+		case <-exited:
+			if waitErr != nil {
+				t.Fatalf("%s: %v", last, waitErr)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the chat did not end after %s", last)
+		}
+	}
+	return sc, send, wait
 }
 
 // tinyModels makes a models directory holding the shared tiny model as
@@ -134,21 +146,14 @@ func tinyModels(t *testing.T) (string, string) {
 // run); Ctrl-D on an empty line ends it.
 func TestRunWithoutPromptChats(t *testing.T) {
 	home, dir := tinyModels(t)
-	sc, send, exited, waitErr := startOnPty(t, home, dir, "run", "tiny", "-n", "4", "-t", "1")
+	sc, send, wait := startOnPty(t, home, dir, "run", "tiny", "-n", "4", "-t", "1")
 	sc.expect(t, "/? lists the commands")
 	sc.expect(t, ">>> ")
 	send("Hi there\r")
 	sc.expect(t, "Hi there\r\n")
 	sc.expect(t, ">>> ")
 	send("\x04")
-	select {
-	case <-exited:
-		if *waitErr != nil {
-			t.Fatalf("Ctrl-D: %v", *waitErr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the chat did not end at Ctrl-D")
-	}
+	wait("Ctrl-D")
 }
 
 // The chat on a terminal: line editing and history (the Up arrow recalls a
@@ -156,7 +161,7 @@ func TestRunWithoutPromptChats(t *testing.T) {
 // """ blocks, /save and /load, Ctrl-C at the prompt, /bye.
 func TestChatREPLOnTerminal(t *testing.T) {
 	home, dir := tinyModels(t)
-	sc, send, exited, waitErr := startOnPty(t, home, dir, "chat", "tiny", "-n", "6", "--temp", "0", "-t", "1", "-c", "256", "--show-prompt")
+	sc, send, wait := startOnPty(t, home, dir, "chat", "tiny", "-n", "6", "--temp", "0", "-t", "1", "-c", "256", "--show-prompt")
 
 	// turn sends keys that end in a message and returns the prompt the
 	// model was given (--show-prompt) once the answer is written.
@@ -264,14 +269,7 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	sc.expect(t, "to leave, type /bye or press Ctrl-D")
 	sc.expect(t, ">>> ")
 	send("/bye\r")
-	select {
-	case <-exited:
-		if *waitErr != nil {
-			t.Fatalf("/bye: %v", *waitErr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the chat did not end after /bye")
-	}
+	wait("/bye")
 	hist, err := os.ReadFile(filepath.Join(home, ".woolly", "history"))
 	if err != nil || !strings.Contains(string(hist), "/set system be brief\n") {
 		t.Errorf("history file: %q, %v", hist, err)
@@ -307,7 +305,7 @@ func TestChatCtrlCStopsAnswerOnTerminal(t *testing.T) {
 	home, dir := tinyModels(t)
 	// A context far past the model's 128 makes an answer long enough to
 	// interrupt (-n -1: until the context is full).
-	sc, send, exited, waitErr := startOnPty(t, home, dir, "chat", "tiny", "-n", "-1", "-t", "1", "-c", "32768")
+	sc, send, wait := startOnPty(t, home, dir, "chat", "tiny", "-n", "-1", "-t", "1", "-c", "32768")
 	sc.expect(t, ">>> ")
 	send("Once upon a time\r")
 	sc.expect(t, "Once upon a time\r\n")
@@ -321,12 +319,5 @@ func TestChatCtrlCStopsAnswerOnTerminal(t *testing.T) {
 	}
 	sc.expect(t, ">>> ")
 	send("/bye\r")
-	select {
-	case <-exited:
-		if *waitErr != nil {
-			t.Fatalf("/bye: %v", *waitErr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the chat did not end after /bye")
-	}
+	wait("/bye")
 }

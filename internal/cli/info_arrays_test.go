@@ -9,6 +9,21 @@ import (
 	"github.com/woolly-llm/woolly/loader"
 )
 
+// infoOf writes w's file and returns what `woolly info [flags] FILE`
+// prints for it, failing the test on a nonzero exit.
+func infoOf(t *testing.T, w *loader.Writer, flags ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "info.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := realMain(append(append([]string{"info"}, flags...), path), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	return out.String()
+}
+
 // Short metadata arrays of every element type, and a nested one, appear in
 // `info --json` element by element (floats as their shortest text).
 func TestInfoJSONShortArrays(t *testing.T) {
@@ -33,18 +48,10 @@ func TestInfoJSONShortArrays(t *testing.T) {
 		{Elem: loader.TypeInt32, Values: []int32{1, 2}},
 		{Elem: loader.TypeString, Values: []string{"q"}},
 	}))
-	path := filepath.Join(t.TempDir(), "arrays.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := realMain([]string{"info", "--json", path}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
 	var got struct {
 		Metadata map[string]json.RawMessage `json:"metadata"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+	if err := json.Unmarshal([]byte(infoOf(t, w, "--json")), &got); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{

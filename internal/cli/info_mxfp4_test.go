@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,15 +17,7 @@ func TestInfoMXFP4(t *testing.T) {
 	if err := w.AddTensor("blk.0.ffn_up_exps.weight", kernels.MXFP4, []int64{64, 4, 2}, make([]byte, 8*2*17)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "mxfp4.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := realMain([]string{"info", path}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	text := out.String()
+	text := infoOf(t, w)
 	for _, want := range []string{"MXFP4_MOE (38)", "MXFP4: 1", "blk.0.ffn_up_exps.weight"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("info output lacks %q:\n%s", want, text)

@@ -238,18 +238,31 @@ func addSchemaFlags(fs *flag.FlagSet) *schemaFlags {
 	return s
 }
 
+// textOrFile is the text given by flag name or read from the file its
+// name-file flag gives ("" for neither); both given is a usage error.
+func textOrFile(fs *flag.FlagSet, name, text, file string) (string, error) {
+	if file == "" {
+		return text, nil
+	}
+	if text != "" {
+		return "", usageError(fs, "%s and %s-file both given: pass one", name, name)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s-file: %w", name, err)
+	}
+	return string(b), nil
+}
+
 // gbnf returns the GBNF grammar the flags give (nil: none).
 func (s *schemaFlags) gbnf(fs *flag.FlagSet) (*gbnf.Grammar, error) {
-	src, name := *s.grammarText, "--grammar"
+	src, err := textOrFile(fs, "--grammar", *s.grammarText, *s.grammarFile)
+	if err != nil {
+		return nil, err
+	}
+	name := "--grammar"
 	if *s.grammarFile != "" {
-		if src != "" {
-			return nil, usageError(fs, "--grammar and --grammar-file both given: pass one")
-		}
-		b, err := os.ReadFile(*s.grammarFile)
-		if err != nil {
-			return nil, fmt.Errorf("--grammar-file: %w", err)
-		}
-		src, name = string(b), "--grammar-file "+*s.grammarFile
+		name = "--grammar-file " + *s.grammarFile
 	}
 	if src == "" {
 		return nil, nil
@@ -266,16 +279,9 @@ func (s *schemaFlags) gbnf(fs *flag.FlagSet) (*gbnf.Grammar, error) {
 
 // grammar returns the JSON-schema constraint the flags ask for (nil: none).
 func (s *schemaFlags) grammar(fs *flag.FlagSet) (*grammar.Grammar, error) {
-	src := *s.schema
-	if *s.schemaFile != "" {
-		if src != "" {
-			return nil, usageError(fs, "--json-schema and --json-schema-file both given: pass one")
-		}
-		b, err := os.ReadFile(*s.schemaFile)
-		if err != nil {
-			return nil, fmt.Errorf("--json-schema-file: %w", err)
-		}
-		src = string(b)
+	src, err := textOrFile(fs, "--json-schema", *s.schema, *s.schemaFile)
+	if err != nil {
+		return nil, err
 	}
 	if src == "" {
 		return nil, nil

@@ -150,6 +150,30 @@ func TestChatTemplateFlags(t *testing.T) {
 	}
 }
 
+// sampledRun runs `run --json` on model for n tokens at temperature 1 with
+// seed, constrained by the inline flags on an even seed and by the file
+// flags on an odd one (so both forms are used), and returns its result.
+func sampledRun(t *testing.T, model string, n, seed int, inline, file []string) (r struct {
+	Text       string `json:"text"`
+	StopReason string `json:"stop_reason"`
+}) {
+	t.Helper()
+	args := []string{"run", "-m", model, "-p", "Once upon a time", "-n", fmt.Sprint(n), "--temp", "1", "--seed", fmt.Sprint(seed), "-t", "1", "--json"}
+	if seed%2 == 0 {
+		args = append(args, inline...)
+	} else {
+		args = append(args, file...)
+	}
+	out, errs, code := rtMain(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	return r
+}
+
 // run -j: the output is JSON of the schema, sampled (temperature 1) over
 // several seeds; --grammar is refused naming the flag.
 func TestRunJSONSchema(t *testing.T) {
@@ -158,18 +182,7 @@ func TestRunJSONSchema(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "s.json")
 	os.WriteFile(file, []byte(schema), 0o644)
 	for seed := range 4 {
-		args := []string{"run", "-m", model, "-p", "Once upon a time", "-n", "200", "--temp", "1", "--seed", fmt.Sprint(seed), "-t", "1", "--json"}
-		if seed%2 == 0 {
-			args = append(args, "-j", schema)
-		} else {
-			args = append(args, "--json-schema-file", file)
-		}
-		out, errs, code := runOut(t, args...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errs)
-		}
-		var r struct{ Text string }
-		json.Unmarshal([]byte(out), &r)
+		r := sampledRun(t, model, 200, seed, []string{"-j", schema}, []string{"--json-schema-file", file})
 		var v struct {
 			N  *json.Number `json:"n"`
 			OK *bool        `json:"ok"`
@@ -185,6 +198,9 @@ func TestRunJSONSchema(t *testing.T) {
 	}
 	if _, errs, code := rtMain(t, "run", "-m", model, "-p", "x", "-j", `{"type":"nosuch"}`); code == 0 || !strings.Contains(errs, "json-schema") {
 		t.Errorf("bad schema: exit %d, %q", code, errs)
+	}
+	if _, errs, code := rtMain(t, "run", "-m", model, "-p", "x", "-j", schema, "--json-schema-file", file); code == 0 || !strings.Contains(errs, "--json-schema and --json-schema-file both given") {
+		t.Errorf("schema and schema file: exit %d, %q", code, errs)
 	}
 }
 
@@ -205,21 +221,7 @@ func TestRunGBNF(t *testing.T) {
 		os.WriteFile(file, []byte(src), 0o644)
 		seen := map[string]bool{}
 		for seed := range 6 {
-			args := []string{"run", "-m", model, "-p", "Once upon a time", "-n", "100", "--temp", "1", "--seed", fmt.Sprint(seed), "-t", "1", "--json"}
-			if seed%2 == 0 {
-				args = append(args, "--grammar", src)
-			} else {
-				args = append(args, "--grammar-file", file)
-			}
-			out, errs, code := rtMain(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, errs)
-			}
-			var r struct {
-				Text       string `json:"text"`
-				StopReason string `json:"stop_reason"`
-			}
-			json.Unmarshal([]byte(out), &r)
+			r := sampledRun(t, model, 100, seed, []string{"--grammar", src}, []string{"--grammar-file", file})
 			if ok, err := g.Match(r.Text); !ok || err != nil || r.StopReason != "stop" {
 				t.Errorf("grammar %d seed %d: %q (stop %s) is not a sentence of the grammar", gi, seed, r.Text, r.StopReason)
 			}
@@ -229,7 +231,8 @@ func TestRunGBNF(t *testing.T) {
 			t.Errorf("grammar %d: every seed gave the same text %v (sampling should vary)", gi, seen)
 		}
 	}
-	for _, bad := range [][]string{{"--grammar", "root ::= missing"}, {"--grammar-file", "/nonexistent.gbnf"}, {"--grammar", `root ::= "a"`, "-j", "{}"}} {
+	for _, bad := range [][]string{{"--grammar", "root ::= missing"}, {"--grammar-file", "/nonexistent.gbnf"}, {"--grammar", `root ::= "a"`, "-j", "{}"},
+		{"--grammar", `root ::= "a"`, "--grammar-file", file}} {
 		_, errs, code := rtMain(t, append([]string{"run", "-m", model, "-p", "x"}, bad...)...)
 		if code == 0 || !strings.Contains(errs, "grammar") {
 			t.Errorf("%v: exit %d, %q", bad, code, errs)

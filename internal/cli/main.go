@@ -9,8 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	goruntime "runtime"
-	"sort"
+	"slices"
 
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/server"
@@ -37,6 +38,16 @@ func init() {
 		{"serve", "serve the Ollama, OpenAI and Ole HTTP APIs", runServe},
 		{"synth", "write a random-weight model with a real model's shapes (for benchmarks)", runSynth},
 		{"tokenize", "print the token ids of a text", runTokenize},
+		// The models directory and a running server (models.go).
+		{"list", "list the models of the models directory (WOOLLY_MODELS, default ~/.woolly/models)", runList},
+		{"ls", "same as list", runList},
+		{"show", "show a model's details, capabilities, parameters and chat template", runShow},
+		{"rm", "remove models from the models directory", runRm},
+		{"cp", "copy a model under a second name", runCp},
+		{"import", "copy (or --link) a GGUF file into the models directory", runImport},
+		{"ps", "list the models a running 'woolly serve' has loaded", runPs},
+		{"stop", "unload a model from a running 'woolly serve'", runStop},
+		{"pull", "not supported: Woolly downloads nothing (use import)", runPull},
 	} {
 		commands[c.name] = c
 	}
@@ -46,11 +57,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: woolly <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(commands))
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}

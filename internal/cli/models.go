@@ -25,22 +25,6 @@ import (
 	"github.com/woolly-llm/woolly/server"
 )
 
-func init() {
-	for _, c := range []command{
-		{"list", "list the models of the models directory (WOOLLY_MODELS, default ~/.woolly/models)", runList},
-		{"ls", "same as list", runList},
-		{"show", "show a model's details, capabilities, parameters and chat template", runShow},
-		{"rm", "remove models from the models directory", runRm},
-		{"cp", "copy a model under a second name", runCp},
-		{"import", "copy (or --link) a GGUF file into the models directory", runImport},
-		{"ps", "list the models a running 'woolly serve' has loaded", runPs},
-		{"stop", "unload a model from a running 'woolly serve'", runStop},
-		{"pull", "not supported: Woolly downloads nothing (use import)", runPull},
-	} {
-		commands[c.name] = c
-	}
-}
-
 // positional parses a verb's flags (anywhere among its arguments) and
 // checks the count of its positional arguments.
 func positional(fs *flag.FlagSet, args []string, min, max int, what string) ([]string, error) {
@@ -54,12 +38,20 @@ func positional(fs *flag.FlagSet, args []string, min, max int, what string) ([]s
 	return pos, nil
 }
 
-func runList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("list", stderr, "usage: woolly list", "Lists the models of the models directory (WOOLLY_MODELS, default ~/.woolly/models).")
-	if _, err := positional(fs, args, 0, 0, "no arguments"); err != nil {
-		return err
+// inModelsDir is positional for a verb of the models directory, then that
+// directory.
+func inModelsDir(fs *flag.FlagSet, args []string, min, max int, what string) (string, []string, error) {
+	pos, err := positional(fs, args, min, max, what)
+	if err != nil {
+		return "", nil, err
 	}
 	dir, err := models.Dir()
+	return dir, pos, err
+}
+
+func runList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("list", stderr, "usage: woolly list", "Lists the models of the models directory (WOOLLY_MODELS, default ~/.woolly/models).")
+	dir, _, err := inModelsDir(fs, args, 0, 0, "no arguments")
 	if err != nil {
 		return err
 	}
@@ -81,11 +73,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 
 func runRm(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("rm", stderr, "usage: woolly rm NAME [NAME...]")
-	names, err := positional(fs, args, 1, -1, "one or more model names")
-	if err != nil {
-		return err
-	}
-	dir, err := models.Dir()
+	dir, names, err := inModelsDir(fs, args, 1, -1, "one or more model names")
 	if err != nil {
 		return err
 	}
@@ -106,11 +94,7 @@ func runRm(args []string, stdout, stderr io.Writer) error {
 
 func runCp(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cp", stderr, "usage: woolly cp SOURCE DESTINATION")
-	pos, err := positional(fs, args, 2, 2, "SOURCE DESTINATION")
-	if err != nil {
-		return err
-	}
-	dir, err := models.Dir()
+	dir, pos, err := inModelsDir(fs, args, 2, 2, "SOURCE DESTINATION")
 	if err != nil {
 		return err
 	}
@@ -127,17 +111,13 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		"Copies the GGUF FILE into the models directory as NAME (default: the file's name without .gguf).")
 	link := fs.Bool("link", false, "a symbolic link to FILE instead of a copy")
 	force := fs.Bool("force", false, "replace a model of that name")
-	pos, err := positional(fs, args, 1, 2, "FILE [NAME]")
+	dir, pos, err := inModelsDir(fs, args, 1, 2, "FILE [NAME]")
 	if err != nil {
 		return err
 	}
 	name := ""
 	if len(pos) == 2 {
 		name = pos[1]
-	}
-	dir, err := models.Dir()
-	if err != nil {
-		return err
 	}
 	n, err := models.Import(dir, pos[0], name, models.ImportOptions{Link: *link, Force: *force})
 	if err != nil {

@@ -3,7 +3,8 @@ package repl
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/woolly-llm/woolly/runtime/chat"
@@ -219,11 +220,7 @@ func (s *State) restore(c Conversation, errw io.Writer) {
 	if c.Think != nil {
 		s.Think = c.Think
 	}
-	names := make([]string, 0, len(c.Parameters))
-	for n := range c.Parameters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.Parameters))
 	for _, n := range names {
 		if err := s.Params.Set(n, c.Parameters[n]); err != nil {
 			fmt.Fprintf(errw, "/load: %v (kept %s as it was)\n", err, n)

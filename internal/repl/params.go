@@ -17,57 +17,62 @@ type Params struct {
 	NumPredict int // -1: until the end of the turn or the context is full
 }
 
+// params are the settable parameters in the order /show lists them, each
+// with where its value lives in Params (a *float32, *int or *int64).
+var params = []struct {
+	name  string
+	value func(p *Params) any
+}{
+	{"temperature", func(p *Params) any { return &p.Sampler.Temperature }},
+	{"top_k", func(p *Params) any { return &p.Sampler.TopK }},
+	{"top_p", func(p *Params) any { return &p.Sampler.TopP }},
+	{"min_p", func(p *Params) any { return &p.Sampler.MinP }},
+	{"repeat_penalty", func(p *Params) any { return &p.Sampler.RepeatPenalty }},
+	{"repeat_last_n", func(p *Params) any { return &p.Sampler.RepeatLastN }},
+	{"frequency_penalty", func(p *Params) any { return &p.Sampler.FrequencyPenalty }},
+	{"presence_penalty", func(p *Params) any { return &p.Sampler.PresencePenalty }},
+	{"seed", func(p *Params) any { return &p.Sampler.Seed }},
+	{"num_predict", func(p *Params) any { return &p.NumPredict }},
+	{"typical_p", func(p *Params) any { return &p.Sampler.TypicalP }},
+	{"mirostat", func(p *Params) any { return &p.Sampler.Mirostat }},
+	{"mirostat_tau", func(p *Params) any { return &p.Sampler.MirostatTau }},
+	{"mirostat_eta", func(p *Params) any { return &p.Sampler.MirostatEta }},
+	{"dry_multiplier", func(p *Params) any { return &p.Sampler.DryMultiplier }},
+	{"dry_base", func(p *Params) any { return &p.Sampler.DryBase }},
+	{"dry_allowed_length", func(p *Params) any { return &p.Sampler.DryAllowedLength }},
+	{"dry_penalty_last_n", func(p *Params) any { return &p.Sampler.DryPenaltyLastN }},
+	{"xtc_probability", func(p *Params) any { return &p.Sampler.XTCProbability }},
+	{"xtc_threshold", func(p *Params) any { return &p.Sampler.XTCThreshold }},
+}
+
 // ParamNames are the settable parameters in the order /show lists them.
-var ParamNames = []string{"temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n",
-	"frequency_penalty", "presence_penalty", "seed", "num_predict",
-	"typical_p", "mirostat", "mirostat_tau", "mirostat_eta", "dry_multiplier", "dry_base", "dry_allowed_length",
-	"dry_penalty_last_n", "xtc_probability", "xtc_threshold"}
+var ParamNames = func() []string {
+	names := make([]string, len(params))
+	for i, q := range params {
+		names[i] = q.name
+	}
+	return names
+}()
+
+// value is where parameter name lives in p; nil for an unknown name.
+func (p *Params) value(name string) any {
+	for _, q := range params {
+		if q.name == name {
+			return q.value(p)
+		}
+	}
+	return nil
+}
 
 // Get returns a parameter's value as text.
 func (p *Params) Get(name string) (string, bool) {
-	f := func(v float32) string { return strconv.FormatFloat(float64(v), 'g', 6, 32) }
-	s := &p.Sampler
-	switch name {
-	case "temperature":
-		return f(s.Temperature), true
-	case "top_k":
-		return strconv.Itoa(s.TopK), true
-	case "top_p":
-		return f(s.TopP), true
-	case "min_p":
-		return f(s.MinP), true
-	case "repeat_penalty":
-		return f(s.RepeatPenalty), true
-	case "repeat_last_n":
-		return strconv.Itoa(s.RepeatLastN), true
-	case "frequency_penalty":
-		return f(s.FrequencyPenalty), true
-	case "presence_penalty":
-		return f(s.PresencePenalty), true
-	case "seed":
-		return strconv.FormatInt(s.Seed, 10), true
-	case "num_predict":
-		return strconv.Itoa(p.NumPredict), true
-	case "typical_p":
-		return f(s.TypicalP), true
-	case "mirostat":
-		return strconv.Itoa(s.Mirostat), true
-	case "mirostat_tau":
-		return f(s.MirostatTau), true
-	case "mirostat_eta":
-		return f(s.MirostatEta), true
-	case "dry_multiplier":
-		return f(s.DryMultiplier), true
-	case "dry_base":
-		return f(s.DryBase), true
-	case "dry_allowed_length":
-		return strconv.Itoa(s.DryAllowedLength), true
-	case "dry_penalty_last_n":
-		return strconv.Itoa(s.DryPenaltyLastN), true
-	case "xtc_probability":
-		return f(s.XTCProbability), true
-	case "xtc_threshold":
-		return f(s.XTCThreshold), true
+	switch v := p.value(name).(type) {
+	case *float32:
+		return strconv.FormatFloat(float64(*v), 'g', 6, 32), true
+	case *int:
+		return strconv.Itoa(*v), true
+	case *int64:
+		return strconv.FormatInt(*v, 10), true
 	}
 	return "", false
 }
@@ -93,77 +98,34 @@ func (p *Params) Set(name, value string) error {
 	if name == "num_ctx" {
 		return fmt.Errorf("num_ctx cannot change during a chat: start it again with -c %s", value)
 	}
-	if _, ok := p.Get(name); !ok {
-		return fmt.Errorf("unknown parameter %q; the parameters are %s", name, strings.Join(ParamNames, ", "))
-	}
 	next := *p
-	s := &next.Sampler
-	var err error
-	switch name {
-	case "top_k", "repeat_last_n", "num_predict", "seed", "mirostat", "dry_allowed_length", "dry_penalty_last_n":
-		var n int64
-		n, err = strconv.ParseInt(value, 10, 64)
+	switch v := next.value(name).(type) {
+	case *int, *int64:
+		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
 			return fmt.Errorf("%s: want an integer, not %q", name, value)
 		}
-		if name != "seed" && (n > math.MaxInt32 || n < math.MinInt32) {
+		if v, ok := v.(*int64); ok {
+			*v = n
+			break
+		}
+		if n > math.MaxInt32 || n < math.MinInt32 {
 			return fmt.Errorf("%s %d is out of range", name, n)
 		}
-		switch name {
-		case "top_k":
-			s.TopK = int(n)
-		case "repeat_last_n":
-			s.RepeatLastN = int(n)
-		case "seed":
-			s.Seed = n
-		case "mirostat":
-			s.Mirostat = int(n)
-		case "dry_allowed_length":
-			s.DryAllowedLength = int(n)
-		case "dry_penalty_last_n":
-			s.DryPenaltyLastN = int(n)
-		case "num_predict":
-			if n < -1 {
-				return fmt.Errorf("num_predict %d is out of range: want -1 (until the end of the turn) or a token count", n)
-			}
-			next.NumPredict = int(n)
+		if name == "num_predict" && n < -1 {
+			return fmt.Errorf("num_predict %d is out of range: want -1 (until the end of the turn) or a token count", n)
 		}
-	default:
-		var v float64
-		v, err = strconv.ParseFloat(value, 32)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		*v.(*int) = int(n)
+	case *float32:
+		f, err := strconv.ParseFloat(value, 32)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return fmt.Errorf("%s: want a number, not %q", name, value)
 		}
-		f := float32(v)
-		switch name {
-		case "temperature":
-			s.Temperature = f
-		case "top_p":
-			s.TopP = f
-		case "min_p":
-			s.MinP = f
-		case "repeat_penalty":
-			s.RepeatPenalty = f
-		case "frequency_penalty":
-			s.FrequencyPenalty = f
-		case "presence_penalty":
-			s.PresencePenalty = f
-		case "typical_p":
-			s.TypicalP = f
-		case "mirostat_tau":
-			s.MirostatTau = f
-		case "mirostat_eta":
-			s.MirostatEta = f
-		case "dry_multiplier":
-			s.DryMultiplier = f
-		case "dry_base":
-			s.DryBase = f
-		case "xtc_probability":
-			s.XTCProbability = f
-		case "xtc_threshold":
-			s.XTCThreshold = f
-		}
+		*v = float32(f)
+	default:
+		return fmt.Errorf("unknown parameter %q; the parameters are %s", name, strings.Join(ParamNames, ", "))
 	}
+	s := &next.Sampler
 	if err := s.Validate(); err != nil {
 		return err
 	}

@@ -223,3 +223,27 @@ func TestLoadRefusesBadFiles(t *testing.T) {
 		t.Errorf("bad parameter: %q seed %d", errs, s.Params.Sampler.Seed)
 	}
 }
+
+// Every parameter reads back what was set, and setting one changes no other.
+func TestParamsRoundTrip(t *testing.T) {
+	for _, name := range ParamNames {
+		p := Params{Sampler: runtime.DefaultSamplerOptions(), NumPredict: -1}
+		before := map[string]string{}
+		for _, n := range ParamNames {
+			before[n], _ = p.Get(n)
+		}
+		if err := p.Set(name, "1"); err != nil {
+			t.Fatalf("Set(%s, 1): %v", name, err)
+		}
+		for _, n := range ParamNames {
+			got, _ := p.Get(n)
+			want := before[n]
+			if n == name {
+				want = "1"
+			}
+			if got != want {
+				t.Errorf("after Set(%s, 1): %s is %q, want %q", name, n, got, want)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -31,11 +32,7 @@ var builtins_ = map[string]renderFunc{
 
 // BuiltinNames lists the built-in formats (Builtin's kinds), sorted.
 func BuiltinNames() []string {
-	names := make([]string, 0, len(builtins_))
-	for k := range builtins_ {
-		names = append(names, k)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(builtins_))
 	return names
 }
 

@@ -72,6 +72,16 @@ var (
 // TestQwen3EnableThinking: enable_thinking=false pre-fills an empty think
 // block after the generation prompt, in the Jinja template and the built-in;
 // true and unset leave the prompt open.
+// mustNew is New for a template the test needs to load.
+func mustNew(t *testing.T, src, bos, eos string) *Template {
+	t.Helper()
+	tm, err := New(src, bos, eos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
 func TestQwen3EnableThinking(t *testing.T) {
 	off, on := false, true
 	jt, err := New(tmplQwen3, "", "<|im_end|>")
@@ -167,10 +177,7 @@ var engineFallback = map[string]bool{"gemma3": true, "gemma3-nosys": true}
 func TestJinjaRendersReferenceTemplates(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tm, err := New(c.src, "<s>", "</s>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			tm := mustNew(t, c.src, "<s>", "</s>")
 			want := "jinja"
 			if engineFallback[c.name] {
 				want = c.kind
@@ -214,10 +221,7 @@ func TestBuiltinsMatchReferenceTemplates(t *testing.T) {
 }
 
 func TestQwenDefaultSystem(t *testing.T) {
-	tm, err := New(tmplQwen2, "", "<|im_end|>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, tmplQwen2, "", "<|im_end|>")
 	renderEq(t, tm, []Message{{Role: "user", Content: "Hi"}}, true, qwenDefaultHi)
 }
 
@@ -247,10 +251,7 @@ func TestTemplateExceptions(t *testing.T) {
 }
 
 func TestNoTemplateIsChatML(t *testing.T) {
-	tm, err := New("", "<s>", "</s>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, "", "<s>", "</s>")
 	if !tm.Default || tm.Kind() != "chatml" {
 		t.Fatalf("Default=%v Kind=%q", tm.Default, tm.Kind())
 	}
@@ -263,18 +264,12 @@ func TestNoTemplateIsChatML(t *testing.T) {
 func TestFallbackAndErrors(t *testing.T) {
 	// The engine fails (unknown filter) but the text is recognisably ChatML.
 	src := `{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] | no_such_filter + '<|im_end|>\n' }}{% endfor %}`
-	tm, err := New(src, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, src, "", "")
 	if tm.Kind() != "chatml" {
 		t.Fatalf("kind %q, want the chatml fallback", tm.Kind())
 	}
 	// A Qwen-style template the engine cannot run keeps its default system turn.
-	tm, err = New(strings.Replace(tmplQwen2, "message['content']", "message['content'] | no_such_filter", 1), "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm = mustNew(t, strings.Replace(tmplQwen2, "message['content']", "message['content'] | no_such_filter", 1), "", "")
 	got, err := tm.Render([]Message{{Role: "user", Content: "Hi"}}, true)
 	if tm.Kind() != "chatml" || err != nil || got != qwenDefaultHi {
 		t.Errorf("qwen fallback (%s): %q %v", tm.Kind(), got, err)
@@ -321,10 +316,7 @@ func TestLargeRealTemplates(t *testing.T) {
 			"<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tm, err := New(c.src, "<|begin_of_text|>", "<|eot_id|>")
-			if err != nil {
-				t.Fatal(err)
-			}
+			tm := mustNew(t, c.src, "<|begin_of_text|>", "<|eot_id|>")
 			if tm.Kind() != "jinja" {
 				t.Fatalf("kind %q", tm.Kind())
 			}

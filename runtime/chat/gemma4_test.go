@@ -16,10 +16,7 @@ var tmplGemma4 string
 // testdata/gemma4_renders.json (rendered by Python's jinja2 3.1 with
 // trim_blocks and lstrip_blocks, bos "<bos>"; see README there).
 func TestGemma4Builtin(t *testing.T) {
-	tm, err := New(tmplGemma4, "<bos>", "<eos>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, tmplGemma4, "<bos>", "<eos>")
 	if tm.Kind() != "gemma4" || !tm.SupportsThinking() {
 		t.Fatalf("Kind %q SupportsThinking %v, want the gemma4 built-in with thinking", tm.Kind(), tm.SupportsThinking())
 	}

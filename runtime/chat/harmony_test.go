@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// harmonySystem is the system message harmony opens with, at reasoning
+// effort, up to its end.
+func harmonySystem(effort string) string {
+	return "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: " +
+		time.Now().Format("2006-01-02") + "\n\nReasoning: " + effort + "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message."
+}
+
 // TestHarmony: gpt-oss's format as its template renders a conversation
 // without tools (system turn with today's date, the system message as the
 // developer's instructions, earlier answers on the final channel), the
@@ -25,8 +32,7 @@ func TestHarmony(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: " +
-		time.Now().Format("2006-01-02") + "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>" +
+	want := harmonySystem("medium") + "<|end|>" +
 		"<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>" +
 		"<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|end|>" +
 		"<|start|>user<|message|>2+2?<|end|><|start|>assistant"
@@ -85,8 +91,7 @@ func TestHarmonyTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: " +
-		time.Now().Format("2006-01-02") + "\n\nReasoning: high\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.\n" +
+	want := harmonySystem("high") + "\n" +
 		"Calls to these tools must go to the commentary channel: 'functions'.<|end|>" +
 		"<|start|>developer<|message|># Instructions\n\nBe brief.\n\n# Tools\n\n## functions\n\nnamespace functions {\n\n" +
 		"// Weather now.\ntype get_weather = (_: {\n// City name\ncity: string,\nunit?: \"c\" | \"f\", // default: c,\ndays?: number[],\n" +

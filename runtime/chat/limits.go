@@ -25,8 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -204,11 +205,7 @@ func checkRecursion(root *nodes.Template) error {
 			return ""
 		}
 		state[m] = 1
-		callees := make([]string, 0, len(edges[m]))
-		for c := range edges[m] {
-			callees = append(callees, c)
-		}
-		sort.Strings(callees)
+		callees := slices.Sorted(maps.Keys(edges[m]))
 		for _, c := range callees {
 			if r := visit(c); r != "" {
 				return r
@@ -217,11 +214,7 @@ func checkRecursion(root *nodes.Template) error {
 		state[m] = 2
 		return ""
 	}
-	names := make([]string, 0, len(edges))
-	for m := range edges {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(edges))
 	for _, m := range names {
 		if r := visit(m); r != "" {
 			return &errLimit{fmt.Sprintf("macro %q can call itself (recursion is not supported)", r)}

@@ -44,12 +44,9 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 
 // A loop bounded only by the messages' size runs into the deadline.
 func TestRenderDeadline(t *testing.T) {
-	tm, err := New(`{% for i in range(1000) %}{% for m in messages %}{% for c in m.content %}{% endfor %}{% endfor %}{% endfor %}x`, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, `{% for i in range(1000) %}{% for m in messages %}{% for c in m.content %}{% endfor %}{% endfor %}{% endfor %}x`, "", "")
 	t0 := time.Now()
-	_, err = tm.Render([]Message{{Role: "user", Content: strings.Repeat("y", 100000)}}, true)
+	_, err := tm.Render([]Message{{Role: "user", Content: strings.Repeat("y", 100000)}}, true)
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("err %v, want the deadline", err)
 	}

@@ -17,10 +17,7 @@ var tmplQwen35 string
 // pre-fills an empty one with enable_thinking false). Expected text written
 // by hand from the template.
 func TestQwen35Template(t *testing.T) {
-	tm, err := New(tmplQwen35, "", "<|im_end|>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, tmplQwen35, "", "<|im_end|>")
 	if Detect(tmplQwen35) != "qwen3" || !tm.SupportsThinking() {
 		t.Errorf("Detect = %q, SupportsThinking %v; want qwen3, true", Detect(tmplQwen35), tm.SupportsThinking())
 	}

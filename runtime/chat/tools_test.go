@@ -21,10 +21,7 @@ func loadTemplate(t *testing.T, name string) *Template {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := New(string(src), "<s>", "</s>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, string(src), "<s>", "</s>")
 	return tm
 }
 
@@ -138,10 +135,7 @@ func TestToolsRefused(t *testing.T) {
 
 // tojson keeps the client's key order and writes Python's separators.
 func TestToJSONKeyOrder(t *testing.T) {
-	tm, err := New(`{# <tool_call> #}{% if tools %}{{ tools[0] | tojson }}|{{ {"b": 1, "a": [1.5, 2.0, "x\n"]} | tojson }}{% endif %}`, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, `{# <tool_call> #}{% if tools %}{{ tools[0] | tojson }}|{{ {"b": 1, "a": [1.5, 2.0, "x\n"]} | tojson }}{% endif %}`, "", "")
 	got, err := tm.RenderOptions([]Message{{Role: "user"}}, Options{Tools: []json.RawMessage{json.RawMessage(`{"z":1,"a":{"y":true,"b":null},"m":2.0,"function":{"name":"f"}}`)}})
 	if err != nil {
 		t.Fatal(err)

@@ -472,54 +472,21 @@ func (d *dfa) trim() (*dfa, error) {
 // combine is a ∩ b, or a minus b when diff; nil for the empty language.
 func combine(a, b *dfa, diff bool) (*dfa, error) {
 	type pair struct{ x, y int32 }
-	index := map[pair]int32{{a.start, b.start}: 0}
-	pairs := []pair{{a.start, b.start}}
-	out := &dfa{}
-	for i := 0; i < len(pairs); i++ {
-		p := pairs[i]
-		acc := a.acc[p.x]
-		if diff {
-			acc = acc && (p.y < 0 || !b.acc[p.y])
-		} else {
-			acc = acc && b.acc[p.y]
-		}
-		var es []dedge
-		for _, e := range a.edges[p.x] {
-			prev := pair{-2, -2}
-			for c := int(e.lo); c <= int(e.hi); c++ {
-				y := int32(-1)
-				if p.y >= 0 {
-					y = b.step(p.y, byte(c))
-				}
-				if y < 0 && !diff {
-					continue
-				}
-				q := pair{e.to, y}
-				if q == prev && es[len(es)-1].hi == byte(c-1) {
-					es[len(es)-1].hi = byte(c)
-					continue
-				}
-				prev = q
-				id, ok := index[q]
-				if !ok {
-					if len(pairs) >= maxDFAStates {
-						return nil, &PatternError{fmt.Sprintf("pattern too complex (over %d automaton states)", maxDFAStates)}
-					}
-					id = int32(len(pairs))
-					index[q] = id
-					pairs = append(pairs, q)
-				}
-				es = append(es, dedge{byte(c), byte(c), id})
+	return explore(pair{a.start, b.start}, "pattern",
+		func(p pair) bool {
+			if diff {
+				return a.acc[p.x] && (p.y < 0 || !b.acc[p.y])
 			}
-		}
-		out.acc = append(out.acc, acc)
-		out.edges = append(out.edges, es)
-	}
-	d, err := out.trim()
-	if _, ok := err.(*emptyError); ok {
-		return nil, nil
-	}
-	return d, err
+			return a.acc[p.x] && b.acc[p.y]
+		},
+		func(p pair) []dedge { return a.edges[p.x] },
+		func(p pair, to int32, c byte) (pair, bool) {
+			y := int32(-1)
+			if p.y >= 0 {
+				y = b.step(p.y, c)
+			}
+			return pair{to, y}, y >= 0 || diff
+		})
 }
 
 // withLength restricts d to bodies of minLen..maxLen characters (maxLen < 0:
@@ -535,53 +502,72 @@ func withLength(d *dfa, minLen, maxLen int) (*dfa, error) {
 		lex uint8
 		n   int32
 	}
-	start := triple{d.start, lNormal, 0}
-	index := map[triple]int32{start: 0}
-	states := []triple{start}
+	return explore(triple{d.start, lNormal, 0}, "pattern with minLength/maxLength",
+		func(t triple) bool { return d.acc[t.x] && t.lex == lNormal && int(t.n) >= minLen },
+		func(t triple) []dedge { return d.edges[t.x] },
+		func(t triple, to int32, c byte) (triple, bool) {
+			lex, ev := lexStep(t.lex, c)
+			if ev == evReject || ev == evClose {
+				return t, false // cannot happen for the canonical encoding
+			}
+			n := t.n
+			if ev == evChar {
+				if maxLen >= 0 && int(n) >= maxLen {
+					return t, false
+				}
+				n = min(n+1, int32(limit))
+			}
+			return triple{to, lex, n}, true
+		})
+}
+
+// explore builds, then trims, the automaton whose states are the keys
+// reachable from start: a key accepts when accept says so, and on byte c of
+// one of its edges (edges) goes to the key next gives for that edge's
+// target, or nowhere when next says no. Runs of bytes that reach the same
+// key become one edge. nil for the empty language; what names the pattern
+// in the error when there are too many states.
+func explore[K comparable](start K, what string, accept func(K) bool, edges func(K) []dedge, next func(k K, to int32, c byte) (K, bool)) (*dfa, error) {
+	index := map[K]int32{start: 0}
+	keys := []K{start}
 	out := &dfa{}
-	for i := 0; i < len(states); i++ {
-		t := states[i]
+	for i := 0; i < len(keys); i++ {
+		k := keys[i]
 		var es []dedge
-		for _, e := range d.edges[t.x] {
-			prev := triple{-2, 0, 0}
+		for _, e := range edges(k) {
+			var prev K
+			joined := false // whether prev is the key the last byte of e reached
 			for c := int(e.lo); c <= int(e.hi); c++ {
-				lex, ev := lexStep(t.lex, byte(c))
-				if ev == evReject || ev == evClose {
-					continue // cannot happen for the canonical encoding
+				q, ok := next(k, e.to, byte(c))
+				if !ok {
+					joined = false
+					continue
 				}
-				n := t.n
-				if ev == evChar {
-					if maxLen >= 0 && int(n) >= maxLen {
-						continue
-					}
-					n = min(n+1, int32(limit))
-				}
-				q := triple{e.to, lex, n}
-				if q == prev && es[len(es)-1].hi == byte(c-1) {
+				if joined && q == prev && es[len(es)-1].hi == byte(c-1) {
 					es[len(es)-1].hi = byte(c)
 					continue
 				}
-				prev = q
+				prev, joined = q, true
 				id, ok := index[q]
 				if !ok {
-					if len(states) >= maxDFAStates {
-						return nil, &PatternError{fmt.Sprintf("pattern with minLength/maxLength too complex (over %d automaton states)", maxDFAStates)}
+					if len(keys) >= maxDFAStates {
+						return nil, &PatternError{fmt.Sprintf("%s too complex (over %d automaton states)", what, maxDFAStates)}
 					}
-					id = int32(len(states))
+					id = int32(len(keys))
 					index[q] = id
-					states = append(states, q)
+					keys = append(keys, q)
 				}
 				es = append(es, dedge{byte(c), byte(c), id})
 			}
 		}
-		out.acc = append(out.acc, d.acc[t.x] && t.lex == lNormal && int(t.n) >= minLen)
+		out.acc = append(out.acc, accept(k))
 		out.edges = append(out.edges, es)
 	}
-	r, err := out.trim()
+	d, err := out.trim()
 	if _, ok := err.(*emptyError); ok {
 		return nil, nil
 	}
-	return r, err
+	return d, err
 }
 
 // charSeqs is the set of characters as byte-range sequences in the

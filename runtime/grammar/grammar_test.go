@@ -30,6 +30,24 @@ func accepts(g *Grammar, doc string) bool {
 	return m.Advance([]byte(doc)) && m.Done()
 }
 
+// compileChecked compiles schema and checks that g takes every document of
+// good as a whole and none of bad.
+func compileChecked(t *testing.T, schema string, good, bad []string) *Grammar {
+	t.Helper()
+	g := mustCompile(t, schema)
+	for _, s := range good {
+		if !accepts(g, s) {
+			t.Errorf("%s: %q rejected", schema, s)
+		}
+	}
+	for _, s := range bad {
+		if accepts(g, s) {
+			t.Errorf("%s: %q accepted", schema, s)
+		}
+	}
+	return g
+}
+
 func TestAcceptReject(t *testing.T) {
 	person := `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":2}},"required":["name","age"]}`
 	cases := []struct {
@@ -60,17 +78,7 @@ func TestAcceptReject(t *testing.T) {
 		{`{"type":"object","properties":{"q\"k":{"const":1}},"required":["q\"k"]}`, []string{`{"q\"k":1}`}, []string{`{"q\u0022k":1}`, `{"qk":1}`}},
 	}
 	for _, c := range cases {
-		g := mustCompile(t, c.schema)
-		for _, s := range c.good {
-			if !accepts(g, s) {
-				t.Errorf("%s: %q rejected", c.schema, s)
-			}
-		}
-		for _, s := range c.bad {
-			if accepts(g, s) {
-				t.Errorf("%s: %q accepted", c.schema, s)
-			}
-		}
+		compileChecked(t, c.schema, c.good, c.bad)
 	}
 	js := JSONObject()
 	for _, s := range []string{`{}`, `{"a":[1,{"b":null}],"c":"d"}`, "{\n\t\"x\": true\n}"} {
@@ -609,17 +617,7 @@ func TestNumberRanges(t *testing.T) {
 			[]string{"-1000.2500000000001", "-1001", "-10000"}},
 		{`{"type":"number","maximum":-0.5}`, []string{"-0.5", "-1", "-0.51"}, []string{"-0.49", "0", "1", "-0"}},
 	} {
-		g := mustCompile(t, c.schema)
-		for _, s := range c.good {
-			if !accepts(g, s) {
-				t.Errorf("%s: %q rejected", c.schema, s)
-			}
-		}
-		for _, s := range c.bad {
-			if accepts(g, s) {
-				t.Errorf("%s: %q accepted", c.schema, s)
-			}
-		}
+		g := compileChecked(t, c.schema, c.good, c.bad)
 		checkNoDeadEnds(t, g, "-0159.", 4)
 	}
 }
@@ -669,17 +667,7 @@ func TestStringLanguages(t *testing.T) {
 			[]string{`{"x":true}`, `{"x":true,"y":false}`}, []string{`{}`, `{"x":true,"y":true,"z":true}`}},
 		{`{"type":"object","propertyNames":{"minLength":2,"maxLength":3}}`, []string{`{"ab":1,"abc":[]}`}, []string{`{"a":1}`, `{"abcd":1}`}},
 	} {
-		g := mustCompile(t, c.schema)
-		for _, s := range c.good {
-			if !accepts(g, s) {
-				t.Errorf("%s: %s rejected", c.schema, s)
-			}
-		}
-		for _, s := range c.bad {
-			if accepts(g, s) {
-				t.Errorf("%s: %s accepted", c.schema, s)
-			}
-		}
+		compileChecked(t, c.schema, c.good, c.bad)
 	}
 }
 

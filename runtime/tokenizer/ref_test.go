@@ -3,10 +3,10 @@ package tokenizer
 import (
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 	"unicode/utf8"
 )
@@ -29,11 +29,7 @@ func TestRefPromptIDs(t *testing.T) {
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
-	models := make([]string, 0, len(sum))
-	for m := range sum {
-		models = append(models, m)
-	}
-	sort.Strings(models)
+	models := slices.Sorted(maps.Keys(sum))
 	n := 0
 	for _, m := range models {
 		path := filepath.Join(dir, "models", m+".gguf")
