@@ -55,6 +55,19 @@ ATTN_X86 static inline AI __m256 attn_dot64_lanes(const float *x, const k_half *
 ATTN_X86 static inline AI float attn_dot64(const float *x, const k_half *y, int64_t np) {
     return tree8(attn_dot64_lanes(x, y, np)); /* then 4, 2, 1 */
 }
+/* attn_dot64_lanes for np == 64: one pass, each accumulator one FMA onto
+ * zero (no loop, no accumulators to clear) */
+ATTN_X86 static inline AI __m256 attn_dot64_lanes64(const float *x, const k_half *y) {
+    const __m256 z = _mm256_setzero_ps();
+    __m256 a0l = _mm256_fmadd_ps(_mm256_loadu_ps(x), ldh8(y), z), a0h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), ldh8(y + 8), z);
+    __m256 a1l = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), ldh8(y + 16), z), a1h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), ldh8(y + 24), z);
+    const __m256 a2l = _mm256_fmadd_ps(_mm256_loadu_ps(x + 32), ldh8(y + 32), z), a2h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 40), ldh8(y + 40), z);
+    const __m256 a3l = _mm256_fmadd_ps(_mm256_loadu_ps(x + 48), ldh8(y + 48), z), a3h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 56), ldh8(y + 56), z);
+    a0l = _mm256_add_ps(a0l, a2l); a0h = _mm256_add_ps(a0h, a2h);
+    a1l = _mm256_add_ps(a1l, a3l); a1h = _mm256_add_ps(a1h, a3h);
+    a0l = _mm256_add_ps(a0l, a1l); a0h = _mm256_add_ps(a0h, a1h);
+    return _mm256_add_ps(a0l, a0h);
+}
 
 /* The scores of a chunk when the head size is a multiple of 64 (dot_f16 has
  * no scalar tail): sc[j] = attn_dot64(x, k + j*kv_stride, hd) * ksc. Eight
@@ -75,8 +88,9 @@ ATTN_X86 static inline AI void attn_scores_f16(float *sc, const float *x, const 
             for (int p = 0; p < 8; p++)
                 for (int64_t b = 0; b < 2 * hd; b += 64) _mm_prefetch((const char *)(v + (j + p) * kv_stride) + b, _MM_HINT_T0);
         for (int p = 0; p < 8; p += 2) { /* u = lo + hi: [position p | position p+1] */
-            const __m256 a = attn_dot64_lanes(x, k + (j + p) * kv_stride, hd);
-            const __m256 b = attn_dot64_lanes(x, k + (j + p + 1) * kv_stride, hd);
+            const k_half *k0 = k + (j + p) * kv_stride, *k1 = k0 + kv_stride;
+            const __m256 a = hd == 64 ? attn_dot64_lanes64(x, k0) : attn_dot64_lanes(x, k0, hd);
+            const __m256 b = hd == 64 ? attn_dot64_lanes64(x, k1) : attn_dot64_lanes(x, k1, hd);
             u[p / 2] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
         }
         for (int p = 0; p < 2; p++) /* lanes 0+2, 1+3: [p0 p2 | p1 p3] of each pair of pairs */
