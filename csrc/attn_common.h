@@ -80,32 +80,36 @@ static inline double k_attn_pow2(int e) { return k_attn_bitsd((uint64_t)(e + 102
 
 /* glibc's expf (optimized-routines algorithm, x86-64 build): a 32-entry table
  * of 2^(i/32) and a cubic in double, each operation rounded (-std=c11 keeps
- * gcc from contracting). Out of (-103, 88] the double exp rounded to f32. */
+ * gcc from contracting). Out of (-103, 88] the double exp rounded to f32.
+ * The table and constants are shared with the vector form in attn_x86.h. */
+static const uint64_t k_attn_exp_tab[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+#define K_ATTN_EXP_INVLN2N (0x1.71547652b82fep+0 * 32)
+#define K_ATTN_EXP_SHIFT 0x1.8p+52
+#define K_ATTN_EXP_C0 (0x1.c6af84b912394p-5 / 32 / 32 / 32)
+#define K_ATTN_EXP_C1 (0x1.ebfce50fac4f3p-3 / 32 / 32)
+#define K_ATTN_EXP_C2 (0x1.62e42ff0c52d6p-1 / 32)
+/* the lanes k_attn_expf computes itself (the rest go to exp) */
+static inline int k_attn_expf_fast(float x) { return x > -103.0f && !(x > 88.0f); }
 static inline float k_attn_expf(float x) {
-    static const uint64_t tab[32] = {
-        0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
-        0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
-        0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
-        0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
-        0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
-        0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
-        0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
-        0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
-    };
-    if (!(x > -103.0f) || x > 88.0f) return (float)exp((double)x);
-    const double n = 32;
-    const double z = (0x1.71547652b82fep+0 * n) * (double)x;
-    const double shift = 0x1.8p+52;
+    if (!k_attn_expf_fast(x)) return (float)exp((double)x);
+    const double z = K_ATTN_EXP_INVLN2N * (double)x;
+    const double shift = K_ATTN_EXP_SHIFT;
     double kd = z + shift;
     const uint64_t ki = k_attn_dbits(kd);
     kd -= shift;
     const double r = z - kd;
-    const double s = k_attn_bitsd(tab[ki % 32] + (ki << 47));
-    const double c0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32;
-    const double c1 = 0x1.ebfce50fac4f3p-3 / 32 / 32;
-    const double c2 = 0x1.62e42ff0c52d6p-1 / 32;
-    const double p = c0 * r + c1;
-    double y = c2 * r + 1;
+    const double s = k_attn_bitsd(k_attn_exp_tab[ki % 32] + (ki << 47));
+    const double p = K_ATTN_EXP_C0 * r + K_ATTN_EXP_C1;
+    double y = K_ATTN_EXP_C2 * r + 1;
     const double rr = r * r;
     const double prr = p * rr;
     y = prr + y;

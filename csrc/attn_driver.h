@@ -99,9 +99,18 @@ ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(ATTN_F16_P
             for (int64_t c0 = first; c0 < npos; c0 += ATTN_CHUNK) {
                 const int64_t cn = npos - c0 < ATTN_CHUNK ? npos - c0 : ATTN_CHUNK;
                 for (int e = 0; e < nh; e++) {
-                    for (int64_t j = 0; j < cn; j++) sc[e][j] = attn_dot_f16(qh[e], kh + (c0 + j) * kv_stride, hd, np) * ksc;
+#ifdef ATTN_SCORES_F16
+                    if (np == hd)
+                        attn_scores_f16(sc[e], qh[e], kh + c0 * kv_stride, e == 0 && (h == h0 || h % group == 0) ? vh + c0 * kv_stride : 0,
+                                        kv_stride, cn, hd, ksc);
+                    else
+#endif
+                        for (int64_t j = 0; j < cn; j++) sc[e][j] = attn_dot_f16(qh[e], kh + (c0 + j) * kv_stride, hd, np) * ksc;
                     if (softcap != 0)
                         for (int64_t j = 0; j < cn; j++) sc[e][j] = softcap * tanhf(sc[e][j]);
+#ifdef ATTN_SOFTMAX_CHUNK
+                    attn_softmax_chunk(sc[e], cn, &M[e], &S[e], msv[e], vsv[e]);
+#else
                     for (int64_t j = 0; j < cn; j++) {
                         const float s = sc[e][j];
                         float ms = 1, vs = 1;
@@ -115,6 +124,7 @@ ATTN_FN static inline __attribute__((always_inline)) void attn_f16acc(ATTN_F16_P
                         msv[e][j] = ms;
                         vsv[e][j] = vs;
                     }
+#endif
                 }
                 const k_half *vc = vh + c0 * kv_stride;
                 int64_t i0 = 0;

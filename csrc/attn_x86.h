@@ -34,8 +34,8 @@ ATTN_X86 static inline AI float tree8(__m256 v) {
 
 /* ---- k_attention_f16acc ---- */
 
-/* the vector part of dot_f16 (attn_driver.h): accumulator j lanes 0..7 / 8..15 = a[j]l / a[j]h */
-ATTN_X86 static inline AI float attn_dot64(const float *x, const k_half *y, int64_t np) {
+/* the vector part of dot_f16 (attn_driver.h) before its last tree8: accumulator j lanes 0..7 / 8..15 = a[j]l / a[j]h */
+ATTN_X86 static inline AI __m256 attn_dot64_lanes(const float *x, const k_half *y, int64_t np) {
     __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l, a2l = a0l, a2h = a0l, a3l = a0l, a3h = a0l;
     for (int64_t i = 0; i < np; i += 64) {
         a0l = _mm256_fmadd_ps(_mm256_loadu_ps(x + i),      ldh8(y + i),      a0l);
@@ -50,7 +50,122 @@ ATTN_X86 static inline AI float attn_dot64(const float *x, const k_half *y, int6
     a0l = _mm256_add_ps(a0l, a2l); a0h = _mm256_add_ps(a0h, a2h);   /* a0 += a2 */
     a1l = _mm256_add_ps(a1l, a3l); a1h = _mm256_add_ps(a1h, a3h);   /* a1 += a3 */
     a0l = _mm256_add_ps(a0l, a1l); a0h = _mm256_add_ps(a0h, a1h);   /* a0 += a1 */
-    return tree8(_mm256_add_ps(a0l, a0h));                          /* w = 8, then 4, 2, 1 */
+    return _mm256_add_ps(a0l, a0h);                                 /* w = 8 */
+}
+ATTN_X86 static inline AI float attn_dot64(const float *x, const k_half *y, int64_t np) {
+    return tree8(attn_dot64_lanes(x, y, np)); /* then 4, 2, 1 */
+}
+/* attn_dot64_lanes for np == 64: one pass, each accumulator one FMA onto
+ * zero (no loop, no accumulators to clear) */
+ATTN_X86 static inline AI __m256 attn_dot64_lanes64(const float *x, const k_half *y) {
+    const __m256 z = _mm256_setzero_ps();
+    __m256 a0l = _mm256_fmadd_ps(_mm256_loadu_ps(x), ldh8(y), z), a0h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), ldh8(y + 8), z);
+    __m256 a1l = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), ldh8(y + 16), z), a1h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), ldh8(y + 24), z);
+    const __m256 a2l = _mm256_fmadd_ps(_mm256_loadu_ps(x + 32), ldh8(y + 32), z), a2h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 40), ldh8(y + 40), z);
+    const __m256 a3l = _mm256_fmadd_ps(_mm256_loadu_ps(x + 48), ldh8(y + 48), z), a3h = _mm256_fmadd_ps(_mm256_loadu_ps(x + 56), ldh8(y + 56), z);
+    a0l = _mm256_add_ps(a0l, a2l); a0h = _mm256_add_ps(a0h, a2h);
+    a1l = _mm256_add_ps(a1l, a3l); a1h = _mm256_add_ps(a1h, a3h);
+    a0l = _mm256_add_ps(a0l, a1l); a0h = _mm256_add_ps(a0h, a1h);
+    return _mm256_add_ps(a0l, a0h);
+}
+
+/* The scores of a chunk when the head size is a multiple of 64 (dot_f16 has
+ * no scalar tail): sc[j] = attn_dot64(x, k + j*kv_stride, hd) * ksc. Eight
+ * positions at a time, their tree8s done together: lane i of a vector is
+ * one position, so every add is tree8's, on the same operands in the same
+ * order. */
+#define ATTN_SCORES_F16 1
+ATTN_X86 static inline AI void attn_scores_f16(float *sc, const float *x, const k_half *k, const k_half *v, int64_t kv_stride,
+                                              int64_t cn, int64_t hd, float ksc) {
+    const __m256 vk = _mm256_set1_ps(ksc);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int64_t j = 0;
+    for (; j + 8 <= cn; j += 8) {
+        __m256 u[4], w[2];
+        /* the cache rows come from memory at depth: ask for this chunk's V
+         * rows while the scores are computed (prefetches never fault) */
+        if (v)
+            for (int p = 0; p < 8; p++)
+                for (int64_t b = 0; b < 2 * hd; b += 64) _mm_prefetch((const char *)(v + (j + p) * kv_stride) + b, _MM_HINT_T0);
+        for (int p = 0; p < 8; p += 2) { /* u = lo + hi: [position p | position p+1] */
+            const k_half *k0 = k + (j + p) * kv_stride, *k1 = k0 + kv_stride;
+            const __m256 a = hd == 64 ? attn_dot64_lanes64(x, k0) : attn_dot64_lanes(x, k0, hd);
+            const __m256 b = hd == 64 ? attn_dot64_lanes64(x, k1) : attn_dot64_lanes(x, k1, hd);
+            u[p / 2] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+        }
+        for (int p = 0; p < 2; p++) /* lanes 0+2, 1+3: [p0 p2 | p1 p3] of each pair of pairs */
+            w[p] = _mm256_add_ps(_mm256_shuffle_ps(u[2 * p], u[2 * p + 1], 0x44), _mm256_shuffle_ps(u[2 * p], u[2 * p + 1], 0xEE));
+        /* then 0+1: positions 0 2 4 6 | 1 3 5 7, put in order */
+        const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], 0x88), _mm256_shuffle_ps(w[0], w[1], 0xDD));
+        _mm256_storeu_ps(sc + j, _mm256_mul_ps(_mm256_permutevar8x32_ps(r, order), vk));
+    }
+    for (; j < cn; j++) sc[j] = attn_dot64(x, k + j * kv_stride, hd) * ksc;
+}
+
+/* k_attn_expf on 4 lanes whose inputs are in its own range (the double
+ * steps on 4 doubles, table entries gathered). */
+ATTN_X86 static inline AI __m128 attn_expf4(__m128 x) {
+    const __m256d shift = _mm256_set1_pd(K_ATTN_EXP_SHIFT);
+    const __m256d z = _mm256_mul_pd(_mm256_set1_pd(K_ATTN_EXP_INVLN2N), _mm256_cvtps_pd(x));
+    __m256d kd = _mm256_add_pd(z, shift);
+    const __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, shift);
+    const __m256d r = _mm256_sub_pd(z, kd);
+    const __m256i t = _mm256_i64gather_epi64((const long long *)k_attn_exp_tab, _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    const __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64(ki, 47)));
+    const __m256d p = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(K_ATTN_EXP_C0), r), _mm256_set1_pd(K_ATTN_EXP_C1));
+    __m256d y = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(K_ATTN_EXP_C2), r), _mm256_set1_pd(1));
+    const __m256d rr = _mm256_mul_pd(r, r);
+    const __m256d prr = _mm256_mul_pd(p, rr);
+    y = _mm256_add_pd(prr, y);
+    return _mm256_cvtpd_ps(_mm256_mul_pd(y, s));
+}
+
+/* The online-softmax recurrence of attn_f16acc over a chunk of scores
+ * s[0..cn): at position j with the running max m before it, s > m gives
+ * ms = expf(m - s) and m = s, else vs = expf(s - m); S = fmaf(S, ms, vs).
+ * The running maxima first (kept in msv), then the exponentials 8 lanes at
+ * a time (k_attn_expf; lanes out of its range through it one by one), then
+ * the S chain: every value as the scalar recurrence computes it. */
+#define ATTN_SOFTMAX_CHUNK 1
+ATTN_X86 static inline AI void attn_softmax_chunk(const float *s, int64_t cn, float *M, float *S, float *msv, float *vsv) {
+    float m = *M;
+    for (int64_t j = 0; j < cn; j++) {
+        msv[j] = m;
+        m = s[j] > m ? s[j] : m;
+    }
+    *M = m;
+    const __m256 one = _mm256_set1_ps(1), lo = _mm256_set1_ps(-103.0f), hi = _mm256_set1_ps(88.0f);
+    int64_t j = 0;
+    for (; j + 8 <= cn; j += 8) {
+        const __m256 sv = _mm256_loadu_ps(s + j), mp = _mm256_loadu_ps(msv + j);
+        const __m256 gt = _mm256_cmp_ps(sv, mp, _CMP_GT_OQ);
+        const __m256 x = _mm256_blendv_ps(_mm256_sub_ps(sv, mp), _mm256_sub_ps(mp, sv), gt);
+        __m256 e = _mm256_set_m128(attn_expf4(_mm256_extractf128_ps(x, 1)), attn_expf4(_mm256_castps256_ps128(x)));
+        const __m256 fast = _mm256_andnot_ps(_mm256_cmp_ps(x, hi, _CMP_GT_OQ), _mm256_cmp_ps(x, lo, _CMP_GT_OQ));
+        if (_mm256_movemask_ps(fast) != 0xff) {
+            float xs[8], es[8];
+            _mm256_storeu_ps(xs, x);
+            _mm256_storeu_ps(es, e);
+            for (int i = 0; i < 8; i++)
+                if (!k_attn_expf_fast(xs[i])) es[i] = k_attn_expf(xs[i]);
+            e = _mm256_loadu_ps(es);
+        }
+        _mm256_storeu_ps(msv + j, _mm256_blendv_ps(one, e, gt));
+        _mm256_storeu_ps(vsv + j, _mm256_blendv_ps(e, one, gt));
+    }
+    for (; j < cn; j++) {
+        const float mp = msv[j];
+        float ms = 1, vs = 1;
+        if (s[j] > mp)
+            ms = k_attn_expf(mp - s[j]);
+        else
+            vs = k_attn_expf(s[j] - mp);
+        msv[j] = ms, vsv[j] = vs;
+    }
+    float sum = *S;
+    for (j = 0; j < cn; j++) sum = fmaf(sum, msv[j], vsv[j]);
+    *S = sum;
 }
 
 #pragma GCC push_options

@@ -568,3 +568,23 @@ func TestAttentionTiledExpRange(t *testing.T) {
 		}
 	})
 }
+
+// The f16-accumulating kernel at depth over its whole exponential range:
+// one token (decode) and a few, several 64-position chunks, head sizes with
+// and without a scalar tail, sharp softmaxes whose exponent arguments leave
+// the fast range (< -103) on many lanes.
+func TestAttentionF16AccExpRange(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, c := range []attnCase{{1, 300, 8, 2, 64, 0, 8}, {1, 130, 4, 1, 128, 1, 4}, {3, 77, 4, 2, 80, 0, 4}, {1, 1000, 8, 1, 64, 3, 7}} {
+			for _, spread := range []float32{1, 10, 100, 300} {
+				rng := rand.New(rand.NewSource(int64(spread) + int64(c.pos0)))
+				p := attnFixture(c, rng, true, spread)
+				want := goF16Acc(p, c.h0, c.h1)
+				require.NoError(t, AttentionF16Acc(p, c.h0, c.h1, make([]float32, AttentionF16AccScratch(c.hd))))
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]), fmt.Sprintf("%s case %+v spread %g at %d", impl, c, spread, i))
+				}
+			}
+		}
+	})
+}

@@ -166,6 +166,19 @@ type pass struct {
 	ntok int       // rows in all
 	rows []int     // rows per sequence, for the kernels whose order depends on the batch
 	prof *profiler // nil unless profiling
+	// kept is set once the last layer has kept only the output rows
+	// (keepOutputRows): x then holds them in order from row 0, row i
+	// coming from the pass's row keptSrc[i].
+	kept    bool
+	keptSrc []int
+}
+
+// srcRow is the pass row that row i of x holds.
+func (p *pass) srcRow(i int) int {
+	if p.kept {
+		return p.keptSrc[i]
+	}
+	return i
 }
 
 // forward runs tokens (len ≤ nBatch) at positions s.pos .. s.pos+ntok-1
@@ -242,7 +255,13 @@ func (p *pass) forward() {
 			p.deltaNet(li, l, xb, xb2)
 			trace("linear_attn_out", li, xb2)
 			addResidual(c, x, xb2, nil, ntok)
-			p.ffn(l, xb, xb2, hb, hb2, ntok)
+			if li == len(w.Layers)-1 {
+				ntok = p.keepOutputRows(d)
+				x, xb, xb2, hb, hb2 = x[:ntok*d], xb[:ntok*d], xb2[:ntok*d], hb[:ntok*ff], hb2[:ntok*ff]
+			}
+			if ntok > 0 {
+				p.ffn(l, xb, xb2, hb, hb2, ntok)
+			}
 			trace("l_out", li, x)
 			continue
 		}
@@ -327,11 +346,53 @@ func (p *pass) forward() {
 		}
 		addResidual(c, x, xb2, l.PostAttn, ntok)
 
-		p.ffn(l, xb, xb2, hb, hb2, ntok)
+		// The last layer's attention has read every row; from here on
+		// only the rows whose outputs are asked for matter.
+		if li == len(w.Layers)-1 {
+			ntok = p.keepOutputRows(d)
+			x, xb, xb2, hb, hb2 = x[:ntok*d], xb[:ntok*d], xb2[:ntok*d], hb[:ntok*ff], hb2[:ntok*ff]
+		}
+		if ntok > 0 {
+			p.ffn(l, xb, xb2, hb, hb2, ntok)
+		}
 		trace("l_out", li, x)
 	}
 
 	p.output()
+}
+
+// keepOutputRows moves the residual rows whose outputs the pass returns
+// (each sequence's rows from its from) to the front of st.x, in order, and
+// returns how many there are. It is called in the last layer once
+// attention (or the recurrence) has consumed every row: the rest of the
+// layer, the final norm and the output matrix are row-wise, so each kept
+// row gets the same bits as in a pass that carries all of them, and the
+// other rows' work (a prompt's FFN for all but its last token) is skipped.
+// p.rows becomes the kept rows per sequence, so the types whose products
+// depend on the batch (pass.product) see each sequence's kept rows alone,
+// as in a pass of its own. The reference build selects the same rows at
+// the same point of its last layer.
+func (p *pass) keepOutputRows(d int) int {
+	x := p.st.x
+	n := 0
+	for i, sg := range p.segs {
+		k := len(sg.tokens) - sg.from
+		if k <= 0 {
+			p.rows[i] = 0
+			continue
+		}
+		r := sg.r0 + sg.from
+		if r != n {
+			copy(x[n*d:(n+k)*d], x[r*d:(r+k)*d])
+		}
+		for j := range k {
+			p.keptSrc = append(p.keptSrc, r+j)
+		}
+		p.rows[i] = k
+		n += k
+	}
+	p.kept = true
+	return n
 }
 
 // output is the final norm and output layer, only for the rows asked for;
@@ -352,6 +413,9 @@ func (p *pass) output() {
 	for _, sg := range p.segs {
 		for t := sg.from; t < len(sg.tokens); t++ {
 			r := sg.r0 + t
+			if p.kept { // keepOutputRows put them first
+				r = o
+			}
 			kernels.RMSNorm(xo[o*d:(o+1)*d], x[r*d:(r+1)*d], w.OutNorm, c.Eps)
 			o++
 		}

@@ -674,6 +674,13 @@ func (p *pass) forwardGemma4() {
 		}
 		p.matmul(att, ntok, matOp{&l.Wo, xb2})
 		addResidual(c, x, xb2, l.PostAttn, ntok)
+		if li == len(w.Layers)-1 { // only the output rows from here (keepOutputRows)
+			ntok = p.keepOutputRows(d)
+			x, xb, xb2 = x[:ntok*d], xb[:ntok*d], xb2[:ntok*d]
+			if ntok == 0 {
+				break
+			}
+		}
 
 		// GeGLU feed-forward of this layer's width.
 		kernels.RMSNormRows(xb, x, l.FFNNorm, ntok, d, c.Eps)
@@ -692,7 +699,8 @@ func (p *pass) forwardGemma4() {
 		if npl > 0 { // per-layer input: x += norm(Wproj(gelu(Wgate x) * P[li]))
 			plg, plu := gs.plg[:ntok*npl], gs.plu[:ntok*npl]
 			for t := 0; t < ntok; t++ {
-				copy(plu[t*npl:(t+1)*npl], gs.pl[t*pe+li*npl:t*pe+(li+1)*npl])
+				r := p.srcRow(t)
+				copy(plu[t*npl:(t+1)*npl], gs.pl[r*pe+li*npl:r*pe+(li+1)*npl])
 			}
 			p.matmul(x, ntok, matOp{&lg.InpGate, plg})
 			gluGELU.apply(plg, plu, ntok, npl, 0, npl)
