@@ -580,7 +580,7 @@ func TestAttentionF16AccExpRange(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(spread) + int64(c.pos0)))
 				p := attnFixture(c, rng, true, spread)
 				want := goF16Acc(p, c.h0, c.h1)
-				require.NoError(t, AttentionF16Acc(p, c.h0, c.h1, make([]float32, AttentionF16AccScratch(c.hd))))
+				AttentionF16Acc(p, c.h0, c.h1, make([]float32, AttentionF16AccScratch(c.hd)))
 				for i := range want {
 					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(p.Out[i]), fmt.Sprintf("%s case %+v spread %g at %d", impl, c, spread, i))
 				}
