@@ -55,6 +55,8 @@ GDN_FN static inline __attribute__((always_inline)) void gdn_conv1(K_GDN_CONV_PA
 #define GDN_CB 16       /* channels of a block: one vector row per tap */
 #define GDN_CT 256      /* channels of a tile (whole blocks) */
 #define GDN_CONV_MAXW 8 /* the longest window of the tiled path */
+#define GDN_CONV_MINN 4 /* up to this many tokens, one channel at a time (the
+                         * rows stay in the cache; transposing costs more) */
 
 /* Tiles of up to GDN_CT channels (whole blocks of GDN_CB): their windows and
  * taps transposed to [tap][channel] on the stack, the window a ring (no
@@ -65,7 +67,7 @@ GDN_FN static inline __attribute__((always_inline)) void gdn_conv1(K_GDN_CONV_PA
 GDN_FN static inline __attribute__((always_inline)) void gdn_conv(K_GDN_CONV_PARAMS) {
     const int64_t W = K - 1;
     int64_t ch = c0;
-    if (W <= GDN_CONV_MAXW)
+    if (W <= GDN_CONV_MAXW && n > GDN_CONV_MINN)
         while (c1 - ch >= GDN_CB) {
             const int64_t tw = (c1 - ch < GDN_CT ? c1 - ch : GDN_CT) & ~(int64_t)(GDN_CB - 1);
             float wb[GDN_CONV_MAXW][GDN_CT], tp[GDN_CONV_MAXW + 1][GDN_CT];

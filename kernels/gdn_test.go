@@ -165,14 +165,14 @@ func TestDeltaNetConv(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, impl string) {
 		r := rand.New(rand.NewSource(11))
 		for _, K := range []int{1, 2, 4, 5, 9, 12} {
-			for kind := 0; kind < 2; kind++ {
-				cc, n, stride := 301, 9, 307
+			for kind := 0; kind < 4; kind++ {
+				cc, n, stride := 301, []int{9, 1, 4, 5}[kind], 307 // n: the tiled path and the one-channel one
 				in := make([]float32, n*stride)
 				w := make([]float32, cc*K)
 				win := make([]float32, cc*max(K-1, 0))
-				gdnFill(r, in, kind, 2)
-				gdnFill(r, w, kind, 1)
-				gdnFill(r, win, kind, 2)
+				gdnFill(r, in, kind%2, 2)
+				gdnFill(r, w, kind%2, 1)
+				gdnFill(r, win, kind%2, 2)
 				for _, cr := range [][2]int{{0, cc}, {5, 21}, {16, 48}, {3, 290}} {
 					wantW, gotW := append([]float32(nil), win...), append([]float32(nil), win...)
 					want, got := make([]float32, n*stride), make([]float32, n*stride)
