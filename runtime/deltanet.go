@@ -30,9 +30,13 @@ package runtime
 // state updates as FMAs, the state dots in vec_dot_f32's lane order, SiLU
 // with ggml's vector exp, glibc's expf/logf): a last-bit difference here
 // grows through the next Q8_K activation to 0.3 in the logits at real
-// shapes (tools/tensordump/README.md).
+// shapes (tools/tensordump/README.md). The convolution and the recurrence
+// run in C (kernels.DeltaNetConv, kernels.DeltaNetRecur: csrc/gdn.h, the
+// same bits on every kernel set); the gates' expf/logf stay the Go ports
+// of glibc's below (numerics.go), so no C library's exp enters.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -46,6 +50,7 @@ type dnState struct {
 	z     []float32 // output gate [nBatch][nV*S]
 	beta  []float32 // [nBatch][nV]
 	alpha []float32 // [nBatch][nV], then the decay g
+	decay []float32 // exp(g) [nBatch][nV]
 	ba    []float32 // qwen3next: beta and alpha interleaved per key head [nBatch][2*nV]
 	core  []float32 // recurrence output [nBatch][nV*S]
 	qg    []float32 // gated attention: q and gate per head [nBatch][2*QDim]
@@ -63,6 +68,7 @@ func newDNState(c *Config, nBatch, _ int) *dnState {
 		z:     make([]float32, nBatch*vd),
 		beta:  make([]float32, nBatch*c.SSMVHeads),
 		alpha: make([]float32, nBatch*c.SSMVHeads),
+		decay: make([]float32, nBatch*c.SSMVHeads),
 		ba:    make([]float32, nBatch*2*c.SSMVHeads),
 		core:  make([]float32, nBatch*vd),
 		qg:    make([]float32, nBatch*2*c.QDim()),
@@ -158,59 +164,20 @@ func l2Normalize(x []float32, eps float32) {
 	}
 }
 
-// dotRef is a float32 dot product in the order of the reference build's
-// vec_dot_f32 (AVX-512): 64-element steps into 4 accumulators of 16 lanes,
-// each a fused multiply-add; the accumulators added pairwise (0+2, 1+3,
-// then 0+1), the 16 lanes reduced as lane i + lane i+8, then i + i+4, then
-// i + i+2, then lane 0 + lane 1; the tail (n mod 64) added one product at
-// a time. At real state sizes (128) a plain sum parts from
-// it in the last bits, which activation quantization then amplifies.
-func dotRef(a, b []float32) float32 {
-	n := len(a)
-	b = b[:n]
-	np := n &^ 63
-	var sum float32
-	if np > 0 {
-		var acc [64]float32 // accumulator j lane l at 16j+l
-		for i := 0; i < np; i += 64 {
-			x, y := (*[64]float32)(a[i:i+64]), (*[64]float32)(b[i:i+64])
-			for l := range acc {
-				acc[l] = fma32f(x[l], y[l], acc[l])
-			}
-		}
-		var v [16]float32
-		for l := range v {
-			v[l] = (acc[l] + acc[32+l]) + (acc[16+l] + acc[48+l])
-		}
-		for s := 8; s >= 1; s /= 2 {
-			for l := 0; l < s; l++ {
-				v[l] += v[l+s]
-			}
-		}
-		sum = v[0]
+// parallel splits [0, n) into chunks (multiples of align) over the
+// workers, calls f on each range and joins the errors.
+func (p *pass) parallel(n, align int, f func(i0, i1 int) error) error {
+	nw := p.m.pool.n
+	nc := min(n, 4*nw) // a few chunks per worker, for balance on a busy machine
+	if nc <= 1 {
+		return f(0, n)
 	}
-	for i := np; i < n; i++ {
-		sum += float32(a[i] * b[i]) // the product rounded (no fusion in the reference here)
-	}
-	return sum
-}
-
-// fma32f is fmaf by float64 arithmetic: the product of two float32 is
-// exact in float64, so the sum is rounded once to float64, then to
-// float32 (as fmaf but for double-rounding ties, odds ~2^-29); cheaper
-// than math.FMA's conversions here.
-func fma32f(a, b, c float32) float32 {
-	return float32(float64(a)*float64(b) + float64(c))
-}
-
-// madRef sets y[i] += x[i]*v as the reference build's vec_mad_f32: one
-// fused multiply-add each (its vector steps and, inlined where the
-// compiler contracts, its tail).
-func madRef(y, x []float32, v float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] = fma32f(x[i], v, y[i])
-	}
+	errs := make([]error, nc)
+	p.m.pool.runChunks(nc, func(_, c int) {
+		i0, i1 := split(n, c, nc, align)
+		errs[c] = f(i0, i1)
+	})
+	return errors.Join(errs...)
 }
 
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
@@ -223,6 +190,7 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 	cc, kd, vd := c.convChannels(), nK*c.SSMState, c.SSMInner
 	mix, conv, z := dn.mix[:ntok*cc], dn.conv[:ntok*cc], dn.z[:ntok*vd]
 	beta, alpha, core := dn.beta[:ntok*nV], dn.alpha[:ntok*nV], dn.core[:ntok*vd]
+	decay := dn.decay[:ntok*nV]
 
 	// Input projections of every row (all read xb).
 	if l.Wba.Data != nil { // qwen3next: per key head g, [beta of its r value heads, alpha of them]
@@ -248,6 +216,7 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 		for h := 0; h < nV; h++ {
 			beta[t*nV+h] = sigmoidf(beta[t*nV+h])
 			alpha[t*nV+h] = softplusf(alpha[t*nV+h]+l.DtBias[h]) * l.A[h]
+			decay[t*nV+h] = expf(alpha[t*nV+h]) // the state's decay, glibc's expf
 		}
 	}
 
@@ -258,24 +227,12 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 			panic(fmt.Sprintf("layer %d: session has no recurrent state", li))
 		}
 		cs := rs.conv[li] // [cc][K-1]
-		// Causal convolution, token by token, rolling the window.
-		for t := 0; t < n; t++ {
-			in, o := mix[(r0+t)*cc:(r0+t+1)*cc], conv[(r0+t)*cc:(r0+t+1)*cc]
-			for ch := 0; ch < cc; ch++ {
-				win, w := cs[ch*(K-1):(ch+1)*(K-1)], l.ConvW[ch*K:(ch+1)*K]
-				// Each tap one fused multiply-add, as the reference's
-				// compiler contracts its loop (the double FMA of float32
-				// operands rounds as fmaf but for ties of ~2^-29 odds).
-				var sum float32
-				for i := 0; i < K-1; i++ {
-					sum = fmaf(win[i], w[i], sum)
-				}
-				o[ch] = fmaf(in[ch], w[K-1], sum)
-				if K > 1 {
-					copy(win, win[1:])
-					win[K-2] = in[ch]
-				}
-			}
+		// Causal convolution, token by token, rolling the window; channels
+		// are independent, split across workers (kernels.DeltaNetConv).
+		if err := p.parallel(cc, 16, func(c0, c1 int) error {
+			return kernels.DeltaNetConv(conv[r0*cc:(r0+n)*cc], mix[r0*cc:(r0+n)*cc], cc, n, cs, l.ConvW, K, c0, c1)
+		}); err != nil {
+			return fmt.Errorf("layer %d: %w", li, err)
 		}
 		// SiLU as the reference's vectorised op (ggml's vector exp on whole
 		// 16-lane blocks of each row): SwiGLU with an up row of ones
@@ -291,40 +248,17 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 			}
 		}
 
-		// The recurrence: value heads are independent, split across workers.
+		// The recurrence: value heads are independent, split across workers
+		// (kernels.DeltaNetRecur, one call per head range).
 		ssm := rs.ssm[li]
 		scale := 1 / float32(math.Sqrt(float64(S)))
-		p.m.pool.run(func(wk int) {
-			h0, h1 := split(nV, wk, p.m.pool.n, 1)
-			for hv := h0; hv < h1; hv++ {
-				hk := hv % nK // qwen35: key heads repeat across value heads
-				if c.DNGroupedHeads {
-					hk = hv / (nV / nK) // qwen3next: each key head serves consecutive value heads
-				}
-				M := ssm[hv*S*S : (hv+1)*S*S] // [S rows j][S]
-				for t := 0; t < n; t++ {
-					r := r0 + t
-					row := conv[r*cc : (r+1)*cc]
-					q, k := row[hk*S:(hk+1)*S], row[kd+hk*S:kd+(hk+1)*S]
-					v := row[2*kd+hv*S : 2*kd+(hv+1)*S]
-					decay := expf(alpha[r*nV+hv])
-					b := beta[r*nV+hv]
-					// Each row j of M only meets itself: decay, its delta,
-					// its update and its output in one pass (the same
-					// operations as the reference's four passes over M).
-					o := core[r*vd+hv*S : r*vd+(hv+1)*S]
-					for j := 0; j < S; j++ {
-						mj := M[j*S : (j+1)*S]
-						for i := range mj {
-							mj[i] *= decay
-						}
-						dj := (v[j] - dotRef(mj, k)) * b
-						madRef(mj, k, dj)
-						o[j] = dotRef(mj, q) * scale
-					}
-				}
-			}
-		})
+		sh := kernels.DeltaNetShape{S: S, NK: nK, NV: nV, Grouped: c.DNGroupedHeads}
+		if err := p.parallel(nV, 1, func(h0, h1 int) error {
+			return kernels.DeltaNetRecur(ssm, conv[r0*cc:(r0+n)*cc], cc, decay[r0*nV:(r0+n)*nV], beta[r0*nV:(r0+n)*nV], nV,
+				core[r0*vd:(r0+n)*vd], vd, n, sh, h0, h1, scale)
+		}); err != nil {
+			return fmt.Errorf("layer %d: %w", li, err)
+		}
 	}
 
 	trace("beta_sigmoid", li, beta)

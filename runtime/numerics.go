@@ -130,14 +130,22 @@ func expf(x float32) float32 {
 	kd -= shift
 	r := z - kd
 	i := ki % 32
-	// 2^(i/32) (exactly the table's entries: the double nearest), its
-	// exponent raised by ki/32.
-	s := math.Float64frombits(math.Float64bits(math.Exp2(float64(i)/32)) - i<<47 + ki<<47)
+	// 2^(i/32) (expfTab), its exponent raised by ki/32.
+	s := math.Float64frombits(expfTab[i] - i<<47 + ki<<47)
 	p := float64(0x1.c6af84b912394p-5/32/32/32*r) + 0x1.ebfce50fac4f3p-3/32/32
 	y := float64(0x1.62e42ff0c52d6p-1/32*r) + 1
 	y = float64(p*float64(r*r)) + y
 	return float32(y * s)
 }
+
+// expfTab holds the bits of 2^(i/32), the doubles nearest (math.Exp2 is
+// exact to within the rounding of these: the values of glibc's table).
+var expfTab = func() (t [32]uint64) {
+	for i := range t {
+		t[i] = math.Float64bits(math.Exp2(float64(i) / 32))
+	}
+	return t
+}()
 
 // glibc's single-precision log (the optimized-routines algorithm): x =
 // 2^k z with z in [0x3f330000, 2*0x3f330000) as float bits, z/c - 1 for c

@@ -1,0 +1,80 @@
+/* gdn_neon_arm64.c — the Gated DeltaNet kernels for the NEON impls
+ * (gdn.h): each 16-lane accumulator of the reference dot as four 128-bit
+ * quarters, added lane-wise as gdn_ref.c adds its slots, then the same
+ * tree, so the bits of gdn_ref.c. Also the arm64 hook of the gdn dispatch. */
+#include <arm_neon.h>
+#include <math.h>
+#include "gdn.h"
+#include "kernels.h"
+
+#define GDN_NEON __attribute__((always_inline))
+
+/* the 64 slots as a[slot/16][(slot%16)/4] */
+static inline GDN_NEON float gdn_reduce4(float32x4_t a[4][4]) {
+    float32x4_t v[4];
+    for (int r = 0; r < 4; r++) v[r] = vaddq_f32(vaddq_f32(a[0][r], a[2][r]), vaddq_f32(a[1][r], a[3][r]));
+    const float32x4_t w0 = vaddq_f32(v[0], v[2]), w1 = vaddq_f32(v[1], v[3]); /* l + l+8 */
+    const float32x4_t u = vaddq_f32(w0, w1);                                   /* l + l+4 */
+    const float32x4_t x = vaddq_f32(u, vextq_f32(u, u, 2));                    /* l + l+2 */
+    return vgetq_lane_f32(x, 0) + vgetq_lane_f32(x, 1);
+}
+
+static inline GDN_NEON float gdn_row(float *m, const float *k, const float *q, int64_t S, float decay, float vj,
+                                     float b, float scale) {
+    const int64_t np = S & ~(int64_t)63;
+    float d = 0, o = 0;
+    if (np > 0) {
+        float32x4_t a[4][4];
+        for (int j = 0; j < 4; j++)
+            for (int r = 0; r < 4; r++) a[j][r] = vdupq_n_f32(0);
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int r = 0; r < 4; r++) {
+                    const int64_t e = i + 16 * j + 4 * r;
+                    const float32x4_t x = vmulq_n_f32(vld1q_f32(m + e), decay);
+                    vst1q_f32(m + e, x);
+                    a[j][r] = vfmaq_f32(a[j][r], x, vld1q_f32(k + e));
+                }
+        d = gdn_reduce4(a);
+    }
+    for (int64_t i = np; i < S; i++) {
+        m[i] = m[i] * decay;
+        const float p = m[i] * k[i];
+        d += p;
+    }
+    const float dj = (vj - d) * b;
+    if (np > 0) {
+        float32x4_t a[4][4];
+        for (int j = 0; j < 4; j++)
+            for (int r = 0; r < 4; r++) a[j][r] = vdupq_n_f32(0);
+        for (int64_t i = 0; i < np; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int r = 0; r < 4; r++) {
+                    const int64_t e = i + 16 * j + 4 * r;
+                    const float32x4_t x = vfmaq_n_f32(vld1q_f32(m + e), vld1q_f32(k + e), dj);
+                    vst1q_f32(m + e, x);
+                    a[j][r] = vfmaq_f32(a[j][r], x, vld1q_f32(q + e));
+                }
+        o = gdn_reduce4(a);
+    }
+    for (int64_t i = np; i < S; i++) {
+        m[i] = fmaf(k[i], dj, m[i]);
+        const float p = m[i] * q[i];
+        o += p;
+    }
+    return o * scale;
+}
+
+#define GDN_FN
+#include "gdn_driver.h"
+
+void k_gdn_recur_neon(K_GDN_RECUR_PARAMS) { gdn_recur(K_GDN_RECUR_ARGS); }
+void k_gdn_conv_neon(K_GDN_CONV_PARAMS) { gdn_conv(K_GDN_CONV_ARGS); }
+
+k_gdn_recur_kernel *k_gdn_arch_recur(int impl) {
+    return impl == K_IMPL_NEON || impl == K_IMPL_NEON_DOT || impl == K_IMPL_NEON_I8MM ? k_gdn_recur_neon : NULL;
+}
+
+k_gdn_conv_kernel *k_gdn_arch_conv(int impl) {
+    return impl == K_IMPL_NEON || impl == K_IMPL_NEON_DOT || impl == K_IMPL_NEON_I8MM ? k_gdn_conv_neon : NULL;
+}
