@@ -45,27 +45,27 @@ func rowsNeed(n, stride, w int) int {
 // the dots in the lane order of ggml's AVX-512 vec_dot_f32 on every kernel
 // set. Value heads are independent: workers take disjoint ranges.
 func DeltaNetRecur(state, qkv []float32, qkvStride int, decay, beta []float32, gStride int,
-	out []float32, outStride int, n int, sh DeltaNetShape, h0, h1 int, scale float32) error {
+	out []float32, outStride int, n int, sh DeltaNetShape, h0, h1 int, scale float32) {
 	const op = "DeltaNetRecur"
 	if err := sh.check(op); err != nil {
-		return err
+		panic(err)
 	}
 	S, nK, nV := sh.S, sh.NK, sh.NV
 	if n < 0 || h0 < 0 || h1 > nV || h0 > h1 {
-		return fmt.Errorf("kernels.%s: bad range: %d tokens, heads [%d, %d) of %d", op, n, h0, h1, nV)
+		panic(fmt.Errorf("kernels.%s: bad range: %d tokens, heads [%d, %d) of %d", op, n, h0, h1, nV))
 	}
 	if qkvStride < (2*nK+nV)*S || gStride < nV || outStride < nV*S {
-		return fmt.Errorf("kernels.%s: strides qkv %d / gates %d / out %d below the row widths %d / %d / %d",
-			op, qkvStride, gStride, outStride, (2*nK+nV)*S, nV, nV*S)
+		panic(fmt.Errorf("kernels.%s: strides qkv %d / gates %d / out %d below the row widths %d / %d / %d",
+			op, qkvStride, gStride, outStride, (2*nK+nV)*S, nV, nV*S))
 	}
 	if len(state) < nV*S*S || len(qkv) < rowsNeed(n, qkvStride, (2*nK+nV)*S) ||
 		len(decay) < rowsNeed(n, gStride, nV) || len(beta) < rowsNeed(n, gStride, nV) ||
 		len(out) < rowsNeed(n, outStride, nV*S) {
-		return fmt.Errorf("kernels.%s: state %d / qkv %d / decay %d / beta %d / out %d shorter than %d tokens of shape %+v",
-			op, len(state), len(qkv), len(decay), len(beta), len(out), n, sh)
+		panic(fmt.Errorf("kernels.%s: state %d / qkv %d / decay %d / beta %d / out %d shorter than %d tokens of shape %+v",
+			op, len(state), len(qkv), len(decay), len(beta), len(out), n, sh))
 	}
 	if n == 0 || h0 == h1 {
-		return nil
+		return
 	}
 	grouped := C.int(0)
 	if sh.Grouped {
@@ -74,7 +74,7 @@ func DeltaNetRecur(state, qkv []float32, qkvStride int, decay, beta []float32, g
 	C.k_gdn_recur(C.int(implID()), fptr(state), fptr(qkv), C.int64_t(qkvStride), fptr(decay), fptr(beta),
 		C.int64_t(gStride), fptr(out), C.int64_t(outStride), C.int64_t(n), C.int64_t(S), C.int64_t(nK),
 		C.int64_t(nV), C.int64_t(h0), C.int64_t(h1), grouped, C.float(scale))
-	return nil
+	return
 }
 
 // DeltaNetConv runs the causal convolution of K taps over n tokens for the
@@ -82,19 +82,19 @@ func DeltaNetRecur(state, qkv []float32, qkvStride int, decay, beta []float32, g
 // rolling window of each channel ([channel][K-1], oldest first, updated),
 // w the taps ([channel][K]); each output is K fused multiply-adds in tap
 // order, as llama.cpp's ssm_conv op rounds it. out must not overlap in.
-func DeltaNetConv(out, in []float32, stride, n int, win, w []float32, K, c0, c1 int) error {
+func DeltaNetConv(out, in []float32, stride, n int, win, w []float32, K, c0, c1 int) {
 	const op = "DeltaNetConv"
 	if K < 1 || n < 0 || c0 < 0 || c1 > stride || c0 > c1 {
-		return fmt.Errorf("kernels.%s: bad shape: %d taps, %d tokens, channels [%d, %d) of rows of %d", op, K, n, c0, c1, stride)
+		panic(fmt.Errorf("kernels.%s: bad shape: %d taps, %d tokens, channels [%d, %d) of rows of %d", op, K, n, c0, c1, stride))
 	}
 	if len(win) < c1*(K-1) || len(w) < c1*K || len(in) < rowsNeed(n, stride, c1) || len(out) < rowsNeed(n, stride, c1) {
-		return fmt.Errorf("kernels.%s: win %d / w %d / in %d / out %d shorter than %d tokens of %d channels, %d taps",
-			op, len(win), len(w), len(in), len(out), n, c1, K)
+		panic(fmt.Errorf("kernels.%s: win %d / w %d / in %d / out %d shorter than %d tokens of %d channels, %d taps",
+			op, len(win), len(w), len(in), len(out), n, c1, K))
 	}
 	if n == 0 || c0 == c1 {
-		return nil
+		return
 	}
 	C.k_gdn_conv(C.int(implID()), fptr(out), fptr(in), C.int64_t(stride), C.int64_t(n), fptr(win), fptr(w),
 		C.int64_t(K), C.int64_t(c0), C.int64_t(c1))
-	return nil
+	return
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -146,9 +147,7 @@ func TestDeltaNetRecur(t *testing.T) {
 					wantS, gotS := append([]float32(nil), state...), append([]float32(nil), state...)
 					want, got := make([]float32, n*os), make([]float32, n*os)
 					gdnRecurSpec(wantS, qkv, qs, decay, beta, gs, want, os, n, c.sh, hr[0], hr[1], scale)
-					if err := DeltaNetRecur(gotS, qkv, qs, decay, beta, gs, got, os, n, c.sh, hr[0], hr[1], scale); err != nil {
-						t.Fatal(err)
-					}
+					DeltaNetRecur(gotS, qkv, qs, decay, beta, gs, got, os, n, c.sh, hr[0], hr[1], scale)
 					if i := sameBits(want, got); i >= 0 {
 						t.Fatalf("case %d kind %d heads %v: out[%d] = %g (%#x), want %g (%#x)", ci, kind, hr, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 					}
@@ -177,9 +176,7 @@ func TestDeltaNetConv(t *testing.T) {
 					wantW, gotW := append([]float32(nil), win...), append([]float32(nil), win...)
 					want, got := make([]float32, n*stride), make([]float32, n*stride)
 					gdnConvSpec(want, in, stride, n, wantW, w, K, cr[0], cr[1])
-					if err := DeltaNetConv(got, in, stride, n, gotW, w, K, cr[0], cr[1]); err != nil {
-						t.Fatal(err)
-					}
+					DeltaNetConv(got, in, stride, n, gotW, w, K, cr[0], cr[1])
 					if i := sameBits(want, got); i >= 0 {
 						t.Fatalf("K %d kind %d channels %v: out[%d] = %g, want %g", K, kind, cr, i, got[i], want[i])
 					}
@@ -195,26 +192,32 @@ func TestDeltaNetConv(t *testing.T) {
 func TestDeltaNetBadInput(t *testing.T) {
 	sh := DeltaNetShape{S: 4, NK: 1, NV: 2}
 	st, qkv, g, out := make([]float32, 32), make([]float32, 16), make([]float32, 2), make([]float32, 8)
-	bad := []error{
-		DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, DeltaNetShape{S: 0, NK: 1, NV: 2}, 0, 2, 1),
-		DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, DeltaNetShape{S: 4, NK: 2, NV: 3, Grouped: true}, 0, 3, 1),
-		DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, sh, 0, 3, 1),
-		DeltaNetRecur(st, qkv, 15, g, g, 2, out, 8, 1, sh, 0, 2, 1),
-		DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 2, sh, 0, 2, 1),
-		DeltaNetRecur(st[:31], qkv, 16, g, g, 2, out, 8, 1, sh, 0, 2, 1),
-		DeltaNetConv(out, qkv, 8, 2, st, st, 0, 0, 8),
-		DeltaNetConv(out, qkv, 8, 2, st, st, 4, 0, 9),
-		DeltaNetConv(out, qkv, 8, 3, st, st, 4, 0, 8),
-		DeltaNetConv(out, qkv, 8, 2, st[:20], st, 4, 0, 8),
+	// Each misuse panics with an error naming the kernel.
+	bad := []func(){
+		func() { DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, DeltaNetShape{S: 0, NK: 1, NV: 2}, 0, 2, 1) },
+		func() {
+			DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, DeltaNetShape{S: 4, NK: 2, NV: 3, Grouped: true}, 0, 3, 1)
+		},
+		func() { DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, sh, 0, 3, 1) },
+		func() { DeltaNetRecur(st, qkv, 15, g, g, 2, out, 8, 1, sh, 0, 2, 1) },
+		func() { DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 2, sh, 0, 2, 1) },
+		func() { DeltaNetRecur(st[:31], qkv, 16, g, g, 2, out, 8, 1, sh, 0, 2, 1) },
+		func() { DeltaNetConv(out, qkv, 8, 2, st, st, 0, 0, 8) },
+		func() { DeltaNetConv(out, qkv, 8, 2, st, st, 4, 0, 9) },
+		func() { DeltaNetConv(out, qkv, 8, 3, st, st, 4, 0, 8) },
+		func() { DeltaNetConv(out, qkv, 8, 2, st[:20], st, 4, 0, 8) },
 	}
-	for i, err := range bad {
-		if err == nil {
-			t.Errorf("bad input %d: no error", i)
+	for i, f := range bad {
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			f()
+		}()
+		if err, ok := got.(error); !ok || !strings.Contains(err.Error(), "kernels.DeltaNet") {
+			t.Errorf("bad input %d: panic %v, want an error naming the kernel", i, got)
 		}
 	}
-	if err := DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, sh, 0, 2, 1); err != nil {
-		t.Errorf("good input: %v", err)
-	}
+	DeltaNetRecur(st, qkv, 16, g, g, 2, out, 8, 1, sh, 0, 2, 1) // good input: no panic
 }
 
 // BenchmarkDeltaNetRecur: one Qwen3.5-0.8B layer's recurrence (16 value
@@ -231,9 +234,7 @@ func BenchmarkDeltaNetRecur(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := DeltaNetRecur(state, qkv, qs, decay, beta, 16, out, 16*128, n, sh, 0, 16, 0.088); err != nil {
-			b.Fatal(err)
-		}
+		DeltaNetRecur(state, qkv, qs, decay, beta, 16, out, 16*128, n, sh, 0, 16, 0.088)
 	}
 }
 
@@ -248,8 +249,6 @@ func BenchmarkDeltaNetConv(b *testing.B) {
 	gdnFill(r, w, 0, 1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := DeltaNetConv(out, in, cc, n, win, w, K, 0, cc); err != nil {
-			b.Fatal(err)
-		}
+		DeltaNetConv(out, in, cc, n, win, w, K, 0, cc)
 	}
 }

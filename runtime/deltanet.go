@@ -36,7 +36,6 @@ package runtime
 // of glibc's below (numerics.go), so no C library's exp enters.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -166,18 +165,17 @@ func l2Normalize(x []float32, eps float32) {
 
 // parallel splits [0, n) into chunks (multiples of align) over the
 // workers, calls f on each range and joins the errors.
-func (p *pass) parallel(n, align int, f func(i0, i1 int) error) error {
+func (p *pass) parallel(n, align int, f func(i0, i1 int)) {
 	nw := p.m.pool.n
 	nc := min(n, 4*nw) // a few chunks per worker, for balance on a busy machine
 	if nc <= 1 {
-		return f(0, n)
+		f(0, n)
+		return
 	}
-	errs := make([]error, nc)
 	p.m.pool.runChunks(nc, func(_, c int) {
 		i0, i1 := split(n, c, nc, align)
-		errs[c] = f(i0, i1)
+		f(i0, i1)
 	})
-	return errors.Join(errs...)
 }
 
 // deltaNet runs linear-attention layer li over the pass's rows: xb holds
@@ -229,11 +227,9 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 		cs := rs.conv[li] // [cc][K-1]
 		// Causal convolution, token by token, rolling the window; channels
 		// are independent, split across workers (kernels.DeltaNetConv).
-		if err := p.parallel(cc, 16, func(c0, c1 int) error {
-			return kernels.DeltaNetConv(conv[r0*cc:(r0+n)*cc], mix[r0*cc:(r0+n)*cc], cc, n, cs, l.ConvW, K, c0, c1)
-		}); err != nil {
-			return fmt.Errorf("layer %d: %w", li, err)
-		}
+		p.parallel(cc, 16, func(c0, c1 int) {
+			kernels.DeltaNetConv(conv[r0*cc:(r0+n)*cc], mix[r0*cc:(r0+n)*cc], cc, n, cs, l.ConvW, K, c0, c1)
+		})
 		// SiLU as the reference's vectorised op (ggml's vector exp on whole
 		// 16-lane blocks of each row): SwiGLU with an up row of ones
 		// (x*1 is exact).
@@ -253,12 +249,10 @@ func (p *pass) deltaNet(li int, l *Layer, xb, out []float32) {
 		ssm := rs.ssm[li]
 		scale := 1 / float32(math.Sqrt(float64(S)))
 		sh := kernels.DeltaNetShape{S: S, NK: nK, NV: nV, Grouped: c.DNGroupedHeads}
-		if err := p.parallel(nV, 1, func(h0, h1 int) error {
-			return kernels.DeltaNetRecur(ssm, conv[r0*cc:(r0+n)*cc], cc, decay[r0*nV:(r0+n)*nV], beta[r0*nV:(r0+n)*nV], nV,
+		p.parallel(nV, 1, func(h0, h1 int) {
+			kernels.DeltaNetRecur(ssm, conv[r0*cc:(r0+n)*cc], cc, decay[r0*nV:(r0+n)*nV], beta[r0*nV:(r0+n)*nV], nV,
 				core[r0*vd:(r0+n)*vd], vd, n, sh, h0, h1, scale)
-		}); err != nil {
-			return fmt.Errorf("layer %d: %w", li, err)
-		}
+		})
 	}
 
 	trace("beta_sigmoid", li, beta)
