@@ -115,8 +115,9 @@ K_AVX512 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const cha
  * the tile's above, so the bits are the reference's.
  *
  * Layout per pair p (the last one half filled for an odd block count), at
- * p * g * MXFP4_PREP_TOK: g x 64 bytes of activations, then g x 2 f32. */
-#define MXFP4_PREP_TOK 72
+ * p * g * MXFP4_PREP_TOK: per token 64 bytes of activations and the two
+ * scales spread over the 16 lanes (8 each), 128 bytes. */
+#define MXFP4_PREP_TOK 128
 
 static size_t mxfp4_tprep_bytes(int64_t n) { return (size_t)((n / K_QK + 1) / 2) * MM_TPREP_TOKS * MXFP4_PREP_TOK; }
 
@@ -125,15 +126,14 @@ K_AVX512 static void mxfp4_tprep(int g, int64_t n, const char *a, size_t a_row_b
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int64_t i = 0; i < nb; i += 2) {
         unsigned char *pp = (unsigned char *)side + (size_t)(i / 2) * g * MXFP4_PREP_TOK;
-        float *dy = (float *)(pp + (size_t)g * 64);
-        for (int k = 0; k < g; k++) {
+        for (int k = 0; k < g; k++, pp += MXFP4_PREP_TOK) {
             const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
             const int two = i + 1 < nb;
-            _mm256_storeu_si256((__m256i *)(pp + 64 * k), _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[0].qs), flip));
-            _mm256_storeu_si256((__m256i *)(pp + 64 * k + 32), two ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[1].qs), flip)
-                                                                    : _mm256_setzero_si256());
-            dy[2 * k] = k_h2f_avx2(y[0].d);
-            dy[2 * k + 1] = two ? k_h2f_avx2(y[1].d) : 0.0f;
+            _mm256_storeu_si256((__m256i *)pp, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[0].qs), flip));
+            _mm256_storeu_si256((__m256i *)(pp + 32), two ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[1].qs), flip)
+                                                          : _mm256_setzero_si256());
+            _mm256_storeu_ps((float *)(pp + 64), _mm256_set1_ps(k_h2f_avx2(y[0].d)));
+            _mm256_storeu_ps((float *)(pp + 96), _mm256_set1_ps(two ? k_h2f_avx2(y[1].d) : 0.0f));
         }
     }
 }
@@ -151,16 +151,15 @@ K_AVX512 K_INLINE void mxfp4_prepped(const int T, int64_t n, const char *w, cons
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
         const unsigned char *pp = side + (size_t)(i / 2) * T * MXFP4_PREP_TOK;
-        const float *dy = (const float *)(pp + (size_t)T * 64);
         _mm_prefetch((const char *)(x + i) + 512, _MM_HINT_T0);
         const __m512i q = _mm512_shuffle_epi8(vals, mxfp4_codes_pair(x + i));
         const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, q));
-        const __m128 e = _mm_setr_ps(k_e8m0_half(x[i].e), k_e8m0_half(x[i + 1].e), 0.0f, 0.0f);
+        const __m512 e = _mm512_permutexvar_ps(pairsel, _mm512_castps128_ps512(_mm_setr_ps(k_e8m0_half(x[i].e), k_e8m0_half(x[i + 1].e), 0.0f, 0.0f)));
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
-            const __m512i s = _mm512_dpbusd_epi32(c, _mm512_loadu_si512((const void *)(pp + 64 * k)), q);
-            const __m128 d2 = _mm_mul_ps(_mm_castpd_ps(_mm_load_sd((const double *)(dy + 2 * k))), e);
-            const __m512 d = _mm512_permutexvar_ps(pairsel, _mm512_castps128_ps512(d2));
+            const unsigned char *pk = pp + (size_t)k * MXFP4_PREP_TOK;
+            const __m512i s = _mm512_dpbusd_epi32(c, _mm512_loadu_si512((const void *)pk), q);
+            const __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(pk + 64)), e);
             acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[k]);
         }
     }
@@ -168,16 +167,16 @@ K_AVX512 K_INLINE void mxfp4_prepped(const int T, int64_t n, const char *w, cons
     for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[k]), mxfp4_hi256(acc[k])));
     if (i < nb) { /* odd block count: the last block as one scalar term */
         const unsigned char *pp = side + (size_t)(i / 2) * T * MXFP4_PREP_TOK;
-        const float *dy = (const float *)(pp + (size_t)T * 64);
         const __m256i q = _mm256_shuffle_epi8(_mm512_castsi512_si256(vals), k_nibbles32_avx2(x[i].qs));
         const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(c128), q));
         const float e = k_e8m0_half(x[i].e);
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
-            const __m256i v = _mm256_dpbusd_epi32(c, _mm256_loadu_si256((const __m256i *)(pp + 64 * k)), q);
+            const unsigned char *pk = pp + (size_t)k * MXFP4_PREP_TOK;
+            const __m256i v = _mm256_dpbusd_epi32(c, _mm256_loadu_si256((const __m256i *)pk), q);
             const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
             const int32_t isum = _mm_cvtsi128_si32(h) + _mm_extract_epi32(h, 1) + _mm_extract_epi32(h, 2) + _mm_extract_epi32(h, 3);
-            out[k] = fmaf(dy[2 * k] * e, (float)isum, out[k]);
+            out[k] = fmaf(((const float *)(pk + 64))[0] * e, (float)isum, out[k]);
         }
     }
 }
