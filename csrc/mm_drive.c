@@ -175,6 +175,7 @@ void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS) {
     /* 3: token groups x every row */
     for (int g = 8; g >= 4; g -= 4) {
         if (!(k->shapes & (g == 8 ? MM_T8 : MM_T4))) continue;
+        if (k->tprep && a_row_bytes == 0) break; /* (1, g) with a_row_bytes 0 means a prepared group to these pieces */
         for (; t + g <= ntok; t += g) {
             const char *at = ab + (size_t)t * a_row_bytes;
             for (int64_t r = 0; r < nr; r++) {
