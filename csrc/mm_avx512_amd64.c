@@ -374,19 +374,117 @@ KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const 
     for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
 }
 
+/* ---- A batch of the Q0 family on prepared token groups (mm_driver.h
+ * phase 2b) ----
+ *
+ * The prep writes, per block i and pair p of tokens (2p, 2p+1) of a group
+ * of g, the two tokens' 32 activation bytes plus 128 (a ^ 0x80, unsigned)
+ * side by side in 64 bytes, then per pair the two scales as f32. A row's
+ * block q (signed, broadcast to both halves) and its correction
+ * c = -128 * (the sum of q over each lane's 4 elements) are made once per
+ * block for the g tokens; vpdpbusd(c, a + 128, q) is exactly sum(a * q)
+ * per lane (int32, no saturation), dot4_q0's lanes for two tokens at once,
+ * and the f32 part is its code per 256-bit half: d = d_w * d_a, one fma
+ * per block in order, k_hsum_avx2. So the bits are dot4_q0's (and the
+ * reference's one-accumulator order). An odd g leaves the last pair's high
+ * half zero, its result unused.
+ *
+ * Layout of block i at i * ceil(g/2) * Q0_PREP_PAIR: the pairs' 64-byte
+ * activations, then the pairs' 2 f32 scales. */
+#define Q0_PREP_PAIR 72
+
+static size_t q0_tprep_bytes(int64_t n) { return (size_t)(n / K_QK) * (MM_TPREP_TOKS / 2) * Q0_PREP_PAIR; }
+
+KT static void q0_tprep(int g, int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    const int64_t nb = n / K_QK;
+    const int np = (g + 1) / 2;
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t i = 0; i < nb; i++) {
+        unsigned char *pb = (unsigned char *)side + (size_t)i * np * Q0_PREP_PAIR;
+        float *dy = (float *)(pb + (size_t)np * 64);
+        for (int k = 0; k < 2 * np; k++) {
+            if (k < g) {
+                const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+                _mm256_storeu_si256((__m256i *)(pb + 32 * k), _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs), flip));
+                dy[k] = k_h2f_avx2(y->d);
+            } else {
+                _mm256_storeu_si256((__m256i *)(pb + 32 * k), _mm256_setzero_si256());
+                dy[k] = 0.0f;
+            }
+        }
+    }
+}
+
+/* one row x 2 * NP prepared tokens (the last one unused when g is odd) */
+KT static inline __attribute__((always_inline)) void q0_prepped(q0_decode_fn dec, size_t bsize, const int NP, int g,
+                                                               int64_t n, const char *w, const unsigned char *side,
+                                                               float *out) {
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    const __m512i pairsel = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512 acc[MM_TPREP_TOKS / 2];
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < NP; p++) acc[p] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        const char *blk = w + (size_t)i * bsize;
+        const unsigned char *pb = side + (size_t)i * NP * Q0_PREP_PAIR;
+        const float *dy = (const float *)(pb + (size_t)NP * 64);
+        const __m512i q = _mm512_broadcast_i64x4(dec(blk));
+        const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, q));
+        k_half dh;
+        __builtin_memcpy(&dh, blk, 2);
+        const __m128 dw = _mm_set1_ps(k_h2f_avx2(dh));
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < NP; p++) {
+            const __m512i s = _mm512_dpbusd_epi32(c, _mm512_loadu_si512((const void *)(pb + 64 * p)), q);
+            const __m128 d2 = _mm_mul_ps(dw, _mm_castpd_ps(_mm_load_sd((const double *)(dy + 2 * p))));
+            const __m512 d = _mm512_permutexvar_ps(pairsel, _mm512_castps128_ps512(d2));
+            acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[p]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < NP; p++) {
+        out[2 * p] = k_hsum_avx2(_mm512_castps512_ps256(acc[p]));
+        if (2 * p + 1 < g) out[2 * p + 1] = k_hsum_avx2(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+    }
+}
+
+KT static inline __attribute__((always_inline)) void q0_prepped_any(q0_decode_fn dec, size_t bsize, int g, int64_t n,
+                                                                   const char *w, const char *a, float *out) {
+    const unsigned char *side = (const unsigned char *)a;
+    switch ((g + 1) / 2) {
+    case 1: q0_prepped(dec, bsize, 1, g, n, w, side, out); return;
+    case 2: q0_prepped(dec, bsize, 2, g, n, w, side, out); return;
+    case 3: q0_prepped(dec, bsize, 3, g, n, w, side, out); return;
+    default: q0_prepped(dec, bsize, 4, g, n, w, side, out); return;
+    }
+}
+
+/* a Q0 piece with the prepared groups: a = the group when rows == 1 and
+ * a_row_bytes == 0 with toks >= 2 (phase 2b), else the plain piece */
+#define Q0_PREP_PIECE(name, plain, dec, block)                                                                    \
+    KT static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
+                        size_t a_row_bytes, float *out) {                                                       \
+        if (rows == 1 && toks >= 2 && a_row_bytes == 0) q0_prepped_any(dec, sizeof(block), toks, n, w, a, out); \
+        else plain(rows, toks, batch, n, w, row_bytes, a, a_row_bytes, out);                                    \
+    }
+
 MM_X86_PIECE(q4k_piece, dot4_q4_k_zmm, rows4_q4_k_zmm, k_dot_q4_k_q8_k_avx512)
 MM_X86_PIECE_T4(q5k_piece, dot4_q5_k, k_dot_q5_k_q8_k_avx512)
 MM_X86_PIECE(q6k_piece, dot4_q6_k_zmm, rows4_q6_k_zmm, k_dot_q6_k_q8_k_avx512)
 MM_X86_PIECE(q8_0_piece, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx512)
 MM_X86_PIECE(q4_0_piece, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx512)
 MM_X86_PIECE(q5_0_piece, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx512)
+Q0_PREP_PIECE(q8_0_pp_piece, q8_0_piece, dec_q8_0, k_block_q8_0)
+Q0_PREP_PIECE(q4_0_pp_piece, q4_0_piece, dec_q4_0, k_block_q4_0)
+Q0_PREP_PIECE(q5_0_pp_piece, q5_0_piece, dec_q5_0, k_block_q5_0)
 
 static const mm_kernel mm_q4_k = {.piece = q4k_piece, .shapes = MM_R4 | MM_T4, .group = &q4k_group8};
 static const mm_kernel mm_q5_k = {.piece = q5k_piece, .shapes = MM_T4};
 static const mm_kernel mm_q6_k = {.piece = q6k_piece, .shapes = MM_R4 | MM_T4, .group = &q6k_group8};
-static const mm_kernel mm_q8_0 = {.piece = q8_0_piece, .shapes = MM_R4 | MM_T4};
-static const mm_kernel mm_q4_0 = {.piece = q4_0_piece, .shapes = MM_R4 | MM_T4};
-static const mm_kernel mm_q5_0 = {.piece = q5_0_piece, .shapes = MM_R4 | MM_T4};
+#define Q0_KERNEL(pp) {.piece = (pp), .shapes = MM_R4 | MM_T4, .tprep = q0_tprep, .tprep_bytes = q0_tprep_bytes}
+static const mm_kernel mm_q8_0 = Q0_KERNEL(q8_0_pp_piece);
+static const mm_kernel mm_q4_0 = Q0_KERNEL(q4_0_pp_piece);
+static const mm_kernel mm_q5_0 = Q0_KERNEL(q5_0_pp_piece);
 
 void k_mm_q4_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }
 void k_mm_q5_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }

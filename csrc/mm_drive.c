@@ -34,6 +34,42 @@ static void *mm_pack_buffer(size_t bytes) {
     return buf;
 }
 
+/* The calling thread's buffer for prepared tokens (phase 2b, at least
+ * `bytes`), NULL if it cannot be had; kept for the thread's life. */
+static void *mm_tprep_buffer(size_t bytes) {
+    static _Thread_local void *buf;
+    static _Thread_local size_t cap;
+    if (cap < bytes) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+        free(buf);
+        buf = p;
+        cap = bytes;
+    }
+    return buf;
+}
+
+/* phase 2b: every token in near-equal groups of at most MM_TPREP_TOKS,
+ * each prepared once for all rows; returns the number of tokens done */
+static int64_t mm_tprep_groups(const mm_kernel *k, K_MM_TILE_PARAMS) {
+    unsigned char *side = (unsigned char *)mm_tprep_buffer(k->tprep_bytes(n));
+    if (!side) return 0;
+    const char *wb = (const char *)w, *ab = (const char *)a;
+    const int64_t ng = (ntok + MM_TPREP_TOKS - 1) / MM_TPREP_TOKS;
+    int64_t t = 0;
+    for (int64_t gi = 0; gi < ng; gi++) {
+        const int g = (int)((ntok - t) / (ng - gi)); /* the larger groups last */
+        k->tprep(g, n, ab + (size_t)t * a_row_bytes, a_row_bytes, side);
+        for (int64_t r = 0; r < nr; r++) {
+            float o[MM_TPREP_TOKS];
+            k->piece(1, g, 1, n, wb + (size_t)r * row_bytes, row_bytes, (const char *)side, 0, o);
+            for (int j = 0; j < g; j++) y[(t + j) * y_stride + r] = o[j];
+        }
+        t += g;
+    }
+    return t;
+}
+
 /* Whole groups of tokens through grp (rows of 1 to MM_SIDE_BLOCKS blocks),
  * the rows in chunks whose decoded weights fit wx (MM_WX_BYTES), and each
  * row in passes of MM_SEG_BLOCKS blocks, so a group's side data of a pass
@@ -134,9 +170,12 @@ void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS) {
         unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through the pieces below */
         if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
     }
+    /* 2b: prepared token groups */
+    if (k->tprep && ntok >= 2 && t == 0) t = mm_tprep_groups(k, K_MM_TILE_ARGS);
     /* 3: token groups x every row */
     for (int g = 8; g >= 4; g -= 4) {
         if (!(k->shapes & (g == 8 ? MM_T8 : MM_T4))) continue;
+        if (k->tprep && a_row_bytes == 0) break; /* (1, g) with a_row_bytes 0 means a prepared group to these pieces */
         for (; t + g <= ntok; t += g) {
             const char *at = ab + (size_t)t * a_row_bytes;
             for (int64_t r = 0; r < nr; r++) {

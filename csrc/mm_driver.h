@@ -37,6 +37,12 @@
  *    the rest one at a time through pack_one over the chunk.
  * 2. group (decoded weights, mm_group below): whole groups of group->nt
  *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks.
+ * 2b. token prep (tprep, a batch only): the tokens in ceil(ntok / 8)
+ *    groups of near-equal size (2 to 8 tokens; 9 tokens are 5 + 4), each
+ *    group converted once by tprep into the calling thread's buffer, then
+ *    the (1, g) piece per row with a = that buffer (a_row_bytes 0): the
+ *    piece reads the prepared form, not activation rows. Every token is
+ *    done here unless the buffer cannot be had (then phases 3 and 4).
  * 3. token groups: the tokens left, in groups of 8 (MM_T8) then 4 (MM_T4),
  *    each group against every row of the tile (rows stay in L2, the group's
  *    activations in L1).
@@ -102,6 +108,12 @@ typedef void (*mm_pack_piece_fn)(int rows, int toks, int64_t n, const char *w, s
                                  size_t a_row_bytes, float *y, int64_t y_stride);
 #define MM_PACK_TOKS 4 /* batch pieces of a packed set at most */
 
+/* Token prep (phase 2b): writes what the (1, g) piece needs of g tokens
+ * (a, a_row_bytes apart) of n elements into side (tprep_bytes(n) bytes at
+ * most for any g <= MM_TPREP_TOKS; 64-byte aligned). */
+typedef void (*mm_tprep_fn)(int g, int64_t n, const char *a, size_t a_row_bytes, void *side);
+#define MM_TPREP_TOKS 8
+
 /* rows per unpacked chunk of a packed tile (a multiple of every G) */
 #define MM_PACK_TILE_ROWS 64
 
@@ -119,6 +131,9 @@ typedef struct {
     int pack_chunk;                               /* rows per chunk of a batch, a multiple of G (0: G) */
     int pack_toks[MM_PACK_TOKS];                  /* token counts, descending; 0 ends the list early */
     mm_pack_piece_fn pack_pieces[MM_PACK_TOKS];   /* (chunk rows, pack_toks[i]) */
+    /* phase 2b (NULL: none): the prep, and its buffer size for n elements */
+    mm_tprep_fn tprep;
+    size_t (*tprep_bytes)(int64_t n);
 } mm_kernel;
 
 /* The mm_kernel of a bare piece of the four shapes (1, 1), (4, 1), (1, 4)

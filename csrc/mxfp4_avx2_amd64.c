@@ -10,7 +10,8 @@
  * every kernel here gives ref's bits.
  *
  * The tile runs R rows x T tokens in that one order (4 x 1 for MatVec,
- * 1 x 4 for a batch) through k_mm_run (MM_BARE). */
+ * 1 x 4 for a batch) through k_mm_run; a batch runs on prepared token
+ * groups (below). */
 #include <math.h>
 #include "kernels_avx2_amd64.h"
 #include "mm_driver.h"
@@ -103,10 +104,100 @@ K_AVX2 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const char 
     }
 }
 
-/* one order: batch does not matter */
+/* ---- A batch: prepared token groups (mm_driver.h phase 2b) ----
+ *
+ * The prep writes, per block i and token k of a group of g, the block's
+ * 32 activation bytes plus 128 (a ^ 0x80, unsigned) and its scale as f32.
+ * With q a row block's signed doubled values, maddubs(a + 128, q) (int16
+ * pair sums, no saturation: 255 * 12 * 2 < 2^15), madd with 1 and the
+ * lanes' correction c = -128 * (the sum of q over the lane's 4 elements)
+ * give exactly mxfp4_lanes_avx2's int32 lanes; c and q are made once per
+ * block for the g tokens. The f32 steps are mxfp4_tile's, so the bits are
+ * the reference's.
+ *
+ * Layout of block i at i * g * MXFP4_PREP_TOK: g x 32 bytes of
+ * activations, then g f32 scales. */
+#define MXFP4_PREP_TOK 36
+
+static size_t mxfp4_tprep_bytes(int64_t n) { return (size_t)(n / K_QK) * MM_TPREP_TOKS * MXFP4_PREP_TOK; }
+
+K_AVX2 static void mxfp4_tprep(int g, int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t i = 0; i < n / K_QK; i++) {
+        unsigned char *pb = (unsigned char *)side + (size_t)i * g * MXFP4_PREP_TOK;
+        float *dy = (float *)(pb + (size_t)g * 32);
+        for (int k = 0; k < g; k++) {
+            const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+            _mm256_storeu_si256((__m256i *)(pb + 32 * k), _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y->qs), flip));
+            dy[k] = k_h2f_avx2(y->d);
+        }
+    }
+}
+
+/* levels q of a block and their lanes' correction -128 * sum */
+K_AVX2 K_INLINE __m256i mxfp4_corr_avx2(__m256i q) {
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), q), _mm256_set1_epi16(1));
+    return _mm256_sub_epi32(_mm256_setzero_si256(), s);
+}
+
+/* the int32 lanes of prepared activations au against levels q */
+K_AVX2 K_INLINE __m256i mxfp4_plane_avx2(__m256i c, const unsigned char *au, __m256i q) {
+    const __m256i p = _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)au), q);
+    return _mm256_add_epi32(c, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+/* one row x T prepared tokens: out[k] = dot(row, token k) */
+K_AVX2 K_INLINE void mxfp4_prepped(const int T, int64_t n, const char *w, const unsigned char *side, float *out) {
+    const __m256i table = mxfp4_table_avx2();
+    const k_block_mxfp4 *x = (const k_block_mxfp4 *)w;
+    const int64_t nb = n / K_QK;
+    __m256 even[MM_TPREP_TOKS], odd[MM_TPREP_TOKS];
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < T; k++) even[k] = odd[k] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const unsigned char *p0 = side + (size_t)i * T * MXFP4_PREP_TOK, *p1 = p0 + (size_t)T * MXFP4_PREP_TOK;
+        const float *d0 = (const float *)(p0 + (size_t)T * 32), *d1 = (const float *)(p1 + (size_t)T * 32);
+        const __m256i q0 = mxfp4_levels_avx2(table, &x[i]), q1 = mxfp4_levels_avx2(table, &x[i + 1]);
+        const __m256i c0 = mxfp4_corr_avx2(q0), c1 = mxfp4_corr_avx2(q1);
+        const float e0 = k_e8m0_half(x[i].e), e1 = k_e8m0_half(x[i + 1].e);
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) {
+            const __m256i s0 = mxfp4_plane_avx2(c0, p0 + 32 * k, q0), s1 = mxfp4_plane_avx2(c1, p1 + 32 * k, q1);
+            even[k] = _mm256_fmadd_ps(_mm256_set1_ps(d0[k] * e0), _mm256_cvtepi32_ps(s0), even[k]);
+            odd[k] = _mm256_fmadd_ps(_mm256_set1_ps(d1[k] * e1), _mm256_cvtepi32_ps(s1), odd[k]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(_mm256_add_ps(even[k], odd[k]));
+    if (i < nb) { /* odd block count: the last block as one scalar term */
+        const unsigned char *p0 = side + (size_t)i * T * MXFP4_PREP_TOK;
+        const float *d0 = (const float *)(p0 + (size_t)T * 32);
+        const __m256i q = mxfp4_levels_avx2(table, &x[i]), c = mxfp4_corr_avx2(q);
+        const float e = k_e8m0_half(x[i].e);
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++)
+            out[k] = fmaf(d0[k] * e, (float)mxfp4_isum_avx2(mxfp4_plane_avx2(c, p0 + 32 * k, q)), out[k]);
+    }
+}
+
+/* one order: batch does not matter; a = the prepared group when rows == 1
+ * and a_row_bytes == 0 with toks >= 2 (phase 2b) */
 K_AVX2 static void mxfp4_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
                                const char *a, size_t a_row_bytes, float *out) {
     (void)batch;
+    if (rows == 1 && toks >= 2 && a_row_bytes == 0) {
+        const unsigned char *side = (const unsigned char *)a;
+        switch (toks) {
+        case 2: mxfp4_prepped(2, n, w, side, out); return;
+        case 3: mxfp4_prepped(3, n, w, side, out); return;
+        case 4: mxfp4_prepped(4, n, w, side, out); return;
+        case 5: mxfp4_prepped(5, n, w, side, out); return;
+        case 6: mxfp4_prepped(6, n, w, side, out); return;
+        case 7: mxfp4_prepped(7, n, w, side, out); return;
+        default: mxfp4_prepped(8, n, w, side, out); return;
+        }
+    }
     if (rows == 4) mxfp4_tile(4, 1, n, w, row_bytes, a, 0, out);
     else if (toks == 4) mxfp4_tile(1, 4, n, w, 0, a, a_row_bytes, out);
     else mxfp4_tile(1, 1, n, w, 0, a, 0, out);
@@ -118,5 +209,8 @@ K_AVX2 float k_dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *a) {
     return out;
 }
 
-static const mm_kernel mm_mxfp4_piece = MM_BARE(mxfp4_piece);
+static const mm_kernel mm_mxfp4_piece = {.piece = mxfp4_piece,
+                                         .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1,
+                                         .tprep = mxfp4_tprep,
+                                         .tprep_bytes = mxfp4_tprep_bytes};
 void k_mm_mxfp4_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }

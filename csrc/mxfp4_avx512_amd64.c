@@ -101,10 +101,103 @@ K_AVX512 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const cha
     }
 }
 
-/* one order: batch does not matter */
+/* ---- A batch: prepared token groups (mm_driver.h phase 2b) ----
+ *
+ * The prep writes, per pair of blocks p and token k of a group of g, the
+ * two blocks' 64 activation bytes plus 128 (a ^ 0x80, unsigned) and their
+ * two scales as f32, so the row loop does no f16 conversion, no gathering
+ * of the two 32-byte halves and no sign fix-up per token: with q the
+ * signed doubled E2M1 values of the row, vpdpbusd(c, a + 128, q) with
+ * c = -128 * (the sum of q over each lane's 4 elements) is exactly
+ * sum(a * q) per lane (int32, no saturation: |lane| < 2^14), the lanes of
+ * mxfp4_ref.c. The row's c, q and E8M0 factors are made once per pair and
+ * serve the g tokens; d = f32(y.d) * k_e8m0_half(e) and the f32 sums are
+ * the tile's above, so the bits are the reference's.
+ *
+ * Layout per pair p (the last one half filled for an odd block count), at
+ * p * g * MXFP4_PREP_TOK: per token 64 bytes of activations and the two
+ * scales spread over the 16 lanes (8 each), 128 bytes. */
+#define MXFP4_PREP_TOK 128
+
+static size_t mxfp4_tprep_bytes(int64_t n) { return (size_t)((n / K_QK + 1) / 2) * MM_TPREP_TOKS * MXFP4_PREP_TOK; }
+
+K_AVX512 static void mxfp4_tprep(int g, int64_t n, const char *a, size_t a_row_bytes, void *side) {
+    const int64_t nb = n / K_QK;
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t i = 0; i < nb; i += 2) {
+        unsigned char *pp = (unsigned char *)side + (size_t)(i / 2) * g * MXFP4_PREP_TOK;
+        for (int k = 0; k < g; k++, pp += MXFP4_PREP_TOK) {
+            const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
+            const int two = i + 1 < nb;
+            _mm256_storeu_si256((__m256i *)pp, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[0].qs), flip));
+            _mm256_storeu_si256((__m256i *)(pp + 32), two ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[1].qs), flip)
+                                                          : _mm256_setzero_si256());
+            _mm256_storeu_ps((float *)(pp + 64), _mm256_set1_ps(k_h2f_avx2(y[0].d)));
+            _mm256_storeu_ps((float *)(pp + 96), _mm256_set1_ps(two ? k_h2f_avx2(y[1].d) : 0.0f));
+        }
+    }
+}
+
+/* one row x T prepared tokens: out[k] = dot(row, token k) */
+K_AVX512 K_INLINE void mxfp4_prepped(const int T, int64_t n, const char *w, const unsigned char *side, float *out) {
+    const __m512i vals = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)k_mxfp4_values));
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    const __m512i pairsel = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const k_block_mxfp4 *x = (const k_block_mxfp4 *)w;
+    const int64_t nb = n / K_QK;
+    __m512 acc[MM_TPREP_TOKS];
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < T; k++) acc[k] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const unsigned char *pp = side + (size_t)(i / 2) * T * MXFP4_PREP_TOK;
+        _mm_prefetch((const char *)(x + i) + 512, _MM_HINT_T0);
+        const __m512i q = _mm512_shuffle_epi8(vals, mxfp4_codes_pair(x + i));
+        const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, q));
+        const __m512 e = _mm512_permutexvar_ps(pairsel, _mm512_castps128_ps512(_mm_setr_ps(k_e8m0_half(x[i].e), k_e8m0_half(x[i + 1].e), 0.0f, 0.0f)));
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) {
+            const unsigned char *pk = pp + (size_t)k * MXFP4_PREP_TOK;
+            const __m512i s = _mm512_dpbusd_epi32(c, _mm512_loadu_si512((const void *)pk), q);
+            const __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(pk + 64)), e);
+            acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < T; k++) out[k] = k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[k]), mxfp4_hi256(acc[k])));
+    if (i < nb) { /* odd block count: the last block as one scalar term */
+        const unsigned char *pp = side + (size_t)(i / 2) * T * MXFP4_PREP_TOK;
+        const __m256i q = _mm256_shuffle_epi8(_mm512_castsi512_si256(vals), k_nibbles32_avx2(x[i].qs));
+        const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(c128), q));
+        const float e = k_e8m0_half(x[i].e);
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) {
+            const unsigned char *pk = pp + (size_t)k * MXFP4_PREP_TOK;
+            const __m256i v = _mm256_dpbusd_epi32(c, _mm256_loadu_si256((const __m256i *)pk), q);
+            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+            const int32_t isum = _mm_cvtsi128_si32(h) + _mm_extract_epi32(h, 1) + _mm_extract_epi32(h, 2) + _mm_extract_epi32(h, 3);
+            out[k] = fmaf(((const float *)(pk + 64))[0] * e, (float)isum, out[k]);
+        }
+    }
+}
+
+/* one order: batch does not matter; a = the prepared group when rows == 1
+ * and a_row_bytes == 0 with toks >= 2 (phase 2b) */
 K_AVX512 static void mxfp4_piece(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
                                  const char *a, size_t a_row_bytes, float *out) {
     (void)batch;
+    if (rows == 1 && toks >= 2 && a_row_bytes == 0) {
+        const unsigned char *side = (const unsigned char *)a;
+        switch (toks) {
+        case 2: mxfp4_prepped(2, n, w, side, out); return;
+        case 3: mxfp4_prepped(3, n, w, side, out); return;
+        case 4: mxfp4_prepped(4, n, w, side, out); return;
+        case 5: mxfp4_prepped(5, n, w, side, out); return;
+        case 6: mxfp4_prepped(6, n, w, side, out); return;
+        case 7: mxfp4_prepped(7, n, w, side, out); return;
+        default: mxfp4_prepped(8, n, w, side, out); return;
+        }
+    }
     if (rows == 4) mxfp4_tile(4, 1, n, w, row_bytes, a, 0, out);
     else if (toks == 4) mxfp4_tile(1, 4, n, w, 0, a, a_row_bytes, out);
     else mxfp4_tile(1, 1, n, w, 0, a, 0, out);
@@ -116,5 +209,8 @@ K_AVX512 float k_dot_mxfp4_q8_0_avx512(int64_t n, const void *w, const void *a) 
     return out;
 }
 
-static const mm_kernel mm_mxfp4_piece = MM_BARE(mxfp4_piece);
+static const mm_kernel mm_mxfp4_piece = {.piece = mxfp4_piece,
+                                         .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1,
+                                         .tprep = mxfp4_tprep,
+                                         .tprep_bytes = mxfp4_tprep_bytes};
 void k_mm_mxfp4_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }

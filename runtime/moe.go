@@ -140,7 +140,7 @@ func (p *pass) moe(l *Layer, h []float32, ntok int, out []float32) {
 
 	// Router: logits [ntok][NExpert], then the choice of experts.
 	if g := &l.GateInp; g.Type == kernels.F32 && g.Pack == (kernels.Packing{}) && ntok >= 2 && g.Rows%4 == 0 && g.Cols%16 == 0 {
-		routerTiled(g, h, ntok, ms.logits[:ntok*c.NExpert])
+		routerTiled(p.m.pool, g, h, ntok, ms.logits[:ntok*c.NExpert])
 	} else {
 		p.matmul(h, ntok, matOp{&l.GateInp, ms.logits[:ntok*c.NExpert]})
 	}
@@ -280,10 +280,12 @@ func expertProduct(mt *Mat, a []byte, rb, ntok int, y []float32, r0, r1 int) {
 // per output one 16-lane accumulator, a fused multiply-add per lane over
 // the row's 16-element chunks in order, then the lanes summed l+8, l+4,
 // l+2, l+1. Other F32 products use vec_dot_f32's order (the kernels).
-func routerTiled(g *Mat, h []float32, ntok int, out []float32) {
+// The tokens are spread over the pool's workers (each output is computed
+// whole by one worker, so the bits do not depend on the split).
+func routerTiled(pl *pool, g *Mat, h []float32, ntok int, out []float32) {
 	n := g.Cols
 	w := unsafe.Slice((*float32)(unsafe.Pointer(&g.Data[0])), g.Rows*n)
-	for t := 0; t < ntok; t++ {
+	pl.runChunks(ntok, func(_, t int) {
 		x := h[t*n : (t+1)*n]
 		for r := 0; r < g.Rows; r++ {
 			wr := w[r*n : (r+1)*n]
@@ -300,5 +302,5 @@ func routerTiled(g *Mat, h []float32, ntok int, out []float32) {
 			}
 			out[t*g.Rows+r] = acc[0]
 		}
-	}
+	})
 }

@@ -139,6 +139,11 @@ var presets = []Preset{
 	{Name: "gpt-oss-20b", Arch: "gpt-oss", Dim: 2880, Layers: 24, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, Ctx: 131072,
 		RopeBase: 150000, Eps: 1e-5, Experts: 32, ExpertsUse: 4, ExpertFF: 2880, Window: 128, RopeSWA: 150000,
 		Yarn: 32, YarnOrigCtx: 4096},
+	// The same shapes cut to 4 layers (2 sliding-window, 2 full), about
+	// 2.6 GB as mxfp4: for profiling the per-layer cost on a shared machine.
+	{Name: "gpt-oss-20b-4l", Arch: "gpt-oss", Dim: 2880, Layers: 4, Heads: 64, KVHeads: 8, HeadDim: 64, FFN: 2880, Vocab: 201088, Ctx: 131072,
+		RopeBase: 150000, Eps: 1e-5, Experts: 32, ExpertsUse: 4, ExpertFF: 2880, Window: 128, RopeSWA: 150000,
+		Yarn: 32, YarnOrigCtx: 4096},
 	// A Gemma-4-style mini (random weights): local layers of head size 16
 	// (window 32, RoPE base 1e4) and global ones of 32 (1e6, rope_freqs),
 	// per-layer token embeddings of 32, the last 3 layers reading the KV of

@@ -298,16 +298,18 @@ static int close_to(float a, float b, float rel, float abs_) {
 
 static void test_drivers(int impl) {
     /* k_matvec and k_matmul_q against rows x k_get_dot(ref) */
-    const int64_t nrows = 37, ntok = 9; /* two groups of 4 tokens and one more */
-    for (int ti = 0; ti < NWT; ti++) {
-        const int t = weight_types[ti], act = k_act_type(t);
-        const int64_t n = block_elems(t) == 1 ? 96 : 2 * block_elems(t);
+    /* batches of every prepared group size 2 .. 8 (phase 2b; 9 is 4 + 5,
+     * 17 is 5 + 6 + 6), rows of 2 and 5 blocks */
+    const int64_t nrows = 37, ntok = 17, mtoks[] = {2, 3, 4, 5, 6, 7, 8, 9, 17};
+    for (int ti = 0; ti < 2 * NWT; ti++) {
+        const int t = weight_types[ti % NWT], act = k_act_type(t), nbl = ti < NWT ? 2 : 5;
+        const int64_t n = block_elems(t) == 1 ? 48 * nbl : nbl * block_elems(t);
         const int64_t rb = k_row_bytes(t, n), ab = k_row_bytes(act, n);
         uint8_t *w = malloc((size_t)(rb * nrows)), *a = malloc((size_t)(ab * ntok));
         float *x = malloc((size_t)(n * ntok) * 4);
         float *y = malloc((size_t)(nrows * ntok) * 4), *yr = malloc((size_t)(nrows * ntok) * 4);
         fill_weights(t, w, n / block_elems(t) * nrows, 0);
-        fill_acts(x, n * ntok, 0);
+        fill_acts(x, n * ntok, ti < NWT ? 0 : ti % 5); /* the second pass: every activation mode */
         for (int64_t tk = 0; tk < ntok; tk++)
             if (k_quantize_act(impl, act, x + tk * n, a + tk * ab, n) != 0) FAIL("k_quantize_act(%s, %s)", impl_names[impl], type_name(act));
         /* k_matvec and k_matmul_q must give exactly the impl's own dot (which
@@ -325,18 +327,22 @@ static void test_drivers(int impl) {
             if (inside ? memcmp(&y[i], &yr[i], 4) != 0 : y[i] != -1234.f)
                 FAIL("k_matvec %s/%s row %lld: %.9g, want %.9g", impl_names[impl], type_name(t), (long long)i, y[i], inside ? yr[i] : -1234.f);
         }
-        for (int64_t i = 0; i < nrows * ntok; i++) y[i] = -1234.f;
-        if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
-            FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], type_name(t));
-        /* the tiles promise the same bits as the impl's own dot, token by
-         * token; IQ4_NL batches (ntok >= 2) the reference's batch order */
-        for (int64_t i = 0; i < nrows * ntok; i++) {
-            const int64_t tk = i / nrows, row = i % nrows;
-            const float e = t == K_IQ4_NL ? om_dot_iq4nl(n, w + row * rb, a + tk * ab, 1) : fi(n, w + row * rb, a + tk * ab);
-            checks++;
-            if (memcmp(&e, &y[i], 4) != 0)
-                FAIL("k_matmul_q %s/%s tok %lld row %lld: %.9g, the impl's dot gives %.9g (not the same bits)",
-                     impl_names[impl], type_name(t), (long long)tk, (long long)row, y[i], e);
+        for (int mi = 0; mi < (int)(sizeof mtoks / sizeof mtoks[0]); mi++) {
+            const int64_t mt = mtoks[mi];
+            for (int64_t i = 0; i < nrows * ntok; i++) y[i] = -1234.f;
+            if (k_matmul_q(impl, t, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, mt, y, nrows) != 0)
+                FAIL("k_matmul_q(%s, %s) failed", impl_names[impl], type_name(t));
+            /* the tiles promise the same bits as the impl's own dot, token by
+             * token; IQ4_NL batches (ntok >= 2) the reference's batch order */
+            for (int64_t i = 0; i < nrows * ntok; i++) {
+                const int64_t tk = i / nrows, row = i % nrows;
+                const float e = tk >= mt ? -1234.f
+                                : t == K_IQ4_NL ? om_dot_iq4nl(n, w + row * rb, a + tk * ab, 1) : fi(n, w + row * rb, a + tk * ab);
+                checks++;
+                if (memcmp(&e, &y[i], 4) != 0)
+                    FAIL("k_matmul_q %s/%s n=%lld ntok %lld tok %lld row %lld: %.9g, the impl's dot gives %.9g (not the same bits)",
+                         impl_names[impl], type_name(t), (long long)n, (long long)mt, (long long)tk, (long long)row, y[i], e);
+            }
         }
         /* bulk dequant equals per-tensor dequant, with and without prefetch */
         float *d1 = malloc((size_t)(n * nrows) * 4), *d2 = malloc((size_t)(n * nrows) * 4);
@@ -798,13 +804,20 @@ static void test_mxfp4(int impl) {
     const int64_t ns[] = {1, 2, 3, 8, 33};
     for (int ni = 0; ni < 5; ni++) {
         const int64_t nb = ns[ni], n = nb * K_QK, rb = k_row_bytes(K_MXFP4, n), ab = k_row_bytes(K_Q8_0, n);
-        const int64_t nrows = 6, ntok = 5;
+        /* batches of 2 .. 17 tokens: every prepared group size 2 .. 8 (9 is 4 + 5) */
+        const int64_t nrows = 6, ntok = 17, ntv = 5, mtoks[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17};
         uint8_t *w = malloc((size_t)(rb * nrows)), *a = malloc((size_t)(ab * ntok));
         float *x = malloc((size_t)(n * ntok) * 4), *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
         float *y = malloc((size_t)(nrows * ntok) * 4);
-        for (int am = 0; am < 2; am++) {
+        for (int am = 0; am < 5; am++) {
             fill_acts(x, n * ntok, am);
             for (int64_t k = 0; k < ntok; k++) k_quantize_act(K_IMPL_REF, K_Q8_0, x + k * n, a + k * ab, n);
+            if (am == 3) /* the quantizer's extremes, -127 and 127, at varying places */
+                for (int64_t k = 0; k < ntok; k++) {
+                    k_block_q8_0 *yb = (k_block_q8_0 *)(a + k * ab) + (k % nb);
+                    yb->qs[k % 32] = -127;
+                    yb->qs[(k + 7) % 32] = 127;
+                }
             for (int ei = 0; ei < ne; ei++) {
                 /* row 0: every block has exponent exps[ei] and all 16 codes in
                  * both halves (element j: code j, element 16 + j: code 15 - j,
@@ -836,7 +849,7 @@ static void test_mxfp4(int impl) {
                         FAIL("mxfp4 dequant %s n=%lld e=%d row %lld differs from the formula", impl_names[impl], (long long)n, exps[ei], (long long)r);
                 }
                 /* one token (k_matvec) and a batch (k_matmul_q), one order */
-                for (int64_t k = 0; k < ntok; k++) {
+                for (int64_t k = 0; k < ntv; k++) {
                     if (k_matvec(impl, K_MXFP4, n, w, (size_t)rb, a + k * ab, y, 0, nrows) != 0) FAIL("k_matvec(%s, MXFP4)", impl_names[impl]);
                     for (int64_t r = 0; r < nrows; r++) {
                         const float e = om_dot_mxfp4(n, w + r * rb, a + k * ab);
@@ -846,15 +859,18 @@ static void test_mxfp4(int impl) {
                                  exps[ei], (long long)k, (long long)r, y[r], e);
                     }
                 }
-                if (k_matmul_q(impl, K_MXFP4, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, ntok, y, nrows) != 0)
-                    FAIL("k_matmul_q(%s, MXFP4)", impl_names[impl]);
-                for (int64_t i = 0; i < nrows * ntok; i++) {
-                    const int64_t k = i / nrows, r = i % nrows;
-                    const float e = om_dot_mxfp4(n, w + r * rb, a + k * ab);
-                    checks++;
-                    if (memcmp(&e, &y[i], 4) != 0)
-                        FAIL("mxfp4 matmul_q %s n=%lld e=%d tok %lld row %lld: %.9g, model %.9g", impl_names[impl], (long long)n,
-                             exps[ei], (long long)k, (long long)r, y[i], e);
+                for (int mi = 0; mi < (int)(sizeof mtoks / sizeof mtoks[0]); mi++) {
+                    const int64_t mt = mtoks[mi];
+                    if (k_matmul_q(impl, K_MXFP4, n, w, (size_t)rb, 0, nrows, a, (size_t)ab, mt, y, nrows) != 0)
+                        FAIL("k_matmul_q(%s, MXFP4)", impl_names[impl]);
+                    for (int64_t i = 0; i < nrows * mt; i++) {
+                        const int64_t k = i / nrows, r = i % nrows;
+                        const float e = om_dot_mxfp4(n, w + r * rb, a + k * ab);
+                        checks++;
+                        if (memcmp(&e, &y[i], 4) != 0)
+                            FAIL("mxfp4 matmul_q %s n=%lld e=%d ntok %lld tok %lld row %lld: %.9g, model %.9g", impl_names[impl],
+                                 (long long)n, exps[ei], (long long)mt, (long long)k, (long long)r, y[i], e);
+                    }
                 }
             }
         }
