@@ -44,7 +44,8 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
     const int g = grp->nt;
     const int64_t nb = n / K_QKK;
     const size_t wx_row = (size_t)nb * grp->wx_block;
-    int64_t chunk = (int64_t)(MM_WX_BYTES / wx_row);
+    const int raw = grp->rdot && ntok < 2 * g; /* one group: dot the raw rows (mm_group.rdot) */
+    int64_t chunk = raw ? MM_GROUP_ROWS : (int64_t)(MM_WX_BYTES / wx_row);
     if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
     if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
         const int64_t nchunks = (nr + chunk - 1) / chunk;
@@ -54,7 +55,7 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
     for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
         const int64_t rn = nr - r0 < chunk ? nr - r0 : chunk;
         const char *wr = wb + (size_t)r0 * row_bytes;
-        grp->wprep(n, wr, row_bytes, rn, wx);
+        if (!raw) grp->wprep(n, wr, row_bytes, rn, wx);
         for (int64_t t = 0; t + g <= ntok; t += g) {
             const char *at = ab + (size_t)t * a_row_bytes;
             grp->prep(n, at, a_row_bytes, side);
@@ -62,8 +63,14 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
                 const int64_t i1 = nb - i0 < MM_SEG_BLOCKS ? nb : i0 + MM_SEG_BLOCKS;
                 for (int64_t r = 0; r < rn; r++) {
                     float o[8];
-                    grp->dot(i0, i1, nb, wx + (size_t)r * wx_row + (size_t)i0 * grp->wx_block,
-                             at + (size_t)i0 * sizeof(k_block_q8_k), a_row_bytes, side + (size_t)i0 * sb, st + r * grp->st_floats, o);
+                    const char *at0 = at + (size_t)i0 * sizeof(k_block_q8_k);
+                    const unsigned char *sd0 = side + (size_t)i0 * sb;
+                    if (raw)
+                        grp->rdot(i0, i1, nb, wr + (size_t)r * row_bytes + (size_t)i0 * grp->w_block, at0, a_row_bytes, sd0,
+                                  st + r * grp->st_floats, o);
+                    else
+                        grp->dot(i0, i1, nb, wx + (size_t)r * wx_row + (size_t)i0 * grp->wx_block, at0, a_row_bytes, sd0,
+                                 st + r * grp->st_floats, o);
                     if (i1 == nb)
                         for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
                 }

@@ -89,6 +89,13 @@ typedef struct {
     int st_floats; /* at most MM_ST_FLOATS, a multiple of 16 (aligned loads) */
     size_t wx_block;
     void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx);
+    /* optional: dot on the raw rows (w at block i0 of the row, blocks of
+     * w_block bytes), the same bits; used instead of wprep + dot when the
+     * tile has one group of tokens (nt to 2 * nt - 1), where decoding a
+     * chunk once would not be shared by a second group */
+    void (*rdot)(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,
+                 float *st, float *out);
+    size_t w_block;
 } mm_group;
 
 /* A packed piece that writes the tile itself (the arm64 packed sets):

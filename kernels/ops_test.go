@@ -488,7 +488,7 @@ func TestMatMulQTokenGroups(t *testing.T) {
 					w = append(w, randomRow(wt, n, rng, r%3)...)
 				}
 				ab, _ := wt.ActType().RowBytes(int64(n))
-				for _, ntok := range []int{8, 16, 19} {
+				for _, ntok := range []int{8, 12, 16, 19} {
 					a := make([]byte, ntok*int(ab))
 					for tk := 0; tk < ntok; tk++ {
 						require.NoError(t, QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*int(ab):]))
