@@ -44,7 +44,7 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
     const int g = grp->nt;
     const int64_t nb = n / K_QKK;
     const size_t wx_row = (size_t)nb * grp->wx_block;
-    const int raw = grp->rdot && ntok < 2 * g; /* one group: dot the raw rows (mm_group.rdot) */
+    const int raw = grp->rdot && ntok < (MM_RAW_GROUPS + 1) * g; /* few groups: dot the raw rows (mm_group.rdot) */
     int64_t chunk = raw ? MM_GROUP_ROWS : (int64_t)(MM_WX_BYTES / wx_row);
     if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
     if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */

@@ -36,7 +36,8 @@
  *    (pack_pieces[0]) as long as they fit, then pack_toks[1], ..., then
  *    the rest one at a time through pack_one over the chunk.
  * 2. group (decoded weights, mm_group below): whole groups of group->nt
- *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks.
+ *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks (up to
+ *    MM_RAW_GROUPS groups on the raw rows where the group has rdot).
  * 3. token groups: the tokens left, in groups of 8 (MM_T8) then 4 (MM_T4),
  *    each group against every row of the tile (rows stay in L2, the group's
  *    activations in L1).
@@ -77,6 +78,11 @@
 #define MM_SEG_BLOCKS 8          /* blocks per pass over a chunk's rows: 8 tokens' side data of 8 blocks stay in L1 */
 #define MM_GROUP_ROWS 64         /* rows per chunk at most (their accumulators are on the stack) */
 #define MM_ST_FLOATS 96          /* st_floats at most */
+/* Groups of tokens per tile up to which a group with rdot dots the raw
+ * rows instead of decoding them (AVX-512 Q4_K / Q6_K, out-of-cache rows,
+ * one thread, BenchmarkMatMulQSmall: 16 tokens 41-43 -> 53 cpu-GB/s Q4_K,
+ * 46-48 -> 68 Q6_K; at 64 tokens the decoded copy is ahead, 53-55 vs 50). */
+#define MM_RAW_GROUPS 2
 typedef struct {
     int nt; /* tokens per group, at most 8 */
     size_t side_block;
@@ -91,8 +97,8 @@ typedef struct {
     void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx);
     /* optional: dot on the raw rows (w at block i0 of the row, blocks of
      * w_block bytes), the same bits; used instead of wprep + dot when the
-     * tile has one group of tokens (nt to 2 * nt - 1), where decoding a
-     * chunk once would not be shared by a second group */
+     * tile has at most MM_RAW_GROUPS groups of tokens, where the decoded
+     * copy of a chunk would be shared by too few groups to pay */
     void (*rdot)(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,
                  float *st, float *out);
     size_t w_block;

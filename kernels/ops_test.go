@@ -467,8 +467,9 @@ func f16r(x float32) float32 { return F16ToF32(F32ToF16(x)) }
 // The tile kernels take tokens in groups of 8 (where a set has such a
 // kernel, with activation data prepared once per group), then 4, then one
 // at a time; x86 rows of up to 64 Q4_K/Q6_K blocks use the 8-token path and
-// longer ones fall back to groups of 4. Every token of every group must
-// equal MatVec bit for bit on amd64, for rows of random, zero and extreme
+// longer ones fall back to groups of 4; up to 23 tokens the AVX-512 groups
+// read the raw rows, from 24 on rows decoded per chunk. Every token of every
+// group must equal MatVec bit for bit on amd64, for rows of random, zero and extreme
 // scales, at the lengths around that limit.
 func TestMatMulQTokenGroups(t *testing.T) {
 	if !exactMatMul {
@@ -488,7 +489,7 @@ func TestMatMulQTokenGroups(t *testing.T) {
 					w = append(w, randomRow(wt, n, rng, r%3)...)
 				}
 				ab, _ := wt.ActType().RowBytes(int64(n))
-				for _, ntok := range []int{8, 12, 16, 19} {
+				for _, ntok := range []int{8, 12, 16, 19, 24} {
 					a := make([]byte, ntok*int(ab))
 					for tk := 0; tk < ntok; tk++ {
 						require.NoError(t, QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*int(ab):]))
