@@ -152,10 +152,6 @@ KT static void dot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, 
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
-#ifndef MM_PF_RAW
-#define MM_PF_RAW 2048 /* bytes ahead the raw-row group kernels prefetch (see rdot8_q4_k_zmm) */
-#endif
-
 /* dot8_q4_k_zmm on the raw Q4_K rows (the tile's only group of tokens,
  * mm_group.rdot): each block's quants, scale words, mins, d and dmin are
  * decoded here into registers exactly as q4k_wprep writes them, then the
