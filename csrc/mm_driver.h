@@ -37,7 +37,8 @@
  *    the rest one at a time through pack_one over the chunk.
  * 2. group (decoded weights, mm_group below): whole groups of group->nt
  *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks (up to
- *    MM_RAW_GROUPS groups on the raw rows where the group has rdot).
+ *    MM_RAW_GROUPS groups on the raw rows where the group has rdot; there
+ *    the last nt/2 to nt-1 tokens go as a group padded with zeros).
  * 3. token groups: the tokens left, in groups of 8 (MM_T8) then 4 (MM_T4),
  *    each group against every row of the tile (rows stay in L2, the group's
  *    activations in L1).

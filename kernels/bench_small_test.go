@@ -14,7 +14,7 @@ import (
 func BenchmarkMatMulQSmall(b *testing.B) {
 	for _, t := range []Type{Q4_K, Q6_K} {
 		n, w, rb, _, rows := bigMatVec(b, t)
-		for _, ntok := range []int{1, 4, 8, 16, 32, 64} {
+		for _, ntok := range []int{1, 2, 3, 4, 6, 8, 16, 32, 64} {
 			a, ab := benchAct(b, t, n, ntok)
 			y := make([]float32, rows*ntok)
 			b.Run(fmt.Sprintf("%v/%s/%dtok", t, Impl(), ntok), func(b *testing.B) {
