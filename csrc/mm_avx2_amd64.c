@@ -1,7 +1,7 @@
 /* mm_avx2_amd64.c — k_matmul_q tile kernels, AVX2 (instruction choices:
  * simd_avx2_amd64.h): the 256-bit Q4_K and Q6_K pieces (one row x 4
  * tokens, 4 rows x one token, and the 4-token group kernels on decoded
- * weights), with mm_simd.h's shared ones; each k_mm_*_avx2 is k_mm_run
+ * weights and on the raw rows), with mm_simd.h's shared ones; each k_mm_*_avx2 is k_mm_run
  * (mm_driver.h) over its type's mm_kernel. */
 #include "simd_avx2_amd64.h"
 #include "mm_simd.h"

@@ -1,7 +1,7 @@
 /* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX-512 VNNI (instruction
  * choices: simd_avx512_amd64.h): the 512-bit Q4_K and Q6_K pieces (one row
  * x 4 tokens, 4 rows x one token, and the 8-token group kernels on decoded
- * weights), with mm_simd.h's shared ones; each k_mm_*_avx512 is k_mm_run
+ * weights and on the raw rows), with mm_simd.h's shared ones; each k_mm_*_avx512 is k_mm_run
  * (mm_driver.h) over its type's mm_kernel. */
 #include "simd_avx512_amd64.h"
 #include "mm_simd.h"
