@@ -1,7 +1,7 @@
 /* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX-512 VNNI (instruction
  * choices: simd_avx512_amd64.h): the 512-bit Q4_K and Q6_K pieces (one row
  * x 4 tokens, 4 rows x one token, and the 8-token group kernels on decoded
- * weights), with mm_simd.h's shared ones; each k_mm_*_avx512 is k_mm_run
+ * weights and on the raw rows), with mm_simd.h's shared ones; each k_mm_*_avx512 is k_mm_run
  * (mm_driver.h) over its type's mm_kernel. */
 #include "simd_avx512_amd64.h"
 #include "mm_simd.h"
@@ -152,7 +152,77 @@ KT static void dot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, 
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
-static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep};
+/* dot8_q4_k_zmm on the raw Q4_K rows (the tile's only group of tokens,
+ * mm_group.rdot): each block's quants, scale words, mins, d and dmin are
+ * decoded here into registers exactly as q4k_wprep writes them, then the
+ * same integer and f32 operations in the same order, so the same bits.
+ * With one group per tile the decoded copy would be written and read once;
+ * decoding in registers saves those stores and reloads. */
+KT static void rdot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                              const void *side, float *st, float *out) {
+    (void)a, (void)a_row_bytes;
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const q4k_side8 *sd = (const q4k_side8 *)side;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[4], accm[2];
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
+    accm[0] = i0 ? _mm512_load_ps(st + 64) : _mm512_setzero_ps();
+    accm[1] = i0 ? _mm512_load_ps(st + 80) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
+        _mm_prefetch((const char *)x + MM_PF_RAW, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + MM_PF_RAW + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + MM_PF_RAW + 128, _MM_HINT_T0);
+        const __m256i sm = k_q4k_scales_mins16_avx2(x->scales);
+        const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm)));
+        const __m512i s2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
+        const __m512i mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(sm, 1));
+        const float xd = k_h2f_avx2(x->d), xdmin = k_h2f_avx2(x->dmin);
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const __m512i pm = _mm512_madd_epi16(mins, _mm512_load_si512((const void *)sd->bsum[h]));
+            accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xdmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
+        }
+        __m512i sumi[2][4];
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) sumi[0][p] = sumi[1][p] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4")
+        for (int c = 0; c < 4; c++) {
+            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qs + 32 * c)));
+            _Pragma("GCC unroll 2")
+            for (int e = 0; e < 2; e++) {
+                const int j = 2 * c + e;
+                const __m512i q = _mm512_and_si512(e ? _mm512_srli_epi16(q4, 4) : q4, m4);
+                const __m512i s = _mm512_permutexvar_epi32(_mm512_set1_epi32(j), s2);
+                _Pragma("GCC unroll 4")
+                for (int p = 0; p < 4; p++) {
+                    const __m512i pr = _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][j]));
+                    sumi[e][p] = _mm512_dpwssd_epi32(sumi[e][p], pr, s);
+                }
+            }
+        }
+        const __m512 dv = _mm512_set1_ps(xd);
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++)
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
+    }
+    if (i1 < nb) {
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) _mm512_store_ps(st + 16 * p, acc[p]);
+        _mm512_store_ps(st + 64, accm[0]);
+        _mm512_store_ps(st + 80, accm[1]);
+        return;
+    }
+    _Alignas(64) float av[4 * 16], mv[2 * 16];
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) _mm512_store_ps(av + 16 * p, acc[p]);
+    _mm512_store_ps(mv, accm[0]);
+    _mm512_store_ps(mv + 16, accm[1]);
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
+}
+static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep,
+                                    rdot8_q4_k_zmm, sizeof(k_block_q4_k)};
 
 /* Q6_K on 512-bit vectors: ql+64h is loaded as one 64-byte vector, so the
  * low / high 256 bits decode q[0] / q[1] (low nibbles) and q[2] / q[3] (high
@@ -290,7 +360,72 @@ KT static void dot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, 
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k));
 }
-static const mm_group q6k_group8 = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep};
+/* dot8_q6_k_zmm on the raw Q6_K rows (mm_group.rdot), as rdot8_q4_k_zmm:
+ * quants (k_q6k_quants_avx2's steps on broadcast 512-bit loads), scale
+ * words and -32 * scales decoded in registers as q6k_wprep writes them,
+ * then the same operations in the same order: the same bits. */
+KT static void rdot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
+                              const void *side, float *st, float *out) {
+    (void)a, (void)a_row_bytes;
+    const k_block_q6_k *x = (const k_block_q6_k *)w;
+    const q6k_side8 *sd = (const q6k_side8 *)side;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
+    /* scale word index of vector v: lanes 0..7 scale 2v, 8..15 scale 2v+1, in both 256-bit halves */
+    const __m512i sbase = _mm512_set_epi16(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512 acc[4];
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
+        _mm_prefetch((const char *)x + MM_PF_RAW, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + MM_PF_RAW + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + MM_PF_RAW + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + MM_PF_RAW + 192, _MM_HINT_T0);
+        const __m512i sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)));
+        const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_mullo_epi16(_mm512_castsi512_si256(sc16), _mm256_set1_epi16(-32)));
+        __m512i sumi[2][4];
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++) {
+            sumi[0][p] = _mm512_madd_epi16(sc32, _mm512_load_si512((const void *)sd->bsums[p]));
+            sumi[1][p] = _mm512_setzero_si512();
+        }
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x->ql + 64 * h;
+            const __m512i L0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)ql));
+            const __m512i L1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ql + 32)));
+            const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
+            __m512i q[4];
+            q[0] = _mm512_or_si512(_mm512_and_si512(L0, m4), _mm512_slli_epi16(_mm512_and_si512(H, m3), 4));
+            q[1] = _mm512_or_si512(_mm512_and_si512(L1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(H, 2), m3), 4));
+            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L0, 4), m4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(H, 4), m3), 4));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L1, 4), m4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(H, 6), m3), 4));
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++) {
+                const int v = 4 * h + j;
+                const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(sbase, _mm512_set1_epi16((short)(2 * v))), sc16);
+                _Pragma("GCC unroll 4")
+                for (int p = 0; p < 4; p++)
+                    sumi[v % 2][p] = _mm512_dpwssd_epi32(sumi[v % 2][p], _mm512_maddubs_epi16(q[j], _mm512_load_si512((const void *)sd->qs[p][v])), s);
+            }
+        }
+        const __m512 dv = _mm512_set1_ps(k_h2f_avx2(x->d));
+        _Pragma("GCC unroll 4")
+        for (int p = 0; p < 4; p++)
+            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
+    }
+    _Alignas(64) float av[4 * 16];
+    float *sa = i1 < nb ? st : av;
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) _mm512_store_ps(sa + 16 * p, acc[p]);
+    if (i1 < nb) return;
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k));
+}
+static const mm_group q6k_group8 = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep,
+                                    rdot8_q6_k_zmm, sizeof(k_block_q6_k)};
 
 /* rows4_q4_k on 512-bit vectors, the layout of dot4_q4_k_zmm: same int32
  * lane sums after the per-block fold, same f32 code, same bits. */

@@ -4,6 +4,7 @@
  * whole rows, so calling them through pointers costs nothing measurable. */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include <stdlib.h>
+#include <string.h>
 #include "mm_driver.h"
 
 /* The calling thread's buffer for decoded weights and side data
@@ -80,7 +81,18 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
     const int g = grp->nt;
     const int64_t nb = n / K_QKK;
     const size_t wx_row = (size_t)nb * grp->wx_block;
-    int64_t chunk = (int64_t)(MM_WX_BYTES / wx_row);
+    const int raw = grp->rdot && ntok < (MM_RAW_GROUPS + 1) * g; /* few groups: dot the raw rows (mm_group.rdot) */
+    /* raw: the last tokens, at least half a group, as a group padded with
+     * zero activations (each token's lanes are its own: the same bits),
+     * copied into wx, which raw mode does not use otherwise */
+    const int64_t rem = ntok % g, full = ntok - rem;
+    const int pad = raw && 2 * rem >= g;
+    const size_t pad_row = (size_t)nb * sizeof(k_block_q8_k);
+    if (pad) {
+        memset(wx, 0, (size_t)g * pad_row);
+        for (int64_t k = 0; k < rem; k++) memcpy(wx + (size_t)k * pad_row, ab + (size_t)(full + k) * a_row_bytes, pad_row);
+    }
+    int64_t chunk = raw ? MM_GROUP_ROWS : (int64_t)(MM_WX_BYTES / wx_row);
     if (chunk > MM_GROUP_ROWS) chunk = MM_GROUP_ROWS;
     if (chunk < nr) { /* equal chunks: each chunk's activation prep serves as many rows */
         const int64_t nchunks = (nr + chunk - 1) / chunk;
@@ -90,24 +102,35 @@ static int64_t mm_groups(const mm_group *grp, int64_t n, const char *wb, size_t 
     for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
         const int64_t rn = nr - r0 < chunk ? nr - r0 : chunk;
         const char *wr = wb + (size_t)r0 * row_bytes;
-        grp->wprep(n, wr, row_bytes, rn, wx);
-        for (int64_t t = 0; t + g <= ntok; t += g) {
-            const char *at = ab + (size_t)t * a_row_bytes;
-            grp->prep(n, at, a_row_bytes, side);
+        if (!raw) grp->wprep(n, wr, row_bytes, rn, wx);
+        for (int64_t t = 0; t < full + (pad ? g : 0); t += g) {
+            const int padded = t == full; /* the padded group */
+            const size_t arb = padded ? pad_row : a_row_bytes;
+            const char *at = padded ? (const char *)wx : ab + (size_t)t * a_row_bytes;
+            const int nk = padded ? (int)rem : g;
+            grp->prep(n, at, arb, side);
             for (int64_t i0 = 0; i0 < nb; i0 += MM_SEG_BLOCKS) {
                 const int64_t i1 = nb - i0 < MM_SEG_BLOCKS ? nb : i0 + MM_SEG_BLOCKS;
                 for (int64_t r = 0; r < rn; r++) {
                     float o[8];
-                    grp->dot(i0, i1, nb, wx + (size_t)r * wx_row + (size_t)i0 * grp->wx_block,
-                             at + (size_t)i0 * sizeof(k_block_q8_k), a_row_bytes, side + (size_t)i0 * sb, st + r * grp->st_floats, o);
+                    const char *at0 = at + (size_t)i0 * sizeof(k_block_q8_k);
+                    const unsigned char *sd0 = side + (size_t)i0 * sb;
+                    if (raw)
+                        grp->rdot(i0, i1, nb, wr + (size_t)r * row_bytes + (size_t)i0 * grp->w_block, at0, arb, sd0,
+                                  st + r * grp->st_floats, o);
+                    else
+                        grp->dot(i0, i1, nb, wx + (size_t)r * wx_row + (size_t)i0 * grp->wx_block, at0, arb, sd0,
+                                 st + r * grp->st_floats, o);
                     if (i1 == nb)
-                        for (int k = 0; k < g; k++) y[(t + k) * y_stride + r0 + r] = o[k];
+                        for (int k = 0; k < nk; k++) y[(t + k) * y_stride + r0 + r] = o[k];
                 }
             }
         }
     }
-    return ntok / g * g;
+    return pad ? ntok : full;
 }
+
+_Static_assert(8 * MM_SIDE_BLOCKS * sizeof(k_block_q8_k) <= MM_WX_BYTES, "a padded group of 8 tokens fits wx");
 
 /* phase 1: a packed tile (nr a multiple of pack_rows) */
 static void mm_packed(const mm_kernel *k, K_MM_TILE_PARAMS) {
@@ -166,7 +189,7 @@ void k_mm_run(const mm_kernel *k, K_MM_TILE_PARAMS) {
     int64_t t = 0;
     /* 2: groups on decoded weights */
     const mm_group *grp = k->group;
-    if (grp && n >= K_QKK && n / K_QKK <= MM_SIDE_BLOCKS && ntok >= grp->nt) {
+    if (grp && n >= K_QKK && n / K_QKK <= MM_SIDE_BLOCKS && (ntok >= grp->nt || (grp->rdot && 2 * ntok >= grp->nt))) {
         unsigned char *buf = mm_group_buffer(); /* on failure the tokens go through the pieces below */
         if (buf) t = mm_groups(grp, n, wb, row_bytes, nr, ab, a_row_bytes, ntok, y, y_stride, buf, buf + MM_WX_BYTES);
     }

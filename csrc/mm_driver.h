@@ -36,7 +36,9 @@
  *    (pack_pieces[0]) as long as they fit, then pack_toks[1], ..., then
  *    the rest one at a time through pack_one over the chunk.
  * 2. group (decoded weights, mm_group below): whole groups of group->nt
- *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks.
+ *    tokens, for K-quant rows of 1 to MM_SIDE_BLOCKS blocks (up to
+ *    MM_RAW_GROUPS groups on the raw rows where the group has rdot; there
+ *    the last nt/2 to nt-1 tokens go as a group padded with zeros).
  * 2b. token prep (tprep, a batch only): the tokens in ceil(ntok / 8)
  *    groups of near-equal size (2 to 8 tokens; 9 tokens are 5 + 4), each
  *    group converted once by tprep into the calling thread's buffer, then
@@ -83,6 +85,16 @@
 #define MM_SEG_BLOCKS 8          /* blocks per pass over a chunk's rows: 8 tokens' side data of 8 blocks stay in L1 */
 #define MM_GROUP_ROWS 64         /* rows per chunk at most (their accumulators are on the stack) */
 #define MM_ST_FLOATS 96          /* st_floats at most */
+/* Groups of tokens per tile up to which a group with rdot dots the raw
+ * rows instead of decoding them (AVX-512 Q4_K / Q6_K, out-of-cache rows,
+ * one thread, BenchmarkMatMulQSmall: 16 tokens 41-43 -> 53 cpu-GB/s Q4_K,
+ * 46-48 -> 68 Q6_K; at 64 tokens the decoded copy is ahead, 53-55 vs 50). */
+#define MM_RAW_GROUPS 2
+/* Bytes ahead of the block it reads a raw-row group kernel prefetches:
+ * the loop is compute bound, and without it every new line of the tile
+ * stalls it (AVX-512 Q4_K, 8 tokens: 31 cpu-GB/s without, 44 at 512
+ * bytes, 50 at 1 KB, 53 at 2 KB, 48-50 at 4 KB). */
+#define MM_PF_RAW 2048
 typedef struct {
     int nt; /* tokens per group, at most 8 */
     size_t side_block;
@@ -95,6 +107,13 @@ typedef struct {
     int st_floats; /* at most MM_ST_FLOATS, a multiple of 16 (aligned loads) */
     size_t wx_block;
     void (*wprep)(int64_t n, const void *w, size_t row_bytes, int64_t nr, void *wx);
+    /* optional: dot on the raw rows (w at block i0 of the row, blocks of
+     * w_block bytes), the same bits; used instead of wprep + dot when the
+     * tile has at most MM_RAW_GROUPS groups of tokens, where the decoded
+     * copy of a chunk would be shared by too few groups to pay */
+    void (*rdot)(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,
+                 float *st, float *out);
+    size_t w_block;
 } mm_group;
 
 /* A packed piece that writes the tile itself (the arm64 packed sets):

@@ -490,8 +490,11 @@ func f16r(x float32) float32 { return F16ToF32(F32ToF16(x)) }
 // The tile kernels take tokens in groups of 8 (where a set has such a
 // kernel, with activation data prepared once per group), then 4, then one
 // at a time; x86 rows of up to 64 Q4_K/Q6_K blocks use the 8-token path and
-// longer ones fall back to groups of 4. Every token of every group must
-// equal MatVec bit for bit on amd64, for rows of random, zero and extreme
+// longer ones fall back to groups of 4; up to 23 tokens the AVX-512 groups
+// read the raw rows, from 24 on rows decoded per chunk, and 4 to 7 tokens
+// left after the groups of 8 (AVX2: 2 or 3 after groups of 4) go as a group
+// padded with zeros. Every token of every group must equal MatVec bit for
+// bit on amd64, for rows of random, zero and extreme
 // scales, at the lengths around that limit.
 func TestMatMulQTokenGroups(t *testing.T) {
 	if !exactMatMul {
@@ -511,7 +514,7 @@ func TestMatMulQTokenGroups(t *testing.T) {
 					w = append(w, randomRow(wt, n, rng, r%3)...)
 				}
 				ab, _ := wt.ActType().RowBytes(int64(n))
-				for _, ntok := range []int{8, 16, 19} {
+				for _, ntok := range []int{2, 3, 4, 5, 7, 8, 12, 13, 16, 19, 23, 24} {
 					a := make([]byte, ntok*int(ab))
 					for tk := 0; tk < ntok; tk++ {
 						QuantizeAct(wt.ActType(), randomF32(n, rng), a[tk*int(ab):])
