@@ -810,6 +810,122 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
                                        acc[k][7]));
 }
 
+/* Q4_K, one group of 4 rows x one token, chunk by chunk: the bits of
+ * q45k_x4 (the same integer lanes by parts, the same FMAs per block, the
+ * same final sums). Each chunk c of 64 elements runs all 8 integer lanes,
+ * so its activations are one 64-byte load and its quants two; the scales
+ * by parts of its two sub-blocks are widened as they come. The lanes are
+ * inline assembly with fixed registers: 16 chains, 4 activation and 4
+ * quant vectors leave no room for the compiler's scheduling, which spills
+ * (written in C this ran ~20 instructions more per block).
+ *   v0-v7   C (lane l: the chain of SDOTs), v8-v15 L (lane l by parts)
+ *   v16-v19 the chunk's activations: even sub-block elements 0..15,
+ *           16..31, odd sub-block 0..15, 16..31
+ *   v20-v23 four quant vectors (lanes 4h..4h+3), v24/v25 the chunk's
+ *           even/odd scale by parts, v26 scratch */
+#if defined(__clang__)
+#define Q4K_ARCH ""
+#else
+#define Q4K_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+#define Q4K_LANE_(C, L, W, AE, AO, I, FIRST)                                                         \
+    FIRST##_ZERO(C) "and v26.16b, v" #W ".16b, %[m4].16b\n\t"                                       \
+    "sdot v" #C ".4s, v26.16b, v" #AE ".4b[" #I "]\n\t" FIRST##_MUL(L, C)                            \
+    "ushr v" #W ".16b, v" #W ".16b, #4\n\t"                                                          \
+    "sdot v" #C ".4s, v" #W ".16b, v" #AO ".4b[" #I "]\n\t"                                          \
+    "mla v" #L ".4s, v" #C ".4s, v25.4s\n\t"
+#define Q4K_LANE(...) Q4K_LANE_(__VA_ARGS__)
+#define Q4K_F_ZERO(C) "movi v" #C ".2d, #0\n\t"
+#define Q4K_F_MUL(L, C) "mul v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+#define Q4K_N_ZERO(C)
+#define Q4K_N_MUL(L, C) "mla v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+/* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its sub-blocks */
+#define Q4K_CHUNK(WIDEN, D, ARR, FIRST)                                                              \
+    WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
+    "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
+    "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
+    Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST)                        \
+    Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST)                      \
+    "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
+    Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST)                      \
+    Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST)
+#define Q4K_FMA2(L0, L1, OFF)                                                                        \
+    "ldp q16, q17, [%[F], #" #OFF "]\n\t"                                                            \
+    "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
+    "fmla v17.4s, v" #L1 ".4s, %[dv].4s\n\t"                                                         \
+    "stp q16, q17, [%[F], #" #OFF "]\n\t"
+static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    float32x4_t accs[12];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 12; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8x16x4_t hd = vld1q_u8_x4(o);
+        o += 64;
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
+        __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
+        const float32x4_t dmv = vmulq_f32(dm32, yd);
+        const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
+        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
+        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
+        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(yb + 256)), vld1q_s16((const int16_t *)(yb + 272)));
+        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
+        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
+        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
+        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
+        F[8] = vfmaq_f32(F[8], vcvtq_f32_s32(M0), dmv);
+        F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
+        F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
+        F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
+        /* F[l] = fmaf(cvt(L_l), dv, F[l]): fmla's product is the same (commutative) */
+        __asm__ volatile(Q4K_ARCH
+                         Q4K_CHUNK("sshll", "D0", "8b", Q4K_F) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N)
+                         Q4K_CHUNK("sshll", "D1", "8b", Q4K_N) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N)
+                         "scvtf v8.4s, v8.4s\n\t"
+                         "scvtf v9.4s, v9.4s\n\t"
+                         "scvtf v10.4s, v10.4s\n\t"
+                         "scvtf v11.4s, v11.4s\n\t"
+                         "scvtf v12.4s, v12.4s\n\t"
+                         "scvtf v13.4s, v13.4s\n\t"
+                         "scvtf v14.4s, v14.4s\n\t"
+                         "scvtf v15.4s, v15.4s\n\t"
+                         Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "memory");
+        yb += 32; /* the asm went over qs */
+    }
+    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
+    vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
+}
+#undef Q4K_ARCH
+#undef Q4K_LANE_
+#undef Q4K_LANE
+#undef Q4K_F_ZERO
+#undef Q4K_F_MUL
+#undef Q4K_N_ZERO
+#undef Q4K_N_MUL
+#undef Q4K_CHUNK
+#undef Q4K_FMA2
+
 /* The pieces of the tiles (k_mm_run, mm_driver.h): one group of 4 rows x
  * 4 or 2 tokens, and one token over any number of groups. One token: the
  * one-token kernel per group. Two or more: per group the tokens 4 at a
@@ -847,7 +963,7 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_XT(T, ...) nib_xt(K_Q4_K, T, __VA_ARGS__)
 #define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
 #define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
-#define Q4K_X1(...) q45k_x4(K_Q4_K, __VA_ARGS__)
+#define Q4K_X1(...) q4k_x4_c(__VA_ARGS__)
 #define Q5K_X1(...) q45k_x4(K_Q5_K, __VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
