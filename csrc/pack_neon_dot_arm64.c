@@ -828,10 +828,10 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #else
 #define Q4K_ARCH ".arch armv8.2-a+dotprod\n\t"
 #endif
-#define Q4K_LANE_(C, L, W, AE, AO, I, FIRST)                                                         \
-    FIRST##_ZERO(C) "and v26.16b, v" #W ".16b, %[m4].16b\n\t"                                       \
+#define Q4K_LANE_(C, L, W, AE, AO, I, FIRST, DEC)                                                    \
+    FIRST##_ZERO(C) "and v26.16b, v" #W ".16b, %[m4].16b\n\t" DEC##_LO                              \
     "sdot v" #C ".4s, v26.16b, v" #AE ".4b[" #I "]\n\t" FIRST##_MUL(L, C)                            \
-    "ushr v" #W ".16b, v" #W ".16b, #4\n\t"                                                          \
+    "ushr v" #W ".16b, v" #W ".16b, #4\n\t" DEC##_HI(W)                                               \
     "sdot v" #C ".4s, v" #W ".16b, v" #AO ".4b[" #I "]\n\t"                                          \
     "mla v" #L ".4s, v" #C ".4s, v25.4s\n\t"
 #define Q4K_LANE(...) Q4K_LANE_(__VA_ARGS__)
@@ -839,18 +839,40 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_F_MUL(L, C) "mul v" #L ".4s, v" #C ".4s, v24.4s\n\t"
 #define Q4K_N_ZERO(C)
 #define Q4K_N_MUL(L, C) "mla v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+/* the nibbles as they are (Q4_K) or looked up in k_iq4nl_values (IQ4_XS) */
+#define Q4K_D_LO
+#define Q4K_D_HI(W)
+#define Q4K_X_LO "tbl v26.16b, {%[tab].16b}, v26.16b\n\t"
+#define Q4K_X_HI(W) "tbl v" #W ".16b, {%[tab].16b}, v" #W ".16b\n\t"
 /* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its sub-blocks */
-#define Q4K_CHUNK(WIDEN, D, ARR, FIRST)                                                              \
+#define Q4K_CHUNK(WIDEN, D, ARR, FIRST, DEC)                                                         \
     WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
     "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
     "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
     "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
-    Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST)                        \
-    Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST)                      \
+    Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST, DEC) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST, DEC)                        \
+    Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST, DEC) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST, DEC)                      \
     "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
-    Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST)                      \
-    Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST)
+    Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST, DEC) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST, DEC)                      \
+    Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST, DEC) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST, DEC)
+#define Q4K_CHUNKS(DEC)                                                                              \
+    Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC)          \
+    Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC)
+/* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same, commutative) */
+#define Q4K_FLOAT                                                                                    \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
+#define Q4K_CLOBBERS                                                                                 \
+    "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", \
+        "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
 #define Q4K_FMA2(L0, L1, OFF)                                                                        \
     "ldp q16, q17, [%[F], #" #OFF "]\n\t"                                                            \
     "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
@@ -893,28 +915,46 @@ static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uin
         F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
         F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
         F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
-        /* F[l] = fmaf(cvt(L_l), dv, F[l]): fmla's product is the same (commutative) */
         __asm__ volatile(Q4K_ARCH
-                         Q4K_CHUNK("sshll", "D0", "8b", Q4K_F) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N)
-                         Q4K_CHUNK("sshll", "D1", "8b", Q4K_N) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N)
-                         "scvtf v8.4s, v8.4s\n\t"
-                         "scvtf v9.4s, v9.4s\n\t"
-                         "scvtf v10.4s, v10.4s\n\t"
-                         "scvtf v11.4s, v11.4s\n\t"
-                         "scvtf v12.4s, v12.4s\n\t"
-                         "scvtf v13.4s, v13.4s\n\t"
-                         "scvtf v14.4s, v14.4s\n\t"
-                         "scvtf v15.4s, v15.4s\n\t"
-                         Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
+                         Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
                          : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
-                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
-                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
-                           "memory");
+                         : Q4K_CLOBBERS);
         yb += 32; /* the asm went over qs */
     }
     const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
     vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
+}
+/* IQ4_XS, one group of 4 rows x one token, chunk by chunk as q4k_x4_c:
+ * the bits of iq4xs_x4 (its lanes with the nibbles looked up in
+ * k_iq4nl_values, the scales minus 32 by parts; no min term). */
+static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                             float *out) {
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4 */
+    for (int64_t b = 0; b < nb; b++) {
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), yd);
+        const uint8x16_t S = vld1q_u8(o + 8);
+        const uint8x8_t N = vld1_u8(o + 24);
+        o += 32;
+        const uint8x16_t sc0 = vandq_u8(S, m6);
+        const uint8x16_t sc1 = vsliq_n_u8(vcombine_u8(vand_u8(N, vget_low_u8(m4)), vshr_n_u8(N, 4)), vshrq_n_u8(S, 6), 4);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
+        __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_X) Q4K_FLOAT
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F)
+                         : Q4K_CLOBBERS);
+        yb += 32; /* past bsums */
+    }
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
 #undef Q4K_ARCH
 #undef Q4K_LANE_
@@ -924,6 +964,13 @@ static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uin
 #undef Q4K_N_ZERO
 #undef Q4K_N_MUL
 #undef Q4K_CHUNK
+#undef Q4K_CHUNKS
+#undef Q4K_FLOAT
+#undef Q4K_CLOBBERS
+#undef Q4K_D_LO
+#undef Q4K_D_HI
+#undef Q4K_X_LO
+#undef Q4K_X_HI
 #undef Q4K_FMA2
 
 /* The pieces of the tiles (k_mm_run, mm_driver.h): one group of 4 rows x
@@ -967,7 +1014,7 @@ static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uin
 #define Q5K_X1(...) q45k_x4(K_Q5_K, __VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
-PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4, static)
+PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
 PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4, static)
 #undef Q4K_XT
 #undef Q5K_XT
