@@ -956,6 +956,120 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
+/* Q6_K, one group of 4 rows x one token, in the fixed registers of
+ * q4k_x4_c: the bits of q6k_x4 (the same lanes by parts, offsets and FMAs
+ * per block). Both chains (even groups: lanes 0..3, odd: lanes 4..7) run
+ * group by group, so four groups' activations are one 64-byte load and a
+ * group's quants one 48-byte load; the scales by parts of groups 2k and
+ * 2k+1 are one signed subtract-long of neighbouring scale bytes.
+ *   v0-v7 C, v8-v15 L (first the offsets), v16-v19 activations of groups
+ *   4m..4m+3, v20-v22 the quants X, Y, Z, v23 scratch, v24/v25 scales by
+ *   parts (odd / even group), v26-v28 scale bytes */
+#if defined(__clang__)
+#define Q6K_ARCH ""
+#else
+#define Q6K_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+/* L_l = (32 E_l) x (-bsums), E_l the scales of groups 2l, 2l+1: the
+ * offset term -32 * (sc[2l] bsum[2l] + sc[2l+1] bsum[2l+1]), exact */
+#define Q6K_OFF_(L, SSHLL, V, ARR, B, I0, I1)                                                         \
+    SSHLL " v6.8h, v" #V "." ARR ", #5\n\t"                                                         \
+    "smull v" #L ".4s, v6.4h, v" #B ".h[" #I0 "]\n\t"                                                \
+    "smlal2 v" #L ".4s, v6.8h, v" #B ".h[" #I1 "]\n\t"
+#define Q6K_OFF(...) Q6K_OFF_(__VA_ARGS__)
+#define Q6K_ZERO(C0, C1, C2, C3)                                                                     \
+    "movi v" #C0 ".2d, #0\n\tmovi v" #C1 ".2d, #0\n\tmovi v" #C2 ".2d, #0\n\tmovi v" #C3 ".2d, #0\n\t"
+/* scales by parts of groups 2k (v25) and 2k+1 (v24), k = 2j from the
+ * bytes of E_2j, E_2j+1 (v26) and E_2j+2 (high half of v28) */
+#define Q6K_D_EVEN(OFF)                                                                              \
+    "ldp q26, q27, [%[sc], #" #OFF "]\n\t"                                                           \
+    "ext v28.16b, v26.16b, v27.16b, #8\n\t"                                                          \
+    "ssubl v24.8h, v26.8b, v28.8b\n\t"                                                               \
+    "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v24.4s, v24.8h, #0\n\t"
+#define Q6K_D_LAST                                                                                   \
+    "ldr q26, [%[sc], #48]\n\t"                                                                      \
+    "dup d28, v26.d[1]\n\t"                                                                          \
+    "ssubl v24.8h, v26.8b, v28.8b\n\t"                                                               \
+    "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v24.4s, v24.8h, #0\n\t"
+#define Q6K_D_ODD                                                                                    \
+    "ssubl2 v24.8h, v26.16b, v28.16b\n\t"                                                            \
+    "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v24.4s, v24.8h, #0\n\t"
+#define Q6K_ACT "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"
+/* one group: its 4 quant vectors (X, Y, Z & 63, W3 from their top bits)
+ * into the chain C0..C3 / L0..L3 with activations A and scales DS */
+#define Q6K_G_(C0, C1, C2, C3, L0, L1, L2, L3, A, DS)                                                 \
+    "ld1 {v20.16b, v21.16b, v22.16b}, [%[o]], #48\n\t"                                               \
+    "and v23.16b, v20.16b, %[m6].16b\n\t"                                                            \
+    "sdot v" #C0 ".4s, v23.16b, v" #A ".4b[0]\n\t"                                                   \
+    "mla v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
+    "and v23.16b, v21.16b, %[m6].16b\n\t"                                                            \
+    "sdot v" #C1 ".4s, v23.16b, v" #A ".4b[1]\n\t"                                                   \
+    "mla v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"                                                  \
+    "and v23.16b, v22.16b, %[m6].16b\n\t"                                                            \
+    "sdot v" #C2 ".4s, v23.16b, v" #A ".4b[2]\n\t"                                                   \
+    "mla v" #L2 ".4s, v" #C2 ".4s, v" #DS ".4s\n\t"                                                  \
+    "sri v22.16b, v21.16b, #2\n\t"                                                                   \
+    "sri v22.16b, v20.16b, #4\n\t"                                                                   \
+    "ushr v22.16b, v22.16b, #2\n\t"                                                                  \
+    "sdot v" #C3 ".4s, v22.16b, v" #A ".4b[3]\n\t"                                                   \
+    "mla v" #L3 ".4s, v" #C3 ".4s, v" #DS ".4s\n\t"
+#define Q6K_G(...) Q6K_G_(__VA_ARGS__)
+#define Q6K_EV(A) Q6K_G(0, 1, 2, 3, 8, 9, 10, 11, A, 25)
+#define Q6K_OD(A) Q6K_G(4, 5, 6, 7, 12, 13, 14, 15, A, 24)
+/* groups 4m..4m+3, D the scales by parts of groups 4m, 4m+1 */
+#define Q6K_QUAD(D) Q6K_ACT D Q6K_EV(16) Q6K_OD(17) Q6K_D_ODD Q6K_EV(18) Q6K_OD(19)
+static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const uint8x16_t m6 = vdupq_n_u8(63);
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    for (int64_t b = 0; b < nb; b++) {
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const float32x4_t dv =
+            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), yd);
+        const uint8_t *sc = o + 768;
+        __asm__ volatile(Q6K_ARCH
+                         "ldp q0, q1, [%[ap], #256]\n\t"
+                         "neg v0.8h, v0.8h\n\t"
+                         "neg v1.8h, v1.8h\n\t"
+                         "ldp q2, q3, [%[sc]]\n\t"
+                         "ldp q4, q5, [%[sc], #32]\n\t"
+                         Q6K_OFF(8, "sshll", 2, "8b", 0, 0, 1) Q6K_OFF(9, "sshll2", 2, "16b", 0, 2, 3)
+                         Q6K_OFF(10, "sshll", 3, "8b", 0, 4, 5) Q6K_OFF(11, "sshll2", 3, "16b", 0, 6, 7)
+                         Q6K_OFF(12, "sshll", 4, "8b", 1, 0, 1) Q6K_OFF(13, "sshll2", 4, "16b", 1, 2, 3)
+                         Q6K_OFF(14, "sshll", 5, "8b", 1, 4, 5) Q6K_OFF(15, "sshll2", 5, "16b", 1, 6, 7)
+                         Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)
+                         Q6K_QUAD(Q6K_D_EVEN(0)) Q6K_QUAD(Q6K_D_EVEN(16)) Q6K_QUAD(Q6K_D_EVEN(32))
+                         Q6K_QUAD(Q6K_D_LAST) Q4K_FLOAT
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F)
+                         : Q4K_CLOBBERS, "v27", "v28");
+        o += 72;  /* the asm went over the quants: past scales and d */
+        yb += 32; /* and over qs: past bsums */
+    }
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
+}
+#undef Q6K_ARCH
+#undef Q6K_OFF_
+#undef Q6K_OFF
+#undef Q6K_ZERO
+#undef Q6K_D_EVEN
+#undef Q6K_D_LAST
+#undef Q6K_D_ODD
+#undef Q6K_ACT
+#undef Q6K_G_
+#undef Q6K_G
+#undef Q6K_EV
+#undef Q6K_OD
+#undef Q6K_QUAD
+
 #undef Q4K_ARCH
 #undef Q4K_LANE_
 #undef Q4K_LANE
@@ -1015,7 +1129,7 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
 PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
-PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4, static)
+PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4_c, static)
 #undef Q4K_XT
 #undef Q5K_XT
 #undef IQ4XS_XT
