@@ -559,9 +559,10 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
  * r (dot_body_arm64.h), its integer lanes with the scales by parts
  * (k_q4k_dsc: ds[s] = sc[s] - sc[s+1] per row), the same FMAs per block
  * into 8 f32 lanes and the min term as lane i of its k_mins4, one vector
- * per i, then the same final sums. Each chunk c of 64 elements runs all 8 integer lanes,
- * so its activations are one 64-byte load and its quants two; the scales
- * by parts of its two sub-blocks are widened as they come. The lanes are
+ * per i, then the same final sums. Each chunk c of 64 elements runs all 8
+ * integer lanes, so its activations are one 64-byte load and its quants
+ * two; the scales by parts of its two sub-blocks are widened as they come.
+ * The lanes are
  * inline assembly with fixed registers: 16 chains, 4 activation and 4
  * quant vectors leave no room for the compiler's scheduling, which spills
  * (written in C this ran ~20 instructions more per block).
@@ -578,7 +579,7 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_LANE_(C, L, W, AE, AO, I, FIRST, DEC)                                                    \
     FIRST##_ZERO(C) "and v26.16b, v" #W ".16b, %[m4].16b\n\t" DEC##_LO                              \
     "sdot v" #C ".4s, v26.16b, v" #AE ".4b[" #I "]\n\t" FIRST##_MUL(L, C)                            \
-    "ushr v" #W ".16b, v" #W ".16b, #4\n\t" DEC##_HI(W)                                               \
+    "ushr v" #W ".16b, v" #W ".16b, #4\n\t" DEC##_HI(W)                                            \
     "sdot v" #C ".4s, v" #W ".16b, v" #AO ".4b[" #I "]\n\t"                                          \
     "mla v" #L ".4s, v" #C ".4s, v25.4s\n\t"
 #define Q4K_LANE(...) Q4K_LANE_(__VA_ARGS__)
@@ -598,10 +599,10 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
     "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
     "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
-    Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST, DEC) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST, DEC)                        \
-    Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST, DEC) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST, DEC)                      \
+    Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST, DEC) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST, DEC)             \
+    Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST, DEC) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST, DEC)           \
     "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
-    Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST, DEC) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST, DEC)                      \
+    Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST, DEC) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST, DEC)           \
     Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST, DEC) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST, DEC)
 #define Q4K_CHUNKS(DEC)                                                                              \
     Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC)          \
@@ -618,8 +619,8 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "scvtf v15.4s, v15.4s\n\t"                                                                       \
     Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
 #define Q4K_CLOBBERS                                                                                 \
-    "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", \
-        "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
+    "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",      \
+        "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
 #define Q4K_FMA2(L0, L1, OFF)                                                                        \
     "ldp q16, q17, [%[F], #" #OFF "]\n\t"                                                            \
     "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
