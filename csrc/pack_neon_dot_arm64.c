@@ -33,7 +33,7 @@
  *   X0 = u0 | (u5 >> 2) << 5        X1 = u1 | (u7 & 1) << 5 | (u5 & 3) << 6
  *   X2 = u2 | (u6 >> 2) << 5        X3 = u3 | (u7 >> 1 & 1) << 5 | (u6 & 3) << 6
  *   X4 = u4 | (u7 >> 2) << 5
- * (decoded with 5 ANDs and 3 shift-inserts, see q45k_x4)
+ * (decoded with 5 ANDs and 3 shift-inserts, see q5k_x4_c)
  *
  * IQ4_XS x4 layout: per super-block b, 544 bytes (4 x 136) at 544 * b:
  *     0  d[4]      f16
@@ -231,187 +231,6 @@ static inline float32x4_t hsum8_x4(float32x4_t a0, float32x4_t a1, float32x4_t a
     return vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
 }
 
-/* Q4_K (t = K_Q4_K) or Q5_K, one group of 4 rows x one token: out[r] =
- * the unpacked dot of row r. */
-static inline __attribute__((always_inline)) void q45k_x4(int t, int64_t nb, const uint8_t *o, const k_block_q8_k *y,
-                                                          float *out) {
-    const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : Q5K_X4_BYTES;
-    const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
-    const uint8x16_t b6 = vdupq_n_u8(0x40);
-    const int32x4_t z = vdupq_n_s32(0);
-    /* the float accumulators in memory (as in nib_xt): read and written
-     * once per block, as values they spill worse */
-    float32x4_t accs[13];
-    float32x4_t *F = accs;
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 13; i++) F[i] = vdupq_n_f32(0);
-    for (int64_t b = 0; b < nb; b++, o += gb, y++) {
-        const float32x4_t yd = vdupq_n_f32(y->d);
-        const uint16x8_t dd = vld1q_u16((const uint16_t *)o);
-        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
-        const float32x4_t dmv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd))), yd);
-        /* scales by parts (dot_body_arm64.h, k_q4k_dsc): ds[s] = sc[s] - sc[s+1] per row */
-        const uint8x16_t S0 = vld1q_u8(o + 16), S1 = vld1q_u8(o + 32), N = vld1q_u8(o + 48);
-        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
-        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
-        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
-        const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
-        const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
-        const int32x4_t ds0 = vmovl_s16(vget_low_s16(e01)), ds1 = vmovl_high_s16(e01);
-        const int32x4_t ds2 = vmovl_s16(vget_low_s16(e23)), ds3 = vmovl_high_s16(e23);
-        const int32x4_t ds4 = vmovl_s16(vget_low_s16(e45)), ds5 = vmovl_high_s16(e45);
-        const int32x4_t ds6 = vmovl_s16(vget_low_s16(e67)), ds7 = vmovl_high_s16(e67);
-        /* min term: lane i of the unpacked dot's k_mins4, one vector per i
-         * (Q4_K), or their sum in one FMA per block (Q5_K) */
-        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
-        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
-        const int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums), vld1q_s16(y->bsums + 8));
-        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
-        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
-        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
-        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
-        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
-        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
-        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
-        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
-        if (t == K_Q4_K) {
-            F[8] = vfmaq_f32(F[8], vcvtq_f32_s32(M0), dmv);
-            F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
-            F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
-            F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
-        } else { /* F[12] = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), F[12]) */
-            const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
-            F[12] = vfmaq_f32(F[12], vnegq_f32(dmv), vcvtq_f32_s32(M));
-        }
-
-        const int8_t *q8 = y->qs;
-        const uint8_t *qv = o + 64;
-        /* integer lane l of the 4 rows: C chains the sub-blocks' SDOTs, L
-         * sums them by parts; lanes 0..3 use activations 0..15 of each
-         * sub-block, lanes 4..7 activations 16..31 */
-#define Q45_LANE(c, l, WE, WO, AE, AO, i)                                                         \
-    do {                                                                                         \
-        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(WE), AE);                                \
-        L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
-        C##l = k_sdot_lane##i(C##l, vreinterpretq_s8_u8(WO), AO);                                \
-        L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
-    } while (0)
-#define Q4K_LANE(c, l, AE, AO, i)                                                                \
-    do {                                                                                         \
-        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
-        Q45_LANE(c, l, vandq_u8(v, m4), vshrq_n_u8(v, 4), AE, AO, i);                            \
-    } while (0)
-#define Q45_HALF(c, h, la, lb, lc, ld)                                                           \
-    do {                                                                                         \
-        const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
-        const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
-        if (t == K_Q4_K) {                                                                       \
-            Q4K_LANE(c, la, ae, ao, 0); Q4K_LANE(c, lb, ae, ao, 1);                                \
-            Q4K_LANE(c, lc, ae, ao, 2); Q4K_LANE(c, ld, ae, ao, 3);                                \
-        } else {                                                                                 \
-            const uint8_t *p5 = qv + 80 * (2 * (c) + (h));                                       \
-            const uint8x16_t X0 = vld1q_u8(p5), X1 = vld1q_u8(p5 + 16), X2 = vld1q_u8(p5 + 32);   \
-            const uint8x16_t X3 = vld1q_u8(p5 + 48), X4 = vld1q_u8(p5 + 64);                     \
-            const uint8x16_t u5 = vshrq_n_u8(vsriq_n_u8(X0, X1, 3), 3);                          \
-            const uint8x16_t u6 = vshrq_n_u8(vsriq_n_u8(X2, X3, 3), 3);                          \
-            const uint8x16_t Yb = vbslq_u8(b6, vshlq_n_u8(X1, 1), vshlq_n_u8(X3, 2));             \
-            const uint8x16_t u7 = vshrq_n_u8(vsriq_n_u8(X4, Yb, 3), 3);                          \
-            Q45_LANE(c, la, vandq_u8(X0, m5), vandq_u8(X4, m5), ae, ao, 0);                        \
-            Q45_LANE(c, lb, vandq_u8(X1, m5), u5, ae, ao, 1);                                      \
-            Q45_LANE(c, lc, vandq_u8(X2, m5), u6, ae, ao, 2);                                      \
-            Q45_LANE(c, ld, vandq_u8(X3, m5), u7, ae, ao, 3);                                      \
-        }                                                                                        \
-    } while (0)
-        const int32x4_t ds0_e = ds0, ds0_o = ds1, ds1_e = ds2, ds1_o = ds3;
-        const int32x4_t ds2_e = ds4, ds2_o = ds5, ds3_e = ds6, ds3_o = ds7;
-        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
-        Q45_HALF(0, 0, 0, 1, 2, 3); Q45_HALF(1, 0, 0, 1, 2, 3); Q45_HALF(2, 0, 0, 1, 2, 3); Q45_HALF(3, 0, 0, 1, 2, 3);
-        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
-        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
-        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
-        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
-        int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
-        Q45_HALF(0, 1, 4, 5, 6, 7); Q45_HALF(1, 1, 4, 5, 6, 7); Q45_HALF(2, 1, 4, 5, 6, 7); Q45_HALF(3, 1, 4, 5, 6, 7);
-        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
-        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
-        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
-        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
-#undef Q45_HALF
-#undef Q45_LANE
-#undef Q4K_LANE
-    }
-    /* Q4_K: k_hsum8(lo, hi) - k_hsum4(accm); Q5_K: k_hsum8(lo, hi) + F[12] */
-    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
-    if (t == K_Q4_K) vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
-    else vst1q_f32(out, vaddq_f32(s, F[12]));
-}
-
-/* IQ4_XS, one group of 4 rows x one token: the Q4_K kernel's integer lanes
- * with the nibbles looked up in k_iq4nl_values and the scales minus 32
- * (by parts, the last difference is scale 7 - 32); no min term; the float
- * steps of the unpacked IQ4_XS kernels (iq4_neon_dot_arm64.c). */
-static inline __attribute__((always_inline)) void iq4xs_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
-                                                           float *out) {
-    const int8x16_t table = vld1q_s8(k_iq4nl_values);
-    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
-    const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t accs[8];
-    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
-    for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES, y++) {
-        const float32x4_t dv =
-            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), vdupq_n_f32(y->d));
-        const uint8x16_t S = vld1q_u8(o + 8);
-        const uint8x8_t N = vld1_u8(o + 24);
-        const uint8x16_t sc0 = vandq_u8(S, m6);
-        const uint8x16_t sc1 = vsliq_n_u8(vcombine_u8(vand_u8(N, vget_low_u8(m4)), vshr_n_u8(N, 4)), vshrq_n_u8(S, 6), 4);
-        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
-        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
-        const int16x8_t e01 = vmovl_s8(vget_low_s8(D0)), e23 = vmovl_high_s8(D0);
-        const int16x8_t e45 = vmovl_s8(vget_low_s8(D1)), e67 = vmovl_high_s8(D1);
-        const int32x4_t ds0_e = vmovl_s16(vget_low_s16(e01)), ds0_o = vmovl_high_s16(e01);
-        const int32x4_t ds1_e = vmovl_s16(vget_low_s16(e23)), ds1_o = vmovl_high_s16(e23);
-        const int32x4_t ds2_e = vmovl_s16(vget_low_s16(e45)), ds2_o = vmovl_high_s16(e45);
-        const int32x4_t ds3_e = vmovl_s16(vget_low_s16(e67)), ds3_o = vmovl_high_s16(e67);
-        const int8_t *q8 = y->qs;
-        const uint8_t *qv = o + 32;
-#define XS_LANE(c, l, AE, AO, i)                                                                 \
-    do {                                                                                         \
-        const uint8x16_t v = vld1q_u8(qv + 16 * (8 * (c) + (l)));                                \
-        C##l = k_sdot_lane##i(C##l, vqtbl1q_s8(table, vandq_u8(v, m4)), AE);                     \
-        L##l = (c) == 0 ? vmulq_s32(C##l, ds##c##_e) : vmlaq_s32(L##l, C##l, ds##c##_e);          \
-        C##l = k_sdot_lane##i(C##l, vqtbl1q_s8(table, vshrq_n_u8(v, 4)), AO);                    \
-        L##l = vmlaq_s32(L##l, C##l, ds##c##_o);                                                 \
-    } while (0)
-#define XS_HALF(c, h, la, lb, lc, ld)                                                            \
-    do {                                                                                         \
-        const int8x16_t ae = vld1q_s8(q8 + 64 * (c) + 16 * (h));                                 \
-        const int8x16_t ao = vld1q_s8(q8 + 64 * (c) + 32 + 16 * (h));                            \
-        XS_LANE(c, la, ae, ao, 0); XS_LANE(c, lb, ae, ao, 1);                                      \
-        XS_LANE(c, lc, ae, ao, 2); XS_LANE(c, ld, ae, ao, 3);                                      \
-    } while (0)
-        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, L0, L1, L2, L3;
-        XS_HALF(0, 0, 0, 1, 2, 3); XS_HALF(1, 0, 0, 1, 2, 3); XS_HALF(2, 0, 0, 1, 2, 3); XS_HALF(3, 0, 0, 1, 2, 3);
-        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
-        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
-        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
-        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
-        int32x4_t C4 = z, C5 = z, C6 = z, C7 = z, L4, L5, L6, L7;
-        XS_HALF(0, 1, 4, 5, 6, 7); XS_HALF(1, 1, 4, 5, 6, 7); XS_HALF(2, 1, 4, 5, 6, 7); XS_HALF(3, 1, 4, 5, 6, 7);
-        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
-        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
-        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
-        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
-#undef XS_HALF
-#undef XS_LANE
-    }
-    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
-}
-
-
-
-
 /* Q8_0, one group of 8 rows x one token: per block integer lane l of rows
  * 0..3 (a) and 4..7 (b) in one vector each, folded with the unpacked dot's
  * FMA (dot_q32). */
@@ -456,80 +275,6 @@ static void q80_piece(int rows, int toks, int64_t n, const char *w, size_t row_b
 static const mm_kernel mm_q8_0_x8 = {.pack_rows = 8, .pack_one = q80_piece, .pack_chunk = 32};
 
 void k_mm_packed_q8_0_x8_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0_x8, K_MM_TILE_ARGS); }
-
-/* Q6_K, one group of 4 rows x one token. Lane l < 4 of the unpacked dot
- * (dot_q6_k_q8_k) holds elements 4l..4l+3 of the even 16-element groups,
- * lane 4 + l those of the odd groups, each times its group's scale, plus
- * the -32 offset as -32 * (scale[2l] * bsum[2l] + scale[2l+1] * bsum[2l+1]);
- * here vector l holds lane l of the 4 rows, the scales by parts along the
- * even groups (lanes 0..3) and the odd ones (lanes 4..7). */
-static inline __attribute__((always_inline)) void q6k_x4(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
-                                                         float *out) {
-    const uint8x16_t m6 = vdupq_n_u8(63);
-    const int16x8_t zh = vdupq_n_s16(0);
-    const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t accs[8];
-    float32x4_t *F = accs; /* in memory, as in q45k_x4 */
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
-    for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES, y++) {
-        const float32x4_t dv =
-            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), vdupq_n_f32(y->d));
-        /* E[j]: the scales of groups 2j (low half) and 2j+1 (high), 4 rows each */
-        const int8x16_t V0 = vld1q_s8((const int8_t *)o + 768), V1 = vld1q_s8((const int8_t *)o + 784);
-        const int8x16_t V2 = vld1q_s8((const int8_t *)o + 800), V3 = vld1q_s8((const int8_t *)o + 816);
-        const int16x8_t E0 = vmovl_s8(vget_low_s8(V0)), E1 = vmovl_high_s8(V0), E2 = vmovl_s8(vget_low_s8(V1));
-        const int16x8_t E3 = vmovl_high_s8(V1), E4 = vmovl_s8(vget_low_s8(V2)), E5 = vmovl_high_s8(V2);
-        const int16x8_t E6 = vmovl_s8(vget_low_s8(V3)), E7 = vmovl_high_s8(V3);
-        /* the offset term, lane l from groups 2l and 2l+1: -32 * sc * bsum, exact in 32 bits */
-        const int16x8_t bs0 = vld1q_s16(y->bsums), bs1 = vld1q_s16(y->bsums + 8);
-        const int32x4_t m32 = vdupq_n_s32(-32);
-#define Q6K_OFF(l, E, BS, i) vmulq_s32(vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(E), BS, i), E, BS, (i) + 1), m32)
-        int32x4_t L0 = Q6K_OFF(0, E0, bs0, 0), L1 = Q6K_OFF(1, E1, bs0, 2), L2 = Q6K_OFF(2, E2, bs0, 4);
-        int32x4_t L3 = Q6K_OFF(3, E3, bs0, 6), L4 = Q6K_OFF(4, E4, bs1, 0), L5 = Q6K_OFF(5, E5, bs1, 2);
-        int32x4_t L6 = Q6K_OFF(6, E6, bs1, 4), L7 = Q6K_OFF(7, E7, bs1, 6);
-#undef Q6K_OFF
-        /* by parts: D[k] low half = sc[2k] - sc[2k+2], high half = sc[2k+1] - sc[2k+3] (sc[16], sc[17] = 0) */
-        const int16x8_t D0 = vsubq_s16(E0, E1), D1 = vsubq_s16(E1, E2), D2 = vsubq_s16(E2, E3), D3 = vsubq_s16(E3, E4);
-        const int16x8_t D4 = vsubq_s16(E4, E5), D5 = vsubq_s16(E5, E6), D6 = vsubq_s16(E6, E7), D7 = vsubq_s16(E7, zh);
-        const int8_t *q8 = y->qs;
-        int32x4_t C0 = z, C1 = z, C2 = z, C3 = z, C4 = z, C5 = z, C6 = z, C7 = z;
-        /* group g = 2k + h: its 64 quants, 4 SDOTs by element into lanes 4h..4h+3 */
-#define Q6K_GROUP(k, h, c0, c1, c2, c3, l0, l1, l2, l3, DS)                                         \
-    do {                                                                                            \
-        const uint8_t *p = o + 48 * (2 * (k) + (h));                                                \
-        const uint8x16_t X = vld1q_u8(p), Y = vld1q_u8(p + 16), Zq = vld1q_u8(p + 32);              \
-        const uint8x16_t W3 = vshrq_n_u8(vsriq_n_u8(vsriq_n_u8(Zq, Y, 2), X, 4), 2);                \
-        const int8x16_t A = vld1q_s8(q8 + 16 * (2 * (k) + (h)));                                    \
-        const int32x4_t ds = DS;                                                                    \
-        c0 = k_sdot_lane0(c0, vreinterpretq_s8_u8(vandq_u8(X, m6)), A);                            \
-        c1 = k_sdot_lane1(c1, vreinterpretq_s8_u8(vandq_u8(Y, m6)), A);                            \
-        c2 = k_sdot_lane2(c2, vreinterpretq_s8_u8(vandq_u8(Zq, m6)), A);                           \
-        c3 = k_sdot_lane3(c3, vreinterpretq_s8_u8(W3), A);                                          \
-        l0 = vmlaq_s32(l0, c0, ds);                                                                 \
-        l1 = vmlaq_s32(l1, c1, ds);                                                                 \
-        l2 = vmlaq_s32(l2, c2, ds);                                                                 \
-        l3 = vmlaq_s32(l3, c3, ds);                                                                 \
-    } while (0)
-#define Q6K_EVEN(k) Q6K_GROUP(k, 0, C0, C1, C2, C3, L0, L1, L2, L3, vmovl_s16(vget_low_s16(D##k)))
-#define Q6K_ODD(k) Q6K_GROUP(k, 1, C4, C5, C6, C7, L4, L5, L6, L7, vmovl_high_s16(D##k))
-        Q6K_EVEN(0); Q6K_EVEN(1); Q6K_EVEN(2); Q6K_EVEN(3); Q6K_EVEN(4); Q6K_EVEN(5); Q6K_EVEN(6); Q6K_EVEN(7);
-        F[0] = vfmaq_f32(F[0], vcvtq_f32_s32(L0), dv);
-        F[1] = vfmaq_f32(F[1], vcvtq_f32_s32(L1), dv);
-        F[2] = vfmaq_f32(F[2], vcvtq_f32_s32(L2), dv);
-        F[3] = vfmaq_f32(F[3], vcvtq_f32_s32(L3), dv);
-        Q6K_ODD(0); Q6K_ODD(1); Q6K_ODD(2); Q6K_ODD(3); Q6K_ODD(4); Q6K_ODD(5); Q6K_ODD(6); Q6K_ODD(7);
-        F[4] = vfmaq_f32(F[4], vcvtq_f32_s32(L4), dv);
-        F[5] = vfmaq_f32(F[5], vcvtq_f32_s32(L5), dv);
-        F[6] = vfmaq_f32(F[6], vcvtq_f32_s32(L6), dv);
-        F[7] = vfmaq_f32(F[7], vcvtq_f32_s32(L7), dv);
-#undef Q6K_EVEN
-#undef Q6K_ODD
-#undef Q6K_GROUP
-    }
-    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
-}
-
 
 /* ---- several tokens per pass over a group ------------------------------
  * A prompt batch runs each packed group's blocks once for T tokens (T = 2
@@ -617,7 +362,7 @@ static inline __attribute__((always_inline)) void nib_lane(int t, const uint8_t 
 
 /* Q4_K, Q5_K or IQ4_XS (t), one group of 4 rows x T tokens: token k's
  * Q8_K row at a + k * arb, its 4 outputs at y + k * ys; per token the
- * float steps of q45k_x4 / iq4xs_x4. */
+ * float steps of q4k_x4_c / q5k_x4_c / iq4xs_x4_c. */
 static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t nb, const uint8_t *o, const char *a,
                                                          size_t arb, float *y, int64_t ys) {
     const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : t == K_Q5_K ? Q5K_X4_BYTES : IQ4XS_X4_BYTES;
@@ -738,7 +483,7 @@ static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t n
 }
 
 /* Q6_K, one group of 4 rows x T tokens, as nib_xt: per token the float
- * steps of q6k_x4. The -32 offset's integer term is folded as
+ * steps of q6k_x4_c. The -32 offset's integer term is folded as
  * (-32 * sc) * bsum, the same exact value. */
 static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                          float *y, int64_t ys) {
@@ -810,6 +555,378 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
                                        acc[k][7]));
 }
 
+/* Q4_K, one group of 4 rows x one token: out[r] = the unpacked dot of row
+ * r (dot_body_arm64.h), its integer lanes with the scales by parts
+ * (k_q4k_dsc: ds[s] = sc[s] - sc[s+1] per row), the same FMAs per block
+ * into 8 f32 lanes and the min term as lane i of its k_mins4, one vector
+ * per i, then the same final sums. Each chunk c of 64 elements runs all 8
+ * integer lanes, so its activations are one 64-byte load and its quants
+ * two; the scales by parts of its two sub-blocks are widened as they come.
+ * The lanes are
+ * inline assembly with fixed registers: 16 chains, 4 activation and 4
+ * quant vectors leave no room for the compiler's scheduling, which spills
+ * (written in C this ran ~20 instructions more per block).
+ *   v0-v7   C (lane l: the chain of SDOTs), v8-v15 L (lane l by parts)
+ *   v16-v19 the chunk's activations: even sub-block elements 0..15,
+ *           16..31, odd sub-block 0..15, 16..31
+ *   v20-v23 four quant vectors (lanes 4h..4h+3), v24/v25 the chunk's
+ *           even/odd scale by parts, v26 scratch */
+#if defined(__clang__)
+#define Q4K_ARCH ""
+#else
+#define Q4K_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+#define Q4K_LANE_(C, L, W, AE, AO, I, FIRST, DEC)                                                    \
+    FIRST##_ZERO(C) "and v26.16b, v" #W ".16b, %[m4].16b\n\t" DEC##_LO                              \
+    "sdot v" #C ".4s, v26.16b, v" #AE ".4b[" #I "]\n\t" FIRST##_MUL(L, C)                            \
+    "ushr v" #W ".16b, v" #W ".16b, #4\n\t" DEC##_HI(W)                                            \
+    "sdot v" #C ".4s, v" #W ".16b, v" #AO ".4b[" #I "]\n\t"                                          \
+    "mla v" #L ".4s, v" #C ".4s, v25.4s\n\t"
+#define Q4K_LANE(...) Q4K_LANE_(__VA_ARGS__)
+#define Q4K_F_ZERO(C) "movi v" #C ".2d, #0\n\t"
+#define Q4K_F_MUL(L, C) "mul v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+#define Q4K_N_ZERO(C)
+#define Q4K_N_MUL(L, C) "mla v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+/* the nibbles as they are (Q4_K) or looked up in k_iq4nl_values (IQ4_XS) */
+#define Q4K_D_LO
+#define Q4K_D_HI(W)
+#define Q4K_X_LO "tbl v26.16b, {%[tab].16b}, v26.16b\n\t"
+#define Q4K_X_HI(W) "tbl v" #W ".16b, {%[tab].16b}, v" #W ".16b\n\t"
+/* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its sub-blocks */
+#define Q4K_CHUNK(WIDEN, D, ARR, FIRST, DEC)                                                         \
+    WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
+    "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
+    "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
+    Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST, DEC) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST, DEC)             \
+    Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST, DEC) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST, DEC)           \
+    "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
+    Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST, DEC) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST, DEC)           \
+    Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST, DEC) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST, DEC)
+#define Q4K_CHUNKS(DEC)                                                                              \
+    Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC)          \
+    Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC)
+/* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same, commutative) */
+#define Q4K_FLOAT                                                                                    \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
+#define Q4K_CLOBBERS                                                                                 \
+    "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",      \
+        "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
+#define Q4K_FMA2(L0, L1, OFF)                                                                        \
+    "ldp q16, q17, [%[F], #" #OFF "]\n\t"                                                            \
+    "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
+    "fmla v17.4s, v" #L1 ".4s, %[dv].4s\n\t"                                                         \
+    "stp q16, q17, [%[F], #" #OFF "]\n\t"
+static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    float32x4_t accs[12];
+    float32x4_t *F = accs; /* in memory, as in nib_xt */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 12; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8x16x4_t hd = vld1q_u8_x4(o);
+        o += 64;
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
+        __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
+        const float32x4_t dmv = vmulq_f32(dm32, yd);
+        const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
+        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
+        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
+        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(yb + 256)), vld1q_s16((const int16_t *)(yb + 272)));
+        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
+        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
+        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
+        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
+        F[8] = vfmaq_f32(F[8], vcvtq_f32_s32(M0), dmv);
+        F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
+        F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
+        F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
+        __asm__ volatile(Q4K_ARCH
+                         Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
+                         : Q4K_CLOBBERS);
+        yb += 32; /* the asm went over qs */
+    }
+    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
+    vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
+}
+/* IQ4_XS, one group of 4 rows x one token, chunk by chunk as q4k_x4_c:
+ * the Q4_K kernel's integer lanes with the nibbles looked up in
+ * k_iq4nl_values and the scales minus 32 (by parts, the last difference
+ * is scale 7 - 32); no min term; the float steps of the unpacked IQ4_XS
+ * kernels (iq4_neon_dot_arm64.c). */
+static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                             float *out) {
+    const int8x16_t table = vld1q_s8(k_iq4nl_values);
+    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in nib_xt */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4 */
+    for (int64_t b = 0; b < nb; b++) {
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), yd);
+        const uint8x16_t S = vld1q_u8(o + 8);
+        const uint8x8_t N = vld1_u8(o + 24);
+        o += 32;
+        const uint8x16_t sc0 = vandq_u8(S, m6);
+        const uint8x16_t sc1 = vsliq_n_u8(vcombine_u8(vand_u8(N, vget_low_u8(m4)), vshr_n_u8(N, 4)), vshrq_n_u8(S, 6), 4);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
+        __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_X) Q4K_FLOAT
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F)
+                         : Q4K_CLOBBERS);
+        yb += 32; /* past bsums */
+    }
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
+}
+/* Q5_K, one group of 4 rows x one token, chunk by chunk in the registers
+ * of q4k_x4_c: its lanes with 5-bit quants, the min term as the sum of the
+ * k_mins4 lanes in one FMA per block (the unpacked Q5_K dot's). A half's 80 bytes of 5-bit
+ * quants (X0..X4 in the layout above, v20-v23 and v27) are decoded in
+ * place: the even lanes X & 31, the odd ones u4 = X4 & 31, u5 and u6 by
+ * shift-inserts, u7 from X4 and the top bits of X1 and X3 (u7 & 1 and
+ * u7 >> 1 & 1) gathered by two shifts and a shift-insert. */
+#define Q5K_MLA_(L, C, DS) "mla v" #L ".4s, v" #C ".4s, v" #DS ".4s\n\t"
+#define Q5K_E(C, L, X, A, I, FIRST)                                                                  \
+    FIRST##_ZERO(C) "and v26.16b, v" #X ".16b, %[m5].16b\n\t"                                       \
+    "sdot v" #C ".4s, v26.16b, v" #A ".4b[" #I "]\n\t" FIRST##_MUL(L, C)
+#define Q5K_O(C, L, W, A, I)                                                                         \
+    "sdot v" #C ".4s, v" #W ".16b, v" #A ".4b[" #I "]\n\t" Q5K_MLA_(L, C, 25)
+#define Q5K_HALF_(C0, C1, C2, C3, L0, L1, L2, L3, AE, AO, FIRST)                                    \
+    "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
+    "ld1 {v27.16b}, [%[o]], #16\n\t"                                                                 \
+    Q5K_E(C0, L0, 20, AE, 0, FIRST) "and v26.16b, v27.16b, %[m5].16b\n\t" Q5K_O(C0, L0, 26, AO, 0)  \
+    Q5K_E(C1, L1, 21, AE, 1, FIRST) "sri v20.16b, v21.16b, #3\n\tushr v20.16b, v20.16b, #3\n\t"     \
+    Q5K_O(C1, L1, 20, AO, 1)                                                                         \
+    Q5K_E(C2, L2, 22, AE, 2, FIRST) "sri v22.16b, v23.16b, #3\n\tushr v22.16b, v22.16b, #3\n\t"     \
+    Q5K_O(C2, L2, 22, AO, 2)                                                                         \
+    Q5K_E(C3, L3, 23, AE, 3, FIRST)                                                                  \
+    "shl v23.16b, v23.16b, #2\n\tshl v21.16b, v21.16b, #2\n\tsri v23.16b, v21.16b, #1\n\t"          \
+    "sri v27.16b, v23.16b, #3\n\tushr v27.16b, v27.16b, #3\n\t" Q5K_O(C3, L3, 27, AO, 3)
+#define Q5K_HALF(...) Q5K_HALF_(__VA_ARGS__)
+#define Q5K_CHUNK(WIDEN, D, ARR, FIRST)                                                              \
+    WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
+    "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
+    "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    Q5K_HALF(0, 1, 2, 3, 8, 9, 10, 11, 16, 18, FIRST) Q5K_HALF(4, 5, 6, 7, 12, 13, 14, 15, 17, 19, FIRST)
+static inline __attribute__((always_inline)) void q5k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const uint8x16_t m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    float32x4_t accs[9];
+    float32x4_t *F = accs; /* in memory, as in nib_xt; F[8] the min term */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 9; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8x16x4_t hd = vld1q_u8_x4(o);
+        o += 64;
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
+        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+        float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
+        __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
+        const float32x4_t dmv = vmulq_f32(dm32, yd);
+        const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
+        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
+        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
+        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(yb + 256)), vld1q_s16((const int16_t *)(yb + 272)));
+        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
+        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
+        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
+        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
+        const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
+        F[8] = vfmaq_f32(F[8], vnegq_f32(dmv), vcvtq_f32_s32(M));
+        __asm__ volatile(Q4K_ARCH
+                         Q5K_CHUNK("sshll", "D0", "8b", Q4K_F) Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N)
+                         Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)
+                         Q4K_FLOAT
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F)
+                         : Q4K_CLOBBERS, "v27");
+        yb += 32; /* the asm went over qs */
+    }
+    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
+    vst1q_f32(out, vaddq_f32(s, F[8]));
+}
+#undef Q5K_MLA_
+#undef Q5K_E
+#undef Q5K_O
+#undef Q5K_HALF_
+#undef Q5K_HALF
+#undef Q5K_CHUNK
+
+/* Q6_K, one group of 4 rows x one token, in the fixed registers of
+ * q4k_x4_c. Lane l < 4 of the unpacked dot (dot_q6_k_q8_k) holds elements
+ * 4l..4l+3 of the even 16-element groups, lane 4 + l those of the odd
+ * groups, each times its group's scale, plus the -32 offset as
+ * -32 * (scale[2l] * bsum[2l] + scale[2l+1] * bsum[2l+1]); here vector l
+ * holds lane l of the 4 rows, the scales by parts along the even groups
+ * (lanes 0..3) and the odd ones (lanes 4..7), and the float steps are the
+ * unpacked dot's per block. Both chains (even groups: lanes 0..3, odd: lanes 4..7) run
+ * group by group, so four groups' activations are one 64-byte load and a
+ * group's quants one 48-byte load; the scales by parts of groups 2k and
+ * 2k+1 are one signed subtract-long of neighbouring scale bytes.
+ *   v0-v7 C, v8-v15 L (first the offsets), v16-v19 activations of groups
+ *   4m..4m+3, v20-v22 the quants X, Y, Z, v23 scratch, v24/v25 scales by
+ *   parts (odd / even group), v26-v28 scale bytes */
+#if defined(__clang__)
+#define Q6K_ARCH ""
+#else
+#define Q6K_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+/* L_l = (32 E_l) x (-bsums), E_l the scales of groups 2l, 2l+1: the
+ * offset term -32 * (sc[2l] bsum[2l] + sc[2l+1] bsum[2l+1]), exact */
+#define Q6K_OFF_(L, SSHLL, V, ARR, B, I0, I1)                                                         \
+    SSHLL " v6.8h, v" #V "." ARR ", #5\n\t"                                                         \
+    "smull v" #L ".4s, v6.4h, v" #B ".h[" #I0 "]\n\t"                                                \
+    "smlal2 v" #L ".4s, v6.8h, v" #B ".h[" #I1 "]\n\t"
+#define Q6K_OFF(...) Q6K_OFF_(__VA_ARGS__)
+#define Q6K_ZERO(C0, C1, C2, C3)                                                                     \
+    "movi v" #C0 ".2d, #0\n\tmovi v" #C1 ".2d, #0\n\tmovi v" #C2 ".2d, #0\n\tmovi v" #C3 ".2d, #0\n\t"
+/* scales by parts of groups 2k (v25) and 2k+1 (v24), k = 2j from the
+ * bytes of E_2j, E_2j+1 (v26) and E_2j+2 (high half of v28) */
+#define Q6K_D_EVEN(OFF)                                                                              \
+    "ldp q26, q27, [%[sc], #" #OFF "]\n\t"                                                           \
+    "ext v28.16b, v26.16b, v27.16b, #8\n\t"                                                          \
+    "ssubl v24.8h, v26.8b, v28.8b\n\t"                                                               \
+    "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v24.4s, v24.8h, #0\n\t"
+#define Q6K_D_LAST                                                                                   \
+    "ldr q26, [%[sc], #48]\n\t"                                                                      \
+    "dup d28, v26.d[1]\n\t"                                                                          \
+    "ssubl v24.8h, v26.8b, v28.8b\n\t"                                                               \
+    "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v24.4s, v24.8h, #0\n\t"
+#define Q6K_D_ODD                                                                                    \
+    "ssubl2 v24.8h, v26.16b, v28.16b\n\t"                                                            \
+    "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v24.4s, v24.8h, #0\n\t"
+#define Q6K_ACT "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"
+/* one group: its 4 quant vectors (X, Y, Z & 63, W3 from their top bits)
+ * into the chain C0..C3 / L0..L3 with activations A and scales DS */
+#define Q6K_G_(C0, C1, C2, C3, L0, L1, L2, L3, A, DS)                                                 \
+    "ld1 {v20.16b, v21.16b, v22.16b}, [%[o]], #48\n\t"                                               \
+    "and v23.16b, v20.16b, %[m6].16b\n\t"                                                            \
+    "sdot v" #C0 ".4s, v23.16b, v" #A ".4b[0]\n\t"                                                   \
+    "mla v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
+    "and v23.16b, v21.16b, %[m6].16b\n\t"                                                            \
+    "sdot v" #C1 ".4s, v23.16b, v" #A ".4b[1]\n\t"                                                   \
+    "mla v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"                                                  \
+    "and v23.16b, v22.16b, %[m6].16b\n\t"                                                            \
+    "sdot v" #C2 ".4s, v23.16b, v" #A ".4b[2]\n\t"                                                   \
+    "mla v" #L2 ".4s, v" #C2 ".4s, v" #DS ".4s\n\t"                                                  \
+    "sri v22.16b, v21.16b, #2\n\t"                                                                   \
+    "sri v22.16b, v20.16b, #4\n\t"                                                                   \
+    "ushr v22.16b, v22.16b, #2\n\t"                                                                  \
+    "sdot v" #C3 ".4s, v22.16b, v" #A ".4b[3]\n\t"                                                   \
+    "mla v" #L3 ".4s, v" #C3 ".4s, v" #DS ".4s\n\t"
+#define Q6K_G(...) Q6K_G_(__VA_ARGS__)
+#define Q6K_EV(A) Q6K_G(0, 1, 2, 3, 8, 9, 10, 11, A, 25)
+#define Q6K_OD(A) Q6K_G(4, 5, 6, 7, 12, 13, 14, 15, A, 24)
+/* groups 4m..4m+3, D the scales by parts of groups 4m, 4m+1 */
+#define Q6K_QUAD(D) Q6K_ACT D Q6K_EV(16) Q6K_OD(17) Q6K_D_ODD Q6K_EV(18) Q6K_OD(19)
+static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
+                                                           float *out) {
+    const uint8x16_t m6 = vdupq_n_u8(63);
+    float32x4_t accs[8];
+    float32x4_t *F = accs; /* in memory, as in nib_xt */
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    for (int64_t b = 0; b < nb; b++) {
+        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
+        yb += 4;
+        const float32x4_t dv =
+            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), yd);
+        const uint8_t *sc = o + 768;
+        __asm__ volatile(Q6K_ARCH
+                         "ldp q0, q1, [%[ap], #256]\n\t"
+                         "neg v0.8h, v0.8h\n\t"
+                         "neg v1.8h, v1.8h\n\t"
+                         "ldp q2, q3, [%[sc]]\n\t"
+                         "ldp q4, q5, [%[sc], #32]\n\t"
+                         Q6K_OFF(8, "sshll", 2, "8b", 0, 0, 1) Q6K_OFF(9, "sshll2", 2, "16b", 0, 2, 3)
+                         Q6K_OFF(10, "sshll", 3, "8b", 0, 4, 5) Q6K_OFF(11, "sshll2", 3, "16b", 0, 6, 7)
+                         Q6K_OFF(12, "sshll", 4, "8b", 1, 0, 1) Q6K_OFF(13, "sshll2", 4, "16b", 1, 2, 3)
+                         Q6K_OFF(14, "sshll", 5, "8b", 1, 4, 5) Q6K_OFF(15, "sshll2", 5, "16b", 1, 6, 7)
+                         Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)
+                         Q6K_QUAD(Q6K_D_EVEN(0)) Q6K_QUAD(Q6K_D_EVEN(16)) Q6K_QUAD(Q6K_D_EVEN(32))
+                         Q6K_QUAD(Q6K_D_LAST) Q4K_FLOAT
+                         : [o] "+r"(o), [ap] "+r"(yb)
+                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F)
+                         : Q4K_CLOBBERS, "v27", "v28");
+        o += 72;  /* the asm went over the quants: past scales and d */
+        yb += 32; /* and over qs: past bsums */
+    }
+    vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
+}
+#undef Q6K_ARCH
+#undef Q6K_OFF_
+#undef Q6K_OFF
+#undef Q6K_ZERO
+#undef Q6K_D_EVEN
+#undef Q6K_D_LAST
+#undef Q6K_D_ODD
+#undef Q6K_ACT
+#undef Q6K_G_
+#undef Q6K_G
+#undef Q6K_EV
+#undef Q6K_OD
+#undef Q6K_QUAD
+
+#undef Q4K_ARCH
+#undef Q4K_LANE_
+#undef Q4K_LANE
+#undef Q4K_F_ZERO
+#undef Q4K_F_MUL
+#undef Q4K_N_ZERO
+#undef Q4K_N_MUL
+#undef Q4K_CHUNK
+#undef Q4K_CHUNKS
+#undef Q4K_FLOAT
+#undef Q4K_CLOBBERS
+#undef Q4K_D_LO
+#undef Q4K_D_HI
+#undef Q4K_X_LO
+#undef Q4K_X_HI
+#undef Q4K_FMA2
+
 /* The pieces of the tiles (k_mm_run, mm_driver.h): one group of 4 rows x
  * 4 or 2 tokens, and one token over any number of groups. One token: the
  * one-token kernel per group. Two or more: per group the tokens 4 at a
@@ -847,12 +964,12 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_XT(T, ...) nib_xt(K_Q4_K, T, __VA_ARGS__)
 #define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
 #define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
-#define Q4K_X1(...) q45k_x4(K_Q4_K, __VA_ARGS__)
-#define Q5K_X1(...) q45k_x4(K_Q5_K, __VA_ARGS__)
+#define Q4K_X1(...) q4k_x4_c(__VA_ARGS__)
+#define Q5K_X1(...) q5k_x4_c(__VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
-PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4, static)
-PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4, static)
+PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
+PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4_c, static)
 #undef Q4K_XT
 #undef Q5K_XT
 #undef IQ4XS_XT
