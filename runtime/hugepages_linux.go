@@ -15,22 +15,22 @@ import (
 // layer matrices and the output matrix) out of the file mapping into one
 // anonymous mapping backed by transparent huge pages, and drops their pages
 // from the file mapping so the resident size stays that of the file. With
-// 4 KiB file pages the matrix-vector products can stall on TLB misses.
-// For dense models it is opt-in (WOOLLY_HUGEPAGES=1): it copies the weights
-// out of the mmap, and its gain did not hold up in same-run measurements on
-// TinyLlama Q4_K_M at -t 2 (one set of paired runs: tg64 +5-13 %; a later
-// interleaved run: 50.0 t/s with it, 51.9 without). A mixture-of-experts
-// model reads a few scattered experts per token, where the TLB misses of
-// 4 KiB pages dominate: there it is on by default (qwen3moe-7b-a1b Q4_K_M,
-// woolly bench -p 0 -n 64 -t 1 -r 2, two interleaved pairs: 25.8 / 22.5
-// tokens/s with it, 16.0 / 17.5 without); WOOLLY_HUGEPAGES=0 turns it off.
+// 4 KiB file pages the matrix products stall on TLB misses: generation
+// streams every weight once per token, and a mixture-of-experts model reads
+// a few scattered experts per token. It is on by default wherever the
+// kernel offers transparent huge pages (madvise or always);
+// WOOLLY_HUGEPAGES=0 turns it off. Measured on a 2-core Xeon (AVX-512),
+// 3 interleaved pairs each: TinyLlama Q4_K_M `woolly bench -p 128 -n 64
+// -t 2 -r 2` tg64 34.7/34.0/33.3 with it, 30.7/30.1/29.8 without (pp128
+// unchanged); granite-8b Q4_K_M tg32 4.11/4.02 vs 3.74/3.66 (2 pairs);
+// qwen3moe-7b-a1b (an earlier machine, -t 1) 25.8/22.5 vs 16.0/17.5.
 // The bytes are unchanged. It returns the function that releases the copy,
 // or nil (weights left in the file mapping) when it is not enabled or huge
 // pages are unavailable.
 // Matrices already repacked (packWeights) are in an anonymous buffer of
 // their own, which follows the same policy (wantHugePages).
 func moveToHugePages(w *Weights) func() error {
-	if !wantHugePages(w) {
+	if !wantHugePages() {
 		return nil
 	}
 	var mats []*Mat
@@ -80,18 +80,11 @@ func moveToHugePages(w *Weights) func() error {
 	return func() error { return unix.Munmap(b) }
 }
 
-// wantHugePages is the huge-page policy of moveToHugePages:
-// WOOLLY_HUGEPAGES=1 on, 0 off, default on for mixture-of-experts models;
-// and only where transparent huge pages are enabled.
-func wantHugePages(w *Weights) bool {
-	switch os.Getenv("WOOLLY_HUGEPAGES") {
-	case "1":
-	case "0":
+// wantHugePages is the huge-page policy of moveToHugePages: on unless
+// WOOLLY_HUGEPAGES=0, and only where transparent huge pages are enabled.
+func wantHugePages() bool {
+	if os.Getenv("WOOLLY_HUGEPAGES") == "0" {
 		return false
-	default:
-		if !w.hasExperts() {
-			return false
-		}
 	}
 	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	return err == nil && !strings.Contains(string(thp), "[never]")

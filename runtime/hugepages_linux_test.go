@@ -62,18 +62,34 @@ func TestMoveToHugePagesKeepsBytes(t *testing.T) {
 	}
 }
 
-// Without WOOLLY_HUGEPAGES=1 every matrix stays in the file mapping.
-func TestMoveToHugePagesOptIn(t *testing.T) {
-	t.Setenv("WOOLLY_HUGEPAGES", "")
-	data := make([]byte, 20<<20)
-	w := &Weights{Layers: make([]Layer, 1)}
-	w.Output.Data = data
-	if release := moveToHugePages(w); release != nil {
-		release()
-		t.Fatal("weights were copied out of the mapping without WOOLLY_HUGEPAGES=1")
+// A dense model's matrices move to huge pages by default too, and
+// WOOLLY_HUGEPAGES=0 keeps every matrix in the file mapping.
+func TestMoveToHugePagesDefault(t *testing.T) {
+	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || bytes.Contains(thp, []byte("[never]")) {
+		t.Skip("transparent huge pages unavailable")
 	}
-	if &w.Output.Data[0] != &data[0] {
-		t.Fatal("output matrix moved")
+	for _, env := range []string{"0", ""} {
+		t.Setenv("WOOLLY_HUGEPAGES", env)
+		data := make([]byte, 20<<20)
+		w := &Weights{Layers: make([]Layer, 1)}
+		w.Output.Data = data
+		release := moveToHugePages(w)
+		moved := release != nil
+		if moved {
+			if err := release(); err != nil {
+				t.Error(err)
+			}
+		}
+		switch {
+		case env == "0" && moved:
+			t.Fatal("WOOLLY_HUGEPAGES=0: weights were copied out of the mapping")
+		case env == "0" && &w.Output.Data[0] != &data[0]:
+			t.Fatal("WOOLLY_HUGEPAGES=0: output matrix moved")
+		case env == "" && !moved:
+			t.Fatal("default: the weights were not moved to huge pages")
+		case env == "" && &w.Output.Data[0] == &data[0]:
+			t.Fatal("default: the output matrix stayed in the file mapping")
+		}
 	}
 }
 

@@ -7,7 +7,7 @@ package runtime
 func moveToHugePages(w *Weights) func() error { return nil }
 
 // wantHugePages is false: no transparent huge pages here.
-func wantHugePages(w *Weights) bool { return false }
+func wantHugePages() bool { return false }
 
 // adviseHugePages does nothing here.
 func adviseHugePages(b []byte) {}

@@ -168,7 +168,7 @@ func Load(path string, o LoadOptions) (*Model, error) {
 	}
 	if packEnabled(o) {
 		t0 := time.Now()
-		release, n, err := packWeights(m.w, m.info.Threads, wantHugePages(m.w))
+		release, n, err := packWeights(m.w, m.info.Threads, wantHugePages())
 		m.releasePack = release
 		if err != nil {
 			m.Close()

@@ -325,15 +325,6 @@ func (w *Weights) checkExperts() error {
 	return nil
 }
 
-func (w *Weights) hasExperts() bool {
-	for i := range w.Layers {
-		if w.Layers[i].ExpGate != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // deltaNetSteps bind the tensors of layer il of a Gated DeltaNet hybrid
 // (qwen35): a linear-attention or a gated full-attention block, then the
 // SwiGLU FFN normed by post_attention_norm (these files have no ffn_norm).
