@@ -16,10 +16,7 @@
 
 /* The parameters of the exact attention kernels over the f16 cache (see
  * kernels.h) and their names as arguments, for the drivers and dispatch. */
-#define ATTN_F16_PARAMS                                                                                        \
-    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
-        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
-        float softcap, const float *sinks, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+#define ATTN_F16_PARAMS K_ATTN_H_PARAMS
 #define ATTN_F16_ARGS \
     n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, sinks, out, out_stride, h0, h1, scratch
 
