@@ -16,10 +16,7 @@
 
 /* The parameters of the exact attention kernels over the f16 cache (see
  * kernels.h) and their names as arguments, for the drivers and dispatch. */
-#define ATTN_F16_PARAMS                                                                                        \
-    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
-        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
-        float softcap, const float *sinks, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+#define ATTN_F16_PARAMS K_ATTN_H_PARAMS
 #define ATTN_F16_ARGS \
     n_tok, pos0, n_head, n_head_kv, head_dim, q, q_stride, k, v, kv_stride, scale, window, softcap, sinks, out, out_stride, h0, h1, scratch
 
@@ -116,6 +113,15 @@ static inline float k_attn_expf(float x) {
     return (float)(y * s);
 }
 
+/* The online softmax's step for a score s above the running max *M:
+ * *M = s, and the factor expf(M_old - s) that rescales the accumulator
+ * and the sum S (the reference's ms; its V weight vs is then 1). */
+static inline float k_attn_new_max(float *M, float s) {
+    const float old = *M;
+    *M = s;
+    return k_attn_expf(old - s);
+}
+
 /* The attention sink of a head (gpt-oss): a learned logit s that joins the
  * softmax's denominator without a value row. Applied as the reference does,
  * once after the last position, to the f32 accumulator acc [hd], its max M
@@ -124,12 +130,46 @@ static inline float k_attn_expf(float x) {
 static inline void k_attn_sink(float *acc, int64_t hd, float s, float M, float *S) {
     float ms = 1, vs = 1;
     if (s > M) {
-        ms = k_attn_expf(M - s);
+        ms = k_attn_new_max(&M, s);
         for (int64_t i = 0; i < hd; i++) acc[i] *= ms;
     } else {
         vs = k_attn_expf(s - M);
     }
     *S = fmaf(*S, ms, vs);
+}
+
+/* The walk of the scalar references over an f16 cache (attn_f16_ref.c,
+ * attn_tiled_ref.c): per (token t, head h) of [h0, h1), p = pos0 + t, the
+ * reference's row function accumulates the head's V rows over the window's
+ * positions first(p) .. p into acc (head_dim floats, zeroed), with its
+ * running max M (from -inf) and sum S (from 0); then the sink (k_attn_sink)
+ * and out = acc * (S != 0 ? 1/S : 0). */
+typedef struct {
+    const float *q;      /* the head's query [hd] */
+    const k_half *k, *v; /* its KV group's first element: position p's at k + p * kv_stride */
+    int64_t kv_stride, hd, first, npos;
+    float sc, softcap;   /* k_attn_score_scale's multiplier, the soft-cap (0: none) */
+    float *acc, *scratch;
+    float M, S;
+} k_attn_ref_row;
+typedef void k_attn_ref_row_fn(k_attn_ref_row *r);
+static inline void k_attn_ref_rows(ATTN_F16_PARAMS, float *acc, k_attn_ref_row_fn *row) {
+    const int64_t group = n_head / n_head_kv, hd = head_dim;
+    const float sc = k_attn_score_scale(scale, softcap);
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t g = h / group;
+            k_attn_ref_row r = {q + t * q_stride + h * hd, k + g * hd, v + g * hd, kv_stride, hd, first, npos, sc, softcap,
+                                acc, scratch, -INFINITY, 0};
+            for (int64_t i = 0; i < hd; i++) acc[i] = 0;
+            row(&r);
+            if (sinks) k_attn_sink(acc, hd, sinks[h], r.M, &r.S);
+            const float inv = r.S != 0 ? 1 / r.S : 0;
+            float *o = out + t * out_stride + h * hd;
+            for (int64_t i = 0; i < hd; i++) o[i] = acc[i] * inv;
+        }
+    }
 }
 
 /* ggml's vectorised exp (ggml_v_expf: max error 1.45 + 0.5 ulp), one lane:

@@ -32,43 +32,29 @@ float k_attn_dot_f16_ref(const float *x, const k_half *y, int64_t n, int64_t np)
     return (float)sum;
 }
 
-void k_attention_f16acc_ref(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                            int64_t head_dim, const float *q, int64_t q_stride,
-                            const k_half *k, const k_half *v, int64_t kv_stride,
-                            float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
-                            int64_t h0, int64_t h1, float *acc) {
-    const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
-    const float sc = k_attn_score_scale(scale, softcap);
-    for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
-        for (int64_t h = h0; h < h1; h++) {
-            const int64_t g = h / group;
-            const float *qh = q + t * q_stride + h * hd;
-            float S = 0, M = -INFINITY;
-            for (int64_t i = 0; i < hd; i++) acc[i] = 0;
-            for (int64_t p = first; p < npos; p++) {
-                const k_half *kp = k + p * kv_stride + g * hd, *vp = v + p * kv_stride + g * hd;
-                float s = k_attn_dot_f16_ref(qh, kp, hd, np) * sc;
-                if (softcap != 0) s = softcap * tanhf(s);
-                float ms = 1, vs = 1;
-                if (s > M) {
-                    const float old = M;
-                    M = s;
-                    ms = k_attn_expf(old - M);
-                    for (int64_t i = 0; i < hd; i++) {
-                        float m = acc[i] * ms;
-                        acc[i] = f16r(m);
-                    }
-                } else {
-                    vs = k_attn_expf(s - M);
-                }
-                for (int64_t i = 0; i < hd; i++) acc[i] = f16r(fmaf(k_f16_to_f32(vp[i]), vs, acc[i]));
-                S = fmaf(S, ms, vs);
+/* one (token, head): the f16-accumulating online softmax, position by
+ * position */
+static void f16acc_row(k_attn_ref_row *r) {
+    const int64_t hd = r->hd, np = hd & ~(int64_t)63;
+    float *acc = r->acc;
+    for (int64_t p = r->first; p < r->npos; p++) {
+        const k_half *kp = r->k + p * r->kv_stride, *vp = r->v + p * r->kv_stride;
+        float s = k_attn_dot_f16_ref(r->q, kp, hd, np) * r->sc;
+        if (r->softcap != 0) s = r->softcap * tanhf(s);
+        float ms = 1, vs = 1;
+        if (s > r->M) {
+            ms = k_attn_new_max(&r->M, s);
+            for (int64_t i = 0; i < hd; i++) {
+                float m = acc[i] * ms;
+                acc[i] = f16r(m);
             }
-            if (sinks) k_attn_sink(acc, hd, sinks[h], M, &S);
-            const float inv = S != 0 ? 1 / S : 0;
-            float *o = out + t * out_stride + h * hd;
-            for (int64_t i = 0; i < hd; i++) o[i] = acc[i] * inv;
+        } else {
+            vs = k_attn_expf(s - r->M);
         }
+        for (int64_t i = 0; i < hd; i++) acc[i] = f16r(fmaf(k_f16_to_f32(vp[i]), vs, acc[i]));
+        r->S = fmaf(r->S, ms, vs);
     }
 }
+
+/* scratch: the accumulator */
+void k_attention_f16acc_ref(ATTN_F16_PARAMS) { k_attn_ref_rows(ATTN_F16_ARGS, scratch, f16acc_row); }

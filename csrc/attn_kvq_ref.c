@@ -35,52 +35,24 @@ void k_quantize_q4_0_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-void k_attention_kvq_ref(ATTN_KVQ_PARAMS) {
-    const int64_t group = n_head / n_head_kv, hd = head_dim, np = hd & ~(int64_t)63;
-    const float sc = k_attn_score_scale(scale, softcap);
-    const int64_t kgb = k_row_bytes(ktype, hd), vgb = k_row_bytes(vtype, hd);
-    float *acc = scratch, *vf = scratch + hd, *qf = scratch + 2 * hd; /* qf: Q as f16 values, or its q8_0 bytes */
-    for (int64_t t = 0; t < n_tok; t++) {
-        const int64_t npos = pos0 + t + 1, first = k_attn_first(pos0 + t, window);
-        for (int64_t h = h0; h < h1; h++) {
-            const int64_t g = h / group;
-            const float *qh = q + t * q_stride + h * hd;
-            if (ktype == K_F16)
-                for (int64_t i = 0; i < hd; i++) qf[i] = f16r(qh[i]);
-            else
-                fn->q8(qh, qf, hd);
-            float S = 0, M = -INFINITY;
-            for (int64_t i = 0; i < hd; i++) acc[i] = 0;
-            for (int64_t p = first; p < npos; p++) {
-                const char *kp = (const char *)k + p * k_stride + g * kgb;
-                const char *vp = (const char *)v + p * v_stride + g * vgb;
-                float s = ktype == K_F16 ? k_attn_dot_f16_ref(qf, (const k_half *)kp, hd, np) : fn->kdot(hd, kp, qf);
-                s *= sc;
-                if (softcap != 0) s = softcap * tanhf(s);
-                float ms = 1, vs = 1;
-                if (s > M) {
-                    const float old = M;
-                    M = s;
-                    ms = k_attn_expf(old - M);
-                    if (vtype == K_F16)
-                        for (int64_t i = 0; i < hd; i++) acc[i] = f16r(acc[i] * ms);
-                    else
-                        for (int64_t i = 0; i < hd; i++) acc[i] *= ms;
-                } else {
-                    vs = k_attn_expf(s - M);
-                }
-                if (vtype == K_F16) {
-                    const k_half *vh = (const k_half *)vp;
-                    for (int64_t i = 0; i < hd; i++) acc[i] = f16r(fmaf(k_f16_to_f32(vh[i]), vs, acc[i]));
-                } else {
-                    fn->vdeq(vp, vf, hd);
-                    for (int64_t i = 0; i < hd; i++) acc[i] = fmaf(vf[i], vs, acc[i]);
-                }
-                S = fmaf(S, ms, vs);
-            }
-            const float inv = S != 0 ? 1 / S : 0;
-            float *o = out + t * out_stride + h * hd;
-            for (int64_t i = 0; i < hd; i++) o[i] = acc[i] * inv;
-        }
-    }
+/* k_attention_kvq_ref: the driver of every kernel set (attn_kvq_driver.h)
+ * over scalar primitives that leave every lane to its own scalar loops. */
+#define ATTN_FN
+static inline float attn_h2f(k_half h) { return k_f16_to_f32(h); }
+static inline float attn_f16r1(float x) { return f16r(x); }
+static inline float attn_dot_f16(const float *x, const k_half *y, int64_t n, int64_t np) {
+    return k_attn_dot_f16_ref(x, y, n, np);
 }
+static inline int64_t attn_kvq_vscale(float *acc, int64_t n, float ms) { (void)acc, (void)n, (void)ms; return 0; }
+static inline int64_t attn_kvq_vmad(float *acc, const float *vf, int64_t n, float vs) {
+    (void)acc, (void)vf, (void)n, (void)vs;
+    return 0;
+}
+static inline int64_t attn_kvq_vscale_h(float *acc, int64_t n, float ms) { (void)acc, (void)n, (void)ms; return 0; }
+static inline int64_t attn_kvq_vmad_h(float *acc, const k_half *vh, int64_t n, float vs) {
+    (void)acc, (void)vh, (void)n, (void)vs;
+    return 0;
+}
+#include "attn_kvq_driver.h"
+
+void k_attention_kvq_ref(ATTN_KVQ_PARAMS) { attn_kvq(ATTN_KVQ_ARGS); }

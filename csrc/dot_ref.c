@@ -15,15 +15,9 @@
 #include <stddef.h>
 #include <string.h>
 #include "kernels.h"
+#include "ref_sum.h"
 
 #define H2F(h) k_f16_to_f32(h)
-
-static float hsum8(const float v[8]) {
-    const float r0 = v[0] + v[4], r1 = v[1] + v[5], r2 = v[2] + v[6], r3 = v[3] + v[7];
-    return (r0 + r2) + (r1 + r3);
-}
-
-static float hsum4(const float v[4]) { return (v[0] + v[2]) + (v[1] + v[3]); }
 
 /* lane[l] += sum over e in 4l..4l+3 of q[e] * a[e], for 32 elements */
 static void lanes32(int32_t lane[8], const int8_t *q, const int8_t *a) {
@@ -95,7 +89,7 @@ static float dot_q45k(int64_t n, const uint8_t *w, size_t bsize, size_t off_scal
         const float d = H2F(dh) * yd;
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
-    return q5 ? hsum8(acc) + summs : hsum8(acc) - hsum4(accm);
+    return q5 ? k_hsum8_ref(acc) + summs : k_hsum8_ref(acc) - k_hsum4_ref(accm);
 }
 
 float k_dot_q4_k_q8_k_ref(int64_t n, const void *w, const void *a) {
@@ -141,7 +135,7 @@ float k_dot_q6_k_q8_k_ref(int64_t n, const void *w, const void *a) {
         const float d = H2F(x[i].d) * y[i].d;
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return k_hsum8_ref(acc);
 }
 
 /* ---- 32-element formats x Q8_0 ---- */
@@ -173,7 +167,7 @@ static float dot_q0(int64_t n, const uint8_t *w, size_t bsize, int kind, const v
         const float d = H2F(dh) * H2F(y[i].d);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return k_hsum8_ref(acc);
 }
 
 float k_dot_q4_0_q8_0_ref(int64_t n, const void *w, const void *a) { return dot_q0(n, w, sizeof(k_block_q4_0), K_Q4_0, a); }
@@ -204,7 +198,7 @@ static float dot_q1(int64_t n, const uint8_t *w, size_t bsize, int q5, const voi
             accm[l] = fmaf(m, (float)lanea[l], accm[l]);
         }
     }
-    return hsum8(acc) + hsum8(accm);
+    return k_hsum8_ref(acc) + k_hsum8_ref(accm);
 }
 
 float k_dot_q4_1_q8_0_ref(int64_t n, const void *w, const void *a) { return dot_q1(n, w, sizeof(k_block_q4_1), 0, a); }

@@ -23,53 +23,26 @@ K_AVX2 static inline __attribute__((always_inline)) float gdn_reduce8(__m256 a[4
     return gdn_tree8(_mm256_add_ps(lo, hi));
 }
 
-K_AVX2 static inline __attribute__((always_inline)) float gdn_row(float *m, const float *k, const float *q, int64_t S,
-                                                                  float decay, float vj, float b, float scale) {
-    const int64_t np = S & ~(int64_t)63;
-    float d = 0, o = 0;
-    if (np > 0) {
-        const __m256 dv = _mm256_set1_ps(decay);
-        __m256 a[4][2];
-        for (int j = 0; j < 4; j++) a[j][0] = a[j][1] = _mm256_setzero_ps();
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int h = 0; h < 2; h++) {
-                    const int64_t e = i + 16 * j + 8 * h;
-                    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(m + e), dv);
-                    _mm256_storeu_ps(m + e, x);
-                    a[j][h] = _mm256_fmadd_ps(x, _mm256_loadu_ps(k + e), a[j][h]);
-                }
-        d = gdn_reduce8(a);
-    }
-    for (int64_t i = np; i < S; i++) {
-        m[i] = m[i] * decay;
-        const float p = m[i] * k[i];
-        d += p;
-    }
-    const float dj = (vj - d) * b;
-    if (np > 0) {
-        const __m256 djv = _mm256_set1_ps(dj);
-        __m256 a[4][2];
-        for (int j = 0; j < 4; j++) a[j][0] = a[j][1] = _mm256_setzero_ps();
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int h = 0; h < 2; h++) {
-                    const int64_t e = i + 16 * j + 8 * h;
-                    const __m256 x = _mm256_fmadd_ps(_mm256_loadu_ps(k + e), djv, _mm256_loadu_ps(m + e));
-                    _mm256_storeu_ps(m + e, x);
-                    a[j][h] = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + e), a[j][h]);
-                }
-        o = gdn_reduce8(a);
-    }
-    for (int64_t i = np; i < S; i++) {
-        m[i] = fmaf(k[i], dj, m[i]);
-        const float p = m[i] * q[i];
-        o += p;
-    }
-    return o * scale;
+/* gdn_row.h's pass: the slots as a[slot/16][half] */
+K_AVX2 static inline __attribute__((always_inline)) float gdn_vpass(const int upd, float *m, const float *k, const float *r,
+                                                                    int64_t np, float c) {
+    const __m256 cv = _mm256_set1_ps(c);
+    __m256 a[4][2];
+    for (int j = 0; j < 4; j++) a[j][0] = a[j][1] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int h = 0; h < 2; h++) {
+                const int64_t e = i + 16 * j + 8 * h;
+                const __m256 x = upd ? _mm256_fmadd_ps(_mm256_loadu_ps(k + e), cv, _mm256_loadu_ps(m + e))
+                                     : _mm256_mul_ps(_mm256_loadu_ps(m + e), cv);
+                _mm256_storeu_ps(m + e, x);
+                a[j][h] = _mm256_fmadd_ps(x, _mm256_loadu_ps(r + e), a[j][h]);
+            }
+    return gdn_reduce8(a);
 }
 
 #define GDN_FN K_AVX2
+#include "gdn_row.h"
 #include "gdn_driver.h"
 
 K_AVX2 void k_gdn_recur_avx2(K_GDN_RECUR_PARAMS) { gdn_recur(K_GDN_RECUR_ARGS); }

@@ -18,63 +18,35 @@ K_AVX512 static inline __attribute__((always_inline)) float gdn_reduce16(__m512 
     return _mm_cvtss_f32(u);
 }
 
-K_AVX512 static inline __attribute__((always_inline)) float gdn_row(float *m, const float *k, const float *q, int64_t S,
-                                                                    float decay, float vj, float b, float scale) {
-    const int64_t np = S & ~(int64_t)63;
-    float d = 0, o = 0;
-    if (np > 0) {
-        const __m512 dv = _mm512_set1_ps(decay);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t i = 0; i < np; i += 64) {
-            const __m512 x0 = _mm512_mul_ps(_mm512_loadu_ps(m + i), dv);
-            const __m512 x1 = _mm512_mul_ps(_mm512_loadu_ps(m + i + 16), dv);
-            const __m512 x2 = _mm512_mul_ps(_mm512_loadu_ps(m + i + 32), dv);
-            const __m512 x3 = _mm512_mul_ps(_mm512_loadu_ps(m + i + 48), dv);
-            _mm512_storeu_ps(m + i, x0);
-            _mm512_storeu_ps(m + i + 16, x1);
-            _mm512_storeu_ps(m + i + 32, x2);
-            _mm512_storeu_ps(m + i + 48, x3);
-            a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(k + i), a0);
-            a1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(k + i + 16), a1);
-            a2 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(k + i + 32), a2);
-            a3 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(k + i + 48), a3);
-        }
-        d = gdn_reduce16(a0, a1, a2, a3);
+/* one vector of gdn_row.h's pass: m * c, or fmaf(k, c, m) (upd) */
+K_AVX512 static inline __attribute__((always_inline)) __m512 gdn_x16(const int upd, const float *m, const float *k, __m512 c) {
+    return upd ? _mm512_fmadd_ps(_mm512_loadu_ps(k), c, _mm512_loadu_ps(m)) : _mm512_mul_ps(_mm512_loadu_ps(m), c);
+}
+
+/* gdn_row.h's pass: the four 16-lane accumulators as four vectors */
+K_AVX512 static inline __attribute__((always_inline)) float gdn_vpass(const int upd, float *m, const float *k,
+                                                                      const float *r, int64_t np, float c) {
+    const __m512 cv = _mm512_set1_ps(c);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < np; i += 64) {
+        const __m512 x0 = gdn_x16(upd, m + i, k + i, cv);
+        const __m512 x1 = gdn_x16(upd, m + i + 16, k + i + 16, cv);
+        const __m512 x2 = gdn_x16(upd, m + i + 32, k + i + 32, cv);
+        const __m512 x3 = gdn_x16(upd, m + i + 48, k + i + 48, cv);
+        _mm512_storeu_ps(m + i, x0);
+        _mm512_storeu_ps(m + i + 16, x1);
+        _mm512_storeu_ps(m + i + 32, x2);
+        _mm512_storeu_ps(m + i + 48, x3);
+        a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r + i), a0);
+        a1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + i + 16), a1);
+        a2 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(r + i + 32), a2);
+        a3 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(r + i + 48), a3);
     }
-    for (int64_t i = np; i < S; i++) {
-        m[i] = m[i] * decay;
-        const float p = m[i] * k[i];
-        d += p;
-    }
-    const float dj = (vj - d) * b;
-    if (np > 0) {
-        const __m512 djv = _mm512_set1_ps(dj);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t i = 0; i < np; i += 64) {
-            const __m512 x0 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), djv, _mm512_loadu_ps(m + i));
-            const __m512 x1 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 16), djv, _mm512_loadu_ps(m + i + 16));
-            const __m512 x2 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 32), djv, _mm512_loadu_ps(m + i + 32));
-            const __m512 x3 = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 48), djv, _mm512_loadu_ps(m + i + 48));
-            _mm512_storeu_ps(m + i, x0);
-            _mm512_storeu_ps(m + i + 16, x1);
-            _mm512_storeu_ps(m + i + 32, x2);
-            _mm512_storeu_ps(m + i + 48, x3);
-            a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(q + i), a0);
-            a1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(q + i + 16), a1);
-            a2 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(q + i + 32), a2);
-            a3 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(q + i + 48), a3);
-        }
-        o = gdn_reduce16(a0, a1, a2, a3);
-    }
-    for (int64_t i = np; i < S; i++) {
-        m[i] = fmaf(k[i], dj, m[i]);
-        const float p = m[i] * q[i];
-        o += p;
-    }
-    return o * scale;
+    return gdn_reduce16(a0, a1, a2, a3);
 }
 
 #define GDN_FN K_AVX512
+#include "gdn_row.h"
 #include "gdn_driver.h"
 
 K_AVX512 void k_gdn_recur_avx512(K_GDN_RECUR_PARAMS) { gdn_recur(K_GDN_RECUR_ARGS); }

@@ -7,6 +7,7 @@
  *   float gdn_row(m, k, q, S, decay, vj, b, scale)   one row of the state:
  *            m[i] *= decay; dj = (vj - dot(m, k)) * b; m[i] = fmaf(k[i], dj,
  *            m[i]); returns dot(m, q) * scale — dot in the order of gdn.h
+ *            (the vector sets take it from gdn_row.h)
  *
  * The convolution is element-wise over channels; it is written here in
  * plain C loops over blocks of channels (fmaf, so each tap is one fused

@@ -19,53 +19,24 @@ static inline GDN_NEON float gdn_reduce4(float32x4_t a[4][4]) {
     return vgetq_lane_f32(x, 0) + vgetq_lane_f32(x, 1);
 }
 
-static inline GDN_NEON float gdn_row(float *m, const float *k, const float *q, int64_t S, float decay, float vj,
-                                     float b, float scale) {
-    const int64_t np = S & ~(int64_t)63;
-    float d = 0, o = 0;
-    if (np > 0) {
-        float32x4_t a[4][4];
+/* gdn_row.h's pass: the slots as a[slot/16][(slot%16)/4] */
+static inline GDN_NEON float gdn_vpass(const int upd, float *m, const float *k, const float *r, int64_t np, float c) {
+    float32x4_t a[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int s = 0; s < 4; s++) a[j][s] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < np; i += 64)
         for (int j = 0; j < 4; j++)
-            for (int r = 0; r < 4; r++) a[j][r] = vdupq_n_f32(0);
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int r = 0; r < 4; r++) {
-                    const int64_t e = i + 16 * j + 4 * r;
-                    const float32x4_t x = vmulq_n_f32(vld1q_f32(m + e), decay);
-                    vst1q_f32(m + e, x);
-                    a[j][r] = vfmaq_f32(a[j][r], x, vld1q_f32(k + e));
-                }
-        d = gdn_reduce4(a);
-    }
-    for (int64_t i = np; i < S; i++) {
-        m[i] = m[i] * decay;
-        const float p = m[i] * k[i];
-        d += p;
-    }
-    const float dj = (vj - d) * b;
-    if (np > 0) {
-        float32x4_t a[4][4];
-        for (int j = 0; j < 4; j++)
-            for (int r = 0; r < 4; r++) a[j][r] = vdupq_n_f32(0);
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int r = 0; r < 4; r++) {
-                    const int64_t e = i + 16 * j + 4 * r;
-                    const float32x4_t x = vfmaq_n_f32(vld1q_f32(m + e), vld1q_f32(k + e), dj);
-                    vst1q_f32(m + e, x);
-                    a[j][r] = vfmaq_f32(a[j][r], x, vld1q_f32(q + e));
-                }
-        o = gdn_reduce4(a);
-    }
-    for (int64_t i = np; i < S; i++) {
-        m[i] = fmaf(k[i], dj, m[i]);
-        const float p = m[i] * q[i];
-        o += p;
-    }
-    return o * scale;
+            for (int s = 0; s < 4; s++) {
+                const int64_t e = i + 16 * j + 4 * s;
+                const float32x4_t x = upd ? vfmaq_n_f32(vld1q_f32(m + e), vld1q_f32(k + e), c) : vmulq_n_f32(vld1q_f32(m + e), c);
+                vst1q_f32(m + e, x);
+                a[j][s] = vfmaq_f32(a[j][s], x, vld1q_f32(r + e));
+            }
+    return gdn_reduce4(a);
 }
 
 #define GDN_FN
+#include "gdn_row.h"
 #include "gdn_driver.h"
 
 void k_gdn_recur_neon(K_GDN_RECUR_PARAMS) { gdn_recur(K_GDN_RECUR_ARGS); }

@@ -27,6 +27,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
+#include "ref_sum.h"
 #include "mm_driver.h"
 
 const int8_t k_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
@@ -66,11 +67,6 @@ void k_dequant_iq4_xs_ref(const void *src, float *dst, int64_t n) {
 
 /* ---- dot products ---- */
 
-static float hsum8(const float v[8]) {
-    const float r0 = v[0] + v[4], r1 = v[1] + v[5], r2 = v[2] + v[6], r3 = v[3] + v[7];
-    return (r0 + r2) + (r1 + r3);
-}
-
 /* lane[l] += scale * (products of elements 4l..4l+3) for one group of 32 */
 static void iq4_lanes(int32_t lane[8], const uint8_t qs[16], const int8_t *a, int32_t scale) {
     int8_t q[32];
@@ -102,7 +98,7 @@ float k_dot_iq4_nl_q8_0_ref(int64_t n, const void *w, const void *a) {
         iq4nl_fold(odd, x, y, i + 1);
     }
     for (int l = 0; l < 8; l++) both[l] = even[l] + odd[l];
-    float sum = hsum8(both);
+    float sum = k_hsum8_ref(both);
     if (i < nb) { /* odd block count: the last block as one scalar term */
         int32_t lane[8] = {0};
         iq4_lanes(lane, x[i].qs, y[i].qs, 1);
@@ -120,7 +116,7 @@ static float dot_iq4_nl_batch(int64_t n, const void *w, const void *a) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     float acc[8] = {0};
     for (int64_t i = 0; i < n / K_QK; i++) iq4nl_fold(acc, x, y, i);
-    return hsum8(acc);
+    return k_hsum8_ref(acc);
 }
 
 static void iq4nl_piece_ref(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes,
@@ -147,5 +143,5 @@ float k_dot_iq4_xs_q8_k_ref(int64_t n, const void *w, const void *a) {
         const float d = k_f16_to_f32(x[i].d) * y[i].d;
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return k_hsum8_ref(acc);
 }

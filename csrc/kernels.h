@@ -250,12 +250,13 @@ void k_attention(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t 
  * (on glibc the function the reference build calls; another libm, e.g.
  * macOS's, may differ in the last bit, and so may the capped results).
  * scratch: k_attention_f16acc_scratch(head_dim) floats. Every impl gives the
- * same bits. */
-void k_attention_f16acc(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                        int64_t head_dim, const float *q, int64_t q_stride,
-                        const k_half *k, const k_half *v, int64_t kv_stride,
-                        float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
-                        int64_t h0, int64_t h1, float *scratch);
+ * same bits. K_ATTN_H_PARAMS: the arguments after impl, which
+ * k_attention_tiled and the per-impl kernels (k_attn_h_kernel) share. */
+#define K_ATTN_H_PARAMS                                                                                        \
+    int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim, const float *q,         \
+        int64_t q_stride, const k_half *k, const k_half *v, int64_t kv_stride, float scale, int64_t window,   \
+        float softcap, const float *sinks, float *out, int64_t out_stride, int64_t h0, int64_t h1, float *scratch
+void k_attention_f16acc(int impl, K_ATTN_H_PARAMS);
 int64_t k_attention_f16acc_scratch(int64_t head_dim);
 
 /* Causal GQA attention over an f16 KV cache with the numerics of the
@@ -280,11 +281,7 @@ int64_t k_attention_f16acc_scratch(int64_t head_dim);
  *           nothing but, at most, the sign of an accumulator that is zero)
  * out = acc * (S != 0 ? 1/S : 0). tanhf as in k_attention_f16acc. scratch:
  * k_attention_tiled_scratch(head_dim) floats. Every impl gives the same bits. */
-void k_attention_tiled(int impl, int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                       int64_t head_dim, const float *q, int64_t q_stride,
-                       const k_half *k, const k_half *v, int64_t kv_stride,
-                       float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
-                       int64_t h0, int64_t h1, float *scratch);
+void k_attention_tiled(int impl, K_ATTN_H_PARAMS);
 int64_t k_attention_tiled_scratch(int64_t head_dim);
 
 /* Causal GQA attention over a KV cache whose K and V rows are each f16,
@@ -439,11 +436,7 @@ typedef void k_attention_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int
                                 float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
                                 int64_t h0, int64_t h1, float *scratch);
 /* the same over an f16 KV cache (k_attention_f16acc, k_attention_tiled) */
-typedef void k_attn_h_kernel(int64_t n_tok, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                             int64_t head_dim, const float *q, int64_t q_stride,
-                             const k_half *k, const k_half *v, int64_t kv_stride,
-                             float scale, int64_t window, float softcap, const float *sinks, float *out, int64_t out_stride,
-                             int64_t h0, int64_t h1, float *scratch);
+typedef void k_attn_h_kernel(K_ATTN_H_PARAMS);
 /* the same over a KV cache of any of f16, q8_0, q4_0 for K and V
  * (k_attention_kvq); fn carries the impl's quantizer, K dot and V dequant */
 typedef struct {

@@ -128,21 +128,30 @@ K_AVX2 static inline float k_q5k_summs_avx2(float summs, __m128i mins16, const i
     const float isum = (float)_mm_cvtsi128_si32(h);
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-dmin_yd), _mm_set_ss(isum), _mm_set_ss(summs)));
 }
+/* Q6_K: the 4 vectors of 6-bit quants q[0..3] of a half from its parts L0
+ * (ql bytes 0..), L1 (ql bytes 32..) and H (qh), in vectors of W bits (256
+ * or 512: a macro, as the intrinsics are named by width): q[k] = low or
+ * high nibbles of L0 / L1 (k even: L0) | bits 2k, 2k+1 of H << 4. */
+#define K_Q6K_QUANTS(W, L0, L1, H, q)                                                                                           \
+    do {                                                                                                                        \
+        const __m##W##i m4_ = _mm##W##_set1_epi8(0x0F), m3_ = _mm##W##_set1_epi8(3);                                            \
+        q[0] = _mm##W##_or_si##W(_mm##W##_and_si##W(L0, m4_), _mm##W##_slli_epi16(_mm##W##_and_si##W(H, m3_), 4));              \
+        q[1] = _mm##W##_or_si##W(_mm##W##_and_si##W(L1, m4_),                                                                   \
+                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 2), m3_), 4));                   \
+        q[2] = _mm##W##_or_si##W(_mm##W##_and_si##W(_mm##W##_srli_epi16(L0, 4), m4_),                                           \
+                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 4), m3_), 4));                   \
+        q[3] = _mm##W##_or_si##W(_mm##W##_and_si##W(_mm##W##_srli_epi16(L1, 4), m4_),                                           \
+                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 6), m3_), 4));                   \
+    } while (0)
 /* Q6_K, half h of a block: its 4 vectors of 32 unsigned 6-bit quants (0..63),
  * vector k = elements 128h + 32k .. 128h + 32k + 31 (low 4 bits from ql, high
  * 2 from qh). */
 K_AVX2 static inline __attribute__((always_inline)) void k_q6k_quants_avx2(const k_block_q6_k *x, int h, __m256i q[4]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     const uint8_t *ql = x->ql + 64 * h;
     const __m256i L0 = _mm256_loadu_si256((const __m256i *)ql);
     const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
     const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
-    q[0] = _mm256_or_si256(_mm256_and_si256(L0, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
-    q[1] = _mm256_or_si256(_mm256_and_si256(L1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
-    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L0, 4), m4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 4), m3), 4));
-    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(L1, 4), m4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 6), m3), 4));
+    K_Q6K_QUANTS(256, L0, L1, H, q);
 }
 
 

@@ -70,6 +70,46 @@ k_sgemm_kernel k_sgemm_neon;
 #ifdef __cplusplus
 }
 #endif
+/* Packed Q4_K / Q5_K x4 blocks (pack_neon_dot_arm64.c,
+ * pack_neon_i8mm_arm64.c): the mins of the 4 rows, from the 6-bit scale
+ * bytes S0, S1 and the top bits N, widened to int16 (n[j]: min 2j of rows
+ * 0..3 in lanes 0..3, min 2j+1 in lanes 4..7) */
+static inline __attribute__((always_inline)) void k_q45k_x4_mins_neon(uint8x16_t S0, uint8x16_t S1, uint8x16_t N,
+                                                                      int16x8_t n[4]) {
+    const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                /* mins 0..3 */
+    const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4); /* mins 4..7 */
+    n[0] = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
+    n[1] = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
+    n[2] = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
+    n[3] = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+}
+
+/* ... their sums against a token's 8 bsum pairs bs: M[j] = rows 0..3's
+ * min 2j * bs[2j] + min 2j+1 * bs[2j+1] */
+static inline __attribute__((always_inline)) void k_q45k_x4_msums_neon(const int16x8_t n[4], int16x8_t bs,
+                                                                       int32x4_t M[4]) {
+    M[0] = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n[0]), bs, 0), n[0], bs, 1);
+    M[1] = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n[1]), bs, 2), n[1], bs, 3);
+    M[2] = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n[2]), bs, 4), n[2], bs, 5);
+    M[3] = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n[3]), bs, 6), n[3], bs, 7);
+}
+
+/* ... and their term, with dmv = the rows' dmin * the token's d: Q4_K (q4)
+ * a[j] += M[j] * dmv, one accumulator per pair of sub-blocks; Q5_K
+ * a[0] += -dmv * (M[0] + M[1] + M[2] + M[3]) (its summs) */
+static inline __attribute__((always_inline)) void k_q45k_x4_minterm_neon(const int q4, const int32x4_t M[4],
+                                                                         float32x4_t dmv, float32x4_t *a) {
+    if (q4) {
+        a[0] = vfmaq_f32(a[0], vcvtq_f32_s32(M[0]), dmv);
+        a[1] = vfmaq_f32(a[1], vcvtq_f32_s32(M[1]), dmv);
+        a[2] = vfmaq_f32(a[2], vcvtq_f32_s32(M[2]), dmv);
+        a[3] = vfmaq_f32(a[3], vcvtq_f32_s32(M[3]), dmv);
+    } else {
+        const int32x4_t Ms = vaddq_s32(vaddq_s32(M[0], M[1]), vaddq_s32(M[2], M[3]));
+        a[0] = vfmaq_f32(a[0], vnegq_f32(dmv), vcvtq_f32_s32(Ms));
+    }
+}
+
 /* Q5_K, chunk c of a block: the unsigned quants of bytes b0, b1 (16 each)
  * with their 5th bits, low nibbles (+16 where bit 0 of hb0 / hb1 is set) in
  * q[0], q[1], high nibbles (+16 where bit 1 is) in q[2], q[3]; hb0 and hb1

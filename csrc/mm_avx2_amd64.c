@@ -26,10 +26,16 @@ KT static void q4k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *sid
     q4k_prep_tokens(4, n, a, a_row_bytes, side);
 }
 
-KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                          const void *side, float *st, float *out) {
-    const q4k_wx *x = (const q4k_wx *)w;
+/* dot4p_q4_k (raw 0: the weights q4k_wprep decoded) and rdot4p_q4_k
+ * (raw 1: the raw Q4_K rows, mm_group.rdot: quants, scale words, mins, d
+ * and dmin decoded in registers as q4k_wprep writes them, prefetching
+ * MM_PF_RAW bytes ahead), then the same operations in the same order, so
+ * the same bits. */
+KT static inline __attribute__((always_inline)) void q4k_dot4p(const int raw, MM_GDOT_PARAMS) {
+    const q4k_wx *xw = (const q4k_wx *)w;
+    const k_block_q4_k *xr = (const k_block_q4_k *)w;
     const q4k_side4 *sd = (const q4k_side4 *)side;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[NT], accm[2]; /* accm[p]: tokens 2p, 2p+1 (4 lanes each); st: acc, then accm */
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) acc[k] = i0 ? _mm256_load_ps(st + 8 * k) : _mm256_setzero_ps();
@@ -39,8 +45,21 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
     for (int64_t i = 0; i < i1 - i0; i++, sd++) {
-        const __m256i mins = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)x[i].mins));
-        const float d = x[i].d, dmin = x[i].dmin;
+        __m256i mins, s2 = _mm256_setzero_si256();
+        float d, dmin;
+        if (raw) {
+            _mm_prefetch((const char *)&xr[i] + MM_PF_RAW, _MM_HINT_T0);
+            _mm_prefetch((const char *)&xr[i] + MM_PF_RAW + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)&xr[i] + MM_PF_RAW + 128, _MM_HINT_T0);
+            const __m256i sm = k_q4k_scales_mins16_avx2(xr[i].scales);
+            const __m256i sc = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm));
+            s2 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
+            mins = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sm, 1));
+            d = k_h2f_avx2(xr[i].d), dmin = k_h2f_avx2(xr[i].dmin);
+        } else {
+            mins = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)xw[i].mins));
+            d = xw[i].d, dmin = xw[i].dmin;
+        }
         _Pragma("GCC unroll 2")
         for (int p = 0; p < 2; p++) {
             const __m256i pm = _mm256_madd_epi16(mins, _mm256_load_si256((const __m256i *)sd->bsum[p]));
@@ -51,8 +70,16 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
         for (int k = 0; k < NT; k++) sumi[k] = _mm256_setzero_si256();
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
-            const __m256i lo = _mm256_load_si256((const __m256i *)x[i].q[2 * c]), hi = _mm256_load_si256((const __m256i *)x[i].q[2 * c + 1]);
-            const __m256i s0 = _mm256_set1_epi32(x[i].s[2 * c]), s1 = _mm256_set1_epi32(x[i].s[2 * c + 1]);
+            __m256i lo, hi, s0, s1;
+            if (raw) {
+                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(xr[i].qs + 32 * c));
+                lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                s0 = _mm256_permutevar8x32_epi32(s2, _mm256_set1_epi32(2 * c));
+                s1 = _mm256_permutevar8x32_epi32(s2, _mm256_set1_epi32(2 * c + 1));
+            } else {
+                lo = _mm256_load_si256((const __m256i *)xw[i].q[2 * c]), hi = _mm256_load_si256((const __m256i *)xw[i].q[2 * c + 1]);
+                s0 = _mm256_set1_epi32(xw[i].s[2 * c]), s1 = _mm256_set1_epi32(xw[i].s[2 * c + 1]);
+            }
             _Pragma("GCC unroll 4")
             for (int k = 0; k < NT; k++) {
                 const int8_t *qa = y[k][i].qs + 64 * c;
@@ -81,74 +108,8 @@ KT static void dot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
         out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(mk);
     }
 }
-/* dot4p_q4_k on the raw Q4_K rows (mm_group.rdot): quants, scale words,
- * mins, d and dmin decoded in registers as q4k_wprep writes them, then
- * the same operations in the same order, so the same bits; prefetching
- * MM_PF_RAW bytes ahead. */
-KT static void rdot4p_q4_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                           const void *side, float *st, float *out) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
-    const q4k_side4 *sd = (const q4k_side4 *)side;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[NT], accm[2];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = i0 ? _mm256_load_ps(st + 8 * k) : _mm256_setzero_ps();
-    accm[0] = i0 ? _mm256_load_ps(st + 32) : _mm256_setzero_ps();
-    accm[1] = i0 ? _mm256_load_ps(st + 40) : _mm256_setzero_ps();
-    const k_block_q8_k *y[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
-    for (int64_t i = 0; i < i1 - i0; i++, sd++) {
-        _mm_prefetch((const char *)&x[i] + MM_PF_RAW, _MM_HINT_T0);
-        _mm_prefetch((const char *)&x[i] + MM_PF_RAW + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)&x[i] + MM_PF_RAW + 128, _MM_HINT_T0);
-        const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
-        const __m256i sc = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm));
-        const __m256i s2 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
-        const __m256i mins = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sm, 1));
-        const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
-        _Pragma("GCC unroll 2")
-        for (int p = 0; p < 2; p++) {
-            const __m256i pm = _mm256_madd_epi16(mins, _mm256_load_si256((const __m256i *)sd->bsum[p]));
-            accm[p] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_load_ps(sd->yd4[p])), _mm256_cvtepi32_ps(pm), accm[p]);
-        }
-        __m256i sumi[NT];
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) sumi[k] = _mm256_setzero_si256();
-        _Pragma("GCC unroll 4")
-        for (int c = 0; c < 4; c++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            const __m256i s0 = _mm256_permutevar8x32_epi32(s2, _mm256_set1_epi32(2 * c));
-            const __m256i s1 = _mm256_permutevar8x32_epi32(s2, _mm256_set1_epi32(2 * c + 1));
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
-                const int8_t *qa = y[k][i].qs + 64 * c;
-                const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)qa));
-                const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qa + 32)));
-                sumi[k] = ACC_MADD16(sumi[k], p0, s0);
-                sumi[k] = ACC_MADD16(sumi[k], p1, s1);
-                MM_CHAIN(sumi[k]);
-            }
-        }
-        const __m256 dv = _mm256_set1_ps(d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, _mm256_load_ps(sd->yd8[k])), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
-    }
-    if (i1 < nb) {
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) _mm256_store_ps(st + 8 * k, acc[k]);
-        _mm256_store_ps(st + 32, accm[0]);
-        _mm256_store_ps(st + 40, accm[1]);
-        return;
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) {
-        const __m128 mk = k % 2 ? _mm256_extractf128_ps(accm[k / 2], 1) : _mm256_castps256_ps128(accm[k / 2]);
-        out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(mk);
-    }
-}
+KT static void dot4p_q4_k(MM_GDOT_PARAMS) { q4k_dot4p(0, MM_GDOT_ARGS); }
+KT static void rdot4p_q4_k(MM_GDOT_PARAMS) { q4k_dot4p(1, MM_GDOT_ARGS); }
 static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 48, sizeof(q4k_wx), q4k_wprep,
                                     rdot4p_q4_k, sizeof(k_block_q4_k)};
 
@@ -173,9 +134,14 @@ KT static void q6k_prep4(int64_t n, const char *a, size_t a_row_bytes, void *sid
         }
 }
 
-KT static void dot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                          const void *side, float *st, float *out) {
-    const q6k_wx *x = (const q6k_wx *)w;
+/* dot4p_q6_k (raw 0: the weights q6k_wprep decoded) and rdot4p_q6_k (raw
+ * 1: the raw Q6_K rows, mm_group.rdot, as rdot4p_q4_k): k_q6k_quants_avx2's
+ * quants, and the scale words (scale 2v in lanes 0..7, 2v+1 in 8..15) and
+ * -32 * scales q6k_wprep writes, in registers; the same operations after
+ * that, so the same bits. */
+KT static inline __attribute__((always_inline)) void q6k_dot4p(const int raw, MM_GDOT_PARAMS) {
+    const q6k_wx *xw = (const q6k_wx *)w;
+    const k_block_q6_k *xr = (const k_block_q6_k *)w;
     const q6k_side4 *sd = (const q6k_side4 *)side;
     __m256 acc[NT]; /* st: acc */
     _Pragma("GCC unroll 4")
@@ -183,69 +149,42 @@ KT static void dot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, con
     const k_block_q8_k *y[NT];
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
-    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
-        const __m256i sc32 = _mm256_load_si256((const __m256i *)x->sc32);
-        __m256i sumi[NT];
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) sumi[k] = _mm256_madd_epi16(sc32, _mm256_load_si256((const __m256i *)sd->bsums[k]));
-        _Pragma("GCC unroll 8")
-        for (int v = 0; v < 8; v++) {
-            const __m256i q = _mm256_load_si256((const __m256i *)x->q[v]), s = _mm256_load_si256((const __m256i *)x->s[v]);
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
-                sumi[k] = ACC_MADD16(sumi[k], _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(y[k][i].qs + 32 * v))), s);
-                MM_CHAIN(sumi[k]);
-            }
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, xw++, xr++) {
+        __m256i sc16 = _mm256_setzero_si256(), sc32;
+        if (raw) {
+            _mm_prefetch((const char *)xr + MM_PF_RAW, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 128, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 192, _MM_HINT_T0);
+            sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xr->scales));
+            sc32 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
+        } else {
+            sc32 = _mm256_load_si256((const __m256i *)xw->sc32);
         }
-        const __m256 dv = _mm256_set1_ps(x->d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, _mm256_load_ps(sd->yd8[k])), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) {
-        if (i1 < nb) _mm256_store_ps(st + 8 * k, acc[k]);
-        else out[k] = k_hsum_avx2(acc[k]);
-    }
-}
-/* dot4p_q6_k on the raw Q6_K rows (mm_group.rdot), as rdot4p_q4_k:
- * k_q6k_quants_avx2's quants, and the scale words (scale 2v in lanes
- * 0..7, 2v+1 in 8..15) and -32 * scales q6k_wprep writes, in registers;
- * the same operations after that, so the same bits. */
-KT static void rdot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                           const void *side, float *st, float *out) {
-    const k_block_q6_k *x = (const k_block_q6_k *)w;
-    const q6k_side4 *sd = (const q6k_side4 *)side;
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = i0 ? _mm256_load_ps(st + 8 * k) : _mm256_setzero_ps();
-    const k_block_q8_k *y[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) y[k] = ACT(k, k_block_q8_k);
-    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
-        _mm_prefetch((const char *)x + MM_PF_RAW, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 192, _MM_HINT_T0);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-        const __m256i sc32 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
         __m256i sumi[NT];
         _Pragma("GCC unroll 4")
         for (int k = 0; k < NT; k++) sumi[k] = _mm256_madd_epi16(sc32, _mm256_load_si256((const __m256i *)sd->bsums[k]));
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
-            __m256i q[4];
-            k_q6k_quants_avx2(x, h, q);
-            /* scales 8h..8h+7 as words in both 128-bit halves */
-            const __m256i sh = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+            __m256i q[4], sh = _mm256_setzero_si256();
+            if (raw) {
+                k_q6k_quants_avx2(xr, h, q);
+                /* scales 8h..8h+7 as words in both 128-bit halves */
+                sh = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+            }
             _Pragma("GCC unroll 4")
             for (int j = 0; j < 4; j++) {
                 const int v = 4 * h + j;
-                const char b = (char)(4 * j); /* word 2j of the half: bytes 4j, 4j+1; word 2j+1: 4j+2, 4j+3 */
-                const __m256i idx = _mm256_setr_epi8(b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1,
-                                                     b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3,
-                                                     b + 2, b + 3, b + 2, b + 3);
-                const __m256i s = _mm256_shuffle_epi8(sh, idx);
+                __m256i s;
+                if (raw) {
+                    const char b = (char)(4 * j); /* word 2j of the half: bytes 4j, 4j+1; word 2j+1: 4j+2, 4j+3 */
+                    const __m256i idx = _mm256_setr_epi8(b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1,
+                                                         b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3,
+                                                         b + 2, b + 3, b + 2, b + 3);
+                    s = _mm256_shuffle_epi8(sh, idx);
+                } else {
+                    q[j] = _mm256_load_si256((const __m256i *)xw->q[v]), s = _mm256_load_si256((const __m256i *)xw->s[v]);
+                }
                 _Pragma("GCC unroll 4")
                 for (int k = 0; k < NT; k++) {
                     sumi[k] = ACC_MADD16(sumi[k], _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(y[k][i].qs + 32 * v))), s);
@@ -253,7 +192,7 @@ KT static void rdot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, co
                 }
             }
         }
-        const __m256 dv = _mm256_set1_ps(k_h2f_avx2(x->d));
+        const __m256 dv = _mm256_set1_ps(raw ? k_h2f_avx2(xr->d) : xw->d);
         _Pragma("GCC unroll 4")
         for (int k = 0; k < NT; k++)
             acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, _mm256_load_ps(sd->yd8[k])), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
@@ -264,6 +203,8 @@ KT static void rdot4p_q6_k(int64_t i0, int64_t i1, int64_t nb, const void *w, co
         else out[k] = k_hsum_avx2(acc[k]);
     }
 }
+KT static void dot4p_q6_k(MM_GDOT_PARAMS) { q6k_dot4p(0, MM_GDOT_ARGS); }
+KT static void rdot4p_q6_k(MM_GDOT_PARAMS) { q6k_dot4p(1, MM_GDOT_ARGS); }
 static const mm_group q6k_group4 = {NT, sizeof(q6k_side4), q6k_prep4, dot4p_q6_k, 32, sizeof(q6k_wx), q6k_wprep,
                                     rdot4p_q6_k, sizeof(k_block_q6_k)};
 

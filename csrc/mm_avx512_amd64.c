@@ -102,98 +102,57 @@ KT static void q4k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *sid
     }
 }
 
-KT static void dot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                             const void *side, float *st, float *out) {
+/* dot8_q4_k_zmm (raw 0: the weights q4k_wprep decoded) and rdot8_q4_k_zmm
+ * (raw 1: the raw Q4_K rows, the tile's only group of tokens,
+ * mm_group.rdot): each block's quants, scale words, mins, d and dmin are
+ * decoded into registers exactly as q4k_wprep writes them, then the same
+ * integer and f32 operations in the same order, so the same bits. With one
+ * group per tile the decoded copy would be written and read once; decoding
+ * in registers saves those stores and reloads. */
+KT static inline __attribute__((always_inline)) void q4k_dot8(const int raw, MM_GDOT_PARAMS) {
     (void)a, (void)a_row_bytes;
-    const q4k_wx *x = (const q4k_wx *)w;
+    const q4k_wx *xw = (const q4k_wx *)w;
+    const k_block_q4_k *xr = (const k_block_q4_k *)w;
     const q4k_side8 *sd = (const q4k_side8 *)side;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[4], accm[2]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); accm[h]: tokens 4h..4h+3 (4 lanes each); st: acc, accm */
     _Pragma("GCC unroll 4")
     for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
     accm[0] = i0 ? _mm512_load_ps(st + 64) : _mm512_setzero_ps();
     accm[1] = i0 ? _mm512_load_ps(st + 80) : _mm512_setzero_ps();
-    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
-        const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)x->mins));
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < 2; h++) {
-            const __m512i pm = _mm512_madd_epi16(mins, _mm512_load_si512((const void *)sd->bsum[h]));
-            accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x->dmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, xw++, xr++) {
+        __m512i mins, s2 = _mm512_setzero_si512();
+        float xd, xdmin;
+        if (raw) {
+            _mm_prefetch((const char *)xr + MM_PF_RAW, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 128, _MM_HINT_T0);
+            const __m256i sm = k_q4k_scales_mins16_avx2(xr->scales);
+            const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm)));
+            s2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
+            mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(sm, 1));
+            xd = k_h2f_avx2(xr->d), xdmin = k_h2f_avx2(xr->dmin);
+        } else {
+            mins = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)xw->mins));
+            xd = xw->d, xdmin = xw->dmin;
         }
-        __m512i sumi[2][4]; /* two sums per pair (even, odd sub-blocks) for shorter chains */
-        _Pragma("GCC unroll 4")
-        for (int p = 0; p < 4; p++) sumi[0][p] = sumi[1][p] = _mm512_setzero_si512();
-        _Pragma("GCC unroll 8")
-        for (int j = 0; j < 8; j++) {
-            const __m512i q = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->q[j]));
-            const __m512i s = _mm512_set1_epi32(x->s[j]);
-            _Pragma("GCC unroll 4")
-            for (int p = 0; p < 4; p++) {
-                const __m512i pr = _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][j]));
-                sumi[j % 2][p] = _mm512_dpwssd_epi32(sumi[j % 2][p], pr, s);
-            }
-        }
-        const __m512 dv = _mm512_set1_ps(x->d);
-        _Pragma("GCC unroll 4")
-        for (int p = 0; p < 4; p++)
-            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
-    }
-    if (i1 < nb) {
-        _Pragma("GCC unroll 4")
-        for (int p = 0; p < 4; p++) _mm512_store_ps(st + 16 * p, acc[p]);
-        _mm512_store_ps(st + 64, accm[0]);
-        _mm512_store_ps(st + 80, accm[1]);
-        return;
-    }
-    _Alignas(64) float av[4 * 16], mv[2 * 16]; /* token k: av[8k..8k+7], mv[4k..4k+3] */
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) _mm512_store_ps(av + 16 * p, acc[p]);
-    _mm512_store_ps(mv, accm[0]);
-    _mm512_store_ps(mv + 16, accm[1]);
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
-}
-/* dot8_q4_k_zmm on the raw Q4_K rows (the tile's only group of tokens,
- * mm_group.rdot): each block's quants, scale words, mins, d and dmin are
- * decoded here into registers exactly as q4k_wprep writes them, then the
- * same integer and f32 operations in the same order, so the same bits.
- * With one group per tile the decoded copy would be written and read once;
- * decoding in registers saves those stores and reloads. */
-KT static void rdot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                              const void *side, float *st, float *out) {
-    (void)a, (void)a_row_bytes;
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
-    const q4k_side8 *sd = (const q4k_side8 *)side;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512 acc[4], accm[2];
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
-    accm[0] = i0 ? _mm512_load_ps(st + 64) : _mm512_setzero_ps();
-    accm[1] = i0 ? _mm512_load_ps(st + 80) : _mm512_setzero_ps();
-    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
-        _mm_prefetch((const char *)x + MM_PF_RAW, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 128, _MM_HINT_T0);
-        const __m256i sm = k_q4k_scales_mins16_avx2(x->scales);
-        const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm)));
-        const __m512i s2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
-        const __m512i mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(sm, 1));
-        const float xd = k_h2f_avx2(x->d), xdmin = k_h2f_avx2(x->dmin);
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
             const __m512i pm = _mm512_madd_epi16(mins, _mm512_load_si512((const void *)sd->bsum[h]));
             accm[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xdmin), _mm512_load_ps(sd->yd4[h])), _mm512_cvtepi32_ps(pm), accm[h]);
         }
-        __m512i sumi[2][4];
+        __m512i sumi[2][4]; /* two sums per pair (even, odd sub-blocks) for shorter chains */
         _Pragma("GCC unroll 4")
         for (int p = 0; p < 4; p++) sumi[0][p] = sumi[1][p] = _mm512_setzero_si512();
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
-            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qs + 32 * c)));
+            const __m512i q4 = raw ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xr->qs + 32 * c))) : m4;
             _Pragma("GCC unroll 2")
             for (int e = 0; e < 2; e++) {
                 const int j = 2 * c + e;
-                const __m512i q = _mm512_and_si512(e ? _mm512_srli_epi16(q4, 4) : q4, m4);
-                const __m512i s = _mm512_permutexvar_epi32(_mm512_set1_epi32(j), s2);
+                const __m512i q = raw ? _mm512_and_si512(e ? _mm512_srli_epi16(q4, 4) : q4, m4)
+                                      : _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)xw->q[j]));
+                const __m512i s = raw ? _mm512_permutexvar_epi32(_mm512_set1_epi32(j), s2) : _mm512_set1_epi32(xw->s[j]);
                 _Pragma("GCC unroll 4")
                 for (int p = 0; p < 4; p++) {
                     const __m512i pr = _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][j]));
@@ -213,7 +172,7 @@ KT static void rdot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w,
         _mm512_store_ps(st + 80, accm[1]);
         return;
     }
-    _Alignas(64) float av[4 * 16], mv[2 * 16];
+    _Alignas(64) float av[4 * 16], mv[2 * 16]; /* token k: av[8k..8k+7], mv[4k..4k+3] */
     _Pragma("GCC unroll 4")
     for (int p = 0; p < 4; p++) _mm512_store_ps(av + 16 * p, acc[p]);
     _mm512_store_ps(mv, accm[0]);
@@ -221,6 +180,8 @@ KT static void rdot8_q4_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w,
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k)) - k_hsum128_avx2(_mm_load_ps(mv + 4 * k));
 }
+KT static void dot8_q4_k_zmm(MM_GDOT_PARAMS) { q4k_dot8(0, MM_GDOT_ARGS); }
+KT static void rdot8_q4_k_zmm(MM_GDOT_PARAMS) { q4k_dot8(1, MM_GDOT_ARGS); }
 static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep,
                                     rdot8_q4_k_zmm, sizeof(k_block_q4_k)};
 
@@ -323,31 +284,62 @@ KT static void q6k_prep8(int64_t n, const char *a, size_t a_row_bytes, void *sid
     }
 }
 
-KT static void dot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                             const void *side, float *st, float *out) {
+/* dot8_q6_k_zmm (raw 0: the weights q6k_wprep decoded) and rdot8_q6_k_zmm
+ * (raw 1: the raw Q6_K rows, mm_group.rdot, as rdot8_q4_k_zmm): quants
+ * (k_q6k_quants_avx2's steps on broadcast 512-bit loads), scale words and
+ * -32 * scales decoded in registers as q6k_wprep writes them, then the
+ * same operations in the same order: the same bits. */
+KT static inline __attribute__((always_inline)) void q6k_dot8(const int raw, MM_GDOT_PARAMS) {
     (void)a, (void)a_row_bytes;
-    const q6k_wx *x = (const q6k_wx *)w;
+    const q6k_wx *xw = (const q6k_wx *)w;
+    const k_block_q6_k *xr = (const k_block_q6_k *)w;
     const q6k_side8 *sd = (const q6k_side8 *)side;
+    /* scale word index of vector v: lanes 0..7 scale 2v, 8..15 scale 2v+1, in both 256-bit halves */
+    const __m512i sbase = _mm512_set_epi16(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     __m512 acc[4]; /* acc[p]: tokens 2p, 2p+1 (8 lanes each); st: acc */
     _Pragma("GCC unroll 4")
     for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
-    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
-        const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->sc32));
+    for (int64_t i = 0; i < i1 - i0; i++, sd++, xw++, xr++) {
+        __m512i sc16 = _mm512_setzero_si512(), sc32;
+        if (raw) {
+            _mm_prefetch((const char *)xr + MM_PF_RAW, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 128, _MM_HINT_T0);
+            _mm_prefetch((const char *)xr + MM_PF_RAW + 192, _MM_HINT_T0);
+            sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xr->scales)));
+            sc32 = _mm512_broadcast_i64x4(_mm256_mullo_epi16(_mm512_castsi512_si256(sc16), _mm256_set1_epi16(-32)));
+        } else {
+            sc32 = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)xw->sc32));
+        }
         __m512i sumi[2][4]; /* two sums per pair (even, odd vectors) for shorter chains */
         _Pragma("GCC unroll 4")
         for (int p = 0; p < 4; p++) {
             sumi[0][p] = _mm512_madd_epi16(sc32, _mm512_load_si512((const void *)sd->bsums[p]));
             sumi[1][p] = _mm512_setzero_si512();
         }
-        _Pragma("GCC unroll 8")
-        for (int v = 0; v < 8; v++) {
-            const __m512i q = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->q[v]));
-            const __m512i s = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)x->s[v]));
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            __m512i q[4];
+            if (raw) {
+                const uint8_t *ql = xr->ql + 64 * h;
+                const __m512i L0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)ql));
+                const __m512i L1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ql + 32)));
+                const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(xr->qh + 32 * h)));
+                K_Q6K_QUANTS(512, L0, L1, H, q);
+            }
             _Pragma("GCC unroll 4")
-            for (int p = 0; p < 4; p++)
-                sumi[v % 2][p] = _mm512_dpwssd_epi32(sumi[v % 2][p], _mm512_maddubs_epi16(q, _mm512_load_si512((const void *)sd->qs[p][v])), s);
+            for (int j = 0; j < 4; j++) {
+                const int v = 4 * h + j;
+                if (!raw) q[j] = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)xw->q[v]));
+                const __m512i s = raw ? _mm512_permutexvar_epi16(_mm512_add_epi16(sbase, _mm512_set1_epi16((short)(2 * v))), sc16)
+                                      : _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)xw->s[v]));
+                _Pragma("GCC unroll 4")
+                for (int p = 0; p < 4; p++)
+                    sumi[v % 2][p] = _mm512_dpwssd_epi32(sumi[v % 2][p], _mm512_maddubs_epi16(q[j], _mm512_load_si512((const void *)sd->qs[p][v])), s);
+            }
         }
-        const __m512 dv = _mm512_set1_ps(x->d);
+        const __m512 dv = _mm512_set1_ps(raw ? k_h2f_avx2(xr->d) : xw->d);
         _Pragma("GCC unroll 4")
         for (int p = 0; p < 4; p++)
             acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
@@ -360,70 +352,8 @@ KT static void dot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, 
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k));
 }
-/* dot8_q6_k_zmm on the raw Q6_K rows (mm_group.rdot), as rdot8_q4_k_zmm:
- * quants (k_q6k_quants_avx2's steps on broadcast 512-bit loads), scale
- * words and -32 * scales decoded in registers as q6k_wprep writes them,
- * then the same operations in the same order: the same bits. */
-KT static void rdot8_q6_k_zmm(int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes,
-                              const void *side, float *st, float *out) {
-    (void)a, (void)a_row_bytes;
-    const k_block_q6_k *x = (const k_block_q6_k *)w;
-    const q6k_side8 *sd = (const q6k_side8 *)side;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
-    /* scale word index of vector v: lanes 0..7 scale 2v, 8..15 scale 2v+1, in both 256-bit halves */
-    const __m512i sbase = _mm512_set_epi16(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-                                           1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    __m512 acc[4];
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) acc[p] = i0 ? _mm512_load_ps(st + 16 * p) : _mm512_setzero_ps();
-    for (int64_t i = 0; i < i1 - i0; i++, sd++, x++) {
-        _mm_prefetch((const char *)x + MM_PF_RAW, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)x + MM_PF_RAW + 192, _MM_HINT_T0);
-        const __m512i sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)));
-        const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_mullo_epi16(_mm512_castsi512_si256(sc16), _mm256_set1_epi16(-32)));
-        __m512i sumi[2][4];
-        _Pragma("GCC unroll 4")
-        for (int p = 0; p < 4; p++) {
-            sumi[0][p] = _mm512_madd_epi16(sc32, _mm512_load_si512((const void *)sd->bsums[p]));
-            sumi[1][p] = _mm512_setzero_si512();
-        }
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x->ql + 64 * h;
-            const __m512i L0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)ql));
-            const __m512i L1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ql + 32)));
-            const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
-            __m512i q[4];
-            q[0] = _mm512_or_si512(_mm512_and_si512(L0, m4), _mm512_slli_epi16(_mm512_and_si512(H, m3), 4));
-            q[1] = _mm512_or_si512(_mm512_and_si512(L1, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(H, 2), m3), 4));
-            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L0, 4), m4),
-                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(H, 4), m3), 4));
-            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L1, 4), m4),
-                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(H, 6), m3), 4));
-            _Pragma("GCC unroll 4")
-            for (int j = 0; j < 4; j++) {
-                const int v = 4 * h + j;
-                const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(sbase, _mm512_set1_epi16((short)(2 * v))), sc16);
-                _Pragma("GCC unroll 4")
-                for (int p = 0; p < 4; p++)
-                    sumi[v % 2][p] = _mm512_dpwssd_epi32(sumi[v % 2][p], _mm512_maddubs_epi16(q[j], _mm512_load_si512((const void *)sd->qs[p][v])), s);
-            }
-        }
-        const __m512 dv = _mm512_set1_ps(k_h2f_avx2(x->d));
-        _Pragma("GCC unroll 4")
-        for (int p = 0; p < 4; p++)
-            acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dv, _mm512_load_ps(sd->yd8[p])), _mm512_cvtepi32_ps(_mm512_add_epi32(sumi[0][p], sumi[1][p])), acc[p]);
-    }
-    _Alignas(64) float av[4 * 16];
-    float *sa = i1 < nb ? st : av;
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) _mm512_store_ps(sa + 16 * p, acc[p]);
-    if (i1 < nb) return;
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < 8; k++) out[k] = k_hsum_avx2(_mm256_load_ps(av + 8 * k));
-}
+KT static void dot8_q6_k_zmm(MM_GDOT_PARAMS) { q6k_dot8(0, MM_GDOT_ARGS); }
+KT static void rdot8_q6_k_zmm(MM_GDOT_PARAMS) { q6k_dot8(1, MM_GDOT_ARGS); }
 static const mm_group q6k_group8 = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep,
                                     rdot8_q6_k_zmm, sizeof(k_block_q6_k)};
 

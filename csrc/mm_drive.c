@@ -20,34 +20,37 @@ static unsigned char *mm_group_buffer(void) {
     return buf;
 }
 
-/* The calling thread's buffer for unpacked rows (at least `bytes`), NULL
- * if it cannot be had; kept for the thread's life, grown when needed. */
-static void *mm_pack_buffer(size_t bytes) {
-    static _Thread_local void *buf;
-    static _Thread_local size_t cap;
-    if (cap < bytes) {
+/* A thread's growable buffer: kept for the thread's life, grown (64-byte
+ * aligned) when a call needs more than it has. */
+typedef struct {
+    void *buf;
+    size_t cap;
+} mm_tls_buffer;
+
+/* b's buffer, at least `bytes`; NULL if it cannot be had */
+static void *mm_tls_grow(mm_tls_buffer *b, size_t bytes) {
+    if (b->cap < bytes) {
         void *p = NULL;
         if (posix_memalign(&p, 64, bytes) != 0) return NULL;
-        free(buf);
-        buf = p;
-        cap = bytes;
+        free(b->buf);
+        b->buf = p;
+        b->cap = bytes;
     }
-    return buf;
+    return b->buf;
+}
+
+/* The calling thread's buffer for unpacked rows (at least `bytes`), NULL
+ * if it cannot be had. */
+static void *mm_pack_buffer(size_t bytes) {
+    static _Thread_local mm_tls_buffer b;
+    return mm_tls_grow(&b, bytes);
 }
 
 /* The calling thread's buffer for prepared tokens (phase 2b, at least
- * `bytes`), NULL if it cannot be had; kept for the thread's life. */
+ * `bytes`), NULL if it cannot be had. */
 static void *mm_tprep_buffer(size_t bytes) {
-    static _Thread_local void *buf;
-    static _Thread_local size_t cap;
-    if (cap < bytes) {
-        void *p = NULL;
-        if (posix_memalign(&p, 64, bytes) != 0) return NULL;
-        free(buf);
-        buf = p;
-        cap = bytes;
-    }
-    return buf;
+    static _Thread_local mm_tls_buffer b;
+    return mm_tls_grow(&b, bytes);
 }
 
 /* phase 2b: every token in near-equal groups of at most MM_TPREP_TOKS,

@@ -115,6 +115,12 @@ typedef struct {
                  float *st, float *out);
     size_t w_block;
 } mm_group;
+/* the parameters of mm_group.dot and .rdot and their names as arguments,
+ * for the pieces' definitions */
+#define MM_GDOT_PARAMS                                                                                         \
+    int64_t i0, int64_t i1, int64_t nb, const void *w, const char *a, size_t a_row_bytes, const void *side,   \
+        float *st, float *out
+#define MM_GDOT_ARGS i0, i1, nb, w, a, a_row_bytes, side, st, out
 
 /* A packed piece that writes the tile itself (the arm64 packed sets):
  * `rows` rows (a multiple of G; w at the first group, groups G * row_bytes

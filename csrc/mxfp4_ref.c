@@ -19,6 +19,7 @@
  * tile kernel of every impl gives this function's bits. */
 #include <math.h>
 #include "kernels.h"
+#include "ref_sum.h"
 
 const int8_t k_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
@@ -49,11 +50,6 @@ static void mxfp4_lanes(int32_t lane[8], const k_block_mxfp4 *x, const int8_t *a
 
 static float mxfp4_d(const k_block_mxfp4 *x, const k_block_q8_0 *y) { return k_f16_to_f32(y->d) * k_e8m0_half(x->e); }
 
-static float hsum8(const float v[8]) {
-    const float r0 = v[0] + v[4], r1 = v[1] + v[5], r2 = v[2] + v[6], r3 = v[3] + v[7];
-    return (r0 + r2) + (r1 + r3);
-}
-
 float k_dot_mxfp4_q8_0_ref(int64_t n, const void *w, const void *a) {
     const k_block_mxfp4 *x = (const k_block_mxfp4 *)w;
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
@@ -69,7 +65,7 @@ float k_dot_mxfp4_q8_0_ref(int64_t n, const void *w, const void *a) {
         }
     }
     for (int l = 0; l < 8; l++) both[l] = acc[0][l] + acc[1][l];
-    float sum = hsum8(both);
+    float sum = k_hsum8_ref(both);
     if (i < nb) { /* odd block count: the last block as one scalar term */
         int32_t lane[8], isum = 0;
         mxfp4_lanes(lane, &x[i], y[i].qs);

@@ -71,6 +71,23 @@ static inline float k_f16_to_f32_neon(k_half h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
+/* The walk of the pack functions: for each whole group of G rows (nrows a
+ * multiple of G, row_bytes apart) and each block b of its rows, fill(o, x)
+ * writes the group's block b (xb bytes at o, b * xb into the group) from
+ * block b of its G rows (x[r], bsz bytes each). */
+typedef void pack_fill_fn(uint8_t *o, const char *const x[8]);
+static void pack_groups(int G, int64_t nb, size_t bsz, size_t xb, const void *src, size_t row_bytes, int64_t nrows,
+                        void *dst, pack_fill_fn *fill) {
+    for (int64_t g = 0; g + G <= nrows; g += G) {
+        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
+        for (int64_t b = 0; b < nb; b++, o += xb) {
+            const char *x[8];
+            for (int r = 0; r < G; r++) x[r] = (const char *)src + (size_t)(g + r) * row_bytes + (size_t)b * bsz;
+            fill(o, x);
+        }
+    }
+}
+
 #define Q4K_X4_BYTES (4 * sizeof(k_block_q4_k))
 
 /* The 64-byte head of a Q4_K / Q5_K x4 group block (d, dmin, S, N above)
@@ -89,19 +106,17 @@ static void pack_q45k_head(const k_block_q4_k *const x[4], uint8_t *o) {
         for (int r = 0; r < 4; r++) o[48 + 4 * s + r] = (uint8_t)((m[r][s] & 15) | (m[r][s + 4] & 15) << 4);
 }
 
+static void pack_q4k_fill(uint8_t *o, const char *const xb[8]) {
+    const k_block_q4_k *x[4];
+    for (int r = 0; r < 4; r++) x[r] = (const k_block_q4_k *)xb[r];
+    pack_q45k_head(x, o);
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 8; l++)
+            for (int r = 0; r < 4; r++) memcpy(o + 64 + 16 * (8 * c + l) + 4 * r, x[r]->qs + 32 * c + 4 * l, 4);
+}
+
 void k_pack_q4_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
-        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++, o += Q4K_X4_BYTES) {
-            const k_block_q4_k *x[4];
-            for (int r = 0; r < 4; r++) x[r] = (const k_block_q4_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
-            pack_q45k_head(x, o);
-            for (int c = 0; c < 4; c++)
-                for (int l = 0; l < 8; l++)
-                    for (int r = 0; r < 4; r++) memcpy(o + 64 + 16 * (8 * c + l) + 4 * r, x[r]->qs + 32 * c + 4 * l, 4);
-        }
-    }
+    pack_groups(4, n / K_QKK, sizeof(k_block_q4_k), Q4K_X4_BYTES, src, row_bytes, nrows, dst, pack_q4k_fill);
 }
 
 #define Q5K_X4_BYTES (4 * sizeof(k_block_q5_k))
@@ -112,81 +127,75 @@ static inline unsigned q5k_u(const k_block_q5_k *x, int s, int e) {
     return (unsigned)((s % 2 ? q >> 4 : q & 15) | ((x->qh[e] >> s) & 1) << 4);
 }
 
-void k_pack_q5_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
-        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++, o += Q5K_X4_BYTES) {
-            const k_block_q5_k *x[4];
-            for (int r = 0; r < 4; r++) x[r] = (const k_block_q5_k *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
-            pack_q45k_head((const k_block_q4_k *const *)x, o);
-            for (int c = 0; c < 4; c++)
-                for (int h = 0; h < 2; h++) {
-                    uint8_t *X = o + 64 + 80 * (2 * c + h);
-                    for (int r = 0; r < 4; r++)
-                        for (int e = 0; e < 4; e++) {
-                            unsigned u[8]; /* u[j]: lane 4h+j of sub-block 2c, u[4+j]: of 2c+1 */
-                            for (int j = 0; j < 4; j++) {
-                                u[j] = q5k_u(x[r], 2 * c, 4 * (4 * h + j) + e);
-                                u[4 + j] = q5k_u(x[r], 2 * c + 1, 4 * (4 * h + j) + e);
-                            }
-                            const int k = 4 * r + e;
-                            X[k] = (uint8_t)(u[0] | (u[5] >> 2) << 5);
-                            X[16 + k] = (uint8_t)(u[1] | (u[7] & 1) << 5 | (u[5] & 3) << 6);
-                            X[32 + k] = (uint8_t)(u[2] | (u[6] >> 2) << 5);
-                            X[48 + k] = (uint8_t)(u[3] | (u[7] >> 1 & 1) << 5 | (u[6] & 3) << 6);
-                            X[64 + k] = (uint8_t)(u[4] | (u[7] >> 2) << 5);
-                        }
+static void pack_q5k_fill(uint8_t *o, const char *const xb[8]) {
+    const k_block_q5_k *x[4];
+    for (int r = 0; r < 4; r++) x[r] = (const k_block_q5_k *)xb[r];
+    pack_q45k_head((const k_block_q4_k *const *)x, o);
+    for (int c = 0; c < 4; c++)
+        for (int h = 0; h < 2; h++) {
+            uint8_t *X = o + 64 + 80 * (2 * c + h);
+            for (int r = 0; r < 4; r++)
+                for (int e = 0; e < 4; e++) {
+                    unsigned u[8]; /* u[j]: lane 4h+j of sub-block 2c, u[4+j]: of 2c+1 */
+                    for (int j = 0; j < 4; j++) {
+                        u[j] = q5k_u(x[r], 2 * c, 4 * (4 * h + j) + e);
+                        u[4 + j] = q5k_u(x[r], 2 * c + 1, 4 * (4 * h + j) + e);
+                    }
+                    const int k = 4 * r + e;
+                    X[k] = (uint8_t)(u[0] | (u[5] >> 2) << 5);
+                    X[16 + k] = (uint8_t)(u[1] | (u[7] & 1) << 5 | (u[5] & 3) << 6);
+                    X[32 + k] = (uint8_t)(u[2] | (u[6] >> 2) << 5);
+                    X[48 + k] = (uint8_t)(u[3] | (u[7] >> 1 & 1) << 5 | (u[6] & 3) << 6);
+                    X[64 + k] = (uint8_t)(u[4] | (u[7] >> 2) << 5);
                 }
         }
-    }
+}
+
+void k_pack_q5_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    pack_groups(4, n / K_QKK, sizeof(k_block_q5_k), Q5K_X4_BYTES, src, row_bytes, nrows, dst, pack_q5k_fill);
 }
 
 #define IQ4XS_X4_BYTES (4 * sizeof(k_block_iq4_xs))
 
-void k_pack_iq4_xs_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + 4 <= nrows; g += 4) {
-        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++, o += IQ4XS_X4_BYTES) {
-            uint8_t nib[16];
-            for (int r = 0; r < 4; r++) {
-                const k_block_iq4_xs *x = (const k_block_iq4_xs *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                for (int s = 0; s < 4; s++) {
-                    const int lo = k_iq4xs_scale(x, s) + 32, hi = k_iq4xs_scale(x, s + 4) + 32;
-                    o[8 + 4 * s + r] = (uint8_t)(lo | (hi >> 4) << 6);
-                    nib[4 * s + r] = (uint8_t)(hi & 15);
-                }
-                /* element e of sub-block j: nibble e % 16 of qs[16j + e % 16], low for e < 16 */
-                for (int c = 0; c < 4; c++)
-                    for (int l = 0; l < 8; l++)
-                        for (int e = 0; e < 4; e++) {
-                            const int el = 4 * l + e, sh = el < 16 ? 0 : 4;
-                            const unsigned q0 = (x->qs[16 * (2 * c) + el % 16] >> sh) & 15;
-                            const unsigned q1 = (x->qs[16 * (2 * c + 1) + el % 16] >> sh) & 15;
-                            o[32 + 16 * (8 * c + l) + 4 * r + e] = (uint8_t)(q0 | q1 << 4);
-                        }
-            }
-            for (int k = 0; k < 8; k++) o[24 + k] = (uint8_t)(nib[k] | nib[k + 8] << 4);
+static void pack_iq4xs_fill(uint8_t *o, const char *const xb[8]) {
+    uint8_t nib[16];
+    for (int r = 0; r < 4; r++) {
+        const k_block_iq4_xs *x = (const k_block_iq4_xs *)xb[r];
+        memcpy(o + 2 * r, &x->d, 2);
+        for (int s = 0; s < 4; s++) {
+            const int lo = k_iq4xs_scale(x, s) + 32, hi = k_iq4xs_scale(x, s + 4) + 32;
+            o[8 + 4 * s + r] = (uint8_t)(lo | (hi >> 4) << 6);
+            nib[4 * s + r] = (uint8_t)(hi & 15);
         }
+        /* element e of sub-block j: nibble e % 16 of qs[16j + e % 16], low for e < 16 */
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 8; l++)
+                for (int e = 0; e < 4; e++) {
+                    const int el = 4 * l + e, sh = el < 16 ? 0 : 4;
+                    const unsigned q0 = (x->qs[16 * (2 * c) + el % 16] >> sh) & 15;
+                    const unsigned q1 = (x->qs[16 * (2 * c + 1) + el % 16] >> sh) & 15;
+                    o[32 + 16 * (8 * c + l) + 4 * r + e] = (uint8_t)(q0 | q1 << 4);
+                }
     }
+    for (int k = 0; k < 8; k++) o[24 + k] = (uint8_t)(nib[k] | nib[k + 8] << 4);
+}
+
+void k_pack_iq4_xs_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    pack_groups(4, n / K_QKK, sizeof(k_block_iq4_xs), IQ4XS_X4_BYTES, src, row_bytes, nrows, dst, pack_iq4xs_fill);
 }
 
 #define Q80_X8_BYTES (8 * sizeof(k_block_q8_0))
 
-void k_pack_q8_0_x8_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QK;
-    for (int64_t g = 0; g + 8 <= nrows; g += 8) {
-        uint8_t *o = (uint8_t *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++, o += Q80_X8_BYTES) {
-            for (int r = 0; r < 8; r++) {
-                const k_block_q8_0 *x = (const k_block_q8_0 *)((const char *)src + (size_t)(g + r) * row_bytes) + b;
-                memcpy(o + 256 + 2 * r, &x->d, 2);
-                for (int l = 0; l < 8; l++) memcpy(o + 32 * l + 4 * r, x->qs + 4 * l, 4);
-            }
-        }
+static void pack_q80_fill(uint8_t *o, const char *const xb[8]) {
+    for (int r = 0; r < 8; r++) {
+        const k_block_q8_0 *x = (const k_block_q8_0 *)xb[r];
+        memcpy(o + 256 + 2 * r, &x->d, 2);
+        for (int l = 0; l < 8; l++) memcpy(o + 32 * l + 4 * r, x->qs + 4 * l, 4);
     }
+}
+
+void k_pack_q8_0_x8_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    pack_groups(8, n / K_QK, sizeof(k_block_q8_0), Q80_X8_BYTES, src, row_bytes, nrows, dst, pack_q80_fill);
 }
 
 #define Q6K_X4_BYTES (4 * sizeof(k_block_q6_k))
@@ -198,27 +207,25 @@ static inline uint8_t q6k_u(const k_block_q6_k *x, int j) {
     return (uint8_t)(lo | ((x->qh[32 * h + l] >> (2 * k)) & 3) << 4);
 }
 
-void k_pack_q6_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g0 = 0; g0 + 4 <= nrows; g0 += 4) {
-        uint8_t *o = (uint8_t *)dst + (size_t)g0 * row_bytes;
-        for (int64_t b = 0; b < nb; b++, o += Q6K_X4_BYTES) {
-            for (int r = 0; r < 4; r++) {
-                const k_block_q6_k *x = (const k_block_q6_k *)((const char *)src + (size_t)(g0 + r) * row_bytes) + b;
-                memcpy(o + 832 + 2 * r, &x->d, 2);
-                for (int g = 0; g < 16; g++) {
-                    o[768 + 4 * g + r] = (uint8_t)x->scales[g];
-                    for (int e = 0; e < 4; e++) {
-                        const int base = 16 * g + e;
-                        const uint8_t u3 = q6k_u(x, base + 12);
-                        o[48 * g + 4 * r + e] = (uint8_t)(q6k_u(x, base) | (u3 & 3) << 6);
-                        o[48 * g + 16 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 4) | (u3 >> 2 & 3) << 6);
-                        o[48 * g + 32 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 8) | (u3 >> 4) << 6);
-                    }
-                }
+static void pack_q6k_fill(uint8_t *o, const char *const xb[8]) {
+    for (int r = 0; r < 4; r++) {
+        const k_block_q6_k *x = (const k_block_q6_k *)xb[r];
+        memcpy(o + 832 + 2 * r, &x->d, 2);
+        for (int g = 0; g < 16; g++) {
+            o[768 + 4 * g + r] = (uint8_t)x->scales[g];
+            for (int e = 0; e < 4; e++) {
+                const int base = 16 * g + e;
+                const uint8_t u3 = q6k_u(x, base + 12);
+                o[48 * g + 4 * r + e] = (uint8_t)(q6k_u(x, base) | (u3 & 3) << 6);
+                o[48 * g + 16 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 4) | (u3 >> 2 & 3) << 6);
+                o[48 * g + 32 + 4 * r + e] = (uint8_t)(q6k_u(x, base + 8) | (u3 >> 4) << 6);
             }
         }
     }
+}
+
+void k_pack_q6_k_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    pack_groups(4, n / K_QKK, sizeof(k_block_q6_k), Q6K_X4_BYTES, src, row_bytes, nrows, dst, pack_q6k_fill);
 }
 
 K_DOTPROD_BEGIN
@@ -404,30 +411,16 @@ static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t n
             const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
             D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
             D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, vdupq_n_u8(0), 4)));
-            const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);
-            const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);
-            const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
-            const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
-            const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
-            const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+            int16x8_t mn[4];
+            k_q45k_x4_mins_neon(S0, S1, N, mn);
             K_UNROLL for (int k = 0; k < T; k++) {
                 const float32x4_t yd = vdupq_n_f32(yk[k]->d);
                 dv[k] = vmulq_f32(d32, yd);
                 const float32x4_t dmv = vmulq_f32(dm32, yd);
                 const int16x8_t bs = vpaddq_s16(vld1q_s16(yk[k]->bsums), vld1q_s16(yk[k]->bsums + 8));
-                const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
-                const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
-                const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
-                const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
-                if (t == K_Q4_K) {
-                    am[k][0] = vfmaq_f32(am[k][0], vcvtq_f32_s32(M0), dmv);
-                    am[k][1] = vfmaq_f32(am[k][1], vcvtq_f32_s32(M1), dmv);
-                    am[k][2] = vfmaq_f32(am[k][2], vcvtq_f32_s32(M2), dmv);
-                    am[k][3] = vfmaq_f32(am[k][3], vcvtq_f32_s32(M3), dmv);
-                } else {
-                    const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
-                    summs[k] = vfmaq_f32(summs[k], vnegq_f32(dmv), vcvtq_f32_s32(M));
-                }
+                int32x4_t M[4];
+                k_q45k_x4_msums_neon(mn, bs, M);
+                k_q45k_x4_minterm_neon(t == K_Q4_K, M, dmv, t == K_Q4_K ? am[k] : &summs[k]);
             }
         }
         /* ds[s]: sc[s] - sc[s+1] of the 4 rows (by parts) */
@@ -626,6 +619,34 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
     "fmla v17.4s, v" #L1 ".4s, %[dv].4s\n\t"                                                         \
     "stp q16, q17, [%[F], #" #OFF "]\n\t"
+/* The start of a block of q4k_x4_c (q4 1) or q5k_x4_c (q4 0): the rows'
+ * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N) and the
+ * token's d at *yb, both moved past; *dv = d * yd, the scale differences
+ * D0, D1 the asm takes, and the min term into F8 (k_q45k_x4_minterm_neon:
+ * F8[0..3] for Q4_K, F8[0] for Q5_K) with dmin * yd. */
+static inline __attribute__((always_inline)) void q45k_x4_head(const int q4, const uint8_t **o, const uint8_t **yb,
+                                                               uint8x16_t m6, uint8x16_t zb, float32x4_t *dv,
+                                                               int8x16_t *D0, int8x16_t *D1, float32x4_t *F8) {
+    const uint8x16x4_t hd = vld1q_u8_x4(*o);
+    *o += 64;
+    const float32x4_t yd = vld1q_dup_f32((const float *)*yb);
+    *yb += 4;
+    const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
+    *dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+    float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
+    __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
+    const float32x4_t dmv = vmulq_f32(dm32, yd);
+    const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
+    const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
+    *D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
+    *D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
+    int16x8_t mn[4];
+    int32x4_t M[4];
+    k_q45k_x4_mins_neon(S0, S1, N, mn);
+    const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(*yb + 256)), vld1q_s16((const int16_t *)(*yb + 272)));
+    k_q45k_x4_msums_neon(mn, bs, M);
+    k_q45k_x4_minterm_neon(q4, M, dmv, F8);
+}
 static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
                                                            float *out) {
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
@@ -635,34 +656,9 @@ static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uin
     for (int i = 0; i < 12; i++) F[i] = vdupq_n_f32(0);
     const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
     for (int64_t b = 0; b < nb; b++) {
-        const uint8x16x4_t hd = vld1q_u8_x4(o);
-        o += 64;
-        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
-        yb += 4;
-        const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
-        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
-        float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
-        __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
-        const float32x4_t dmv = vmulq_f32(dm32, yd);
-        const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
-        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
-        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
-        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
-        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
-        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
-        const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(yb + 256)), vld1q_s16((const int16_t *)(yb + 272)));
-        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
-        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
-        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
-        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
-        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
-        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
-        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
-        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
-        F[8] = vfmaq_f32(F[8], vcvtq_f32_s32(M0), dmv);
-        F[9] = vfmaq_f32(F[9], vcvtq_f32_s32(M1), dmv);
-        F[10] = vfmaq_f32(F[10], vcvtq_f32_s32(M2), dmv);
-        F[11] = vfmaq_f32(F[11], vcvtq_f32_s32(M3), dmv);
+        float32x4_t dv;
+        int8x16_t D0, D1;
+        q45k_x4_head(1, &o, &yb, m6, zb, &dv, &D0, &D1, F + 8);
         __asm__ volatile(Q4K_ARCH
                          Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
@@ -746,32 +742,9 @@ static inline __attribute__((always_inline)) void q5k_x4_c(int64_t nb, const uin
     for (int i = 0; i < 9; i++) F[i] = vdupq_n_f32(0);
     const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
     for (int64_t b = 0; b < nb; b++) {
-        const uint8x16x4_t hd = vld1q_u8_x4(o);
-        o += 64;
-        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
-        yb += 4;
-        const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
-        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
-        float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
-        __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
-        const float32x4_t dmv = vmulq_f32(dm32, yd);
-        const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
-        const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
-        const int8x16_t D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
-        const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, zb, 4)));
-        const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);                 /* mins 0..3 */
-        const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);  /* mins 4..7 */
-        const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(yb + 256)), vld1q_s16((const int16_t *)(yb + 272)));
-        const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
-        const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
-        const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
-        const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
-        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
-        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
-        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
-        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
-        const int32x4_t M = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
-        F[8] = vfmaq_f32(F[8], vnegq_f32(dmv), vcvtq_f32_s32(M));
+        float32x4_t dv;
+        int8x16_t D0, D1;
+        q45k_x4_head(0, &o, &yb, m6, zb, &dv, &D0, &D1, F + 8);
         __asm__ volatile(Q4K_ARCH
                          Q5K_CHUNK("sshll", "D0", "8b", Q4K_F) Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N)
                          Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)

@@ -200,28 +200,13 @@ static inline __attribute__((always_inline)) void q45k_block(const int t, const 
     const uint8x16_t S0 = vld1q_u8(o + 16), S1 = vld1q_u8(o + 32), N = vld1q_u8(o + 48);
 
     /* the min term, as the dotprod kernel forms it */
-    const uint8x16_t mn0 = vsliq_n_u8(N, vshrq_n_u8(S0, 6), 4);
-    const uint8x16_t mn1 = vsliq_n_u8(vshrq_n_u8(N, 4), vshrq_n_u8(S1, 6), 4);
-    const int16x8_t n01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn0)));
-    const int16x8_t n23 = vreinterpretq_s16_u16(vmovl_high_u8(mn0));
-    const int16x8_t n45 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn1)));
-    const int16x8_t n67 = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
+    int16x8_t mn[4];
+    k_q45k_x4_mins_neon(S0, S1, N, mn);
     for (int k = 0; k < 2 * TP; k++) {
-        const int16x8_t bs = ab->bs[k];
-        const int32x4_t M0 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n01), bs, 0), n01, bs, 1);
-        const int32x4_t M1 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n23), bs, 2), n23, bs, 3);
-        const int32x4_t M2 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n45), bs, 4), n45, bs, 5);
-        const int32x4_t M3 = vmlal_high_laneq_s16(vmull_laneq_s16(vget_low_s16(n67), bs, 6), n67, bs, 7);
-        const float32x4_t dmv = vmulq_f32(dm4, vdupq_n_f32(ab->yd[k]));
-        if (t == K_Q4_K) {
-            am[k][0] = vfmaq_f32(am[k][0], vcvtq_f32_s32(M0), dmv);
-            am[k][1] = vfmaq_f32(am[k][1], vcvtq_f32_s32(M1), dmv);
-            am[k][2] = vfmaq_f32(am[k][2], vcvtq_f32_s32(M2), dmv);
-            am[k][3] = vfmaq_f32(am[k][3], vcvtq_f32_s32(M3), dmv);
-        } else { /* summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
-            const int32x4_t Ms = vaddq_s32(vaddq_s32(M0, M1), vaddq_s32(M2, M3));
-            am[k][0] = vfmaq_f32(am[k][0], vnegq_f32(dmv), vcvtq_f32_s32(Ms));
-        }
+        int32x4_t M[4];
+        k_q45k_x4_msums_neon(mn, ab->bs[k], M);
+        /* Q5_K: summs = fmaf(-dmin * yd, (float)(M0 + M1 + M2 + M3), summs) */
+        k_q45k_x4_minterm_neon(t == K_Q4_K, M, vmulq_f32(dm4, vdupq_n_f32(ab->yd[k])), am[k]);
     }
 
     /* the scale multipliers of chunk c: mu[c] = {h rows 0,1; m rows 0,1; h rows 2,3; m rows 2,3} */

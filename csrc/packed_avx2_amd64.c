@@ -18,14 +18,9 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *o = w + i * PK_XB;
         if (PK_PF) k_prefetch_lines(o + PK_PF, PK_XB / 64);
-        const __m256 yd = _mm256_set1_ps(y[i].d);
-        const __m256 dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), yd);
-        const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16))), yd);
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        __m256i s0, s1, m0, m1;
-        pk_q4k_scales(o, &s0, &s1, &m0, &m1);
-        pk_q4k_mins(m0, m1, bsum, dmy, accm);
+        __m256 dy;
+        __m256i s0, s1;
+        pk_q4k_block(o, &y[i], &dy, &s0, &s1, accm);
         _Pragma("GCC unroll 8")
         for (int r = 0; r < PK_G; r++) {
             /* row r's 8 scale bytes in every 64-bit lane */
@@ -71,7 +66,7 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
                 const __m256i L0 = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 0)));
                 const __m256i L1 = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 1)));
                 const __m256i H = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 2)));
-                PK6_QUANTS(256, L0, L1, H, q);
+                K_Q6K_QUANTS(256, L0, L1, H, q);
                 const int8_t *qa = y[i].qs + 128 * h;
                 _Pragma("GCC unroll 4")
                 for (int k = 0; k < 4; k++) {

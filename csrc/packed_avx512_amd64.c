@@ -6,6 +6,29 @@
 #include "simd_avx512_amd64.h"
 #include "packed_x86.h"
 
+/* Two rows per 512-bit vector (row 2p in lanes 0..7, 2p+1 in 8..15):
+ * acc + (their factors, lanes 2p and 2p+1 of d, 8 lanes each) * the int32
+ * lane sums s; and the halves, each one row's 8 f32 lanes. */
+KT static inline __attribute__((always_inline)) __m512 pk_pair_fma(__m256 d, const int p, __m512i s, __m512 acc) {
+    const __m512 dp = _mm512_permutexvar_ps(_mm512_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1,
+                                                              2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
+                                                              2 * p + 1),
+                                            _mm512_castps256_ps512(d));
+    return _mm512_fmadd_ps(dp, _mm512_cvtepi32_ps(s), acc);
+}
+KT static inline __attribute__((always_inline)) __m256 pk_lo256(__m512 v) { return _mm512_castps512_ps256(v); }
+KT static inline __attribute__((always_inline)) __m256 pk_hi256(__m512 v) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+/* out[2p], out[2p+1] = the sums of acc[p]'s halves */
+KT static inline __attribute__((always_inline)) void pk_pairs_out(const __m512 acc[4], float out[PK_G]) {
+    _Pragma("GCC unroll 4")
+    for (int p = 0; p < 4; p++) {
+        out[2 * p] = k_hsum_avx2(pk_lo256(acc[p]));
+        out[2 * p + 1] = k_hsum_avx2(pk_hi256(acc[p]));
+    }
+}
+
 /* 8 packed rows x one token on 512-bit vectors: rows 2p and 2p+1 share a
  * vector (their chunks are adjacent in the layout), the activation chunks
  * are broadcast to both halves. Same integer lanes, same f32 steps. */
@@ -19,14 +42,9 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *o = w + i * PK_XB;
         if (PK_PF) k_prefetch_lines(o + PK_PF, PK_XB / 64);
-        const __m256 yd = _mm256_set1_ps(y[i].d);
-        const __m256 dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), yd);
-        const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16))), yd);
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        __m256i s0, s1, m0, m1;
-        pk_q4k_scales(o, &s0, &s1, &m0, &m1);
-        pk_q4k_mins(m0, m1, bsum, dmy, accm);
+        __m256 dy;
+        __m256i s0, s1;
+        pk_q4k_block(o, &y[i], &dy, &s0, &s1, accm);
         __m512i alo[4], ahi[4];
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
@@ -48,19 +66,13 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
                 sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(hi, ahi[c]),
                                            _mm512_shuffle_epi8(sp, _mm512_set1_epi16((short)(0x8000 | (2 * c + 1)))));
             }
-            const __m512 dyp = _mm512_permutexvar_ps(_mm512_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1,
-                                                                       2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
-                                                                       2 * p + 1),
-                                                     _mm512_castps256_ps512(dy));
-            acc[p] = _mm512_fmadd_ps(dyp, _mm512_cvtepi32_ps(sumi), acc[p]);
+            acc[p] = pk_pair_fma(dy, p, sumi, acc[p]);
         }
     }
     _Pragma("GCC unroll 4")
     for (int p = 0; p < 4; p++) {
-        const __m256 lo = _mm512_castps512_ps256(acc[p]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1));
-        out[2 * p] = k_hsum_avx2(lo) - pk_q4k_minsum(accm, 2 * p);
-        out[2 * p + 1] = k_hsum_avx2(hi) - pk_q4k_minsum(accm, 2 * p + 1);
+        out[2 * p] = k_hsum_avx2(pk_lo256(acc[p])) - pk_q4k_minsum(accm, 2 * p);
+        out[2 * p + 1] = k_hsum_avx2(pk_hi256(acc[p])) - pk_q4k_minsum(accm, 2 * p + 1);
     }
 }
 
@@ -89,7 +101,7 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
                 const __m512i L0 = _mm512_loadu_si512((const void *)(o + pk6_off(h, 2 * p, 0)));
                 const __m512i L1 = _mm512_loadu_si512((const void *)(o + pk6_off(h, 2 * p, 1)));
                 const __m512i H = _mm512_loadu_si512((const void *)(o + pk6_off(h, 2 * p, 2)));
-                PK6_QUANTS(512, L0, L1, H, q);
+                K_Q6K_QUANTS(512, L0, L1, H, q);
                 _Pragma("GCC unroll 4")
                 for (int k = 0; k < 4; k++) {
                     const int j = 4 * h + k;
@@ -99,18 +111,10 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
                     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[k], av[j]), sv);
                 }
             }
-            const __m512 dyp = _mm512_permutexvar_ps(_mm512_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1,
-                                                                       2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
-                                                                       2 * p + 1),
-                                                     _mm512_castps256_ps512(dy));
-            acc[p] = _mm512_fmadd_ps(dyp, _mm512_cvtepi32_ps(sumi), acc[p]);
+            acc[p] = pk_pair_fma(dy, p, sumi, acc[p]);
         }
     }
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) {
-        out[2 * p] = k_hsum_avx2(_mm512_castps512_ps256(acc[p]));
-        out[2 * p + 1] = k_hsum_avx2(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
-    }
+    pk_pairs_out(acc, out);
 }
 
 /* two rows per 512-bit vector; sign(y, q) as y negated where q < 0 (where
@@ -130,18 +134,10 @@ KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[
             const __m512i q = _mm512_loadu_si512((const void *)(o + 16 + 64 * p));
             const __m512i sy = _mm512_mask_sub_epi8(ya, _mm512_movepi8_mask(q), _mm512_setzero_si512(), ya);
             const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), sy);
-            const __m512 dp = _mm512_permutexvar_ps(_mm512_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1,
-                                                                      2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
-                                                                      2 * p + 1),
-                                                    _mm512_castps256_ps512(dd));
-            acc[p] = _mm512_fmadd_ps(dp, _mm512_cvtepi32_ps(s), acc[p]);
+            acc[p] = pk_pair_fma(dd, p, s, acc[p]);
         }
     }
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) {
-        out[2 * p] = k_hsum_avx2(_mm512_castps512_ps256(acc[p]));
-        out[2 * p + 1] = k_hsum_avx2(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
-    }
+    pk_pairs_out(acc, out);
 }
 
 PK_PIECE(pk_q4k_piece, pk_q4k_gemv8)

@@ -40,42 +40,47 @@
 #endif
 #define PK_XB (PK_G * (int64_t)sizeof(k_block_q4_k)) /* bytes of one x8 block */
 
+/* The walk of the pack and unpack functions: for every whole group of
+ * PK_G rows (nrows a multiple of 8, row_bytes apart) and each block b of
+ * its rows, move(o, x, r, pack) copies the fields of block b of row r (x,
+ * bsz bytes) into the group's x8 block o (xb bytes, at b * xb) when pack,
+ * else back out of it. src is read only: the rows when pack (into dst),
+ * the packed groups otherwise. One move per type, so a layout is spelled
+ * once for both directions. */
+typedef void pk_move_fn(char *o, char *x, int r, int pack);
+static inline __attribute__((always_inline)) void pk_walk(int64_t nb, size_t bsz, int64_t xb, const void *src,
+                                                          size_t row_bytes, int64_t nrows, void *dst, int pack,
+                                                          pk_move_fn *move) {
+    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
+        char *s = (char *)src + (size_t)g * row_bytes, *d = (char *)dst + (size_t)g * row_bytes;
+        char *rows = pack ? s : d, *x8 = pack ? d : s;
+        for (int64_t b = 0; b < nb; b++)
+            for (int r = 0; r < PK_G; r++) move(x8 + b * xb, rows + (size_t)r * row_bytes + (size_t)b * bsz, r, pack);
+    }
+}
+
+/* len bytes from field to x8 block place o (pack), or back */
+static inline void pk_copy(char *o, void *field, size_t len, int pack) {
+    if (pack) memcpy(o, field, len);
+    else memcpy(field, o, len);
+}
+
+static inline void pk_q4k_move(char *o, char *xb, int r, int pack) {
+    k_block_q4_k *x = (k_block_q4_k *)xb;
+    pk_copy(o + 2 * r, &x->d, 2, pack);
+    pk_copy(o + 16 + 2 * r, &x->dmin, 2, pack);
+    for (int k = 0; k < 3; k++) pk_copy(o + 32 + 32 * k + 4 * r, x->scales + 4 * k, 4, pack);
+    for (int c = 0; c < 4; c++) pk_copy(o + 128 + 256 * c + 32 * r, x->qs + 32 * c, 32, pack);
+}
+
 /* nrows (a multiple of 8) rows of Q4_K, row_bytes apart, into the layout above */
 __attribute__((unused)) static void pk_q4k_pack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
-        const char *s = (const char *)src + (size_t)g * row_bytes;
-        char *d = (char *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++) {
-            char *o = d + b * PK_XB;
-            for (int r = 0; r < PK_G; r++) {
-                const k_block_q4_k *x = (const k_block_q4_k *)(s + (size_t)r * row_bytes) + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                memcpy(o + 16 + 2 * r, &x->dmin, 2);
-                for (int k = 0; k < 3; k++) memcpy(o + 32 + 32 * k + 4 * r, x->scales + 4 * k, 4);
-                for (int c = 0; c < 4; c++) memcpy(o + 128 + 256 * c + 32 * r, x->qs + 32 * c, 32);
-            }
-        }
-    }
+    pk_walk(n / K_QKK, sizeof(k_block_q4_k), PK_XB, src, row_bytes, nrows, dst, 1, pk_q4k_move);
 }
 
 /* the inverse of pk_q4k_pack */
 static void pk_q4k_unpack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
-        const char *s = (const char *)src + (size_t)g * row_bytes;
-        char *d = (char *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++) {
-            const char *o = s + b * PK_XB;
-            for (int r = 0; r < PK_G; r++) {
-                k_block_q4_k *x = (k_block_q4_k *)(d + (size_t)r * row_bytes) + b;
-                memcpy(&x->d, o + 2 * r, 2);
-                memcpy(&x->dmin, o + 16 + 2 * r, 2);
-                for (int k = 0; k < 3; k++) memcpy(x->scales + 4 * k, o + 32 + 32 * k + 4 * r, 4);
-                for (int c = 0; c < 4; c++) memcpy(x->qs + 32 * c, o + 128 + 256 * c + 32 * r, 32);
-            }
-        }
-    }
+    pk_walk(n / K_QKK, sizeof(k_block_q4_k), PK_XB, src, row_bytes, nrows, dst, 0, pk_q4k_move);
 }
 
 /* The scales and mins of the 8 rows of an x8 block, as 8 bytes per row:
@@ -113,6 +118,21 @@ KT static inline __attribute__((always_inline)) void pk_q4k_mins(__m256i m0, __m
     }
 }
 
+/* The per-block start of the Q4_K gemvs over x8 block o and the token's
+ * block y: *dy = the rows' d * yd (row r in lane r), *s0 / *s1 their scales
+ * (pk_q4k_scales), and the min terms added to accm (pk_q4k_mins). */
+KT static inline __attribute__((always_inline)) void pk_q4k_block(const char *o, const k_block_q8_k *y, __m256 *dy,
+                                                                 __m256i *s0, __m256i *s1, __m256 accm[4]) {
+    const __m256 yd = _mm256_set1_ps(y->d);
+    *dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), yd);
+    const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16))), yd);
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+    const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    __m256i m0, m1;
+    pk_q4k_scales(o, s0, s1, &m0, &m1);
+    pk_q4k_mins(m0, m1, bsum, dmy, accm);
+}
+
 /* the f32 min sum of row r from accm (pk_q4k_mins' pairs) */
 KT static inline float pk_q4k_minsum(const __m256 accm[4], int r) {
     static const int pair[8] = {0, 0, 2, 2, 1, 1, 3, 3};
@@ -136,60 +156,25 @@ KT static inline float pk_q4k_minsum(const __m256 accm[4], int r) {
 
 static inline size_t pk6_off(int h, int r, int m) { return 144 + 768 * h + 192 * (r / 2) + 64 * m + 32 * (r % 2); }
 
-__attribute__((unused)) static void pk_q6k_pack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
-        const char *s = (const char *)src + (size_t)g * row_bytes;
-        char *d = (char *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++) {
-            char *o = d + b * PK6_XB;
-            for (int r = 0; r < PK_G; r++) {
-                const k_block_q6_k *x = (const k_block_q6_k *)(s + (size_t)r * row_bytes) + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                memcpy(o + 16 + 16 * r, x->scales, 16);
-                for (int h = 0; h < 2; h++) {
-                    memcpy(o + pk6_off(h, r, 0), x->ql + 64 * h, 32);
-                    memcpy(o + pk6_off(h, r, 1), x->ql + 64 * h + 32, 32);
-                    memcpy(o + pk6_off(h, r, 2), x->qh + 32 * h, 32);
-                }
-            }
-        }
+static inline void pk_q6k_move(char *o, char *xb, int r, int pack) {
+    k_block_q6_k *x = (k_block_q6_k *)xb;
+    pk_copy(o + 2 * r, &x->d, 2, pack);
+    pk_copy(o + 16 + 16 * r, x->scales, 16, pack);
+    for (int h = 0; h < 2; h++) {
+        pk_copy(o + pk6_off(h, r, 0), x->ql + 64 * h, 32, pack);
+        pk_copy(o + pk6_off(h, r, 1), x->ql + 64 * h + 32, 32, pack);
+        pk_copy(o + pk6_off(h, r, 2), x->qh + 32 * h, 32, pack);
     }
+}
+
+__attribute__((unused)) static void pk_q6k_pack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
+    pk_walk(n / K_QKK, sizeof(k_block_q6_k), PK6_XB, src, row_bytes, nrows, dst, 1, pk_q6k_move);
 }
 
 static void pk_q6k_unpack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QKK;
-    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
-        const char *s = (const char *)src + (size_t)g * row_bytes;
-        char *d = (char *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++) {
-            const char *o = s + b * PK6_XB;
-            for (int r = 0; r < PK_G; r++) {
-                k_block_q6_k *x = (k_block_q6_k *)(d + (size_t)r * row_bytes) + b;
-                memcpy(&x->d, o + 2 * r, 2);
-                memcpy(x->scales, o + 16 + 16 * r, 16);
-                for (int h = 0; h < 2; h++) {
-                    memcpy(x->ql + 64 * h, o + pk6_off(h, r, 0), 32);
-                    memcpy(x->ql + 64 * h + 32, o + pk6_off(h, r, 1), 32);
-                    memcpy(x->qh + 32 * h, o + pk6_off(h, r, 2), 32);
-                }
-            }
-        }
-    }
+    pk_walk(n / K_QKK, sizeof(k_block_q6_k), PK6_XB, src, row_bytes, nrows, dst, 0, pk_q6k_move);
 }
 
-/* the 4 quant vectors of k_q6k_quants_avx2 from the parts L0, L1, H (any width) */
-#define PK6_QUANTS(W, L0, L1, H, q)                                                                                             \
-    do {                                                                                                                        \
-        const __m##W##i m4_ = _mm##W##_set1_epi8(0x0F), m3_ = _mm##W##_set1_epi8(3);                                            \
-        q[0] = _mm##W##_or_si##W(_mm##W##_and_si##W(L0, m4_), _mm##W##_slli_epi16(_mm##W##_and_si##W(H, m3_), 4));              \
-        q[1] = _mm##W##_or_si##W(_mm##W##_and_si##W(L1, m4_),                                                                   \
-                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 2), m3_), 4));                   \
-        q[2] = _mm##W##_or_si##W(_mm##W##_and_si##W(_mm##W##_srli_epi16(L0, 4), m4_),                                           \
-                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 4), m3_), 4));                   \
-        q[3] = _mm##W##_or_si##W(_mm##W##_and_si##W(_mm##W##_srli_epi16(L1, 4), m4_),                                           \
-                                 _mm##W##_slli_epi16(_mm##W##_and_si##W(_mm##W##_srli_epi16(H, 6), m3_), 4));                   \
-    } while (0)
 
 
 /* ---- Q8_0, groups of 8 rows. One x8 block (8 * 34 = 272 bytes): d of
@@ -206,36 +191,18 @@ static void pk_q6k_unpack(int64_t n, const void *src, size_t row_bytes, int64_t 
 #define PK8_PF 2176
 #endif
 
+static inline void pk_q8_0_move(char *o, char *xb, int r, int pack) {
+    k_block_q8_0 *x = (k_block_q8_0 *)xb;
+    pk_copy(o + 2 * r, &x->d, 2, pack);
+    pk_copy(o + 16 + 32 * r, x->qs, 32, pack);
+}
+
 __attribute__((unused)) static void pk_q8_0_pack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QK;
-    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
-        const char *s = (const char *)src + (size_t)g * row_bytes;
-        char *d = (char *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++) {
-            char *o = d + b * PK8_XB;
-            for (int r = 0; r < PK_G; r++) {
-                const k_block_q8_0 *x = (const k_block_q8_0 *)(s + (size_t)r * row_bytes) + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                memcpy(o + 16 + 32 * r, x->qs, 32);
-            }
-        }
-    }
+    pk_walk(n / K_QK, sizeof(k_block_q8_0), PK8_XB, src, row_bytes, nrows, dst, 1, pk_q8_0_move);
 }
 
 static void pk_q8_0_unpack(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
-    const int64_t nb = n / K_QK;
-    for (int64_t g = 0; g + PK_G <= nrows; g += PK_G) {
-        const char *s = (const char *)src + (size_t)g * row_bytes;
-        char *d = (char *)dst + (size_t)g * row_bytes;
-        for (int64_t b = 0; b < nb; b++) {
-            const char *o = s + b * PK8_XB;
-            for (int r = 0; r < PK_G; r++) {
-                k_block_q8_0 *x = (k_block_q8_0 *)(d + (size_t)r * row_bytes) + b;
-                memcpy(&x->d, o + 2 * r, 2);
-                memcpy(x->qs, o + 16 + 32 * r, 32);
-            }
-        }
-    }
+    pk_walk(n / K_QK, sizeof(k_block_q8_0), PK8_XB, src, row_bytes, nrows, dst, 0, pk_q8_0_move);
 }
 
 /* The driver's (8, 1) piece over a gemv of 8 packed rows */

@@ -10,13 +10,14 @@
  *         m[2l] * bsums[2l] + m[2l+1] * bsums[2l+1] (m = the 4-bit mins), then
  *         acc[l] = fmaf(yd * d, lane[l], acc[l])
  *   Q3_K  acc[l] = fmaf(yd * d, lane[l], acc[l]), q signed (-4..3)
- *   result: hsum8(acc) = ((0+4) + (2+6)) + ((1+5) + (3+7)).
+ *   result: k_hsum8_ref(acc) = ((0+4) + (2+6)) + ((1+5) + (3+7)).
  * The integer sums are exact, so only the f32 steps fix the bits. Float
  * products of the dequantizers are separate statements: a compiler must not
  * fuse them into an FMA. */
 #include <math.h>
 #include <string.h>
 #include "kernels.h"
+#include "ref_sum.h"
 
 #define H2F(h) k_f16_to_f32(h)
 
@@ -86,11 +87,6 @@ static void lanes_g16(int32_t lane[8], const int8_t *q, const int8_t *a, const i
     }
 }
 
-static float hsum8(const float v[8]) {
-    const float r0 = v[0] + v[4], r1 = v[1] + v[5], r2 = v[2] + v[6], r3 = v[3] + v[7];
-    return (r0 + r2) + (r1 + r3);
-}
-
 float k_dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *a) {
     const k_block_q2_k *x = (const k_block_q2_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
@@ -112,7 +108,7 @@ float k_dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *a) {
             acc[l] = fmaf(d, (float)lane[l], acc[l]);
         }
     }
-    return hsum8(acc);
+    return k_hsum8_ref(acc);
 }
 
 float k_dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *a) {
@@ -128,5 +124,5 @@ float k_dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *a) {
         const float d = y[i].d * H2F(x[i].d);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
-    return hsum8(acc);
+    return k_hsum8_ref(acc);
 }

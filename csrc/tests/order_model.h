@@ -199,6 +199,32 @@ static float om_dot_float(int t, int64_t n, const void *w, const void *a) {
     return (float)sum;
 }
 
+/* The order of IQ4_NL's and MXFP4's dots over nb blocks of 32: block i's
+ * factor d(w, a, i) times its 8 lanes lane(w, a, i, l), one FMA a lane,
+ * into acc[i & 1] (batch: every block into acc[0], tinyBLAS_Q0's one
+ * accumulator), the two added lane by lane, hsum8, then (not batch) an odd
+ * last block as fmaf(d, its integer sum, total). */
+typedef float om_blk_d_fn(const void *w, const void *a, int64_t i);
+typedef int32_t om_blk_lane_fn(const void *w, const void *a, int64_t i, int l);
+static float om_even_odd(int64_t nb, int batch, const void *w, const void *a, om_blk_d_fn *d, om_blk_lane_fn *lane) {
+    const int64_t paired = batch ? nb : nb & ~(int64_t)1;
+    float acc[2][8] = {{0}};
+    for (int64_t i = 0; i < paired; i++) {
+        const float di = d(w, a, i);
+        float *ac = acc[batch ? 0 : i & 1];
+        for (int l = 0; l < 8; l++) ac[l] = fmaf(di, (float)lane(w, a, i, l), ac[l]);
+    }
+    float v[8];
+    for (int l = 0; l < 8; l++) v[l] = acc[0][l] + acc[1][l];
+    float s = om_hsum8(v);
+    if (paired < nb) {
+        int32_t isum = 0;
+        for (int l = 0; l < 8; l++) isum += lane(w, a, nb - 1, l);
+        s = fmaf(d(w, a, nb - 1), (float)isum, s);
+    }
+    return s;
+}
+
 /* ---- IQ4_NL / IQ4_XS: 4-bit indices into ggml's 16 levels (kvalues_iq4nl) ---- */
 static const int8_t om_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
@@ -217,26 +243,14 @@ static int32_t om_iq4_lane(const uint8_t *qs, const int8_t *a, int l) {
  * into one 8-lane accumulator, 1, 3, 5 ... into another, added lane by lane,
  * hsum8, then an odd last block as fmaf(d, integer block sum, total).
  * batch = 1: tinyBLAS_Q0 (two or more tokens): one accumulator, in order. */
+static float om_iq4nl_d(const void *w, const void *a, int64_t i) {
+    return k_f16_to_f32(((const k_block_iq4_nl *)w)[i].d) * k_f16_to_f32(((const k_block_q8_0 *)a)[i].d);
+}
+static int32_t om_iq4nl_lane(const void *w, const void *a, int64_t i, int l) {
+    return om_iq4_lane(((const k_block_iq4_nl *)w)[i].qs, ((const k_block_q8_0 *)a)[i].qs, l);
+}
 static float om_dot_iq4nl(int64_t n, const void *w, const void *a, int batch) {
-    const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
-    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const int64_t nb = n / K_QK, paired = batch ? nb : nb & ~(int64_t)1;
-    float acc[2][8] = {{0}};
-    for (int64_t i = 0; i < paired; i++) {
-        const float d = k_f16_to_f32(x[i].d) * k_f16_to_f32(y[i].d);
-        float *ac = acc[batch ? 0 : i & 1];
-        for (int l = 0; l < 8; l++) ac[l] = fmaf(d, (float)om_iq4_lane(x[i].qs, y[i].qs, l), ac[l]);
-    }
-    float v[8];
-    for (int l = 0; l < 8; l++) v[l] = acc[0][l] + acc[1][l];
-    float s = om_hsum8(v);
-    if (paired < nb) {
-        int32_t isum = 0;
-        for (int l = 0; l < 8; l++) isum += om_iq4_lane(x[nb - 1].qs, y[nb - 1].qs, l);
-        const float d = k_f16_to_f32(x[nb - 1].d) * k_f16_to_f32(y[nb - 1].d);
-        s = fmaf(d, (float)isum, s);
-    }
-    return s;
+    return om_even_odd(n / K_QK, batch, w, a, om_iq4nl_d, om_iq4nl_lane);
 }
 
 /* IQ4_XS x Q8_K: lanes summed in int32 over the 8 sub-blocks times their
@@ -285,24 +299,14 @@ static int32_t om_mxfp4_lane(const uint8_t *qs, const int8_t *a, int l) {
  * even blocks into one 8-lane accumulator, odd ones into another, added
  * lane by lane, hsum8, then an odd last block as fmaf(d, integer sum, total);
  * d = f16(y.d) * e8m0_half(e) */
+static float om_mxfp4_d(const void *w, const void *a, int64_t i) {
+    return k_f16_to_f32(((const k_block_q8_0 *)a)[i].d) * om_e8m0_half(((const k_block_mxfp4 *)w)[i].e);
+}
+static int32_t om_mxfp4_blk_lane(const void *w, const void *a, int64_t i, int l) {
+    return om_mxfp4_lane(((const k_block_mxfp4 *)w)[i].qs, ((const k_block_q8_0 *)a)[i].qs, l);
+}
 static float om_dot_mxfp4(int64_t n, const void *w, const void *a) {
-    const k_block_mxfp4 *x = (const k_block_mxfp4 *)w;
-    const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    const int64_t nb = n / K_QK, paired = nb & ~(int64_t)1;
-    float acc[2][8] = {{0}};
-    for (int64_t i = 0; i < paired; i++) {
-        const float d = k_f16_to_f32(y[i].d) * om_e8m0_half(x[i].e);
-        for (int l = 0; l < 8; l++) acc[i & 1][l] = fmaf(d, (float)om_mxfp4_lane(x[i].qs, y[i].qs, l), acc[i & 1][l]);
-    }
-    float v[8];
-    for (int l = 0; l < 8; l++) v[l] = acc[0][l] + acc[1][l];
-    float s = om_hsum8(v);
-    if (paired < nb) {
-        int32_t isum = 0;
-        for (int l = 0; l < 8; l++) isum += om_mxfp4_lane(x[nb - 1].qs, y[nb - 1].qs, l);
-        s = fmaf(k_f16_to_f32(y[nb - 1].d) * om_e8m0_half(x[nb - 1].e), (float)isum, s);
-    }
-    return s;
+    return om_even_odd(n / K_QK, 0, w, a, om_mxfp4_d, om_mxfp4_blk_lane);
 }
 
 /* The model for weight type t, or NULL-equivalent (returns 0 in *ok) */
