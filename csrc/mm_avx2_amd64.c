@@ -170,7 +170,7 @@ KT static inline __attribute__((always_inline)) void q6k_dot4p(const int raw, MM
             if (raw) {
                 k_q6k_quants_avx2(xr, h, q);
                 /* scales 8h..8h+7 as words in both 128-bit halves */
-                sh = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+                sh = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
             }
             _Pragma("GCC unroll 4")
             for (int j = 0; j < 4; j++) {
