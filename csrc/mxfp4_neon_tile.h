@@ -125,6 +125,14 @@ MX_TARGET static void mxfp4_tprep(int g, int64_t n, const char *a, size_t a_row_
     }
 }
 
+/* k_e8m0_half(e) for every e, as f32 bits: one load in the row loop
+ * instead of the branch-free select of kernels.h */
+#define MX_E8(e) ((e) < 2 ? 0x00200000u << ((e) & 1) : (uint32_t)((e) - 1) << 23)
+#define MX_E8x4(e) MX_E8(e), MX_E8((e) + 1), MX_E8((e) + 2), MX_E8((e) + 3)
+#define MX_E8x16(e) MX_E8x4(e), MX_E8x4((e) + 4), MX_E8x4((e) + 8), MX_E8x4((e) + 12)
+#define MX_E8x64(e) MX_E8x16(e), MX_E8x16((e) + 16), MX_E8x16((e) + 32), MX_E8x16((e) + 48)
+static const uint32_t mx_e8m0_half_bits[256] = {MX_E8x64(0), MX_E8x64(64), MX_E8x64(128), MX_E8x64(192)};
+
 /* acc + x * d[l] (FMLA by element: fused, as vfmaq_f32 with d[l] in every lane) */
 MX_TARGET MX_INLINE float32x4_t mx_fma_lane(float32x4_t acc, float32x4_t x, float32x4_t d, const int l) {
     switch (l) {
@@ -148,10 +156,10 @@ MX_TARGET MX_INLINE void mx_prep_pass(const int T, int64_t i0, int64_t np, const
     x += i0;
     for (int64_t j = 0; j < np; j++, x += 2, p += 2 * S) {
         const struct mx_lv q = mx_levels(table, x);
-        const float e = k_e8m0_half(x->e);
+        const float32x4_t e = vreinterpretq_f32_u32(vld1q_dup_u32(&mx_e8m0_half_bits[x->e]));
         float32x4_t dv[2];
-        dv[0] = vmulq_n_f32(vld1q_f32((const float *)(p + 32 * T)), e);
-        dv[1] = T > 4 ? vmulq_n_f32(vld1q_f32((const float *)(p + 32 * T + 16)), e) : dv[0];
+        dv[0] = vmulq_f32(vld1q_f32((const float *)(p + 32 * T)), e);
+        dv[1] = T > 4 ? vmulq_f32(vld1q_f32((const float *)(p + 32 * T + 16)), e) : dv[0];
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const int8_t *pa = (const int8_t *)(p + 32 * k);
