@@ -160,6 +160,8 @@ MX_TARGET MX_INLINE void mx_prep_pass(const int T, int64_t i0, int64_t np, const
         float32x4_t dv[2];
         dv[0] = vmulq_f32(vld1q_f32((const float *)(p + 32 * T)), e);
         dv[1] = T > 4 ? vmulq_f32(vld1q_f32((const float *)(p + 32 * T + 16)), e) : dv[0];
+        /* opaque: else clang also forms lane 0's product as a scalar FMUL, per vector */
+        __asm__("" : "+w"(dv[0]), "+w"(dv[1]));
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const int8_t *pa = (const int8_t *)(p + 32 * k);
