@@ -24,7 +24,7 @@
 # APPLE_PROXY_CC / APPLE_PROXY_CXX (clang-16 / clang++-16, else clang / clang++),
 # APPLE_PROXY_SYSROOT (/usr/aarch64-linux-gnu), APPLE_PROXY_QEMU (qemu-aarch64),
 # APPLE_PROXY_REPS (4), APPLE_PROXY_NTOK (16: tokens of the gemm path),
-# APPLE_PROXY_TYPES ("q4_k q5_k q6_k q8_0 iq4_xs").
+# APPLE_PROXY_TYPES ("q4_k q5_k q6_k q8_0 iq4_xs mxfp4").
 #
 # End to end, with APPLE_PROXY_E2E=MODEL.gguf: executed instructions per
 # generated token (tg) and per prompt token (pp) of `woolly bench` (Woolly's
@@ -73,7 +73,7 @@ QEMU=${APPLE_PROXY_QEMU:-qemu-aarch64}
 SYSROOT=${APPLE_PROXY_SYSROOT:-/usr/aarch64-linux-gnu}
 REPS=${APPLE_PROXY_REPS:-4}
 NTOK=${APPLE_PROXY_NTOK:-16}
-TYPES=${APPLE_PROXY_TYPES:-q4_k q5_k q6_k q8_0 iq4_xs}
+TYPES=${APPLE_PROXY_TYPES:-q4_k q5_k q6_k q8_0 iq4_xs mxfp4}
 if [ -z "$CC" ] || [ -z "$CXX" ]; then die "no clang found (apt-get install clang-16 lld-16)"; fi
 [ -n "$HOSTCC" ] || die "no host C compiler for the qemu plugin"
 command -v "$QEMU" >/dev/null 2>&1 || die "$QEMU not found (apt-get install qemu-user)"

@@ -801,8 +801,10 @@ static void test_packed(int impl) {
 static void test_mxfp4(int impl) {
     static const uint8_t exps[] = {0, 1, 2, 100, 127, 128, 254, 255};
     const int ne = (int)(sizeof exps / sizeof exps[0]);
-    const int64_t ns[] = {1, 2, 3, 8, 33};
-    for (int ni = 0; ni < 5; ni++) {
+    /* blocks per row; 90 is gpt-oss's 2880 (the prepared-group kernels
+     * step through the row's blocks in pairs: even and odd counts) */
+    const int64_t ns[] = {1, 2, 3, 8, 33, 90};
+    for (int ni = 0; ni < (int)(sizeof ns / sizeof ns[0]); ni++) {
         const int64_t nb = ns[ni], n = nb * K_QK, rb = k_row_bytes(K_MXFP4, n), ab = k_row_bytes(K_Q8_0, n);
         /* batches of 2 .. 17 tokens: every prepared group size 2 .. 8 (9 is 4 + 5) */
         const int64_t nrows = 6, ntok = 17, ntv = 5, mtoks[] = {2, 3, 4, 5, 6, 7, 8, 9, 16, 17};

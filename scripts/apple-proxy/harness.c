@@ -14,7 +14,7 @@
  *                                         largest output: the sums' orders differ),
  *                                         so the two sides read the same layout
  *
- * TYPE: q4_k q5_k q6_k q8_0 iq4_xs. The script takes the difference of the
+ * TYPE: q4_k q5_k q6_k q8_0 iq4_xs mxfp4. The script takes the difference of the
  * instruction counts of REPS = R and REPS = 0, so setup (filling buffers,
  * packing weights, the C runtime) cancels. A product whose kernel does not
  * exist prints "none" and exits with status 3.
@@ -47,11 +47,12 @@ typedef void ggml_vec_dot_fn(int n, float *s, size_t bs, const void *x, size_t b
 typedef void ggml_gemx_fn(int n, float *s, size_t bs, const void *x, const void *y, int nr, int nc);
 
 ggml_vec_dot_fn ggml_vec_dot_q4_K_q8_K, ggml_vec_dot_q5_K_q8_K, ggml_vec_dot_q6_K_q8_K, ggml_vec_dot_q8_0_q8_0,
-    ggml_vec_dot_iq4_xs_q8_K;
+    ggml_vec_dot_iq4_xs_q8_K, ggml_vec_dot_mxfp4_q8_0;
 ggml_gemx_fn ggml_gemv_q4_K_8x4_q8_K, ggml_gemm_q4_K_8x4_q8_K, ggml_gemv_q5_K_8x4_q8_K, ggml_gemm_q5_K_8x4_q8_K,
     ggml_gemv_q6_K_8x4_q8_K, ggml_gemm_q6_K_8x4_q8_K, ggml_gemv_q8_0_4x4_q8_0, ggml_gemm_q8_0_4x4_q8_0,
     ggml_gemv_q4_K_8x8_q8_K, ggml_gemm_q4_K_8x8_q8_K, ggml_gemv_q5_K_8x8_q8_K, ggml_gemm_q5_K_8x8_q8_K,
-    ggml_gemv_q6_K_8x8_q8_K, ggml_gemm_q6_K_8x8_q8_K, ggml_gemv_q8_0_4x8_q8_0, ggml_gemm_q8_0_4x8_q8_0;
+    ggml_gemv_q6_K_8x8_q8_K, ggml_gemm_q6_K_8x8_q8_K, ggml_gemv_q8_0_4x8_q8_0, ggml_gemm_q8_0_4x8_q8_0,
+    ggml_gemv_mxfp4_4x4_q8_0, ggml_gemm_mxfp4_4x4_q8_0;
 
 typedef struct {
     const char *name;
@@ -63,22 +64,25 @@ typedef struct {
 } type_case;
 
 #if defined(__ARM_FEATURE_MATMUL_INT8)
-/* M2 and later: the 8x8 (K-quants) and 4x8 (Q8_0) layouts; vec_dot takes 2x2 for Q4_K, Q6_K, Q8_0 */
+/* M2 and later: the 8x8 (K-quants) and 4x8 (Q8_0) layouts, MXFP4's dotprod 4x4 (its only arm64
+ * layout); vec_dot takes 2x2 for Q4_K, Q6_K, Q8_0 */
 static const type_case cases[] = {
     {"q4_k", K_Q4_K, ggml_vec_dot_q4_K_q8_K, 2, ggml_gemv_q4_K_8x8_q8_K, ggml_gemm_q4_K_8x8_q8_K, 8},
     {"q5_k", K_Q5_K, ggml_vec_dot_q5_K_q8_K, 1, ggml_gemv_q5_K_8x8_q8_K, ggml_gemm_q5_K_8x8_q8_K, 8},
     {"q6_k", K_Q6_K, ggml_vec_dot_q6_K_q8_K, 2, ggml_gemv_q6_K_8x8_q8_K, ggml_gemm_q6_K_8x8_q8_K, 8},
     {"q8_0", K_Q8_0, ggml_vec_dot_q8_0_q8_0, 2, ggml_gemv_q8_0_4x8_q8_0, ggml_gemm_q8_0_4x8_q8_0, 4},
     {"iq4_xs", K_IQ4_XS, ggml_vec_dot_iq4_xs_q8_K, 1, NULL, NULL, 0},
+    {"mxfp4", K_MXFP4, ggml_vec_dot_mxfp4_q8_0, 1, ggml_gemv_mxfp4_4x4_q8_0, ggml_gemm_mxfp4_4x4_q8_0, 4},
 };
 #else
-/* M1: the 8x4 (K-quants) and 4x4 (Q8_0) dotprod layouts; vec_dot one row x one token */
+/* M1: the 8x4 (K-quants) and 4x4 (Q8_0, MXFP4) dotprod layouts; vec_dot one row x one token */
 static const type_case cases[] = {
     {"q4_k", K_Q4_K, ggml_vec_dot_q4_K_q8_K, 1, ggml_gemv_q4_K_8x4_q8_K, ggml_gemm_q4_K_8x4_q8_K, 8},
     {"q5_k", K_Q5_K, ggml_vec_dot_q5_K_q8_K, 1, ggml_gemv_q5_K_8x4_q8_K, ggml_gemm_q5_K_8x4_q8_K, 8},
     {"q6_k", K_Q6_K, ggml_vec_dot_q6_K_q8_K, 1, ggml_gemv_q6_K_8x4_q8_K, ggml_gemm_q6_K_8x4_q8_K, 8},
     {"q8_0", K_Q8_0, ggml_vec_dot_q8_0_q8_0, 1, ggml_gemv_q8_0_4x4_q8_0, ggml_gemm_q8_0_4x4_q8_0, 4},
     {"iq4_xs", K_IQ4_XS, ggml_vec_dot_iq4_xs_q8_K, 1, NULL, NULL, 0},
+    {"mxfp4", K_MXFP4, ggml_vec_dot_mxfp4_q8_0, 1, ggml_gemv_mxfp4_4x4_q8_0, ggml_gemm_mxfp4_4x4_q8_0, 4},
 };
 #endif
 
@@ -152,7 +156,7 @@ static int usage(void) {
     fprintf(stderr, "usage: harness woolly|vec_dot|repack TYPE NTOK REPS [IMPL]\n"
                     "       harness info TYPE IMPL\n"
                     "       harness check TYPE NTOK IMPL\n"
-                    "TYPE: q4_k q5_k q6_k q8_0 iq4_xs; NTOK 1..%d (a multiple of 4 for repack > 1)\n",
+                    "TYPE: q4_k q5_k q6_k q8_0 iq4_xs mxfp4; NTOK 1..%d (a multiple of 4 for repack > 1)\n",
             MAX_TOK);
     return 2;
 }
