@@ -74,7 +74,6 @@ func DeltaNetRecur(state, qkv []float32, qkvStride int, decay, beta []float32, g
 	C.k_gdn_recur(C.int(implID()), fptr(state), fptr(qkv), C.int64_t(qkvStride), fptr(decay), fptr(beta),
 		C.int64_t(gStride), fptr(out), C.int64_t(outStride), C.int64_t(n), C.int64_t(S), C.int64_t(nK),
 		C.int64_t(nV), C.int64_t(h0), C.int64_t(h1), grouped, C.float(scale))
-	return
 }
 
 // DeltaNetConv runs the causal convolution of K taps over n tokens for the
@@ -96,5 +95,4 @@ func DeltaNetConv(out, in []float32, stride, n int, win, w []float32, K, c0, c1 
 	}
 	C.k_gdn_conv(C.int(implID()), fptr(out), fptr(in), C.int64_t(stride), C.int64_t(n), fptr(win), fptr(w),
 		C.int64_t(K), C.int64_t(c0), C.int64_t(c1))
-	return
 }
