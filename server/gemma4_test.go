@@ -76,22 +76,9 @@ func TestGemma4Tools(t *testing.T) {
 
 	r = post("/v1/chat/completions", `{"model":"tiny","max_tokens":500,"stream":true,"reasoning_effort":"high","tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
 	wantStatus(t, r, 200)
-	var reasoning, content strings.Builder
-	var calls []any
-	for _, ev := range sse(t, r.body) {
-		for _, c := range ev["choices"].([]any) {
-			d := c.(map[string]any)["delta"].(map[string]any)
-			s, _ := d["reasoning_content"].(string)
-			reasoning.WriteString(s)
-			s, _ = d["content"].(string)
-			content.WriteString(s)
-			if tc, ok := d["tool_calls"].([]any); ok {
-				calls = append(calls, tc...)
-			}
-		}
-	}
-	if reasoning.String() != "Need the weather." || content.String() != "Checking." {
-		t.Errorf("streamed reasoning %q content %q", reasoning.String(), content.String())
+	reasoning, content, calls := openAIDeltas(t, r.body)
+	if reasoning != "Need the weather." || content != "Checking." {
+		t.Errorf("streamed reasoning %q content %q", reasoning, content)
 	}
 	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris"}`}}, true)
 
@@ -105,21 +92,20 @@ func TestGemma4Tools(t *testing.T) {
 
 	r = post("/api/chat", `{"model":"tiny","options":{"num_predict":500},"think":true,"tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
 	wantStatus(t, r, 200)
-	var thinking strings.Builder
-	content.Reset()
+	var thinking, ocontent strings.Builder
 	calls = nil
 	for _, line := range ndjson(t, r.body) {
 		mm := line["message"].(map[string]any)
 		s, _ := mm["thinking"].(string)
 		thinking.WriteString(s)
 		s, _ = mm["content"].(string)
-		content.WriteString(s)
+		ocontent.WriteString(s)
 		if tc, ok := mm["tool_calls"].([]any); ok {
 			calls = append(calls, tc...)
 		}
 	}
-	if thinking.String() != "Need the weather." || content.String() != "Checking." {
-		t.Errorf("ollama streamed thinking %q content %q", thinking.String(), content.String())
+	if thinking.String() != "Need the weather." || ocontent.String() != "Checking." {
+		t.Errorf("ollama streamed thinking %q content %q", thinking.String(), ocontent.String())
 	}
 	checkOllamaCalls(t, calls, []call{{"get_weather", `{"city":"Paris"}`}})
 
@@ -283,22 +269,29 @@ func TestGemma4MiniEndToEnd(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("%d %s", st, b)
 	}
-	var reasoning, content strings.Builder
-	var calls []any
-	for _, ev := range sse(t, b) {
+	reasoning, content, calls := openAIDeltas(t, b)
+	if reasoning != "Need the weather." || content != "Checking." {
+		t.Errorf("streamed reasoning %q content %q", reasoning, content)
+	}
+	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris","days":2}`}}, true)
+}
+
+// openAIDeltas joins a chat-completions stream's reasoning_content and
+// content deltas and collects its tool-call deltas.
+func openAIDeltas(t *testing.T, body []byte) (reasoning, content string, calls []any) {
+	t.Helper()
+	var rb, cb strings.Builder
+	for _, ev := range sse(t, body) {
 		for _, c := range ev["choices"].([]any) {
 			d := c.(map[string]any)["delta"].(map[string]any)
 			s, _ := d["reasoning_content"].(string)
-			reasoning.WriteString(s)
+			rb.WriteString(s)
 			s, _ = d["content"].(string)
-			content.WriteString(s)
+			cb.WriteString(s)
 			if tc, ok := d["tool_calls"].([]any); ok {
 				calls = append(calls, tc...)
 			}
 		}
 	}
-	if reasoning.String() != "Need the weather." || content.String() != "Checking." {
-		t.Errorf("streamed reasoning %q content %q", reasoning.String(), content.String())
-	}
-	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris","days":2}`}}, true)
+	return rb.String(), cb.String(), calls
 }
