@@ -20,31 +20,8 @@ func TestGemma4Builtin(t *testing.T) {
 	if tm.Kind() != "gemma4" || !tm.SupportsThinking() {
 		t.Fatalf("Kind %q SupportsThinking %v, want the gemma4 built-in with thinking", tm.Kind(), tm.SupportsThinking())
 	}
-	b, err := os.ReadFile("testdata/gemma4_renders.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []struct {
-		Msgs     []Message `json:"msgs"`
-		AddGen   bool      `json:"addGen"`
-		Thinking *bool     `json:"thinking"`
-		Want     string    `json:"want"`
-	}
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
-	if len(cases) < 8 {
-		t.Fatalf("%d cases", len(cases))
-	}
-	for i, c := range cases {
-		got, err := tm.RenderOptions(c.Msgs, Options{AddGenerationPrompt: c.AddGen, EnableThinking: c.Thinking})
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		if got != c.Want {
-			t.Errorf("case %d:\ngot  %q\nwant %q", i, got, c.Want)
-		}
-	}
+	cases := renderCases(t, "testdata/gemma4_renders.json", 8)
+	checkRenders(t, tm, cases)
 	// Builtin by name gives the same as the fallback (no thinking switch).
 	bt, err := Builtin("gemma4", "<bos>", "<eos>")
 	if err != nil {
@@ -69,32 +46,8 @@ func TestGemma4ToolRenders(t *testing.T) {
 	if !tm.SupportsTools() || tm.ToolFormat() != ToolsGemma4 {
 		t.Fatalf("SupportsTools %v ToolFormat %q", tm.SupportsTools(), tm.ToolFormat())
 	}
-	b, err := os.ReadFile("testdata/gemma4_tool_renders.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []struct {
-		Msgs     []Message         `json:"msgs"`
-		Tools    []json.RawMessage `json:"tools"`
-		AddGen   bool              `json:"addGen"`
-		Thinking *bool             `json:"thinking"`
-		Want     string            `json:"want"`
-	}
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
-	if len(cases) < 10 {
-		t.Fatalf("%d cases", len(cases))
-	}
-	for i, c := range cases {
-		got, err := tm.RenderOptions(c.Msgs, Options{AddGenerationPrompt: c.AddGen, EnableThinking: c.Thinking, Tools: c.Tools})
-		if err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		if got != c.Want {
-			t.Errorf("case %d:\ngot  %q\nwant %q", i, got, c.Want)
-		}
-	}
+	cases := renderCases(t, "testdata/gemma4_tool_renders.json", 10)
+	checkRenders(t, tm, cases)
 	// The built-in by name (llama-server's --chat-template gemma4) takes tools too.
 	bt, err := Builtin("gemma4", "<bos>", "<eos>")
 	if err != nil {
@@ -103,5 +56,46 @@ func TestGemma4ToolRenders(t *testing.T) {
 	got, err := bt.RenderOptions(cases[4].Msgs, Options{AddGenerationPrompt: true, Tools: cases[4].Tools})
 	if err != nil || got != cases[4].Want {
 		t.Errorf("Builtin: %q, %v; want %q", got, err, cases[4].Want)
+	}
+}
+
+// fileRenderCase is one conversation of a render-cases file and the text the
+// model's own template gives for it.
+type fileRenderCase struct {
+	Msgs     []Message         `json:"msgs"`
+	Tools    []json.RawMessage `json:"tools"`
+	AddGen   bool              `json:"addGen"`
+	Thinking *bool             `json:"thinking"`
+	Want     string            `json:"want"`
+}
+
+// renderCases reads file, which must hold at least min cases.
+func renderCases(t *testing.T, file string, min int) []fileRenderCase {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []fileRenderCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < min {
+		t.Fatalf("%s: %d cases", file, len(cases))
+	}
+	return cases
+}
+
+// checkRenders renders every case with tm and compares the text.
+func checkRenders(t *testing.T, tm *Template, cases []fileRenderCase) {
+	t.Helper()
+	for i, c := range cases {
+		got, err := tm.RenderOptions(c.Msgs, Options{AddGenerationPrompt: c.AddGen, EnableThinking: c.Thinking, Tools: c.Tools})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if got != c.Want {
+			t.Errorf("case %d:\ngot  %q\nwant %q", i, got, c.Want)
+		}
 	}
 }
