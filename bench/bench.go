@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type Report struct {
 	// WeightBytesPerToken).
 	BytesPerToken int64    `json:"bytes_per_token"`
 	Results       []Result `json:"results"`
+	// Notes are caveats of the run for its reader, e.g. tests that reach
+	// past the model's trained context.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Run measures every test of o at every thread count and depth.
@@ -124,7 +128,13 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 	defer m.Close()
 	info := m.Info()
 	if train := info.ContextLength; train > 0 && nctx-1 > train {
-		return fmt.Errorf("the deepest, longest test needs %d positions (depth + the larger of -p and -n), more than the model's context of %d", nctx-1, train)
+		// As llama-bench does: the context is sized for the tests, not
+		// capped at the trained one. The speed is what is measured; the
+		// tokens are random either way.
+		note := fmt.Sprintf("the deepest, longest test needs %d positions (depth + the larger of -p and -n), more than the model's trained context of %d: positions past it are measured for speed only, as llama-bench does", nctx-1, train)
+		if !slices.Contains(rep.Notes, note) {
+			rep.Notes = append(rep.Notes, note)
+		}
 	}
 	rep.Model, rep.FileType, rep.SizeBytes, rep.Params = info.Name, info.FileType, info.SizeBytes, info.NParams
 	// One session sized for the deepest, longest test; Truncate returns it

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/woolly-llm/woolly/runtime"
@@ -42,8 +43,17 @@ func TestRunDepths(t *testing.T) {
 			t.Errorf("result %d = %+v (%s), want %s", i, r, r.Name(), want[i])
 		}
 	}
-	if rep.BytesPerToken <= 0 || rep.Params <= 0 || rep.Kernels == "" {
+	if rep.BytesPerToken <= 0 || rep.Params <= 0 || rep.Kernels == "" || len(rep.Notes) != 0 {
 		t.Errorf("report header %+v", rep)
+	}
+	// Past the trained context (128): measured, as llama-bench does, with a note.
+	rep, err = Run(Options{Model: model, Gens: []int{4}, Depths: []int{510}, Threads: []int{1}, Reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Name() != "tg4 @ d510" || !(rep.Results[0].TokensPerS > 0) ||
+		len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "trained context of 128") {
+		t.Errorf("past the context: %+v", rep)
 	}
 	for _, o := range []Options{
 		{Model: model, Prompts: []int{8}, Reps: 0},

@@ -147,9 +147,9 @@ type ModelInfo struct {
 }
 
 // Load opens a GGUF file and prepares it for inference. The weights stay
-// in the file mapping; on Linux, WOOLLY_HUGEPAGES=1 moves the layer and
-// output matrices to transparent huge pages instead (same bytes, same
-// resident size; see moveToHugePages).
+// in the file mapping, except on Linux, where the layer and output matrices
+// move to transparent huge pages by default (same bytes, same resident
+// size; WOOLLY_HUGEPAGES=0 turns it off; see moveToHugePages).
 func Load(path string, o LoadOptions) (*Model, error) {
 	f, err := loader.Open(path)
 	if err != nil {

@@ -122,6 +122,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "woolly bench: note: %s\n", n)
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(benchReport{Report: *rep, Caches: caches})
 	}
