@@ -1,7 +1,10 @@
-// Package runtime runs GGUF language models of the llama family and its
-// relatives (llama and its mixtures of experts, qwen2, qwen3, qwen3moe,
-// gemma2, gemma3, phi3, granite) on the CPU with the numerics of llama.cpp's
-// CPU backend.
+// Package runtime runs GGUF language models on the CPU with the numerics of
+// llama.cpp's CPU backend: the llama family and its relatives (llama and its
+// mixtures of experts, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3,
+// granite), the hybrid Gated DeltaNet models (qwen35, qwen35moe, qwen3next;
+// deltanet.go), gpt-oss (gptoss.go, harmony.go), gemma4 (gemma4.go) and the
+// embedding encoders (bert, nomic-bert, gemma-embedding; encoder.go).
+// SupportedArchitectures lists them.
 //
 // Load maps a file and binds its tensors: weight matrices stay in the
 // mapping and are multiplied in their stored format by the kernels package,
