@@ -5,20 +5,13 @@ import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { check, passed } from './check.mjs';
 
 const url = process.env.WOOLLY_URL ?? 'http://127.0.0.1:8080';
 const model = process.env.WOOLLY_MODEL;
 const key = process.env.WOOLLY_API_KEY ?? '';
 assert.ok(model, 'set WOOLLY_MODEL');
 const headers = key ? { Authorization: `Bearer ${key}` } : {};
-
-let passed = 0;
-async function check(name, fn) {
-  const t0 = Date.now();
-  await fn();
-  passed++;
-  console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-}
 
 const ollama = new Ollama({ host: url, headers });
 const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: key || 'unused' });
@@ -578,4 +571,4 @@ if (toolsModel) {
   }
 }
 
-console.log(`e2e: ${passed} checks passed against ${url} with ${model}`);
+console.log(`e2e: ${passed()} checks passed against ${url} with ${model}`);

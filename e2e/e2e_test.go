@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/woolly-llm/woolly/loader"
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/woolly-llm/woolly/loader"
 )
 
 const testModel = "stories260K-Q8_0"
@@ -157,26 +158,9 @@ func TestServeWithNpmClients(t *testing.T) {
 	// The npm clients: a subtest of their own, so that without them the
 	// run says "skipped", not "passed".
 	t.Run("npm-clients", func(t *testing.T) {
-		if _, err := os.Stat("node_modules"); err != nil {
-			skipTool(t, "e2e/node_modules is missing; run `npm ci --prefix e2e` (node >= 20) to enable the npm clients")
-		}
-		node, err := exec.LookPath("node")
-		if err != nil {
-			skipTool(t, "node is not installed: the npm clients cannot run")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		js := exec.CommandContext(ctx, node, "e2e.mjs")
-		js.Env = append(os.Environ(), "WOOLLY_URL="+url, "WOOLLY_MODEL="+testModel, "WOOLLY_API_KEY=e2e-key",
+		node := nodeWith(t, "node_modules", "the npm clients")
+		runScript(t, node, "e2e.mjs", 3*time.Minute, "WOOLLY_URL="+url, "WOOLLY_MODEL="+testModel, "WOOLLY_API_KEY=e2e-key",
 			"WOOLLY_TOOLS_MODEL="+toolsModel)
-		out, err := js.CombinedOutput()
-		t.Logf("node e2e.mjs:\n%s", out)
-		if err != nil {
-			t.Fatalf("node e2e.mjs: %v", err)
-		}
-		if !strings.Contains(string(out), "checks passed") {
-			t.Fatal("e2e.mjs did not finish")
-		}
 	})
 
 	// SIGTERM: a graceful exit with status 0.
@@ -217,6 +201,40 @@ func waitExit(t *testing.T, cmd *exec.Cmd, sig string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("woolly serve did not exit within 20s of %s", sig)
+	}
+}
+
+// nodeWith returns node's path when it and need (the npm packages below
+// e2e, installed by `npm ci --prefix e2e`) are there; else it skips t (or
+// fails it in CI), saying that what (the script's part) cannot run.
+func nodeWith(t *testing.T, need, what string) string {
+	t.Helper()
+	if _, err := os.Stat(need); err != nil {
+		skipTool(t, "e2e/%s is missing; run `npm ci --prefix e2e` (node >= 20) to enable %s", need, what)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipTool(t, "node is not installed: %s cannot run", what)
+	}
+	return node
+}
+
+// runScript runs `node script` in this directory with env added to the
+// environment, for at most limit, logs its output and fails t unless it
+// ran to its last line ("N checks passed").
+func runScript(t *testing.T, node, script string, limit time.Duration, env ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	js := exec.CommandContext(ctx, node, script)
+	js.Env = append(os.Environ(), env...)
+	out, err := js.CombinedOutput()
+	t.Logf("node %s:\n%s", script, out)
+	if err != nil {
+		t.Fatalf("node %s: %v", script, err)
+	}
+	if !strings.Contains(string(out), "checks passed") {
+		t.Fatalf("%s did not finish", script)
 	}
 }
 

@@ -4,19 +4,12 @@
 // WOOLLY_API_KEY, CHROMIUM (the browser's path) and SCREENSHOT (a .png path).
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
+import { check, passed } from './check.mjs';
 
 const { WOOLLY_URL: url, WOOLLY_MODEL: model, WOOLLY_SLOW_MODEL: slowModel, WOOLLY_API_KEY: key,
   CHROMIUM: exe, SCREENSHOT: shot } = process.env;
 for (const [k, v] of Object.entries({ url, model, slowModel, key, exe, shot })) {
   assert.ok(v, `${k} is not set`);
-}
-
-let passed = 0;
-async function check(name, fn) {
-  const t0 = Date.now();
-  await fn();
-  passed++;
-  console.log(`ok   ${name} (${Date.now() - t0} ms)`);
 }
 
 // Playwright makes a fresh profile directory (--user-data-dir) itself.
@@ -161,7 +154,7 @@ try {
   assert.deepEqual(pageErrors, [], 'errors in the page');
   // The one refusal: the model list asked for before the key was given.
   assert.deepEqual(failures, ['401 /api/tags'], 'failed requests');
-  console.log(`${passed} checks passed`);
+  console.log(`${passed()} checks passed`);
 } catch (e) {
   await page.screenshot({ path: shot }).catch(() => {});
   console.log(`     screenshot: ${shot}`);

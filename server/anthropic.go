@@ -222,15 +222,10 @@ func (q *anthropicRequest) thinking(j *job) error {
 	if err := decodeStrict(q.Thinking, &th, "thinking"); err != nil {
 		return err
 	}
-	if th.Display != nil {
-		switch *th.Display {
-		case "summarized":
-		case "omitted":
-			q.omitThinking = true
-		default:
-			return badRequest(`thinking.display must be "summarized" or "omitted", not %q`, *th.Display)
-		}
+	if err := checkEnum("thinking.display", th.Display, "summarized", "omitted"); err != nil {
+		return err
 	}
+	q.omitThinking = th.Display != nil && *th.Display == "omitted"
 	switch th.Type {
 	case "disabled":
 		j.think = &off
@@ -316,9 +311,9 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 		}
 		j.req.MaxTokens = *q.MaxTokens
 	}
-	setF(&j.req.Temperature, q.Temperature)
-	setF(&j.req.TopP, q.TopP)
-	setInt(&j.req.TopK, q.TopK)
+	set(&j.req.Temperature, q.Temperature)
+	set(&j.req.TopP, q.TopP)
+	set(&j.req.TopK, q.TopK)
 	j.req.Stop = q.StopSequences
 	if err := q.thinking(j); err != nil {
 		return nil, err
@@ -531,12 +526,6 @@ func (a *anthropicBlocks) call(c chat.ToolCall) {
 	a.index++
 }
 
-// feed takes the next piece (flush: the end of the answer) and returns its
-// events (none while the splitters hold text back).
-func (a *anthropicBlocks) feed(t string, flush bool) []sseEvent {
-	return a.events(a, "thinking", "text", t, flush)
-}
-
 // anthropicMessages serves POST /v1/messages.
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	q, j := decodeJob[anthropicRequest](s, w, r, famAnthropic, true, fieldCheck{anthropicFields, true})
@@ -544,7 +533,8 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID("msg_")
-	blocks := &anthropicBlocks{partStream: partStream{j: j}, omit: q.omitThinking}
+	blocks := &anthropicBlocks{omit: q.omitThinking}
+	blocks.partStream = partStream{j: j, ev: blocks, thinkKind: "thinking", textKind: "text"}
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famAnthropic, sse: true, noDone: true,
 		keepAlive: sseEvent{"ping", map[string]any{"type": "ping"}},
@@ -557,12 +547,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		streamError: func(status int, msg string) any {
 			return sseEvent{"error", anthropicError(status, msg)}
 		},
-		piece: func(t string) any {
-			if ev := blocks.feed(t, false); len(ev) > 0 {
-				return ev
-			}
-			return nil
-		},
+		piece: blocks.piece,
 		final: func(o *outcome, _ string) []any {
 			ev := blocks.feed("", true)
 			reason, seq := anthropicStop(j, o.res)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -260,11 +259,8 @@ func wantAnthropicError(t *testing.T, r resp, status int, word string) {
 const anthropicWeather = `{"name":"get_weather","description":"Get the weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
 
 func TestAnthropicTools(t *testing.T) {
-	src, err := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, post := anthropicServer(t, string(src), toolScript)
+	src := chatTemplate(t, "tools/Qwen-Qwen3-0.6B.jinja")
+	b, _, post := anthropicServer(t, src, toolScript)
 	history := `[{"role":"user","content":"Weather in Paris?"},` +
 		`{"role":"assistant","content":[{"type":"text","text":"Let me check."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"18C"}]},{"type":"text","text":"And now?"}]}]`
@@ -332,12 +328,9 @@ func TestAnthropicTools(t *testing.T) {
 }
 
 func TestAnthropicForcedTool(t *testing.T) {
-	src, err := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := chatTemplate(t, "tools/Qwen-Qwen3-0.6B.jinja")
 	// The forced call's answer is the grammar's JSON object.
-	b, _, post := anthropicServer(t, string(src), []string{`{"name": "get_weather", `, `"arguments": {"city": "Oslo"}}`})
+	b, _, post := anthropicServer(t, src, []string{`{"name": "get_weather", `, `"arguments": {"city": "Oslo"}}`})
 	body := `{"model":"tiny","max_tokens":100,"tools":[` + anthropicWeather + `],"tool_choice":{"type":"tool","name":"get_weather"},` +
 		`"messages":[{"role":"user","content":"Weather?"}]`
 	r := post("/v1/messages", body+`}`)
@@ -492,11 +485,8 @@ func TestStreamKeepAlive(t *testing.T) {
 // max_tokens, temperature 1, a tool_result with is_error false, the beta
 // headers) is served.
 func TestAnthropicClaudeCodeShape(t *testing.T) {
-	src, err := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, post := anthropicServer(t, string(src), []string{"Done."})
+	src := chatTemplate(t, "tools/Qwen-Qwen3-0.6B.jinja")
+	_, _, post := anthropicServer(t, src, []string{"Done."})
 	body := `{"model":"tiny","max_tokens":32000,"temperature":1,"stream":true,"metadata":{"user_id":"user_abc_account__session_1"},
 	"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Env: linux"}],
 	"tools":[{"name":"Bash","description":"Run a command","input_schema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
@@ -514,11 +504,7 @@ func TestAnthropicClaudeCodeShape(t *testing.T) {
 // closed and a second generation, prompted with everything so far and the
 // closing tag, writes the answer; max_tokens bounds both.
 func TestAnthropicThinkingBudget(t *testing.T) {
-	long := []string{"<think>"}
-	for i := 0; i < 1100; i++ {
-		long = append(long, " x")
-	}
-	long = append(long, "</think>", "Too late.")
+	long := append(overBudget(), "</think>", "Too late.")
 	b, _, post := anthropicServer(t, qwen3Tmpl, nil)
 	thought := strings.TrimSpace(strings.Repeat(" x", 1023)) // 1024 tokens with <think>
 	body := `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]`

@@ -2,12 +2,8 @@ package server
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // TestHybridChatReuse: the second turn of a chat with a Gated DeltaNet
@@ -19,17 +15,7 @@ import (
 // 1's prompt. With the prefix cache off (idle sessions alone) and on.
 func TestHybridChatReuse(t *testing.T) {
 	dir := t.TempDir()
-	p, err := synth.FindPreset("qwen35-mini")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft, err := quant.ParseFileType("q8_0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.WriteFile(filepath.Join(dir, "qwen35-mini.gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
-		t.Fatal(err)
-	}
+	writePresets(t, dir, "qwen35-mini")
 	forPrefixCacheModes(t, func(t *testing.T, pc *int64) { testHybridReuse(t, dir, pc) })
 }
 

@@ -216,8 +216,8 @@ func decodeOllamaEmbed(r *http.Request, fields map[string]fieldRule) (*ollamaEmb
 		if err := json.Unmarshal(q.Options, &o); err != nil {
 			return nil, nil, badRequest("invalid options: %v", err)
 		}
-		setInt(&j.req.NumCtx, o.NumCtx)
-		setInt(&j.threads, o.NumThread)
+		set(&j.req.NumCtx, o.NumCtx)
+		set(&j.threads, o.NumThread)
 		if j.req.NumCtx < 0 {
 			return nil, nil, badRequest("num_ctx %d: must be >= 0", j.req.NumCtx)
 		}

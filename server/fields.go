@@ -14,6 +14,19 @@ import (
 	"strings"
 )
 
+// checkEnum checks an optional string field (nil: absent) against the
+// values it may take: another is a 400 naming the field and the values.
+func checkEnum(field string, v *string, values ...string) error {
+	if v == nil || slices.Contains(values, *v) {
+		return nil
+	}
+	q := make([]string, len(values))
+	for i, s := range values {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return badRequest("%s must be %s or %s, not %q", field, strings.Join(q[:len(q)-1], ", "), q[len(q)-1], *v)
+}
+
 // fieldRule says what a route does with one top-level field.
 type fieldRule func(raw json.RawMessage) error
 

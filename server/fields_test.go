@@ -46,3 +46,26 @@ func TestRequestFieldsNeverIgnored(t *testing.T) {
 		}
 	}
 }
+
+// checkEnum: absent or one of the values is fine; another is a 400 naming
+// the field, the values and what was sent.
+func TestCheckEnum(t *testing.T) {
+	ok, bad := "omitted", "full"
+	for _, v := range []*string{nil, &ok} {
+		if err := checkEnum("thinking.display", v, "summarized", "omitted"); err != nil {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+	for _, c := range []struct {
+		values []string
+		want   string
+	}{
+		{[]string{"summarized", "omitted"}, `thinking.display must be "summarized" or "omitted", not "full"`},
+		{[]string{"a", "b", "c"}, `thinking.display must be "a", "b" or "c", not "full"`},
+	} {
+		err := checkEnum("thinking.display", &bad, c.values...)
+		if he, isHTTP := err.(*httpError); !isHTTP || he.status != 400 || he.msg != c.want {
+			t.Errorf("%v: %v, want a 400 %q", c.values, err, c.want)
+		}
+	}
+}

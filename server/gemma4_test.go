@@ -3,14 +3,9 @@ package server
 import (
 	"encoding/json"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/woolly-llm/woolly/quant"
-	"github.com/woolly-llm/woolly/synth"
 )
 
 // gemma4Reply is what the runtime's Gemma 4 rewriter (runtime/gemma4out.go)
@@ -23,19 +18,11 @@ const gemma4Reply = `<think>Need the weather.</think>Checking.<tool_call>{"name"
 // thinking splitter and the tool parser see it cut at every boundary).
 func gemma4Server(t *testing.T) (*fakeBackend, func(path, body string) resp) {
 	t.Helper()
-	src, err := os.ReadFile("../runtime/chat/testdata/templates/gemma4.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := newFakeBackend()
-	b.template = string(src)
+	var script []string
 	for i := range len(gemma4Reply) {
-		b.script = append(b.script, gemma4Reply[i:i+1])
+		script = append(script, gemma4Reply[i:i+1])
 	}
-	_, ts := newTestServer(t, Config{}, b)
-	return b, func(path, body string) resp {
-		return do(t, ts, "POST", path, body, "anthropic-version", "2023-06-01", "Content-Type", "application/json")
-	}
+	return scriptedServer(t, chatTemplate(t, "templates/gemma4.jinja"), script)
 }
 
 // TestGemma4Tools: with Gemma 4's template, the tools, an earlier call and
@@ -92,20 +79,9 @@ func TestGemma4Tools(t *testing.T) {
 
 	r = post("/api/chat", `{"model":"tiny","options":{"num_predict":500},"think":true,"tools":[`+weatherTool+`],"messages":[{"role":"user","content":"Weather?"}]}`)
 	wantStatus(t, r, 200)
-	var thinking, ocontent strings.Builder
-	calls = nil
-	for _, line := range ndjson(t, r.body) {
-		mm := line["message"].(map[string]any)
-		s, _ := mm["thinking"].(string)
-		thinking.WriteString(s)
-		s, _ = mm["content"].(string)
-		ocontent.WriteString(s)
-		if tc, ok := mm["tool_calls"].([]any); ok {
-			calls = append(calls, tc...)
-		}
-	}
-	if thinking.String() != "Need the weather." || ocontent.String() != "Checking." {
-		t.Errorf("ollama streamed thinking %q content %q", thinking.String(), ocontent.String())
+	thinking, ocontent, calls := ollamaDeltas(t, r.body)
+	if thinking != "Need the weather." || ocontent != "Checking." {
+		t.Errorf("ollama streamed thinking %q content %q", thinking, ocontent)
 	}
 	checkOllamaCalls(t, calls, []call{{"get_weather", `{"city":"Paris"}`}})
 
@@ -201,17 +177,7 @@ func TestGemma4ThinkingSwitch(t *testing.T) {
 // its thought channel in its own tags (not Qwen3's </think> text).
 func TestGemma4ThinkingBudget(t *testing.T) {
 	b, post := gemma4Server(t)
-	long := []string{"<think>"}
-	for i := 0; i < 1100; i++ {
-		long = append(long, " x")
-	}
-	b.scripts = [][]string{long, {"Answer", "."}}
-	m := post("/v1/messages", `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]}`).json(t)
-	c := m["content"].([]any)
-	if len(c) != 2 || c[1].(map[string]any)["text"] != "Answer." || c[0].(map[string]any)["thinking"] != strings.TrimSpace(strings.Repeat(" x", 1023)) {
-		t.Fatalf("content %v", c)
-	}
-	p := b.last().lastReq().Prompt
+	p := thinkOverBudget(t, b, post)
 	if want := "<|turn>model\n<|channel>thought\n" + strings.Repeat(" x", 1023) + "<channel|>"; !strings.HasSuffix(p, want) {
 		t.Errorf("continuation prompt ends %q", p[max(0, len(p)-120):])
 	}
@@ -224,17 +190,7 @@ func TestGemma4ThinkingBudget(t *testing.T) {
 // parsers give reasoning_content and tool_calls, whole and streamed.
 func TestGemma4MiniEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	p, err := synth.FindPreset("gemma4-mini")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft, err := quant.ParseFileType("q8_0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.WriteFile(filepath.Join(dir, "gemma4-mini.gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
-		t.Fatal(err)
-	}
+	writePresets(t, dir, "gemma4-mini")
 	s, err := New(Config{ModelsDir: dir, Threads: 1, ChatTemplate: "gemma4"}, RuntimeBackend{})
 	if err != nil {
 		t.Fatal(err)
@@ -276,22 +232,44 @@ func TestGemma4MiniEndToEnd(t *testing.T) {
 	checkOpenAICalls(t, calls, []call{{"get_weather", `{"city":"Paris","days":2}`}}, true)
 }
 
+// streamed gathers the reasoning, the content and the tool calls of a
+// stream's chunks.
+type streamed struct {
+	reasoning, content strings.Builder
+	calls              []any
+}
+
+// add takes a chunk's delta or message m, whose reasoning is under key.
+func (s *streamed) add(m map[string]any, key string) {
+	r, _ := m[key].(string)
+	s.reasoning.WriteString(r)
+	c, _ := m["content"].(string)
+	s.content.WriteString(c)
+	if tc, ok := m["tool_calls"].([]any); ok {
+		s.calls = append(s.calls, tc...)
+	}
+}
+
 // openAIDeltas joins a chat-completions stream's reasoning_content and
 // content deltas and collects its tool-call deltas.
 func openAIDeltas(t *testing.T, body []byte) (reasoning, content string, calls []any) {
 	t.Helper()
-	var rb, cb strings.Builder
+	var s streamed
 	for _, ev := range sse(t, body) {
 		for _, c := range ev["choices"].([]any) {
-			d := c.(map[string]any)["delta"].(map[string]any)
-			s, _ := d["reasoning_content"].(string)
-			rb.WriteString(s)
-			s, _ = d["content"].(string)
-			cb.WriteString(s)
-			if tc, ok := d["tool_calls"].([]any); ok {
-				calls = append(calls, tc...)
-			}
+			s.add(c.(map[string]any)["delta"].(map[string]any), "reasoning_content")
 		}
 	}
-	return rb.String(), cb.String(), calls
+	return s.reasoning.String(), s.content.String(), s.calls
+}
+
+// ollamaDeltas joins an Ollama chat stream's thinking and content and
+// collects its tool calls.
+func ollamaDeltas(t *testing.T, body []byte) (thinking, content string, calls []any) {
+	t.Helper()
+	var s streamed
+	for _, line := range ndjson(t, body) {
+		s.add(line["message"].(map[string]any), "thinking")
+	}
+	return s.reasoning.String(), s.content.String(), s.calls
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 )
@@ -16,16 +15,7 @@ var harmonyScript = []string{"<think>Need the", " weather.</think>", `<tool_call
 
 func harmonyServer(t *testing.T) (*fakeBackend, func(path, body string) resp) {
 	t.Helper()
-	src, err := os.ReadFile("../runtime/chat/testdata/tools/openai-gpt-oss-120b.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := newFakeBackend()
-	b.template, b.script = string(src), harmonyScript
-	_, ts := newTestServer(t, Config{}, b)
-	return b, func(path, body string) resp {
-		return do(t, ts, "POST", path, body, "anthropic-version", "2023-06-01", "Content-Type", "application/json")
-	}
+	return scriptedServer(t, chatTemplate(t, "tools/openai-gpt-oss-120b.jinja"), harmonyScript)
 }
 
 // TestHarmonyTools: with gpt-oss's template, tools are rendered in the
@@ -167,17 +157,7 @@ func TestHarmonyForcedTool(t *testing.T) {
 // (not Qwen3's </think> text).
 func TestHarmonyThinkingBudget(t *testing.T) {
 	b, post := harmonyServer(t)
-	long := []string{"<think>"}
-	for i := 0; i < 1100; i++ {
-		long = append(long, " x")
-	}
-	b.scripts = [][]string{long, {"Answer", "."}}
-	m := post("/v1/messages", `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]}`).json(t)
-	c := m["content"].([]any)
-	if len(c) != 2 || c[1].(map[string]any)["text"] != "Answer." || c[0].(map[string]any)["thinking"] != strings.TrimSpace(strings.Repeat(" x", 1023)) {
-		t.Fatalf("content %v", c)
-	}
-	p := b.last().lastReq().Prompt
+	p := thinkOverBudget(t, b, post)
 	if want := "<|start|>assistant<|channel|>analysis<|message|>" + strings.Repeat(" x", 1023) + "<|end|><|start|>assistant<|channel|>final<|message|>"; !strings.HasSuffix(p, want) {
 		t.Errorf("continuation prompt ends %q", p[max(0, len(p)-120):])
 	}

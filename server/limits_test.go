@@ -26,8 +26,7 @@ func wantRefusal(t *testing.T, r resp, words ...string) {
 // the limit on every route that takes it, before any session is made (the
 // issue: 2147483647 was a fatal out-of-memory).
 func TestNumCtxBounded(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	huge := `"options":{"num_ctx":2147483647}`
 	for _, c := range []struct{ path, body string }{
 		{"/api/generate", `{"model":"tiny","prompt":"hi","stream":false,` + huge + `}`},
@@ -86,8 +85,7 @@ func newHTTPTestServer(t *testing.T, cfg Config, b Backend) (*Server, *httptest.
 // are at most 16 bytes: 512 × 16 = 8192) is refused before the model sees
 // it, on every route; an embedding input with truncate on is cut instead.
 func TestPromptBytesBounded(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	long := strings.Repeat("a", 8193)
 	for _, c := range []struct{ path, body, field string }{
 		{"/api/generate", `{"model":"tiny","stream":false,"prompt":"` + long + `"}`, "prompt has 8193 bytes"},

@@ -82,7 +82,7 @@ func (q *llamaCompletionRequest) job(bool) (*job, error) {
 		j.req.MaxTokens = *q.NPredict
 	}
 	q.sampling.apply(&j.req)
-	setInt(&j.req.RepeatLastN, q.RepeatLastN)
+	set(&j.req.RepeatLastN, q.RepeatLastN)
 	j.req.Stop = q.Stop
 	if !absent(q.JSONSchema) {
 		g, err := compileSchema("json_schema", q.JSONSchema)

@@ -18,8 +18,7 @@ func sseNoDone(t *testing.T, b []byte) []map[string]any {
 }
 
 func TestLlamaServerRoutesFake(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	r := do(t, ts, "GET", "/health", "")
 	if wantStatus(t, r, 200); r.json(t)["status"] != "ok" {
 		t.Errorf("/health %s", r.body)

@@ -175,10 +175,10 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		if err := json.Unmarshal(q.Options, &o); err != nil {
 			return nil, badRequest("invalid options: %v", err)
 		}
-		setInt(&j.req.NumCtx, o.NumCtx)
-		setInt(&j.req.MaxTokens, o.NumPredict)
-		setInt(&j.req.RepeatLastN, o.RepeatLastN)
-		setInt(&j.threads, o.NumThread)
+		set(&j.req.NumCtx, o.NumCtx)
+		set(&j.req.MaxTokens, o.NumPredict)
+		set(&j.req.RepeatLastN, o.RepeatLastN)
+		set(&j.threads, o.NumThread)
 		o.sampling.apply(&j.req)
 		if o.Stop != nil {
 			j.req.Stop = o.Stop
@@ -191,47 +191,6 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 		return nil, badRequest("num_predict must not be 0")
 	}
 	return j, nil
-}
-
-func setInt(dst *int, v *int) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-func setF(dst *float32, v *float32) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-// sampling are the sampler settings a request names, under the names
-// Ollama's options and OpenAI's body share (both embed it; Ole's body spells
-// repeat_penalty its own way and fills one in); nil keeps the default.
-type sampling struct {
-	Temperature      *float32 `json:"temperature"`
-	TopK             *int     `json:"top_k"`
-	TopP             *float32 `json:"top_p"`
-	MinP             *float32 `json:"min_p"`
-	Seed             *int64   `json:"seed"`
-	RepeatPenalty    *float32 `json:"repeat_penalty"`
-	FrequencyPenalty *float32 `json:"frequency_penalty"`
-	PresencePenalty  *float32 `json:"presence_penalty"`
-	moreSampling
-}
-
-func (o sampling) apply(req *GenerateRequest) {
-	o.moreSampling.apply(req)
-	setF(&req.Temperature, o.Temperature)
-	setInt(&req.TopK, o.TopK)
-	setF(&req.TopP, o.TopP)
-	setF(&req.MinP, o.MinP)
-	setF(&req.RepeatPenalty, o.RepeatPenalty)
-	setF(&req.FrequencyPenalty, o.FrequencyPenalty)
-	setF(&req.PresencePenalty, o.PresencePenalty)
-	if o.Seed != nil {
-		req.Seed = *o.Seed
-	}
 }
 
 func nowStamp() string { return time.Now().UTC().Format(time.RFC3339Nano) }

@@ -296,20 +296,14 @@ func (q *responsesRequest) job(bool) (*job, error) {
 		}
 		j.req.MaxTokens = *q.MaxOutputTokens
 	}
-	setF(&j.req.Temperature, q.Temperature)
-	setF(&j.req.TopP, q.TopP)
+	set(&j.req.Temperature, q.Temperature)
+	set(&j.req.TopP, q.TopP)
 	// OpenAI's default truncation is "disabled": an input longer than the
 	// context is a 400; "auto" drops the oldest turns.
-	j.keepAllTurns = true
-	if q.Truncation != nil {
-		switch *q.Truncation {
-		case "disabled":
-		case "auto":
-			j.keepAllTurns = false
-		default:
-			return nil, badRequest(`truncation must be "auto" or "disabled", not %q`, *q.Truncation)
-		}
+	if err := checkEnum("truncation", q.Truncation, "auto", "disabled"); err != nil {
+		return nil, err
 	}
+	j.keepAllTurns = q.Truncation == nil || *q.Truncation == "disabled"
 	for _, inc := range q.Include {
 		// Reasoning items carry their text, and earlier reasoning is not
 		// sent back to the model: there is nothing to encrypt.
@@ -449,12 +443,6 @@ func (o *responsesOutput) call(c chat.ToolCall) {
 	o.emit("response.output_item.done", map[string]any{"output_index": i, "item": clone(item)})
 }
 
-// feed takes the next piece of the answer (flush: its end) and returns the
-// events it makes.
-func (o *responsesOutput) feed(t string, flush bool) []sseEvent {
-	return o.events(o, "reasoning", "message", t, flush)
-}
-
 // responses serves POST /v1/responses.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	q, j := decodeJob[responsesRequest](s, w, r, famOpenAI, true, fieldCheck{responsesFields, true})
@@ -462,7 +450,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := newID("resp_"), time.Now().Unix()
-	out := &responsesOutput{partStream: partStream{j: j}}
+	out := &responsesOutput{}
+	out.partStream = partStream{j: j, ev: out, thinkKind: "reasoning", textKind: "message"}
 	// response is the response object with the given status, output and
 	// outcome (nil while in progress).
 	response := func(status string, o *outcome) map[string]any {
@@ -530,12 +519,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			out.emit("response.failed", map[string]any{"response": failed})
 			return out.out
 		},
-		piece: func(t string) any {
-			if ev := out.feed(t, false); len(ev) > 0 {
-				return ev
-			}
-			return nil
-		},
+		piece: out.piece,
 		final: func(o *outcome, _ string) []any {
 			ev := out.feed("", true)
 			out.out = nil

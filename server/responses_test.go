@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 )
@@ -163,11 +162,8 @@ func TestResponsesReasoning(t *testing.T) {
 }
 
 func TestResponsesTools(t *testing.T) {
-	src, err := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, post := responsesServer(t, string(src), toolScript)
+	src := chatTemplate(t, "tools/Qwen-Qwen3-0.6B.jinja")
+	b, post := responsesServer(t, src, toolScript)
 	tool := `{"type":"function","name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true}`
 	input := `[{"role":"developer","content":"Use tools."},{"role":"user","content":"Weather in Paris?"},` +
 		`{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},` +

@@ -1,8 +1,6 @@
 package server
 
-// The samplers llama.cpp users tune beyond top-k/top-p/min-p, under
-// llama-server's request names (Ollama's options share typical_p and
-// mirostat*): typical-p, mirostat, DRY and XTC. Ranges are checked by
+// The sampler settings of a request. Ranges are checked by
 // runtime.SamplerOptions.Validate (a 400 naming the field).
 
 import (
@@ -12,7 +10,21 @@ import (
 	"github.com/woolly-llm/woolly/runtime/gbnf"
 )
 
-type moreSampling struct {
+// sampling are the sampler settings a request names, under the names
+// Ollama's options and OpenAI's body share (both embed it; Ole's body spells
+// repeat_penalty its own way and fills one in), then the samplers llama.cpp
+// users tune beyond top-k/top-p/min-p under llama-server's request names
+// (Ollama's options share typical_p and mirostat*): typical-p, mirostat, DRY
+// and XTC. nil keeps the default.
+type sampling struct {
+	Temperature         *float32  `json:"temperature"`
+	TopK                *int      `json:"top_k"`
+	TopP                *float32  `json:"top_p"`
+	MinP                *float32  `json:"min_p"`
+	Seed                *int64    `json:"seed"`
+	RepeatPenalty       *float32  `json:"repeat_penalty"`
+	FrequencyPenalty    *float32  `json:"frequency_penalty"`
+	PresencePenalty     *float32  `json:"presence_penalty"`
 	TypicalP            *float32  `json:"typical_p"`
 	Mirostat            *int      `json:"mirostat"`
 	MirostatTau         *float32  `json:"mirostat_tau"`
@@ -26,20 +38,35 @@ type moreSampling struct {
 	XTCThreshold        *float32  `json:"xtc_threshold"`
 }
 
-func (o moreSampling) apply(req *GenerateRequest) {
-	setF(&req.TypicalP, o.TypicalP)
-	setInt(&req.Mirostat, o.Mirostat)
-	setF(&req.MirostatTau, o.MirostatTau)
-	setF(&req.MirostatEta, o.MirostatEta)
-	setF(&req.DryMultiplier, o.DryMultiplier)
-	setF(&req.DryBase, o.DryBase)
-	setInt(&req.DryAllowedLength, o.DryAllowedLength)
-	setInt(&req.DryPenaltyLastN, o.DryPenaltyLastN)
+// set stores *v in *dst when the request gave v.
+func set[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func (o sampling) apply(req *GenerateRequest) {
+	set(&req.Temperature, o.Temperature)
+	set(&req.TopK, o.TopK)
+	set(&req.TopP, o.TopP)
+	set(&req.MinP, o.MinP)
+	set(&req.RepeatPenalty, o.RepeatPenalty)
+	set(&req.FrequencyPenalty, o.FrequencyPenalty)
+	set(&req.PresencePenalty, o.PresencePenalty)
+	set(&req.Seed, o.Seed)
+	set(&req.TypicalP, o.TypicalP)
+	set(&req.Mirostat, o.Mirostat)
+	set(&req.MirostatTau, o.MirostatTau)
+	set(&req.MirostatEta, o.MirostatEta)
+	set(&req.DryMultiplier, o.DryMultiplier)
+	set(&req.DryBase, o.DryBase)
+	set(&req.DryAllowedLength, o.DryAllowedLength)
+	set(&req.DryPenaltyLastN, o.DryPenaltyLastN)
 	if o.DrySequenceBreakers != nil {
 		req.DryBreakers = o.DrySequenceBreakers
 	}
-	setF(&req.XTCProbability, o.XTCProbability)
-	setF(&req.XTCThreshold, o.XTCThreshold)
+	set(&req.XTCProbability, o.XTCProbability)
+	set(&req.XTCThreshold, o.XTCThreshold)
 }
 
 // gbnfField compiles llama-server's grammar field (GBNF); nil or "" is

@@ -10,8 +10,7 @@ import (
 // OpenAI's bodies (llama-server's names) and /completion; out of range is
 // a 400 naming the field.
 func TestSamplerFieldsReachModel(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":2,"typical_p":0.7,"mirostat":2,"mirostat_tau":4,"mirostat_eta":0.2}}`)
 	wantStatus(t, r, 200)
 	got := b.last().lastReq()
@@ -60,8 +59,7 @@ func TestSamplerFieldsReachModel(t *testing.T) {
 // llama-server's grammar field on the OpenAI routes: compiled and passed
 // to the model; a bad grammar or one beside response_format is a 400.
 func TestOpenAIGrammarField(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	r := do(t, ts, "POST", "/v1/completions", `{"model":"tiny","max_tokens":2,"prompt":"x","grammar":"root ::= \"a\"+"}`)
 	wantStatus(t, r, 200)
 	if g := b.last().lastReq().GBNF; g == nil {

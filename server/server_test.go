@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/runtime"
+	"github.com/woolly-llm/woolly/synth"
 )
 
 // newTestServer serves a temp models directory holding tiny.gguf,
@@ -34,6 +36,83 @@ func newTestServer(t *testing.T, cfg Config, b *fakeBackend) (*Server, *httptest
 	}
 	cfg.ModelsDir = dir
 	return newHTTPTestServer(t, cfg, b)
+}
+
+// fakeServer serves a fake model, without a chat template or a script, in
+// newTestServer's directory.
+func fakeServer(t *testing.T) (*fakeBackend, *httptest.Server) {
+	t.Helper()
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	return b, ts
+}
+
+// chatTemplate reads a chat template of runtime/chat/testdata (name is
+// the path below it, e.g. "tools/Qwen-Qwen3-0.6B.jinja").
+func chatTemplate(t *testing.T, name string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "runtime", "chat", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(src)
+}
+
+// scriptedServer serves a fake model with the chat template tmpl whose
+// every generation is script, and returns the model and a poster of JSON
+// bodies (with Anthropic's version header, so every API takes them).
+func scriptedServer(t *testing.T, tmpl string, script []string) (*fakeBackend, func(path, body string) resp) {
+	t.Helper()
+	b := newFakeBackend()
+	b.template, b.script = tmpl, script
+	_, ts := newTestServer(t, Config{}, b)
+	return b, func(path, body string) resp {
+		return do(t, ts, "POST", path, body, "anthropic-version", "2023-06-01", "Content-Type", "application/json")
+	}
+}
+
+// writePresets writes synth's presets names into dir as NAME.gguf (Q8_0,
+// seed 1: the files of runtime's test data).
+func writePresets(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ft, err := quant.ParseFileType("q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		p, err := synth.FindPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := synth.WriteFile(filepath.Join(dir, name+".gguf"), synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// overBudget is a script that opens a thought and thinks for 1100 pieces:
+// past a budget_tokens of 1024.
+func overBudget() []string {
+	long := []string{"<think>"}
+	for i := 0; i < 1100; i++ {
+		long = append(long, " x")
+	}
+	return long
+}
+
+// thinkOverBudget sends an Anthropic request with budget_tokens 1024 to a
+// model that thinks past it (overBudget) and answers "Answer." when
+// continued; it checks the reply's thinking (the first 1023 pieces) and
+// text blocks and returns the continuation's prompt.
+func thinkOverBudget(t *testing.T, b *fakeBackend, post func(path, body string) resp) string {
+	t.Helper()
+	b.scripts = [][]string{overBudget(), {"Answer", "."}}
+	m := post("/v1/messages", `{"model":"tiny","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"?"}]}`).json(t)
+	c := m["content"].([]any)
+	if len(c) != 2 || c[1].(map[string]any)["text"] != "Answer." || c[0].(map[string]any)["thinking"] != strings.TrimSpace(strings.Repeat(" x", 1023)) {
+		t.Fatalf("content %v", c)
+	}
+	return b.last().lastReq().Prompt
 }
 
 type resp struct {
@@ -230,8 +309,7 @@ func TestOllamaTagsShow(t *testing.T) {
 }
 
 func TestOllamaGenerate(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 
 	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"Once upon","stream":false,"options":{"num_predict":3,"temperature":0,"seed":7,"top_k":5,"top_p":0.5,"min_p":0.1,"repeat_penalty":1.2,"stop":["zz"],"num_ctx":128,"num_thread":2}}`)
 	wantStatus(t, r, 200)
@@ -276,8 +354,7 @@ func TestOllamaGenerate(t *testing.T) {
 }
 
 func TestOllamaChatAndTemplates(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	// No template: ChatML.
 	r := do(t, ts, "POST", "/api/chat", `{"model":"tiny","stream":false,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"options":{"num_predict":2}}`)
 	wantStatus(t, r, 200)
@@ -361,8 +438,7 @@ func TestOllamaBadRequests(t *testing.T) {
 }
 
 func TestKeepAliveLoadUnloadPS(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	// An empty prompt loads the model.
 	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny"}`)
 	wantStatus(t, r, 200)
@@ -407,8 +483,7 @@ func TestKeepAliveLoadUnloadPS(t *testing.T) {
 }
 
 func TestOpenAIChat(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"developer","content":"S"},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"!"}]}],"max_tokens":3,"temperature":0.5,"top_p":0.9,"stop":"zz","seed":3,"frequency_penalty":0.5,"presence_penalty":-0.5}`)
 	wantStatus(t, r, 200)
 	var c struct {
@@ -495,8 +570,7 @@ func TestOpenAIChat(t *testing.T) {
 }
 
 func TestOpenAICompletionsAndModels(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	r := do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":"Once"}`)
 	wantStatus(t, r, 200)
 	m := r.json(t)
@@ -841,8 +915,7 @@ func TestStatsMap(t *testing.T) {
 // misuse on the request's goroutine) answers that request with a 500 in
 // its API's error shape, and the server goes on serving.
 func TestHandlerPanicIs500(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	b.panics.Store("kernels.MatVec: y has 3 entries, rows up to 4\n\ngoroutine 7 [running]: ...")
 	r := do(t, ts, "POST", "/api/generate", `{"model":"tiny","prompt":"x","stream":false}`)
 	if r.status != http.StatusInternalServerError {
@@ -882,5 +955,231 @@ func TestErrorBodyTypes(t *testing.T) {
 		if got := b["error"].(map[string]any)["type"]; got != c.want {
 			t.Errorf("family %v status %d: type %v, want %s", c.fam, c.status, got, c.want)
 		}
+	}
+}
+
+// scrape reads /metrics and returns the value of every unlabelled series
+// plus vllm:cache_config_info's num_gpu_blocks label (as "num_gpu_blocks").
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	st, body := get(t, url+"/metrics")
+	if st != 200 {
+		t.Fatalf("/metrics: %d", st)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, "vllm:cache_config_info{") {
+			i := strings.Index(line, `num_gpu_blocks="`)
+			rest := line[i+len(`num_gpu_blocks="`):]
+			v, err := strconv.ParseFloat(rest[:strings.IndexByte(rest, '"')], 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			out["num_gpu_blocks"] = v
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) == 2 && !strings.Contains(f[0], "{") {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			out[f[0]] = v
+		}
+	}
+	return out
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b := new(strings.Builder)
+	if _, err := bufio.NewReader(r.Body).WriteTo(b); err != nil {
+		t.Fatal(err)
+	}
+	return r.StatusCode, []byte(b.String())
+}
+
+// waitFor polls /metrics until ok holds, failing after 5 s with the last scrape.
+func waitFor(t *testing.T, url, what string, ok func(map[string]float64) bool) map[string]float64 {
+	t.Helper()
+	var m map[string]float64
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if m = scrape(t, url); ok(m) {
+			return m
+		}
+	}
+	t.Fatalf("waiting for %s: last scrape waiting=%v running=%v kv=%v", what,
+		m["vllm:num_requests_waiting"], m["vllm:num_requests_running"], m["vllm:kv_cache_usage_perc"])
+	return nil
+}
+
+func readyz(t *testing.T, url string) int {
+	t.Helper()
+	st, _ := get(t, url+"/readyz")
+	return st
+}
+
+func words(n int) string { return strings.TrimSpace(strings.Repeat("x ", n)) }
+
+// TestGatewayMetrics drives the server under load with a fake backend whose
+// loads and generations block, and checks the model server protocol's
+// gauges (queued, running, KV-cache utilization) and /readyz against what
+// the server is doing.
+func TestGatewayMetrics(t *testing.T) {
+	b := newFakeBackend()
+	b.gate = make(chan struct{})
+	b.delay = 20 * time.Millisecond // per generated token, once past the gate
+	b.loadGate = make(chan struct{})
+	const par, queue = 2, 2
+	_, ts := newTestServer(t, Config{Parallel: runtime.Ptr(par), MaxQueue: runtime.Ptr(queue)}, b)
+	url := ts.URL
+	// On failure, unblock every load and generation so the server can close.
+	t.Cleanup(func() {
+		close(b.gate)
+		close(b.loadGate)
+	})
+
+	if st := readyz(t, url); st != 200 {
+		t.Fatalf("idle /readyz %d, want 200", st)
+	}
+	if st, _ := get(t, url+"/livez"); st != 200 {
+		t.Fatalf("/livez %d", st)
+	}
+	m := scrape(t, url)
+	for _, k := range []string{"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"} {
+		if v, ok := m[k]; !ok || v != 0 {
+			t.Errorf("idle %s = %v (present %v), want 0", k, v, ok)
+		}
+	}
+	if _, ok := m["woolly_queue_depth"]; !ok {
+		t.Error("woolly_queue_depth is gone")
+	}
+
+	var wg sync.WaitGroup
+	codes := make(chan int, 8)
+	send := func(prompt string, n int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, body := post(t, url+"/api/generate", fmt.Sprintf(`{"model":"tiny","prompt":%q,"raw":true,"stream":false,"options":{"num_predict":%d}}`, prompt, n))
+			if st != 200 && st != 503 {
+				t.Errorf("generate: %d %s", st, body)
+			}
+			codes <- st
+		}()
+	}
+
+	// The first request loads the model: not ready, one waiting, none running.
+	send(words(100), 40)
+	waitFor(t, url, "the loading request to queue", func(m map[string]float64) bool { return m["vllm:num_requests_waiting"] == 1 })
+	if st := readyz(t, url); st != 503 {
+		t.Errorf("/readyz while loading: %d, want 503", st)
+	}
+	if m := scrape(t, url); m["vllm:num_requests_running"] != 0 || m["woolly_ready"] != 0 {
+		t.Errorf("while loading: running %v ready %v", m["vllm:num_requests_running"], m["woolly_ready"])
+	}
+	b.loadGate <- struct{}{}
+
+	// Two run (held at the gate), two queue: the gauges read 2 and 2, the
+	// queue is full so /readyz says 503, and the KV holds both prompts.
+	waitFor(t, url, "one running", func(m map[string]float64) bool { return m["vllm:num_requests_running"] == 1 })
+	if st := readyz(t, url); st != 200 {
+		t.Errorf("/readyz with a free slot: %d, want 200", st)
+	}
+	send(words(28), 40)
+	waitFor(t, url, "two running", func(m map[string]float64) bool { return m["vllm:num_requests_running"] == 2 })
+	send(words(10), 5)
+	send(words(10), 5)
+	m = waitFor(t, url, "2 running, 2 waiting", func(m map[string]float64) bool {
+		return m["vllm:num_requests_running"] == par && m["vllm:num_requests_waiting"] == queue
+	})
+	capTokens := float64(par * 512) // Parallel x the fake's DefaultCtx
+	if got, want := m["vllm:kv_cache_usage_perc"], 128/capTokens; got != want || m["vllm:gpu_cache_usage_perc"] != want || m["woolly_kv_cache_usage_ratio"] != want {
+		t.Errorf("KV utilization %v (gpu_cache %v), want %v", got, m["vllm:gpu_cache_usage_perc"], want)
+	}
+	if m["num_gpu_blocks"] != capTokens/kvBlockTokens {
+		t.Errorf("num_gpu_blocks %v, want %v", m["num_gpu_blocks"], capTokens/kvBlockTokens)
+	}
+	if m["woolly_queue_depth"] != queue {
+		t.Errorf("woolly_queue_depth %v", m["woolly_queue_depth"])
+	}
+	if st := readyz(t, url); st != 503 {
+		t.Errorf("/readyz with the queue full: %d, want 503", st)
+	}
+	if st, _ := get(t, url+"/livez"); st != 200 {
+		t.Errorf("/livez with the queue full: %d, want 200", st)
+	}
+	send(words(5), 5) // refused: the queue is full
+	if st := <-codes; st != 503 {
+		t.Errorf("request past the full queue: %d, want 503", st)
+	}
+
+	// Let one generation run slowly: the KV fills with its tokens.
+	before := m["vllm:kv_cache_usage_perc"]
+	b.gate <- struct{}{}
+	waitFor(t, url, "KV to grow with generated tokens", func(m map[string]float64) bool {
+		return m["vllm:kv_cache_usage_perc"] > before+5/capTokens
+	})
+
+	// Release everything: back to 0, 0, 0 and ready.
+	for range 3 {
+		b.gate <- struct{}{}
+	}
+	wg.Wait()
+	m = scrape(t, url)
+	for _, k := range []string{"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc"} {
+		if m[k] != 0 {
+			t.Errorf("after the load %s = %v, want 0", k, m[k])
+		}
+	}
+	if st := readyz(t, url); st != 200 || m["woolly_ready"] != 1 {
+		t.Errorf("after the load /readyz %d woolly_ready %v, want 200 and 1", st, m["woolly_ready"])
+	}
+}
+
+// TestRuntimeKVTokens: the runtime backend's KV count holds the prompt's
+// tokens plus one per generated token while a generation runs, and nothing
+// once it ended.
+func TestRuntimeKVTokens(t *testing.T) {
+	dir := realModelsDir(t)
+	m, err := RuntimeBackend{}.Load(filepath.Join(dir, realModel+".gguf"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	k, ok := m.(KVReporter)
+	if !ok {
+		t.Fatal("the runtime model does not implement KVReporter")
+	}
+	var seen []int64
+	req := GenerateRequest{Prompt: "Once upon a time there was a little girl", MaxTokens: 12}
+	req.Temperature = 0 // greedy
+	res, err := m.Generate(context.Background(), req, func(string) error {
+		seen = append(seen, k.KVTokens())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 || len(seen) != res.Tokens {
+		t.Fatalf("%d callbacks for %d tokens", len(seen), res.Tokens)
+	}
+	for i, v := range seen {
+		if want := int64(res.PromptTokens + i + 1); v != want {
+			t.Errorf("token %d: KV holds %d positions, want %d (prompt %d + generated)", i, v, want, res.PromptTokens)
+		}
+	}
+	if v := k.KVTokens(); v != 0 {
+		t.Errorf("after the generation the KV count is %d, want 0", v)
 	}
 }

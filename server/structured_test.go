@@ -11,8 +11,7 @@ import (
 // format and response_format reach the backend as a grammar; asking for
 // plain text gives none.
 func TestStructuredRequestsCarryGrammar(t *testing.T) {
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	schema := `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`
 	for _, c := range []struct {
 		route, body string
@@ -120,8 +119,7 @@ func TestStructuredAcceptsTestSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newFakeBackend()
-	_, ts := newTestServer(t, Config{}, b)
+	b, ts := fakeServer(t)
 	for _, c := range cases {
 		s := string(c.Schema)
 		if !strings.HasPrefix(s, "{") {

@@ -36,34 +36,46 @@ type answerEvents interface {
 }
 
 // partStream is what a streamed answer made of parts keeps whatever the
-// API: its job, the reasoning splitter and the events of the current piece.
+// API: its job, the API's builder around it (ev) with its kinds of part
+// for the reasoning and the text, the reasoning splitter and the events of
+// the current piece.
 type partStream struct {
-	j   *job
-	sp  thinkSplitter
-	out []sseEvent
+	j                   *job
+	ev                  answerEvents
+	thinkKind, textKind string
+	sp                  thinkSplitter
+	out                 []sseEvent
 }
 
-// events hands ev (the API's builder around p) the next piece of the
-// answer (flush: its end) and returns the events it made: the reasoning
-// the splitter takes off (when the job thinks) as kind thinking, the text
-// as kind text, then the tool calls the job's parser finished; at the end,
-// the open part is closed.
-func (p *partStream) events(ev answerEvents, thinking, text string, t string, flush bool) []sseEvent {
+// feed hands ev the next piece of the answer (flush: its end) and returns
+// the events it made: the reasoning the splitter takes off (when the job
+// thinks) as thinkKind, the text as textKind, then the tool calls the
+// job's parser finished; at the end, the open part is closed.
+func (p *partStream) feed(t string, flush bool) []sseEvent {
 	p.out = nil
 	if p.j.thinking {
 		var th string
 		th, t = p.sp.take(t, flush)
-		ev.delta(thinking, th)
+		p.ev.delta(p.thinkKind, th)
 	}
 	t, calls := p.j.toolFeed(t, flush)
-	ev.delta(text, t)
+	p.ev.delta(p.textKind, t)
 	for _, c := range calls {
-		ev.call(c)
+		p.ev.call(c)
 	}
 	if flush {
-		ev.close()
+		p.ev.close()
 	}
 	return p.out
+}
+
+// piece is feed as shapes.piece wants it: no events (while the splitters
+// hold text back) are nil.
+func (p *partStream) piece(t string) any {
+	if ev := p.feed(t, false); len(ev) > 0 {
+		return ev
+	}
+	return nil
 }
 
 // toolFeed passes content through j's tool parser (when the request has

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 )
@@ -16,12 +15,8 @@ var toolScript = []string{"Checking.", "\n<tool_", "call>\n{\"name\": \"get_weat
 
 func toolServer(t *testing.T) (*fakeBackend, *httptest.Server) {
 	t.Helper()
-	src, err := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := newFakeBackend()
-	b.template = string(src)
+	b.template = chatTemplate(t, "tools/Qwen-Qwen3-0.6B.jinja")
 	b.script = toolScript
 	_, ts := newTestServer(t, Config{}, b)
 	return b, ts
@@ -222,16 +217,16 @@ func checkOpenAICalls(t *testing.T, v any, want []call, stream bool) {
 }
 
 func TestCapabilities(t *testing.T) {
-	qwen, _ := os.ReadFile("../runtime/chat/testdata/tools/Qwen-Qwen3-0.6B.jinja")
-	llama, _ := os.ReadFile("../runtime/chat/testdata/tools/meta-llama-Llama-3.1-8B-Instruct.jinja")
+	qwen := chatTemplate(t, "tools/Qwen-Qwen3-0.6B.jinja")
+	llama := chatTemplate(t, "tools/meta-llama-Llama-3.1-8B-Instruct.jinja")
 	for _, c := range []struct {
 		tmpl string
 		fim  *[3]string
 		want string
 	}{
 		{"", nil, "completion"},
-		{string(qwen), nil, "completion tools thinking"},
-		{string(llama), &[3]string{"<PRE>", "<SUF>", "<MID>"}, "completion tools insert"},
+		{qwen, nil, "completion tools thinking"},
+		{llama, &[3]string{"<PRE>", "<SUF>", "<MID>"}, "completion tools insert"},
 		{qwen3Tmpl, nil, "completion thinking"},
 	} {
 		b := newFakeBackend()

@@ -19,10 +19,7 @@ var chatInput io.Reader = os.Stdin
 func runChat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("chat", stderr,
 		"usage: woolly chat [flags] MODEL   (or -m MODEL)", "MODEL is a name of the models directory or a GGUF path. In the chat, /? lists the commands.")
-	g, err := addGenerateFlags(fs, "tokens per answer at most (-1: until end of turn or the context is full)")
-	if err != nil {
-		return err
-	}
+	g := addGenerateFlags(fs, "tokens per answer at most (-1: until end of turn or the context is full)")
 	system := fs.String("system", "", "system `message`")
 	showPrompt := fs.Bool("show-prompt", false, "print each rendered prompt to stderr")
 	verbose := fs.Bool("verbose", false, "print timings and cache statistics to stderr after each answer")

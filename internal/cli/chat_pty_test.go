@@ -81,11 +81,13 @@ func (s *screen) expect(t *testing.T, want string) string {
 }
 
 // startOnPty runs woolly with args on a new pseudo-terminal (HOME and
-// WOOLLY_MODELS set) and returns its screen, a way to type, and a way to
-// wait for it to exit (failing the test, named by what was typed last, if
-// it does not within 30 seconds or exits with an error). The process is
+// WOOLLY_MODELS set) and returns its screen, a way to type (then to wait
+// for each of then to show in turn: it returns what the screen showed up
+// to the last), and a way to wait for it to exit (failing the test, named
+// by what was typed last, if it does not within 30 seconds or exits with
+// an error). The process is
 // killed at the end of the test if still running.
-func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(string), func(string)) {
+func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(keys string, then ...string) string, func(string)) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "WOOLLY_TEST_MAIN=1", "HOME="+home, "WOOLLY_MODELS="+dir, "TERM=xterm")
@@ -107,11 +109,16 @@ func startOnPty(t *testing.T, home, dir string, args ...string) (*screen, func(s
 		}
 		tty.Close()
 	})
-	send := func(keys string) {
+	send := func(keys string, then ...string) string {
 		t.Helper()
 		if _, err := tty.WriteString(keys); err != nil {
 			t.Fatal(err)
 		}
+		seen := ""
+		for _, want := range then {
+			seen += sc.expect(t, want)
+		}
+		return seen
 	}
 	wait := func(last string) {
 		t.Helper()
@@ -149,9 +156,7 @@ func TestRunWithoutPromptChats(t *testing.T) {
 	sc, send, wait := startOnPty(t, home, dir, "run", "tiny", "-n", "4", "-t", "1")
 	sc.expect(t, "/? lists the commands")
 	sc.expect(t, ">>> ")
-	send("Hi there\r")
-	sc.expect(t, "Hi there\r\n")
-	sc.expect(t, ">>> ")
+	send("Hi there\r", "Hi there\r\n", ">>> ")
 	send("\x04")
 	wait("Ctrl-D")
 }
@@ -167,8 +172,7 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	// model was given (--show-prompt) once the answer is written.
 	turn := func(keys string) string {
 		t.Helper()
-		send(keys)
-		sc.expect(t, "[prompt] ")
+		send(keys, "[prompt] ")
 		line := sc.expect(t, "\n")
 		sc.expect(t, ">>> ")
 		return strings.TrimRight(line, "\r\n")
@@ -181,64 +185,48 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	}
 
 	// Up recalls "Hello": the second prompt holds it twice, and no escape.
-	send("\x1b[A")
-	sc.expect(t, "Hello")
+	send("\x1b[A", "Hello")
 	if p := turn("\r"); strings.Count(p, `<|im_start|>user\nHello<|im_end|>`) != 2 || strings.Contains(p, `\x1b`) {
 		t.Fatalf("Up then Enter: %s", p)
 	}
 	// Line editing: Left and a typed letter mid-line, Ctrl-A to the start.
-	send("ello\x1b[D\x1b[D\x1b[D\x1b[DH\x01/show system\x1b[3~\x1b[3~\x1b[3~\x1b[3~\x1b[3~\r")
-	sc.expect(t, "No system message was set.")
+	send("ello\x1b[D\x1b[D\x1b[D\x1b[DH\x01/show system\x1b[3~\x1b[3~\x1b[3~\x1b[3~\x1b[3~\r", "No system message was set.")
 
 	// Tab completes the commands and their words.
-	send("/sh\tpa\t\r")
-	if seen := sc.expect(t, "num_predict"); !strings.Contains(seen, "temperature ") {
+	if seen := send("/sh\tpa\t\r", "num_predict"); !strings.Contains(seen, "temperature ") {
 		t.Fatalf("/sh<Tab>pa<Tab>: %q", seen)
 	}
 	sc.expect(t, ">>> ")
 
-	send("/?\r")
-	if help := sc.expect(t, "this help"); !strings.Contains(help, "/set parameter NAME VALUE") {
+	if help := send("/?\r", "this help"); !strings.Contains(help, "/set parameter NAME VALUE") {
 		t.Fatalf("/?: %q", help)
 	}
 	sc.expect(t, `Use """ to begin a multi-line message`)
-	send("/help\r")
-	sc.expect(t, "/load NAME")
-	send("/frobnicate now\r")
-	sc.expect(t, `Unknown command "/frobnicate": /? lists the commands`)
-	send("/set parameter temperature hot\r")
-	if seen := sc.expect(t, "temperature: want a number"); strings.Contains(seen, "[prompt]") {
+	send("/help\r", "/load NAME")
+	send("/frobnicate now\r", `Unknown command "/frobnicate": /? lists the commands`)
+	if seen := send("/set parameter temperature hot\r", "temperature: want a number"); strings.Contains(seen, "[prompt]") {
 		t.Fatalf("an unknown command reached the model: %q", seen)
 	}
-	send("/set parameter top_p 2\r")
-	sc.expect(t, "top_p 2 is out of range")
-	send("/set parameter temperature 0.25\r")
-	sc.expect(t, "Set parameter 'temperature' to '0.25'.")
-	send("/show parameters\r")
-	if seen := sc.expect(t, "num_predict"); !strings.Contains(seen, "temperature        0.25") || !strings.Contains(seen, "top_p              0.95") {
+	send("/set parameter top_p 2\r", "top_p 2 is out of range")
+	send("/set parameter temperature 0.25\r", "Set parameter 'temperature' to '0.25'.")
+	if seen := send("/show parameters\r", "num_predict"); !strings.Contains(seen, "temperature        0.25") || !strings.Contains(seen, "top_p              0.95") {
 		t.Fatalf("/show parameters: %q", seen)
 	}
-	send("/set parameter temperature 0\r")
-	sc.expect(t, "Set parameter")
+	send("/set parameter temperature 0\r", "Set parameter")
 
-	send(`"""` + "\r")
-	sc.expect(t, "... ")
-	send("line one\r")
-	sc.expect(t, "... ")
+	send(`"""`+"\r", "... ")
+	send("line one\r", "... ")
 	if p := turn(`line two"""` + "\r"); !strings.Contains(p, `<|im_start|>user\nline one\nline two<|im_end|>`) {
 		t.Fatalf(`""" block: %s`, p)
 	}
 
-	send("/set system be brief\r")
-	sc.expect(t, "Set the system message.")
-	send("/show system\r")
-	sc.expect(t, "be brief")
+	send("/set system be brief\r", "Set the system message.")
+	send("/show system\r", "be brief")
 	if p := turn("Hi\r"); !strings.HasPrefix(p, `"<|im_start|>system\nbe brief<|im_end|>`) || !strings.Contains(p, "Hello") {
 		t.Fatalf("with a system message: %s", p)
 	}
 
-	send("/save first\r")
-	sc.expect(t, "Saved the conversation (8 messages)")
+	send("/save first\r", "Saved the conversation (8 messages)")
 	saved := filepath.Join(home, ".woolly", "conversations", "first.json")
 	b, err := os.ReadFile(saved)
 	if err != nil {
@@ -251,23 +239,18 @@ func TestChatREPLOnTerminal(t *testing.T) {
 	if err := json.Unmarshal(b, &conv); err != nil || conv.System != "be brief" || len(conv.Messages) != 8 || conv.Messages[0].Content != "Hello" {
 		t.Fatalf("saved %s: %v", b, err)
 	}
-	send("/clear\r")
-	sc.expect(t, "Cleared the conversation.")
+	send("/clear\r", "Cleared the conversation.")
 	if p := turn("Again\r"); strings.Contains(p, "Hello") || !strings.Contains(p, "be brief") {
 		t.Fatalf("after /clear: %s", p)
 	}
-	send("/load first\r")
-	sc.expect(t, "8 messages.")
+	send("/load first\r", "8 messages.")
 	if p := turn("More\r"); !strings.Contains(p, `user\nHello<|im_end|>`) || strings.Contains(p, "Again") {
 		t.Fatalf("after /load: %s", p)
 	}
-	send("/load ../etc/passwd\r")
-	sc.expect(t, "invalid conversation name")
+	send("/load ../etc/passwd\r", "invalid conversation name")
 
 	// Ctrl-C at the prompt drops the line and says how to leave.
-	send("half a line\x03")
-	sc.expect(t, "to leave, type /bye or press Ctrl-D")
-	sc.expect(t, ">>> ")
+	send("half a line\x03", "to leave, type /bye or press Ctrl-D", ">>> ")
 	send("/bye\r")
 	wait("/bye")
 	hist, err := os.ReadFile(filepath.Join(home, ".woolly", "history"))
@@ -307,13 +290,11 @@ func TestChatCtrlCStopsAnswerOnTerminal(t *testing.T) {
 	// interrupt (-n -1: until the context is full).
 	sc, send, wait := startOnPty(t, home, dir, "chat", "tiny", "-n", "-1", "-t", "1", "-c", "32768")
 	sc.expect(t, ">>> ")
-	send("Once upon a time\r")
-	sc.expect(t, "Once upon a time\r\n")
+	send("Once upon a time\r", "Once upon a time\r\n")
 	sc.expect(t, " ") // the answer has begun
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	send("\x03")
-	sc.expect(t, "woolly chat: answer stopped")
+	send("\x03", "woolly chat: answer stopped")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the answer stopped %v after Ctrl-C", d)
 	}

@@ -156,7 +156,7 @@ func (g *generateFlags) load(stderr io.Writer, mode runtime.AttentionMode) (*run
 
 // addGenerateFlags registers run's and chat's shared flags; nUsage is -n's
 // help, which says what a token budget means for the command.
-func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
+func addGenerateFlags(fs *flag.FlagSet, nUsage string) *generateFlags {
 	g := &generateFlags{
 		model:   modelFlag(fs),
 		n:       fs.Int("n", -1, nUsage),
@@ -167,9 +167,9 @@ func addGenerateFlags(fs *flag.FlagSet, nUsage string) (*generateFlags, error) {
 	}
 	removedFlag(fs, "dequant-cache", "")
 	fs.Var(&g.stops, "stop", "stop `string` (repeatable)")
-	var err error
-	g.prefix, err = prefixFlag(fs, "")
-	return g, err
+	// With no environment variable to read, prefixFlag cannot fail.
+	g.prefix, _ = prefixFlag(fs, "")
+	return g
 }
 
 // checkOutputDir reports a missing output directory by name before any

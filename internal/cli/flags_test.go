@@ -2,12 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/woolly-llm/woolly/internal/shared"
+	"github.com/woolly-llm/woolly/runtime"
 )
 
 // An unknown flag or a bad value is one line naming it and pointing at -h,
@@ -162,6 +164,38 @@ func TestServeParallelValues(t *testing.T) {
 	}
 }
 
+// A bad value in one of serve's environment variables is an error naming
+// it; several bad ones are named together. (The bad --timeout stops a
+// serve that took every variable by mistake.)
+func TestServeEnvErrors(t *testing.T) {
+	vars := []string{"WOOLLY_PORT", "WOOLLY_MAX_QUEUE", "WOOLLY_PARALLEL", "WOOLLY_KV_BUDGET", "WOOLLY_KEEP_ALIVE",
+		"WOOLLY_THREADS", "WOOLLY_PREFIX_CACHE"}
+	serve := func() string {
+		err := runServe([]string{"--models", t.TempDir(), "--timeout", "bogus"}, io.Discard, io.Discard)
+		if err == nil {
+			t.Fatal("serve started")
+		}
+		return err.Error()
+	}
+	for _, v := range vars {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv(v, "bogus")
+			if msg := serve(); !strings.Contains(msg, v+`="bogus"`) || strings.Contains(msg, "timeout") {
+				t.Errorf("%s=bogus: %q, want an error naming it", v, msg)
+			}
+		})
+	}
+	for _, v := range vars {
+		t.Setenv(v, "bogus")
+	}
+	msg := serve()
+	for _, v := range vars {
+		if !strings.Contains(msg, v+`="bogus"`) {
+			t.Errorf("every variable bad: %q does not name %s", msg, v)
+		}
+	}
+}
+
 // --attention takes default and exact; the removed f32 mode "fast" is an
 // error naming the choices, not silently the default.
 func TestParseAttention(t *testing.T) {
@@ -174,5 +208,81 @@ func TestParseAttention(t *testing.T) {
 		if _, err := parseAttention(s); err == nil || !strings.Contains(err.Error(), "want default or exact") {
 			t.Errorf("parseAttention(%q) = %v; want an error naming default and exact", s, err)
 		}
+	}
+}
+
+func TestParseCacheFlags(t *testing.T) {
+	// Unset is nil (the runtime's default), 0 is off, a size is a size;
+	// the environment variable counts as given, the flag wins over it.
+	for _, c := range []struct {
+		env  string
+		args []string
+		want *int64
+	}{
+		{"", nil, nil},
+		{"", []string{"--prefix-cache", "0"}, runtime.Ptr(int64(0))},
+		{"", []string{"--prefix-cache", "256M"}, runtime.Ptr(int64(256 << 20))},
+		{"1G", nil, runtime.Ptr(int64(1 << 30))},
+		{"1G", []string{"--prefix-cache", "0"}, runtime.Ptr(int64(0))},
+	} {
+		t.Setenv("WOOLLY_TEST_PREFIX", c.env)
+		fs := newFlagSet("test", io.Discard)
+		p, err := prefixFlag(fs, "WOOLLY_TEST_PREFIX")
+		if err == nil {
+			err = fs.Parse(c.args)
+		}
+		if err != nil || (p.v == nil) != (c.want == nil) || (p.v != nil && *p.v != *c.want) {
+			t.Errorf("env %q args %v: %v %v, want %v", c.env, c.args, p.v, err, c.want)
+		}
+	}
+	t.Setenv("WOOLLY_TEST_PREFIX", "lots")
+	if _, err := prefixFlag(newFlagSet("test", io.Discard), "WOOLLY_TEST_PREFIX"); err == nil || !strings.Contains(err.Error(), "WOOLLY_TEST_PREFIX") {
+		t.Errorf("bad env value: %v, want an error naming the variable", err)
+	}
+	if _, err := parseSize("lots"); err == nil {
+		t.Error("--prefix-cache lots accepted")
+	}
+}
+
+func TestRunVerboseCacheStats(t *testing.T) {
+	model := filepath.Join(shared.Dir(t), "models", "synth-llama-mini-Q4_K_M.gguf")
+	prompt := strings.Repeat("the cat sat on the mat and ", 8)
+	_, stderr, code := rtMain(t, "run", "-m", model, "-p", prompt, "-n", "2", "--temp", "0", "--verbose",
+		"--prefix-cache", "64M")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"prefix cache: hits 0, misses 1", "of 64.0 MiB"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	_, stderr, _ = rtMain(t, "run", "-m", model, "-p", "hi", "-n", "1", "--verbose")
+	if !strings.Contains(stderr, "prefix cache: off") || strings.Contains(stderr, "dequant") {
+		t.Errorf("defaults: %s", stderr)
+	}
+}
+
+// --dequant-cache (and serve's WOOLLY_DEQUANT_CACHE) is an error naming
+// its removal, in every command that took it, whatever its value. (Each
+// command line also has a fault found later, so that a flag or variable
+// accepted by mistake fails the test instead of starting a server.)
+func TestDequantCacheFlagRemoved(t *testing.T) {
+	model := filepath.Join(shared.Dir(t), "models", "synth-llama-mini-Q4_K_M.gguf")
+	for _, args := range [][]string{
+		{"run", "-m", model, "-p", "hi", "-n", "1", "--dequant-cache", "100%"},
+		{"chat", "-m", filepath.Join(t.TempDir(), "none.gguf"), "--dequant-cache", "0"},
+		{"bench", "-m", model, "-p", "8", "-n", "0", "-r", "1", "--dequant-cache", "512M"},
+		{"serve", "--dequant-cache", "0", "--timeout", "bogus"},
+	} {
+		_, stderr, code := rtMain(t, args...)
+		if code == 0 || !strings.Contains(stderr, "dequant-cache") || !strings.Contains(stderr, "was removed") {
+			t.Errorf("%v: exit %d, stderr %q: want an error naming the removal", args, code, stderr)
+		}
+	}
+	t.Setenv("WOOLLY_DEQUANT_CACHE", "512M")
+	_, stderr, code := rtMain(t, "serve", "--models", t.TempDir(), "--timeout", "bogus")
+	if code == 0 || !strings.Contains(stderr, "WOOLLY_DEQUANT_CACHE") || !strings.Contains(stderr, "was removed") {
+		t.Errorf("serve with WOOLLY_DEQUANT_CACHE: exit %d, stderr %q", code, stderr)
 	}
 }

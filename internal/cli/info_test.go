@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/woolly-llm/woolly/internal/shared"
+	"github.com/woolly-llm/woolly/kernels"
+	"github.com/woolly-llm/woolly/loader"
 )
 
 // TestInfoJSON runs `woolly info --json` on every shared model and checks it
@@ -192,5 +194,103 @@ func TestInfoVocabJSON(t *testing.T) {
 	}
 	if got["tensor_count"] != 0.0 || len(got["tensors"].([]any)) != 0 {
 		t.Errorf("vocab file: tensor_count %v tensors %v", got["tensor_count"], got["tensors"])
+	}
+}
+
+// infoOf writes w's file and returns what `woolly info [flags] FILE`
+// prints for it, failing the test on a nonzero exit.
+func infoOf(t *testing.T, w *loader.Writer, flags ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "info.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := realMain(append(append([]string{"info"}, flags...), path), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	return out.String()
+}
+
+// Short metadata arrays of every element type, and a nested one, appear in
+// `info --json` element by element (floats as their shortest text).
+func TestInfoJSONShortArrays(t *testing.T) {
+	w := loader.NewWriter()
+	w.SetString("general.architecture", "llama")
+	arr := func(e loader.ValueType, vs any) loader.Value {
+		return loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: e, Values: vs}}
+	}
+	w.Set("a.u8", arr(loader.TypeUint8, []uint8{1, 255}))
+	w.Set("a.i8", arr(loader.TypeInt8, []int8{-3, 4}))
+	w.Set("a.u16", arr(loader.TypeUint16, []uint16{65535}))
+	w.Set("a.i16", arr(loader.TypeInt16, []int16{-32768}))
+	w.Set("a.u32", arr(loader.TypeUint32, []uint32{7}))
+	w.Set("a.i32", arr(loader.TypeInt32, []int32{-7, 8}))
+	w.Set("a.f32", arr(loader.TypeFloat32, []float32{0.1, -2}))
+	w.Set("a.bool", arr(loader.TypeBool, []bool{true, false}))
+	w.Set("a.str", arr(loader.TypeString, []string{"x", "yz"}))
+	w.Set("a.u64", arr(loader.TypeUint64, []uint64{1 << 40}))
+	w.Set("a.i64", arr(loader.TypeInt64, []int64{-1 << 40}))
+	w.Set("a.f64", arr(loader.TypeFloat64, []float64{0.25}))
+	w.Set("a.nested", arr(loader.TypeArray, []loader.Array{
+		{Elem: loader.TypeInt32, Values: []int32{1, 2}},
+		{Elem: loader.TypeString, Values: []string{"q"}},
+	}))
+	var got struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(infoOf(t, w, "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"a.u8": `[1,255]`, "a.i8": `[-3,4]`, "a.u16": `[65535]`, "a.i16": `[-32768]`,
+		"a.u32": `[7]`, "a.i32": `[-7,8]`, "a.f32": `[0.1,-2]`, "a.bool": `[true,false]`,
+		"a.str": `["x","yz"]`, "a.u64": `[1099511627776]`, "a.i64": `[-1099511627776]`,
+		"a.f64": `[0.25]`, "a.nested": `[[1,2],["q"]]`,
+	}
+	for k, v := range want {
+		var g bytes.Buffer
+		if err := json.Compact(&g, got.Metadata[k]); err != nil {
+			t.Fatalf("%s: %v (%s)", k, err, got.Metadata[k])
+		}
+		if g.String() != v {
+			t.Errorf("%s = %s, want %s", k, g.String(), v)
+		}
+	}
+}
+
+// `woolly info` names MXFP4 tensors and the MXFP4_MOE file type; an MXFP4
+// tensor whose rows are not whole blocks is one clear error.
+func TestInfoMXFP4(t *testing.T) {
+	w := loader.NewWriter()
+	w.SetString("general.architecture", "gpt-oss")
+	w.SetUint32("general.file_type", 38)
+	if err := w.AddTensor("blk.0.ffn_up_exps.weight", kernels.MXFP4, []int64{64, 4, 2}, make([]byte, 8*2*17)); err != nil {
+		t.Fatal(err)
+	}
+	text := infoOf(t, w)
+	for _, want := range []string{"MXFP4_MOE (38)", "MXFP4: 1", "blk.0.ffn_up_exps.weight"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("info output lacks %q:\n%s", want, text)
+		}
+	}
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "blk.0.ffn_up_exps.weight" && f[1] == "MXFP4" && f[len(f)-1] == "272" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no tensor line naming MXFP4 with 272 bytes:\n%s", text)
+	}
+
+	// rows of 48 values: not a whole number of 32-element blocks
+	bad := loader.NewWriter()
+	bad.SetString("general.architecture", "gpt-oss")
+	if err := bad.AddTensor("w", kernels.MXFP4, []int64{48, 2}, make([]byte, 51)); err == nil {
+		t.Error("the writer accepted an MXFP4 row of 48")
+	} else if !strings.Contains(err.Error(), "MXFP4: row length 48 is not a multiple of the block size 32") {
+		t.Errorf("writer error %q", err)
 	}
 }

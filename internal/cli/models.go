@@ -49,6 +49,14 @@ func inModelsDir(fs *flag.FlagSet, args []string, min, max int, what string) (st
 	return dir, pos, err
 }
 
+// newTable is the verbs' tab-aligned output to w (columns three spaces
+// apart), its first line written; Flush writes it out.
+func newTable(w io.Writer, first string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, first)
+	return tw
+}
+
 func runList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("list", stderr, "usage: woolly list", "Lists the models of the models directory (WOOLLY_MODELS, default ~/.woolly/models).")
 	dir, _, err := inModelsDir(fs, args, 0, 0, "no arguments")
@@ -59,8 +67,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSIZE\tMODIFIED\t")
+	tw := newTable(stdout, "NAME\tSIZE\tMODIFIED\t")
 	for _, e := range es {
 		where := ""
 		if e.Link != "" {
@@ -171,8 +178,7 @@ func runShow(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "  Model")
+	tw := newTable(stdout, "  Model")
 	fmt.Fprintf(tw, "    architecture\t%s\n", meta.Architecture)
 	fmt.Fprintf(tw, "    parameters\t%s\n", countShort(meta.NParams))
 	fmt.Fprintf(tw, "    context length\t%d\n", meta.ContextLength)
@@ -307,8 +313,7 @@ func runPs(args []string, stdout, stderr io.Writer) error {
 	if err := json.Unmarshal(body, &ps); err != nil {
 		return fmt.Errorf("/api/ps: not the answer of a woolly server: %v", err)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSIZE\tPROCESSOR\tUNTIL\t")
+	tw := newTable(stdout, "NAME\tSIZE\tPROCESSOR\tUNTIL\t")
 	for _, m := range ps.Models {
 		until := humanize.Time(m.ExpiresAt)
 		if time.Until(m.ExpiresAt) > 50*365*24*time.Hour {

@@ -25,10 +25,7 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr,
 		"usage: woolly run [flags] MODEL [PROMPT...]   (or -m MODEL, -p PROMPT, -f FILE)", "MODEL is a name of the models directory or a GGUF path; with no prompt, on a terminal, it is woolly chat.")
-	g, err := addGenerateFlags(fs, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
-	if err != nil {
-		return err
-	}
+	g := addGenerateFlags(fs, "tokens to generate (-1: until end of generation or the context is full; 0: evaluate the prompt only)")
 	prompt := fs.String("p", "", "prompt `text`")
 	promptFile := fs.String("f", "", "read the prompt from `file`")
 	asJSON := fs.Bool("json", false, "print one JSON object")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -82,38 +83,22 @@ func envInt(name string, def int) (int, error) {
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
-	port, err := envInt("WOOLLY_PORT", 8080)
-	if err != nil {
-		return err
-	}
-	maxQueue, err := addOptional(fs, "max-queue", "WOOLLY_MAX_QUEUE",
+	// A bad environment variable is an error naming it (all the bad ones),
+	// before the flags are parsed.
+	port, errPort := envInt("WOOLLY_PORT", 8080)
+	maxQueue, errQueue := addOptional(fs, "max-queue", "WOOLLY_MAX_QUEUE",
 		fmt.Sprintf("requests that may wait for a model; more get 503 (0: none may wait; default %d; env WOOLLY_MAX_QUEUE)", server.DefaultMaxQueue),
 		parseQueue)
-	if err != nil {
-		return err
-	}
-	parallel, err := addOptional(fs, "parallel", "WOOLLY_PARALLEL",
+	parallel, errParallel := addOptional(fs, "parallel", "WOOLLY_PARALLEL",
 		fmt.Sprintf("requests one model generates at once, batched together; more wait in the queue (default 0: as many KV caches of the model's context as fit in --kv-budget, at most %d; env WOOLLY_PARALLEL)", server.MaxAutoParallel),
 		parseParallel)
-	if err != nil {
-		return err
-	}
-	kvBudget, err := addOptional(fs, "kv-budget", "WOOLLY_KV_BUDGET",
+	kvBudget, errBudget := addOptional(fs, "kv-budget", "WOOLLY_KV_BUDGET",
 		fmt.Sprintf("`SIZE` the KV caches of one model's slots may take together, which sets the slots when --parallel is 0 (default a quarter of memory, here %dM; env WOOLLY_KV_BUDGET)", server.DefaultKVBudget()>>20),
 		parseKVBudget)
-	if err != nil {
-		return err
-	}
-	keep, err := addOptional(fs, "keep-alive", "WOOLLY_KEEP_ALIVE",
+	keep, errKeep := addOptional(fs, "keep-alive", "WOOLLY_KEEP_ALIVE",
 		fmt.Sprintf("how long an idle model stays loaded (0: unload after each request, -1: forever; default %v; env WOOLLY_KEEP_ALIVE)", server.DefaultKeepAlive),
 		parseKeepAlive)
-	if err != nil {
-		return err
-	}
-	threadsDef, err := envInt("WOOLLY_THREADS", 0)
-	if err != nil {
-		return err
-	}
+	threadsDef, errThreads := envInt("WOOLLY_THREADS", 0)
 	host := fs.String("host", envOr("WOOLLY_HOST", "127.0.0.1"), "address to bind (env WOOLLY_HOST)")
 	fs.IntVar(&port, "port", port, "port (env WOOLLY_PORT; 11434 for clients that expect Ollama's)")
 	models := fs.String("models", envOr("WOOLLY_MODELS", ""), "models `directory`: NAME is DIR/NAME.gguf (env WOOLLY_MODELS; default ~/.woolly/models)")
@@ -128,8 +113,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		"time a client may take to send a request body; slower ones get 408 (env WOOLLY_BODY_TIMEOUT)")
 	threads := fs.Int("t", threadsDef, "threads per model (0: physical cores; env WOOLLY_THREADS)")
 	nctx := fs.Int("c", 0, "context length cap per model (0: the model's, at most the runtime's default)")
-	prefix, err := prefixFlag(fs, "WOOLLY_PREFIX_CACHE")
-	if err != nil {
+	prefix, errPrefix := prefixFlag(fs, "WOOLLY_PREFIX_CACHE")
+	if err := errors.Join(errPort, errQueue, errParallel, errBudget, errKeep, errThreads, errPrefix); err != nil {
 		return err
 	}
 	removedFlag(fs, "dequant-cache", "WOOLLY_DEQUANT_CACHE")
