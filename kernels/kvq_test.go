@@ -119,10 +119,10 @@ func goKVQ(t *testing.T, p *AttnKVQParams, h0, h1 int) []float32 {
 	return out
 }
 
-// kvqCases: the attnCases of fewer than 64 rows (AttentionKVQ has one path
-// whatever the rows) whose head size the quantized blocks divide, and one
-// head alone, 65 rows and head size 96.
-var kvqCases = append(slices.DeleteFunc(slices.Clone(attnCases), func(c attnCase) bool { return c.hd%32 != 0 || c.ntok >= 64 }),
+// kvqCases: the attnCases of fewer than 32 rows whose head size the
+// quantized blocks divide (AttentionKVQ has one path whatever the rows),
+// and one head alone, 65 and 33 rows, head size 96.
+var kvqCases = append(slices.DeleteFunc(slices.Clone(attnCases), func(c attnCase) bool { return c.hd%32 != 0 || c.ntok >= 32 }),
 	attnCase{1, 0, 1, 1, 32, 0, 1}, attnCase{65, 0, 2, 1, 32, 0, 2}, attnCase{33, 3, 4, 2, 96, 1, 4})
 
 func TestAttentionKVQ(t *testing.T) {
