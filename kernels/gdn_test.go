@@ -10,8 +10,6 @@ import (
 // The Gated DeltaNet kernels (gdn.go) against a Go transcription of
 // csrc/gdn.h's specification, on every kernel set, bit for bit.
 
-func fmaf32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
-
 // gdnDot is the dot of csrc/gdn.h: 64 fused slots, the tree, the tail.
 func gdnDot(a, b []float32) float32 {
 	n := len(a)
@@ -21,7 +19,7 @@ func gdnDot(a, b []float32) float32 {
 		var acc [64]float32
 		for i := 0; i < np; i += 64 {
 			for l := range acc {
-				acc[l] = fmaf32(a[i+l], b[i+l], acc[l])
+				acc[l] = fma32(a[i+l], b[i+l], acc[l])
 			}
 		}
 		var v [16]float32
@@ -61,7 +59,7 @@ func gdnRecurSpec(state, qkv []float32, qkvStride int, decay, beta []float32, gS
 				}
 				dj := (v[j] - gdnDot(mj, k)) * b
 				for i := range mj {
-					mj[i] = fmaf32(k[i], dj, mj[i])
+					mj[i] = fma32(k[i], dj, mj[i])
 				}
 				out[t*outStride+hv*S+j] = gdnDot(mj, q) * scale
 			}
@@ -76,9 +74,9 @@ func gdnConvSpec(out, in []float32, stride, n int, win, w []float32, K, c0, c1 i
 			x := in[t*stride+ch]
 			var sum float32
 			for i := 0; i < K-1; i++ {
-				sum = fmaf32(wn[i], wc[i], sum)
+				sum = fma32(wn[i], wc[i], sum)
 			}
-			out[t*stride+ch] = fmaf32(x, wc[K-1], sum)
+			out[t*stride+ch] = fma32(x, wc[K-1], sum)
 			if K > 1 {
 				copy(wn, wn[1:])
 				wn[K-2] = x

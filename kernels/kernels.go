@@ -109,6 +109,18 @@ func Dequant(t Type, src []byte, dst []float32) {
 	}
 }
 
+// checkRowDst panics unless dst holds the t.RowBytes(n) bytes of a row of
+// n values of t (what they are, for the message).
+func checkRowDst(op string, t Type, n int, dst []byte, what string) {
+	need, err := t.RowBytes(int64(n))
+	if err != nil {
+		panic(fmt.Errorf("kernels.%s: %w", op, err))
+	}
+	if int64(len(dst)) < need {
+		panic(fmt.Errorf("kernels.%s: dst has %d bytes, %d %v %s need %d", op, len(dst), n, t, what, need))
+	}
+}
+
 // QuantizeAct converts the activations x to act (Q8_K, Q8_0, F16, or F32 = copy)
 // into dst, which must hold act.RowBytes(len(x)) bytes.
 func QuantizeAct(act Type, x []float32, dst []byte) {
@@ -117,13 +129,7 @@ func QuantizeAct(act Type, x []float32, dst []byte) {
 	default:
 		panic(fmt.Errorf("kernels.QuantizeAct: %v is not an activation type", act))
 	}
-	need, err := act.RowBytes(int64(len(x)))
-	if err != nil {
-		panic(fmt.Errorf("kernels.QuantizeAct: %w", err))
-	}
-	if int64(len(dst)) < need {
-		panic(fmt.Errorf("kernels.QuantizeAct: dst has %d bytes, %d %v activations need %d", len(dst), len(x), act, need))
-	}
+	checkRowDst("QuantizeAct", act, len(x), dst, "activations")
 	if len(x) == 0 {
 		return
 	}
@@ -163,53 +169,85 @@ func checkWeights(op string, wt Type, n int, w []byte, rowBytes, r0, r1 int) (rb
 // elements of wt, rowBytes apart; a holds n activations in wt.ActType()
 // (see QuantizeAct); y is indexed by the global row number.
 func MatVec(wt Type, n int, w []byte, rowBytes int, a []byte, y []float32, r0, r1 int) {
-	_, ab, err := checkWeights("MatVec", wt, n, w, rowBytes, r0, r1)
-	if err != nil {
-		panic(err)
-	}
-	if int64(len(a)) < ab {
-		panic(fmt.Errorf("kernels.MatVec: activations have %d bytes, need %d (%d x %v)", len(a), ab, n, wt.ActType()))
-	}
-	if len(y) < r1 {
-		panic(fmt.Errorf("kernels.MatVec: y has %d entries, rows up to %d", len(y), r1))
-	}
-	if r0 == r1 {
-		return
-	}
-	if C.k_matvec(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), bptr(a), fptr(y),
-		C.int64_t(r0), C.int64_t(r1)) != 0 {
-		panic(fmt.Errorf("kernels.MatVec: %v rejected by the C kernel", wt))
-	}
+	matVec("MatVec", nil, 0, wt, n, w, rowBytes, a, y, r0, r1)
 }
 
 // MatMulQ computes y[t*yStride + r] = dot(row r of w, a[t*aRowBytes:]) for
 // r in [r0, r1) and t < ntok, reusing each tile of weight rows across all tokens.
 func MatMulQ(wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowBytes int, ntok int, y []float32, yStride int) {
-	_, ab, err := checkWeights("MatMulQ", wt, n, w, rowBytes, r0, r1)
+	matMul("MatMulQ", nil, 0, wt, n, w, rowBytes, r0, r1, a, aRowBytes, ntok, y, yStride)
+}
+
+// matVec checks and runs MatVec, or MatVecPacked when p is not nil (a
+// matrix of nrows rows packed by Pack).
+func matVec(op string, p *Packing, nrows int, wt Type, n int, w []byte, rowBytes int, a []byte, y []float32, r0, r1 int) {
+	_, ab, err := checkWeights(op, wt, n, w, rowBytes, r0, r1)
+	if err == nil && p != nil {
+		err = checkPacked(op, *p, wt, nrows, r0, r1)
+	}
+	if err != nil {
+		panic(err)
+	}
+	if int64(len(a)) < ab {
+		panic(fmt.Errorf("kernels.%s: activations have %d bytes, need %d (%d x %v)", op, len(a), ab, n, wt.ActType()))
+	}
+	if len(y) < r1 {
+		panic(fmt.Errorf("kernels.%s: y has %d entries, rows up to %d", op, len(y), r1))
+	}
+	if r0 == r1 {
+		return
+	}
+	impl, cw, cn, rb, ca, cy, c0, c1 := C.int(implID()), C.int(wt), C.int64_t(n), C.size_t(rowBytes), bptr(a), fptr(y), C.int64_t(r0), C.int64_t(r1)
+	var rc C.int
+	if p == nil {
+		rc = C.k_matvec(impl, cw, cn, bptr(w), rb, ca, cy, c0, c1)
+	} else {
+		rc = C.k_matvec_packed(impl, cw, cn, bptr(w), rb, C.int64_t(nrows), ca, cy, c0, c1)
+	}
+	if rc != 0 {
+		panic(fmt.Errorf("kernels.%s: %v rejected by the C kernel", op, wt))
+	}
+}
+
+// matMul checks and runs MatMulQ, or MatMulQPacked when p is not nil (a
+// matrix of nrows rows packed by Pack).
+func matMul(op string, p *Packing, nrows int, wt Type, n int, w []byte, rowBytes int, r0, r1 int, a []byte, aRowBytes int, ntok int,
+	y []float32, yStride int) {
+	_, ab, err := checkWeights(op, wt, n, w, rowBytes, r0, r1)
+	if err == nil && p != nil {
+		err = checkPacked(op, *p, wt, nrows, r0, r1)
+	}
 	if err != nil {
 		panic(err)
 	}
 	if ntok < 0 {
-		panic(fmt.Errorf("kernels.MatMulQ: negative token count %d", ntok))
+		panic(fmt.Errorf("kernels.%s: negative token count %d", op, ntok))
 	}
 	if r0 == r1 || ntok == 0 {
 		return
 	}
 	if int64(aRowBytes) < ab && ntok > 1 {
-		panic(fmt.Errorf("kernels.MatMulQ: activation stride %d < %d bytes per token", aRowBytes, ab))
+		panic(fmt.Errorf("kernels.%s: activation stride %d < %d bytes per token", op, aRowBytes, ab))
 	}
 	if need := need2D(ntok, int(ab), aRowBytes); int64(len(a)) < need {
-		panic(fmt.Errorf("kernels.MatMulQ: activations have %d bytes, %d tokens need %d", len(a), ntok, need))
+		panic(fmt.Errorf("kernels.%s: activations have %d bytes, %d tokens need %d", op, len(a), ntok, need))
 	}
 	if ntok > 1 && yStride < r1 {
-		panic(fmt.Errorf("kernels.MatMulQ: y stride %d < row end %d", yStride, r1))
+		panic(fmt.Errorf("kernels.%s: y stride %d < row end %d", op, yStride, r1))
 	}
 	if need := need2D(ntok, r1, yStride); int64(len(y)) < need {
-		panic(fmt.Errorf("kernels.MatMulQ: y has %d entries, need %d", len(y), need))
+		panic(fmt.Errorf("kernels.%s: y has %d entries, need %d", op, len(y), need))
 	}
-	if C.k_matmul_q(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), C.int64_t(r0), C.int64_t(r1),
-		bptr(a), C.size_t(aRowBytes), C.int64_t(ntok), fptr(y), C.int64_t(yStride)) != 0 {
-		panic(fmt.Errorf("kernels.MatMulQ: %v rejected by the C kernel", wt))
+	impl, cw, cn, rb, c0, c1 := C.int(implID()), C.int(wt), C.int64_t(n), C.size_t(rowBytes), C.int64_t(r0), C.int64_t(r1)
+	ca, ars, nt, cy, ys := bptr(a), C.size_t(aRowBytes), C.int64_t(ntok), fptr(y), C.int64_t(yStride)
+	var rc C.int
+	if p == nil {
+		rc = C.k_matmul_q(impl, cw, cn, bptr(w), rb, c0, c1, ca, ars, nt, cy, ys)
+	} else {
+		rc = C.k_matmul_packed(impl, cw, cn, bptr(w), rb, C.int64_t(nrows), c0, c1, ca, ars, nt, cy, ys)
+	}
+	if rc != 0 {
+		panic(fmt.Errorf("kernels.%s: %v rejected by the C kernel", op, wt))
 	}
 }
 
@@ -344,25 +382,35 @@ type AttnParamsOf[KV float32 | uint16] struct {
 	Sinks                               []float32
 }
 
+// checkAttnShape validates what every attention call shares: the shape
+// (ntok query rows at pos0, nhead query heads over nheadKV kv heads of
+// headDim), the head range [h0, h1), the sliding window and the soft-cap.
+func checkAttnShape(op string, ntok, pos0, nhead, nheadKV, headDim, h0, h1, window int, softCap float32) error {
+	if ntok < 0 || pos0 < 0 || headDim <= 0 || nhead <= 0 || nheadKV <= 0 || nhead%nheadKV != 0 {
+		return fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", op, ntok, pos0, nhead, nheadKV, headDim)
+	}
+	if headDim > 1<<20 || nhead > 1<<20 || ntok > 1<<30 || pos0 > 1<<30 {
+		return fmt.Errorf("kernels.%s: implausible shape ntok %d pos0 %d heads %d head_dim %d", op, ntok, pos0, nhead, headDim)
+	}
+	if h0 < 0 || h1 < h0 || h1 > nhead {
+		return fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, nhead)
+	}
+	if window < 0 {
+		return fmt.Errorf("kernels.%s: negative sliding window %d (0 = no window)", op, window)
+	}
+	if c := float64(softCap); !(c >= 0) || math.IsInf(c, 1) {
+		return fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c)
+	}
+	return nil
+}
+
 // check validates p and the head range; the caller handles the empty case.
 func (p *AttnParamsOf[KV]) check(op string, h0, h1 int, scratch []float32, scratchNeed int) error {
 	if p == nil {
 		return fmt.Errorf("kernels.%s: nil params", op)
 	}
-	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
-		return fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim)
-	}
-	if p.HeadDim > 1<<20 || p.NHead > 1<<20 || p.NTok > 1<<30 || p.Pos0 > 1<<30 {
-		return fmt.Errorf("kernels.%s: implausible shape ntok %d pos0 %d heads %d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.HeadDim)
-	}
-	if h0 < 0 || h1 < h0 || h1 > p.NHead {
-		return fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, p.NHead)
-	}
-	if p.Window < 0 {
-		return fmt.Errorf("kernels.%s: negative sliding window %d (0 = no window)", op, p.Window)
-	}
-	if c := float64(p.SoftCap); !(c >= 0) || math.IsInf(c, 1) {
-		return fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c)
+	if err := checkAttnShape(op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim, h0, h1, p.Window, p.SoftCap); err != nil {
+		return err
 	}
 	if p.Sinks != nil {
 		if len(p.Sinks) < p.NHead {

@@ -5,10 +5,7 @@ package kernels
 */
 import "C"
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // KVCacheType reports whether t can be a KV cache type (StoreKV,
 // AttentionKVQ): F16, Q8_0 or Q4_0, as llama.cpp's --cache-type-k/-v
@@ -23,13 +20,7 @@ func StoreKV(t Type, x []float32, dst []byte) {
 	if !KVCacheType(t) {
 		panic(fmt.Errorf("kernels.StoreKV: %v is not a KV cache type (f16, q8_0, q4_0)", t))
 	}
-	need, err := t.RowBytes(int64(len(x)))
-	if err != nil {
-		panic(fmt.Errorf("kernels.StoreKV: %w", err))
-	}
-	if int64(len(dst)) < need {
-		panic(fmt.Errorf("kernels.StoreKV: dst has %d bytes, %d %v values need %d", len(dst), len(x), t, need))
-	}
+	checkRowDst("StoreKV", t, len(x), dst, "values")
 	if len(x) == 0 {
 		return
 	}
@@ -85,20 +76,11 @@ func AttentionKVQ(p *AttnKVQParams, h0, h1 int, scratch []float32) {
 	if !KVCacheType(p.KType) || !KVCacheType(p.VType) || (p.KType == F16 && p.VType == F16) {
 		panic(fmt.Errorf("kernels.%s: cache types K %v V %v: want f16, q8_0 or q4_0, not both f16", op, p.KType, p.VType))
 	}
-	if p.NTok < 0 || p.Pos0 < 0 || p.HeadDim <= 0 || p.HeadDim%32 != 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.NHead%p.NHeadKV != 0 {
-		panic(fmt.Errorf("kernels.%s: bad shape ntok %d pos0 %d heads %d/%d head_dim %d (a multiple of 32)", op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim))
+	if err := checkAttnShape(op, p.NTok, p.Pos0, p.NHead, p.NHeadKV, p.HeadDim, h0, h1, p.Window, p.SoftCap); err != nil {
+		panic(err)
 	}
-	if p.HeadDim > 1<<20 || p.NHead > 1<<20 || p.NTok > 1<<30 || p.Pos0 > 1<<30 {
-		panic(fmt.Errorf("kernels.%s: implausible shape ntok %d pos0 %d heads %d head_dim %d", op, p.NTok, p.Pos0, p.NHead, p.HeadDim))
-	}
-	if h0 < 0 || h1 < h0 || h1 > p.NHead {
-		panic(fmt.Errorf("kernels.%s: bad head range [%d, %d) of %d", op, h0, h1, p.NHead))
-	}
-	if p.Window < 0 {
-		panic(fmt.Errorf("kernels.%s: negative sliding window %d (0 = no window)", op, p.Window))
-	}
-	if c := float64(p.SoftCap); !(c >= 0) || math.IsInf(c, 1) {
-		panic(fmt.Errorf("kernels.%s: soft-cap %g must be finite and >= 0 (0 = off)", op, c))
+	if p.HeadDim%32 != 0 {
+		panic(fmt.Errorf("kernels.%s: head_dim %d is not a multiple of 32 (the quantized block)", op, p.HeadDim))
 	}
 	if p.NTok == 0 || h0 == h1 {
 		return

@@ -88,61 +88,14 @@ func checkPacked(op string, p Packing, wt Type, nrows, r0, r1 int) error {
 // r0 must be a multiple of p.Rows(), r1 too or nrows. The results are the
 // bits MatVec gives on the unpacked rows.
 func MatVecPacked(p Packing, wt Type, n int, w []byte, rowBytes, nrows int, a []byte, y []float32, r0, r1 int) {
-	_, ab, err := checkWeights("MatVecPacked", wt, n, w, rowBytes, r0, r1)
-	if err != nil {
-		panic(err)
-	}
-	if err := checkPacked("MatVecPacked", p, wt, nrows, r0, r1); err != nil {
-		panic(err)
-	}
-	if int64(len(a)) < ab {
-		panic(fmt.Errorf("kernels.MatVecPacked: activations have %d bytes, need %d (%d x %v)", len(a), ab, n, wt.ActType()))
-	}
-	if len(y) < r1 {
-		panic(fmt.Errorf("kernels.MatVecPacked: y has %d entries, rows up to %d", len(y), r1))
-	}
-	if r0 == r1 {
-		return
-	}
-	if C.k_matvec_packed(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), C.int64_t(nrows), bptr(a), fptr(y),
-		C.int64_t(r0), C.int64_t(r1)) != 0 {
-		panic(fmt.Errorf("kernels.MatVecPacked: %v rejected by the C kernel", wt))
-	}
+	matVec("MatVecPacked", &p, nrows, wt, n, w, rowBytes, a, y, r0, r1)
 }
 
 // MatMulQPacked is MatMulQ over a matrix of nrows rows packed by Pack (p),
 // with MatVecPacked's row-range rule; the results are MatMulQ's bits.
 func MatMulQPacked(p Packing, wt Type, n int, w []byte, rowBytes, nrows int, r0, r1 int, a []byte, aRowBytes int, ntok int,
 	y []float32, yStride int) {
-	_, ab, err := checkWeights("MatMulQPacked", wt, n, w, rowBytes, r0, r1)
-	if err != nil {
-		panic(err)
-	}
-	if err := checkPacked("MatMulQPacked", p, wt, nrows, r0, r1); err != nil {
-		panic(err)
-	}
-	if ntok < 0 {
-		panic(fmt.Errorf("kernels.MatMulQPacked: negative token count %d", ntok))
-	}
-	if r0 == r1 || ntok == 0 {
-		return
-	}
-	if int64(aRowBytes) < ab && ntok > 1 {
-		panic(fmt.Errorf("kernels.MatMulQPacked: activation stride %d < %d bytes per token", aRowBytes, ab))
-	}
-	if need := need2D(ntok, int(ab), aRowBytes); int64(len(a)) < need {
-		panic(fmt.Errorf("kernels.MatMulQPacked: activations have %d bytes, %d tokens need %d", len(a), ntok, need))
-	}
-	if ntok > 1 && yStride < r1 {
-		panic(fmt.Errorf("kernels.MatMulQPacked: y stride %d < row end %d", yStride, r1))
-	}
-	if need := need2D(ntok, r1, yStride); int64(len(y)) < need {
-		panic(fmt.Errorf("kernels.MatMulQPacked: y has %d entries, need %d", len(y), need))
-	}
-	if C.k_matmul_packed(C.int(implID()), C.int(wt), C.int64_t(n), bptr(w), C.size_t(rowBytes), C.int64_t(nrows),
-		C.int64_t(r0), C.int64_t(r1), bptr(a), C.size_t(aRowBytes), C.int64_t(ntok), fptr(y), C.int64_t(yStride)) != 0 {
-		panic(fmt.Errorf("kernels.MatMulQPacked: %v rejected by the C kernel", wt))
-	}
+	matMul("MatMulQPacked", &p, nrows, wt, n, w, rowBytes, r0, r1, a, aRowBytes, ntok, y, yStride)
 }
 
 func uintptrOf(b []byte) uintptr {

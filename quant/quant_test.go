@@ -52,18 +52,6 @@ func dequantIndex(t *testing.T) []dequantEntry {
 	return out
 }
 
-func readF32s(t *testing.T, p string) []float32 {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 func TestDequantKnownAnswers(t *testing.T) {
 	for _, e := range dequantIndex(t) {
 		ty, _ := ggml.TypeByName(e.Type)
@@ -71,7 +59,7 @@ func TestDequantKnownAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := readF32s(t, filepath.Join(shared, e.F32File))
+		want := readF32(t, filepath.Join(shared, e.F32File))
 		got := make([]float32, len(want))
 		if err := testDequant(ty, raw, got); err != nil {
 			t.Fatal(err)
@@ -191,7 +179,7 @@ func TestMatchesLlamaQuantizeBytes(t *testing.T) {
 		if err := testDequant(ty, ours, dq); err != nil {
 			t.Fatal(err)
 		}
-		ref := readF32s(t, filepath.Join(shared, e.F32File))
+		ref := readF32(t, filepath.Join(shared, e.F32File))
 		rOurs, rTheirs := rmsDiff(dq, orig), rmsDiff(ref, orig)
 		t.Logf("%-5s %-22s %d/%d blocks byte-identical; rms err ours %.6g, llama.cpp %.6g", e.Type, e.Tensor, same, len(raw)/bb, rOurs, rTheirs)
 		if rOurs > rTheirs*1.02 {

@@ -105,7 +105,7 @@ func attendF16(p *attnArgs, h0, h1 int, acc []float32) {
 						acc[i] = roundF16(x)
 					}
 				}
-				S = fma32(S, ms, vs)
+				S = fmaf(S, ms, vs)
 			}
 			p.writeHead(t, h, acc, S)
 		}
@@ -198,7 +198,7 @@ func attendTiled(p *attnArgs, h0, h1 int, kq, acc []float32) {
 					k := p.K[(ic+j)*p.KVStride+g*hd : (ic+j)*p.KVStride+(g+1)*hd]
 					s := float32(0)
 					for d, x := range q {
-						s = fma32(x, halfTab[k[d]], s)
+						s = fmaf(x, halfTab[k[d]], s)
 					}
 					kq[j] = p.capScore(s * sc)
 					tmax = max(tmax, kq[j])

@@ -291,20 +291,35 @@ func ConfigFromGGUF(f *loader.File) (*Config, error) {
 	return c, nil
 }
 
+// optionalKey reads f's key k with read, or gives def when the file lacks
+// it; a missing key that is required is an error naming it.
+func optionalKey[T any](f *loader.File, arch, k string, def T, required bool, read func(string) (T, error)) (T, error) {
+	if _, present := f.Get(k); !present {
+		if required {
+			var zero T
+			return zero, fmt.Errorf("key %s is missing (required for %s)", k, arch)
+		}
+		return def, nil
+	}
+	return read(k)
+}
+
+// finiteKey reads key k of f as a finite number.
+func finiteKey(f *loader.File, k string) (float32, error) {
+	v, ok := f.Float(k)
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("key %s is not a finite number", k)
+	}
+	return float32(v), nil
+}
+
 // readArchFeatures reads the keys of the newer architectures' features
 // (see Config), with llama.cpp's defaults.
 func (c *Config) readArchFeatures(f *loader.File, ai archSpec, req func(string) (int, error), opt func(string, int) (int, error)) error {
 	arch := c.Arch
 	c.QKNorm, c.PostNorms, c.GELU = ai.qkNorm, ai.postNorms, ai.gelu
 	optFloat := func(key string, def float32) (float32, error) {
-		if _, present := f.Get(arch + "." + key); !present {
-			return def, nil
-		}
-		v, ok := f.Float(arch + "." + key)
-		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("key %s.%s is not a finite number", arch, key)
-		}
-		return float32(v), nil
+		return optionalKey(f, arch, arch+"."+key, def, false, func(k string) (float32, error) { return finiteKey(f, k) })
 	}
 	var err error
 	if c.RopeAttnFactor, err = optFloat("rope.scaling.attn_factor", 1); err != nil {

@@ -207,12 +207,10 @@ func newEncoderModel(f *loader.File, o LoadOptions, arch string) (*Model, error)
 func encoderWeights(f *loader.File, c *Config) (*encoder, error) {
 	d, ff := c.NEmbd, c.NFF
 	kvd := c.KVDim()
-	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
-	dims := func() string {
+	b := binder{f, func() string {
 		return fmt.Sprintf("%s.embedding_length %d, feed_forward_length %d", c.Arch, c.NEmbd, c.NFF)
-	}
-	mat := func(name string, cols, rows int) (Mat, error) { return bindTensor(f, dims, name, cols, rows) }
-	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
+	}}
+	mat, vec, has := b.mat, b.vec, b.has
 	optVec := func(name string, n int) ([]float32, error) {
 		if !has(name) {
 			return nil, nil

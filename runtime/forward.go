@@ -104,28 +104,40 @@ func newFwdState(c *Config, nBatch, nCtx, nWorkers int) *fwdState {
 // ggml does it: theta starts at the position and is multiplied by
 // base^(-2/n_rot) per pair, divided by the pair's frequency factor, times
 // freqScale; the table holds cosf / sinf (glibc's, bit for bit) times mscale.
+// With YaRN (c.Yarn, gpt-oss; gptoss.go) the extrapolated angle (before
+// freqScale) and the interpolated one are blended by a ramp over the pair
+// index between the correction dims, and the magnitude is AttnFactor *
+// (1 + 0.1 ln(1/freqScale)); the reference's build contracts the blend and
+// the magnitude into FMAs.
 func ropeTables(c *Config, base, freqScale float32, factors []float32, pos0, ntok int, cos, sin []float32) {
-	if c.Yarn != nil { // YaRN scaling (gpt-oss; gptoss.go)
-		yarnTables(c, base, freqScale, factors, pos0, ntok, cos, sin)
-		return
-	}
 	half := c.NRot / 2
 	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(c.NRot))))
 	mscale := c.RopeAttnFactor
+	var low, high, ext float32 // YaRN's correction dims and extrapolation factor
+	if y := c.Yarn; y != nil {
+		low, high = yarnCorrDims(c.NRot, c.NCtxOrig, base, y.BetaFast, y.BetaSlow)
+		ext, mscale = y.ExtFactor, y.AttnFactor
+		if ext != 0 {
+			mscale *= fmaf(0.1, kernels.Logf(1/freqScale), 1)
+		}
+	}
 	for t := 0; t < ntok; t++ {
 		theta := float32(pos0 + t)
 		for i := 0; i < half; i++ {
-			th := theta
+			extrap := theta
 			if factors != nil {
-				th /= factors[i]
+				extrap /= factors[i]
 			}
-			th *= freqScale
+			th := freqScale * extrap
+			if ext != 0 {
+				mix := yarnRamp(low, high, 2*i) * ext
+				th = fmaf(th, 1-mix, extrap*mix)
+			}
 			sn, cs := sincosf(th) // glibc's sinf/cosf, bit for bit
 			if mscale != 1 {
 				sn, cs = sn*mscale, cs*mscale
 			}
-			st, ct := &sin[t*half+i], &cos[t*half+i]
-			*st, *ct = sn, cs
+			sin[t*half+i], cos[t*half+i] = sn, cs
 			theta *= thetaScale
 		}
 	}
@@ -216,7 +228,7 @@ func (p *pass) forward() {
 		p.forwardGemma4()
 		return
 	}
-	d, qd, kvd, ff := c.NEmbd, c.QDim(), c.KVDim(), c.denseFF()
+	d, ff := c.NEmbd, c.denseFF()
 
 	// Token embeddings: dequantize just the rows we need.
 	x := st.x[:ntok*d]
@@ -240,13 +252,12 @@ func (p *pass) forward() {
 	}
 
 	xb, xb2 := st.xb[:ntok*d], st.xb2[:ntok*d]
-	q, k, v, att := st.q[:ntok*qd], st.k[:ntok*kvd], st.v[:ntok*kvd], st.att[:ntok*qd]
 	hb, hb2 := st.hb[:ntok*ff], st.hb2[:ntok*ff]
 
 	for li := range w.Layers {
 		l := &w.Layers[li]
 
-		// Attention: norm, q/k/v projections (+ biases).
+		// Attention (or the recurrence) over the layer's norm, and the residual.
 		for t := 0; t < ntok; t++ {
 			kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.AttnNorm, c.Eps)
 		}
@@ -255,96 +266,10 @@ func (p *pass) forward() {
 			p.deltaNet(li, l, xb, xb2)
 			trace("linear_attn_out", li, xb2)
 			addResidual(c, x, xb2, nil, ntok)
-			if li == len(w.Layers)-1 {
-				ntok = p.keepOutputRows(d)
-				x, xb, xb2, hb, hb2 = x[:ntok*d], xb[:ntok*d], xb2[:ntok*d], hb[:ntok*ff], hb2[:ntok*ff]
-			}
-			if ntok > 0 {
-				p.ffn(l, xb, xb2, hb, hb2, ntok)
-			}
-			trace("l_out", li, x)
-			continue
-		}
-		var gate []float32 // qwen35: sigmoid output gate per head [ntok][QDim]
-		if c.AttnGate {
-			qg := st.dn.qg[:ntok*2*qd]
-			p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
-			gate = st.dn.gate[:ntok*qd]
-			splitGatedQ(c, qg, q, gate, ntok)
 		} else {
-			p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
+			p.selfAttention(li, l, xb, xb2)
+			addResidual(c, x, xb2, l.PostAttn, ntok)
 		}
-		if l.Bq != nil {
-			for t := 0; t < ntok; t++ {
-				kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq)
-				kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk)
-				kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)
-			}
-		}
-
-		if l.QNorm != nil { // per-head norms of q and k (qwen3, gemma3)
-			kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps)
-			kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)
-		}
-
-		// Rotary position embedding of q and k (row t with position pos0+t's tables).
-		swa := c.SWALayers != nil && c.SWALayers[li]
-		cs, sn := st.cos[:ntok*half], st.sin[:ntok*half]
-		if swa && st.cosW != nil {
-			cs, sn = st.cosW[:ntok*half], st.sinW[:ntok*half]
-		}
-		kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
-		kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
-		if c.QScale != 0 { // gemma, phi3: q is scaled here and attention uses scale 1
-			kernels.Scale(q, c.QScale)
-		}
-
-		// The reference keeps K and V in f16. Its attention has two paths: a
-		// tiled one in f32 for 64 or more query rows when the head size is a
-		// multiple of 16 (kernels.AttentionTiled), and otherwise one that
-		// rounds Q to f16 and accumulates V in f16 (kernels.AttentionF16Acc).
-		// Round the same values here, each sequence by its own row count;
-		// see attention.go.
-		var tAttn time.Time
-		if p.prof != nil {
-			tAttn = time.Now()
-		}
-		// A quantized cache (LoadOptions.CacheTypeK/V) stores its rows in
-		// their type and has one path (kernels.AttentionKVQ), which converts
-		// Q itself.
-		kvK, kvV := p.m.kvK, p.m.kvV
-		kb, vb := p.m.kvRows()
-		for _, sg := range p.segs {
-			n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
-			f16path := (n < 64 || c.HeadDim%16 != 0) && !p.m.kvQuant()
-			kc := sg.s.kcache[li][pos0*kb : (pos0+n)*kb]
-			vc := sg.s.vcache[li][pos0*vb : (pos0+n)*vb]
-			kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc)
-			kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)
-			qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
-			if f16path { // q = f16(q), through the f16 scratch
-				kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
-				kernels.Dequant(kernels.F16, halfBytes(hs), qs)
-			}
-			sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd])
-		}
-		if p.prof != nil {
-			p.prof.add("attention", time.Since(tAttn))
-		}
-
-		// Output projection and residual.
-		if gate != nil {
-			for i := range att {
-				att[i] *= sigmoidf(gate[i])
-			}
-		}
-		trace("attn_gated", li, att)
-		p.matmul(att, ntok, matOp{&l.Wo, xb2})
-		trace("attn_output", li, xb2)
-		if l.Bo != nil { // gpt-oss: output bias
-			addRowBias(xb2, l.Bo, ntok, d)
-		}
-		addResidual(c, x, xb2, l.PostAttn, ntok)
 
 		// The last layer's attention has read every row; from here on
 		// only the rows whose outputs are asked for matter.
@@ -359,6 +284,96 @@ func (p *pass) forward() {
 	}
 
 	p.output()
+}
+
+// selfAttention is layer li's attention over the normed rows xb ([ntok][d]):
+// q/k/v projections (+ biases, per-head norms, the qwen35 output gate),
+// RoPE, the KV cache store and each sequence's attention, and the output
+// projection into xb2 ([ntok][d]).
+func (p *pass) selfAttention(li int, l *Layer, xb, xb2 []float32) {
+	c, st, ntok := p.m.cfg, p.st, p.ntok
+	d, qd, kvd, half := c.NEmbd, c.QDim(), c.KVDim(), c.NRot/2
+	q, k, v, att := st.q[:ntok*qd], st.k[:ntok*kvd], st.v[:ntok*kvd], st.att[:ntok*qd]
+
+	var gate []float32 // qwen35: sigmoid output gate per head [ntok][QDim]
+	if c.AttnGate {
+		qg := st.dn.qg[:ntok*2*qd]
+		p.matmul(xb, ntok, matOp{&l.Wq, qg}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
+		gate = st.dn.gate[:ntok*qd]
+		splitGatedQ(c, qg, q, gate, ntok)
+	} else {
+		p.matmul(xb, ntok, matOp{&l.Wq, q}, matOp{&l.Wk, k}, matOp{&l.Wv, v})
+	}
+	if l.Bq != nil {
+		for t := 0; t < ntok; t++ {
+			kernels.Add(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], l.Bq)
+			kernels.Add(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], l.Bk)
+			kernels.Add(v[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd], l.Bv)
+		}
+	}
+
+	if l.QNorm != nil { // per-head norms of q and k (qwen3, gemma3)
+		kernels.RMSNormRows(q, q, l.QNorm, ntok*c.NHead, c.HeadDim, c.Eps)
+		kernels.RMSNormRows(k, k, l.KNorm, ntok*c.NHeadKV, c.HeadDim, c.Eps)
+	}
+
+	// Rotary position embedding of q and k (row t with position pos0+t's tables).
+	swa := c.SWALayers != nil && c.SWALayers[li]
+	cs, sn := st.cos[:ntok*half], st.sin[:ntok*half]
+	if swa && st.cosW != nil {
+		cs, sn = st.cosW[:ntok*half], st.sinW[:ntok*half]
+	}
+	kernels.RoPERows(q, ntok, c.NHead, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
+	kernels.RoPERows(k, ntok, c.NHeadKV, c.HeadDim, c.NRot, cs, sn, c.RopeNeox)
+	if c.QScale != 0 { // gemma, phi3: q is scaled here and attention uses scale 1
+		kernels.Scale(q, c.QScale)
+	}
+
+	// The reference keeps K and V in f16. Its attention has two paths: a
+	// tiled one in f32 for 64 or more query rows when the head size is a
+	// multiple of 16 (kernels.AttentionTiled), and otherwise one that
+	// rounds Q to f16 and accumulates V in f16 (kernels.AttentionF16Acc).
+	// Round the same values here, each sequence by its own row count;
+	// see attention.go.
+	var tAttn time.Time
+	if p.prof != nil {
+		tAttn = time.Now()
+	}
+	// A quantized cache (LoadOptions.CacheTypeK/V) stores its rows in
+	// their type and has one path (kernels.AttentionKVQ), which converts
+	// Q itself.
+	kvK, kvV := p.m.kvK, p.m.kvV
+	kb, vb := p.m.kvRows()
+	for _, sg := range p.segs {
+		n, pos0, r0 := len(sg.tokens), sg.s.pos, sg.r0
+		f16path := (n < 64 || c.HeadDim%16 != 0) && !p.m.kvQuant()
+		kc := sg.s.kcache[li][pos0*kb : (pos0+n)*kb]
+		vc := sg.s.vcache[li][pos0*vb : (pos0+n)*vb]
+		kernels.StoreKV(kvK, k[r0*kvd:(r0+n)*kvd], kc)
+		kernels.StoreKV(kvV, v[r0*kvd:(r0+n)*kvd], vc)
+		qs, hs := q[r0*qd:(r0+n)*qd], st.f16[r0*qd:(r0+n)*qd]
+		if f16path { // q = f16(q), through the f16 scratch
+			kernels.QuantizeAct(kernels.F16, qs, halfBytes(hs))
+			kernels.Dequant(kernels.F16, halfBytes(hs), qs)
+		}
+		sg.s.attention(p, li, n, pos0, f16path, qs, att[r0*qd:(r0+n)*qd])
+	}
+	if p.prof != nil {
+		p.prof.add("attention", time.Since(tAttn))
+	}
+
+	// Output projection.
+	if gate != nil {
+		for i := range att {
+			att[i] *= sigmoidf(gate[i])
+		}
+	}
+	trace("attn_gated", li, att)
+	p.matmul(att, ntok, matOp{&l.Wo, xb2})
+	trace("attn_output", li, xb2)
+	if l.Bo != nil { // gpt-oss: output bias
+		addRowBias(xb2, l.Bo, ntok, d)
+	}
 }
 
 // keepOutputRows moves the residual rows whose outputs the pass returns

@@ -99,30 +99,16 @@ func gemma4Config(f *loader.File) (*Config, error) {
 	c := &Config{Arch: arch, RopeNeox: true}
 	key := func(k string) string { return arch + "." + k }
 	uintKey := func(k string, def int, required bool) (int, error) {
-		if _, present := f.Get(key(k)); !present {
-			if required {
-				return 0, fmt.Errorf("key %s is missing (required for %s)", key(k), arch)
+		return optionalKey(f, arch, key(k), def, required, func(k string) (int, error) {
+			v, ok := f.Uint(k)
+			if !ok || v > 1<<31 {
+				return 0, fmt.Errorf("key %s is not a non-negative integer", k)
 			}
-			return def, nil
-		}
-		v, ok := f.Uint(key(k))
-		if !ok || v > 1<<31 {
-			return 0, fmt.Errorf("key %s is not a non-negative integer", key(k))
-		}
-		return int(v), nil
+			return int(v), nil
+		})
 	}
 	floatKey := func(k string, def float32, required bool) (float32, error) {
-		if _, present := f.Get(key(k)); !present {
-			if required {
-				return 0, fmt.Errorf("key %s is missing (required for %s)", key(k), arch)
-			}
-			return def, nil
-		}
-		v, ok := f.Float(key(k))
-		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("key %s is not a finite number", key(k))
-		}
-		return float32(v), nil
+		return optionalKey(f, arch, key(k), def, required, func(k string) (float32, error) { return finiteKey(f, k) })
 	}
 	// perLayer reads a key that is one integer for all layers or one per layer.
 	perLayer := func(k string, def []int) ([]int, error) {
@@ -403,10 +389,8 @@ func kindName(swa bool) string {
 // gemma4Weights binds a gemma4 file's tensors to the shapes c gives them.
 func gemma4WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	g := c.G4
-	dims := func() string { return gemma4Dims(c) }
-	bind := func(name string, want ...int) (Mat, error) { return bindTensor(f, dims, name, want...) }
-	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
-	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
+	b := binder{f, func() string { return gemma4Dims(c) }}
+	bind, vec, has := b.bind, b.vec, b.has
 
 	w := &Weights{G4: &gemma4Weights{}}
 	ti, ok := f.Tensor("token_embd.weight")
@@ -475,7 +459,7 @@ func gemma4WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 			if c.NExpert == 0 {
 				return nil, fmt.Errorf("tensor %sffn_gate_inp.weight is present but key gemma4.expert_count is missing", p)
 			}
-			steps = append(steps, c.gemma4ExpertSteps(l, lg, p, bind, vec, has)...)
+			steps = append(steps, c.gemma4ExpertSteps(l, lg, p, b)...)
 		}
 		if has(p + "layer_output_scale.weight") {
 			steps = append(steps, func() error {
@@ -780,7 +764,7 @@ func dotTinyBLAS16(a, b []float32) float32 {
 	var acc [16]float32
 	for i := 0; i < len(a); i += 16 {
 		for l := 0; l < 16; l++ {
-			acc[l] = fmaf32(a[i+l], b[i+l], acc[l])
+			acc[l] = fmaf(a[i+l], b[i+l], acc[l])
 		}
 	}
 	var s [8]float32
@@ -791,31 +775,14 @@ func dotTinyBLAS16(a, b []float32) float32 {
 	return (u0 + u2) + (u1 + u3)
 }
 
-// fmaf32 is the single-precision fused multiply-add: the product of two
-// float32 is exact in float64, so one float64 FMA rounded to float32 gives
-// fmaf's result except in double-rounding ties (a 2^-29 chance).
-func fmaf32(a, b, c float32) float32 {
-	return float32(math.FMA(float64(a), float64(b), float64(c)))
-}
-
 // gemma4ExpertSteps bind the tensors of a gemma4 mixture-of-experts layer
 // (prefix p): the router and its input scale, the three extra norms, and
 // the experts' gate and up (one fused ffn_gate_up_exps, gate rows first
 // per expert, or two tensors) and down matrices.
-func (c *Config) gemma4ExpertSteps(l *Layer, lg *gemma4Layer, p string,
-	bind func(string, ...int) (Mat, error), vec func(string, int) ([]float32, error), has func(string) bool) []func() error {
+func (c *Config) gemma4ExpertSteps(l *Layer, lg *gemma4Layer, p string, b binder) []func() error {
 	d, ne, fe := c.NEmbd, c.NExpert, c.NFFExp
-	experts := func(name string, cols, rows int) ([]Mat, error) {
-		all, err := bind(name, cols, rows, ne)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Mat, ne)
-		for e := range out {
-			out[e] = all.rows(fmt.Sprintf("%s[%d]", name, e), e*rows, (e+1)*rows)
-		}
-		return out, nil
-	}
+	bind, vec, has := b.bind, b.vec, b.has
+	experts := func(name string, cols, rows int) ([]Mat, error) { return b.experts(name, cols, rows, ne) }
 	steps := []func() error{
 		func() (e error) { l.GateInp, e = bind(p+"ffn_gate_inp.weight", d, ne); return },
 		func() (e error) { lg.GateInpScale, e = vec(p+"ffn_gate_inp.scale", d); return },

@@ -2,10 +2,7 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/woolly-llm/woolly/loader"
-	"github.com/woolly-llm/woolly/quant"
 	"github.com/woolly-llm/woolly/synth"
 )
 
@@ -262,15 +258,8 @@ func gemma4KV32Mini(t *testing.T) string {
 	g := *p.G4
 	g.HeadDimSWA, g.RotSWA = 32, 32
 	p.G4, p.HeadDim, p.Rot = &g, 64, 64
-	path := filepath.Join(t.TempDir(), "synth-gemma4-kv32-mini-Q4_K_M.gguf")
-	ft, err := quant.ParseFileType("q4_k_m")
-	require.NoError(t, err)
-	_, err = synth.WriteFile(path, synth.Options{Preset: p, Type: ft, Seed: 1, Threads: 2})
-	require.NoError(t, err)
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	sum := sha256.Sum256(b)
-	require.Equal(t, "819fc0c89c6ce77771e834bc9bafe4a157acba77d5b2d560e81b58c640213fd5", hex.EncodeToString(sum[:]),
+	path := writeSynth(t, p, "q4_k_m", "", "synth-gemma4-kv32-mini-Q4_K_M.gguf")
+	require.Equal(t, "819fc0c89c6ce77771e834bc9bafe4a157acba77d5b2d560e81b58c640213fd5", fileSHA256(t, path),
 		"synth bytes changed: remake testdata/kvcache/gemma4 (README.md)")
 	return path
 }

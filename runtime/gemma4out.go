@@ -241,6 +241,44 @@ func (p *g4Parser) space() {
 	}
 }
 
+// open writes the opening bracket at p.i to b and reads past it; when the
+// closing bracket end follows at once (an empty object or list) it writes
+// that too and reports true.
+func (p *g4Parser) open(b *bytes.Buffer, end byte) bool {
+	b.WriteByte(p.s[p.i])
+	p.i++
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == end {
+		p.i++
+		b.WriteByte(end)
+		return true
+	}
+	return false
+}
+
+// next reads what follows a member of an object or list (what): its
+// closing bracket end, written to b (done), or a comma.
+func (p *g4Parser) next(b *bytes.Buffer, end byte, what string) (done bool, err error) {
+	p.space()
+	if p.i >= len(p.s) {
+		return false, errors.New("gemma4 call: unterminated " + what)
+	}
+	switch p.s[p.i] {
+	case end:
+		p.i++
+		b.WriteByte(end)
+		return true, nil
+	case ',':
+		p.i++
+		return false, nil
+	}
+	article := "a "
+	if what == "object" {
+		article = "an "
+	}
+	return false, errors.New("gemma4 call: want , or " + string(end) + " in " + article + what)
+}
+
 func (p *g4Parser) value(b *bytes.Buffer, depth int) error {
 	if depth > 100 {
 		return errors.New("gemma4 call: arguments nested more than 100 deep")
@@ -260,12 +298,7 @@ func (p *g4Parser) value(b *bytes.Buffer, depth int) error {
 		p.i += j + len(g4Quote)
 		return nil
 	case p.s[p.i] == '{':
-		p.i++
-		b.WriteByte('{')
-		p.space()
-		if p.i < len(p.s) && p.s[p.i] == '}' {
-			p.i++
-			b.WriteByte('}')
+		if p.open(b, '}') {
 			return nil
 		}
 		for n := 0; ; n++ {
@@ -300,27 +333,12 @@ func (p *g4Parser) value(b *bytes.Buffer, depth int) error {
 			if err := p.value(b, depth+1); err != nil {
 				return err
 			}
-			p.space()
-			if p.i >= len(p.s) {
-				return errors.New("gemma4 call: unterminated object")
+			if done, err := p.next(b, '}', "object"); done || err != nil {
+				return err
 			}
-			if p.s[p.i] == '}' {
-				p.i++
-				b.WriteByte('}')
-				return nil
-			}
-			if p.s[p.i] != ',' {
-				return errors.New("gemma4 call: want , or } in an object")
-			}
-			p.i++
 		}
 	case p.s[p.i] == '[':
-		p.i++
-		b.WriteByte('[')
-		p.space()
-		if p.i < len(p.s) && p.s[p.i] == ']' {
-			p.i++
-			b.WriteByte(']')
+		if p.open(b, ']') {
 			return nil
 		}
 		for n := 0; ; n++ {
@@ -330,19 +348,9 @@ func (p *g4Parser) value(b *bytes.Buffer, depth int) error {
 			if err := p.value(b, depth+1); err != nil {
 				return err
 			}
-			p.space()
-			if p.i >= len(p.s) {
-				return errors.New("gemma4 call: unterminated list")
+			if done, err := p.next(b, ']', "list"); done || err != nil {
+				return err
 			}
-			if p.s[p.i] == ']' {
-				p.i++
-				b.WriteByte(']')
-				return nil
-			}
-			if p.s[p.i] != ',' {
-				return errors.New("gemma4 call: want , or ] in a list")
-			}
-			p.i++
 		}
 	}
 	j := p.i

@@ -141,7 +141,7 @@ func gemmaEmbedWeights(f *loader.File, c *Config, g *gemmaEnc) (Mat, error) {
 	if err != nil {
 		return Mat{}, err
 	}
-	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
+	has := w.has
 	g.layers = make([]gemmaLayer, c.NLayer)
 	for il := range g.layers {
 		l := &g.layers[il]
@@ -197,32 +197,18 @@ func gemmaEmbedWeights(f *loader.File, c *Config, g *gemmaEnc) (Mat, error) {
 	return w.mat("token_embd.weight", d, c.NVocab)
 }
 
-// shapeBinder binds tensors of a file with shape checks (encoders).
-type shapeBinder struct {
-	f *loader.File
-	c *Config
-}
-
 // WeightsFromGGUFShapes reads the vocabulary size from token_embd.weight
 // into c and returns a binder for the other tensors.
-func WeightsFromGGUFShapes(f *loader.File, c *Config) (*shapeBinder, error) {
+func WeightsFromGGUFShapes(f *loader.File, c *Config) (binder, error) {
 	ti, ok := f.Tensor("token_embd.weight")
 	if !ok {
-		return nil, errors.New("tensor token_embd.weight is missing")
+		return binder{}, errors.New("tensor token_embd.weight is missing")
 	}
 	if len(ti.Shape) != 2 || ti.Shape[0] != int64(c.NEmbd) || ti.Shape[1] <= 0 || ti.Shape[1] > 1<<31 {
-		return nil, fmt.Errorf("tensor token_embd.weight has shape %v, want [%d n_vocab]", ti.Shape, c.NEmbd)
+		return binder{}, fmt.Errorf("tensor token_embd.weight has shape %v, want [%d n_vocab]", ti.Shape, c.NEmbd)
 	}
 	c.NVocab = int(ti.Shape[1])
-	return &shapeBinder{f, c}, nil
-}
-
-func (b *shapeBinder) mat(name string, cols, rows int) (Mat, error) {
-	return bindTensor(b.f, b.c.dims, name, cols, rows)
-}
-
-func (b *shapeBinder) vec(name string, n int) ([]float32, error) {
-	return bindVec(b.f, b.c.dims, name, n)
+	return binder{f, c.dims}, nil
 }
 
 // encodeGemma evaluates one input through EmbeddingGemma and returns the

@@ -48,7 +48,7 @@ type YarnParams struct {
 // llama.cpp's context rules: factor = 1/freq_scale; the rope op's attention
 // factor is get_mscale(factor) / (1 + 0.1 ln factor) * rope.scaling.attn_factor,
 // with get_mscale(s) = 0.1 ln s + 1 (1 for s <= 1); the op multiplies it by
-// 1 + 0.1 ln(1/freq_scale) again (yarnTables). Every step in f32, as there.
+// 1 + 0.1 ln(1/freq_scale) again (ropeTables). Every step in f32, as there.
 func (c *Config) readYarn() {
 	y := &YarnParams{ExtFactor: 1, BetaFast: 32, BetaSlow: 1}
 	factor := 1 / c.RopeFreqScale
@@ -97,11 +97,8 @@ func (c *Config) readGptOss(f *loader.File, opt func(string, int) (int, error), 
 }
 
 // gptOssSteps are the loading steps of layer il's tensors after attn_norm.
-func (c *Config) gptOssSteps(l *Layer, il int,
-	mat func(string, int, int) (Mat, error),
-	vec func(string, int) ([]float32, error),
-	floats func(string, int, int) ([]float32, error),
-	experts func(string, int, int, int) ([]Mat, error)) []func() error {
+func (c *Config) gptOssSteps(l *Layer, il int, b binder) []func() error {
+	mat, vec, floats, experts := b.mat, b.vec, b.floats, b.experts
 	p := fmt.Sprintf("blk.%d.", il)
 	d, qd, kvd, ne, fe := c.NEmbd, c.QDim(), c.KVDim(), c.NExpert, c.NFFExp
 	return []func() error{
@@ -136,41 +133,6 @@ func (c *Config) gptOssSteps(l *Layer, il int,
 	}
 }
 
-// yarnTables fills cos and sin ([ntok][NRot/2]) for positions pos0.. with
-// YaRN, as ggml's rope does: per pair i the extrapolated angle theta (the
-// position times base^(-2i/n_rot)) and the interpolated one freqScale*theta
-// are blended by a ramp over the pair index between the correction dims;
-// the magnitude is AttnFactor * (1 + 0.1 ln(1/freqScale)). The reference's
-// build contracts the blend and the magnitude into FMAs.
-func yarnTables(c *Config, base, freqScale float32, factors []float32, pos0, ntok int, cos, sin []float32) {
-	y := c.Yarn
-	half := c.NRot / 2
-	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(c.NRot))))
-	low, high := yarnCorrDims(c.NRot, c.NCtxOrig, base, y.BetaFast, y.BetaSlow)
-	mscale := y.AttnFactor
-	if y.ExtFactor != 0 {
-		mscale *= fmaf(0.1, kernels.Logf(1/freqScale), 1)
-	}
-	for t := 0; t < ntok; t++ {
-		theta := float32(pos0 + t)
-		for i := 0; i < half; i++ {
-			extrap := theta
-			if factors != nil {
-				extrap /= factors[i]
-			}
-			interp := freqScale * extrap
-			th := interp
-			if y.ExtFactor != 0 {
-				mix := yarnRamp(low, high, 2*i) * y.ExtFactor
-				th = fmaf(interp, 1-mix, extrap*mix)
-			}
-			sn, cs := sincosf(th)
-			sin[t*half+i], cos[t*half+i] = sn*mscale, cs*mscale
-			theta *= thetaScale
-		}
-	}
-}
-
 // yarnCorrDims is ggml's correction range: the pair indices (floor, ceil)
 // whose wavelength turns beta times over the original context, clamped to
 // [0, nDims-1].
@@ -190,7 +152,9 @@ func yarnRamp(low, high float32, i0 int) float32 {
 	return 1 - min(1, max(0, y))
 }
 
-// fmaf is the f32 fused multiply-add.
+// fmaf is the single-precision fused multiply-add: the product of two
+// float32 is exact in float64, so one float64 FMA rounded to float32 gives
+// fmaf's result except in double-rounding ties (a 2^-29 chance).
 func fmaf(a, b, c float32) float32 {
 	return float32(math.FMA(float64(a), float64(b), float64(c)))
 }

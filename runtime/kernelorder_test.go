@@ -46,7 +46,7 @@ func dotQ0Ref(wt kernels.Type, n int, w, a []byte) float32 {
 			for k := 4 * l; k < 4*l+4; k++ {
 				s += q[k] * int32(int8(ab[2+k]))
 			}
-			acc[l] = fma32(d, float32(s), acc[l])
+			acc[l] = fmaf(d, float32(s), acc[l])
 		}
 	}
 	r0, r1, r2, r3 := acc[0]+acc[4], acc[1]+acc[5], acc[2]+acc[6], acc[3]+acc[7]

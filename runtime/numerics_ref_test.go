@@ -33,21 +33,19 @@ func roundF16(x float32) float32 {
 	return float32(math.RoundToEven(float64(x)*pow2(24)) * pow2(-24))
 }
 
-func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
-
 // vexpf is ggml's 16-lane AVX-512 exp approximation (ggml_v_expf, after
 // ARM's optimized routines; max error 1.45 + 0.5 ulp), one lane at a time.
 func vexpf(x float32) float32 {
 	const r = 0x1.8p23
-	z := fma32(x, 0x1.715476p+0, r)
+	z := fmaf(x, 0x1.715476p+0, r)
 	n := z - r
 	if n > 192 || n < -192 {
 		return float32(math.Exp(float64(x))) // Inf or 0 after the SiLU division either way
 	}
-	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	b := fmaf(-n, 0x1.7f7d1cp-20, fmaf(-n, 0x1.62e4p-1, x))
 	u := b * b
-	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
-		fma32(0x1.ffffecp-1, b, 1))
+	j := fmaf(fmaf(fmaf(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fmaf(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
+		fmaf(0x1.ffffecp-1, b, 1))
 	return float32(float64(j) * pow2(int(n)))
 }
 
@@ -83,8 +81,8 @@ func rope(x []float32, nHeads, headDim, nRot int, cos, sin []float32, neox bool)
 			}
 			c, s := cos[i], sin[i]
 			x0, x1 := xh[i0], xh[i1]
-			xh[i0] = fma32(x0, c, -float32(x1*s))
-			xh[i1] = fma32(x0, s, float32(x1*c))
+			xh[i0] = fmaf(x0, c, -float32(x1*s))
+			xh[i1] = fmaf(x0, s, float32(x1*c))
 		}
 	}
 }

@@ -371,3 +371,33 @@ func TestSamplerMoreValidate(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 }
+
+func TestSamplerValidate(t *testing.T) {
+	if err := DefaultSamplerOptions().Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	if err := (SamplerOptions{}).Validate(); err != nil {
+		t.Fatalf("zero value (greedy) invalid: %v", err)
+	}
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		o     SamplerOptions
+		field string
+	}{
+		{SamplerOptions{Temperature: -1}, "temperature"},
+		{SamplerOptions{Temperature: nan}, "temperature"},
+		{SamplerOptions{TopP: 1.5}, "top_p"},
+		{SamplerOptions{MinP: -0.1}, "min_p"},
+		{SamplerOptions{TopK: -1}, "top_k"},
+		{SamplerOptions{RepeatPenalty: -1}, "repeat_penalty"},
+		{SamplerOptions{FrequencyPenalty: 2.5}, "frequency_penalty"},
+		{SamplerOptions{PresencePenalty: -3}, "presence_penalty"},
+		{SamplerOptions{RepeatLastN: -2}, "repeat_last_n"},
+	} {
+		var re *SamplerRangeError
+		err := c.o.Validate()
+		if !errors.As(err, &re) || re.Field != c.field || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%+v: %v, want a range error naming %s", c.o, err, c.field)
+		}
+	}
+}

@@ -90,33 +90,8 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 	if c.G4 != nil {
 		return gemma4WeightsFromGGUF(f, c)
 	}
-	dims := c.dims
-	bind := func(name string, want ...int) (Mat, error) { return bindTensor(f, dims, name, want...) }
-	mat := func(name string, cols, rows int) (Mat, error) { return bind(name, cols, rows) }
-	// experts binds a 3-D [cols, rows, n] stack of expert matrices as n views.
-	experts := func(name string, cols, rows, n int) ([]Mat, error) {
-		all, err := bind(name, cols, rows, n)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Mat, n)
-		for e := range out {
-			out[e] = all.rows(fmt.Sprintf("%s[%d]", name, e), e*rows, (e+1)*rows)
-		}
-		return out, nil
-	}
-	vec := func(name string, n int) ([]float32, error) { return bindVec(f, dims, name, n) }
-
-	// floats reads a [cols, rows] tensor as f32 (row-major, rows of cols).
-	floats := func(name string, cols, rows int) ([]float32, error) {
-		m, err := mat(name, cols, rows)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, cols*rows)
-		kernels.Dequant(m.Type, m.Data, out)
-		return out, nil
-	}
+	b := binder{f, c.dims}
+	mat, vec, experts := b.mat, b.vec, b.experts
 
 	w := &Weights{}
 	ti, ok := f.Tensor("token_embd.weight")
@@ -166,9 +141,9 @@ func WeightsFromGGUF(f *loader.File, c *Config) (*Weights, error) {
 		}
 		if c.hasRecurrent() || c.Arch == "gpt-oss" {
 			if c.hasRecurrent() {
-				steps = append(steps, c.deltaNetSteps(l, i, mat, vec, floats, experts)...)
+				steps = append(steps, c.deltaNetSteps(l, i, b)...)
 			} else {
-				steps = append(steps, c.gptOssSteps(l, i, mat, vec, floats, experts)...)
+				steps = append(steps, c.gptOssSteps(l, i, b)...)
 			}
 			for _, s := range steps {
 				if err := s(); err != nil {
@@ -328,11 +303,8 @@ func (w *Weights) checkExperts() error {
 // deltaNetSteps bind the tensors of layer il of a Gated DeltaNet hybrid
 // (qwen35): a linear-attention or a gated full-attention block, then the
 // SwiGLU FFN normed by post_attention_norm (these files have no ffn_norm).
-func (c *Config) deltaNetSteps(l *Layer, il int,
-	mat func(string, int, int) (Mat, error),
-	vec func(string, int) ([]float32, error),
-	floats func(string, int, int) ([]float32, error),
-	experts func(string, int, int, int) ([]Mat, error)) []func() error {
+func (c *Config) deltaNetSteps(l *Layer, il int, b binder) []func() error {
+	mat, vec, floats, experts := b.mat, b.vec, b.floats, b.experts
 	p := fmt.Sprintf("blk.%d.", il)
 	d := c.NEmbd
 	var steps []func() error
@@ -386,6 +358,49 @@ func (c *Config) deltaNetSteps(l *Layer, il int,
 		func() (e error) { l.Wup, e = mat(p+"ffn_up.weight", d, c.NFF); return },
 		func() (e error) { l.Wdown, e = mat(p+"ffn_down.weight", c.NFF, d); return },
 	)
+}
+
+// binder binds tensors of f by name to the shapes the hyperparameters give
+// them (bindTensor); dims describes those in the errors.
+type binder struct {
+	f    *loader.File
+	dims func() string
+}
+
+func (b binder) bind(name string, want ...int) (Mat, error) {
+	return bindTensor(b.f, b.dims, name, want...)
+}
+
+func (b binder) mat(name string, cols, rows int) (Mat, error) {
+	return bindTensor(b.f, b.dims, name, cols, rows)
+}
+
+func (b binder) vec(name string, n int) ([]float32, error) { return bindVec(b.f, b.dims, name, n) }
+
+func (b binder) has(name string) bool { _, ok := b.f.Tensor(name); return ok }
+
+// experts binds a 3-D [cols, rows, n] stack of expert matrices as n views.
+func (b binder) experts(name string, cols, rows, n int) ([]Mat, error) {
+	all, err := b.bind(name, cols, rows, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Mat, n)
+	for e := range out {
+		out[e] = all.rows(fmt.Sprintf("%s[%d]", name, e), e*rows, (e+1)*rows)
+	}
+	return out, nil
+}
+
+// floats reads a [cols, rows] tensor as f32 (row-major, rows of cols).
+func (b binder) floats(name string, cols, rows int) ([]float32, error) {
+	m, err := b.mat(name, cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, cols*rows)
+	kernels.Dequant(m.Type, m.Data, out)
+	return out, nil
 }
 
 // bindTensor checks tensor name of f against the shape the hyperparameters

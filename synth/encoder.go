@@ -198,9 +198,7 @@ func writeWordPieceVocab(w *loader.Writer, n int) int {
 			}
 		}
 	}
-	w.SetString("tokenizer.ggml.model", "bert")
-	w.SetString("tokenizer.ggml.pre", "default")
-	w.SetStrings("tokenizer.ggml.tokens", toks)
+	writeVocabTokens(w, "bert", "default", toks)
 	w.SetInt32s("tokenizer.ggml.token_type", types)
 	w.SetUint32("tokenizer.ggml.token_type_count", 2)
 	w.SetUint32("tokenizer.ggml.bos_token_id", 101)

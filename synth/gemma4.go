@@ -252,9 +252,7 @@ func writeGemma4Vocab(w *loader.Writer, pad int) int {
 		toks = append(toks, fmt.Sprintf("<unused%d>", i))
 		types = append(types, 3)
 	}
-	w.SetString("tokenizer.ggml.model", "gemma4")
-	w.SetString("tokenizer.ggml.pre", "gemma4")
-	w.SetStrings("tokenizer.ggml.tokens", toks)
+	writeVocabTokens(w, "gemma4", "gemma4", toks)
 	w.SetFloat32s("tokenizer.ggml.scores", make([]float32, len(toks)))
 	w.SetInt32s("tokenizer.ggml.token_type", types)
 	w.SetStrings("tokenizer.ggml.merges", merges)

@@ -549,6 +549,14 @@ func writeMetadata(w *loader.Writer, p Preset, ft quant.FileType, vocabPath stri
 	return n, nil
 }
 
+// writeVocabTokens writes a built-in vocabulary's tokenizer model,
+// pre-tokenizer and tokens.
+func writeVocabTokens(w *loader.Writer, model, pre string, toks []string) {
+	w.SetString("tokenizer.ggml.model", model)
+	w.SetString("tokenizer.ggml.pre", pre)
+	w.SetStrings("tokenizer.ggml.tokens", toks)
+}
+
 // byteVocab builds an SPM-style ("llama") vocabulary of n tokens: <unk>,
 // <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then filler pieces
 // ("▁a", "a", "▁ab", ...) with descending scores so the tokenizer merges

@@ -69,9 +69,6 @@ var (
 	}
 )
 
-// TestQwen3EnableThinking: enable_thinking=false pre-fills an empty think
-// block after the generation prompt, in the Jinja template and the built-in;
-// true and unset leave the prompt open.
 // mustNew is New for a template the test needs to load.
 func mustNew(t *testing.T, src, bos, eos string) *Template {
 	t.Helper()
@@ -82,6 +79,9 @@ func mustNew(t *testing.T, src, bos, eos string) *Template {
 	return tm
 }
 
+// TestQwen3EnableThinking: enable_thinking=false pre-fills an empty think
+// block after the generation prompt, in the Jinja template and the built-in;
+// true and unset leave the prompt open.
 func TestQwen3EnableThinking(t *testing.T) {
 	off, on := false, true
 	jt, err := New(tmplQwen3, "", "<|im_end|>")

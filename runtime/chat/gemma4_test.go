@@ -20,13 +20,8 @@ func TestGemma4Builtin(t *testing.T) {
 	if tm.Kind() != "gemma4" || !tm.SupportsThinking() {
 		t.Fatalf("Kind %q SupportsThinking %v, want the gemma4 built-in with thinking", tm.Kind(), tm.SupportsThinking())
 	}
-	cases := renderCases(t, "testdata/gemma4_renders.json", 8)
-	checkRenders(t, tm, cases)
+	cases, bt := gemma4Renders(t, tm, "testdata/gemma4_renders.json", 8)
 	// Builtin by name gives the same as the fallback (no thinking switch).
-	bt, err := Builtin("gemma4", "<bos>", "<eos>")
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := bt.Render(cases[0].Msgs, cases[0].AddGen)
 	if err != nil || got != cases[0].Want {
 		t.Errorf("Builtin: %q, %v; want %q", got, err, cases[0].Want)
@@ -39,24 +34,29 @@ func TestGemma4Builtin(t *testing.T) {
 // scripts/gemma4-tool-renders.py with Python's jinja2 and llama.cpp's one
 // adjustment of the gemma4 format).
 func TestGemma4ToolRenders(t *testing.T) {
-	tm, err := New(tmplGemma4, "<bos>", "<eos>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := mustNew(t, tmplGemma4, "<bos>", "<eos>")
 	if !tm.SupportsTools() || tm.ToolFormat() != ToolsGemma4 {
 		t.Fatalf("SupportsTools %v ToolFormat %q", tm.SupportsTools(), tm.ToolFormat())
 	}
-	cases := renderCases(t, "testdata/gemma4_tool_renders.json", 10)
-	checkRenders(t, tm, cases)
+	cases, bt := gemma4Renders(t, tm, "testdata/gemma4_tool_renders.json", 10)
 	// The built-in by name (llama-server's --chat-template gemma4) takes tools too.
-	bt, err := Builtin("gemma4", "<bos>", "<eos>")
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := bt.RenderOptions(cases[4].Msgs, Options{AddGenerationPrompt: true, Tools: cases[4].Tools})
 	if err != nil || got != cases[4].Want {
 		t.Errorf("Builtin: %q, %v; want %q", got, err, cases[4].Want)
 	}
+}
+
+// gemma4Renders checks tm against the n cases of file (renderCases,
+// checkRenders) and returns them with the gemma4 built-in by name.
+func gemma4Renders(t *testing.T, tm *Template, file string, n int) ([]fileRenderCase, *Template) {
+	t.Helper()
+	cases := renderCases(t, file, n)
+	checkRenders(t, tm, cases)
+	bt, err := Builtin("gemma4", "<bos>", "<eos>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases, bt
 }
 
 // fileRenderCase is one conversation of a render-cases file and the text the

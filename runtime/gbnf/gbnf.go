@@ -238,19 +238,12 @@ func (p *parser) sequence(nested bool) ([]elem, error) {
 		switch {
 		case c == '"':
 			p.pos++
-			for {
-				if p.pos >= len(p.src) {
-					return nil, p.errf("unterminated string")
-				}
-				if p.src[p.pos] == '"' {
-					p.pos++
-					break
-				}
-				r, err := p.char()
-				if err != nil {
-					return nil, err
-				}
-				seq = append(seq, elem{kind: kChar, ranges: []rune{r, r}})
+			rs, err := p.chars('"', "string", false)
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < len(rs); i += 2 {
+				seq = append(seq, elem{kind: kChar, ranges: []rune{rs[i], rs[i+1]}})
 			}
 			if len(seq) == start { // "": matches the empty string
 				id := p.newRule([][]elem{nil})
@@ -263,29 +256,9 @@ func (p *parser) sequence(nested bool) ([]elem, error) {
 				e.neg = true
 				p.pos++
 			}
-			for {
-				if p.pos >= len(p.src) {
-					return nil, p.errf("unterminated character class")
-				}
-				if p.src[p.pos] == ']' {
-					p.pos++
-					break
-				}
-				lo, err := p.char()
-				if err != nil {
-					return nil, err
-				}
-				hi := lo
-				if p.pos+1 < len(p.src) && p.src[p.pos] == '-' && p.src[p.pos+1] != ']' {
-					p.pos++
-					if hi, err = p.char(); err != nil {
-						return nil, err
-					}
-					if hi < lo {
-						return nil, p.errf("character range %q-%q is backwards", lo, hi)
-					}
-				}
-				e.ranges = append(e.ranges, lo, hi)
+			var err error
+			if e.ranges, err = p.chars(']', "character class", true); err != nil {
+				return nil, err
 			}
 			seq = append(seq, e)
 		case c == '.':
@@ -388,6 +361,38 @@ func (p *parser) repeat(item []elem) ([]elem, error) {
 		out = append(out, elem{kind: kRef, rule: next})
 	}
 	return out, nil
+}
+
+// chars reads the characters of a literal or class up to its closing
+// byte end (what it is, for the error when the source ends first) as lo,
+// hi pairs: with ranges (a class) a-b is one pair, else every character
+// is a pair of its own.
+func (p *parser) chars(end byte, what string, ranges bool) ([]rune, error) {
+	var out []rune
+	for {
+		if p.pos >= len(p.src) {
+			return nil, p.errf("unterminated %s", what)
+		}
+		if p.src[p.pos] == end {
+			p.pos++
+			return out, nil
+		}
+		lo, err := p.char()
+		if err != nil {
+			return nil, err
+		}
+		hi := lo
+		if ranges && p.pos+1 < len(p.src) && p.src[p.pos] == '-' && p.src[p.pos+1] != ']' {
+			p.pos++
+			if hi, err = p.char(); err != nil {
+				return nil, err
+			}
+			if hi < lo {
+				return nil, p.errf("character range %q-%q is backwards", lo, hi)
+			}
+		}
+		out = append(out, lo, hi)
+	}
 }
 
 // char reads one character of a literal or class, with escapes.
