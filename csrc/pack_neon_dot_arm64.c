@@ -547,7 +547,8 @@ static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t n
 
 /* Q6_K, one group of 4 rows x T tokens, as nib_xt: per token the float
  * steps of q6k_x4_c. The -32 offset's integer term is folded as
- * (-32 * sc) * bsum, the same exact value. */
+ * (-32 * sc) * bsum, the same exact value. The tile runs it for T = 2;
+ * 4 tokens go through q6k_x4_t4 (fixed registers, below). */
 static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                          float *y, int64_t ys) {
     const int LG = T >= 4 ? 2 : 4;
@@ -918,7 +919,170 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
+/* Q6_K, one group of 4 rows x 4 tokens (the batch piece), in fixed
+ * registers: the integer lanes and float steps of q6k_xt with T = 4, the
+ * lanes two at a time (passes (h, i0): lanes 4h + i0, 4h + i0 + 1 of the 4
+ * tokens), so each pass runs 16 chains (C, L) of 4 tokens x 2 lanes. Per
+ * block the scales by parts of the 16 groups (sc[g] - sc[g+2] of the 4
+ * rows, widened) and the 4 tokens' dv = d * yd go to memory first, one
+ * load each where a pass needs them; each pass starts its L from the
+ * offset terms (-32 sc) x bsum of its lanes, as q6k_xt does.
+ *   v0-v7   C (token k, lane j at v(2k + j); v0, v2, v4, v6 first hold
+ *           the tokens' bsums of half h), v8-v15 L (v(8 + 2k + j))
+ *   v16-v19 one group's activations of tokens 0..3
+ *   v20-v23 the group's weights (X, Y, Z, scratch), v24 its scales by parts
+ *   v26/v27 the pass's scales x -32, v25 and v28-v30 dv, v31 the mask 63 */
+#if defined(__clang__)
+#define Q6T_ARCH ""
+#else
+#define Q6T_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+/* the offset terms of token k's lanes into LA, LB from its bsums (in CK) */
+#define Q6T_OFF_(CK, LA, LB, Y, H, B0, B1, B2, B3)                                                   \
+    "ldr q" #CK ", [%[" #Y "], #(256 + 16 * " #H ")]\n\t"                                           \
+    "smull v" #LA ".4s, v27.4h, v" #CK ".h[" #B0 "]\n\t"                                             \
+    "smlal2 v" #LA ".4s, v27.8h, v" #CK ".h[" #B1 "]\n\t"                                            \
+    "smull v" #LB ".4s, v26.4h, v" #CK ".h[" #B2 "]\n\t"                                             \
+    "smlal2 v" #LB ".4s, v26.8h, v" #CK ".h[" #B3 "]\n\t"
+#define Q6T_OFF(...) Q6T_OFF_(__VA_ARGS__)
+/* token k's two chains: SDOTs by elements I0, I1 of its activations A */
+#define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1)                                                    \
+    "sdot v" #C0 ".4s, v" #WA ".16b, v" #A ".4b[" #I0 "]\n\t"                                        \
+    "mla v" #L0 ".4s, v" #C0 ".4s, v24.4s\n\t"                                                       \
+    "sdot v" #C1 ".4s, v" #WB ".16b, v" #A ".4b[" #I1 "]\n\t"                                        \
+    "mla v" #L1 ".4s, v" #C1 ".4s, v24.4s\n\t"
+#define Q6T_K(...) Q6T_K_(__VA_ARGS__)
+/* the weights of lanes 0, 1 (v20, v21) or 2, 3 (v23, v22) of group G */
+#define Q6T_W01(G)                                                                                   \
+    "ldp q20, q21, [%[o], #(48 * " #G ")]\n\t"                                                       \
+    "and v20.16b, v20.16b, v31.16b\n\t"                                                              \
+    "and v21.16b, v21.16b, v31.16b\n\t"
+#define Q6T_W23(G)                                                                                   \
+    "ldp q20, q21, [%[o], #(48 * " #G ")]\n\t"                                                       \
+    "ldr q22, [%[o], #(48 * " #G " + 32)]\n\t"                                                       \
+    "and v23.16b, v22.16b, v31.16b\n\t"                                                              \
+    "sri v22.16b, v21.16b, #2\n\t"                                                                   \
+    "sri v22.16b, v20.16b, #4\n\t"                                                                   \
+    "ushr v22.16b, v22.16b, #2\n\t"
+#define Q6T_G_(G, W, WA, WB, I0, I1)                                                                 \
+    "ldr q16, [%[y0], #(16 * " #G ")]\n\t"                                                           \
+    "ldr q17, [%[y1], #(16 * " #G ")]\n\t"                                                           \
+    "ldr q18, [%[y2], #(16 * " #G ")]\n\t"                                                           \
+    "ldr q19, [%[y3], #(16 * " #G ")]\n\t"                                                           \
+    W(G) "ldr q24, [%[ds], #(16 * " #G ")]\n\t"                                                      \
+    Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1)                    \
+    Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1)
+#define Q6T_G(...) Q6T_G_(__VA_ARGS__)
+/* token k's float step: F[k][FL], F[k][FL + 1] += cvt(L) * dv */
+#define Q6T_F_(LA, LB, DV, K, FL)                                                                    \
+    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
+    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
+    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"                                      \
+    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
+    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
+    "stp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"
+#define Q6T_F(...) Q6T_F_(__VA_ARGS__)
+/* dv[k] = d x yd of token k (d32 * yd, as q6k_xt) */
+#define Q6T_DV                                                                                       \
+    "ldr d16, [%[o], #832]\n\t"                                                                      \
+    "fcvtl v16.4s, v16.4h\n\t"                                                                       \
+    "ldur s17, [%[y0], #-4]\n\t"                                                                     \
+    "ldur s18, [%[y1], #-4]\n\t"                                                                     \
+    "ldur s19, [%[y2], #-4]\n\t"                                                                     \
+    "ldur s20, [%[y3], #-4]\n\t"                                                                     \
+    "fmul v21.4s, v16.4s, v17.s[0]\n\t"                                                              \
+    "fmul v22.4s, v16.4s, v18.s[0]\n\t"                                                              \
+    "fmul v23.4s, v16.4s, v19.s[0]\n\t"                                                              \
+    "fmul v24.4s, v16.4s, v20.s[0]\n\t"                                                              \
+    "stp q21, q22, [%[dv]]\n\t"                                                                      \
+    "stp q23, q24, [%[dv], #32]\n\t"
+/* ds[2m], ds[2m+1]: D_m = the scale bytes of groups 2m, 2m+1 minus those of
+ * 2m+2, 2m+3 (0 past group 15), widened; S_j = bytes 16j..16j+15 in
+ * v16-v19, N_j = bytes 16j+8..16j+23 (EXT), so D_2j = S_j - N_j (low
+ * halves) and D_2j+1 the high halves */
+#define Q6T_D2_(S, N, OFF)                                                                           \
+    "ssubl v24.8h, v" #S ".8b, v" #N ".8b\n\t"                                                       \
+    "ssubl2 v25.8h, v" #S ".16b, v" #N ".16b\n\t"                                                    \
+    "sshll v26.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v27.4s, v24.8h, #0\n\t"                                                                  \
+    "sshll v28.4s, v25.4h, #0\n\t"                                                                   \
+    "sshll2 v29.4s, v25.8h, #0\n\t"                                                                  \
+    "stp q26, q27, [%[ds], #" #OFF "]\n\t"                                                           \
+    "stp q28, q29, [%[ds], #(" #OFF " + 32)]\n\t"
+#define Q6T_D2(...) Q6T_D2_(__VA_ARGS__)
+#define Q6T_DS                                                                                       \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[sc]]\n\t"                                         \
+    "movi v20.2d, #0\n\t"                                                                            \
+    "ext v21.16b, v16.16b, v17.16b, #8\n\t"                                                          \
+    "ext v22.16b, v17.16b, v18.16b, #8\n\t"                                                          \
+    "ext v23.16b, v18.16b, v19.16b, #8\n\t"                                                          \
+    "ext v20.16b, v19.16b, v20.16b, #8\n\t"                                                          \
+    Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 64) Q6T_D2(18, 23, 128) Q6T_D2(19, 20, 192)
+/* pass (H, i0): S the scale vector of its lanes' groups, B0..B3 their
+ * bsums, I0, I1 = i0, i0 + 1, W/WA/WB the weights of those lanes, FL = 4H + i0 */
+#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FL)                                        \
+    "ldr q26, [%[sc], #(16 * " #S ")]\n\t"                                                           \
+    "sshll v27.8h, v26.8b, #5\n\t"                                                                   \
+    "sshll2 v26.8h, v26.16b, #5\n\t"                                                                 \
+    "neg v27.8h, v27.8h\n\t"                                                                         \
+    "neg v26.8h, v26.8h\n\t"                                                                         \
+    Q6T_OFF(0, 8, 9, y0, H, B0, B1, B2, B3) Q6T_OFF(2, 10, 11, y1, H, B0, B1, B2, B3)                \
+    Q6T_OFF(4, 12, 13, y2, H, B0, B1, B2, B3) Q6T_OFF(6, 14, 15, y3, H, B0, B1, B2, B3)              \
+    Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
+    Q6T_G((0 + H), W, WA, WB, I0, I1) Q6T_G((2 + H), W, WA, WB, I0, I1)                              \
+    Q6T_G((4 + H), W, WA, WB, I0, I1) Q6T_G((6 + H), W, WA, WB, I0, I1)                              \
+    Q6T_G((8 + H), W, WA, WB, I0, I1) Q6T_G((10 + H), W, WA, WB, I0, I1)                             \
+    Q6T_G((12 + H), W, WA, WB, I0, I1) Q6T_G((14 + H), W, WA, WB, I0, I1)                            \
+    "ldp q28, q29, [%[dv]]\n\t"                                                                      \
+    "ldp q30, q25, [%[dv], #32]\n\t"                                                                 \
+    Q6T_F(8, 9, 28, 0, FL) Q6T_F(10, 11, 29, 1, FL) Q6T_F(12, 13, 30, 2, FL) Q6T_F(14, 15, 25, 3, FL)
+static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                            float *y, int64_t ys) {
+    float32x4_t accs[32], dvs[4];
+    int32x4_t dss[16];
+    float32x4_t *F = accs, *dv = dvs; /* in memory, as in nib_xt */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(dv), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *sc = o + 768;
+        __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t" Q6T_DV Q6T_DS
+                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 0)
+                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 2)
+                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 4)
+                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 6)
+                         :
+                         : [o] "r"(o), [sc] "r"(sc), [y0] "r"(y0), [y1] "r"(y1), [y2] "r"(y2), [y3] "r"(y3),
+                           [ds] "r"(ds), [dv] "r"(dv), [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "memory");
+        o += Q6K_X4_BYTES;
+        y0 += sizeof(k_block_q8_k), y1 += sizeof(k_block_q8_k), y2 += sizeof(k_block_q8_k), y3 += sizeof(k_block_q8_k);
+    }
+    for (int k = 0; k < 4; k++)
+        vst1q_f32(y + k * ys, hsum8_x4(F[8 * k], F[8 * k + 1], F[8 * k + 2], F[8 * k + 3], F[8 * k + 4], F[8 * k + 5],
+                                       F[8 * k + 6], F[8 * k + 7]));
+}
 #undef Q6K_ARCH
+#undef Q6T_ARCH
+#undef Q6T_OFF_
+#undef Q6T_OFF
+#undef Q6T_K_
+#undef Q6T_K
+#undef Q6T_W01
+#undef Q6T_W23
+#undef Q6T_G_
+#undef Q6T_G
+#undef Q6T_F_
+#undef Q6T_F
+#undef Q6T_PASS
+#undef Q6T_DV
+#undef Q6T_D2_
+#undef Q6T_D2
+#undef Q6T_DS
 #undef Q6K_OFF_
 #undef Q6K_OFF
 #undef Q6K_ZERO
@@ -988,11 +1152,18 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
 PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
-PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4_c, static)
+/* Q6_K: 4 tokens in fixed registers, 2 in C */
+#define Q6K_XT(T, ...) Q6K_XT##T(__VA_ARGS__)
+#define Q6K_XT4(...) q6k_x4_t4(__VA_ARGS__)
+#define Q6K_XT2(...) q6k_xt(2, __VA_ARGS__)
+PACKED_TILE(q6_k_x4, Q6K_XT, q6k_x4_c, static)
 #undef Q4K_XT
 #undef Q5K_XT
 #undef IQ4XS_XT
 #undef Q4K_X1
+#undef Q6K_XT
+#undef Q6K_XT4
+#undef Q6K_XT2
 #undef Q5K_X1
 #undef PACKED_TILE
 #undef PACKED_TILE_T
