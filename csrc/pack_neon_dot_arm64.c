@@ -33,7 +33,7 @@
  *   X0 = u0 | (u5 >> 2) << 5        X1 = u1 | (u7 & 1) << 5 | (u5 & 3) << 6
  *   X2 = u2 | (u6 >> 2) << 5        X3 = u3 | (u7 >> 1 & 1) << 5 | (u6 & 3) << 6
  *   X4 = u4 | (u7 >> 2) << 5
- * (decoded with 5 ANDs and 3 shift-inserts, see q5k_x4_c)
+ * (decoded with 5 ANDs and 3 shift-inserts, see q45k_x4_c)
  *
  * IQ4_XS x4 layout: per super-block b, 544 bytes (4 x 136) at 544 * b:
  *     0  d[4]      f16
@@ -46,11 +46,12 @@
  *                  of sub-block 2c (low) and of sub-block 2c+1 (high)
  *
  * Q8_0 x8 layout: per block b, 272 bytes (8 x 34) at 272 * b:
- *     0  Q[256]    32 bytes per l = 0..7 at 32l: bytes 4r..4r+3 = row r's
- *                  qs[4l .. 4l + 3], r = 0..7
- *   256  d[8]      f16, row r at 256 + 2r
+ *     0  d[8]      f16, row r at 2r
+ *    16  Q[256]    32 bytes per l = 0..7 at 16 + 32l: bytes 4r..4r+3 = row
+ *                  r's qs[4l .. 4l + 3], r = 0..7
  * (8 rows: the block's float work, 8 lanes per row, is most of the cost,
- * and 8 rows keep 16 accumulators, no spills)
+ * and 8 rows keep 16 accumulators, no spills; d first: the kernel walks
+ * the block with post-incremented loads only)
  *
  * Q6_K x4 layout: per super-block b, 840 bytes (4 x 210) at 840 * b. The
  * 6-bit quants u (0..63) of 16-element group g (elements 16g..16g+15) as
@@ -189,8 +190,8 @@ void k_pack_iq4_xs_x4_neon_dot(int64_t n, const void *src, size_t row_bytes, int
 static void pack_q80_fill(uint8_t *o, const char *const xb[8]) {
     for (int r = 0; r < 8; r++) {
         const k_block_q8_0 *x = (const k_block_q8_0 *)xb[r];
-        memcpy(o + 256 + 2 * r, &x->d, 2);
-        for (int l = 0; l < 8; l++) memcpy(o + 32 * l + 4 * r, x->qs + 4 * l, 4);
+        memcpy(o + 2 * r, &x->d, 2);
+        for (int l = 0; l < 8; l++) memcpy(o + 16 + 32 * l + 4 * r, x->qs + 4 * l, 4);
     }
 }
 
@@ -238,33 +239,106 @@ static inline float32x4_t hsum8_x4(float32x4_t a0, float32x4_t a1, float32x4_t a
     return vaddq_f32(vaddq_f32(t0, t2), vaddq_f32(t1, t3));
 }
 
+/* A kernel's n f32 accumulators in memory (accs), zeroed, behind a pointer
+ * the compiler cannot see through (see nib_xt) */
+static inline __attribute__((always_inline)) float32x4_t *acc_zero(float32x4_t *accs, int n) {
+    float32x4_t *F = accs;
+    __asm__("" : "+r"(F));
+    for (int i = 0; i < n; i++) F[i] = vdupq_n_f32(0);
+    return F;
+}
+
 /* Q8_0, one group of 8 rows x one token: per block integer lane l of rows
- * 0..3 (a) and 4..7 (b) in one vector each, folded with the unpacked dot's
- * FMA (dot_q32). */
+ * 0..3 and of rows 4..7 in one vector each (an SDOT by element into a
+ * zeroed register), converted and folded with the unpacked dot's FMA
+ * (dot_q32: d = d_w * d_a, then fmaf(d, lane, acc[l])), then its final
+ * sums. The whole loop is inline assembly on fixed registers, two blocks
+ * per pass (written in C, clang kept the accumulators but spent ~9
+ * instructions per block more on addresses, copies and the zeroes):
+ *   v0-v7   F32 lanes 0..7 of rows 0..3, v8-v15 of rows 4..7
+ *   v16-v23 the weights of 4 lanes (rows 0..3, rows 4..7 of each)
+ *   v24/v25 the token's qs 0..15 / 16..31, v26/v27 d of rows 0..3 / 4..7
+ *           times the token's d
+ *   v28-v31 integer lanes (v28: first the token's d, v29 the rows' d) */
+#if defined(__clang__)
+#define Q80_ARCH ""
+#else
+#define Q80_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+/* lane l: F (rows 0..3) and G (rows 4..7) from weights WA, WB and element
+ * I of the activations A, through the integer lanes T0, T1 */
+#define Q80_LANE_(F, G, WA, WB, A, I, T0, T1)                                                        \
+    "movi v" #T0 ".2d, #0\n\t"                                                                       \
+    "movi v" #T1 ".2d, #0\n\t"                                                                       \
+    "sdot v" #T0 ".4s, v" #WA ".16b, v" #A ".4b[" #I "]\n\t"                                         \
+    "sdot v" #T1 ".4s, v" #WB ".16b, v" #A ".4b[" #I "]\n\t"                                         \
+    "scvtf v" #T0 ".4s, v" #T0 ".4s\n\t"                                                             \
+    "scvtf v" #T1 ".4s, v" #T1 ".4s\n\t"                                                             \
+    "fmla v" #F ".4s, v" #T0 ".4s, v26.4s\n\t"                                                       \
+    "fmla v" #G ".4s, v" #T1 ".4s, v27.4s\n\t"
+#define Q80_LANE(...) Q80_LANE_(__VA_ARGS__)
+#define Q80_W "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[o]], #64\n\t" \
+              "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"
+/* one block: the rows' d, the token's d and qs, lanes 0..3, then 4..7 */
+#define Q80_BLOCK                                                                                    \
+    "ldr q29, [%[o]], #16\n\t"                                                                       \
+    "ldr h28, [%[y]], #2\n\t"                                                                        \
+    "ld1 {v24.16b, v25.16b}, [%[y]], #32\n\t"                                                        \
+    Q80_W                                                                                            \
+    "fcvt s28, h28\n\t"                                                                              \
+    "fcvtl v26.4s, v29.4h\n\t"                                                                       \
+    "fcvtl2 v27.4s, v29.8h\n\t"                                                                      \
+    "fmul v26.4s, v26.4s, v28.s[0]\n\t"                                                              \
+    "fmul v27.4s, v27.4s, v28.s[0]\n\t"                                                              \
+    Q80_LANE(0, 8, 16, 17, 24, 0, 28, 29) Q80_LANE(1, 9, 18, 19, 24, 1, 30, 31)                      \
+    Q80_LANE(2, 10, 20, 21, 24, 2, 28, 29) Q80_LANE(3, 11, 22, 23, 24, 3, 30, 31)                    \
+    Q80_W                                                                                            \
+    Q80_LANE(4, 12, 16, 17, 25, 0, 28, 29) Q80_LANE(5, 13, 18, 19, 25, 1, 30, 31)                    \
+    Q80_LANE(6, 14, 20, 21, 25, 2, 28, 29) Q80_LANE(7, 15, 22, 23, 25, 3, 30, 31)
+/* hsum8_x4 of the lanes F0..F0+7 into F0 */
+#define Q80_HSUM_(F0, F1, F2, F3, F4, F5, F6, F7)                                                    \
+    "fadd v" #F0 ".4s, v" #F0 ".4s, v" #F4 ".4s\n\t"                                                 \
+    "fadd v" #F2 ".4s, v" #F2 ".4s, v" #F6 ".4s\n\t"                                                 \
+    "fadd v" #F1 ".4s, v" #F1 ".4s, v" #F5 ".4s\n\t"                                                 \
+    "fadd v" #F3 ".4s, v" #F3 ".4s, v" #F7 ".4s\n\t"                                                 \
+    "fadd v" #F0 ".4s, v" #F0 ".4s, v" #F2 ".4s\n\t"                                                 \
+    "fadd v" #F1 ".4s, v" #F1 ".4s, v" #F3 ".4s\n\t"                                                 \
+    "fadd v" #F0 ".4s, v" #F0 ".4s, v" #F1 ".4s\n\t"
+#define Q80_HSUM(...) Q80_HSUM_(__VA_ARGS__)
+#define Q80_ZERO4(A, B, C, D)                                                                        \
+    "movi v" #A ".2d, #0\n\tmovi v" #B ".2d, #0\n\tmovi v" #C ".2d, #0\n\tmovi v" #D ".2d, #0\n\t"
+/* out[0..7] = rows 0..7 of the group at o times the token's nb blocks at y */
 static inline __attribute__((always_inline)) void q80_x8(int64_t nb, const uint8_t *o, const k_block_q8_0 *y,
                                                          float *out) {
-    const int32x4_t z = vdupq_n_s32(0);
-    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    float32x4_t b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
-    for (int64_t i = 0; i < nb; i++, o += Q80_X8_BYTES, y++) {
-        const float32x4_t yd = vdupq_n_f32(k_f16_to_f32_neon(y->d));
-        const uint16x8_t dd = vld1q_u16((const uint16_t *)(o + 256));
-        const float32x4_t da = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
-        const float32x4_t db = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(dd))), yd);
-        const int8x16_t q0 = vld1q_s8(y->qs), q1 = vld1q_s8(y->qs + 16);
-        const int8_t *q = (const int8_t *)o;
-#define Q80_LANE(l, Q, i)                                                                                 \
-    do {                                                                                                  \
-        a##l = vfmaq_f32(a##l, vcvtq_f32_s32(k_sdot_lane##i(z, vld1q_s8(q + 32 * (l)), Q)), da);          \
-        b##l = vfmaq_f32(b##l, vcvtq_f32_s32(k_sdot_lane##i(z, vld1q_s8(q + 32 * (l) + 16), Q)), db);     \
-    } while (0)
-        Q80_LANE(0, q0, 0); Q80_LANE(1, q0, 1); Q80_LANE(2, q0, 2); Q80_LANE(3, q0, 3);
-        Q80_LANE(4, q1, 0); Q80_LANE(5, q1, 1); Q80_LANE(6, q1, 2); Q80_LANE(7, q1, 3);
-#undef Q80_LANE
-    }
-    vst1q_f32(out, hsum8_x4(a0, a1, a2, a3, a4, a5, a6, a7));
-    vst1q_f32(out + 4, hsum8_x4(b0, b1, b2, b3, b4, b5, b6, b7));
+    const uint8_t *yb = (const uint8_t *)y;
+    __asm__ volatile(Q80_ARCH
+                     Q80_ZERO4(0, 1, 2, 3) Q80_ZERO4(4, 5, 6, 7) Q80_ZERO4(8, 9, 10, 11) Q80_ZERO4(12, 13, 14, 15)
+                     "tbz %[nb], #0, 2f\n\t"
+                     Q80_BLOCK
+                     "2:\n\t"
+                     "lsr %[nb], %[nb], #1\n\t"
+                     "cbz %[nb], 3f\n\t"
+                     "1:\n\t"
+                     Q80_BLOCK Q80_BLOCK
+                     "subs %[nb], %[nb], #1\n\t"
+                     "b.ne 1b\n\t"
+                     "3:\n\t"
+                     Q80_HSUM(0, 1, 2, 3, 4, 5, 6, 7) Q80_HSUM(8, 9, 10, 11, 12, 13, 14, 15)
+                     "stp q0, q8, [%[out]]\n\t"
+                     : [o] "+r"(o), [y] "+r"(yb), [nb] "+r"(nb)
+                     : [out] "r"(out)
+                     : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                       "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                       "v27", "v28", "v29", "v30", "v31", "cc", "memory");
 }
+#undef Q80_ARCH
+#undef Q80_LANE_
+#undef Q80_LANE
+#undef Q80_W
+#undef Q80_BLOCK
+#undef Q80_HSUM_
+#undef Q80_HSUM
+#undef Q80_ZERO4
 
 /* the one-token piece over `rows` rows (groups of 8); a batch runs it per
  * token over chunks of 32 rows (4 groups, 35 KB of a 2048-element row:
@@ -273,11 +347,7 @@ static void q80_piece(int rows, int toks, int64_t n, const char *w, size_t row_b
                       float *y, int64_t y_stride) {
     (void)toks, (void)a_row_bytes, (void)y_stride;
     const int64_t nb = n / K_QK;
-    for (int g = 0; g + 8 <= rows; g += 8) {
-        float out[8];
-        q80_x8(nb, (const uint8_t *)w + (size_t)g * row_bytes, (const k_block_q8_0 *)a, out);
-        memcpy(y + g, out, sizeof out);
-    }
+    for (int g = 0; g + 8 <= rows; g += 8) q80_x8(nb, (const uint8_t *)w + (size_t)g * row_bytes, (const k_block_q8_0 *)a, y + g);
 }
 static const mm_kernel mm_q8_0_x8 = {.pack_rows = 8, .pack_one = q80_piece, .pack_chunk = 32};
 
@@ -369,7 +439,7 @@ static inline __attribute__((always_inline)) void nib_lane(int t, const uint8_t 
 
 /* Q4_K, Q5_K or IQ4_XS (t), one group of 4 rows x T tokens: token k's
  * Q8_K row at a + k * arb, its 4 outputs at y + k * ys; per token the
- * float steps of q4k_x4_c / q5k_x4_c / iq4xs_x4_c. */
+ * float steps of q45k_x4_c / iq4xs_x4_c. */
 static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t nb, const uint8_t *o, const char *a,
                                                          size_t arb, float *y, int64_t ys) {
     const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : t == K_Q5_K ? Q5K_X4_BYTES : IQ4XS_X4_BYTES;
@@ -477,7 +547,8 @@ static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t n
 
 /* Q6_K, one group of 4 rows x T tokens, as nib_xt: per token the float
  * steps of q6k_x4_c. The -32 offset's integer term is folded as
- * (-32 * sc) * bsum, the same exact value. */
+ * (-32 * sc) * bsum, the same exact value. The tile runs it for T = 2;
+ * 4 tokens go through q6k_x4_t4 (fixed registers, below). */
 static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                          float *y, int64_t ys) {
     const int LG = T >= 4 ? 2 : 4;
@@ -619,7 +690,7 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
     "fmla v17.4s, v" #L1 ".4s, %[dv].4s\n\t"                                                         \
     "stp q16, q17, [%[F], #" #OFF "]\n\t"
-/* The start of a block of q4k_x4_c (q4 1) or q5k_x4_c (q4 0): the rows'
+/* The start of a block of q45k_x4_c (q4 1: Q4_K, 0: Q5_K): the rows'
  * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N) and the
  * token's d at *yb, both moved past; *dv = d * yd, the scale differences
  * D0, D1 the asm takes, and the min term into F8 (k_q45k_x4_minterm_neon:
@@ -647,29 +718,7 @@ static inline __attribute__((always_inline)) void q45k_x4_head(const int q4, con
     k_q45k_x4_msums_neon(mn, bs, M);
     k_q45k_x4_minterm_neon(q4, M, dmv, F8);
 }
-static inline __attribute__((always_inline)) void q4k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
-                                                           float *out) {
-    const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
-    float32x4_t accs[12];
-    float32x4_t *F = accs; /* in memory, as in nib_xt */
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 12; i++) F[i] = vdupq_n_f32(0);
-    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
-    for (int64_t b = 0; b < nb; b++) {
-        float32x4_t dv;
-        int8x16_t D0, D1;
-        q45k_x4_head(1, &o, &yb, m6, zb, &dv, &D0, &D1, F + 8);
-        __asm__ volatile(Q4K_ARCH
-                         Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
-                         : [o] "+r"(o), [ap] "+r"(yb)
-                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
-                         : Q4K_CLOBBERS);
-        yb += 32; /* the asm went over qs */
-    }
-    const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
-    vst1q_f32(out, vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))));
-}
-/* IQ4_XS, one group of 4 rows x one token, chunk by chunk as q4k_x4_c:
+/* IQ4_XS, one group of 4 rows x one token, chunk by chunk as q45k_x4_c:
  * the Q4_K kernel's integer lanes with the nibbles looked up in
  * k_iq4nl_values and the scales minus 32 (by parts, the last difference
  * is scale 7 - 32); no min term; the float steps of the unpacked IQ4_XS
@@ -679,9 +728,7 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
     float32x4_t accs[8];
-    float32x4_t *F = accs; /* in memory, as in nib_xt */
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
+    float32x4_t *F = acc_zero(accs, 8);
     const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4 */
     for (int64_t b = 0; b < nb; b++) {
         const float32x4_t yd = vld1q_dup_f32((const float *)yb);
@@ -703,7 +750,7 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
 /* Q5_K, one group of 4 rows x one token, chunk by chunk in the registers
- * of q4k_x4_c: its lanes with 5-bit quants, the min term as the sum of the
+ * of q45k_x4_c (Q4_K): its lanes with 5-bit quants, the min term as the sum of the
  * k_mins4 lanes in one FMA per block (the unpacked Q5_K dot's). A half's 80 bytes of 5-bit
  * quants (X0..X4 in the layout above, v20-v23 and v27) are decoded in
  * place: the even lanes X & 31, the odd ones u4 = X4 & 31, u5 and u6 by
@@ -733,29 +780,34 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
     "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
     Q5K_HALF(0, 1, 2, 3, 8, 9, 10, 11, 16, 18, FIRST) Q5K_HALF(4, 5, 6, 7, 12, 13, 14, 15, 17, 19, FIRST)
-static inline __attribute__((always_inline)) void q5k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
-                                                           float *out) {
-    const uint8x16_t m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
-    float32x4_t accs[9];
-    float32x4_t *F = accs; /* in memory, as in nib_xt; F[8] the min term */
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 9; i++) F[i] = vdupq_n_f32(0);
-    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+/* Q4_K (q4 1) or Q5_K (q4 0), one group of 4 rows x one token */
+static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_t nb, const uint8_t *o,
+                                                            const k_block_q8_k *y, float *out) {
+    const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
+    float32x4_t accs[12];
+    float32x4_t *F = acc_zero(accs, q4 ? 12 : 9); /* F[8..11] the min term (F[8] for Q5_K) */
+    const uint8_t *yb = (const uint8_t *)y;        /* d, qs at yb + 4, bsums at yb + 260 */
     for (int64_t b = 0; b < nb; b++) {
         float32x4_t dv;
         int8x16_t D0, D1;
-        q45k_x4_head(0, &o, &yb, m6, zb, &dv, &D0, &D1, F + 8);
-        __asm__ volatile(Q4K_ARCH
-                         Q5K_CHUNK("sshll", "D0", "8b", Q4K_F) Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N)
-                         Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)
-                         Q4K_FLOAT
-                         : [o] "+r"(o), [ap] "+r"(yb)
-                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F)
-                         : Q4K_CLOBBERS, "v27");
+        q45k_x4_head(q4, &o, &yb, m6, zb, &dv, &D0, &D1, F + 8);
+        if (q4)
+            __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
+                             : [o] "+r"(o), [ap] "+r"(yb)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
+                             : Q4K_CLOBBERS);
+        else
+            __asm__ volatile(Q4K_ARCH
+                             Q5K_CHUNK("sshll", "D0", "8b", Q4K_F) Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N)
+                             Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)
+                             Q4K_FLOAT
+                             : [o] "+r"(o), [ap] "+r"(yb)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F)
+                             : Q4K_CLOBBERS, "v27");
         yb += 32; /* the asm went over qs */
     }
     const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
-    vst1q_f32(out, vaddq_f32(s, F[8]));
+    vst1q_f32(out, q4 ? vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))) : vaddq_f32(s, F[8]));
 }
 #undef Q5K_MLA_
 #undef Q5K_E
@@ -765,7 +817,7 @@ static inline __attribute__((always_inline)) void q5k_x4_c(int64_t nb, const uin
 #undef Q5K_CHUNK
 
 /* Q6_K, one group of 4 rows x one token, in the fixed registers of
- * q4k_x4_c. Lane l < 4 of the unpacked dot (dot_q6_k_q8_k) holds elements
+ * q45k_x4_c. Lane l < 4 of the unpacked dot (dot_q6_k_q8_k) holds elements
  * 4l..4l+3 of the even 16-element groups, lane 4 + l those of the odd
  * groups, each times its group's scale, plus the -32 offset as
  * -32 * (scale[2l] * bsum[2l] + scale[2l+1] * bsum[2l+1]); here vector l
@@ -838,9 +890,7 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
                                                            float *out) {
     const uint8x16_t m6 = vdupq_n_u8(63);
     float32x4_t accs[8];
-    float32x4_t *F = accs; /* in memory, as in nib_xt */
-    __asm__("" : "+r"(F));
-    for (int i = 0; i < 8; i++) F[i] = vdupq_n_f32(0);
+    float32x4_t *F = acc_zero(accs, 8);
     const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
     for (int64_t b = 0; b < nb; b++) {
         const float32x4_t yd = vld1q_dup_f32((const float *)yb);
@@ -869,7 +919,170 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
+/* Q6_K, one group of 4 rows x 4 tokens (the batch piece), in fixed
+ * registers: the integer lanes and float steps of q6k_xt with T = 4, the
+ * lanes two at a time (passes (h, i0): lanes 4h + i0, 4h + i0 + 1 of the 4
+ * tokens), so each pass runs 16 chains (C, L) of 4 tokens x 2 lanes. Per
+ * block the scales by parts of the 16 groups (sc[g] - sc[g+2] of the 4
+ * rows, widened) and the 4 tokens' dv = d * yd go to memory first, one
+ * load each where a pass needs them; each pass starts its L from the
+ * offset terms (-32 sc) x bsum of its lanes, as q6k_xt does.
+ *   v0-v7   C (token k, lane j at v(2k + j); v0, v2, v4, v6 first hold
+ *           the tokens' bsums of half h), v8-v15 L (v(8 + 2k + j))
+ *   v16-v19 one group's activations of tokens 0..3
+ *   v20-v23 the group's weights (X, Y, Z, scratch), v24 its scales by parts
+ *   v26/v27 the pass's scales x -32, v25 and v28-v30 dv, v31 the mask 63 */
+#if defined(__clang__)
+#define Q6T_ARCH ""
+#else
+#define Q6T_ARCH ".arch armv8.2-a+dotprod\n\t"
+#endif
+/* the offset terms of token k's lanes into LA, LB from its bsums (in CK) */
+#define Q6T_OFF_(CK, LA, LB, Y, H, B0, B1, B2, B3)                                                   \
+    "ldr q" #CK ", [%[" #Y "], #(256 + 16 * " #H ")]\n\t"                                           \
+    "smull v" #LA ".4s, v27.4h, v" #CK ".h[" #B0 "]\n\t"                                             \
+    "smlal2 v" #LA ".4s, v27.8h, v" #CK ".h[" #B1 "]\n\t"                                            \
+    "smull v" #LB ".4s, v26.4h, v" #CK ".h[" #B2 "]\n\t"                                             \
+    "smlal2 v" #LB ".4s, v26.8h, v" #CK ".h[" #B3 "]\n\t"
+#define Q6T_OFF(...) Q6T_OFF_(__VA_ARGS__)
+/* token k's two chains: SDOTs by elements I0, I1 of its activations A */
+#define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1)                                                    \
+    "sdot v" #C0 ".4s, v" #WA ".16b, v" #A ".4b[" #I0 "]\n\t"                                        \
+    "mla v" #L0 ".4s, v" #C0 ".4s, v24.4s\n\t"                                                       \
+    "sdot v" #C1 ".4s, v" #WB ".16b, v" #A ".4b[" #I1 "]\n\t"                                        \
+    "mla v" #L1 ".4s, v" #C1 ".4s, v24.4s\n\t"
+#define Q6T_K(...) Q6T_K_(__VA_ARGS__)
+/* the weights of lanes 0, 1 (v20, v21) or 2, 3 (v23, v22) of group G */
+#define Q6T_W01(G)                                                                                   \
+    "ldp q20, q21, [%[o], #(48 * " #G ")]\n\t"                                                       \
+    "and v20.16b, v20.16b, v31.16b\n\t"                                                              \
+    "and v21.16b, v21.16b, v31.16b\n\t"
+#define Q6T_W23(G)                                                                                   \
+    "ldp q20, q21, [%[o], #(48 * " #G ")]\n\t"                                                       \
+    "ldr q22, [%[o], #(48 * " #G " + 32)]\n\t"                                                       \
+    "and v23.16b, v22.16b, v31.16b\n\t"                                                              \
+    "sri v22.16b, v21.16b, #2\n\t"                                                                   \
+    "sri v22.16b, v20.16b, #4\n\t"                                                                   \
+    "ushr v22.16b, v22.16b, #2\n\t"
+#define Q6T_G_(G, W, WA, WB, I0, I1)                                                                 \
+    "ldr q16, [%[y0], #(16 * " #G ")]\n\t"                                                           \
+    "ldr q17, [%[y1], #(16 * " #G ")]\n\t"                                                           \
+    "ldr q18, [%[y2], #(16 * " #G ")]\n\t"                                                           \
+    "ldr q19, [%[y3], #(16 * " #G ")]\n\t"                                                           \
+    W(G) "ldr q24, [%[ds], #(16 * " #G ")]\n\t"                                                      \
+    Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1)                    \
+    Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1)
+#define Q6T_G(...) Q6T_G_(__VA_ARGS__)
+/* token k's float step: F[k][FL], F[k][FL + 1] += cvt(L) * dv */
+#define Q6T_F_(LA, LB, DV, K, FL)                                                                    \
+    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
+    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
+    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"                                      \
+    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
+    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
+    "stp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"
+#define Q6T_F(...) Q6T_F_(__VA_ARGS__)
+/* dv[k] = d x yd of token k (d32 * yd, as q6k_xt) */
+#define Q6T_DV                                                                                       \
+    "ldr d16, [%[o], #832]\n\t"                                                                      \
+    "fcvtl v16.4s, v16.4h\n\t"                                                                       \
+    "ldur s17, [%[y0], #-4]\n\t"                                                                     \
+    "ldur s18, [%[y1], #-4]\n\t"                                                                     \
+    "ldur s19, [%[y2], #-4]\n\t"                                                                     \
+    "ldur s20, [%[y3], #-4]\n\t"                                                                     \
+    "fmul v21.4s, v16.4s, v17.s[0]\n\t"                                                              \
+    "fmul v22.4s, v16.4s, v18.s[0]\n\t"                                                              \
+    "fmul v23.4s, v16.4s, v19.s[0]\n\t"                                                              \
+    "fmul v24.4s, v16.4s, v20.s[0]\n\t"                                                              \
+    "stp q21, q22, [%[dv]]\n\t"                                                                      \
+    "stp q23, q24, [%[dv], #32]\n\t"
+/* ds[2m], ds[2m+1]: D_m = the scale bytes of groups 2m, 2m+1 minus those of
+ * 2m+2, 2m+3 (0 past group 15), widened; S_j = bytes 16j..16j+15 in
+ * v16-v19, N_j = bytes 16j+8..16j+23 (EXT), so D_2j = S_j - N_j (low
+ * halves) and D_2j+1 the high halves */
+#define Q6T_D2_(S, N, OFF)                                                                           \
+    "ssubl v24.8h, v" #S ".8b, v" #N ".8b\n\t"                                                       \
+    "ssubl2 v25.8h, v" #S ".16b, v" #N ".16b\n\t"                                                    \
+    "sshll v26.4s, v24.4h, #0\n\t"                                                                   \
+    "sshll2 v27.4s, v24.8h, #0\n\t"                                                                  \
+    "sshll v28.4s, v25.4h, #0\n\t"                                                                   \
+    "sshll2 v29.4s, v25.8h, #0\n\t"                                                                  \
+    "stp q26, q27, [%[ds], #" #OFF "]\n\t"                                                           \
+    "stp q28, q29, [%[ds], #(" #OFF " + 32)]\n\t"
+#define Q6T_D2(...) Q6T_D2_(__VA_ARGS__)
+#define Q6T_DS                                                                                       \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[sc]]\n\t"                                         \
+    "movi v20.2d, #0\n\t"                                                                            \
+    "ext v21.16b, v16.16b, v17.16b, #8\n\t"                                                          \
+    "ext v22.16b, v17.16b, v18.16b, #8\n\t"                                                          \
+    "ext v23.16b, v18.16b, v19.16b, #8\n\t"                                                          \
+    "ext v20.16b, v19.16b, v20.16b, #8\n\t"                                                          \
+    Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 64) Q6T_D2(18, 23, 128) Q6T_D2(19, 20, 192)
+/* pass (H, i0): S the scale vector of its lanes' groups, B0..B3 their
+ * bsums, I0, I1 = i0, i0 + 1, W/WA/WB the weights of those lanes, FL = 4H + i0 */
+#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FL)                                        \
+    "ldr q26, [%[sc], #(16 * " #S ")]\n\t"                                                           \
+    "sshll v27.8h, v26.8b, #5\n\t"                                                                   \
+    "sshll2 v26.8h, v26.16b, #5\n\t"                                                                 \
+    "neg v27.8h, v27.8h\n\t"                                                                         \
+    "neg v26.8h, v26.8h\n\t"                                                                         \
+    Q6T_OFF(0, 8, 9, y0, H, B0, B1, B2, B3) Q6T_OFF(2, 10, 11, y1, H, B0, B1, B2, B3)                \
+    Q6T_OFF(4, 12, 13, y2, H, B0, B1, B2, B3) Q6T_OFF(6, 14, 15, y3, H, B0, B1, B2, B3)              \
+    Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
+    Q6T_G((0 + H), W, WA, WB, I0, I1) Q6T_G((2 + H), W, WA, WB, I0, I1)                              \
+    Q6T_G((4 + H), W, WA, WB, I0, I1) Q6T_G((6 + H), W, WA, WB, I0, I1)                              \
+    Q6T_G((8 + H), W, WA, WB, I0, I1) Q6T_G((10 + H), W, WA, WB, I0, I1)                             \
+    Q6T_G((12 + H), W, WA, WB, I0, I1) Q6T_G((14 + H), W, WA, WB, I0, I1)                            \
+    "ldp q28, q29, [%[dv]]\n\t"                                                                      \
+    "ldp q30, q25, [%[dv], #32]\n\t"                                                                 \
+    Q6T_F(8, 9, 28, 0, FL) Q6T_F(10, 11, 29, 1, FL) Q6T_F(12, 13, 30, 2, FL) Q6T_F(14, 15, 25, 3, FL)
+static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                            float *y, int64_t ys) {
+    float32x4_t accs[32], dvs[4];
+    int32x4_t dss[16];
+    float32x4_t *F = accs, *dv = dvs; /* in memory, as in nib_xt */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(dv), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *sc = o + 768;
+        __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t" Q6T_DV Q6T_DS
+                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 0)
+                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 2)
+                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 4)
+                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 6)
+                         :
+                         : [o] "r"(o), [sc] "r"(sc), [y0] "r"(y0), [y1] "r"(y1), [y2] "r"(y2), [y3] "r"(y3),
+                           [ds] "r"(ds), [dv] "r"(dv), [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "memory");
+        o += Q6K_X4_BYTES;
+        y0 += sizeof(k_block_q8_k), y1 += sizeof(k_block_q8_k), y2 += sizeof(k_block_q8_k), y3 += sizeof(k_block_q8_k);
+    }
+    for (int k = 0; k < 4; k++)
+        vst1q_f32(y + k * ys, hsum8_x4(F[8 * k], F[8 * k + 1], F[8 * k + 2], F[8 * k + 3], F[8 * k + 4], F[8 * k + 5],
+                                       F[8 * k + 6], F[8 * k + 7]));
+}
 #undef Q6K_ARCH
+#undef Q6T_ARCH
+#undef Q6T_OFF_
+#undef Q6T_OFF
+#undef Q6T_K_
+#undef Q6T_K
+#undef Q6T_W01
+#undef Q6T_W23
+#undef Q6T_G_
+#undef Q6T_G
+#undef Q6T_F_
+#undef Q6T_F
+#undef Q6T_PASS
+#undef Q6T_DV
+#undef Q6T_D2_
+#undef Q6T_D2
+#undef Q6T_DS
 #undef Q6K_OFF_
 #undef Q6K_OFF
 #undef Q6K_ZERO
@@ -908,19 +1121,16 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  * another clang allocates their registers worse (+2 to +5 instructions per
  * 256 weights per row on the proxy). The Q4_K and Q5_K one-token pieces
  * serve the i8mm set's single tokens too (pack_neon_i8mm_arm64.c). */
+#define PACKED_TILE_T(name, XT, T)                                                                         \
+    static __attribute__((noinline)) void name##_t##T(int rows, int toks, int64_t n, const char *w,       \
+                                                      size_t row_bytes, const char *a, size_t arb, float *y, \
+                                                      int64_t ys) {                                        \
+        (void)rows, (void)toks, (void)row_bytes;                                                           \
+        XT(T, n / K_QKK, (const uint8_t *)w, a, arb, y, ys);                                               \
+    }
 #define PACKED_TILE(name, XT, X1, LINK)                                                                    \
-    static __attribute__((noinline)) void name##_t4(int rows, int toks, int64_t n, const char *w,         \
-                                                    size_t row_bytes, const char *a, size_t arb, float *y, \
-                                                    int64_t ys) {                                          \
-        (void)rows, (void)toks, (void)row_bytes;                                                           \
-        XT(4, n / K_QKK, (const uint8_t *)w, a, arb, y, ys);                                               \
-    }                                                                                                      \
-    static __attribute__((noinline)) void name##_t2(int rows, int toks, int64_t n, const char *w,         \
-                                                    size_t row_bytes, const char *a, size_t arb, float *y, \
-                                                    int64_t ys) {                                          \
-        (void)rows, (void)toks, (void)row_bytes;                                                           \
-        XT(2, n / K_QKK, (const uint8_t *)w, a, arb, y, ys);                                               \
-    }                                                                                                      \
+    PACKED_TILE_T(name, XT, 4)                                                                             \
+    PACKED_TILE_T(name, XT, 2)                                                                             \
     LINK void k_mm_piece_##name##_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, \
                                            const char *a, size_t a_row_bytes, float *y, int64_t y_stride) { \
         (void)toks, (void)a_row_bytes, (void)y_stride;                                                     \
@@ -937,18 +1147,26 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
 #define Q4K_XT(T, ...) nib_xt(K_Q4_K, T, __VA_ARGS__)
 #define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
 #define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
-#define Q4K_X1(...) q4k_x4_c(__VA_ARGS__)
-#define Q5K_X1(...) q5k_x4_c(__VA_ARGS__)
+#define Q4K_X1(...) q45k_x4_c(1, __VA_ARGS__)
+#define Q5K_X1(...) q45k_x4_c(0, __VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
 PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
-PACKED_TILE(q6_k_x4, q6k_xt, q6k_x4_c, static)
+/* Q6_K: 4 tokens in fixed registers, 2 in C */
+#define Q6K_XT(T, ...) Q6K_XT##T(__VA_ARGS__)
+#define Q6K_XT4(...) q6k_x4_t4(__VA_ARGS__)
+#define Q6K_XT2(...) q6k_xt(2, __VA_ARGS__)
+PACKED_TILE(q6_k_x4, Q6K_XT, q6k_x4_c, static)
 #undef Q4K_XT
 #undef Q5K_XT
 #undef IQ4XS_XT
 #undef Q4K_X1
+#undef Q6K_XT
+#undef Q6K_XT4
+#undef Q6K_XT2
 #undef Q5K_X1
 #undef PACKED_TILE
+#undef PACKED_TILE_T
 
 
 K_DOTPROD_END

@@ -9,7 +9,7 @@
  *                        lane 2i + j gets sum_k a[8i + k] * b[8j + k]
  *
  * The results are the bits of the dotprod set (its one-token kernels,
- * q4k_x4_c and q5k_x4_c there): per row and block the same 8 integer
+ * q45k_x4_c there): per row and block the same 8 integer
  * lanes (lane l = sum over the 8 sub-blocks s of scale s times the 4
  * products of elements 4l..4l+3 of s),
  * the same FMAs into 8 f32 lanes and the same final sums. Integer sums are
@@ -124,7 +124,7 @@ static const uint8_t i8_sc_idx[2][16] = {{0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5,
 
 /* The 4 rows' quants of lane l (l = 4h + j) of sub-blocks 2c (*lo) and 2c+1
  * (*hi), bytes 4r..4r+3 = row r's, from the layouts of pack_neon_dot_arm64.c
- * (Q5_K: the decoding of its q5k_x4_c, vector u[j] and u[4+j]). */
+ * (Q5_K: the decoding of its q45k_x4_c, vector u[j] and u[4+j]). */
 static inline __attribute__((always_inline)) void q45_quants(const int t, const uint8_t *qv, const int c, const int h,
                                                              const int j, uint32x4_t *lo, uint32x4_t *hi) {
     if (t == K_Q4_K) {
