@@ -48,25 +48,22 @@ int64_t k_row_bytes(int type, int64_t n) {
 /* The ref tile is only there for a batch summed in another order than the
  * one-token dot (IQ4_NL, see kernels.h); it is also the fallback of a SIMD
  * impl without its own tile for such a type. */
+#define REF(t, at) {.dequant = k_dequant_##t##_ref, .dot = k_dot_##t##_##at##_ref} /* k_dequant_<t>_ref, k_dot_<t>_<at>_ref */
 static const k_type_kernels ref_kernels[K_TYPE_MAX] = {
-    [K_F32]    = {.dequant = k_dequant_f32_ref, .dot = k_dot_f32_f32_ref},
-    [K_F16]    = {.dequant = k_dequant_f16_ref, .dot = k_dot_f16_f16_ref, .quantize = k_quantize_f16_ref},
-    [K_BF16]   = {.dequant = k_dequant_bf16_ref, .dot = k_dot_bf16_f32_ref},
-    [K_Q4_0]   = {.dequant = k_dequant_q4_0_ref, .dot = k_dot_q4_0_q8_0_ref},
-    [K_Q4_1]   = {.dequant = k_dequant_q4_1_ref, .dot = k_dot_q4_1_q8_0_ref},
-    [K_Q5_0]   = {.dequant = k_dequant_q5_0_ref, .dot = k_dot_q5_0_q8_0_ref},
-    [K_Q5_1]   = {.dequant = k_dequant_q5_1_ref, .dot = k_dot_q5_1_q8_0_ref},
-    [K_Q8_0]   = {.dequant = k_dequant_q8_0_ref, .dot = k_dot_q8_0_q8_0_ref, .quantize = k_quantize_q8_0_ref},
-    [K_Q2_K]   = {.dequant = k_dequant_q2_k_ref, .dot = k_dot_q2_k_q8_k_ref},
-    [K_Q3_K]   = {.dequant = k_dequant_q3_k_ref, .dot = k_dot_q3_k_q8_k_ref},
-    [K_Q4_K]   = {.dequant = k_dequant_q4_k_ref, .dot = k_dot_q4_k_q8_k_ref},
-    [K_Q5_K]   = {.dequant = k_dequant_q5_k_ref, .dot = k_dot_q5_k_q8_k_ref},
-    [K_Q6_K]   = {.dequant = k_dequant_q6_k_ref, .dot = k_dot_q6_k_q8_k_ref},
-    [K_Q8_K]   = {.quantize = k_quantize_q8_k_ref},
+    /* float formats; F16 is also an activation type */
+    [K_F32] = REF(f32, f32), [K_BF16] = REF(bf16, f32),
+    [K_F16] = {.dequant = k_dequant_f16_ref, .dot = k_dot_f16_f16_ref, .quantize = k_quantize_f16_ref},
+    /* blocks of 32 against Q8_0 activations */
+    [K_Q4_0] = REF(q4_0, q8_0), [K_Q4_1] = REF(q4_1, q8_0), [K_Q5_0] = REF(q5_0, q8_0),
+    [K_Q5_1] = REF(q5_1, q8_0), [K_MXFP4] = REF(mxfp4, q8_0),
+    [K_Q8_0] = {.dequant = k_dequant_q8_0_ref, .dot = k_dot_q8_0_q8_0_ref, .quantize = k_quantize_q8_0_ref},
     [K_IQ4_NL] = {.dequant = k_dequant_iq4_nl_ref, .dot = k_dot_iq4_nl_q8_0_ref, .mm_tile = k_mm_iq4_nl_ref},
-    [K_IQ4_XS] = {.dequant = k_dequant_iq4_xs_ref, .dot = k_dot_iq4_xs_q8_k_ref},
-    [K_MXFP4]  = {.dequant = k_dequant_mxfp4_ref, .dot = k_dot_mxfp4_q8_0_ref},
+    /* super-blocks of 256 against Q8_K activations */
+    [K_Q2_K] = REF(q2_k, q8_k), [K_Q3_K] = REF(q3_k, q8_k), [K_Q4_K] = REF(q4_k, q8_k),
+    [K_Q5_K] = REF(q5_k, q8_k), [K_Q6_K] = REF(q6_k, q8_k), [K_IQ4_XS] = REF(iq4_xs, q8_k),
+    [K_Q8_K] = {.quantize = k_quantize_q8_k_ref},
 };
+#undef REF
 
 static const k_type_kernels no_kernels; /* all NULL: an unknown type */
 
@@ -76,19 +73,27 @@ static const k_type_kernels *ref_entry(int type) {
 
 static int simd_impl(int impl) { return impl > K_IMPL_REF && impl < K_IMPL_MAX; }
 
+/* Entry `layer` of a SIMD impl's tables for `type` (k_arch_get_table: the
+ * most specific set first), or NULL past the last layer, for ref and for
+ * an unknown type. */
+static const k_type_kernels *layer_entry(int impl, int type, int layer) {
+    if (!simd_impl(impl) || type < 0 || type >= K_TYPE_MAX) return NULL;
+    const k_type_kernels *t = k_arch_get_table(impl, layer);
+    return t ? &t[type] : NULL;
+}
+
 /* The kernels of a SIMD impl for `type`, each member from the most specific
- * of its sets that has one (k_arch_get_table); NULL members where none has. */
+ * of its sets that has one; NULL members where none has. */
 static k_type_kernels simd_kernels(int impl, int type) {
     k_type_kernels k = no_kernels;
-    if (!simd_impl(impl) || type < 0 || type >= K_TYPE_MAX) return k;
-    for (int layer = 0;; layer++) {
-        const k_type_kernels *t = k_arch_get_table(impl, layer);
-        if (!t) return k;
-        if (!k.dequant) k.dequant = t[type].dequant;
-        if (!k.dot) k.dot = t[type].dot;
-        if (!k.mm_tile) k.mm_tile = t[type].mm_tile;
-        if (!k.quantize) k.quantize = t[type].quantize;
+    const k_type_kernels *e;
+    for (int layer = 0; (e = layer_entry(impl, type, layer)) != NULL; layer++) {
+        if (!k.dequant) k.dequant = e->dequant;
+        if (!k.dot) k.dot = e->dot;
+        if (!k.mm_tile) k.mm_tile = e->mm_tile;
+        if (!k.quantize) k.quantize = e->quantize;
     }
+    return k;
 }
 
 static const k_arch_ops ref_ops = {
@@ -224,18 +229,15 @@ int k_matmul_q(int impl, int wtype, int64_t n, const void *w, size_t row_bytes,
  * set that has the type's dot (kernels.h), or none. */
 static k_type_kernels packed_kernels(int impl, int type) {
     k_type_kernels k = no_kernels;
-    if (!simd_impl(impl) || type < 0 || type >= K_TYPE_MAX) return k;
-    for (int layer = 0;; layer++) {
-        const k_type_kernels *t = k_arch_get_table(impl, layer);
-        if (!t) return k;
-        if (!t[type].dot) continue;
-        if (t[type].pack_rows > 0 && t[type].pack && t[type].mm_packed) {
-            k.pack_rows = t[type].pack_rows;
-            k.pack = t[type].pack;
-            k.mm_packed = t[type].mm_packed;
-        }
-        return k;
+    const k_type_kernels *e;
+    int layer = 0;
+    while ((e = layer_entry(impl, type, layer)) != NULL && !e->dot) layer++;
+    if (e && e->pack_rows > 0 && e->pack && e->mm_packed) {
+        k.pack_rows = e->pack_rows;
+        k.pack = e->pack;
+        k.mm_packed = e->mm_packed;
     }
+    return k;
 }
 
 int k_pack_rows(int impl, int wtype) { return packed_kernels(impl, wtype).pack_rows; }

@@ -15,44 +15,51 @@
  */
 #include "kernels_neon_arm64.h"
 
+/* The integer dots and tiles both sets have (kernels_neon_arm64.h), named
+ * k_dot_<t>_<act>_<set> and k_mm_<t>_<set>, for set = neon or neon_dot;
+ * the tiles run 1 row x 4 tokens (IQ4 and MXFP4 also 4 rows x 1 token)
+ * with the dots' bits, IQ4_NL batches in the reference's batch order
+ * (kernels.h), and k_matvec uses them with one token too. */
+#define NEON_SET(set)                                                                                    \
+    [K_Q4_0].dot = k_dot_q4_0_q8_0_##set, [K_Q4_0].mm_tile = k_mm_q4_0_##set,                           \
+    [K_Q5_0].dot = k_dot_q5_0_q8_0_##set, [K_Q5_0].mm_tile = k_mm_q5_0_##set,                           \
+    [K_Q8_0].dot = k_dot_q8_0_q8_0_##set, [K_Q8_0].mm_tile = k_mm_q8_0_##set,                           \
+    [K_Q2_K].dot = k_dot_q2_k_q8_k_##set, [K_Q2_K].mm_tile = k_mm_q2_k_##set,                           \
+    [K_Q3_K].dot = k_dot_q3_k_q8_k_##set, [K_Q3_K].mm_tile = k_mm_q3_k_##set,                           \
+    [K_Q4_K].dot = k_dot_q4_k_q8_k_##set, [K_Q4_K].mm_tile = k_mm_q4_k_##set,                           \
+    [K_Q5_K].dot = k_dot_q5_k_q8_k_##set, [K_Q5_K].mm_tile = k_mm_q5_k_##set,                           \
+    [K_Q6_K].dot = k_dot_q6_k_q8_k_##set, [K_Q6_K].mm_tile = k_mm_q6_k_##set,                           \
+    [K_IQ4_NL].dot = k_dot_iq4_nl_q8_0_##set, [K_IQ4_NL].mm_tile = k_mm_iq4_nl_##set,                   \
+    [K_IQ4_XS].dot = k_dot_iq4_xs_q8_k_##set, [K_IQ4_XS].mm_tile = k_mm_iq4_xs_##set,                   \
+    [K_MXFP4].dot = k_dot_mxfp4_q8_0_##set, [K_MXFP4].mm_tile = k_mm_mxfp4_##set
+
+/* plain NEON: the set above, the float dots, dequantization and the
+ * activation quantizers */
 static const k_type_kernels neon[K_TYPE_MAX] = {
-    [K_F32]    = {.dot = k_dot_f32_f32_neon},
-    [K_F16]    = {k_dequant_f16_neon, k_dot_f16_f16_neon, NULL, k_quantize_f16_neon},
-    [K_Q4_0]   = {k_dequant_q4_0_neon, k_dot_q4_0_q8_0_neon, k_mm_q4_0_neon},
-    [K_Q5_0]   = {.dot = k_dot_q5_0_q8_0_neon, .mm_tile = k_mm_q5_0_neon},
-    [K_Q8_0]   = {k_dequant_q8_0_neon, k_dot_q8_0_q8_0_neon, k_mm_q8_0_neon, k_quantize_q8_0_neon},
-    [K_Q2_K]   = {k_dequant_q2_k_neon, k_dot_q2_k_q8_k_neon, k_mm_q2_k_neon},
-    [K_Q3_K]   = {k_dequant_q3_k_neon, k_dot_q3_k_q8_k_neon, k_mm_q3_k_neon},
-    [K_Q4_K]   = {k_dequant_q4_k_neon, k_dot_q4_k_q8_k_neon, k_mm_q4_k_neon},
-    [K_Q5_K]   = {k_dequant_q5_k_neon, k_dot_q5_k_q8_k_neon, k_mm_q5_k_neon},
-    [K_Q6_K]   = {k_dequant_q6_k_neon, k_dot_q6_k_q8_k_neon, k_mm_q6_k_neon},
-    [K_Q8_K]   = {.quantize = k_quantize_q8_k_neon},
-    [K_IQ4_NL] = {k_dequant_iq4_nl_neon, k_dot_iq4_nl_q8_0_neon, k_mm_iq4_nl_neon},
-    [K_IQ4_XS] = {k_dequant_iq4_xs_neon, k_dot_iq4_xs_q8_k_neon, k_mm_iq4_xs_neon},
-    [K_MXFP4]  = {k_dequant_mxfp4_neon, k_dot_mxfp4_q8_0_neon, k_mm_mxfp4_neon},
+    NEON_SET(neon),
+    [K_F32].dot = k_dot_f32_f32_neon, [K_F16].dot = k_dot_f16_f16_neon,
+    [K_F16].dequant = k_dequant_f16_neon, [K_Q4_0].dequant = k_dequant_q4_0_neon,
+    [K_Q8_0].dequant = k_dequant_q8_0_neon, [K_Q2_K].dequant = k_dequant_q2_k_neon,
+    [K_Q3_K].dequant = k_dequant_q3_k_neon, [K_Q4_K].dequant = k_dequant_q4_k_neon,
+    [K_Q5_K].dequant = k_dequant_q5_k_neon, [K_Q6_K].dequant = k_dequant_q6_k_neon,
+    [K_IQ4_NL].dequant = k_dequant_iq4_nl_neon, [K_IQ4_XS].dequant = k_dequant_iq4_xs_neon,
+    [K_MXFP4].dequant = k_dequant_mxfp4_neon,
+    [K_F16].quantize = k_quantize_f16_neon, [K_Q8_0].quantize = k_quantize_q8_0_neon,
+    [K_Q8_K].quantize = k_quantize_q8_k_neon,
 };
 
-/* the SDOT integer dots and their tiles; the rest is neon's. The tiles run
- * 1 row x 4 tokens with the dots' bits (IQ4_NL batches in the reference's
- * batch order, see kernels.h); k_matvec uses them with one token too. */
+/* SDOT: the set above and the packed layouts (pack_neon_dot_arm64.c); the
+ * rest is neon's */
 static const k_type_kernels neon_dot[K_TYPE_MAX] = {
-    [K_Q4_0]   = {.dot = k_dot_q4_0_q8_0_neon_dot, .mm_tile = k_mm_q4_0_neon_dot},
-    [K_Q5_0]   = {.dot = k_dot_q5_0_q8_0_neon_dot, .mm_tile = k_mm_q5_0_neon_dot},
-    [K_Q8_0]   = {.dot = k_dot_q8_0_q8_0_neon_dot, .mm_tile = k_mm_q8_0_neon_dot,
-                  .pack_rows = 8, .pack = k_pack_q8_0_x8_neon_dot, .mm_packed = k_mm_packed_q8_0_x8_neon_dot},
-    [K_Q2_K]   = {.dot = k_dot_q2_k_q8_k_neon_dot, .mm_tile = k_mm_q2_k_neon_dot},
-    [K_Q3_K]   = {.dot = k_dot_q3_k_q8_k_neon_dot, .mm_tile = k_mm_q3_k_neon_dot},
-    [K_Q4_K]   = {.dot = k_dot_q4_k_q8_k_neon_dot, .mm_tile = k_mm_q4_k_neon_dot,
-                  .pack_rows = 4, .pack = k_pack_q4_k_x4_neon_dot, .mm_packed = k_mm_packed_q4_k_x4_neon_dot},
-    [K_Q5_K]   = {.dot = k_dot_q5_k_q8_k_neon_dot, .mm_tile = k_mm_q5_k_neon_dot,
-                  .pack_rows = 4, .pack = k_pack_q5_k_x4_neon_dot, .mm_packed = k_mm_packed_q5_k_x4_neon_dot},
-    [K_Q6_K]   = {.dot = k_dot_q6_k_q8_k_neon_dot, .mm_tile = k_mm_q6_k_neon_dot,
-                  .pack_rows = 4, .pack = k_pack_q6_k_x4_neon_dot, .mm_packed = k_mm_packed_q6_k_x4_neon_dot},
-    [K_IQ4_NL] = {.dot = k_dot_iq4_nl_q8_0_neon_dot, .mm_tile = k_mm_iq4_nl_neon_dot},
-    [K_IQ4_XS] = {.dot = k_dot_iq4_xs_q8_k_neon_dot, .mm_tile = k_mm_iq4_xs_neon_dot,
-                  .pack_rows = 4, .pack = k_pack_iq4_xs_x4_neon_dot, .mm_packed = k_mm_packed_iq4_xs_x4_neon_dot},
-    [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_neon_dot, .mm_tile = k_mm_mxfp4_neon_dot},
+    NEON_SET(neon_dot),
+    [K_Q8_0].pack_rows = 8, [K_Q8_0].pack = k_pack_q8_0_x8_neon_dot, [K_Q8_0].mm_packed = k_mm_packed_q8_0_x8_neon_dot,
+    [K_Q4_K].pack_rows = 4, [K_Q4_K].pack = k_pack_q4_k_x4_neon_dot, [K_Q4_K].mm_packed = k_mm_packed_q4_k_x4_neon_dot,
+    [K_Q5_K].pack_rows = 4, [K_Q5_K].pack = k_pack_q5_k_x4_neon_dot, [K_Q5_K].mm_packed = k_mm_packed_q5_k_x4_neon_dot,
+    [K_Q6_K].pack_rows = 4, [K_Q6_K].pack = k_pack_q6_k_x4_neon_dot, [K_Q6_K].mm_packed = k_mm_packed_q6_k_x4_neon_dot,
+    [K_IQ4_XS].pack_rows = 4, [K_IQ4_XS].pack = k_pack_iq4_xs_x4_neon_dot,
+    [K_IQ4_XS].mm_packed = k_mm_packed_iq4_xs_x4_neon_dot,
 };
+#undef NEON_SET
 
 /* USMMLA tiles over neon_dot's packed layouts (the same pack kernels, so
  * k_pack_same holds and one packed copy serves both sets); the dots and

@@ -10,7 +10,8 @@
  *   csrc/dot_neon_arm64.c              K_DOT16 from vmull_s8 + vpadalq_s16  (_neon)
  *   csrc/dot_neon_dot_arm64.c          K_DOT16 = k_sdot (SDOT)             (_neon_dot)
  * and each of those files writes out its kernels (k_dot_q4_k_q8_k_neon, ...,
- * k_mm_q8_0_neon_dot) as calls of these helpers.
+ * k_mm_q8_0_neon_dot) as calls of these helpers with ARM_DOT_SET (at the
+ * end of this file), which takes their names.
  *
  * Summation order: the same as the x86 kernels (dot_q32_simd.h,
  * dot_kquant_simd.h and dot_float_avx2_amd64.c), which follow the reference
@@ -27,19 +28,6 @@
 #include <string.h>
 #include "kernels_neon_arm64.h"
 #include "mm_driver.h"
-
-static inline float k_h2f(k_half h) {
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
-
-/* ((v0 + v2) + (v1 + v3)), the tail of the x86 horizontal sum */
-static inline float k_hsum4(float32x4_t v) {
-    float32x2_t t = vadd_f32(vget_low_f32(v), vget_high_f32(v));
-    return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
-}
-
-/* 8 lanes held as lo (0..3) and hi (4..7): (l + l+4), then k_hsum4 */
-static inline float k_hsum8(float32x4_t lo, float32x4_t hi) { return k_hsum4(vaddq_f32(lo, hi)); }
 
 /* Lane i of the result: a[2i]*b[2i] + a[2i+1]*b[2i+1] (int16 x int16 -> int32), i < 4:
  * x86's _mm_madd_epi16. */
@@ -94,68 +82,51 @@ static inline void k_q4k_dsc(const uint8_t *scales, int32x4_t dsc[2], uint8x8_t 
         hi = vmlaq_laneq_s32(hi, chi, dsc[(c) / 2], (2 * (c)) % 4 + 1);                         \
     } while (0)
 
-static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, const void *w, const void *a) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
+/* Q4_K (q5 = 0) and Q5_K (q5 = 1; a constant at every call): the blocks
+ * share d, dmin, scales and qs; Q5_K's 5th bits (qh) go into the chunks'
+ * quants (k_q5k_chunk_neon). The min terms differ as the reference's do:
+ * Q4_K keeps 4 lanes (accm), Q5_K the exact integer sum per block, folded
+ * with one scalar FMA (summs). */
+static inline __attribute__((always_inline)) float dot_q45k(const int q5, int64_t n, const void *w, const void *a) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const uint8x16_t m4 = vdupq_n_u8(15);
     float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo, accm = acc_lo;
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float yd = y[i].d;
-        int32x4_t dsc[2];
-        uint8x8_t m;
-        k_q4k_dsc(x[i].scales, dsc, &m);
-        accm = vfmaq_f32(accm, vcvtq_f32_s32(k_mins4v(m, y[i].bsums)), vdupq_n_f32(k_h2f(x[i].dmin) * yd));
-        const uint8_t *q = x[i].qs;
-        const int8_t *q8 = y[i].qs;
-        /* lanes 0..3 / 4..7: elements 0..15 / 16..31 of each sub-block */
-        int32x4_t clo = vdupq_n_s32(0), chi = clo, lo, hi;
-#define K_Q4K_CHUNK(c)                                                                          \
-    do {                                                                                        \
-        const uint8x16_t b0 = vld1q_u8(q + 32 * (c)), b1 = vld1q_u8(q + 32 * (c) + 16);        \
-        K_Q45K_CHUNK(c, vandq_u8(b0, m4), vandq_u8(b1, m4), vshrq_n_u8(b0, 4), vshrq_n_u8(b1, 4)); \
-    } while (0)
-        K_Q4K_CHUNK(0); K_Q4K_CHUNK(1); K_Q4K_CHUNK(2); K_Q4K_CHUNK(3);
-#undef K_Q4K_CHUNK
-        const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * yd);
-        acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
-        acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
-    }
-    return k_hsum8(acc_lo, acc_hi) - k_hsum4(accm);
-}
-
-static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, const void *w, const void *a) {
-    const k_block_q5_k *x = (const k_block_q5_k *)w;
-    const k_block_q8_k *y = (const k_block_q8_k *)a;
-    float32x4_t acc_lo = vdupq_n_f32(0), acc_hi = acc_lo;
     float summs = 0;
     for (int64_t i = 0; i < n / K_QKK; i++) {
+        const k_block_q4_k *x4 = (const k_block_q4_k *)w + i;
+        const k_block_q5_k *x5 = (const k_block_q5_k *)w + i;
         const float yd = y[i].d;
         int32x4_t dsc[2];
         uint8x8_t m;
-        k_q4k_dsc(x[i].scales, dsc, &m);
-        /* the min term as the reference sums it for Q5_K: the exact integer
-         * sum per block, folded with one scalar FMA (Q4_K keeps 4 lanes) */
-        const float dmin_yd = yd * k_h2f(x[i].dmin);
-        summs = fmaf(-dmin_yd, (float)vaddvq_s32(k_mins4v(m, y[i].bsums)), summs);
-        const uint8_t *q = x[i].qs;
+        k_q4k_dsc(q5 ? x5->scales : x4->scales, dsc, &m);
+        const float dmin_yd = k_h2f(q5 ? x5->dmin : x4->dmin) * yd;
+        const int32x4_t mins = k_mins4v(m, y[i].bsums);
+        if (q5) summs = fmaf(-dmin_yd, (float)vaddvq_s32(mins), summs);
+        else accm = vfmaq_f32(accm, vcvtq_f32_s32(mins), vdupq_n_f32(dmin_yd));
+        const uint8_t *q = q5 ? x5->qs : x4->qs;
         const int8_t *q8 = y[i].qs;
-        uint8x16_t hb0 = vld1q_u8(x[i].qh), hb1 = vld1q_u8(x[i].qh + 16);
+        uint8x16_t hb0 = vdupq_n_u8(0), hb1 = hb0;
+        if (q5) hb0 = vld1q_u8(x5->qh), hb1 = vld1q_u8(x5->qh + 16);
+        /* lanes 0..3 / 4..7: elements 0..15 / 16..31 of each sub-block */
         int32x4_t clo = vdupq_n_s32(0), chi = clo, lo, hi;
-        /* bit 2c of qh adds 16 to the low nibbles, bit 2c+1 to the high */
-#define K_Q5K_CHUNK(c)                                                          \
-    do {                                                                        \
-        uint8x16_t u[4];                                                        \
-        k_q5k_chunk_neon(vld1q_u8(q + 32 * (c)), vld1q_u8(q + 32 * (c) + 16), &hb0, &hb1, u); \
-        K_Q45K_CHUNK(c, u[0], u[1], u[2], u[3]);                                \
+#define K_Q45K_BYTES(c)                                                                                      \
+    do {                                                                                                     \
+        const uint8x16_t b0 = vld1q_u8(q + 32 * (c)), b1 = vld1q_u8(q + 32 * (c) + 16);                     \
+        uint8x16_t u[4] = {vandq_u8(b0, m4), vandq_u8(b1, m4), vshrq_n_u8(b0, 4), vshrq_n_u8(b1, 4)};         \
+        if (q5) k_q5k_chunk_neon(b0, b1, &hb0, &hb1, u); /* bit 2c of qh: 16 on the low nibbles, 2c+1 high */ \
+        K_Q45K_CHUNK(c, u[0], u[1], u[2], u[3]);                                                            \
     } while (0)
-        K_Q5K_CHUNK(0); K_Q5K_CHUNK(1); K_Q5K_CHUNK(2); K_Q5K_CHUNK(3);
-#undef K_Q5K_CHUNK
-        const float32x4_t d = vdupq_n_f32(k_h2f(x[i].d) * yd);
+        K_Q45K_BYTES(0); K_Q45K_BYTES(1); K_Q45K_BYTES(2); K_Q45K_BYTES(3);
+#undef K_Q45K_BYTES
+        const float32x4_t d = vdupq_n_f32(k_h2f(q5 ? x5->d : x4->d) * yd);
         acc_lo = vfmaq_f32(acc_lo, vcvtq_f32_s32(lo), d);
         acc_hi = vfmaq_f32(acc_hi, vcvtq_f32_s32(hi), d);
     }
-    return k_hsum8(acc_lo, acc_hi) + summs;
+    return q5 ? k_hsum8(acc_lo, acc_hi) + summs : k_hsum8(acc_lo, acc_hi) - k_hsum4(accm);
 }
+
+static inline __attribute__((always_inline)) float dot_q4_k_q8_k(int64_t n, const void *w, const void *a) { return dot_q45k(0, n, w, a); }
+static inline __attribute__((always_inline)) float dot_q5_k_q8_k(int64_t n, const void *w, const void *a) { return dot_q45k(1, n, w, a); }
 
 /* Q6_K: unsigned 6-bit quants u (0..63); the -32 offset is folded once per
  * block per lane as -32 * (scale[2l]*bsum[2l] + scale[2l+1]*bsum[2l+1]), the
@@ -357,7 +328,7 @@ static void rows4_q8_0(int64_t n, const void *w, size_t rb, const void *a, float
 /* The pieces of the tiles (mm_driver.h; k_mm_run walks the rows and
  * tokens): (1, 4) the 4-token dot, (4, 1) the 4-row dot where the format
  * has one, (1, 1) the one-token dot; per (row, token) the bits of the
- * one-token dot. ARM_TILE writes out a piece and its tile kernel. */
+ * one-token dot (K_NEON_PIECE_T4: kernels_neon_arm64.h). */
 #define ARM_PIECE(name, dot4, rows4, dot1)                                                                     \
     static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
                      size_t a_row_bytes, float *out) {                                                         \
@@ -366,25 +337,16 @@ static void rows4_q8_0(int64_t n, const void *w, size_t rb, const void *a, float
         else if (rows == 4) rows4(n, w, row_bytes, a, out);                                                    \
         else out[0] = dot1(n, w, a);                                                                           \
     }
-#define ARM_PIECE_T4(name, dot4, dot1)                                                                         \
-    static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
-                     size_t a_row_bytes, float *out) {                                                         \
-        (void)batch, (void)row_bytes, (void)rows;                                                              \
-        if (toks == 4) dot4(n, w, a, a_row_bytes, out);                                                        \
-        else out[0] = dot1(n, w, a);                                                                           \
-    }
-
 static inline __attribute__((always_inline)) float dot1_q4_0(int64_t n, const void *w, const void *a) { return dot_q32(K_Q4_0, n, w, a); }
 static inline __attribute__((always_inline)) float dot1_q5_0(int64_t n, const void *w, const void *a) { return dot_q32(K_Q5_0, n, w, a); }
 static inline __attribute__((always_inline)) float dot1_q8_0(int64_t n, const void *w, const void *a) { return dot_q32(K_Q8_0, n, w, a); }
-ARM_PIECE_T4(piece_q4_k, dot4_q4_k, dot_q4_k_q8_k)
-ARM_PIECE_T4(piece_q5_k, dot4_q5_k, dot_q5_k_q8_k)
-ARM_PIECE_T4(piece_q6_k, dot4_q6_k, dot_q6_k_q8_k)
+K_NEON_PIECE_T4(piece_q4_k, dot4_q4_k, dot_q4_k_q8_k)
+K_NEON_PIECE_T4(piece_q5_k, dot4_q5_k, dot_q5_k_q8_k)
+K_NEON_PIECE_T4(piece_q6_k, dot4_q6_k, dot_q6_k_q8_k)
 ARM_PIECE(piece_q4_0, dot4_q4_0, rows4_q4_0, dot1_q4_0)
 ARM_PIECE(piece_q5_0, dot4_q5_0, rows4_q5_0, dot1_q5_0)
 ARM_PIECE(piece_q8_0, dot4_q8_0, rows4_q8_0, dot1_q8_0)
 #undef ARM_PIECE
-#undef ARM_PIECE_T4
 
 /* the tile kernels' mm_kernels: groups of 4 tokens against every row of
  * the tile, then each remaining token (k_matvec: the only one) against the
@@ -395,3 +357,21 @@ static const mm_kernel mm_q6_k = {.piece = piece_q6_k, .shapes = MM_T4};
 static const mm_kernel mm_q4_0 = {.piece = piece_q4_0, .shapes = MM_T4 | MM_R4};
 static const mm_kernel mm_q5_0 = {.piece = piece_q5_0, .shapes = MM_T4 | MM_R4};
 static const mm_kernel mm_q8_0 = {.piece = piece_q8_0, .shapes = MM_T4 | MM_R4};
+
+/* The kernels of the including file's set, each written out under the
+ * name the file passes: the one-token dots of Q4_K, Q5_K, Q6_K, Q4_0, Q5_0
+ * and Q8_0 (D4K .. D80) and their tiles (T4K .. T80, k_mm_run over the
+ * mm_kernels above). */
+#define ARM_DOT_SET(D4K, D5K, D6K, D40, D50, D80, T4K, T5K, T6K, T40, T50, T80)                     \
+    float D4K(int64_t n, const void *w, const void *a) { return dot_q4_k_q8_k(n, w, a); }         \
+    float D5K(int64_t n, const void *w, const void *a) { return dot_q5_k_q8_k(n, w, a); }         \
+    float D6K(int64_t n, const void *w, const void *a) { return dot_q6_k_q8_k(n, w, a); }         \
+    float D40(int64_t n, const void *w, const void *a) { return dot1_q4_0(n, w, a); }             \
+    float D50(int64_t n, const void *w, const void *a) { return dot1_q5_0(n, w, a); }             \
+    float D80(int64_t n, const void *w, const void *a) { return dot1_q8_0(n, w, a); }             \
+    void T4K(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }                             \
+    void T5K(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }                             \
+    void T6K(K_MM_TILE_PARAMS) { k_mm_run(&mm_q6_k, K_MM_TILE_ARGS); }                             \
+    void T40(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_0, K_MM_TILE_ARGS); }                             \
+    void T50(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_0, K_MM_TILE_ARGS); }                             \
+    void T80(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0, K_MM_TILE_ARGS); }

@@ -19,19 +19,9 @@ static inline int32x4_t k_dot16_mull(int32x4_t acc, int8x16_t a, int8x16_t b) {
 #define K_DOT16(acc, a, b) k_dot16_mull((acc), (a), (b))
 #include "dot_body_arm64.h"
 
-float k_dot_q4_k_q8_k_neon(int64_t n, const void *w, const void *a) { return dot_q4_k_q8_k(n, w, a); }
-float k_dot_q5_k_q8_k_neon(int64_t n, const void *w, const void *a) { return dot_q5_k_q8_k(n, w, a); }
-float k_dot_q6_k_q8_k_neon(int64_t n, const void *w, const void *a) { return dot_q6_k_q8_k(n, w, a); }
-float k_dot_q4_0_q8_0_neon(int64_t n, const void *w, const void *a) { return dot_q32(K_Q4_0, n, w, a); }
-float k_dot_q5_0_q8_0_neon(int64_t n, const void *w, const void *a) { return dot_q32(K_Q5_0, n, w, a); }
-float k_dot_q8_0_q8_0_neon(int64_t n, const void *w, const void *a) { return dot_q32(K_Q8_0, n, w, a); }
-
-void k_mm_q4_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }
-void k_mm_q5_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }
-void k_mm_q6_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q6_k, K_MM_TILE_ARGS); }
-void k_mm_q4_0_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_0, K_MM_TILE_ARGS); }
-void k_mm_q5_0_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_0, K_MM_TILE_ARGS); }
-void k_mm_q8_0_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0, K_MM_TILE_ARGS); }
+ARM_DOT_SET(k_dot_q4_k_q8_k_neon, k_dot_q5_k_q8_k_neon, k_dot_q6_k_q8_k_neon, k_dot_q4_0_q8_0_neon,
+            k_dot_q5_0_q8_0_neon, k_dot_q8_0_q8_0_neon, k_mm_q4_k_neon, k_mm_q5_k_neon, k_mm_q6_k_neon,
+            k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon)
 
 /* The float dots follow the reference build's ggml_vec_dot_f16 / _f32 order
  * (as k_dot_{f16_f16,f32_f32}_avx2 does): np = n & ~63 elements in 4

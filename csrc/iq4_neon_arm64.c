@@ -16,15 +16,6 @@
 
 #define K_INLINE static inline __attribute__((always_inline))
 
-K_INLINE float iq4_h2f(k_half h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
-
-/* 8 f32 lanes held as lo (0..3) and hi (4..7), reduced in the x86 order */
-K_INLINE float iq4_hsum8(float32x4_t lo, float32x4_t hi) {
-    const float32x4_t t = vaddq_f32(lo, hi);
-    const float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));
-    return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
-}
-
 /* lane l = q[4l]*a[4l] + ... + q[4l+3]*a[4l+3]; |q|, |a| <= 127, so the
  * int16 products are exact */
 K_INLINE int32x4_t iq4_dot16(int8x16_t q, int8x16_t a) {
@@ -66,13 +57,13 @@ K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes
     for (; i + 1 < nb; i += 2) {
         _Pragma("GCC unroll 8")
         for (int h = 0; h < 2; h++) {
-            const float dy = iq4_h2f(y[i + h].d);
+            const float dy = k_h2f(y[i + h].d);
             _Pragma("GCC unroll 8")
             for (int r = 0; r < R; r++) {
                 const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i + h;
                 int32x4_t lo, hi;
                 iq4_group(table, x->qs, y[i + h].qs, &lo, &hi);
-                const float32x4_t d = vdupq_n_f32(iq4_h2f(x->d) * dy);
+                const float32x4_t d = vdupq_n_f32(k_h2f(x->d) * dy);
                 acc[r][h][0] = vfmaq_f32(acc[r][h][0], vcvtq_f32_s32(lo), d);
                 acc[r][h][1] = vfmaq_f32(acc[r][h][1], vcvtq_f32_s32(hi), d);
             }
@@ -80,15 +71,15 @@ K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes
     }
     _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
-        out[r] = iq4_hsum8(vaddq_f32(acc[r][0][0], acc[r][1][0]), vaddq_f32(acc[r][0][1], acc[r][1][1]));
+        out[r] = k_hsum8(vaddq_f32(acc[r][0][0], acc[r][1][0]), vaddq_f32(acc[r][0][1], acc[r][1][1]));
     if (i < nb) {
-        const float dy = iq4_h2f(y[i].d);
+        const float dy = k_h2f(y[i].d);
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             int32x4_t lo, hi;
             iq4_group(table, x->qs, y[i].qs, &lo, &hi);
-            out[r] = fmaf(iq4_h2f(x->d) * dy, (float)vaddvq_s32(vaddq_s32(lo, hi)), out[r]);
+            out[r] = fmaf(k_h2f(x->d) * dy, (float)vaddvq_s32(vaddq_s32(lo, hi)), out[r]);
         }
     }
 }
@@ -104,17 +95,17 @@ K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, s
     for (int64_t i = 0; i < n / K_QK; i++) {
         int8x16_t qlo, qhi;
         iq4_levels(table, x[i].qs, &qlo, &qhi);
-        const float dx = iq4_h2f(x[i].d);
+        const float dx = k_h2f(x[i].d);
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
-            const float32x4_t d = vdupq_n_f32(dx * iq4_h2f(y->d));
+            const float32x4_t d = vdupq_n_f32(dx * k_h2f(y->d));
             lo_acc[k] = vfmaq_f32(lo_acc[k], vcvtq_f32_s32(iq4_dot16(qlo, vld1q_s8(y->qs))), d);
             hi_acc[k] = vfmaq_f32(hi_acc[k], vcvtq_f32_s32(iq4_dot16(qhi, vld1q_s8(y->qs + 16))), d);
         }
     }
     _Pragma("GCC unroll 8")
-    for (int k = 0; k < T; k++) out[k] = iq4_hsum8(lo_acc[k], hi_acc[k]);
+    for (int k = 0; k < T; k++) out[k] = k_hsum8(lo_acc[k], hi_acc[k]);
 }
 
 /* ---- IQ4_XS x Q8_K ---- */
@@ -156,7 +147,7 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
         }
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
-            const float dx = iq4_h2f(((const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i)->d);
+            const float dx = k_h2f(((const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i)->d);
             _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) {
                 const float32x4_t d = vdupq_n_f32(dx * ((const k_block_q8_k *)(a + (size_t)k * a_row_bytes) + i)->d);
@@ -165,20 +156,11 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
             }
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) out[k * R + r] = iq4_hsum8(acc[r][k][0], acc[r][k][1]);
+    k_hsum8_tile(R, T, acc, out);
 }
 
 #define IQ4_TARGET
 #include "iq4_piece.h"
 #include "mm_driver.h"
 
-float k_dot_iq4_nl_q8_0_neon(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
-float k_dot_iq4_xs_q8_k_neon(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
-
-static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
-static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
-void k_mm_iq4_nl_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
-void k_mm_iq4_xs_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }
+IQ4_SET(k_dot_iq4_nl_q8_0_neon, k_dot_iq4_xs_q8_k_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon)

@@ -23,14 +23,6 @@ typedef k_block_q8_k blk_q8_k;
 
 #define K_INLINE static inline __attribute__((always_inline))
 
-K_INLINE float h2f(uint16_t h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
-
-/* (l + l+4) over lo = lanes 0..3, hi = 4..7, then (0+2) + (1+3) */
-K_INLINE float hsum_lanes8(float32x4_t lo, float32x4_t hi) {
-    const float32x4_t t = vaddq_f32(lo, hi);
-    return (vgetq_lane_f32(t, 0) + vgetq_lane_f32(t, 2)) + (vgetq_lane_f32(t, 1) + vgetq_lane_f32(t, 3));
-}
-
 /* levels of the 16 low nibbles (elements 0..15) and 16 high nibbles (16..31) */
 struct lv32 { int8x16_t lo, hi; };
 
@@ -54,19 +46,19 @@ K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes
     for (int r = 0; r < R; r++) f[r][0][0] = f[r][0][1] = f[r][1][0] = f[r][1][1] = vdupq_n_f32(0);
     for (int64_t i = 0; i < nb; i++) {
         const int8x16_t a0 = vld1q_s8(y[i].qs), a1 = vld1q_s8(y[i].qs + 16);
-        const float dy = h2f(y[i].d);
+        const float dy = k_h2f(y[i].d);
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
             const blk_iq4_nl *x = (const blk_iq4_nl *)(w + (size_t)r * row_bytes) + i;
             const struct lv32 q = levels32(table, x->qs);
             const int32x4_t s0 = k_sdot(zero, q.lo, a0), s1 = k_sdot(zero, q.hi, a1);
-            const float d = h2f(x->d) * dy;
+            const float d = k_h2f(x->d) * dy;
             if (i < npair) {
                 float32x4_t *g = f[r][i & 1];
                 g[0] = vfmaq_f32(g[0], vcvtq_f32_s32(s0), vdupq_n_f32(d));
                 g[1] = vfmaq_f32(g[1], vcvtq_f32_s32(s1), vdupq_n_f32(d));
             } else { /* the odd last block, after the pairs' total */
-                const float total = hsum_lanes8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
+                const float total = k_hsum8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
                 out[r] = fmaf(d, (float)vaddvq_s32(vaddq_s32(s0, s1)), total);
             }
         }
@@ -74,7 +66,7 @@ K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t row_bytes
     if (npair == nb)
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++)
-            out[r] = hsum_lanes8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
+            out[r] = k_hsum8(vaddq_f32(f[r][0][0], f[r][1][0]), vaddq_f32(f[r][0][1], f[r][1][1]));
 }
 
 /* one row x T tokens of a batch, tinyBLAS_Q0's order */
@@ -87,17 +79,17 @@ K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const char *a, s
     for (int k = 0; k < T; k++) f[k][0] = f[k][1] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n / 32; i++) {
         const struct lv32 q = levels32(table, x[i].qs);
-        const float dx = h2f(x[i].d);
+        const float dx = k_h2f(x[i].d);
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
             const blk_q8_0 *y = (const blk_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
-            const float32x4_t d = vdupq_n_f32(dx * h2f(y->d));
+            const float32x4_t d = vdupq_n_f32(dx * k_h2f(y->d));
             f[k][0] = vfmaq_f32(f[k][0], vcvtq_f32_s32(k_sdot(zero, q.lo, vld1q_s8(y->qs))), d);
             f[k][1] = vfmaq_f32(f[k][1], vcvtq_f32_s32(k_sdot(zero, q.hi, vld1q_s8(y->qs + 16))), d);
         }
     }
     _Pragma("GCC unroll 8")
-    for (int k = 0; k < T; k++) out[k] = hsum_lanes8(f[k][0], f[k][1]);
+    for (int k = 0; k < T; k++) out[k] = k_hsum8(f[k][0], f[k][1]);
 }
 
 /* ---- IQ4_XS x Q8_K ---- */
@@ -152,7 +144,7 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
             XS_SUB(0, ds0, 0); XS_SUB(1, ds0, 1); XS_SUB(2, ds0, 2); XS_SUB(3, ds0, 3);
             XS_SUB(4, ds1, 0); XS_SUB(5, ds1, 1); XS_SUB(6, ds1, 2); XS_SUB(7, ds1, 3);
 #undef XS_SUB
-            const float dx = h2f(x[r]->d);
+            const float dx = k_h2f(x[r]->d);
             _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) {
                 const float32x4_t d = vdupq_n_f32(dx * y[k]->d);
@@ -161,21 +153,12 @@ K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, siz
             }
         }
     }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) out[k * R + r] = hsum_lanes8(f[r][k][0], f[r][k][1]);
+    k_hsum8_tile(R, T, f, out);
 }
 
 #define IQ4_TARGET
 #include "iq4_piece.h"
 #include "mm_driver.h"
 
-float k_dot_iq4_nl_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
-float k_dot_iq4_xs_q8_k_neon_dot(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
-
-static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
-static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
-void k_mm_iq4_nl_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
-void k_mm_iq4_xs_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }
+IQ4_SET(k_dot_iq4_nl_q8_0_neon_dot, k_dot_iq4_xs_q8_k_neon_dot, k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot)
 K_DOTPROD_END

@@ -19,33 +19,36 @@
 extern "C" {
 #endif
 
-/* Declared through the function types of kernels.h, one list per op; each
- * kernel's definition is written out in its .c file. */
+/* Declared through the function types of kernels.h.
+ *
+ * The integer dots and k_matmul_q tiles of both sets (_neon: widening
+ * multiplies; _neon_dot: SDOT), each set's written out under these names
+ * by ARM_DOT_SET (dot_body_arm64.h: Q4_K, Q5_K, Q6_K, Q4_0, Q5_0, Q8_0),
+ * Q23_SET (q2k_q3k_set_arm64.h), IQ4_SET (iq4_piece.h) and MX_SET
+ * (mxfp4_neon_tile.h). The tiles give the dots' bits; the IQ4 and MXFP4
+ * ones run 4 rows x 1 token or 1 row x 4 tokens through k_mm_run, IQ4_NL
+ * batches in the batch order, the others 1 row x 4 tokens. */
+k_dot_kernel k_dot_q2_k_q8_k_neon, k_dot_q3_k_q8_k_neon, k_dot_q4_k_q8_k_neon, k_dot_q5_k_q8_k_neon,
+    k_dot_q6_k_q8_k_neon, k_dot_q4_0_q8_0_neon, k_dot_q5_0_q8_0_neon, k_dot_q8_0_q8_0_neon,
+    k_dot_iq4_nl_q8_0_neon, k_dot_iq4_xs_q8_k_neon, k_dot_mxfp4_q8_0_neon;
+k_mm_tile_kernel k_mm_q2_k_neon, k_mm_q3_k_neon, k_mm_q4_k_neon, k_mm_q5_k_neon, k_mm_q6_k_neon,
+    k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon, k_mm_mxfp4_neon;
+k_dot_kernel k_dot_q2_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot, k_dot_q4_k_q8_k_neon_dot,
+    k_dot_q5_k_q8_k_neon_dot, k_dot_q6_k_q8_k_neon_dot, k_dot_q4_0_q8_0_neon_dot, k_dot_q5_0_q8_0_neon_dot,
+    k_dot_q8_0_q8_0_neon_dot, k_dot_iq4_nl_q8_0_neon_dot, k_dot_iq4_xs_q8_k_neon_dot, k_dot_mxfp4_q8_0_neon_dot;
+k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_mm_q5_k_neon_dot,
+    k_mm_q6_k_neon_dot, k_mm_q4_0_neon_dot, k_mm_q5_0_neon_dot, k_mm_q8_0_neon_dot,
+    k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot, k_mm_mxfp4_neon_dot;
+
+/* plain NEON only, which the SDOT set shares: the float dots
+ * (dot_neon_arm64.c), dequantization (quant_neon_arm64.c; Q2_K / Q3_K in
+ * q2k_q3k_neon_arm64.c, MXFP4 in mxfp4_neon_arm64.c) and activation
+ * quantization (quant_neon_arm64.c) */
+k_dot_kernel k_dot_f16_f16_neon, k_dot_f32_f32_neon;
 k_dequant_kernel k_dequant_f16_neon, k_dequant_q4_0_neon, k_dequant_q8_0_neon, k_dequant_q2_k_neon,
     k_dequant_q3_k_neon, k_dequant_q4_k_neon, k_dequant_q5_k_neon, k_dequant_q6_k_neon,
     k_dequant_iq4_nl_neon, k_dequant_iq4_xs_neon, k_dequant_mxfp4_neon;
 k_quantize_kernel k_quantize_q8_k_neon, k_quantize_q8_0_neon, k_quantize_f16_neon;
-k_dot_kernel k_dot_q2_k_q8_k_neon, k_dot_q3_k_q8_k_neon, k_dot_q4_k_q8_k_neon, k_dot_q5_k_q8_k_neon,
-    k_dot_q6_k_q8_k_neon, k_dot_q4_0_q8_0_neon, k_dot_q5_0_q8_0_neon, k_dot_q8_0_q8_0_neon,
-    k_dot_iq4_nl_q8_0_neon, k_dot_iq4_xs_q8_k_neon, k_dot_mxfp4_q8_0_neon, k_dot_f16_f16_neon, k_dot_f32_f32_neon;
-
-/* The SDOT set (*_neon_dot_arm64.c); the float dots are the NEON ones.
- * k_dot4_*: one row x 4 tokens a_row_bytes apart, out[t] = the dot with
- * token t (q2k_q3k_neon_dot_arm64.c, prototypes also in q2k_q3k_neon_dot.h) */
-k_dot_kernel k_dot_q2_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot, k_dot_q4_k_q8_k_neon_dot,
-    k_dot_q5_k_q8_k_neon_dot, k_dot_q6_k_q8_k_neon_dot, k_dot_q4_0_q8_0_neon_dot, k_dot_q5_0_q8_0_neon_dot,
-    k_dot_q8_0_q8_0_neon_dot, k_dot_iq4_nl_q8_0_neon_dot, k_dot_iq4_xs_q8_k_neon_dot, k_dot_mxfp4_q8_0_neon_dot;
-void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
-void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]);
-
-/* k_matmul_q tiles: 1 weight row x 4 tokens, same bits as the dots; the
- * IQ4 and MXFP4 tiles (iq4_*, mxfp4_neon_tile.h) run 4 rows x 1 token
- * or 1 row x 4 tokens through k_mm_run, IQ4_NL batches in the batch order */
-k_mm_tile_kernel k_mm_q2_k_neon, k_mm_q3_k_neon, k_mm_q4_k_neon, k_mm_q5_k_neon, k_mm_q6_k_neon,
-    k_mm_q4_0_neon, k_mm_q5_0_neon, k_mm_q8_0_neon, k_mm_iq4_nl_neon, k_mm_iq4_xs_neon, k_mm_mxfp4_neon;
-k_mm_tile_kernel k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot, k_mm_q4_k_neon_dot, k_mm_q5_k_neon_dot,
-    k_mm_q6_k_neon_dot, k_mm_q4_0_neon_dot, k_mm_q5_0_neon_dot, k_mm_q8_0_neon_dot,
-    k_mm_iq4_nl_neon_dot, k_mm_iq4_xs_neon_dot, k_mm_mxfp4_neon_dot;
 
 /* Packed (row-interleaved) weights of the dotprod set, pack_neon_dot_arm64.c:
  * k_pack_<t>_x<G>_neon_dot and its tile over packed groups of G rows */
@@ -70,6 +73,46 @@ k_sgemm_kernel k_sgemm_neon;
 #ifdef __cplusplus
 }
 #endif
+
+/* ---- helpers of the kernel files (static inline) ---- */
+
+/* one f16 to f32 */
+static inline __attribute__((always_inline)) float k_h2f(k_half h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+/* ((v0 + v2) + (v1 + v3)), the tail of the x86 horizontal sum */
+static inline __attribute__((always_inline)) float k_hsum4(float32x4_t v) {
+    float32x2_t t = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+    return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
+}
+
+/* 8 lanes held as lo (0..3) and hi (4..7): (l + l+4), then k_hsum4 */
+static inline __attribute__((always_inline)) float k_hsum8(float32x4_t lo, float32x4_t hi) {
+    return k_hsum4(vaddq_f32(lo, hi));
+}
+
+/* the end of an R rows x T tokens tile (R, T <= 4, constants):
+ * out[k * R + r] = k_hsum8 of acc[r][k] (lanes 0..3, 4..7) */
+static inline __attribute__((always_inline)) void k_hsum8_tile(const int R, const int T, float32x4_t acc[4][4][2],
+                                                               float *out) {
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < T; k++) out[k * R + r] = k_hsum8(acc[r][k][0], acc[r][k][1]);
+}
+
+/* The piece (mm_driver.h) of a tile that runs one row x 4 tokens (dot4,
+ * MM_T4) and one row x one token (dot1), for k_mm_run; static, in the
+ * file that expands it. */
+#define K_NEON_PIECE_T4(name, dot4, dot1)                                                                      \
+    static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
+                     size_t a_row_bytes, float *out) {                                                         \
+        (void)batch, (void)row_bytes, (void)rows;                                                              \
+        if (toks == 4) dot4(n, w, a, a_row_bytes, out);                                                        \
+        else out[0] = dot1(n, w, a);                                                                           \
+    }
+
 /* Packed Q4_K / Q5_K x4 blocks (pack_neon_dot_arm64.c,
  * pack_neon_i8mm_arm64.c): the mins of the 4 rows, from the 6-bit scale
  * bytes S0, S1 and the top bits N, widened to int16 (n[j]: min 2j of rows

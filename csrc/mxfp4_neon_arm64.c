@@ -37,10 +37,4 @@ void k_dequant_mxfp4_neon(const void *src, float *dst, int64_t n) {
     }
 }
 
-float k_dot_mxfp4_q8_0_neon(int64_t n, const void *w, const void *a) { return mxfp4_dot(n, w, a); }
-
-static const mm_kernel mm_mxfp4_piece = {.piece = mxfp4_piece,
-                                         .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1,
-                                         .tprep = mxfp4_tprep,
-                                         .tprep_bytes = mxfp4_tprep_bytes};
-void k_mm_mxfp4_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }
+MX_SET(k_dot_mxfp4_q8_0_neon, k_mm_mxfp4_neon)

@@ -16,12 +16,5 @@ K_DOTPROD_BEGIN
 #include "mxfp4_neon_tile.h"
 #include "mm_driver.h"
 
-float k_dot_mxfp4_q8_0_neon_dot(int64_t n, const void *w, const void *a) { return mxfp4_dot(n, w, a); }
-
-static const mm_kernel mm_mxfp4_piece = {.piece = mxfp4_piece,
-                                         .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1,
-                                         .tprep = mxfp4_tprep,
-                                         .tprep_bytes = mxfp4_tprep_bytes};
-void k_mm_mxfp4_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }
-
+MX_SET(k_dot_mxfp4_q8_0_neon_dot, k_mm_mxfp4_neon_dot)
 K_DOTPROD_END

@@ -5,7 +5,8 @@
  *                   of 16 int8 codes' values q and 16 activations a
  *   MX_TARGET       the function attribute of the set (may be empty)
  * and get mxfp4_tile, mxfp4_piece and the prepared-group prep (mxfp4_tprep,
- * mxfp4_tprep_bytes) for the set's mm_kernel (static).
+ * mxfp4_tprep_bytes) for the set's mm_kernel (static). MX_SET(dot, tile)
+ * writes out the set's one-token dot and tile under those names.
  *
  * The values of a block's 16 low nibbles (elements 0..15) and 16 high ones
  * (16..31) come from one vqtbl1q_s8 each (k_mxfp4_values); their lanes are
@@ -234,3 +235,10 @@ MX_TARGET MX_INLINE float mxfp4_dot(int64_t n, const void *w, const void *a) {
     mxfp4_tile(1, 1, n, (const char *)w, 0, (const char *)a, 0, &out);
     return out;
 }
+
+#define MX_SET(DOT, MM)                                                                                   \
+    float DOT(int64_t n, const void *w, const void *a) { return mxfp4_dot(n, w, a); }                   \
+    static const mm_kernel mm_mxfp4_piece = {                                                           \
+        .piece = mxfp4_piece, .shapes = MM_R4 | MM_T4 | MM_BATCH_1X1, .tprep = mxfp4_tprep,            \
+        .tprep_bytes = mxfp4_tprep_bytes};                                                              \
+    void MM(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_piece, K_MM_TILE_ARGS); }

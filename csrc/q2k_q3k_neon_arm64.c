@@ -1,8 +1,8 @@
 /*
  * q2k_q3k_neon_arm64.c — Q2_K and Q3_K on every arm64 CPU (plain Advanced
  * SIMD): dequantization, dots with Q8_K activations and the k_matmul_q tiles
- * (also the tiles of impl neon-dotprod, whose dots live in package
- * csrc/dotprod). Specification: q2k_q3k_ref.c; the same bits.
+ * (q2k_q3k_set_arm64.h; the SDOT twins are q2k_q3k_neon_dot_arm64.c).
+ * Specification: q2k_q3k_ref.c; the same bits.
  *
  * Dot: per 16-element group, widening products (vmull_s8), pair sums in
  * int16 (vpaddq_s16; at most 2 * 4 * 127), times the group scale into int32
@@ -10,16 +10,11 @@
  * added (vpaddq_s32), which gives lane l = the products of elements 4l..4l+3
  * of every 32-element vector times their scales: the reference's exact int32
  * lanes. The f32 steps are the reference's: per block (Q2_K: first the min
- * term) one FMA per lane, then ((0+4) + (2+6)) + ((1+5) + (3+7)).
+ * term) one FMA per lane, then ((0+4) + (2+6)) + ((1+5) + (3+7)) (k_hsum8).
  */
 #include <arm_neon.h>
 #include "kernels_neon_arm64.h"
 #include "q2k_q3k.h"
-#include "mm_driver.h"
-
-static inline float q23_h2f(k_half h) {
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
 
 /* ---- dequantization ----
  * A group has one d * scale (and Q2_K one dmin * min), so it takes at most
@@ -46,8 +41,8 @@ static inline void q23_dequant_neon(int type, const void *src, float *dst, int64
         const k_block_q3_k *x3 = (const k_block_q3_k *)blk;
         int8_t s3[16];
         if (type == K_Q3_K) k_q3k_scales16(x3->scales, s3);
-        const float d = q23_h2f(type == K_Q2_K ? x2->d : x3->d);
-        const float dmin = type == K_Q2_K ? q23_h2f(x2->dmin) : 0;
+        const float d = k_h2f(type == K_Q2_K ? x2->d : x3->d);
+        const float dmin = type == K_Q2_K ? k_h2f(x2->dmin) : 0;
         for (int e0 = 0; e0 < K_QKK; e0 += 16) { /* group g = e0 / 16: vector v = g / 2, half h, k */
             const int g = e0 / 16, v = g / 2, h = v / 4, k = v % 4;
             const uint8_t *qs = (type == K_Q2_K ? x2->qs : x3->qs) + 32 * h + 16 * (g % 2);
@@ -132,7 +127,7 @@ static inline __attribute__((always_inline)) void q23_dot_neon(const int type, c
         if (type == K_Q2_K) {
             const k_block_q2_k *x = (const k_block_q2_k *)blk;
             for (int g = 0; g < 16; g++) sc[g] = x->scales[g] & 15;
-            const float dmin = q23_h2f(x->dmin);
+            const float dmin = k_h2f(x->dmin);
             for (int t = 0; t < T; t++) {
                 int32x4_t mlo, mhi;
                 q2k_min_lanes(x, y[t]->bsums, &mlo, &mhi);
@@ -140,12 +135,12 @@ static inline __attribute__((always_inline)) void q23_dot_neon(const int type, c
                 acc[t][0] = vfmaq_f32(acc[t][0], vcvtq_f32_s32(mlo), dm);
                 acc[t][1] = vfmaq_f32(acc[t][1], vcvtq_f32_s32(mhi), dm);
             }
-            d = q23_h2f(x->d);
+            d = k_h2f(x->d);
         } else {
             int8_t s8[16];
             k_q3k_scales16(((const k_block_q3_k *)blk)->scales, s8);
             for (int g = 0; g < 16; g++) sc[g] = s8[g];
-            d = q23_h2f(((const k_block_q3_k *)blk)->d);
+            d = k_h2f(((const k_block_q3_k *)blk)->d);
         }
         int32x4_t pair[4][4];
         for (int t = 0; t < T; t++) pair[t][0] = pair[t][1] = pair[t][2] = pair[t][3] = vdupq_n_s32(0);
@@ -159,59 +154,9 @@ static inline __attribute__((always_inline)) void q23_dot_neon(const int type, c
             acc[t][1] = vfmaq_f32(acc[t][1], vcvtq_f32_s32(vpaddq_s32(pair[t][2], pair[t][3])), dd);
         }
     }
-    for (int t = 0; t < T; t++) {
-        const float32x4_t s = vaddq_f32(acc[t][0], acc[t][1]); /* l + l+4 */
-        const float32x2_t h = vadd_f32(vget_low_f32(s), vget_high_f32(s));
-        out[t] = vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
-    }
+    for (int t = 0; t < T; t++) out[t] = k_hsum8(acc[t][0], acc[t][1]);
 }
 
-float k_dot_q2_k_q8_k_neon(int64_t n, const void *w, const void *a) {
-    float o;
-    q23_dot_neon(K_Q2_K, 1, n, (const char *)w, (const char *)a, 0, &o);
-    return o;
-}
-
-float k_dot_q3_k_q8_k_neon(int64_t n, const void *w, const void *a) {
-    float o;
-    q23_dot_neon(K_Q3_K, 1, n, (const char *)w, (const char *)a, 0, &o);
-    return o;
-}
-
-static void q2k_dot4_neon(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]) {
-    q23_dot_neon(K_Q2_K, 4, n, (const char *)w, (const char *)a, a_row_bytes, out);
-}
-
-static void q3k_dot4_neon(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]) {
-    q23_dot_neon(K_Q3_K, 4, n, (const char *)w, (const char *)a, a_row_bytes, out);
-}
-
-/* ---- k_matmul_q tiles ----
- * k_mm_run (mm_driver.h) over pieces: tokens in groups of 4 against every
- * row of the tile (each weight block is decoded once for the 4), the
- * remaining tokens (k_matvec's single one) row by row; dot4 gives the same
- * bits as dot1 token by token. */
-#define Q23_PIECE(name, dot4, dot1)                                                                            \
-    static void name(int rows, int toks, int batch, int64_t n, const char *w, size_t row_bytes, const char *a, \
-                     size_t a_row_bytes, float *out) {                                                         \
-        (void)rows, (void)batch, (void)row_bytes;                                                              \
-        if (toks == 4) dot4(n, w, a, a_row_bytes, out);                                                        \
-        else out[0] = dot1(n, w, a);                                                                           \
-    }
-Q23_PIECE(q2k_piece_neon, q2k_dot4_neon, k_dot_q2_k_q8_k_neon)
-Q23_PIECE(q3k_piece_neon, q3k_dot4_neon, k_dot_q3_k_q8_k_neon)
-/* the neon-dotprod tiles: the same pieces over the SDOT kernels of package
- * csrc/dotprod (dispatch_arm64.c hands them out only on CPUs with dotprod) */
-Q23_PIECE(q2k_piece_neon_dot, k_dot4_q2_k_q8_k_neon_dot, k_dot_q2_k_q8_k_neon_dot)
-Q23_PIECE(q3k_piece_neon_dot, k_dot4_q3_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot)
-#undef Q23_PIECE
-
-static const mm_kernel mm_q2k_neon = {.piece = q2k_piece_neon, .shapes = MM_T4};
-static const mm_kernel mm_q3k_neon = {.piece = q3k_piece_neon, .shapes = MM_T4};
-static const mm_kernel mm_q2k_neon_dot = {.piece = q2k_piece_neon_dot, .shapes = MM_T4};
-static const mm_kernel mm_q3k_neon_dot = {.piece = q3k_piece_neon_dot, .shapes = MM_T4};
-
-void k_mm_q2_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q2k_neon, K_MM_TILE_ARGS); }
-void k_mm_q3_k_neon(K_MM_TILE_PARAMS) { k_mm_run(&mm_q3k_neon, K_MM_TILE_ARGS); }
-void k_mm_q2_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q2k_neon_dot, K_MM_TILE_ARGS); }
-void k_mm_q3_k_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_q3k_neon_dot, K_MM_TILE_ARGS); }
+#define Q23_BODY q23_dot_neon
+#include "q2k_q3k_set_arm64.h"
+Q23_SET(k_dot_q2_k_q8_k_neon, k_dot_q3_k_q8_k_neon, k_mm_q2_k_neon, k_mm_q3_k_neon)

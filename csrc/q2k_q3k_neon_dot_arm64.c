@@ -1,12 +1,13 @@
 /*
  * q2k_q3k_neon_dot_arm64.c — Q2_K and Q3_K x Q8_K dots on SDOT (k_sdot),
- * for impl neon-dotprod: one token (k_dot_*_neon_dot) and one row x 4 tokens
- * (k_dot4_*_neon_dot, the kernel of the k_mm_q{2,3}_k_neon_dot tiles in
- * csrc/q2k_q3k_neon_arm64.c). Specification: csrc/q2k_q3k_ref.c, the same
- * bits: per block 8 int32 lanes, lane l = sum over the 8 vectors of 32
- * elements of scale * (q . a over elements 4l..4l+3), which is what SDOT
- * gives lane by lane (lanes 0..3 from elements 0..15 of a vector, 4..7 from
- * 16..31); then the reference's f32 steps.
+ * for impl neon-dotprod: one token (k_dot_*_neon_dot) and the tiles
+ * k_mm_q{2,3}_k_neon_dot (one row x 4 tokens, q2k_q3k_set_arm64.h; the
+ * plain-NEON twins are q2k_q3k_neon_arm64.c). Specification:
+ * csrc/q2k_q3k_ref.c, the same bits: per block 8 int32 lanes, lane l =
+ * sum over the 8 vectors of 32 elements of scale * (q . a over elements
+ * 4l..4l+3), which is what SDOT gives lane by lane (lanes 0..3 from
+ * elements 0..15 of a vector, 4..7 from 16..31); then the reference's f32
+ * steps.
  *
  * Q2_K multiplies each quant by its group scale first (q * s <= 45 fits a
  * signed byte), so one SDOT per 16 elements and token adds the scaled
@@ -15,24 +16,18 @@
  */
 #include "sdot_arm64.h"
 #include <string.h>
-#include "q2k_q3k_neon_dot.h"
+#include "kernels_neon_arm64.h"
 
 K_DOTPROD_BEGIN
-
-enum { DP_Q2_K = 10, DP_Q3_K = 11 }; /* ggml type ids */
-
-static inline float dp_h2f(k_half h) {
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
 
 /* The 16 group scales of a block: Q2_K the low nibbles; Q3_K the 6-bit
  * scales minus 32 (low nibbles of groups 0..7 from scales[0..7], of 8..15
  * from their high nibbles; top bits of group g: bits 2(g/4), 2(g/4)+1 of
  * scales[8 + g%4]). */
 static inline int8x16_t dp_scales(int type, const void *blk) {
-    if (type == DP_Q2_K) return vreinterpretq_s8_u8(vandq_u8(vld1q_u8(((const dp_block_q2_k *)blk)->scales), vdupq_n_u8(15)));
+    if (type == K_Q2_K) return vreinterpretq_s8_u8(vandq_u8(vld1q_u8(((const k_block_q2_k *)blk)->scales), vdupq_n_u8(15)));
     static const int8_t top_shift[16] = {0, 0, 0, 0, -2, -2, -2, -2, -4, -4, -4, -4, -6, -6, -6, -6};
-    const uint8_t *s = ((const dp_block_q3_k *)blk)->scales;
+    const uint8_t *s = ((const k_block_q3_k *)blk)->scales;
     uint32_t w2;
     memcpy(&w2, s + 8, 4);
     const uint8x8_t x = vld1_u8(s);
@@ -44,25 +39,25 @@ static inline int8x16_t dp_scales(int type, const void *blk) {
 /* out[t] = dot(row w, token t) for T tokens (1 or 4) a_row_bytes apart */
 static inline __attribute__((always_inline)) void dp_dot(const int type, const int T, int64_t n, const char *w,
                                                         const char *a, size_t a_row_bytes, float *out) {
-    const size_t bsz = type == DP_Q2_K ? sizeof(dp_block_q2_k) : sizeof(dp_block_q3_k);
+    const size_t bsz = type == K_Q2_K ? sizeof(k_block_q2_k) : sizeof(k_block_q3_k);
     const uint8x16_t three = vdupq_n_u8(3), one = vdupq_n_u8(1), four = vdupq_n_u8(4);
     float32x4_t lo_f[4], hi_f[4];
     for (int t = 0; t < T; t++) lo_f[t] = hi_f[t] = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / 256; i++) {
+    for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *blk = w + (size_t)i * bsz;
-        const dp_block_q8_k *y[4];
-        for (int t = 0; t < T; t++) y[t] = (const dp_block_q8_k *)(a + (size_t)t * a_row_bytes) + i;
+        const k_block_q8_k *y[4];
+        for (int t = 0; t < T; t++) y[t] = (const k_block_q8_k *)(a + (size_t)t * a_row_bytes) + i;
         const int8x16_t sv = dp_scales(type, blk);
         int8_t s[16];
         vst1q_s8(s, sv);
         float wd;
-        if (type == DP_Q2_K) {
+        if (type == K_Q2_K) {
             /* the min term first: lane l += -(y.d * dmin) * (m[2l] bsums[2l] + m[2l+1] bsums[2l+1]) */
-            const dp_block_q2_k *x = (const dp_block_q2_k *)blk;
+            const k_block_q2_k *x = (const k_block_q2_k *)blk;
             const uint8x16_t m = vshrq_n_u8(vld1q_u8(x->scales), 4);
             const int16x8_t m_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(m)));
             const int16x8_t m_hi = vreinterpretq_s16_u16(vmovl_high_u8(m));
-            const float dmin = dp_h2f(x->dmin);
+            const float dmin = k_h2f(x->dmin);
             for (int t = 0; t < T; t++) {
                 const int16x8_t b_lo = vld1q_s16(y[t]->bsums), b_hi = vld1q_s16(y[t]->bsums + 8);
                 const int32x4_t p_lo = vpaddq_s32(vmull_s16(vget_low_s16(m_lo), vget_low_s16(b_lo)), vmull_high_s16(m_lo, b_lo));
@@ -71,13 +66,13 @@ static inline __attribute__((always_inline)) void dp_dot(const int type, const i
                 lo_f[t] = vfmaq_f32(lo_f[t], vcvtq_f32_s32(p_lo), dm);
                 hi_f[t] = vfmaq_f32(hi_f[t], vcvtq_f32_s32(p_hi), dm);
             }
-            wd = dp_h2f(x->d);
+            wd = k_h2f(x->d);
         } else {
-            wd = dp_h2f(((const dp_block_q3_k *)blk)->d);
+            wd = k_h2f(((const k_block_q3_k *)blk)->d);
         }
-        const uint8_t *qs = type == DP_Q2_K ? ((const dp_block_q2_k *)blk)->qs : ((const dp_block_q3_k *)blk)->qs;
-        const uint8_t *hm = ((const dp_block_q3_k *)blk)->hmask; /* Q3_K only */
-        const uint8x16_t hm0 = type == DP_Q3_K ? vld1q_u8(hm) : one, hm1 = type == DP_Q3_K ? vld1q_u8(hm + 16) : one;
+        const uint8_t *qs = type == K_Q2_K ? ((const k_block_q2_k *)blk)->qs : ((const k_block_q3_k *)blk)->qs;
+        const uint8_t *hm = ((const k_block_q3_k *)blk)->hmask; /* Q3_K only */
+        const uint8x16_t hm0 = type == K_Q3_K ? vld1q_u8(hm) : one, hm1 = type == K_Q3_K ? vld1q_u8(hm + 16) : one;
         int32x4_t lo_i[4], hi_i[4];
         for (int t = 0; t < T; t++) lo_i[t] = hi_i[t] = vdupq_n_s32(0);
         for (int h = 0; h < 2; h++) {
@@ -86,7 +81,7 @@ static inline __attribute__((always_inline)) void dp_dot(const int type, const i
                 const int v = 4 * h + k; /* elements 32v .. 32v+31, groups 2v (b0) and 2v+1 (b1) */
                 const int8x16_t sh = vdupq_n_s8((int8_t)(-2 * k));
                 uint8x16_t q0 = vandq_u8(vshlq_u8(b0, sh), three), q1 = vandq_u8(vshlq_u8(b1, sh), three);
-                if (type == DP_Q2_K) {
+                if (type == K_Q2_K) {
                     q0 = vmulq_u8(q0, vdupq_n_u8((uint8_t)s[2 * v]));
                     q1 = vmulq_u8(q1, vdupq_n_u8((uint8_t)s[2 * v + 1]));
                 } else {
@@ -96,7 +91,7 @@ static inline __attribute__((always_inline)) void dp_dot(const int type, const i
                 }
                 for (int t = 0; t < T; t++) {
                     const int8x16_t a0 = vld1q_s8(y[t]->qs + 32 * v), a1 = vld1q_s8(y[t]->qs + 32 * v + 16);
-                    if (type == DP_Q2_K) {
+                    if (type == K_Q2_K) {
                         lo_i[t] = k_sdot(lo_i[t], vreinterpretq_s8_u8(q0), a0);
                         hi_i[t] = k_sdot(hi_i[t], vreinterpretq_s8_u8(q1), a1);
                     } else {
@@ -113,30 +108,10 @@ static inline __attribute__((always_inline)) void dp_dot(const int type, const i
             hi_f[t] = vfmaq_f32(hi_f[t], vcvtq_f32_s32(hi_i[t]), dd);
         }
     }
-    for (int t = 0; t < T; t++) { /* ((0+4) + (2+6)) + ((1+5) + (3+7)) */
-        const float32x4_t s4 = vaddq_f32(lo_f[t], hi_f[t]);
-        const float32x2_t s2 = vadd_f32(vget_low_f32(s4), vget_high_f32(s4));
-        out[t] = vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
-    }
+    for (int t = 0; t < T; t++) out[t] = k_hsum8(lo_f[t], hi_f[t]); /* ((0+4) + (2+6)) + ((1+5) + (3+7)) */
 }
 
-float k_dot_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a) {
-    float o;
-    dp_dot(DP_Q2_K, 1, n, (const char *)w, (const char *)a, 0, &o);
-    return o;
-}
-
-float k_dot_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a) {
-    float o;
-    dp_dot(DP_Q3_K, 1, n, (const char *)w, (const char *)a, 0, &o);
-    return o;
-}
-
-void k_dot4_q2_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]) {
-    dp_dot(DP_Q2_K, 4, n, (const char *)w, (const char *)a, a_row_bytes, out);
-}
-
-void k_dot4_q3_k_q8_k_neon_dot(int64_t n, const void *w, const void *a, size_t a_row_bytes, float out[4]) {
-    dp_dot(DP_Q3_K, 4, n, (const char *)w, (const char *)a, a_row_bytes, out);
-}
+#define Q23_BODY dp_dot
+#include "q2k_q3k_set_arm64.h"
+Q23_SET(k_dot_q2_k_q8_k_neon_dot, k_dot_q3_k_q8_k_neon_dot, k_mm_q2_k_neon_dot, k_mm_q3_k_neon_dot)
 K_DOTPROD_END

@@ -87,42 +87,39 @@ static void lanes_g16(int32_t lane[8], const int8_t *q, const int8_t *a, const i
     }
 }
 
-float k_dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *a) {
-    const k_block_q2_k *x = (const k_block_q2_k *)w;
+/* Q2_K (q3 = 0) and Q3_K (q3 = 1): per block the quants and 16 group
+ * scales, the 8 lanes, then Q2_K's min term and the lanes' term per lane */
+static float dot_q23(int q3, int64_t n, const void *w, const void *a) {
+    const k_block_q2_k *x2 = (const k_block_q2_k *)w;
+    const k_block_q3_k *x3 = (const k_block_q3_k *)w;
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     float acc[8] = {0};
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        uint8_t u[K_QKK];
         int8_t q[K_QKK];
-        low2_bits(x[i].qs, u);
-        memcpy(q, u, sizeof q); /* 0..3 */
         int sc[16], lane[8];
-        for (int g = 0; g < 16; g++) sc[g] = x[i].scales[g] & 15;
-        lanes_g16(lane, q, y[i].qs, sc);
-        const float yd = y[i].d;
-        const float dmin = -(yd * H2F(x[i].dmin)), d = yd * H2F(x[i].d);
-        for (int l = 0; l < 8; l++) {
-            const int32_t mins = (x[i].scales[2 * l] >> 4) * y[i].bsums[2 * l] +
-                                 (x[i].scales[2 * l + 1] >> 4) * y[i].bsums[2 * l + 1];
-            acc[l] = fmaf(dmin, (float)mins, acc[l]);
-            acc[l] = fmaf(d, (float)lane[l], acc[l]);
+        if (q3) {
+            q3k_quants(&x3[i], q);
+            for (int g = 0; g < 16; g++) sc[g] = q3k_scale(x3[i].scales, g);
+        } else {
+            uint8_t u[K_QKK];
+            low2_bits(x2[i].qs, u);
+            memcpy(q, u, sizeof q); /* 0..3 */
+            for (int g = 0; g < 16; g++) sc[g] = x2[i].scales[g] & 15;
         }
-    }
-    return k_hsum8_ref(acc);
-}
-
-float k_dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *a) {
-    const k_block_q3_k *x = (const k_block_q3_k *)w;
-    const k_block_q8_k *y = (const k_block_q8_k *)a;
-    float acc[8] = {0};
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        int8_t q[K_QKK];
-        q3k_quants(&x[i], q);
-        int sc[16], lane[8];
-        for (int g = 0; g < 16; g++) sc[g] = q3k_scale(x[i].scales, g);
         lanes_g16(lane, q, y[i].qs, sc);
-        const float d = y[i].d * H2F(x[i].d);
+        const float yd = y[i].d, d = yd * H2F(q3 ? x3[i].d : x2[i].d);
+        if (!q3) {
+            const float dmin = -(yd * H2F(x2[i].dmin));
+            for (int l = 0; l < 8; l++) {
+                const int32_t mins = (x2[i].scales[2 * l] >> 4) * y[i].bsums[2 * l] +
+                                     (x2[i].scales[2 * l + 1] >> 4) * y[i].bsums[2 * l + 1];
+                acc[l] = fmaf(dmin, (float)mins, acc[l]);
+            }
+        }
         for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lane[l], acc[l]);
     }
     return k_hsum8_ref(acc);
 }
+
+float k_dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *a) { return dot_q23(0, n, w, a); }
+float k_dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *a) { return dot_q23(1, n, w, a); }

@@ -10,10 +10,6 @@
 #include <string.h>
 #include "kernels_neon_arm64.h"
 
-static inline float h2f(k_half h) {
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
-
 /* Store 8 / 16 floats from a vector of u8 or s8 quants times a scalar. */
 static inline void store16_s8(float *dst, int8x16_t q, float32x4_t d) {
     int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_high_s8(q);
@@ -50,7 +46,7 @@ void k_dequant_q4_0_neon(const void *src, float *dst, int64_t n) {
     const uint8x16_t m4 = vdupq_n_u8(15);
     const int8x16_t s8 = vdupq_n_s8(8);
     for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
-        const float32x4_t d = vdupq_n_f32(h2f(b[i].d));
+        const float32x4_t d = vdupq_n_f32(k_h2f(b[i].d));
         uint8x16_t q = vld1q_u8(b[i].qs);
         int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, m4)), s8);
         int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), s8);
@@ -62,7 +58,7 @@ void k_dequant_q4_0_neon(const void *src, float *dst, int64_t n) {
 void k_dequant_q8_0_neon(const void *src, float *dst, int64_t n) {
     const k_block_q8_0 *b = (const k_block_q8_0 *)src;
     for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) {
-        const float32x4_t d = vdupq_n_f32(h2f(b[i].d));
+        const float32x4_t d = vdupq_n_f32(k_h2f(b[i].d));
         store16_s8(dst, vld1q_s8(b[i].qs), d);
         store16_s8(dst + 16, vld1q_s8(b[i].qs + 16), d);
     }
@@ -90,23 +86,28 @@ static inline __attribute__((always_inline)) void dequant_q45k(const uint8_t *sc
     }
 }
 
-void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n) {
-    const k_block_q4_k *b = (const k_block_q4_k *)src;
-    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK)
-        dequant_q45k(b[i].scales, h2f(b[i].d), h2f(b[i].dmin), b[i].qs, NULL, dst);
+/* the rows of Q4_K (q5 = 0) or Q5_K (q5 = 1) blocks, block by block */
+static inline __attribute__((always_inline)) void dequant_q45k_blocks(const int q5, const void *src, float *dst,
+                                                                      int64_t n) {
+    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK) {
+        if (q5) {
+            const k_block_q5_k *b = (const k_block_q5_k *)src + i;
+            dequant_q45k(b->scales, k_h2f(b->d), k_h2f(b->dmin), b->qs, b->qh, dst);
+        } else {
+            const k_block_q4_k *b = (const k_block_q4_k *)src + i;
+            dequant_q45k(b->scales, k_h2f(b->d), k_h2f(b->dmin), b->qs, NULL, dst);
+        }
+    }
 }
 
-void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n) {
-    const k_block_q5_k *b = (const k_block_q5_k *)src;
-    for (int64_t i = 0; i < n / K_QKK; i++, dst += K_QKK)
-        dequant_q45k(b[i].scales, h2f(b[i].d), h2f(b[i].dmin), b[i].qs, b[i].qh, dst);
-}
+void k_dequant_q4_k_neon(const void *src, float *dst, int64_t n) { dequant_q45k_blocks(0, src, dst, n); }
+void k_dequant_q5_k_neon(const void *src, float *dst, int64_t n) { dequant_q45k_blocks(1, src, dst, n); }
 
 void k_dequant_q6_k_neon(const void *src, float *dst, int64_t n) {
     const k_block_q6_k *b = (const k_block_q6_k *)src;
     const int8x16_t s32 = vdupq_n_s8(32);
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = h2f(b[i].d);
+        const float d = k_h2f(b[i].d);
         for (int h = 0; h < 2; h++, dst += 128) {
             const uint8_t *L = b[i].ql + 64 * h, *H = b[i].qh + 32 * h;
             const int8_t *sc = b[i].scales + 8 * h;
@@ -208,14 +209,14 @@ static inline void store32_iq4(float *dst, int8x16_t table, const uint8_t *qs, f
 void k_dequant_iq4_nl_neon(const void *src, float *dst, int64_t n) {
     const k_block_iq4_nl *b = (const k_block_iq4_nl *)src;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
-    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) store32_iq4(dst, table, b[i].qs, vdupq_n_f32(h2f(b[i].d)));
+    for (int64_t i = 0; i < n / K_QK; i++, dst += K_QK) store32_iq4(dst, table, b[i].qs, vdupq_n_f32(k_h2f(b[i].d)));
 }
 
 void k_dequant_iq4_xs_neon(const void *src, float *dst, int64_t n) {
     const k_block_iq4_xs *b = (const k_block_iq4_xs *)src;
     const int8x16_t table = vld1q_s8(k_iq4nl_values);
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float d = h2f(b[i].d);
+        const float d = k_h2f(b[i].d);
         for (int s = 0; s < 8; s++, dst += 32) {
             const float dl = d * (float)k_iq4xs_scale(&b[i], s); /* rounded to f32 first, as ref */
             store32_iq4(dst, table, b[i].qs + 16 * s, vdupq_n_f32(dl));

@@ -179,20 +179,19 @@ static float om_dot_q23k(int t, int64_t n, const void *w, const void *a) {
 static float om_dot_float(int t, int64_t n, const void *w, const void *a) {
 #define OM_V(p, i) (t == K_F16 ? k_f16_to_f32(((const k_half *)(p))[i]) : ((const float *)(p))[i])
     const int64_t np = n & ~(int64_t)63;
-    double sum = 0;
-    if (np > 0) {
-        float acc[4][16] = {{0}};
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 16; l++) acc[j][l] = fmaf(OM_V(w, i + 16 * j + l), OM_V(a, i + 16 * j + l), acc[j][l]);
-        for (int l = 0; l < 16; l++) { acc[0][l] = acc[0][l] + acc[2][l]; acc[1][l] = acc[1][l] + acc[3][l]; }
-        for (int l = 0; l < 16; l++) acc[0][l] = acc[0][l] + acc[1][l];
-        for (int w2 = 8; w2 >= 1; w2 /= 2)
-            for (int l = 0; l < w2; l++) acc[0][l] = acc[0][l] + acc[0][l + w2];
-        sum = (double)acc[0][0];
+    float lane[64] = {0}; /* lane 16j + i: accumulator j, lane i (all +0 when np = 0) */
+    for (int64_t e = 0; e < np; e++) lane[e % 64] = fmaf(OM_V(w, e), OM_V(a, e), lane[e % 64]);
+    float x0[16];
+    for (int i = 0; i < 16; i++) {
+        const float s02 = lane[i] + lane[32 + i], s13 = lane[16 + i] + lane[48 + i];
+        x0[i] = s02 + s13;
     }
-    for (int64_t i = np; i < n; i++) {
-        float p = OM_V(w, i) * OM_V(a, i);
+    for (int i = 0; i < 8; i++) x0[i] = x0[i] + x0[i + 8];
+    for (int i = 0; i < 4; i++) x0[i] = x0[i] + x0[i + 4];
+    for (int i = 0; i < 2; i++) x0[i] = x0[i] + x0[i + 2];
+    double sum = (double)(x0[0] + x0[1]);
+    for (int64_t e = np; e < n; e++) {
+        const float p = OM_V(w, e) * OM_V(a, e);
         sum += (double)p;
     }
 #undef OM_V

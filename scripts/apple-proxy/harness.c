@@ -63,28 +63,28 @@ typedef struct {
     int interleave;          /* rows per repacked group */
 } type_case;
 
+/* The layouts of the machine the harness is built for: M2 and later
+ * (i8mm) the 8x8 (K-quants) and 4x8 (Q8_0) layouts, vec_dot taking 2x2
+ * for Q4_K, Q6_K and Q8_0; M1 the 8x4 (K-quants) and 4x4 (Q8_0) dotprod
+ * layouts, vec_dot one row x one token. MXFP4's only arm64 layout is the
+ * dotprod 4x4. */
 #if defined(__ARM_FEATURE_MATMUL_INT8)
-/* M2 and later: the 8x8 (K-quants) and 4x8 (Q8_0) layouts, MXFP4's dotprod 4x4 (its only arm64
- * layout); vec_dot takes 2x2 for Q4_K, Q6_K, Q8_0 */
-static const type_case cases[] = {
-    {"q4_k", K_Q4_K, ggml_vec_dot_q4_K_q8_K, 2, ggml_gemv_q4_K_8x8_q8_K, ggml_gemm_q4_K_8x8_q8_K, 8},
-    {"q5_k", K_Q5_K, ggml_vec_dot_q5_K_q8_K, 1, ggml_gemv_q5_K_8x8_q8_K, ggml_gemm_q5_K_8x8_q8_K, 8},
-    {"q6_k", K_Q6_K, ggml_vec_dot_q6_K_q8_K, 2, ggml_gemv_q6_K_8x8_q8_K, ggml_gemm_q6_K_8x8_q8_K, 8},
-    {"q8_0", K_Q8_0, ggml_vec_dot_q8_0_q8_0, 2, ggml_gemv_q8_0_4x8_q8_0, ggml_gemm_q8_0_4x8_q8_0, 4},
-    {"iq4_xs", K_IQ4_XS, ggml_vec_dot_iq4_xs_q8_K, 1, NULL, NULL, 0},
-    {"mxfp4", K_MXFP4, ggml_vec_dot_mxfp4_q8_0, 1, ggml_gemv_mxfp4_4x4_q8_0, ggml_gemm_mxfp4_4x4_q8_0, 4},
-};
+#define KQ_GEMX(t) ggml_gemv_##t##_8x8_q8_K, ggml_gemm_##t##_8x8_q8_K
+#define Q8_GEMX ggml_gemv_q8_0_4x8_q8_0, ggml_gemm_q8_0_4x8_q8_0
+#define NRC2 2
 #else
-/* M1: the 8x4 (K-quants) and 4x4 (Q8_0, MXFP4) dotprod layouts; vec_dot one row x one token */
+#define KQ_GEMX(t) ggml_gemv_##t##_8x4_q8_K, ggml_gemm_##t##_8x4_q8_K
+#define Q8_GEMX ggml_gemv_q8_0_4x4_q8_0, ggml_gemm_q8_0_4x4_q8_0
+#define NRC2 1
+#endif
 static const type_case cases[] = {
-    {"q4_k", K_Q4_K, ggml_vec_dot_q4_K_q8_K, 1, ggml_gemv_q4_K_8x4_q8_K, ggml_gemm_q4_K_8x4_q8_K, 8},
-    {"q5_k", K_Q5_K, ggml_vec_dot_q5_K_q8_K, 1, ggml_gemv_q5_K_8x4_q8_K, ggml_gemm_q5_K_8x4_q8_K, 8},
-    {"q6_k", K_Q6_K, ggml_vec_dot_q6_K_q8_K, 1, ggml_gemv_q6_K_8x4_q8_K, ggml_gemm_q6_K_8x4_q8_K, 8},
-    {"q8_0", K_Q8_0, ggml_vec_dot_q8_0_q8_0, 1, ggml_gemv_q8_0_4x4_q8_0, ggml_gemm_q8_0_4x4_q8_0, 4},
+    {"q4_k", K_Q4_K, ggml_vec_dot_q4_K_q8_K, NRC2, KQ_GEMX(q4_K), 8},
+    {"q5_k", K_Q5_K, ggml_vec_dot_q5_K_q8_K, 1, KQ_GEMX(q5_K), 8},
+    {"q6_k", K_Q6_K, ggml_vec_dot_q6_K_q8_K, NRC2, KQ_GEMX(q6_K), 8},
+    {"q8_0", K_Q8_0, ggml_vec_dot_q8_0_q8_0, NRC2, Q8_GEMX, 4},
     {"iq4_xs", K_IQ4_XS, ggml_vec_dot_iq4_xs_q8_K, 1, NULL, NULL, 0},
     {"mxfp4", K_MXFP4, ggml_vec_dot_mxfp4_q8_0, 1, ggml_gemv_mxfp4_4x4_q8_0, ggml_gemm_mxfp4_4x4_q8_0, 4},
 };
-#endif
 
 static const type_case *find_case(const char *name) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
