@@ -88,7 +88,8 @@ K_AVX2 static inline float k_hmax_avx2(__m256 v) {
 K_AVX2 static inline float k_h2f_avx2(k_half h) { return _cvtsh_ss(h); }
 
 /* prefetch `lines` cache lines from p on (SSE: no target attribute needed) */
-static inline void k_prefetch_lines(const void *p, int lines) {
+static inline __attribute__((always_inline)) void k_prefetch_lines(const void *p, int lines) {
+    _Pragma("GCC unroll 8")
     for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T0);
 }
 
@@ -152,6 +153,25 @@ K_AVX2 static inline __attribute__((always_inline)) void k_q6k_quants_avx2(const
     const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
     const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
     K_Q6K_QUANTS(256, L0, L1, H, q);
+}
+
+/* Q6_K, half h of a block on AVX2: sumi + the int32 lane sums of its 4
+ * quant vectors q against the half's 128 activations qa, vector k with
+ * scales 2j / 2j+1 (j = 4h + k, from the block's 16 scale bytes sc8) on
+ * int32 lanes 0..3 / 4..7; chain pins sumi in a register after each step
+ * (see MM_CHAIN, mm_simd.h). */
+K_AVX2 static inline __attribute__((always_inline)) __m256i k_q6k_half_avx2(__m256i sumi, const __m256i q[4], __m128i sc8,
+                                                                          const int8_t *qa, const int h, const int chain) {
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < 4; k++) {
+        const int j = 4 * h + k;
+        const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
+        const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+        const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv));
+        if (chain) __asm__("" : "+x"(sumi));
+    }
+    return sumi;
 }
 
 
