@@ -54,22 +54,14 @@ const k_type_kernels *k_arch_get_table(int impl, int layer) {
     return NULL;
 }
 
-static const k_arch_ops avx2_ops = {
-    .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,
-    .add = k_add_avx2, .scale = k_scale_avx2,
-    .attention_f16acc = k_attention_f16acc_avx2, .attention_tiled = k_attention_tiled_avx2,
-    .attention_kvq = k_attention_kvq_avx2,
-    .rope = k_rope_avx2, .swiglu = k_swiglu_avx2,
-};
-
-/* avx2's, with the attention drivers built for AVX-512 (32 registers) */
-static const k_arch_ops avx512_ops = {
-    .sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2,
-    .add = k_add_avx2, .scale = k_scale_avx2,
-    .attention_f16acc = k_attention_f16acc_avx512, .attention_tiled = k_attention_tiled_avx512,
-    .attention_kvq = k_attention_kvq_avx512,
-    .rope = k_rope_avx2, .swiglu = k_swiglu_avx2,
-};
+/* the AVX2 ops with the attention drivers (f16acc, tiled, kvq) of a set */
+#define X86_OPS(f16acc, tiled, kvq)                                                                                   \
+    {.sgemm = k_sgemm_avx2, .attention = k_attention_avx2, .rmsnorm = k_rmsnorm_avx2, .add = k_add_avx2,             \
+     .scale = k_scale_avx2, .rope = k_rope_avx2, .swiglu = k_swiglu_avx2, .attention_f16acc = (f16acc),               \
+     .attention_tiled = (tiled), .attention_kvq = (kvq)}
+static const k_arch_ops avx2_ops = X86_OPS(k_attention_f16acc_avx2, k_attention_tiled_avx2, k_attention_kvq_avx2);
+/* the attention drivers built for AVX-512 (32 registers) */
+static const k_arch_ops avx512_ops = X86_OPS(k_attention_f16acc_avx512, k_attention_tiled_avx512, k_attention_kvq_avx512);
 
 const k_arch_ops *k_arch_get_ops(int impl) {
     return impl == K_IMPL_AVX512 ? &avx512_ops : impl == K_IMPL_AVX2 ? &avx2_ops : NULL;
