@@ -81,11 +81,8 @@ K_AVX512 K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t 
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m512i absq = iq4_abs_table512();
     const int64_t nb = n / K_QK;
-    __m512 acc[4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
+    __m512 acc[4] = {0};
+    for (int64_t i = 0; i + 1 < nb; i += 2) {
         const __m512i av = iq4_load2x32(y[i].qs, y[i + 1].qs);
         const float dy0 = k_h2f_avx2(y[i].d), dy1 = k_h2f_avx2(y[i + 1].d);
         _Pragma("GCC unroll 8")
@@ -102,12 +99,13 @@ K_AVX512 K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t 
     _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
         out[r] = k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), iq4_hi256(acc[r])));
-    if (i < nb) {
-        const float dy = k_h2f_avx2(y[i].d);
+    if (nb % 2) {
+        const k_block_q8_0 *yl = &y[nb - 1]; /* the last block */
+        const float dy = k_h2f_avx2(yl->d);
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
-            const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i;
-            out[r] = fmaf(k_h2f_avx2(x->d) * dy, (float)iq4_isum256(iq4nl_lanes256(x, &y[i])), out[r]);
+            const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + (nb - 1);
+            out[r] = fmaf(k_h2f_avx2(x->d) * dy, (float)iq4_isum256(iq4nl_lanes256(x, yl)), out[r]);
         }
     }
 }
@@ -118,11 +116,8 @@ K_AVX512 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const c
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const __m512i absq = iq4_abs_table512();
     const int64_t nb = n / K_QK;
-    __m256 acc[4];
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
+    __m256 acc[4] = {0};
+    for (int64_t i = 0; i + 1 < nb; i += 2) {
         const struct iq4_wpair p = iq4_wpair_of(absq, iq4_load2x16(x[i].qs, x[i + 1].qs));
         const float d0 = k_h2f_avx2(x[i].d), d1 = k_h2f_avx2(x[i + 1].d);
         _Pragma("GCC unroll 8")
@@ -134,7 +129,8 @@ K_AVX512 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const c
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * k_h2f_avx2(y[1].d)), iq4_hi256(f), acc[k]);
         }
     }
-    if (i < nb) {
+    if (nb % 2) {
+        const int64_t i = nb - 1; /* the last block */
         const float d = k_h2f_avx2(x[i].d);
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
