@@ -30,9 +30,12 @@ Q23_TARGET static inline __attribute__((always_inline)) void q23_tile(const int 
         for (int r = 0; r < R; r++) {
             const char *blk = w + (size_t)r * row_bytes + (size_t)i * bsz;
             /* four short row streams: help the prefetcher (see mm_simd.h rows4_q0) */
-            if (R > 1) k_prefetch_lines(blk + Q23_PF_ROWS * row_bytes, 2);
-            const float d = q23_block_start(type, blk, T, y, acc + r * T);
+            if (R > 1) {
+                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes, _MM_HINT_T0);
+                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes + 64, _MM_HINT_T0);
+            }
             const q23_wblk wb = q23_wblk_make(type, blk);
+            const float d = q23_block_start(type, blk, T, y, acc + r * T);
             q23_wi sumi[Q23_TMAX];
             _Pragma("GCC unroll 8")
             for (int t = 0; t < T; t++) sumi[t] = (q23_wi){0};
