@@ -32,7 +32,6 @@ IQ4_TARGET static inline __attribute__((always_inline)) void iq4xs_tile(const in
         for (int r = 0; r < R; r++) {
             x[r] = (const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i;
             sc[r] = iq4xs_scales(x[r]);
-            if (R > 1) k_prefetch_lines((const char *)x[r] + 4 * row_bytes, 3); /* the next group of rows */
             _Pragma("GCC unroll 8")
             for (int k = 0; k < T; k++) sumi[r][k] = (iq4xs_wi){0};
         }
