@@ -130,73 +130,31 @@ K_AVX2 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const cha
 
 /* ---- IQ4_XS x Q8_K ---- */
 
-/* the 8 sub-block scales minus 32 as int16, in both 128-bit halves */
-K_AVX2 K_INLINE __m256i iq4xs_scales16_avx2(const k_block_iq4_xs *x) {
+/* the hooks of iq4_x86.h: 8 steps of 32 quants (one sub-block), the 8
+ * sub-block scales minus 32 as int16 in both 128-bit halves */
+#define IQ4_TARGET K_AVX2
+#define IQ4XS_STEPS 8
+typedef struct { __m256i table; } iq4xs_ctx;
+typedef __m256i iq4xs_wi, iq4xs_wsc, iq4xs_w;
+K_AVX2 K_INLINE iq4xs_ctx iq4xs_ctx_make(void) { return (iq4xs_ctx){iq4_table_avx2()}; }
+K_AVX2 K_INLINE __m256i iq4xs_scales(const k_block_iq4_xs *x) {
     const __m128i s = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)k_iq4xs_scales8(x)));
     return _mm256_broadcastsi128_si256(_mm_sub_epi16(s, _mm_set1_epi16(32)));
 }
-
-/* R rows x T tokens: out[k * R + r] = dot(row r, token k). Per super-block
- * the 8 sub-blocks' lanes are summed in int32 (madd with the scale), then
- * one FMA with d * y.d; hsum at the end (one order for any R, T). */
-K_AVX2 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
-                                     const char *a, size_t a_row_bytes, float *out) {
-    const __m256i table = iq4_table_avx2();
-    __m256 acc[4][4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) acc[r][k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const k_block_iq4_xs *x[4];
-        const k_block_q8_k *y[4];
-        __m256i sumi[4][4], sc[4];
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            x[r] = (const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i;
-            sc[r] = iq4xs_scales16_avx2(x[r]);
-            if (R > 1) k_prefetch_lines((const char *)x[r] + 4 * row_bytes, 3); /* the next group of rows */
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) sumi[r][k] = _mm256_setzero_si256();
-        }
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) y[k] = (const k_block_q8_k *)(a + (size_t)k * a_row_bytes) + i;
-        _Pragma("GCC unroll 8")
-        for (int s = 0; s < 8; s++) {
-            __m256i av[4];
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) av[k] = _mm256_loadu_si256((const __m256i *)(y[k]->qs + 32 * s));
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < R; r++) {
-                const __m256i q = iq4_levels_avx2(table, x[r]->qs + 16 * s);
-                const __m256i ls = k_bcast16_avx2(sc[r], s);
-                _Pragma("GCC unroll 8")
-                for (int k = 0; k < T; k++)
-                    sumi[r][k] = _mm256_add_epi32(sumi[r][k], _mm256_madd_epi16(iq4_pairs_avx2(q, av[k]), ls));
-            }
-        }
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const float d = k_h2f_avx2(x[r]->d);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++)
-                acc[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[r][k]), acc[r][k]);
-        }
-    }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(acc[r][k]);
+K_AVX2 K_INLINE __m256i iq4xs_act(const k_block_q8_k *y, const int s) { return _mm256_loadu_si256((const __m256i *)(y->qs + 32 * s)); }
+K_AVX2 K_INLINE __m256i iq4xs_wts(iq4xs_ctx cx, const k_block_iq4_xs *x, const int s) { return iq4_levels_avx2(cx.table, x->qs + 16 * s); }
+K_AVX2 K_INLINE __m256i iq4xs_ls(iq4xs_ctx cx, __m256i sc, const int s) {
+    (void)cx;
+    return k_bcast16_avx2(sc, s);
 }
+K_AVX2 K_INLINE __m256i iq4xs_madd(__m256i sumi, __m256i q, __m256i av, __m256i ls) {
+    return _mm256_add_epi32(sumi, _mm256_madd_epi16(iq4_pairs_avx2(q, av), ls));
+}
+K_AVX2 K_INLINE __m256i iq4xs_fold(__m256i v) { return v; }
 
-#define IQ4_TARGET K_AVX2
-#include "iq4_piece.h"
-#include "mm_driver.h"
+#include "iq4_x86.h"
 
 K_AVX2 float k_dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
 K_AVX2 float k_dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
-
-static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
-static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
 void k_mm_iq4_nl_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
 void k_mm_iq4_xs_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }

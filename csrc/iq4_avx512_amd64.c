@@ -81,11 +81,8 @@ K_AVX512 K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t 
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
     const __m512i absq = iq4_abs_table512();
     const int64_t nb = n / K_QK;
-    __m512 acc[4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
+    __m512 acc[4] = {0};
+    for (int64_t i = 0; i + 1 < nb; i += 2) {
         const __m512i av = iq4_load2x32(y[i].qs, y[i + 1].qs);
         const float dy0 = k_h2f_avx2(y[i].d), dy1 = k_h2f_avx2(y[i + 1].d);
         _Pragma("GCC unroll 8")
@@ -102,12 +99,13 @@ K_AVX512 K_INLINE void iq4nl_rows(const int R, int64_t n, const char *w, size_t 
     _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++)
         out[r] = k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), iq4_hi256(acc[r])));
-    if (i < nb) {
-        const float dy = k_h2f_avx2(y[i].d);
+    if (nb % 2) {
+        const k_block_q8_0 *yl = &y[nb - 1]; /* the last block */
+        const float dy = k_h2f_avx2(yl->d);
         _Pragma("GCC unroll 8")
         for (int r = 0; r < R; r++) {
-            const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + i;
-            out[r] = fmaf(k_h2f_avx2(x->d) * dy, (float)iq4_isum256(iq4nl_lanes256(x, &y[i])), out[r]);
+            const k_block_iq4_nl *x = (const k_block_iq4_nl *)(w + (size_t)r * row_bytes) + (nb - 1);
+            out[r] = fmaf(k_h2f_avx2(x->d) * dy, (float)iq4_isum256(iq4nl_lanes256(x, yl)), out[r]);
         }
     }
 }
@@ -118,11 +116,8 @@ K_AVX512 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const c
     const k_block_iq4_nl *x = (const k_block_iq4_nl *)w;
     const __m512i absq = iq4_abs_table512();
     const int64_t nb = n / K_QK;
-    __m256 acc[4];
-    _Pragma("GCC unroll 8")
-    for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
+    __m256 acc[4] = {0};
+    for (int64_t i = 0; i + 1 < nb; i += 2) {
         const struct iq4_wpair p = iq4_wpair_of(absq, iq4_load2x16(x[i].qs, x[i + 1].qs));
         const float d0 = k_h2f_avx2(x[i].d), d1 = k_h2f_avx2(x[i + 1].d);
         _Pragma("GCC unroll 8")
@@ -134,7 +129,8 @@ K_AVX512 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const c
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * k_h2f_avx2(y[1].d)), iq4_hi256(f), acc[k]);
         }
     }
-    if (i < nb) {
+    if (nb % 2) {
+        const int64_t i = nb - 1; /* the last block */
         const float d = k_h2f_avx2(x[i].d);
         _Pragma("GCC unroll 8")
         for (int k = 0; k < T; k++) {
@@ -148,79 +144,42 @@ K_AVX512 K_INLINE void iq4nl_toks(const int T, int64_t n, const void *w, const c
 
 /* ---- IQ4_XS x Q8_K ---- */
 
-/* the 8 sub-block scales minus 32 as int16, in every 128-bit lane */
-K_AVX512 K_INLINE __m512i iq4xs_scales16_512(const k_block_iq4_xs *x) {
+/* the hooks of iq4_x86.h: 4 steps of two sub-blocks (2p, 2p+1) each, the
+ * int32 sums in 512 bits with vpmaddubsw + vpdpwssd and the halves added
+ * at the end of the super-block; pick[p] takes scale word 2p to words
+ * 0..15 and 2p+1 to 16..31 from the 8 scales in every 128-bit lane */
+#define IQ4_TARGET K_AVX512
+#define IQ4XS_STEPS 4
+typedef struct { __m512i absq, pick[4]; } iq4xs_ctx;
+typedef __m512i iq4xs_wi, iq4xs_wsc;
+typedef struct iq4_wpair iq4xs_w;
+K_AVX512 K_INLINE iq4xs_ctx iq4xs_ctx_make(void) {
+    iq4xs_ctx cx;
+    cx.absq = iq4_abs_table512();
+    _Pragma("GCC unroll 8")
+    for (int p = 0; p < 4; p++)
+        cx.pick[p] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * p)), _mm256_set1_epi16((short)(2 * p + 1)), 1);
+    return cx;
+}
+K_AVX512 K_INLINE __m512i iq4xs_scales(const k_block_iq4_xs *x) {
     const __m128i s = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)k_iq4xs_scales8(x)));
     return _mm512_broadcast_i32x4(_mm_sub_epi16(s, _mm_set1_epi16(32)));
 }
-
-/* R rows x T tokens, out[k * R + r]: per super-block four pairs of
- * sub-blocks, int32 sums in 512 bits, the halves added, one FMA with
- * d * y.d into a 256-bit accumulator; hsum at the end. */
-K_AVX512 K_INLINE void iq4xs_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
-                                    const char *a, size_t a_row_bytes, float *out) {
-    const __m512i absq = iq4_abs_table512();
-    __m512i pick[4]; /* words 0..15: scale 2p, 16..31: scale 2p+1 */
-    _Pragma("GCC unroll 8")
-    for (int p = 0; p < 4; p++)
-        pick[p] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * p)), _mm256_set1_epi16((short)(2 * p + 1)), 1);
-    __m256 acc[4][4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) acc[r][k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const k_block_iq4_xs *x[4];
-        const k_block_q8_k *y[4];
-        __m512i sumi[4][4], sc[4];
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            x[r] = (const k_block_iq4_xs *)(w + (size_t)r * row_bytes) + i;
-            sc[r] = iq4xs_scales16_512(x[r]);
-            if (R > 1) k_prefetch_lines((const char *)x[r] + 4 * row_bytes, 3); /* the next group of rows */
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) sumi[r][k] = _mm512_setzero_si512();
-        }
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) y[k] = (const k_block_q8_k *)(a + (size_t)k * a_row_bytes) + i;
-        _Pragma("GCC unroll 8")
-        for (int p = 0; p < 4; p++) { /* sub-blocks 2p, 2p+1 */
-            __m512i av[4];
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) av[k] = _mm512_loadu_si512((const void *)(y[k]->qs + 64 * p));
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < R; r++) {
-                const struct iq4_wpair wp = iq4_wpair_of(absq, _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * p)));
-                const __m512i ls = _mm512_permutexvar_epi16(pick[p], sc[r]);
-                _Pragma("GCC unroll 8")
-                for (int k = 0; k < T; k++)
-                    sumi[r][k] = _mm512_dpwssd_epi32(sumi[r][k], _mm512_maddubs_epi16(wp.mag, iq4_signed_acts(wp, av[k])), ls);
-            }
-        }
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const float d = k_h2f_avx2(x[r]->d);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) {
-                const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[r][k]), _mm512_extracti64x4_epi64(sumi[r][k], 1));
-                acc[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(s8), acc[r][k]);
-            }
-        }
-    }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(acc[r][k]);
+K_AVX512 K_INLINE __m512i iq4xs_act(const k_block_q8_k *y, const int p) { return _mm512_loadu_si512((const void *)(y->qs + 64 * p)); }
+K_AVX512 K_INLINE struct iq4_wpair iq4xs_wts(iq4xs_ctx cx, const k_block_iq4_xs *x, const int p) {
+    return iq4_wpair_of(cx.absq, _mm256_loadu_si256((const __m256i *)(x->qs + 32 * p)));
+}
+K_AVX512 K_INLINE __m512i iq4xs_ls(iq4xs_ctx cx, __m512i sc, const int p) { return _mm512_permutexvar_epi16(cx.pick[p], sc); }
+K_AVX512 K_INLINE __m512i iq4xs_madd(__m512i sumi, struct iq4_wpair wp, __m512i av, __m512i ls) {
+    return _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(wp.mag, iq4_signed_acts(wp, av)), ls);
+}
+K_AVX512 K_INLINE __m256i iq4xs_fold(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-#define IQ4_TARGET K_AVX512
-#include "iq4_piece.h"
-#include "mm_driver.h"
+#include "iq4_x86.h"
 
 K_AVX512 float k_dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *a) { return iq4nl_dot(n, w, a); }
 K_AVX512 float k_dot_iq4_xs_q8_k_avx512(int64_t n, const void *w, const void *a) { return iq4xs_dot(n, w, a); }
-
-static const mm_kernel mm_iq4nl_piece = MM_BARE(iq4nl_piece);
-static const mm_kernel mm_iq4xs_piece = MM_BARE(iq4xs_piece);
 void k_mm_iq4_nl_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4nl_piece, K_MM_TILE_ARGS); }
 void k_mm_iq4_xs_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_iq4xs_piece, K_MM_TILE_ARGS); }

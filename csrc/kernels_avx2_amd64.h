@@ -16,35 +16,27 @@
 
 #include <immintrin.h>
 #include "kernels.h"
+#include "kernels_sets.h"
 
 #define K_AVX2 __attribute__((target("avx2,fma,f16c")))
 /* impl "avx512": AVX-512 VL + BW + VNNI (used on 256-bit vectors) */
 #define K_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* Declared through the function types of kernels.h, one list per op; each
- * kernel's definition is written out in its .c file. */
-k_dequant_kernel k_dequant_f16_avx2, k_dequant_q4_0_avx2, k_dequant_q8_0_avx2, k_dequant_q2_k_avx2,
-    k_dequant_q3_k_avx2, k_dequant_q4_k_avx2, k_dequant_q5_k_avx2, k_dequant_q6_k_avx2,
-    k_dequant_iq4_nl_avx2, k_dequant_iq4_xs_avx2, k_dequant_mxfp4_avx2;
-k_quantize_kernel k_quantize_q8_k_avx2, k_quantize_q8_0_avx2, k_quantize_f16_avx2;
-k_dot_kernel k_dot_q2_k_q8_k_avx2, k_dot_q3_k_q8_k_avx2, k_dot_q4_k_q8_k_avx2, k_dot_q5_k_q8_k_avx2,
-    k_dot_q6_k_q8_k_avx2, k_dot_q4_0_q8_0_avx2, k_dot_q4_1_q8_0_avx2, k_dot_q5_0_q8_0_avx2,
-    k_dot_q5_1_q8_0_avx2, k_dot_q8_0_q8_0_avx2, k_dot_iq4_nl_q8_0_avx2, k_dot_iq4_xs_q8_k_avx2,
-    k_dot_mxfp4_q8_0_avx2, k_dot_f16_f16_avx2, k_dot_f32_f32_avx2, k_dot_bf16_f32_avx2;
-/* k_matmul_q tiles: mm_avx2_amd64.c, q2k_q3k_avx2_amd64.c, iq4_avx2_amd64.c, mxfp4_avx2_amd64.c,
- * dot_float_avx2_amd64.c */
-k_mm_tile_kernel k_mm_q2_k_avx2, k_mm_q3_k_avx2, k_mm_q4_k_avx2, k_mm_q5_k_avx2, k_mm_q6_k_avx2,
-    k_mm_q4_0_avx2, k_mm_q5_0_avx2, k_mm_q8_0_avx2, k_mm_iq4_nl_avx2, k_mm_iq4_xs_avx2, k_mm_mxfp4_avx2,
-    k_mm_f16_avx2, k_mm_f32_avx2;
+/* The lists every set has (kernels_sets.h), and the kernels only this set
+ * has: the Q4_1 / Q5_1 and float dots, the f16 / f32 tiles
+ * (dot_float_avx2_amd64.c). The k_matmul_q tiles: mm_avx2_amd64.c,
+ * q2k_q3k_avx2_amd64.c, iq4_avx2_amd64.c, mxfp4_avx2_amd64.c. */
+K_SET_CONVERT(avx2);
+K_SET_QDOTS(avx2);
+K_SET_QTILES(avx2);
+k_dot_kernel k_dot_q4_1_q8_0_avx2, k_dot_q5_1_q8_0_avx2, k_dot_f16_f16_avx2, k_dot_f32_f32_avx2, k_dot_bf16_f32_avx2;
+k_mm_tile_kernel k_mm_f16_avx2, k_mm_f32_avx2;
 
 /* AVX-512 VNNI builds of the same bodies (*_avx512_amd64.c); every other
  * kernel of impl "avx512" is the AVX2 one. */
-k_dot_kernel k_dot_q2_k_q8_k_avx512, k_dot_q3_k_q8_k_avx512, k_dot_q4_k_q8_k_avx512, k_dot_q5_k_q8_k_avx512,
-    k_dot_q6_k_q8_k_avx512, k_dot_q4_0_q8_0_avx512, k_dot_q4_1_q8_0_avx512, k_dot_q5_0_q8_0_avx512,
-    k_dot_q5_1_q8_0_avx512, k_dot_q8_0_q8_0_avx512, k_dot_iq4_nl_q8_0_avx512, k_dot_iq4_xs_q8_k_avx512,
-    k_dot_mxfp4_q8_0_avx512;
-k_mm_tile_kernel k_mm_q2_k_avx512, k_mm_q3_k_avx512, k_mm_q4_k_avx512, k_mm_q5_k_avx512, k_mm_q6_k_avx512,
-    k_mm_q4_0_avx512, k_mm_q5_0_avx512, k_mm_q8_0_avx512, k_mm_iq4_nl_avx512, k_mm_iq4_xs_avx512, k_mm_mxfp4_avx512;
+K_SET_QDOTS(avx512);
+K_SET_QTILES(avx512);
+k_dot_kernel k_dot_q4_1_q8_0_avx512, k_dot_q5_1_q8_0_avx512;
 
 /* packed (row-interleaved) Q4_K, Q6_K and Q8_0, 8-row groups: packed_x86.h;
  * one layout per type, packed by k_pack_*_x8_avx2, for both sets */
@@ -88,7 +80,8 @@ K_AVX2 static inline float k_hmax_avx2(__m256 v) {
 K_AVX2 static inline float k_h2f_avx2(k_half h) { return _cvtsh_ss(h); }
 
 /* prefetch `lines` cache lines from p on (SSE: no target attribute needed) */
-static inline void k_prefetch_lines(const void *p, int lines) {
+static inline __attribute__((always_inline)) void k_prefetch_lines(const void *p, int lines) {
+    _Pragma("GCC unroll 8")
     for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T0);
 }
 
@@ -152,6 +145,25 @@ K_AVX2 static inline __attribute__((always_inline)) void k_q6k_quants_avx2(const
     const __m256i L1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
     const __m256i H = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
     K_Q6K_QUANTS(256, L0, L1, H, q);
+}
+
+/* Q6_K, half h of a block on AVX2: sumi + the int32 lane sums of its 4
+ * quant vectors q against the half's 128 activations qa, vector k with
+ * scales 2j / 2j+1 (j = 4h + k, from the block's 16 scale bytes sc8) on
+ * int32 lanes 0..3 / 4..7; chain pins sumi in a register after each step
+ * (see MM_CHAIN, mm_simd.h). */
+K_AVX2 static inline __attribute__((always_inline)) __m256i k_q6k_half_avx2(__m256i sumi, const __m256i q[4], __m128i sc8,
+                                                                          const int8_t *qa, const int h, const int chain) {
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < 4; k++) {
+        const int j = 4 * h + k;
+        const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
+        const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+        const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv));
+        if (chain) __asm__("" : "+x"(sumi));
+    }
+    return sumi;
 }
 
 

@@ -1,8 +1,9 @@
 /* mm_avx2_amd64.c — k_matmul_q tile kernels, AVX2 (instruction choices:
- * simd_avx2_amd64.h): the 256-bit Q4_K and Q6_K pieces (one row x 4
- * tokens, 4 rows x one token, and the 4-token group kernels on decoded
- * weights and on the raw rows), with mm_simd.h's shared ones; each k_mm_*_avx2 is k_mm_run
- * (mm_driver.h) over its type's mm_kernel. */
+ * simd_avx2_amd64.h): the 256-bit Q4_K and Q6_K pieces (the 4-token group
+ * kernels on decoded weights and on the raw rows, and the hooks of
+ * mm_x86.h's one row x 4 tokens and 4 rows x one token bodies), with
+ * mm_simd.h's shared ones; each k_mm_*_avx2 is k_mm_run (mm_driver.h) over
+ * its type's mm_kernel. */
 #include "simd_avx2_amd64.h"
 #include "mm_simd.h"
 
@@ -48,9 +49,7 @@ KT static inline __attribute__((always_inline)) void q4k_dot4p(const int raw, MM
         __m256i mins, s2 = _mm256_setzero_si256();
         float d, dmin;
         if (raw) {
-            _mm_prefetch((const char *)&xr[i] + MM_PF_RAW, _MM_HINT_T0);
-            _mm_prefetch((const char *)&xr[i] + MM_PF_RAW + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)&xr[i] + MM_PF_RAW + 128, _MM_HINT_T0);
+            k_prefetch_lines((const char *)&xr[i] + MM_PF_RAW, 3);
             const __m256i sm = k_q4k_scales_mins16_avx2(xr[i].scales);
             const __m256i sc = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm));
             s2 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
@@ -110,7 +109,7 @@ KT static inline __attribute__((always_inline)) void q4k_dot4p(const int raw, MM
 }
 KT static void dot4p_q4_k(MM_GDOT_PARAMS) { q4k_dot4p(0, MM_GDOT_ARGS); }
 KT static void rdot4p_q4_k(MM_GDOT_PARAMS) { q4k_dot4p(1, MM_GDOT_ARGS); }
-static const mm_group q4k_group4 = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 48, sizeof(q4k_wx), q4k_wprep,
+static const mm_group mm_q4k_group = {4, sizeof(q4k_side4), q4k_prep4, dot4p_q4_k, 48, sizeof(q4k_wx), q4k_wprep,
                                     rdot4p_q4_k, sizeof(k_block_q4_k)};
 
 /* ---- Q6_K x 4 tokens on decoded weights (mm_group): dot4_q6_k's integer
@@ -152,10 +151,7 @@ KT static inline __attribute__((always_inline)) void q6k_dot4p(const int raw, MM
     for (int64_t i = 0; i < i1 - i0; i++, sd++, xw++, xr++) {
         __m256i sc16 = _mm256_setzero_si256(), sc32;
         if (raw) {
-            _mm_prefetch((const char *)xr + MM_PF_RAW, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 128, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 192, _MM_HINT_T0);
+            k_prefetch_lines((const char *)xr + MM_PF_RAW, 4);
             sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xr->scales));
             sc32 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
         } else {
@@ -205,157 +201,100 @@ KT static inline __attribute__((always_inline)) void q6k_dot4p(const int raw, MM
 }
 KT static void dot4p_q6_k(MM_GDOT_PARAMS) { q6k_dot4p(0, MM_GDOT_ARGS); }
 KT static void rdot4p_q6_k(MM_GDOT_PARAMS) { q6k_dot4p(1, MM_GDOT_ARGS); }
-static const mm_group q6k_group4 = {NT, sizeof(q6k_side4), q6k_prep4, dot4p_q6_k, 32, sizeof(q6k_wx), q6k_wprep,
+static const mm_group mm_q6k_group = {NT, sizeof(q6k_side4), q6k_prep4, dot4p_q6_k, 32, sizeof(q6k_wx), q6k_wprep,
                                     rdot4p_q6_k, sizeof(k_block_q6_k)};
 
-/* ---- Q6_K: see k_dot_q6_k_q8_k_avx2 ---- */
-KT static void dot4_q6_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q6_k *x = (const k_block_q6_k *)w;
-    __m256 acc[NT];
+/* ---- the hooks of mm_x86.h on 256-bit vectors ---- */
+#define MM_ISA avx2
+
+/* rows4_q4_k: a row's int32 lane sums, its scale words from
+ * k_q4k_scales_mins16_avx2 (in both 128-bit halves), and the lanes folded
+ * to 8 (here they are 8 already) */
+typedef __m256i mm_wi;
+typedef struct { __m256i m4; } q4k_rconsts;
+KT static inline __attribute__((always_inline)) q4k_rconsts q4k_rows_consts(void) {
+    return (q4k_rconsts){_mm256_set1_epi8(0x0F)};
+}
+KT static inline __attribute__((always_inline)) __m256i q4k_rows_scales(__m256i sm) {
+    return _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+}
+KT static inline __attribute__((always_inline)) __m256i mm_wi_fold(__m256i v) { return v; }
+KT static inline __attribute__((always_inline)) __m256i mm_wi_from(__m256i start) { return start; }
+KT static inline __attribute__((always_inline)) __m256i mm_wi_onto(__m256i v, __m256i start) {
+    (void)start; /* v began at start */
+    return v;
+}
+
+/* rows4_q4_k: chunk c (sub-blocks 2c, 2c+1) of the 4 rows against the
+ * token's quants qa, each activation vector loaded once for the 4 rows */
+KT static inline __attribute__((always_inline)) void q4k_rows_chunk(q4k_rconsts kc, const int c, const int8_t *qa,
+                                                                   const k_block_q4_k *const x[4], const __m256i sc[4],
+                                                                   __m256i sumi[4]) {
+    const __m256i alo = _mm256_loadu_si256((const __m256i *)(qa + 64 * c));
+    const __m256i ahi = _mm256_loadu_si256((const __m256i *)(qa + 64 * c + 32));
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[i].scales);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const k_block_q8_k *y[NT];
-        __m256i sumi[NT];
+    for (int r = 0; r < 4; r++) {
+        const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * c));
+        const __m256i p0 = _mm256_maddubs_epi16(_mm256_and_si256(q4, kc.m4), alo);
+        const __m256i p1 = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q4, 4), kc.m4), ahi);
+        sumi[r] = ACC_MADD16(sumi[r], p0, k_bcast16_avx2(sc[r], 2 * c));
+        sumi[r] = ACC_MADD16(sumi[r], p1, k_bcast16_avx2(sc[r], 2 * c + 1));
+        MM_CHAIN(sumi[r]);
+    }
+}
+
+/* rows4_q6_k: the token's quants (read per row here), and one row's lane
+ * sums from start: the single-row kernel's steps */
+typedef struct { const int8_t *qs; } q6k_racts;
+KT static inline __attribute__((always_inline)) q6k_racts q6k_racts_load(const int8_t *qs) { return (q6k_racts){qs}; }
+KT static inline __attribute__((always_inline)) __m256i q6k_row_sums(const k_block_q6_k *x, q6k_racts av, __m256i sumi) {
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)x->scales);
+    _Pragma("GCC unroll 2")
+    for (int h = 0; h < 2; h++) {
+        __m256i q[4];
+        k_q6k_quants_avx2(x, h, q);
+        sumi = k_q6k_half_avx2(sumi, q, sc8, av.qs + 128 * h, h, 0);
+    }
+    return sumi;
+}
+
+/* dot4_q6_k: block x (scale bytes sc8) against the 4 tokens' blocks y,
+ * s[k] += token k's lane sums (k_dot_q6_k_q8_k_avx2's operations) */
+typedef __m128i q6k_tsc; /* the 16 scale bytes */
+KT static inline __attribute__((always_inline)) __m128i q6k_tok4_scales(const k_block_q6_k *x) {
+    return _mm_loadu_si128((const __m128i *)x->scales);
+}
+KT static inline __attribute__((always_inline)) void q6k_tok4_sums(const k_block_q6_k *x, __m128i sc8, const k_block_q8_k *const y[NT],
+                                                                  __m256i s[NT]) {
+    _Pragma("GCC unroll 2")
+    for (int h = 0; h < 2; h++) {
+        __m256i q[4];
+        k_q6k_quants_avx2(x, h, q);
         _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            y[k] = ACT(k, k_block_q8_k) + i;
-            const __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[k]->bsums));
-            sumi[k] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
-        }
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < 2; h++) {
-            __m256i q[4];
-            k_q6k_quants_avx2(&x[i], h, q);
+        for (int j = 0; j < 4; j++) {
+            const int p = 4 * h + j;
+            const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * p + 1), 0x0101010101010101LL * (2 * p));
+            const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
             _Pragma("GCC unroll 4")
-            for (int j = 0; j < 4; j++) {
-                const int p = 4 * h + j;
-                const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * p + 1), 0x0101010101010101LL * (2 * p));
-                const __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
-                _Pragma("GCC unroll 4")
-                for (int k = 0; k < NT; k++) {
-                    const int8_t *qa = y[k]->qs + 128 * h + 32 * j;
-                    const __m256i pr = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)qa));
-                    sumi[k] = ACC_MADD16(sumi[k], pr, s);
-                    MM_CHAIN(sumi[k]);
-                }
+            for (int k = 0; k < NT; k++) {
+                const __m256i pr = _mm256_maddubs_epi16(q[j], _mm256_loadu_si256((const __m256i *)(y[k]->qs + 128 * h + 32 * j)));
+                s[k] = ACC_MADD16(s[k], pr, sv);
+                MM_CHAIN(s[k]);
             }
         }
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
     }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
 
-/* ---- Q4_K, 4 rows x 1 token (MatVec): the activation loads and bsum
- * pairs are shared by the 4 rows; per row the operations and their order are
- * those of the single-row kernel (same bits). ---- */
-KT static void rows4_q4_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
-    const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[4];
-    __m128 accm[4];
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) { acc[r] = _mm256_setzero_ps(); accm[r] = _mm_setzero_ps(); }
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float yd = y[i].d;
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        const k_block_q4_k *x[4];
-        __m256i sc[4], sumi[4];
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
-            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
-            sc[r] = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-            sumi[r] = _mm256_setzero_si256();
-        }
-        _Pragma("GCC unroll 4")
-        for (int c = 0; c < 4; c++) {
-            const __m256i alo = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c));
-            const __m256i ahi = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32));
-            _Pragma("GCC unroll 4")
-            for (int r = 0; r < 4; r++) {
-                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * c));
-                const __m256i p0 = _mm256_maddubs_epi16(_mm256_and_si256(q4, m4), alo);
-                const __m256i p1 = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), ahi);
-                sumi[r] = ACC_MADD16(sumi[r], p0, k_bcast16_avx2(sc[r], 2 * c));
-                sumi[r] = ACC_MADD16(sumi[r], p1, k_bcast16_avx2(sc[r], 2 * c + 1));
-                MM_CHAIN(sumi[r]);
-            }
-        }
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++)
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[r]->d) * yd), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
-}
-
-/* ---- Q6_K, 4 rows x 1 token (MatVec): per row the operations and their
- * order are those of the single-row kernel (same bits); four independent
- * rows per pass, the next row group prefetched (see rows4_q0). ---- */
-KT static void rows4_q6_k(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
-    const k_block_q8_k *y = (const k_block_q8_k *)a;
-    __m256 acc[4];
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            const k_block_q6_k *x = (const k_block_q6_k *)(w + (size_t)r * row_bytes) + i;
-            const char *nx = (const char *)x + MM_PF_Q6K * row_bytes;
-            _mm_prefetch(nx, _MM_HINT_T0);
-            _mm_prefetch(nx + 64, _MM_HINT_T0);
-            _mm_prefetch(nx + 128, _MM_HINT_T0);
-            _mm_prefetch(nx + 192, _MM_HINT_T0);
-            const __m128i sc8 = _mm_loadu_si128((const __m128i *)x->scales);
-            const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), bs);
-            __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
-            _Pragma("GCC unroll 2")
-            for (int h = 0; h < 2; h++) {
-                __m256i q[4];
-                k_q6k_quants_avx2(x, h, q);
-                const int8_t *qa = y[i].qs + 128 * h;
-                _Pragma("GCC unroll 4")
-                for (int k = 0; k < 4; k++) {
-                    const int j = 4 * h + k;
-                    const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
-                    const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
-                    const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
-                    sumi = ACC_MADD16(sumi, p, sv);
-                }
-            }
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x->d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc[r]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
-}
-
-MM_X86_PIECE(q4k_piece, dot4_q4_k, rows4_q4_k, k_dot_q4_k_q8_k_avx2)
-MM_X86_PIECE_T4(q5k_piece, dot4_q5_k, k_dot_q5_k_q8_k_avx2)
-MM_X86_PIECE(q6k_piece, dot4_q6_k, rows4_q6_k, k_dot_q6_k_q8_k_avx2)
-MM_X86_PIECE(q8_0_piece, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx2)
-MM_X86_PIECE(q4_0_piece, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx2)
-MM_X86_PIECE(q5_0_piece, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx2)
-
-static const mm_kernel mm_q4_k = {.piece = q4k_piece, .shapes = MM_R4 | MM_T4, .group = &q4k_group4};
-static const mm_kernel mm_q5_k = {.piece = q5k_piece, .shapes = MM_T4};
-static const mm_kernel mm_q6_k = {.piece = q6k_piece, .shapes = MM_R4 | MM_T4, .group = &q6k_group4};
-static const mm_kernel mm_q8_0 = {.piece = q8_0_piece, .shapes = MM_R4 | MM_T4};
-static const mm_kernel mm_q4_0 = {.piece = q4_0_piece, .shapes = MM_R4 | MM_T4};
-static const mm_kernel mm_q5_0 = {.piece = q5_0_piece, .shapes = MM_R4 | MM_T4};
+#include "mm_x86.h"
 
 void k_mm_q4_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }
 void k_mm_q5_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }
 void k_mm_q6_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_q6_k, K_MM_TILE_ARGS); }
+
+/* the Q0 family: mm_simd.h's pieces */
+static const mm_kernel mm_q8_0 = {.piece = q8_0_piece, .shapes = MM_R4 | MM_T4};
 void k_mm_q8_0_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0, K_MM_TILE_ARGS); }
+static const mm_kernel mm_q4_0 = {.piece = q4_0_piece, .shapes = MM_R4 | MM_T4};
 void k_mm_q4_0_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_0, K_MM_TILE_ARGS); }
+static const mm_kernel mm_q5_0 = {.piece = q5_0_piece, .shapes = MM_R4 | MM_T4};
 void k_mm_q5_0_avx2(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_0, K_MM_TILE_ARGS); }

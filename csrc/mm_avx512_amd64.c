@@ -1,35 +1,68 @@
 /* mm_avx512_amd64.c — k_matmul_q tile kernels, AVX-512 VNNI (instruction
  * choices: simd_avx512_amd64.h): the 512-bit Q4_K and Q6_K pieces (one row
- * x 4 tokens, 4 rows x one token, and the 8-token group kernels on decoded
- * weights and on the raw rows), with mm_simd.h's shared ones; each k_mm_*_avx512 is k_mm_run
- * (mm_driver.h) over its type's mm_kernel. */
+ * x 4 tokens, the 8-token group kernels on decoded weights and on the raw
+ * rows, and the hooks of mm_x86.h's 4 rows x one token and Q6_K 4-token
+ * bodies) and the Q0 family on prepared token groups, with mm_simd.h's
+ * shared ones; each k_mm_*_avx512 is k_mm_run (mm_driver.h) over its type's
+ * mm_kernel. */
 #include "simd_avx512_amd64.h"
 #include "mm_simd.h"
 
-/* Q4_K x 4 tokens on 512-bit vectors (Zen 5 and the Intel cores run them
- * full width): the low 256 bits take the low nibbles against activations
+#define MM_ISA avx512
+#define AI __attribute__((always_inline))
+
+/* Q4_K on 512-bit vectors (Zen 5 and the Intel cores run them full width):
+ * for chunk c the low 256 bits take the low nibbles against activations
  * 64c..64c+31 with scale 2c, the high 256 bits the high nibbles against
- * 64c+32..64c+63 with scale 2c+1 — one maddubs and one dpwssd per token
- * where dot4_q4_k has two of each. Folding the halves at the end of a block
- * gives the same exact int32 lane sums as dot4_q4_k, and the f32 part is the
- * same code, so the bits are the same. */
-KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q4_k *x = (const k_block_q4_k *)w;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512i sidx[4];
+ * 64c+32..64c+63 with scale 2c+1 — one maddubs and one dpwssd per token or
+ * row where the 256-bit kernels have two of each. Folding the halves at the
+ * end of a block (mm_wi_fold) gives the same exact int32 lane sums, and the
+ * f32 part is the same code, so the bits are the same. sidx[c] picks the
+ * scale words 2c and 2c+1 of the scales and mins (k_q4k_scales_mins16_avx2)
+ * into the two halves. */
+typedef __m512i mm_wi;
+typedef struct { __m512i m4, sidx[4]; } q4k_rconsts;
+KT static inline AI q4k_rconsts q4k_rows_consts(void) {
+    q4k_rconsts kc;
+    kc.m4 = _mm512_set1_epi8(0x0F);
     _Pragma("GCC unroll 4")
     for (int c = 0; c < 4; c++)
-        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
-    __m256 acc[NT];
-    __m128 accm[NT];
+        kc.sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    return kc;
+}
+KT static inline AI __m512i q4k_rows_scales(__m256i sm) { return _mm512_castsi256_si512(sm); }
+KT static inline AI __m256i mm_wi_fold(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+KT static inline AI __m512i mm_wi_from(__m256i start) {
+    (void)start; /* added by mm_wi_onto */
+    return _mm512_setzero_si512();
+}
+/* chunk c of 32 quant bytes: the low nibbles in the low half, the high ones in the high half */
+KT static inline AI __m512i q4k_zmm_quants(q4k_rconsts kc, const uint8_t *qs, const int c) {
+    const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * c)));
+    return _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), kc.m4);
+}
+
+/* rows4_q4_k: chunk c of the 4 rows against the token's 64 quants 64c.. */
+KT static inline AI void q4k_rows_chunk(q4k_rconsts kc, const int c, const int8_t *qa, const k_block_q4_k *const x[4],
+                                         const __m512i sc[4], __m512i sumi[4]) {
+    const __m512i av = _mm512_loadu_si512((const void *)(qa + 64 * c));
     _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) { acc[k] = _mm256_setzero_ps(); accm[k] = _mm_setzero_ps(); }
+    for (int r = 0; r < 4; r++)
+        sumi[r] = _mm512_dpwssd_epi32(sumi[r], _mm512_maddubs_epi16(q4k_zmm_quants(kc, x[r]->qs, c), av),
+                                      _mm512_permutexvar_epi16(kc.sidx[c], sc[r]));
+}
+
+/* one row x 4 tokens in this layout, the f32 steps of k_dot_q4_k_q8_k */
+KT static void dot4_q4_k(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
+    const k_block_q4_k *x = (const k_block_q4_k *)w;
+    const q4k_rconsts kc = q4k_rows_consts();
+    __m256 acc[NT] = {0};
+    __m128 accm[NT] = {0};
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        uint32_t u[4];
-        k_q4k_unpack_scales(x[i].scales, u);
-        const __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]));
+        const __m256i sm = k_q4k_scales_mins16_avx2(x[i].scales);
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
-        const __m512i sm512 = _mm512_castsi256_si512(sm);
         const float d = k_h2f_avx2(x[i].d), dmin = k_h2f_avx2(x[i].dmin);
         const k_block_q8_k *y[NT];
         __m512i sumi[NT];
@@ -43,20 +76,15 @@ KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
         }
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
-            const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c)));
-            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
-            const __m512i s = _mm512_permutexvar_epi16(sidx[c], sm512);
+            const __m512i q = q4k_zmm_quants(kc, x[i].qs, c);
+            const __m512i s = _mm512_permutexvar_epi16(kc.sidx[c], _mm512_castsi256_si512(sm));
             _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
-                const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k]->qs + 64 * c)));
-                sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, s);
-            }
+            for (int k = 0; k < NT; k++)
+                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y[k]->qs + 64 * c))), s);
         }
         _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++) {
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[k]), _mm512_extracti64x4_epi64(sumi[k], 1));
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(s8), acc[k]);
-        }
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(mm_wi_fold(sumi[k])), acc[k]);
     }
     _Pragma("GCC unroll 4")
     for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]) - k_hsum128_avx2(accm[k]);
@@ -67,7 +95,7 @@ KT static void dot4_q4_k_zmm(int64_t n, const void *w, const char *a, size_t a_r
  * f32) and the activations of a group of 8 tokens laid out once per chunk
  * (q4k_prep8) so that one register holds the same sub-block of two tokens,
  * token 2p in the low 256 bits and 2p+1 in the high: one maddubs and one
- * dpwssd per token and 64 quants, as in dot4_q4_k_zmm, and every sub-block
+ * dpwssd per token and 64 quants, as in dot4_q4_k, and every sub-block
  * of a token lands in the same 8 int32 lanes, which are then exactly
  * k_dot_q4_k_q8_k's lane sums with no folding. Per token the f32
  * operations are those of the one-token dot: acc lanes += (d * yd) * (lane
@@ -124,9 +152,7 @@ KT static inline __attribute__((always_inline)) void q4k_dot8(const int raw, MM_
         __m512i mins, s2 = _mm512_setzero_si512();
         float xd, xdmin;
         if (raw) {
-            _mm_prefetch((const char *)xr + MM_PF_RAW, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 128, _MM_HINT_T0);
+            k_prefetch_lines((const char *)xr + MM_PF_RAW, 3);
             const __m256i sm = k_q4k_scales_mins16_avx2(xr->scales);
             const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(sm)));
             s2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16)); /* lane j: scale j in both halves */
@@ -182,7 +208,7 @@ KT static inline __attribute__((always_inline)) void q4k_dot8(const int raw, MM_
 }
 KT static void dot8_q4_k_zmm(MM_GDOT_PARAMS) { q4k_dot8(0, MM_GDOT_ARGS); }
 KT static void rdot8_q4_k_zmm(MM_GDOT_PARAMS) { q4k_dot8(1, MM_GDOT_ARGS); }
-static const mm_group q4k_group8 = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep,
+static const mm_group mm_q4k_group = {8, sizeof(q4k_side8), q4k_prep8, dot8_q4_k_zmm, 96, sizeof(q4k_wx), q4k_wprep,
                                     rdot8_q4_k_zmm, sizeof(k_block_q4_k)};
 
 /* Q6_K on 512-bit vectors: ql+64h is loaded as one 64-byte vector, so the
@@ -218,44 +244,28 @@ KT static inline __m256i q6z_fold(__m512i v, __m256i start) {
     return _mm256_add_epi32(start, _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
 }
 
-KT static void dot4_q6_k_zmm(int64_t n, const void *w, const char *a, size_t a_row_bytes, float out[NT]) {
-    const k_block_q6_k *x = (const k_block_q6_k *)w;
-    __m256 acc[NT];
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
-        struct q6z_scales S;
-        q6z_make_scales(x[i].scales, &S);
-        const k_block_q8_k *y[NT];
-        __m256i start[NT];
-        __m512i sumi[NT];
+/* dot4_q6_k: block x (scales S) against the 4 tokens' blocks y, sumi[k] += token k's lane sums */
+typedef struct q6z_scales q6k_tsc;
+KT static inline AI struct q6z_scales q6k_tok4_scales(const k_block_q6_k *x) {
+    struct q6z_scales S;
+    q6z_make_scales(x->scales, &S);
+    return S;
+}
+KT static inline AI void q6k_tok4_sums(const k_block_q6_k *x, struct q6z_scales S, const k_block_q8_k *const y[NT], __m512i sumi[NT]) {
+    _Pragma("GCC unroll 2")
+    for (int h = 0; h < 2; h++) {
+        __m512i q01, q23;
+        q6z_decode(x, h, &q01, &q23);
         _Pragma("GCC unroll 4")
         for (int k = 0; k < NT; k++) {
-            y[k] = ACT(k, k_block_q8_k) + i;
-            const __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[k]->bsums));
-            start[k] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
-            sumi[k] = _mm512_setzero_si512();
+            const int8_t *qa = y[k]->qs + 128 * h;
+            sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q01, _mm512_loadu_si512((const void *)qa)), S.s[2 * h]);
+            sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q23, _mm512_loadu_si512((const void *)(qa + 64))), S.s[2 * h + 1]);
         }
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < 2; h++) {
-            __m512i q01, q23;
-            q6z_decode(&x[i], h, &q01, &q23);
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < NT; k++) {
-                const int8_t *qa = y[k]->qs + 128 * h;
-                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q01, _mm512_loadu_si512((const void *)qa)), S.s[2 * h]);
-                sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(q23, _mm512_loadu_si512((const void *)(qa + 64))), S.s[2 * h + 1]);
-            }
-        }
-        const float d = k_h2f_avx2(x[i].d);
-        _Pragma("GCC unroll 4")
-        for (int k = 0; k < NT; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[k]->d), _mm256_cvtepi32_ps(q6z_fold(sumi[k], start[k])), acc[k]);
     }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < NT; k++) out[k] = k_hsum_avx2(acc[k]);
 }
+KT static inline AI __m256i mm_wi_onto(__m512i v, __m256i start) { return q6z_fold(v, start); }
+
 /* ---- Q6_K x 8 tokens on 512-bit vectors, as dot8_q4_k_zmm: the weights of
  * a chunk of rows decoded once (q6k_wprep: quants as bytes in element
  * order, per-vector scale words, -32 * scales, d as f32), 8 tokens' quants
@@ -303,10 +313,7 @@ KT static inline __attribute__((always_inline)) void q6k_dot8(const int raw, MM_
     for (int64_t i = 0; i < i1 - i0; i++, sd++, xw++, xr++) {
         __m512i sc16 = _mm512_setzero_si512(), sc32;
         if (raw) {
-            _mm_prefetch((const char *)xr + MM_PF_RAW, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 128, _MM_HINT_T0);
-            _mm_prefetch((const char *)xr + MM_PF_RAW + 192, _MM_HINT_T0);
+            k_prefetch_lines((const char *)xr + MM_PF_RAW, 4);
             sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xr->scales)));
             sc32 = _mm512_broadcast_i64x4(_mm256_mullo_epi16(_mm512_castsi512_si256(sc16), _mm256_set1_epi16(-32)));
         } else {
@@ -354,89 +361,29 @@ KT static inline __attribute__((always_inline)) void q6k_dot8(const int raw, MM_
 }
 KT static void dot8_q6_k_zmm(MM_GDOT_PARAMS) { q6k_dot8(0, MM_GDOT_ARGS); }
 KT static void rdot8_q6_k_zmm(MM_GDOT_PARAMS) { q6k_dot8(1, MM_GDOT_ARGS); }
-static const mm_group q6k_group8 = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep,
+static const mm_group mm_q6k_group = {8, sizeof(q6k_side8), q6k_prep8, dot8_q6_k_zmm, 64, sizeof(q6k_wx), q6k_wprep,
                                     rdot8_q6_k_zmm, sizeof(k_block_q6_k)};
 
-/* rows4_q4_k on 512-bit vectors, the layout of dot4_q4_k_zmm: same int32
- * lane sums after the per-block fold, same f32 code, same bits. */
-KT static void rows4_q4_k_zmm(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
-    const k_block_q8_k *y = (const k_block_q8_k *)a;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512i sidx[4];
+/* rows4_q6_k in dot4_q6_k's layout: the token's 4 x 64 quants, loaded once
+ * for the 4 rows, and one row's lanes folded onto start (same bits) */
+typedef struct { __m512i a[4]; } q6k_racts;
+KT static inline AI q6k_racts q6k_racts_load(const int8_t *qs) {
+    q6k_racts av;
     _Pragma("GCC unroll 4")
-    for (int c = 0; c < 4; c++)
-        sidx[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
-    __m256 acc[4];
-    __m128 accm[4];
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) { acc[r] = _mm256_setzero_ps(); accm[r] = _mm_setzero_ps(); }
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const float yd = y[i].d;
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        const k_block_q4_k *x[4];
-        __m512i sc[4], sumi[4];
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            x[r] = (const k_block_q4_k *)(w + (size_t)r * row_bytes) + i;
-            const __m256i sm = rows4_q4k_head(x[r], row_bytes, bsum, yd, &accm[r]);
-            sc[r] = _mm512_castsi256_si512(sm);
-            sumi[r] = _mm512_setzero_si512();
-        }
-        _Pragma("GCC unroll 4")
-        for (int c = 0; c < 4; c++) {
-            const __m512i av = _mm512_loadu_si512((const void *)(y[i].qs + 64 * c));
-            _Pragma("GCC unroll 4")
-            for (int r = 0; r < 4; r++) {
-                const __m512i q4 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * c)));
-                const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(q4, (__mmask32)0xFFFF0000u, q4, 4), m4);
-                sumi[r] = _mm512_dpwssd_epi32(sumi[r], _mm512_maddubs_epi16(q, av), _mm512_permutexvar_epi16(sidx[c], sc[r]));
-            }
-        }
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[r]), _mm512_extracti64x4_epi64(sumi[r], 1));
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x[r]->d) * yd), _mm256_cvtepi32_ps(s8), acc[r]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]) - k_hsum128_avx2(accm[r]);
+    for (int j = 0; j < 4; j++) av.a[j] = _mm512_loadu_si512((const void *)(qs + 64 * j));
+    return av;
 }
-
-/* rows4_q6_k in the dot4_q6_k_zmm layout (same bits) */
-KT static void rows4_q6_k_zmm(int64_t n, const char *w, size_t row_bytes, const void *a, float out[4]) {
-    const k_block_q8_k *y = (const k_block_q8_k *)a;
-    __m256 acc[4];
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const __m512i a0 = _mm512_loadu_si512((const void *)y[i].qs), a1 = _mm512_loadu_si512((const void *)(y[i].qs + 64));
-        const __m512i a2 = _mm512_loadu_si512((const void *)(y[i].qs + 128)), a3 = _mm512_loadu_si512((const void *)(y[i].qs + 192));
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            const k_block_q6_k *x = (const k_block_q6_k *)(w + (size_t)r * row_bytes) + i;
-            const char *nx = (const char *)x + MM_PF_Q6K * row_bytes; /* see rows4_q0 */
-            _mm_prefetch(nx, _MM_HINT_T0);
-            _mm_prefetch(nx + 64, _MM_HINT_T0);
-            _mm_prefetch(nx + 128, _MM_HINT_T0);
-            _mm_prefetch(nx + 192, _MM_HINT_T0);
-            const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)), bs);
-            const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
-            struct q6z_scales S;
-            q6z_make_scales(x->scales, &S);
-            __m512i q01, q23, sumi;
-            q6z_decode(x, 0, &q01, &q23);
-            sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(q01, a0), S.s[0]);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a1), S.s[1]);
-            q6z_decode(x, 1, &q01, &q23);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a2), S.s[2]);
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a3), S.s[3]);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(x->d) * y[i].d), _mm256_cvtepi32_ps(q6z_fold(sumi, start)), acc[r]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++) out[r] = k_hsum_avx2(acc[r]);
+KT static inline AI __m256i q6k_row_sums(const k_block_q6_k *x, q6k_racts av, __m256i start) {
+    struct q6z_scales S;
+    q6z_make_scales(x->scales, &S);
+    __m512i q01, q23, sumi;
+    q6z_decode(x, 0, &q01, &q23);
+    sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(q01, av.a[0]), S.s[0]);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, av.a[1]), S.s[1]);
+    q6z_decode(x, 1, &q01, &q23);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, av.a[2]), S.s[2]);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, av.a[3]), S.s[3]);
+    return q6z_fold(sumi, start);
 }
 
 /* ---- A batch of the Q0 family on prepared token groups (mm_driver.h
@@ -533,27 +480,20 @@ KT static inline __attribute__((always_inline)) void q0_prepped_any(q0_decode_fn
         else plain(rows, toks, batch, n, w, row_bytes, a, a_row_bytes, out);                                    \
     }
 
-MM_X86_PIECE(q4k_piece, dot4_q4_k_zmm, rows4_q4_k_zmm, k_dot_q4_k_q8_k_avx512)
-MM_X86_PIECE_T4(q5k_piece, dot4_q5_k, k_dot_q5_k_q8_k_avx512)
-MM_X86_PIECE(q6k_piece, dot4_q6_k_zmm, rows4_q6_k_zmm, k_dot_q6_k_q8_k_avx512)
-MM_X86_PIECE(q8_0_piece, dot4_q8_0, rows4_q8_0, k_dot_q8_0_q8_0_avx512)
-MM_X86_PIECE(q4_0_piece, dot4_q4_0, rows4_q4_0, k_dot_q4_0_q8_0_avx512)
-MM_X86_PIECE(q5_0_piece, dot4_q5_0, rows4_q5_0, k_dot_q5_0_q8_0_avx512)
-Q0_PREP_PIECE(q8_0_pp_piece, q8_0_piece, dec_q8_0, k_block_q8_0)
-Q0_PREP_PIECE(q4_0_pp_piece, q4_0_piece, dec_q4_0, k_block_q4_0)
-Q0_PREP_PIECE(q5_0_pp_piece, q5_0_piece, dec_q5_0, k_block_q5_0)
-
-static const mm_kernel mm_q4_k = {.piece = q4k_piece, .shapes = MM_R4 | MM_T4, .group = &q4k_group8};
-static const mm_kernel mm_q5_k = {.piece = q5k_piece, .shapes = MM_T4};
-static const mm_kernel mm_q6_k = {.piece = q6k_piece, .shapes = MM_R4 | MM_T4, .group = &q6k_group8};
-#define Q0_KERNEL(pp) {.piece = (pp), .shapes = MM_R4 | MM_T4, .tprep = q0_tprep, .tprep_bytes = q0_tprep_bytes}
-static const mm_kernel mm_q8_0 = Q0_KERNEL(q8_0_pp_piece);
-static const mm_kernel mm_q4_0 = Q0_KERNEL(q4_0_pp_piece);
-static const mm_kernel mm_q5_0 = Q0_KERNEL(q5_0_pp_piece);
+#include "mm_x86.h"
 
 void k_mm_q4_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_k, K_MM_TILE_ARGS); }
 void k_mm_q5_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_k, K_MM_TILE_ARGS); }
 void k_mm_q6_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q6_k, K_MM_TILE_ARGS); }
+
+/* the Q0 family: mm_simd.h's pieces, batches on prepared token groups */
+Q0_PREP_PIECE(q8_0_pp_piece, q8_0_piece, dec_q8_0, k_block_q8_0)
+Q0_PREP_PIECE(q4_0_pp_piece, q4_0_piece, dec_q4_0, k_block_q4_0)
+Q0_PREP_PIECE(q5_0_pp_piece, q5_0_piece, dec_q5_0, k_block_q5_0)
+#define Q0_KERNEL(pp) {.piece = (pp), .shapes = MM_R4 | MM_T4, .tprep = q0_tprep, .tprep_bytes = q0_tprep_bytes}
+static const mm_kernel mm_q8_0 = Q0_KERNEL(q8_0_pp_piece);
+static const mm_kernel mm_q4_0 = Q0_KERNEL(q4_0_pp_piece);
+static const mm_kernel mm_q5_0 = Q0_KERNEL(q5_0_pp_piece);
 void k_mm_q8_0_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q8_0, K_MM_TILE_ARGS); }
 void k_mm_q4_0_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4_0, K_MM_TILE_ARGS); }
 void k_mm_q5_0_avx512(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5_0, K_MM_TILE_ARGS); }

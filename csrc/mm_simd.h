@@ -3,9 +3,9 @@
  * decoders of the group kernels and their helpers), written once over
  * simd_<isa>_amd64.h's instruction choices (KT, ACC_MADD16, ACC_DOT_U8I8)
  * and included by mm_avx2_amd64.c and mm_avx512_amd64.c, which add their
- * own pieces (the 256-bit and 512-bit Q4_K and Q6_K kernels) and run each
- * type's tile through the one driver, k_mm_run (mm_driver.h), as an
- * mm_kernel naming its pieces.
+ * own pieces (the 256-bit and 512-bit Q4_K and Q6_K kernels, some written
+ * once in mm_x86.h over their hooks) and run each type's tile through the
+ * one driver, k_mm_run (mm_driver.h), as an mm_kernel naming its pieces.
  *
  * Specification: the single-token dots; each piece performs the same
  * per-token operations in the same order as its single-token kernel (the

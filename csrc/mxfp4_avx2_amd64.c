@@ -52,56 +52,26 @@ K_AVX2 void k_dequant_mxfp4_avx2(const void *src, float *dst, int64_t n) {
     }
 }
 
-/* R rows (row_bytes apart) x T tokens (a_row_bytes apart), R * T <= 4:
- * out[k * R + r] = dot(row r, token k) in vec_dot's order. The values of a
- * row's two blocks are looked up once for the T tokens. */
-K_AVX2 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
-                                const char *a, size_t a_row_bytes, float *out) {
-    const __m256i table = mxfp4_table_avx2();
-    const int64_t nb = n / K_QK;
-    __m256 even[4][4], odd[4][4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) even[r][k] = odd[r][k] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const k_block_q8_0 *y[4];
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) y[k] = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
-            if (R > 1) _mm_prefetch((const char *)x + 4 * row_bytes, _MM_HINT_T0); /* the next group of rows */
-            const __m256i q0 = mxfp4_levels_avx2(table, &x[0]), q1 = mxfp4_levels_avx2(table, &x[1]);
-            const float e0 = k_e8m0_half(x[0].e), e1 = k_e8m0_half(x[1].e);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) {
-                const __m256i s0 = mxfp4_lanes_avx2(q0, _mm256_loadu_si256((const __m256i *)y[k][0].qs));
-                const __m256i s1 = mxfp4_lanes_avx2(q1, _mm256_loadu_si256((const __m256i *)y[k][1].qs));
-                even[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(y[k][0].d) * e0), _mm256_cvtepi32_ps(s0), even[r][k]);
-                odd[r][k] = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(y[k][1].d) * e1), _mm256_cvtepi32_ps(s1), odd[r][k]);
-            }
-        }
-    }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) out[k * R + r] = k_hsum_avx2(_mm256_add_ps(even[r][k], odd[r][k]));
-    if (i < nb) { /* odd block count: the last block as one scalar term */
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
-            const __m256i q = mxfp4_levels_avx2(table, x);
-            const float e = k_e8m0_half(x->e);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) {
-                const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
-                const int32_t isum = mxfp4_isum_avx2(mxfp4_lanes_avx2(q, _mm256_loadu_si256((const __m256i *)y->qs)));
-                out[k * R + r] = fmaf(k_h2f_avx2(y->d) * e, (float)isum, out[k * R + r]);
-            }
-        }
-    }
+/* the tile's hooks (mxfp4_x86.h): a row's two blocks as their values,
+ * even and odd blocks in two accumulators */
+typedef struct { __m256i table; } mx_ctx;
+typedef struct { __m256 even, odd; } mx_acc;
+typedef struct { __m256i q0, q1; } mx_w;
+K_AVX2 K_INLINE mx_ctx mx_ctx_make(void) { return (mx_ctx){mxfp4_table_avx2()}; }
+K_AVX2 K_INLINE mx_acc mx_acc_zero(void) { return (mx_acc){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+K_AVX2 K_INLINE mx_w mx_wts(mx_ctx cx, const k_block_mxfp4 *x) {
+    return (mx_w){mxfp4_levels_avx2(cx.table, &x[0]), mxfp4_levels_avx2(cx.table, &x[1])};
+}
+K_AVX2 K_INLINE mx_acc mx_pair_fma(mx_acc acc, mx_w wq, const k_block_q8_0 *y, float e0, float e1) {
+    const __m256i s0 = mxfp4_lanes_avx2(wq.q0, _mm256_loadu_si256((const __m256i *)y[0].qs));
+    const __m256i s1 = mxfp4_lanes_avx2(wq.q1, _mm256_loadu_si256((const __m256i *)y[1].qs));
+    acc.even = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(y[0].d) * e0), _mm256_cvtepi32_ps(s0), acc.even);
+    acc.odd = _mm256_fmadd_ps(_mm256_set1_ps(k_h2f_avx2(y[1].d) * e1), _mm256_cvtepi32_ps(s1), acc.odd);
+    return acc;
+}
+K_AVX2 K_INLINE float mx_acc_sum(mx_acc acc) { return k_hsum_avx2(_mm256_add_ps(acc.even, acc.odd)); }
+K_AVX2 K_INLINE int32_t mx_last_isum(mx_ctx cx, const k_block_mxfp4 *x, const k_block_q8_0 *y) {
+    return mxfp4_isum_avx2(mxfp4_lanes_avx2(mxfp4_levels_avx2(cx.table, x), _mm256_loadu_si256((const __m256i *)y->qs)));
 }
 
 /* ---- A batch: prepared token groups (mm_driver.h phase 2b) ----

@@ -48,57 +48,28 @@ K_AVX512 K_INLINE int32_t mxfp4_isum256(const k_block_mxfp4 *x, const k_block_q8
     return _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1) + _mm_extract_epi32(s, 2) + _mm_extract_epi32(s, 3);
 }
 
-/* R rows x T tokens, R * T <= 4: out[k * R + r] = dot(row r, token k) */
-K_AVX512 K_INLINE void mxfp4_tile(const int R, const int T, int64_t n, const char *w, size_t row_bytes,
-                                  const char *a, size_t a_row_bytes, float *out) {
-    const __m512i absq = mxfp4_abs_table512();
-    const int64_t nb = n / K_QK;
-    __m512 acc[4][4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) acc[r][k] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const k_block_q8_0 *y[4];
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++) y[k] = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
-            if (R > 1) _mm_prefetch((const char *)x + 4 * row_bytes, _MM_HINT_T0); /* the next group of rows */
-            const __m512i idx = mxfp4_codes_pair(x);
-            const __m512i mag = _mm512_shuffle_epi8(absq, idx);
-            const __mmask64 neg = _mm512_cmpge_epu8_mask(idx, _mm512_set1_epi8(8));
-            const float e0 = k_e8m0_half(x[0].e), e1 = k_e8m0_half(x[1].e);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) {
-                const __m512i av = mxfp4_load2x32(y[k][0].qs, y[k][1].qs);
-                const __m512i sa = _mm512_mask_sub_epi8(av, neg, _mm512_setzero_si512(), av);
-                const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mag, sa);
-                const __m512 d = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_set1_ps(k_h2f_avx2(y[k][0].d) * e0),
-                                                      _mm512_set1_ps(k_h2f_avx2(y[k][1].d) * e1));
-                acc[r][k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r][k]);
-            }
-        }
-    }
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8")
-        for (int k = 0; k < T; k++)
-            out[k * R + r] = k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r][k]), mxfp4_hi256(acc[r][k])));
-    if (i < nb) { /* odd block count: the last block as one scalar term */
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const k_block_mxfp4 *x = (const k_block_mxfp4 *)(w + (size_t)r * row_bytes) + i;
-            const float e = k_e8m0_half(x->e);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < T; k++) {
-                const k_block_q8_0 *y = (const k_block_q8_0 *)(a + (size_t)k * a_row_bytes) + i;
-                out[k * R + r] = fmaf(k_h2f_avx2(y->d) * e, (float)mxfp4_isum256(x, y), out[k * R + r]);
-            }
-        }
-    }
+/* the tile's hooks (mxfp4_x86.h): a row's two blocks in one vector as
+ * |value| and the lanes to negate, one 512-bit accumulator (even blocks in
+ * the low half, odd ones in the high half) */
+typedef struct { __m512i absq; } mx_ctx;
+typedef __m512 mx_acc;
+typedef struct { __m512i mag; __mmask64 neg; } mx_w;
+K_AVX512 K_INLINE mx_ctx mx_ctx_make(void) { return (mx_ctx){mxfp4_abs_table512()}; }
+K_AVX512 K_INLINE __m512 mx_acc_zero(void) { return _mm512_setzero_ps(); }
+K_AVX512 K_INLINE mx_w mx_wts(mx_ctx cx, const k_block_mxfp4 *x) {
+    const __m512i idx = mxfp4_codes_pair(x);
+    return (mx_w){_mm512_shuffle_epi8(cx.absq, idx), _mm512_cmpge_epu8_mask(idx, _mm512_set1_epi8(8))};
+}
+K_AVX512 K_INLINE __m512 mx_pair_fma(__m512 acc, mx_w wq, const k_block_q8_0 *y, float e0, float e1) {
+    const __m512i av = mxfp4_load2x32(y[0].qs, y[1].qs);
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq.mag, _mm512_mask_sub_epi8(av, wq.neg, _mm512_setzero_si512(), av));
+    const __m512 d = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_set1_ps(k_h2f_avx2(y[0].d) * e0), _mm512_set1_ps(k_h2f_avx2(y[1].d) * e1));
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+}
+K_AVX512 K_INLINE float mx_acc_sum(__m512 acc) { return k_hsum_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc), mxfp4_hi256(acc))); }
+K_AVX512 K_INLINE int32_t mx_last_isum(mx_ctx cx, const k_block_mxfp4 *x, const k_block_q8_0 *y) {
+    (void)cx;
+    return mxfp4_isum256(x, y);
 }
 
 /* ---- A batch: prepared token groups (mm_driver.h phase 2b) ----

@@ -10,27 +10,19 @@
 KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[PK_G], accm[4];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < PK_G; r++) acc[r] = _mm256_setzero_ps();
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) accm[p] = _mm256_setzero_ps();
+    __m256 acc[PK_G] = {0}, accm[4] = {0};
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const char *o = w + i * PK_XB;
-        if (PK_PF) k_prefetch_lines(o + PK_PF, PK_XB / 64);
-        __m256 dy;
-        __m256i s0, s1;
-        pk_q4k_block(o, &y[i], &dy, &s0, &s1, accm);
+        const pk_q4k_head hd = pk_q4k_block(w, i, &y[i], accm);
         _Pragma("GCC unroll 8")
         for (int r = 0; r < PK_G; r++) {
             /* row r's 8 scale bytes in every 64-bit lane */
             const int q = (r & 1) | ((r & 4) >> 1); /* its 64-bit lane in s0 (r & 2 == 0) or s1 */
-            const __m256i sr = _mm256_permutevar8x32_epi32((r & 2) ? s1 : s0, _mm256_setr_epi32(2 * q, 2 * q + 1, 2 * q, 2 * q + 1,
-                                                                                              2 * q, 2 * q + 1, 2 * q, 2 * q + 1));
+            const __m256i sr = _mm256_permutevar8x32_epi32((r & 2) ? hd.s1 : hd.s0,
+                                                           _mm256_setr_epi32(2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1));
             __m256i sumi = _mm256_setzero_si256();
             _Pragma("GCC unroll 4")
             for (int c = 0; c < 4; c++) {
-                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(o + 128 + 256 * c + 32 * r));
+                const __m256i q4 = _mm256_loadu_si256((const __m256i *)(hd.o + 128 + 256 * c + 32 * r));
                 const __m256i p0 = _mm256_maddubs_epi16(_mm256_and_si256(q4, m4), _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c)));
                 const __m256i p1 = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4),
                                                         _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32)));
@@ -38,7 +30,7 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
                 sumi = ACC_MADD16(sumi, p1, _mm256_shuffle_epi8(sr, _mm256_set1_epi16((short)(0x8000 | (2 * c + 1)))));
                 PK_CHAIN(sumi);
             }
-            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dy, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);
+            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(hd.dy, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);
         }
     }
     _Pragma("GCC unroll 8")
@@ -47,9 +39,7 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
 
 KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    __m256 acc[PK_G];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < PK_G; r++) acc[r] = _mm256_setzero_ps();
+    __m256 acc[PK_G] = {0};
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *o = w + i * PK6_XB;
         if (PK_PF) k_prefetch_lines(o + PK_PF, PK6_XB / 64);
@@ -67,16 +57,7 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
                 const __m256i L1 = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 1)));
                 const __m256i H = _mm256_loadu_si256((const __m256i *)(o + pk6_off(h, r, 2)));
                 K_Q6K_QUANTS(256, L0, L1, H, q);
-                const int8_t *qa = y[i].qs + 128 * h;
-                _Pragma("GCC unroll 4")
-                for (int k = 0; k < 4; k++) {
-                    const int j = 4 * h + k;
-                    const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * j + 1), 0x0101010101010101LL * (2 * j));
-                    const __m256i sv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
-                    const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)(qa + 32 * k)));
-                    sumi = ACC_MADD16(sumi, p, sv);
-                    PK_CHAIN(sumi);
-                }
+                sumi = k_q6k_half_avx2(sumi, q, sc8, y[i].qs + 128 * h, h, 1);
             }
             acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dy, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);
         }
@@ -87,9 +68,7 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
 
 KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    __m256 acc[PK_G];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < PK_G; r++) acc[r] = _mm256_setzero_ps();
+    __m256 acc[PK_G] = {0};
     for (int64_t i = 0; i < n / K_QK; i++) {
         const char *o = w + i * PK8_XB;
         if (PK8_PF) k_prefetch_lines(o + PK8_PF, 5);
@@ -106,14 +85,6 @@ KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[
     for (int r = 0; r < PK_G; r++) out[r] = k_hsum_avx2(acc[r]);
 }
 
-PK_PIECE(pk_q4k_piece, pk_q4k_gemv8)
-PK_PIECE(pk_q6k_piece, pk_q6k_gemv8)
-PK_PIECE(pk_q8_0_piece, pk_q8_0_gemv8)
-
-static const mm_kernel pk_q4_k = {.piece = pk_q4k_piece, .pack_rows = PK_G, .unpack = pk_q4k_unpack, .unpacked = k_mm_q4_k_avx2};
-static const mm_kernel pk_q6_k = {.piece = pk_q6k_piece, .pack_rows = PK_G, .unpack = pk_q6k_unpack, .unpacked = k_mm_q6_k_avx2};
-static const mm_kernel pk_q8_0 = {.piece = pk_q8_0_piece, .pack_rows = PK_G, .unpack = pk_q8_0_unpack, .unpacked = k_mm_q8_0_avx2};
-
 void k_pack_q4_k_x8_avx2(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
     pk_q4k_pack(n, src, row_bytes, nrows, dst);
 }
@@ -123,6 +94,7 @@ void k_pack_q6_k_x8_avx2(int64_t n, const void *src, size_t row_bytes, int64_t n
 void k_pack_q8_0_x8_avx2(int64_t n, const void *src, size_t row_bytes, int64_t nrows, void *dst) {
     pk_q8_0_pack(n, src, row_bytes, nrows, dst);
 }
+PK_X86_KERNELS(avx2)
 void k_mm_packed_q4_k_x8_avx2(K_MM_TILE_PARAMS) { k_mm_run(&pk_q4_k, K_MM_TILE_ARGS); }
 void k_mm_packed_q6_k_x8_avx2(K_MM_TILE_PARAMS) { k_mm_run(&pk_q6_k, K_MM_TILE_ARGS); }
 void k_mm_packed_q8_0_x8_avx2(K_MM_TILE_PARAMS) { k_mm_run(&pk_q8_0, K_MM_TILE_ARGS); }

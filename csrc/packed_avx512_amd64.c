@@ -35,16 +35,10 @@ KT static inline __attribute__((always_inline)) void pk_pairs_out(const __m512 a
 KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512 acc[4];
-    __m256 accm[4];
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) { acc[p] = _mm512_setzero_ps(); accm[p] = _mm256_setzero_ps(); }
+    __m512 acc[4] = {0};
+    __m256 accm[4] = {0};
     for (int64_t i = 0; i < n / K_QKK; i++) {
-        const char *o = w + i * PK_XB;
-        if (PK_PF) k_prefetch_lines(o + PK_PF, PK_XB / 64);
-        __m256 dy;
-        __m256i s0, s1;
-        pk_q4k_block(o, &y[i], &dy, &s0, &s1, accm);
+        const pk_q4k_head hd = pk_q4k_block(w, i, &y[i], accm);
         __m512i alo[4], ahi[4];
         _Pragma("GCC unroll 4")
         for (int c = 0; c < 4; c++) {
@@ -56,17 +50,17 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
             /* rows 2p, 2p+1: qwords q, q+1 of s0 (p even) or s1 (p odd), q = p & 2 */
             const int q = p & 2;
             const __m512i sp = _mm512_permutexvar_epi64(_mm512_setr_epi64(q, q, q, q, q + 1, q + 1, q + 1, q + 1),
-                                                        _mm512_castsi256_si512((p & 1) ? s1 : s0));
+                                                        _mm512_castsi256_si512((p & 1) ? hd.s1 : hd.s0));
             __m512i sumi = _mm512_setzero_si512();
             _Pragma("GCC unroll 4")
             for (int c = 0; c < 4; c++) {
-                const __m512i q4 = _mm512_loadu_si512((const void *)(o + 128 + 256 * c + 64 * p));
+                const __m512i q4 = _mm512_loadu_si512((const void *)(hd.o + 128 + 256 * c + 64 * p));
                 const __m512i lo = _mm512_and_si512(q4, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), m4);
                 sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(lo, alo[c]), _mm512_shuffle_epi8(sp, _mm512_set1_epi16((short)(0x8000 | (2 * c)))));
                 sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(hi, ahi[c]),
                                            _mm512_shuffle_epi8(sp, _mm512_set1_epi16((short)(0x8000 | (2 * c + 1)))));
             }
-            acc[p] = pk_pair_fma(dy, p, sumi, acc[p]);
+            acc[p] = pk_pair_fma(hd.dy, p, sumi, acc[p]);
         }
     }
     _Pragma("GCC unroll 4")
@@ -79,9 +73,7 @@ KT static void pk_q4k_gemv8(int64_t n, const char *w, const void *a, float out[P
 /* two rows per 512-bit vector: lanes 0..7 row 2p, 8..15 row 2p+1 */
 KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
     const k_block_q8_k *y = (const k_block_q8_k *)a;
-    __m512 acc[4];
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
+    __m512 acc[4] = {0};
     for (int64_t i = 0; i < n / K_QKK; i++) {
         const char *o = w + i * PK6_XB;
         if (PK_PF) k_prefetch_lines(o + PK_PF, PK6_XB / 64);
@@ -121,9 +113,7 @@ KT static void pk_q6k_gemv8(int64_t n, const char *w, const void *a, float out[P
  * q == 0 the product is 0 either way), |q| as unsigned bytes */
 KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[PK_G]) {
     const k_block_q8_0 *y = (const k_block_q8_0 *)a;
-    __m512 acc[4];
-    _Pragma("GCC unroll 4")
-    for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
+    __m512 acc[4] = {0};
     for (int64_t i = 0; i < n / K_QK; i++) {
         const char *o = w + i * PK8_XB;
         if (PK8_PF) k_prefetch_lines(o + PK8_PF, 5);
@@ -140,14 +130,7 @@ KT static void pk_q8_0_gemv8(int64_t n, const char *w, const void *a, float out[
     pk_pairs_out(acc, out);
 }
 
-PK_PIECE(pk_q4k_piece, pk_q4k_gemv8)
-PK_PIECE(pk_q6k_piece, pk_q6k_gemv8)
-PK_PIECE(pk_q8_0_piece, pk_q8_0_gemv8)
-
-static const mm_kernel pk_q4_k = {.piece = pk_q4k_piece, .pack_rows = PK_G, .unpack = pk_q4k_unpack, .unpacked = k_mm_q4_k_avx512};
-static const mm_kernel pk_q6_k = {.piece = pk_q6k_piece, .pack_rows = PK_G, .unpack = pk_q6k_unpack, .unpacked = k_mm_q6_k_avx512};
-static const mm_kernel pk_q8_0 = {.piece = pk_q8_0_piece, .pack_rows = PK_G, .unpack = pk_q8_0_unpack, .unpacked = k_mm_q8_0_avx512};
-
+PK_X86_KERNELS(avx512)
 void k_mm_packed_q4_k_x8_avx512(K_MM_TILE_PARAMS) { k_mm_run(&pk_q4_k, K_MM_TILE_ARGS); }
 void k_mm_packed_q6_k_x8_avx512(K_MM_TILE_PARAMS) { k_mm_run(&pk_q6_k, K_MM_TILE_ARGS); }
 void k_mm_packed_q8_0_x8_avx512(K_MM_TILE_PARAMS) { k_mm_run(&pk_q8_0, K_MM_TILE_ARGS); }

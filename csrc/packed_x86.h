@@ -118,19 +118,30 @@ KT static inline __attribute__((always_inline)) void pk_q4k_mins(__m256i m0, __m
     }
 }
 
-/* The per-block start of the Q4_K gemvs over x8 block o and the token's
- * block y: *dy = the rows' d * yd (row r in lane r), *s0 / *s1 their scales
- * (pk_q4k_scales), and the min terms added to accm (pk_q4k_mins). */
-KT static inline __attribute__((always_inline)) void pk_q4k_block(const char *o, const k_block_q8_k *y, __m256 *dy,
-                                                                 __m256i *s0, __m256i *s1, __m256 accm[4]) {
+/* The per-block start of the Q4_K gemvs at x8 block i of the group at w
+ * and the token's block y: o the x8 block (prefetching PK_PF bytes ahead),
+ * dy the rows' d * yd (row r in lane r), s0 / s1 their scales
+ * (pk_q4k_scales); the min terms are added to accm (pk_q4k_mins). */
+typedef struct {
+    const char *o;
+    __m256 dy;
+    __m256i s0, s1;
+} pk_q4k_head;
+
+KT static inline __attribute__((always_inline)) pk_q4k_head pk_q4k_block(const char *w, int64_t i, const k_block_q8_k *y,
+                                                                        __m256 accm[4]) {
+    pk_q4k_head hd;
+    hd.o = w + i * PK_XB;
+    if (PK_PF) k_prefetch_lines(hd.o + PK_PF, PK_XB / 64);
     const __m256 yd = _mm256_set1_ps(y->d);
-    *dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o)), yd);
-    const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16))), yd);
+    hd.dy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)hd.o)), yd);
+    const __m256 dmy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(hd.o + 16))), yd);
     const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
     const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
     __m256i m0, m1;
-    pk_q4k_scales(o, s0, s1, &m0, &m1);
+    pk_q4k_scales(hd.o, &hd.s0, &hd.s1, &m0, &m1);
     pk_q4k_mins(m0, m1, bsum, dmy, accm);
+    return hd;
 }
 
 /* the f32 min sum of row r from accm (pk_q4k_mins' pairs) */
@@ -212,3 +223,13 @@ static void pk_q8_0_unpack(int64_t n, const void *src, size_t row_bytes, int64_t
         (void)rows, (void)toks, (void)batch, (void)row_bytes, (void)a_row_bytes;                                \
         gemv(n, w, a, out);                                                                                     \
     }
+
+/* A set's packed mm_kernels pk_<t> (isa: its name suffix), which its
+ * k_mm_packed_<t>_x8_<isa> run: the (8, 1) pieces of its gemvs
+ * pk_q4k_gemv8, pk_q6k_gemv8 and pk_q8_0_gemv8, batches of 4 or more
+ * tokens through its unpacked tiles k_mm_<t>_<isa> on the unpacked rows. */
+#define PK_KERNEL(t, pt, isa)                                                                                        \
+    PK_PIECE(pk_##pt##_piece, pk_##pt##_gemv8)                                                                       \
+    static const mm_kernel pk_##t = {.piece = pk_##pt##_piece, .pack_rows = PK_G, .unpack = pk_##pt##_unpack,        \
+                                     .unpacked = k_mm_##t##_##isa};
+#define PK_X86_KERNELS(isa) PK_KERNEL(q4_k, q4k, isa) PK_KERNEL(q6_k, q6k, isa) PK_KERNEL(q8_0, q8_0, isa)

@@ -78,62 +78,45 @@ K_AVX2 static inline __m256i q23_vec_scales(__m256i half, int k) {
     return _mm256_shuffle_epi8(half, _mm256_set_m128i(hi, lo));
 }
 
-/* out[r * T + t] = dot(row r, token t). Rows are row_bytes apart, tokens
- * a_row_bytes apart; per (row, token) the operations of the reference. */
-K_AVX2 static inline __attribute__((always_inline)) void q23_tile(const int type, const int R, const int T, int64_t n,
-                                                                      const char *w, size_t row_bytes, const char *a,
-                                                                      size_t a_row_bytes, float *out) {
-    const size_t bsz = type == K_Q2_K ? sizeof(k_block_q2_k) : sizeof(k_block_q3_k);
-    __m256 acc[4];
-    _Pragma("GCC unroll 4")
-    for (int j = 0; j < R * T; j++) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const k_block_q8_k *y[4];
-        _Pragma("GCC unroll 4")
-        for (int t = 0; t < T; t++) y[t] = (const k_block_q8_k *)(a + (size_t)t * a_row_bytes) + i;
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < R; r++) {
-            const char *blk = w + (size_t)r * row_bytes + (size_t)i * bsz;
-            if (R > 1) { /* four short row streams: help the prefetcher (see mm_simd.h rows4_q0) */
-                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes, _MM_HINT_T0);
-                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes + 64, _MM_HINT_T0);
-            }
-            const __m256i s16 = type == K_Q2_K ? _mm256_cvtepu8_epi16(q23_scale_bytes(type, blk))
-                                               : _mm256_cvtepi8_epi16(q23_scale_bytes(type, blk));
-            const __m256i half[2] = {_mm256_broadcastsi128_si256(_mm256_castsi256_si128(s16)),
-                                     _mm256_broadcastsi128_si256(_mm256_extracti128_si256(s16, 1))};
-            const float d = q23_block_start(type, blk, T, y, acc + r * T);
-            __m256i sumi[4];
-            _Pragma("GCC unroll 4")
-            for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
-            _Pragma("GCC unroll 8")
-            for (int v = 0; v < 8; v++) {
-                const __m256i q = q23_quants_avx2(type, blk, v);
-                const __m256i qu = type == K_Q2_K ? q : _mm256_abs_epi8(q);
-                const __m256i sc = q23_vec_scales(half[v / 4], v % 4);
-                _Pragma("GCC unroll 4")
-                for (int t = 0; t < T; t++) {
-                    __m256i av = _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * v));
-                    if (type == K_Q3_K) av = _mm256_sign_epi8(av, q);
-                    const __m256i p = _mm256_maddubs_epi16(qu, av);
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, sc));
-                }
-            }
-            _Pragma("GCC unroll 4")
-            for (int t = 0; t < T; t++)
-                acc[r * T + t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t]->d * d), _mm256_cvtepi32_ps(sumi[t]), acc[r * T + t]);
-        }
-    }
-    _Pragma("GCC unroll 4")
-    for (int j = 0; j < R * T; j++) out[j] = k_hsum_avx2(acc[j]);
-}
-
+/* ---- the hooks of q2k_q3k_pieces.h' tile: 8 steps, one per vector v ---- */
 #define Q23_TARGET K_AVX2
 #define Q23_T8 0
+#define Q23_TMAX 4
+#define Q23_STEPS 8
+typedef __m256i q23_wi;
+
+/* a block's 16 group scales as int16, groups 0..7 in both 128-bit lanes of
+ * half[0], 8..15 in half[1] */
+typedef struct { __m256i half[2]; } q23_wblk;
+K_AVX2 static inline __attribute__((always_inline)) q23_wblk q23_wblk_make(const int type, const void *blk) {
+    const __m256i s16 = type == K_Q2_K ? _mm256_cvtepu8_epi16(q23_scale_bytes(type, blk))
+                                       : _mm256_cvtepi8_epi16(q23_scale_bytes(type, blk));
+    return (q23_wblk){{_mm256_broadcastsi128_si256(_mm256_castsi256_si128(s16)),
+                       _mm256_broadcastsi128_si256(_mm256_extracti128_si256(s16, 1))}};
+}
+
+/* vector v's quants q, the unsigned bytes maddubs takes (|q|) and its scale words */
+typedef struct { __m256i q, qu, sc; } q23_w;
+K_AVX2 static inline __attribute__((always_inline)) q23_w q23_wts(const int type, const void *blk, q23_wblk wb, const int v) {
+    q23_w r;
+    r.q = q23_quants_avx2(type, blk, v);
+    r.qu = type == K_Q2_K ? r.q : _mm256_abs_epi8(r.q);
+    r.sc = q23_vec_scales(wb.half[v / 4], v % 4);
+    return r;
+}
+
+/* sumi + vector v's scaled lane sums against a token's quants qs */
+K_AVX2 static inline __attribute__((always_inline)) __m256i q23_acc(const int type, __m256i sumi, q23_w wq, const int8_t *qs,
+                                                                   const int v) {
+    __m256i av = _mm256_loadu_si256((const __m256i *)(qs + 32 * v));
+    if (type == K_Q3_K) av = _mm256_sign_epi8(av, wq.q);
+    return _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(wq.qu, av), wq.sc));
+}
+K_AVX2 static inline __attribute__((always_inline)) __m256i q23_fold(__m256i v) { return v; }
+
 #include "q2k_q3k_pieces.h"
 
 K_AVX2 float k_dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *a) { return q23_dot(K_Q2_K, n, w, a); }
 K_AVX2 float k_dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *a) { return q23_dot(K_Q3_K, n, w, a); }
-
 void k_mm_q2_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&q2k_kernel, K_MM_TILE_ARGS); }
 void k_mm_q3_k_avx2(K_MM_TILE_PARAMS) { k_mm_run(&q3k_kernel, K_MM_TILE_ARGS); }

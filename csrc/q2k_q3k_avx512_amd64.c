@@ -19,17 +19,17 @@
 typedef struct {
     __m512i u;
     __mmask64 neg;
-} q23_pair;
+} q23_w;
 
-/* Per-block inputs of q23_pair_weights: the 16 scale bytes (q23_scale_bytes)
+/* Per-block inputs of q23_wts: the 16 scale bytes (q23_scale_bytes)
  * in all four 128-bit lanes, their absolute values (Q3_K), and hmask in both
  * 256-bit halves (Q3_K). */
 typedef struct {
     __m512i s, abs_s, hm;
-} q23_blk_x4;
+} q23_wblk;
 
-K_AVX512 static inline __attribute__((always_inline)) q23_blk_x4 q23_block_x4(int type, const void *blk) {
-    q23_blk_x4 b;
+K_AVX512 static inline __attribute__((always_inline)) q23_wblk q23_wblk_make(int type, const void *blk) {
+    q23_wblk b;
     b.s = _mm512_broadcast_i32x4(q23_scale_bytes(type, blk));
     b.abs_s = b.s;
     b.hm = b.s;
@@ -58,7 +58,7 @@ K_AVX512 static inline __attribute__((always_inline)) __m512i q23_group_idx(int 
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(l[1], l[0])), _mm256_set_m128i(l[3], l[2]), 1);
 }
 
-K_AVX512 static inline __attribute__((always_inline)) q23_pair q23_pair_weights(int type, const void *blk, q23_blk_x4 b, int p) {
+K_AVX512 static inline __attribute__((always_inline)) q23_w q23_wts(int type, const void *blk, q23_wblk b, int p) {
     const uint8_t *qs = type == K_Q2_K ? ((const k_block_q2_k *)blk)->qs : ((const k_block_q3_k *)blk)->qs;
     const int k = 2 * (p % 2); /* vectors 2p, 2p+1 are vectors k, k+1 of half p/2 */
     const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * (p / 2))));
@@ -67,7 +67,7 @@ K_AVX512 static inline __attribute__((always_inline)) q23_pair q23_pair_weights(
      * word-wise multiply below then gives |q| * |s| <= 4 * 32 per byte, with
      * nothing carried into the high byte */
     const __m512i s_words = _mm512_shuffle_epi8(b.abs_s, q23_group_idx(p, 1));
-    q23_pair r;
+    q23_w r;
     if (type == K_Q2_K) {
         r.u = _mm512_mullo_epi16(q, s_words);
         r.neg = 0;
@@ -81,57 +81,28 @@ K_AVX512 static inline __attribute__((always_inline)) q23_pair q23_pair_weights(
     return r;
 }
 
-/* out[r * T + t] = dot(row r, token t), R * T <= 8 */
-K_AVX512 static inline __attribute__((always_inline)) void q23_tile(const int type, const int R, const int T, int64_t n,
-                                                                          const char *w, size_t row_bytes, const char *a,
-                                                                          size_t a_row_bytes, float *out) {
-    const size_t bsz = type == K_Q2_K ? sizeof(k_block_q2_k) : sizeof(k_block_q3_k);
-    __m256 acc[8];
-    _Pragma("GCC unroll 8")
-    for (int j = 0; j < R * T; j++) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / K_QKK; i++) {
-        const k_block_q8_k *y[8];
-        _Pragma("GCC unroll 8")
-        for (int t = 0; t < T; t++) y[t] = (const k_block_q8_k *)(a + (size_t)t * a_row_bytes) + i;
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < R; r++) {
-            const char *blk = w + (size_t)r * row_bytes + (size_t)i * bsz;
-            if (R > 1) {
-                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes, _MM_HINT_T0);
-                _mm_prefetch(blk + Q23_PF_ROWS * row_bytes + 64, _MM_HINT_T0);
-            }
-            const float d = q23_block_start(type, blk, T, y, acc + r * T);
-            const q23_blk_x4 bx4 = q23_block_x4(type, blk);
-            __m512i sumi[8];
-            _Pragma("GCC unroll 8")
-            for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
-            _Pragma("GCC unroll 4")
-            for (int p = 0; p < 4; p++) {
-                const q23_pair wq = q23_pair_weights(type, blk, bx4, p);
-                _Pragma("GCC unroll 8")
-                for (int t = 0; t < T; t++) {
-                    __m512i av = _mm512_loadu_si512((const void *)(y[t]->qs + 64 * p));
-                    if (type == K_Q3_K) av = _mm512_mask_sub_epi8(av, wq.neg, _mm512_setzero_si512(), av);
-                    sumi[t] = _mm512_dpbusd_epi32(sumi[t], wq.u, av);
-                }
-            }
-            _Pragma("GCC unroll 8")
-            for (int t = 0; t < T; t++) {
-                const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
-                acc[r * T + t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t]->d * d), _mm256_cvtepi32_ps(s8), acc[r * T + t]);
-            }
-        }
-    }
-    _Pragma("GCC unroll 8")
-    for (int j = 0; j < R * T; j++) out[j] = k_hsum_avx2(acc[j]);
-}
-
+/* ---- the hooks of q2k_q3k_pieces.h' tile: 4 steps, one per vector pair p ---- */
 #define Q23_TARGET K_AVX512
 #define Q23_T8 1
+#define Q23_TMAX 8
+#define Q23_STEPS 4
+typedef __m512i q23_wi;
+
+/* sumi + pair p's lane sums against a token's quants qs (with the weights' signs) */
+K_AVX512 static inline __attribute__((always_inline)) __m512i q23_acc(const int type, __m512i sumi, q23_w wq, const int8_t *qs,
+                                                                     const int p) {
+    __m512i av = _mm512_loadu_si512((const void *)(qs + 64 * p));
+    if (type == K_Q3_K) av = _mm512_mask_sub_epi8(av, wq.neg, _mm512_setzero_si512(), av);
+    return _mm512_dpbusd_epi32(sumi, wq.u, av);
+}
+/* lanes L and L+8 added: the reference's lane l */
+K_AVX512 static inline __attribute__((always_inline)) __m256i q23_fold(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
 #include "q2k_q3k_pieces.h"
 
 K_AVX512 float k_dot_q2_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return q23_dot(K_Q2_K, n, w, a); }
 K_AVX512 float k_dot_q3_k_q8_k_avx512(int64_t n, const void *w, const void *a) { return q23_dot(K_Q3_K, n, w, a); }
-
 void k_mm_q2_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&q2k_kernel, K_MM_TILE_ARGS); }
 void k_mm_q3_k_avx512(K_MM_TILE_PARAMS) { k_mm_run(&q3k_kernel, K_MM_TILE_ARGS); }
