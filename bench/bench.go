@@ -128,9 +128,13 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 	defer m.Close()
 	info := m.Info()
 	if train := info.ContextLength; train > 0 && nctx-1 > train {
-		// As llama-bench does: the context is sized for the tests, not
-		// capped at the trained one. The speed is what is measured; the
-		// tokens are random either way.
+		// A test's own tokens must fit the trained context; the depth
+		// before it may reach past it, as llama-bench allows (its context
+		// is sized for the test): the speed is what is measured, and the
+		// tokens are random either way. Said in a note.
+		if longest := nctx - 1 - slices.Max(depths); longest > train {
+			return fmt.Errorf("the longest test needs %d positions (the larger of -p and -n), more than the model's context of %d", longest, train)
+		}
 		note := fmt.Sprintf("the deepest, longest test needs %d positions (depth + the larger of -p and -n), more than the model's trained context of %d: positions past it are measured for speed only, as llama-bench does", nctx-1, train)
 		if !slices.Contains(rep.Notes, note) {
 			rep.Notes = append(rep.Notes, note)

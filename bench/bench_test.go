@@ -55,6 +55,10 @@ func TestRunDepths(t *testing.T) {
 		len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "trained context of 128") {
 		t.Errorf("past the context: %+v", rep)
 	}
+	// A test's own tokens must still fit it, whatever the depth.
+	if _, err := Run(Options{Model: model, Gens: []int{200}, Threads: []int{1}, Reps: 1}); err == nil || !strings.Contains(err.Error(), "200 positions") {
+		t.Errorf("tg200 on a 128-token model: %v", err)
+	}
 	for _, o := range []Options{
 		{Model: model, Prompts: []int{8}, Reps: 0},
 		{Model: model, Reps: 1},
