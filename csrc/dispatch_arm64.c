@@ -51,7 +51,8 @@ static const k_type_kernels neon_dot[K_TYPE_MAX] = {
     [K_IQ4_NL] = {.dot = k_dot_iq4_nl_q8_0_neon_dot, .mm_tile = k_mm_iq4_nl_neon_dot},
     [K_IQ4_XS] = {.dot = k_dot_iq4_xs_q8_k_neon_dot, .mm_tile = k_mm_iq4_xs_neon_dot,
                   .pack_rows = 4, .pack = k_pack_iq4_xs_x4_neon_dot, .mm_packed = k_mm_packed_iq4_xs_x4_neon_dot},
-    [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_neon_dot, .mm_tile = k_mm_mxfp4_neon_dot},
+    [K_MXFP4]  = {.dot = k_dot_mxfp4_q8_0_neon_dot, .mm_tile = k_mm_mxfp4_neon_dot,
+                  .pack_rows = 4, .pack = k_pack_mxfp4_x4_neon_dot, .mm_packed = k_mm_packed_mxfp4_x4_neon_dot},
 };
 
 /* USMMLA tiles over neon_dot's packed layouts (the same pack kernels, so
