@@ -58,6 +58,8 @@ static const k_type_kernels neon_dot[K_TYPE_MAX] = {
     [K_Q6_K].pack_rows = 4, [K_Q6_K].pack = k_pack_q6_k_x4_neon_dot, [K_Q6_K].mm_packed = k_mm_packed_q6_k_x4_neon_dot,
     [K_IQ4_XS].pack_rows = 4, [K_IQ4_XS].pack = k_pack_iq4_xs_x4_neon_dot,
     [K_IQ4_XS].mm_packed = k_mm_packed_iq4_xs_x4_neon_dot,
+    [K_MXFP4].pack_rows = 4, [K_MXFP4].pack = k_pack_mxfp4_x4_neon_dot,
+    [K_MXFP4].mm_packed = k_mm_packed_mxfp4_x4_neon_dot,
 };
 #undef NEON_SET
 

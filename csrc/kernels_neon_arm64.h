@@ -54,6 +54,9 @@ k_quantize_kernel k_quantize_q8_k_neon, k_quantize_q8_0_neon, k_quantize_f16_neo
  * k_pack_<t>_x<G>_neon_dot and its tile over packed groups of G rows */
 k_pack_kernel k_pack_q4_k_x4_neon_dot, k_pack_q5_k_x4_neon_dot, k_pack_q6_k_x4_neon_dot, k_pack_q8_0_x8_neon_dot,
     k_pack_iq4_xs_x4_neon_dot;
+/* MXFP4 x4, pack_neon_mxfp4_arm64.c (the i8mm set inherits it) */
+k_pack_kernel k_pack_mxfp4_x4_neon_dot;
+k_mm_tile_kernel k_mm_packed_mxfp4_x4_neon_dot;
 /* USMMLA tiles over the dotprod set's packed layouts, pack_neon_i8mm_arm64.c */
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_i8mm, k_mm_packed_q5_k_x4_neon_i8mm;
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_mm_packed_q6_k_x4_neon_dot,

@@ -874,6 +874,27 @@ static void test_mxfp4(int impl) {
                                  (long long)n, exps[ei], (long long)mt, (long long)k, (long long)r, y[i], e);
                     }
                 }
+                /* the set's packed layout, if any: rows 0..3 one group (row 0 the
+                 * edge exponents), rows 4..5 the unpacked tail */
+                if (k_pack_rows(impl, K_MXFP4) > 0) {
+                    uint8_t *pw = malloc((size_t)(rb * nrows));
+                    if (k_pack(impl, K_MXFP4, n, w, (size_t)rb, nrows, pw) != 0) FAIL("k_pack(%s, MXFP4)", impl_names[impl]);
+                    for (int mi = -1; mi < (int)(sizeof mtoks / sizeof mtoks[0]); mi++) {
+                        const int64_t mt = mi < 0 ? 1 : mtoks[mi];
+                        const int rc = mi < 0 ? k_matvec_packed(impl, K_MXFP4, n, pw, (size_t)rb, nrows, a, y, 0, nrows)
+                                              : k_matmul_packed(impl, K_MXFP4, n, pw, (size_t)rb, nrows, 0, nrows, a, (size_t)ab, mt, y, nrows);
+                        if (rc != 0) FAIL("k_mat*_packed(%s, MXFP4)", impl_names[impl]);
+                        for (int64_t i = 0; i < nrows * mt; i++) {
+                            const int64_t k = i / nrows, r = i % nrows;
+                            const float e = om_dot_mxfp4(n, w + r * rb, a + k * ab);
+                            checks++;
+                            if (memcmp(&e, &y[i], 4) != 0)
+                                FAIL("mxfp4 packed %s n=%lld e=%d ntok %lld tok %lld row %lld: %.9g, model %.9g", impl_names[impl],
+                                     (long long)n, exps[ei], (long long)mt, (long long)k, (long long)r, y[i], e);
+                        }
+                    }
+                    free(pw);
+                }
             }
         }
         free(w); free(a); free(x); free(want); free(got); free(y);
