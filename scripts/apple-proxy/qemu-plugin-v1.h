@@ -1,6 +1,6 @@
 /*
  * qemu-plugin-v1.h — the few declarations of QEMU's TCG plugin API (version 1,
- * as in QEMU 7.2's include/qemu/qemu-plugin.h) that icount.c uses, declared
+ * as in QEMU 7.2's include/qemu/qemu-plugin.h) that icount.c and tbprof.c use, declared
  * here so the proxy needs no QEMU development package. The symbols are
  * resolved against the qemu-aarch64 binary when it loads the plugin.
  */
@@ -26,6 +26,7 @@ void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qe
 void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
                                           enum qemu_plugin_cb_flags flags, void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 void qemu_plugin_outs(const char *string);
 
