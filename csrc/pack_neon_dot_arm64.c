@@ -1096,15 +1096,24 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "mla v" #L0 ".4s, v" #C0 ".4s, v25.4s\n\t"                                                       \
     "mla v" #L1 ".4s, v" #C1 ".4s, v25.4s\n\t"
 #define Q4T_K(...) Q4T_K_(__VA_ARGS__)
-/* chunk C of pass I: the weights of lanes I, 4 + I, the chunk's ds, 4 tokens */
-#define Q4T_C_(OP, C, I, POST)                                                                       \
-    "ldr q20, [%[o], #(64 + 16 * (8 * " #C " + " #I "))]\n\t"                                       \
-    "ldr q22, [%[o], #(64 + 16 * (8 * " #C " + 4 + " #I "))]\n\t"                                   \
+/* the nibbles of v20 (v22) to the weights v20, v21 (v22, v23): Q4_K
+ * as they are, IQ4_XS through its table (v31) */
+#define Q4T_NIB                                                                                      \
     "ushr v21.16b, v20.16b, #4\n\t"                                                                  \
     "and v20.16b, v20.16b, v26.16b\n\t"                                                              \
     "ushr v23.16b, v22.16b, #4\n\t"                                                                  \
-    "and v22.16b, v22.16b, v26.16b\n\t"                                                              \
-    "ldp q24, q25, [%[ds], #(32 * " #C ")]\n\t"                                                      \
+    "and v22.16b, v22.16b, v26.16b\n\t"
+#define Q4T_TBL                                                                                      \
+    Q4T_NIB "tbl v20.16b, {v31.16b}, v20.16b\n\t"                                                   \
+    "tbl v21.16b, {v31.16b}, v21.16b\n\t"                                                           \
+    "tbl v22.16b, {v31.16b}, v22.16b\n\t"                                                           \
+    "tbl v23.16b, {v31.16b}, v23.16b\n\t"
+/* chunk C of pass I: the weights of lanes I, 4 + I (quants at o + QV,
+ * decoded by DEC), the chunk's ds, 4 tokens */
+#define Q4T_C_(OP, C, I, POST, QV, DEC)                                                              \
+    "ldr q20, [%[o], #(" #QV " + 16 * (8 * " #C " + " #I "))]\n\t"                                  \
+    "ldr q22, [%[o], #(" #QV " + 16 * (8 * " #C " + 4 + " #I "))]\n\t"                              \
+    DEC "ldp q24, q25, [%[ds], #(32 * " #C ")]\n\t"                                                  \
     Q4T_K(OP, 0, 1, 8, 9, y0, POST, I) Q4T_K(OP, 2, 3, 10, 11, y1, POST, I)                          \
     Q4T_K(OP, 4, 5, 12, 13, y2, POST, I) Q4T_K(OP, 6, 7, 14, 15, y3, POST, I)
 #define Q4T_C(...) Q4T_C_(__VA_ARGS__)
@@ -1117,10 +1126,10 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
     "stp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"
 #define Q4T_F(...) Q4T_F_(__VA_ARGS__)
-#define Q4T_PASS(I, LAST)                                                                            \
+#define Q4T_PASS(I, LAST, QV, DEC)                                                                   \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
-    Q4T_C(Q4T_MUL, 0, I, "#64") Q4T_C(Q4T_MLA, 1, I, "#64") Q4T_C(Q4T_MLA, 2, I, "#64")              \
-    Q4T_C(Q4T_MLA, 3, I, LAST)                                                                       \
+    Q4T_C(Q4T_MUL, 0, I, "#64", QV, DEC) Q4T_C(Q4T_MLA, 1, I, "#64", QV, DEC)                        \
+    Q4T_C(Q4T_MLA, 2, I, "#64", QV, DEC) Q4T_C(Q4T_MLA, 3, I, LAST, QV, DEC)                         \
     Q4T_F(8, 9, 27, 0, I) Q4T_F(10, 11, 28, 1, I) Q4T_F(12, 13, 29, 2, I) Q4T_F(14, 15, 30, 3, I)
 /* the block's head: d (v17) and dmin (v18) of the 4 rows; the mins n[0..3]
  * (k_q45k_x4_mins_neon) in v0-v3; the scales by parts ds[0..7] to memory */
@@ -1141,7 +1150,11 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "uxtl2 v3.8h, v23.16b\n\t"                                                                       \
     "and v19.16b, v19.16b, v31.16b\n\t"                                                              \
     "and v20.16b, v20.16b, v31.16b\n\t"                                                              \
-    "movi v22.2d, #0\n\t"                                                                            \
+    "movi v22.2d, #0\n\t" Q4T_DS
+/* ds[0..7] to memory from the 6-bit scales sc0 (v19, sub-blocks 0..3)
+ * and sc1 (v20, 4..7) of the 4 rows, v22 what follows sc1 (the scale
+ * bytes' 0 for Q4_K, IQ4_XS's offset 32): D = sc[s] - sc[s+1], widened */
+#define Q4T_DS                                                                                       \
     "ext v24.16b, v19.16b, v20.16b, #4\n\t"                                                          \
     "ext v25.16b, v20.16b, v22.16b, #4\n\t"                                                          \
     "sub v19.16b, v19.16b, v24.16b\n\t"                                                              \
@@ -1207,8 +1220,9 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "movi v31.16b, #63\n\t"
                                   "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, 0) Q4T_MIN(y1, 28, 1) Q4T_MIN(y2, 29, 2)
-                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]") Q4T_PASS(1, "%[back]")
-                                          Q4T_PASS(2, "%[back]") Q4T_PASS(3, "%[next]") "add %[o], %[o], #576\n\t"
+                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", 64, Q4T_NIB)
+                                          Q4T_PASS(1, "%[back]", 64, Q4T_NIB) Q4T_PASS(2, "%[back]", 64, Q4T_NIB)
+                                              Q4T_PASS(3, "%[next]", 64, Q4T_NIB) "add %[o], %[o], #576\n\t"
                                                                                         "subs %[nb], %[nb], #1\n\t"
                                                                                         "b.ne 1b\n\t"
                          : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
@@ -1220,6 +1234,57 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
         const float32x4_t *f = F + 8 * k, *m = am + 4 * k; /* lane 4h + i at f[2i + h] */
         const float32x4_t s = hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]);
         vst1q_f32(y + k * ys, vsubq_f32(s, vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3]))));
+    }
+}
+/* IQ4_XS, as q4k_x4_t4 (its head: d, the scales' low 4 bits S and top 2
+ * bits N as iq4xs_x4_c decodes them, no mins; the nibbles through the
+ * table in v31, the mask 63 made per block) */
+#define Q4T_IQ_HEAD                                                                                  \
+    "ldr d16, [%[o]]\n\t"                                                                            \
+    "fcvtl v17.4s, v16.4h\n\t"                                                                       \
+    "ldur q19, [%[o], #8]\n\t"                                                                       \
+    "ldr d21, [%[o], #24]\n\t"                                                                       \
+    "movi v25.16b, #63\n\t"                                                                          \
+    "and v20.8b, v21.8b, v26.8b\n\t"                                                                 \
+    "ushr v21.8b, v21.8b, #4\n\t"                                                                    \
+    "mov v20.d[1], v21.d[0]\n\t"                                                                     \
+    "ushr v22.16b, v19.16b, #6\n\t"                                                                  \
+    "sli v20.16b, v22.16b, #4\n\t"                                                                   \
+    "and v19.16b, v19.16b, v25.16b\n\t"                                                              \
+    "movi v22.16b, #32\n\t" Q4T_DS
+#define Q4T_IQ_DV_(Y, DV)                                                                            \
+    "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
+    "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"
+#define Q4T_IQ_DV(...) Q4T_IQ_DV_(__VA_ARGS__)
+static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                              float *y, int64_t ys) {
+    float32x4_t accs[32];
+    int32x4_t dss[8];
+    float32x4_t *F = accs; /* in memory, as in nib_xt */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = IQ4XS_X4_BYTES;
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
+                                  "ldr q31, [%[tab]]\n\t"
+                                  "1:\n\t" Q4T_IQ_HEAD Q4T_IQ_DV(y0, 27) Q4T_IQ_DV(y1, 28) Q4T_IQ_DV(y2, 29)
+                                      Q4T_IQ_DV(y3, 30) Q4T_PASS(0, "%[back]", 32, Q4T_TBL)
+                                          Q4T_PASS(1, "%[back]", 32, Q4T_TBL) Q4T_PASS(2, "%[back]", 32, Q4T_TBL)
+                                              Q4T_PASS(3, "%[next]", 32, Q4T_TBL) "add %[o], %[o], %[gb]\n\t"
+                                                                                   "subs %[nb], %[nb], #1\n\t"
+                                                                                   "b.ne 1b\n\t"
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [tab] "r"(k_iq4nl_values), [ds] "r"(ds),
+                           [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 8 * k;
+        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]));
     }
 }
 #undef Q4T_MUL
@@ -1234,6 +1299,12 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
 #undef Q4T_HEAD
 #undef Q4T_MIN_
 #undef Q4T_MIN
+#undef Q4T_NIB
+#undef Q4T_TBL
+#undef Q4T_DS
+#undef Q4T_IQ_HEAD
+#undef Q4T_IQ_DV_
+#undef Q4T_IQ_DV
 #undef Q6K_ARCH
 #undef Q6T_ARCH
 #undef Q6T_OFF_
@@ -1317,7 +1388,10 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
 #define Q4K_XT4(...) q4k_x4_t4(__VA_ARGS__)
 #define Q4K_XT2(...) nib_xt(K_Q4_K, 2, __VA_ARGS__)
 #define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
-#define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
+/* IQ4_XS: the same */
+#define IQ4XS_XT(T, ...) IQ4XS_XT##T(__VA_ARGS__)
+#define IQ4XS_XT4(...) iq4xs_x4_t4(__VA_ARGS__)
+#define IQ4XS_XT2(...) nib_xt(K_IQ4_XS, 2, __VA_ARGS__)
 #define Q4K_X1(...) q45k_x4_c(1, __VA_ARGS__)
 #define Q5K_X1(...) q45k_x4_c(0, __VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
@@ -1333,6 +1407,8 @@ PACKED_TILE(q6_k_x4, Q6K_XT, q6k_x4_c, static)
 #undef Q4K_XT2
 #undef Q5K_XT
 #undef IQ4XS_XT
+#undef IQ4XS_XT4
+#undef IQ4XS_XT2
 #undef Q4K_X1
 #undef Q6K_XT
 #undef Q6K_XT4
