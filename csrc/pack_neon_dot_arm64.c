@@ -1108,12 +1108,48 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "tbl v21.16b, {v31.16b}, v21.16b\n\t"                                                           \
     "tbl v22.16b, {v31.16b}, v22.16b\n\t"                                                           \
     "tbl v23.16b, {v31.16b}, v23.16b\n\t"
-/* chunk C of pass I: the weights of lanes I, 4 + I (quants at o + QV,
- * decoded by DEC), the chunk's ds, 4 tokens */
-#define Q4T_C_(OP, C, I, POST, QV, DEC)                                                              \
+/* the nibbles of lanes I, 4 + I of chunk C (quants at o + QV) to v20-v23 */
+#define Q4T_LD_(C, I, QV)                                                                            \
     "ldr q20, [%[o], #(" #QV " + 16 * (8 * " #C " + " #I "))]\n\t"                                  \
-    "ldr q22, [%[o], #(" #QV " + 16 * (8 * " #C " + 4 + " #I "))]\n\t"                              \
-    DEC "ldp q24, q25, [%[ds], #(32 * " #C ")]\n\t"                                                  \
+    "ldr q22, [%[o], #(" #QV " + 16 * (8 * " #C " + 4 + " #I "))]\n\t"
+#define Q4T_LNIB(C, I) Q4T_LD_(C, I, 64) Q4T_NIB
+#define Q4T_LTBL(C, I) Q4T_LD_(C, I, 32) Q4T_TBL
+/* Q5_K: lane I of half H, chunk C, even / odd sub-block weights to vE / vO
+ * (as nib_lane; v16-v19 scratch, v26 the mask 31) */
+#define Q5T_P(C, H) "(64 + 80 * (2 * " #C " + " #H "))"
+#define Q5T_LANE0(C, H, E, O)                                                                        \
+    "ldr q" #E ", [%[o], #" Q5T_P(C, H) "]\n\t"                                                      \
+    "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 64)]\n\t"                                               \
+    "and v" #E ".16b, v" #E ".16b, v26.16b\n\t"                                                      \
+    "and v" #O ".16b, v" #O ".16b, v26.16b\n\t"
+#define Q5T_LANE1(C, H, E, O)                                                                        \
+    "ldr q" #E ", [%[o], #(" Q5T_P(C, H) " + 16)]\n\t"                                               \
+    "ldr q" #O ", [%[o], #" Q5T_P(C, H) "]\n\t"                                                      \
+    "sri v" #O ".16b, v" #E ".16b, #3\n\t"                                                           \
+    "ushr v" #O ".16b, v" #O ".16b, #3\n\t"                                                          \
+    "and v" #E ".16b, v" #E ".16b, v26.16b\n\t"
+#define Q5T_LANE2(C, H, E, O)                                                                        \
+    "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 32)]\n\t"                                               \
+    "ldr q16, [%[o], #(" Q5T_P(C, H) " + 48)]\n\t"                                                   \
+    "and v" #E ".16b, v" #O ".16b, v26.16b\n\t"                                                      \
+    "sri v" #O ".16b, v16.16b, #3\n\t"                                                               \
+    "ushr v" #O ".16b, v" #O ".16b, #3\n\t"
+#define Q5T_LANE3(C, H, E, O)                                                                        \
+    "ldr q16, [%[o], #(" Q5T_P(C, H) " + 48)]\n\t"                                                   \
+    "ldr q17, [%[o], #(" Q5T_P(C, H) " + 16)]\n\t"                                                   \
+    "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 64)]\n\t"                                               \
+    "movi v18.16b, #0x40\n\t"                                                                        \
+    "shl v17.16b, v17.16b, #1\n\t"                                                                   \
+    "shl v19.16b, v16.16b, #2\n\t"                                                                   \
+    "bsl v18.16b, v17.16b, v19.16b\n\t"                                                              \
+    "sri v" #O ".16b, v18.16b, #3\n\t"                                                               \
+    "ushr v" #O ".16b, v" #O ".16b, #3\n\t"                                                          \
+    "and v" #E ".16b, v16.16b, v26.16b\n\t"
+#define Q5T_DEC(C, I) Q5T_LANE##I(C, 0, 20, 21) Q5T_LANE##I(C, 1, 22, 23)
+/* chunk C of pass I: the weights of lanes I, 4 + I (DEC: loaded and
+ * decoded into v20-v23), the chunk's ds, 4 tokens */
+#define Q4T_C_(OP, C, I, POST, DEC)                                                                  \
+    DEC(C, I) "ldp q24, q25, [%[ds], #(32 * " #C ")]\n\t"                                            \
     Q4T_K(OP, 0, 1, 8, 9, y0, POST, I) Q4T_K(OP, 2, 3, 10, 11, y1, POST, I)                          \
     Q4T_K(OP, 4, 5, 12, 13, y2, POST, I) Q4T_K(OP, 6, 7, 14, 15, y3, POST, I)
 #define Q4T_C(...) Q4T_C_(__VA_ARGS__)
@@ -1126,10 +1162,10 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
     "stp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"
 #define Q4T_F(...) Q4T_F_(__VA_ARGS__)
-#define Q4T_PASS(I, LAST, QV, DEC)                                                                   \
+#define Q4T_PASS(I, LAST, DEC)                                                                       \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
-    Q4T_C(Q4T_MUL, 0, I, "#64", QV, DEC) Q4T_C(Q4T_MLA, 1, I, "#64", QV, DEC)                        \
-    Q4T_C(Q4T_MLA, 2, I, "#64", QV, DEC) Q4T_C(Q4T_MLA, 3, I, LAST, QV, DEC)                         \
+    Q4T_C(Q4T_MUL, 0, I, "#64", DEC) Q4T_C(Q4T_MLA, 1, I, "#64", DEC)                                \
+    Q4T_C(Q4T_MLA, 2, I, "#64", DEC) Q4T_C(Q4T_MLA, 3, I, LAST, DEC)                                 \
     Q4T_F(8, 9, 27, 0, I) Q4T_F(10, 11, 28, 1, I) Q4T_F(12, 13, 29, 2, I) Q4T_F(14, 15, 30, 3, I)
 /* the block's head: d (v17) and dmin (v18) of the 4 rows; the mins n[0..3]
  * (k_q45k_x4_mins_neon) in v0-v3; the scales by parts ds[0..7] to memory */
@@ -1220,9 +1256,9 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "movi v31.16b, #63\n\t"
                                   "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, 0) Q4T_MIN(y1, 28, 1) Q4T_MIN(y2, 29, 2)
-                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", 64, Q4T_NIB)
-                                          Q4T_PASS(1, "%[back]", 64, Q4T_NIB) Q4T_PASS(2, "%[back]", 64, Q4T_NIB)
-                                              Q4T_PASS(3, "%[next]", 64, Q4T_NIB) "add %[o], %[o], #576\n\t"
+                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q4T_LNIB)
+                                          Q4T_PASS(1, "%[back]", Q4T_LNIB) Q4T_PASS(2, "%[back]", Q4T_LNIB)
+                                              Q4T_PASS(3, "%[next]", Q4T_LNIB) "add %[o], %[o], #576\n\t"
                                                                                         "subs %[nb], %[nb], #1\n\t"
                                                                                         "b.ne 1b\n\t"
                          : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
@@ -1234,6 +1270,63 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
         const float32x4_t *f = F + 8 * k, *m = am + 4 * k; /* lane 4h + i at f[2i + h] */
         const float32x4_t s = hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]);
         vst1q_f32(y + k * ys, vsubq_f32(s, vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3]))));
+    }
+}
+/* Q5_K, as q4k_x4_t4 (the same head; the 5-bit weights as nib_lane
+ * decodes them, with the mask 31 in v26; the mins' term as
+ * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)) */
+#define Q5T_MIN_(Y, DV, K)                                                                           \
+    "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
+    "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
+    "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
+    "ldp q12, q13, [%[" #Y "], #256]\n\t"                                                            \
+    "addp v12.8h, v12.8h, v13.8h\n\t"                                                                \
+    "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
+    "smull v9.4s, v1.4h, v12.h[2]\n\t"                                                               \
+    "smull v10.4s, v2.4h, v12.h[4]\n\t"                                                              \
+    "smull v11.4s, v3.4h, v12.h[6]\n\t"                                                              \
+    "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
+    "smlal2 v9.4s, v1.8h, v12.h[3]\n\t"                                                              \
+    "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
+    "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"                                                             \
+    "add v8.4s, v8.4s, v9.4s\n\t"                                                                    \
+    "add v10.4s, v10.4s, v11.4s\n\t"                                                                 \
+    "add v8.4s, v8.4s, v10.4s\n\t"                                                                   \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "fneg v20.4s, v20.4s\n\t"                                                                        \
+    "ldr q21, [%[am], #(16 * " #K ")]\n\t"                                                           \
+    "fmla v21.4s, v20.4s, v8.4s\n\t"                                                                 \
+    "str q21, [%[am], #(16 * " #K ")]\n\t"
+#define Q5T_MIN(...) Q5T_MIN_(__VA_ARGS__)
+static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                            float *y, int64_t ys) {
+    float32x4_t accs[32], ams[4];
+    int32x4_t dss[8];
+    float32x4_t *F = accs, *am = ams; /* in memory, as in nib_xt; am: summs */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(am), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    for (int i = 0; i < 4; i++) am[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = Q5K_X4_BYTES;
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v26.16b, #31\n\t"
+                                  "movi v31.16b, #63\n\t"
+                                  "1:\n\t" Q4T_HEAD Q5T_MIN(y0, 27, 0) Q5T_MIN(y1, 28, 1) Q5T_MIN(y2, 29, 2)
+                                      Q5T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q5T_DEC)
+                                          Q4T_PASS(1, "%[back]", Q5T_DEC) Q4T_PASS(2, "%[back]", Q5T_DEC)
+                                              Q4T_PASS(3, "%[next]", Q5T_DEC) "add %[o], %[o], %[gb]\n\t"
+                                                                                  "subs %[nb], %[nb], #1\n\t"
+                                                                                  "b.ne 1b\n\t"
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 8 * k;
+        vst1q_f32(y + k * ys, vaddq_f32(hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]), am[k]));
     }
 }
 /* IQ4_XS, as q4k_x4_t4 (its head: d, the scales' low 4 bits S and top 2
@@ -1271,9 +1364,9 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "ldr q31, [%[tab]]\n\t"
                                   "1:\n\t" Q4T_IQ_HEAD Q4T_IQ_DV(y0, 27) Q4T_IQ_DV(y1, 28) Q4T_IQ_DV(y2, 29)
-                                      Q4T_IQ_DV(y3, 30) Q4T_PASS(0, "%[back]", 32, Q4T_TBL)
-                                          Q4T_PASS(1, "%[back]", 32, Q4T_TBL) Q4T_PASS(2, "%[back]", 32, Q4T_TBL)
-                                              Q4T_PASS(3, "%[next]", 32, Q4T_TBL) "add %[o], %[o], %[gb]\n\t"
+                                      Q4T_IQ_DV(y3, 30) Q4T_PASS(0, "%[back]", Q4T_LTBL)
+                                          Q4T_PASS(1, "%[back]", Q4T_LTBL) Q4T_PASS(2, "%[back]", Q4T_LTBL)
+                                              Q4T_PASS(3, "%[next]", Q4T_LTBL) "add %[o], %[o], %[gb]\n\t"
                                                                                    "subs %[nb], %[nb], #1\n\t"
                                                                                    "b.ne 1b\n\t"
                          : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
@@ -1299,6 +1392,17 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q4T_HEAD
 #undef Q4T_MIN_
 #undef Q4T_MIN
+#undef Q4T_LD_
+#undef Q4T_LNIB
+#undef Q4T_LTBL
+#undef Q5T_P
+#undef Q5T_LANE0
+#undef Q5T_LANE1
+#undef Q5T_LANE2
+#undef Q5T_LANE3
+#undef Q5T_DEC
+#undef Q5T_MIN_
+#undef Q5T_MIN
 #undef Q4T_NIB
 #undef Q4T_TBL
 #undef Q4T_DS
@@ -1387,7 +1491,10 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #define Q4K_XT(T, ...) Q4K_XT##T(__VA_ARGS__)
 #define Q4K_XT4(...) q4k_x4_t4(__VA_ARGS__)
 #define Q4K_XT2(...) nib_xt(K_Q4_K, 2, __VA_ARGS__)
-#define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
+/* Q5_K: the same */
+#define Q5K_XT(T, ...) Q5K_XT##T(__VA_ARGS__)
+#define Q5K_XT4(...) q5k_x4_t4(__VA_ARGS__)
+#define Q5K_XT2(...) nib_xt(K_Q5_K, 2, __VA_ARGS__)
 /* IQ4_XS: the same */
 #define IQ4XS_XT(T, ...) IQ4XS_XT##T(__VA_ARGS__)
 #define IQ4XS_XT4(...) iq4xs_x4_t4(__VA_ARGS__)
@@ -1406,6 +1513,8 @@ PACKED_TILE(q6_k_x4, Q6K_XT, q6k_x4_c, static)
 #undef Q4K_XT4
 #undef Q4K_XT2
 #undef Q5K_XT
+#undef Q5K_XT4
+#undef Q5K_XT2
 #undef IQ4XS_XT
 #undef IQ4XS_XT4
 #undef IQ4XS_XT2
