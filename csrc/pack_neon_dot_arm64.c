@@ -439,7 +439,9 @@ static inline __attribute__((always_inline)) void nib_lane(int t, const uint8_t 
 
 /* Q4_K, Q5_K or IQ4_XS (t), one group of 4 rows x T tokens: token k's
  * Q8_K row at a + k * arb, its 4 outputs at y + k * ys; per token the
- * float steps of q45k_x4_c / iq4xs_x4_c. */
+ * float steps of q45k_x4_c / iq4xs_x4_c. The tiles run it for T = 2; 4
+ * tokens go through q4k_x4_t4, q5k_x4_t4, iq4xs_x4_t4 (fixed registers,
+ * below). */
 static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t nb, const uint8_t *o, const char *a,
                                                          size_t arb, float *y, int64_t ys) {
     const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : t == K_Q5_K ? Q5K_X4_BYTES : IQ4XS_X4_BYTES;
