@@ -439,7 +439,9 @@ static inline __attribute__((always_inline)) void nib_lane(int t, const uint8_t 
 
 /* Q4_K, Q5_K or IQ4_XS (t), one group of 4 rows x T tokens: token k's
  * Q8_K row at a + k * arb, its 4 outputs at y + k * ys; per token the
- * float steps of q45k_x4_c / iq4xs_x4_c. */
+ * float steps of q45k_x4_c / iq4xs_x4_c. The tiles run it for T = 2; 4
+ * tokens go through q4k_x4_t4, q5k_x4_t4, iq4xs_x4_t4 (fixed registers,
+ * below). */
 static inline __attribute__((always_inline)) void nib_xt(int t, int T, int64_t nb, const uint8_t *o, const char *a,
                                                          size_t arb, float *y, int64_t ys) {
     const size_t gb = t == K_Q4_K ? Q4K_X4_BYTES : t == K_Q5_K ? Q5K_X4_BYTES : IQ4XS_X4_BYTES;
@@ -1066,6 +1068,349 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
         vst1q_f32(y + k * ys, hsum8_x4(F[8 * k], F[8 * k + 1], F[8 * k + 2], F[8 * k + 3], F[8 * k + 4], F[8 * k + 5],
                                        F[8 * k + 6], F[8 * k + 7]));
 }
+/* Q4_K, one group of 4 rows x 4 tokens (the batch piece), the whole loop
+ * over the group's blocks in fixed registers: the integer lanes and float
+ * steps of nib_xt with T = 4, in 4 passes per block, pass i running lanes
+ * i and 4 + i (halves 0 and 1) of the 4 tokens: 16 chains (C, L). A pass
+ * loads a token's 64 activation bytes of a chunk in one LD1 (both halves'
+ * even and odd sub-blocks), post-incremented; the last chunk's increment
+ * (-192, or +100 in the last pass: to the next block's qs) rewinds it, so
+ * the token pointers need no other arithmetic. Per block first: dv = d x yd
+ * of the 4 tokens (kept), the mins' terms (into am, as nib_xt), and the
+ * scales by parts ds[0..7] (to memory, one LDP per chunk in the passes).
+ *   v0-v7   C (token k: lane i at v(2k), lane 4 + i at v(2k + 1))
+ *   v8-v15  L (v(8 + 2k), v(9 + 2k))
+ *   v16-v19 a token's chunk: even sub-block half 0, half 1, odd half 0, 1
+ *   v20/v21 lane i's weights even / odd, v22/v23 lane 4 + i's
+ *   v24/v25 ds of the chunk's even / odd sub-block
+ *   v26 the mask 15, v27-v30 dv of tokens 0..3, v31 the mask 63
+ * F holds token k's lane 4h + i at F[8k + 2i + h] (pairs for LDP/STP). */
+#define Q4T_MUL(L, C) "mul v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+#define Q4T_MLA(L, C) "mla v" #L ".4s, v" #C ".4s, v24.4s\n\t"
+/* token k's chunk: its 4 chains' SDOTs by element I */
+#define Q4T_K_(OP, C0, C1, L0, L1, Y, POST, I)                                                      \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[" #Y "]], " POST "\n\t"                           \
+    "sdot v" #C0 ".4s, v20.16b, v16.4b[" #I "]\n\t"                                                  \
+    "sdot v" #C1 ".4s, v22.16b, v17.4b[" #I "]\n\t"                                                  \
+    OP(L0, C0) OP(L1, C1)                                                                            \
+    "sdot v" #C0 ".4s, v21.16b, v18.4b[" #I "]\n\t"                                                  \
+    "sdot v" #C1 ".4s, v23.16b, v19.4b[" #I "]\n\t"                                                  \
+    "mla v" #L0 ".4s, v" #C0 ".4s, v25.4s\n\t"                                                       \
+    "mla v" #L1 ".4s, v" #C1 ".4s, v25.4s\n\t"
+#define Q4T_K(...) Q4T_K_(__VA_ARGS__)
+/* the nibbles of v20 (v22) to the weights v20, v21 (v22, v23): Q4_K
+ * as they are, IQ4_XS through its table (v31) */
+#define Q4T_NIB                                                                                      \
+    "ushr v21.16b, v20.16b, #4\n\t"                                                                  \
+    "and v20.16b, v20.16b, v26.16b\n\t"                                                              \
+    "ushr v23.16b, v22.16b, #4\n\t"                                                                  \
+    "and v22.16b, v22.16b, v26.16b\n\t"
+#define Q4T_TBL                                                                                      \
+    Q4T_NIB "tbl v20.16b, {v31.16b}, v20.16b\n\t"                                                   \
+    "tbl v21.16b, {v31.16b}, v21.16b\n\t"                                                           \
+    "tbl v22.16b, {v31.16b}, v22.16b\n\t"                                                           \
+    "tbl v23.16b, {v31.16b}, v23.16b\n\t"
+/* the nibbles of lanes I, 4 + I of chunk C (quants at o + QV) to v20-v23 */
+#define Q4T_LD_(C, I, QV)                                                                            \
+    "ldr q20, [%[o], #(" #QV " + 16 * (8 * " #C " + " #I "))]\n\t"                                  \
+    "ldr q22, [%[o], #(" #QV " + 16 * (8 * " #C " + 4 + " #I "))]\n\t"
+#define Q4T_LNIB(C, I) Q4T_LD_(C, I, 64) Q4T_NIB
+#define Q4T_LTBL(C, I) Q4T_LD_(C, I, 32) Q4T_TBL
+/* Q5_K: lane I of half H, chunk C, even / odd sub-block weights to vE / vO
+ * (as nib_lane; v16-v19 scratch, v26 the mask 31) */
+#define Q5T_P(C, H) "(64 + 80 * (2 * " #C " + " #H "))"
+#define Q5T_LANE0(C, H, E, O)                                                                        \
+    "ldr q" #E ", [%[o], #" Q5T_P(C, H) "]\n\t"                                                      \
+    "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 64)]\n\t"                                               \
+    "and v" #E ".16b, v" #E ".16b, v26.16b\n\t"                                                      \
+    "and v" #O ".16b, v" #O ".16b, v26.16b\n\t"
+#define Q5T_LANE1(C, H, E, O)                                                                        \
+    "ldr q" #E ", [%[o], #(" Q5T_P(C, H) " + 16)]\n\t"                                               \
+    "ldr q" #O ", [%[o], #" Q5T_P(C, H) "]\n\t"                                                      \
+    "sri v" #O ".16b, v" #E ".16b, #3\n\t"                                                           \
+    "ushr v" #O ".16b, v" #O ".16b, #3\n\t"                                                          \
+    "and v" #E ".16b, v" #E ".16b, v26.16b\n\t"
+#define Q5T_LANE2(C, H, E, O)                                                                        \
+    "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 32)]\n\t"                                               \
+    "ldr q16, [%[o], #(" Q5T_P(C, H) " + 48)]\n\t"                                                   \
+    "and v" #E ".16b, v" #O ".16b, v26.16b\n\t"                                                      \
+    "sri v" #O ".16b, v16.16b, #3\n\t"                                                               \
+    "ushr v" #O ".16b, v" #O ".16b, #3\n\t"
+#define Q5T_LANE3(C, H, E, O)                                                                        \
+    "ldr q16, [%[o], #(" Q5T_P(C, H) " + 48)]\n\t"                                                   \
+    "ldr q17, [%[o], #(" Q5T_P(C, H) " + 16)]\n\t"                                                   \
+    "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 64)]\n\t"                                               \
+    "movi v18.16b, #0x40\n\t"                                                                        \
+    "shl v17.16b, v17.16b, #1\n\t"                                                                   \
+    "shl v19.16b, v16.16b, #2\n\t"                                                                   \
+    "bsl v18.16b, v17.16b, v19.16b\n\t"                                                              \
+    "sri v" #O ".16b, v18.16b, #3\n\t"                                                               \
+    "ushr v" #O ".16b, v" #O ".16b, #3\n\t"                                                          \
+    "and v" #E ".16b, v16.16b, v26.16b\n\t"
+#define Q5T_DEC(C, I) Q5T_LANE##I(C, 0, 20, 21) Q5T_LANE##I(C, 1, 22, 23)
+/* chunk C of pass I: the weights of lanes I, 4 + I (DEC: loaded and
+ * decoded into v20-v23), the chunk's ds, 4 tokens */
+#define Q4T_C_(OP, C, I, POST, DEC)                                                                  \
+    DEC(C, I) "ldp q24, q25, [%[ds], #(32 * " #C ")]\n\t"                                            \
+    Q4T_K(OP, 0, 1, 8, 9, y0, POST, I) Q4T_K(OP, 2, 3, 10, 11, y1, POST, I)                          \
+    Q4T_K(OP, 4, 5, 12, 13, y2, POST, I) Q4T_K(OP, 6, 7, 14, 15, y3, POST, I)
+#define Q4T_C(...) Q4T_C_(__VA_ARGS__)
+/* token k's float step: its lanes I, 4 + I += cvt(L) * dv */
+#define Q4T_F_(LA, LB, DV, K, I)                                                                     \
+    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
+    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
+    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"                                   \
+    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
+    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
+    "stp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"
+#define Q4T_F(...) Q4T_F_(__VA_ARGS__)
+#define Q4T_PASS(I, LAST, DEC)                                                                       \
+    Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
+    Q4T_C(Q4T_MUL, 0, I, "#64", DEC) Q4T_C(Q4T_MLA, 1, I, "#64", DEC)                                \
+    Q4T_C(Q4T_MLA, 2, I, "#64", DEC) Q4T_C(Q4T_MLA, 3, I, LAST, DEC)                                 \
+    Q4T_F(8, 9, 27, 0, I) Q4T_F(10, 11, 28, 1, I) Q4T_F(12, 13, 29, 2, I) Q4T_F(14, 15, 30, 3, I)
+/* the block's head: d (v17) and dmin (v18) of the 4 rows; the mins n[0..3]
+ * (k_q45k_x4_mins_neon) in v0-v3; the scales by parts ds[0..7] to memory */
+#define Q4T_HEAD                                                                                     \
+    "ldr q16, [%[o]]\n\t"                                                                            \
+    "fcvtl v17.4s, v16.4h\n\t"                                                                       \
+    "fcvtl2 v18.4s, v16.8h\n\t"                                                                      \
+    "ldp q19, q20, [%[o], #16]\n\t"                                                                  \
+    "ldr q21, [%[o], #48]\n\t"                                                                       \
+    "ushr v23.16b, v21.16b, #4\n\t"                                                                  \
+    "ushr v22.16b, v19.16b, #6\n\t"                                                                  \
+    "sli v21.16b, v22.16b, #4\n\t"                                                                   \
+    "ushr v22.16b, v20.16b, #6\n\t"                                                                  \
+    "sli v23.16b, v22.16b, #4\n\t"                                                                   \
+    "uxtl v0.8h, v21.8b\n\t"                                                                         \
+    "uxtl2 v1.8h, v21.16b\n\t"                                                                       \
+    "uxtl v2.8h, v23.8b\n\t"                                                                         \
+    "uxtl2 v3.8h, v23.16b\n\t"                                                                       \
+    "and v19.16b, v19.16b, v31.16b\n\t"                                                              \
+    "and v20.16b, v20.16b, v31.16b\n\t"                                                              \
+    "movi v22.2d, #0\n\t" Q4T_DS
+/* ds[0..7] to memory from the 6-bit scales sc0 (v19, sub-blocks 0..3)
+ * and sc1 (v20, 4..7) of the 4 rows, v22 what follows sc1 (the scale
+ * bytes' 0 for Q4_K, IQ4_XS's offset 32): D = sc[s] - sc[s+1], widened */
+#define Q4T_DS                                                                                       \
+    "ext v24.16b, v19.16b, v20.16b, #4\n\t"                                                          \
+    "ext v25.16b, v20.16b, v22.16b, #4\n\t"                                                          \
+    "sub v19.16b, v19.16b, v24.16b\n\t"                                                              \
+    "sub v20.16b, v20.16b, v25.16b\n\t"                                                              \
+    "sxtl v21.8h, v19.8b\n\t"                                                                        \
+    "sxtl2 v22.8h, v19.16b\n\t"                                                                      \
+    "sxtl v23.8h, v20.8b\n\t"                                                                        \
+    "sxtl2 v24.8h, v20.16b\n\t"                                                                      \
+    "sxtl v4.4s, v21.4h\n\t"                                                                         \
+    "sxtl2 v5.4s, v21.8h\n\t"                                                                        \
+    "sxtl v6.4s, v22.4h\n\t"                                                                         \
+    "sxtl2 v7.4s, v22.8h\n\t"                                                                        \
+    "stp q4, q5, [%[ds]]\n\t"                                                                        \
+    "stp q6, q7, [%[ds], #32]\n\t"                                                                   \
+    "sxtl v4.4s, v23.4h\n\t"                                                                         \
+    "sxtl2 v5.4s, v23.8h\n\t"                                                                        \
+    "sxtl v6.4s, v24.4h\n\t"                                                                         \
+    "sxtl2 v7.4s, v24.8h\n\t"                                                                        \
+    "stp q4, q5, [%[ds], #64]\n\t"                                                                   \
+    "stp q6, q7, [%[ds], #96]\n\t"
+/* token k: dv (v DV) = d x yd; its bsum pairs (v12), the min sums M[0..3]
+ * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd */
+#define Q4T_MIN_(Y, DV, K)                                                                           \
+    "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
+    "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
+    "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
+    "ldp q12, q13, [%[" #Y "], #256]\n\t"                                                            \
+    "addp v12.8h, v12.8h, v13.8h\n\t"                                                                \
+    "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
+    "smull v9.4s, v1.4h, v12.h[2]\n\t"                                                               \
+    "smull v10.4s, v2.4h, v12.h[4]\n\t"                                                              \
+    "smull v11.4s, v3.4h, v12.h[6]\n\t"                                                              \
+    "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
+    "smlal2 v9.4s, v1.8h, v12.h[3]\n\t"                                                              \
+    "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
+    "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"                                                             \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "ldp q21, q22, [%[am], #(64 * " #K ")]\n\t"                                                      \
+    "ldp q23, q24, [%[am], #(64 * " #K " + 32)]\n\t"                                                 \
+    "fmla v21.4s, v8.4s, v20.4s\n\t"                                                                 \
+    "fmla v22.4s, v9.4s, v20.4s\n\t"                                                                 \
+    "fmla v23.4s, v10.4s, v20.4s\n\t"                                                                \
+    "fmla v24.4s, v11.4s, v20.4s\n\t"                                                                \
+    "stp q21, q22, [%[am], #(64 * " #K ")]\n\t"                                                      \
+    "stp q23, q24, [%[am], #(64 * " #K " + 32)]\n\t"
+#define Q4T_MIN(...) Q4T_MIN_(__VA_ARGS__)
+static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                            float *y, int64_t ys) {
+    float32x4_t accs[32], ams[16];
+    int32x4_t dss[8];
+    float32x4_t *F = accs, *am = ams; /* in memory, as in nib_xt */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(am), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    for (int i = 0; i < 16; i++) am[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192;
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
+                                  "movi v31.16b, #63\n\t"
+                                  "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, 0) Q4T_MIN(y1, 28, 1) Q4T_MIN(y2, 29, 2)
+                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q4T_LNIB)
+                                          Q4T_PASS(1, "%[back]", Q4T_LNIB) Q4T_PASS(2, "%[back]", Q4T_LNIB)
+                                              Q4T_PASS(3, "%[next]", Q4T_LNIB) "add %[o], %[o], #576\n\t"
+                                                                                        "subs %[nb], %[nb], #1\n\t"
+                                                                                        "b.ne 1b\n\t"
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [back] "r"(back), [next] "r"(next), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 8 * k, *m = am + 4 * k; /* lane 4h + i at f[2i + h] */
+        const float32x4_t s = hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]);
+        vst1q_f32(y + k * ys, vsubq_f32(s, vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3]))));
+    }
+}
+/* Q5_K, as q4k_x4_t4 (the same head; the 5-bit weights as nib_lane
+ * decodes them, with the mask 31 in v26; the mins' term as
+ * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)) */
+#define Q5T_MIN_(Y, DV, K)                                                                           \
+    "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
+    "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
+    "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
+    "ldp q12, q13, [%[" #Y "], #256]\n\t"                                                            \
+    "addp v12.8h, v12.8h, v13.8h\n\t"                                                                \
+    "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
+    "smull v9.4s, v1.4h, v12.h[2]\n\t"                                                               \
+    "smull v10.4s, v2.4h, v12.h[4]\n\t"                                                              \
+    "smull v11.4s, v3.4h, v12.h[6]\n\t"                                                              \
+    "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
+    "smlal2 v9.4s, v1.8h, v12.h[3]\n\t"                                                              \
+    "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
+    "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"                                                             \
+    "add v8.4s, v8.4s, v9.4s\n\t"                                                                    \
+    "add v10.4s, v10.4s, v11.4s\n\t"                                                                 \
+    "add v8.4s, v8.4s, v10.4s\n\t"                                                                   \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "fneg v20.4s, v20.4s\n\t"                                                                        \
+    "ldr q21, [%[am], #(16 * " #K ")]\n\t"                                                           \
+    "fmla v21.4s, v20.4s, v8.4s\n\t"                                                                 \
+    "str q21, [%[am], #(16 * " #K ")]\n\t"
+#define Q5T_MIN(...) Q5T_MIN_(__VA_ARGS__)
+static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                            float *y, int64_t ys) {
+    float32x4_t accs[32], ams[4];
+    int32x4_t dss[8];
+    float32x4_t *F = accs, *am = ams; /* in memory, as in nib_xt; am: summs */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(am), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    for (int i = 0; i < 4; i++) am[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = Q5K_X4_BYTES;
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v26.16b, #31\n\t"
+                                  "movi v31.16b, #63\n\t"
+                                  "1:\n\t" Q4T_HEAD Q5T_MIN(y0, 27, 0) Q5T_MIN(y1, 28, 1) Q5T_MIN(y2, 29, 2)
+                                      Q5T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q5T_DEC)
+                                          Q4T_PASS(1, "%[back]", Q5T_DEC) Q4T_PASS(2, "%[back]", Q5T_DEC)
+                                              Q4T_PASS(3, "%[next]", Q5T_DEC) "add %[o], %[o], %[gb]\n\t"
+                                                                                  "subs %[nb], %[nb], #1\n\t"
+                                                                                  "b.ne 1b\n\t"
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 8 * k;
+        vst1q_f32(y + k * ys, vaddq_f32(hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]), am[k]));
+    }
+}
+/* IQ4_XS, as q4k_x4_t4 (its head: d, the scales' low 4 bits S and top 2
+ * bits N as iq4xs_x4_c decodes them, no mins; the nibbles through the
+ * table in v31, the mask 63 made per block) */
+#define Q4T_IQ_HEAD                                                                                  \
+    "ldr d16, [%[o]]\n\t"                                                                            \
+    "fcvtl v17.4s, v16.4h\n\t"                                                                       \
+    "ldur q19, [%[o], #8]\n\t"                                                                       \
+    "ldr d21, [%[o], #24]\n\t"                                                                       \
+    "movi v25.16b, #63\n\t"                                                                          \
+    "and v20.8b, v21.8b, v26.8b\n\t"                                                                 \
+    "ushr v21.8b, v21.8b, #4\n\t"                                                                    \
+    "mov v20.d[1], v21.d[0]\n\t"                                                                     \
+    "ushr v22.16b, v19.16b, #6\n\t"                                                                  \
+    "sli v20.16b, v22.16b, #4\n\t"                                                                   \
+    "and v19.16b, v19.16b, v25.16b\n\t"                                                              \
+    "movi v22.16b, #32\n\t" Q4T_DS
+#define Q4T_IQ_DV_(Y, DV)                                                                            \
+    "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
+    "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"
+#define Q4T_IQ_DV(...) Q4T_IQ_DV_(__VA_ARGS__)
+static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
+                                                              float *y, int64_t ys) {
+    float32x4_t accs[32];
+    int32x4_t dss[8];
+    float32x4_t *F = accs; /* in memory, as in nib_xt */
+    int32x4_t *ds = dss;
+    __asm__("" : "+r"(F), "+r"(ds));
+    for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
+    const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
+    const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = IQ4XS_X4_BYTES;
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
+                                  "ldr q31, [%[tab]]\n\t"
+                                  "1:\n\t" Q4T_IQ_HEAD Q4T_IQ_DV(y0, 27) Q4T_IQ_DV(y1, 28) Q4T_IQ_DV(y2, 29)
+                                      Q4T_IQ_DV(y3, 30) Q4T_PASS(0, "%[back]", Q4T_LTBL)
+                                          Q4T_PASS(1, "%[back]", Q4T_LTBL) Q4T_PASS(2, "%[back]", Q4T_LTBL)
+                                              Q4T_PASS(3, "%[next]", Q4T_LTBL) "add %[o], %[o], %[gb]\n\t"
+                                                                                   "subs %[nb], %[nb], #1\n\t"
+                                                                                   "b.ne 1b\n\t"
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [tab] "r"(k_iq4nl_values), [ds] "r"(ds),
+                           [F] "r"(F)
+                         : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                           "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 8 * k;
+        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]));
+    }
+}
+#undef Q4T_MUL
+#undef Q4T_MLA
+#undef Q4T_K_
+#undef Q4T_K
+#undef Q4T_C_
+#undef Q4T_C
+#undef Q4T_F_
+#undef Q4T_F
+#undef Q4T_PASS
+#undef Q4T_HEAD
+#undef Q4T_MIN_
+#undef Q4T_MIN
+#undef Q4T_LD_
+#undef Q4T_LNIB
+#undef Q4T_LTBL
+#undef Q5T_P
+#undef Q5T_LANE0
+#undef Q5T_LANE1
+#undef Q5T_LANE2
+#undef Q5T_LANE3
+#undef Q5T_DEC
+#undef Q5T_MIN_
+#undef Q5T_MIN
+#undef Q4T_NIB
+#undef Q4T_TBL
+#undef Q4T_DS
+#undef Q4T_IQ_HEAD
+#undef Q4T_IQ_DV_
+#undef Q4T_IQ_DV
 #undef Q6K_ARCH
 #undef Q6T_ARCH
 #undef Q6T_OFF_
@@ -1144,9 +1489,18 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     static const mm_kernel mm_##name = {.pack_rows = 4, .pack_one = k_mm_piece_##name##_neon_dot,          \
                                         .pack_toks = {4, 2}, .pack_pieces = {name##_t4, name##_t2}};       \
     void k_mm_packed_##name##_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_##name, K_MM_TILE_ARGS); }
-#define Q4K_XT(T, ...) nib_xt(K_Q4_K, T, __VA_ARGS__)
-#define Q5K_XT(T, ...) nib_xt(K_Q5_K, T, __VA_ARGS__)
-#define IQ4XS_XT(T, ...) nib_xt(K_IQ4_XS, T, __VA_ARGS__)
+/* Q4_K: 4 tokens in fixed registers, 2 in C */
+#define Q4K_XT(T, ...) Q4K_XT##T(__VA_ARGS__)
+#define Q4K_XT4(...) q4k_x4_t4(__VA_ARGS__)
+#define Q4K_XT2(...) nib_xt(K_Q4_K, 2, __VA_ARGS__)
+/* Q5_K: the same */
+#define Q5K_XT(T, ...) Q5K_XT##T(__VA_ARGS__)
+#define Q5K_XT4(...) q5k_x4_t4(__VA_ARGS__)
+#define Q5K_XT2(...) nib_xt(K_Q5_K, 2, __VA_ARGS__)
+/* IQ4_XS: the same */
+#define IQ4XS_XT(T, ...) IQ4XS_XT##T(__VA_ARGS__)
+#define IQ4XS_XT4(...) iq4xs_x4_t4(__VA_ARGS__)
+#define IQ4XS_XT2(...) nib_xt(K_IQ4_XS, 2, __VA_ARGS__)
 #define Q4K_X1(...) q45k_x4_c(1, __VA_ARGS__)
 #define Q5K_X1(...) q45k_x4_c(0, __VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
@@ -1158,8 +1512,14 @@ PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
 #define Q6K_XT2(...) q6k_xt(2, __VA_ARGS__)
 PACKED_TILE(q6_k_x4, Q6K_XT, q6k_x4_c, static)
 #undef Q4K_XT
+#undef Q4K_XT4
+#undef Q4K_XT2
 #undef Q5K_XT
+#undef Q5K_XT4
+#undef Q5K_XT2
 #undef IQ4XS_XT
+#undef IQ4XS_XT4
+#undef IQ4XS_XT2
 #undef Q4K_X1
 #undef Q6K_XT
 #undef Q6K_XT4
