@@ -293,18 +293,21 @@ KT static void rows4_q5_0(int64_t n, const char *w, size_t rb, const void *a, fl
     rows4_q0(dec_q5_0, sizeof(k_block_q5_0), n, w, rb, a, out);
 }
 
-/* Prefetch distance of the MatVec row kernels, in rows: two 4-row groups
- * ahead (Q6_K at one group ahead measured ~4% slower for tg64 -t 2). */
+/* Prefetch distance of the MatVec row kernels, in rows: the next 4-row
+ * group. Two groups ahead was chosen on TinyLlama (short rows); on
+ * granite-8b (rows up to 12,800 weights, 7-10 KB) it runs ahead of what
+ * the cache keeps: tg32 -t 2, one group vs two, interleaved pairs on a
+ * 2-core Xeon: avx512 4.08/3.92/3.95 vs 3.82/3.87/3.80, avx2 3.68 vs
+ * 3.49; four groups 3.64/3.62; TinyLlama tg64 31.0/32.2 vs 31.0/31.6. */
 #ifndef MM_PF_Q4K
-#define MM_PF_Q4K 8
+#define MM_PF_Q4K 4
 #endif
 #ifndef MM_PF_Q6K
-#define MM_PF_Q6K 8
+#define MM_PF_Q6K 4
 #endif
 
 /* Q4_K, 4 rows x 1 token, the start of row x's block: prefetch the same
- * block two row groups ahead (see rows4_q0; one group ahead out of cache,
- * busy machine: 23-28 -> 28-29 cpu-GB/s), fold the min term into accm and
+ * block MM_PF_Q4K rows ahead (see rows4_q0 and above), fold the min term into accm and
  * return the scales (lanes 0..7) and mins (8..15) as int16. */
 KT static inline __attribute__((always_inline)) __m256i rows4_q4k_head(const k_block_q4_k *x, size_t row_bytes, __m128i bsum,
                                                                       float yd, __m128 *accm) {
