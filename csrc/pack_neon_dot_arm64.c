@@ -1213,9 +1213,9 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "sxtl2 v7.4s, v24.8h\n\t"                                                                        \
     "stp q4, q5, [%[ds], #64]\n\t"                                                                   \
     "stp q6, q7, [%[ds], #96]\n\t"
-/* token k: dv (v DV) = d x yd; its bsum pairs (v12), the min sums M[0..3]
- * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd */
-#define Q4T_MIN_(Y, DV, K)                                                                           \
+/* token (Y, DV) of the Q4_K and Q5_K 4-token pieces: dv (v DV) = d x yd,
+ * v20 = dmin x yd, and the min sums M[0..3] (v8-v11) from its bsum pairs */
+#define QT_MSUMS_(Y, DV)                                                                             \
     "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
     "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
     "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
@@ -1228,7 +1228,11 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
     "smlal2 v9.4s, v1.8h, v12.h[3]\n\t"                                                              \
     "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
-    "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"                                                             \
+    "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"
+/* token k: dv (v DV) = d x yd; its bsum pairs (v12), the min sums M[0..3]
+ * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd */
+#define Q4T_MIN_(Y, DV, K)                                                                           \
+    QT_MSUMS_(Y, DV)                                                                                 \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
     "scvtf v9.4s, v9.4s\n\t"                                                                         \
     "scvtf v10.4s, v10.4s\n\t"                                                                       \
@@ -1278,19 +1282,7 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
  * decodes them, with the mask 31 in v26; the mins' term as
  * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)) */
 #define Q5T_MIN_(Y, DV, K)                                                                           \
-    "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
-    "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
-    "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
-    "ldp q12, q13, [%[" #Y "], #256]\n\t"                                                            \
-    "addp v12.8h, v12.8h, v13.8h\n\t"                                                                \
-    "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
-    "smull v9.4s, v1.4h, v12.h[2]\n\t"                                                               \
-    "smull v10.4s, v2.4h, v12.h[4]\n\t"                                                              \
-    "smull v11.4s, v3.4h, v12.h[6]\n\t"                                                              \
-    "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
-    "smlal2 v9.4s, v1.8h, v12.h[3]\n\t"                                                              \
-    "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
-    "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"                                                             \
+    QT_MSUMS_(Y, DV)                                                                                 \
     "add v8.4s, v8.4s, v9.4s\n\t"                                                                    \
     "add v10.4s, v10.4s, v11.4s\n\t"                                                                 \
     "add v8.4s, v8.4s, v10.4s\n\t"                                                                   \
