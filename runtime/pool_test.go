@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Every chunk runs exactly once, with a worker id below n that no other
@@ -195,4 +197,36 @@ func TestPoolReraisesWorkerPanic(t *testing.T) {
 		}
 		p.close()
 	}
+}
+
+// chunkRows: whole 16-row groups, at least chunkMinRows, about 8 to 32
+// chunks per worker where the rows allow it, and more chunks for bigger ops
+// (granite-8b's 59 MB feed-forward op must not keep 8 per worker, the
+// count that left ~0.3 ms of one thread idle per op).
+func TestChunkRows(t *testing.T) {
+	chunks := func(rows, rp int) int { return (rows + rp - 1) / rp }
+	for _, tc := range []struct{ rows, rowBytes, mats, workers int }{
+		{12800, 2304, 2, 2}, {4096, 10500, 1, 2}, {4096, 2304, 1, 2}, {1024, 2304, 1, 2},
+		{5632, 1152, 2, 2}, {2048, 3168, 1, 2}, {49159, 3360, 1, 2}, {64, 144, 1, 2},
+		{12800, 2304, 2, 8}, {12800, 2304, 2, 1}, {100, 144, 1, 4},
+	} {
+		bytes := tc.rows * tc.rowBytes * tc.mats
+		rp := chunkRows(tc.rows, bytes, tc.workers)
+		n := chunks(tc.rows, rp)
+		require.Zero(t, rp%packChunkAlign, "%+v: %d rows per chunk", tc, rp)
+		require.GreaterOrEqual(t, rp, chunkMinRows, "%+v", tc)
+		require.LessOrEqual(t, n, chunksMax*tc.workers, "%+v: %d chunks", tc, n)
+		if tc.rows >= chunksPerWorker*tc.workers*chunkMinRows {
+			// rounding up to 16 rows costs at most a quarter of the chunks
+			require.GreaterOrEqual(t, 4*n, 3*chunksPerWorker*tc.workers, "%+v: %d chunks", tc, n)
+		}
+		// more bytes over the same rows never gives fewer chunks
+		require.LessOrEqual(t, chunkRows(tc.rows, 4*bytes, tc.workers), rp, "%+v", tc)
+	}
+	// granite-8b's fused gate/up op (2 x 12800 rows of 2304 bytes), 2 workers
+	n := chunks(12800, chunkRows(12800, 2*12800*2304, 2))
+	require.True(t, n >= 40 && n <= 64, "granite-8b feed-forward op: %d chunks, want 40..64", n)
+	// TinyLlama's (2 x 5632 rows of 1152 bytes) stays near 8 per worker
+	n = chunks(5632, chunkRows(5632, 2*5632*1152, 2))
+	require.True(t, n >= 16 && n <= 32, "TinyLlama feed-forward op: %d chunks, want 16..32", n)
 }
