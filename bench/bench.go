@@ -151,6 +151,10 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 	if tok := m.Tokenizer(); tok != nil && tok.AddBOS() {
 		bos = tok.BOS()
 	}
+	// One logits buffer for every run: EvalInto copies the last row into it,
+	// where Eval would allocate a new vocabulary-sized slice per token (and
+	// the garbage collector would run for them while the tokens are timed).
+	logits := make([]float32, info.NVocab)
 	rng := rand.New(rand.NewPCG(o.Seed, 0))
 	randTokens := func(n int, first bool) []int32 {
 		ids := make([]int32, n)
@@ -166,7 +170,7 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 		// Fill the context to depth d (not timed), once per depth.
 		s.Reset()
 		if d > 0 {
-			if _, err := s.Eval(randTokens(d, true), false); err != nil {
+			if err := s.EvalInto(randTokens(d, true), logits); err != nil {
 				return fmt.Errorf("filling depth %d: %w", d, err)
 			}
 		}
@@ -184,7 +188,7 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 						return 0, err
 					}
 					start := time.Now()
-					_, err := s.Eval(toks, false)
+					err := s.EvalInto(toks, logits)
 					return time.Since(start), err
 				}})
 			}
@@ -198,8 +202,7 @@ func runThreads(o Options, nt int, depths []int, nctx int, rep *Report) error {
 					}
 					start := time.Now()
 					for i := 0; i < n; i++ {
-						logits, err := s.Eval(tok, false)
-						if err != nil {
+						if err := s.EvalInto(tok, logits); err != nil {
 							return 0, err
 						}
 						tok[0] = runtime.Argmax(logits)

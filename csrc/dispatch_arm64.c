@@ -82,11 +82,13 @@ const k_type_kernels *k_arch_get_table(int impl, int layer) {
     return NULL;
 }
 
-/* NEON sgemm, exact attention and swiglu; the other ops (f32 attention, norms,
- * rope, ...) are the ref ones, which gcc/clang vectorize well enough for
- * their share of the time. */
+/* NEON sgemm, exact attention, swiglu, RMS norm, RoPE and add (each with the
+ * x86 sets' bits, ops_neon_arm64.c); the other ops (f32 attention, scale,
+ * ...) are the ref ones, which gcc/clang vectorize well enough for their
+ * share of the time. */
 static const k_arch_ops neon_ops = {.sgemm = k_sgemm_neon, .attention_f16acc = k_attention_f16acc_neon,
                                     .attention_tiled = k_attention_tiled_neon, .swiglu = k_swiglu_neon,
+                                    .rmsnorm = k_rmsnorm_neon, .rope = k_rope_neon, .add = k_add_neon,
                                     .attention_kvq = k_attention_kvq_neon};
 
 const k_arch_ops *k_arch_get_ops(int impl) {

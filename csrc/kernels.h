@@ -316,7 +316,9 @@ int k_kv_store(int impl, int type, const float *x, void *dst, int64_t n);
 
 /* ---- small ops ---------------------------------------------------------- */
 /* out = x * (1 / sqrtf(mean(x^2) + eps)) * w   (w may be NULL: no weight).
- * The sum of squares is accumulated in double, as the reference build does. */
+ * The sum of squares is accumulated in double, as the reference build does:
+ * in order by the ref set, in k_rmsnorm_avx2's eight lanes by every SIMD set
+ * (x86-64 and arm64 alike, so both give the same bits). */
 void k_rmsnorm(int impl, float *out, const float *x, const float *w, int64_t n, float eps);
 /* Rotate the first n_rot dims of each of n_heads heads of x [n_heads][head_dim]
  * with cos/sin tables of n_rot/2 entries for this position.

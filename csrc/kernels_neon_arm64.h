@@ -69,6 +69,9 @@ void k_mm_piece_q5_k_x4_neon_dot(int rows, int toks, int64_t n, const char *w, s
                                  size_t a_row_bytes, float *y, int64_t y_stride);
 
 k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
+k_rmsnorm_kernel k_rmsnorm_neon;                                      /* ops_neon_arm64.c */
+k_rope_kernel k_rope_neon;                                            /* ops_neon_arm64.c */
+k_add_kernel k_add_neon;                                              /* ops_neon_arm64.c */
 k_attn_h_kernel k_attention_f16acc_neon, k_attention_tiled_neon;      /* attn_neon_arm64.c */
 k_attn_kvq_kernel k_attention_kvq_neon;                               /* attn_neon_arm64.c */
 k_sgemm_kernel k_sgemm_neon;

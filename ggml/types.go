@@ -65,6 +65,26 @@ var layouts = map[Type]typeInfo{
 	BF16: {1, 2, F32},
 }
 
+// byID is layouts as a slice indexed by type id (the zero typeInfo for an id
+// Woolly cannot read): the kernels' argument checks look a type up on every
+// call, and a slice index is a few instructions where a map access is tens.
+var byID = func() []typeInfo {
+	s := make([]typeInfo, slices.Max(slices.Collect(maps.Keys(layouts)))+1)
+	for t, ti := range layouts {
+		s[t] = ti
+	}
+	return s
+}()
+
+// info is t's layout and whether Woolly can read t.
+func (t Type) info() (typeInfo, bool) {
+	if uint64(t) < uint64(len(byID)) {
+		ti := byID[t]
+		return ti, ti.blockElems != 0
+	}
+	return typeInfo{}, false
+}
+
 // names names every ggml type id (facts of the format), including the ones
 // Woolly cannot read, so that errors can say what a file holds.
 var names = map[Type]string{
@@ -76,7 +96,7 @@ var names = map[Type]string{
 }
 
 // Known reports whether t is a type Woolly can read.
-func (t Type) Known() bool { _, ok := layouts[t]; return ok }
+func (t Type) Known() bool { _, ok := t.info(); return ok }
 
 // String is the ggml name in upper case ("Q4_K"), or "type(N)" for an id
 // the format does not name.
@@ -98,22 +118,22 @@ func (t Type) Unsupported() string {
 
 // BlockElems is the number of elements in one block (1 for float types, 0
 // for a type Woolly cannot read).
-func (t Type) BlockElems() int { return layouts[t].blockElems }
+func (t Type) BlockElems() int { ti, _ := t.info(); return ti.blockElems }
 
 // BlockBytes is the size in bytes of one block (0 for a type Woolly cannot
 // read).
-func (t Type) BlockBytes() int { return layouts[t].blockBytes }
+func (t Type) BlockBytes() int { ti, _ := t.info(); return ti.blockBytes }
 
 // ActType is the type the activation vector is converted to before a dot
 // product with a weight row of type t: Q8_K for K-quants and IQ4_XS, Q8_0
 // for the 32-element quants, IQ4_NL and MXFP4, F16 for F16 weights, F32 for
 // F32 and BF16.
-func (t Type) ActType() Type { return layouts[t].act }
+func (t Type) ActType() Type { ti, _ := t.info(); return ti.act }
 
 // RowBytes is the byte size of n elements of type t. It fails for unknown
 // types and for n that is not a whole number of blocks.
 func (t Type) RowBytes(n int64) (int64, error) {
-	ti, ok := layouts[t]
+	ti, ok := t.info()
 	if !ok {
 		return 0, fmt.Errorf("unknown tensor type id %d", uint32(t))
 	}

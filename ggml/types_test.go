@@ -90,3 +90,22 @@ func TestNames(t *testing.T) {
 		t.Errorf("FileTypeName(15) = %q, (4) = %q", FileTypeName(15), FileTypeName(4))
 	}
 }
+
+// The id-indexed lookups answer what the layouts table says, for every id a
+// uint32 can hold that is near a table entry, and the largest.
+func TestLookupsMatchLayouts(t *testing.T) {
+	ids := []Type{1<<32 - 1, 1 << 31, Type(len(byID)), Type(len(byID) + 1)}
+	for id := range 300 {
+		ids = append(ids, Type(id))
+	}
+	for _, ty := range ids {
+		ti, ok := layouts[ty]
+		if ty.Known() != ok || ty.BlockElems() != ti.blockElems || ty.BlockBytes() != ti.blockBytes || ty.ActType() != ti.act {
+			t.Errorf("type id %d: known %v, block %d/%d, act %v; the table says %v, %d/%d, %v", uint32(ty), ty.Known(),
+				ty.BlockElems(), ty.BlockBytes(), ty.ActType(), ok, ti.blockElems, ti.blockBytes, ti.act)
+		}
+		if _, err := ty.RowBytes(256); (err == nil) != ok {
+			t.Errorf("type id %d: RowBytes(256) error %v, readable %v", uint32(ty), err, ok)
+		}
+	}
+}

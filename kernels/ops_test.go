@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand"
 	goruntime "runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -345,6 +346,100 @@ func TestVectorOps(t *testing.T) {
 			Scale(sc, 0.37)
 			for i := range sc {
 				require.Equal(t, x[i]*0.37, sc[i])
+			}
+		}
+	})
+}
+
+// rmsnormModel is k_rmsnorm step by step in Go: the float squares summed in
+// double, in order (lanes false: the ref set) or in k_rmsnorm_avx2's order
+// (lanes true: every SIMD set, x86-64 and arm64 alike): element i of each
+// 8-element chunk into lane i % 8, then lane k plus lane k+4, then
+// (0+1)+(2+3), then the tail in order.
+func rmsnormModel(x, w []float32, eps float32, lanes bool) []float32 {
+	n := len(x)
+	var sum float64
+	i := 0
+	if lanes {
+		var l [8]float64
+		for ; i+8 <= n; i += 8 {
+			for k := range l {
+				l[k] += float64(float32(x[i+k] * x[i+k]))
+			}
+		}
+		sum = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]))
+	}
+	for ; i < n; i++ {
+		sum += float64(float32(x[i] * x[i]))
+	}
+	mean := float32(0)
+	if n > 0 {
+		mean = float32(sum / float64(n))
+	}
+	sc := 1 / float32(math.Sqrt(float64(mean+eps))) // sqrtf: sqrt rounded once to float
+	out := make([]float32, n)
+	for i := range x {
+		v := float32(x[i] * sc)
+		if w != nil {
+			v = float32(v * w[i])
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// RMSNorm's bits are its set's order of the double sum of squares: the ref
+// set's in-order sum, every SIMD set's eight-lane sum (so arm64 prints x86's
+// logits). The constructed rows of 32 tell orders apart: a*a + 0.25 has 25
+// significant bits, so its mean over 32 is halfway between two floats and
+// rounds to the even one, down; tiny squares (2^-32 + 2^-34 in a lane, each
+// under half an ulp of the big sum, two of them over) round it up where an
+// order adds two tiny lanes before the big one and vanish where it does not.
+// With them in lanes 2 and 3, or 1 and 5, or every lane, the in-order sum,
+// lanes summed in order, and the pairings (0+4)+(2+6) or (0+1)+(2+3) each
+// differ from k_rmsnorm_avx2's order for about 4 in 10 values of a.
+func TestRMSNormSumOrder(t *testing.T) {
+	type tc struct {
+		x, w []float32
+		eps  float32
+	}
+	var cases []tc
+	for _, lanes := range [][]int{{2, 3}, {1, 5}, {1, 2, 3, 4, 5, 6, 7}} {
+		distinct := 0
+		for a := 2048; a < 2897; a++ {
+			x := make([]float32, 32)
+			x[0], x[8] = float32(a), 0.5
+			for _, k := range lanes {
+				x[k], x[k+8] = 1.0/(1<<16), 1.0/(1<<17)
+			}
+			if !slices.Equal(rmsnormModel(x, nil, 0, false), rmsnormModel(x, nil, 0, true)) {
+				distinct++
+			}
+			cases = append(cases, tc{x: x})
+		}
+		require.Greater(t, distinct, 100, "lanes %v: the constructed rows must tell the in-order sum apart", lanes)
+	}
+	// and random rows of every length, magnitudes over 2^-20 .. 2^20
+	rng := rand.New(rand.NewSource(11))
+	for _, n := range append(vecLens, 2048, 4099) {
+		for r := 0; r < 4; r++ {
+			x, w := make([]float32, n), randomF32(n, rng)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * math.Exp2(float64(rng.Intn(41)-20)))
+			}
+			cases = append(cases, tc{x, nil, 1e-5}, tc{x, w, 1e-6})
+		}
+	}
+	forEachImpl(t, func(t *testing.T, impl string) {
+		lanes := impl != "ref"
+		for ci, c := range cases {
+			want := rmsnormModel(c.x, c.w, c.eps, lanes)
+			got := make([]float32, len(c.x))
+			RMSNorm(got, c.x, c.w, c.eps)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("case %d (n=%d, w=%v) at %d: %g, want %g (lanes=%v)", ci, len(c.x), c.w != nil, i, got[i], want[i], lanes)
+				}
 			}
 		}
 	})

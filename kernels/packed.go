@@ -72,7 +72,10 @@ func checkPacked(op string, p Packing, wt Type, nrows, r0, r1 int) error {
 	if p.rows == 0 {
 		return fmt.Errorf("kernels.%s: matrix is not packed", op)
 	}
-	if C.k_pack_same(C.int(p.impl), C.int(implID()), C.int(wt)) == 0 {
+	// Under the set that packed it the layout is the active one (Pack made p
+	// only after that set packed wt): ask C, a cgo call per product, only
+	// when the active set is another one.
+	if impl := implID(); p.impl != impl && C.k_pack_same(C.int(p.impl), C.int(impl), C.int(wt)) == 0 {
 		return fmt.Errorf("kernels.%s: %v matrix packed by another kernel set than the active %s (repack it)", op, wt, Impl())
 	}
 	if r1 > nrows {

@@ -441,6 +441,21 @@ func (s *Session) Eval(tokens []int32, allLogits bool) ([]float32, error) {
 	return append([]float32(nil), s.last...), nil
 }
 
+// EvalInto is Eval(tokens, false) with the last row's logits copied into
+// logits, which must hold exactly NVocab values, instead of a new slice: a
+// loop that evaluates one token at a time reuses one buffer and allocates
+// nothing per token.
+func (s *Session) EvalInto(tokens []int32, logits []float32) error {
+	if nv := s.model.cfg.NVocab; len(logits) != nv {
+		return fmt.Errorf("logits buffer of %d values: the vocabulary has %d", len(logits), nv)
+	}
+	if _, err := s.eval(tokens, false); err != nil {
+		return err
+	}
+	copy(logits, s.last)
+	return nil
+}
+
 // eval is Eval without the copy of the last row (kept in s.last).
 func (s *Session) eval(tokens []int32, allLogits bool) ([]float32, error) {
 	if len(tokens) == 0 {

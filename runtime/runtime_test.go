@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/woolly-llm/woolly/kernels"
 	"github.com/woolly-llm/woolly/loader"
 )
@@ -44,6 +46,30 @@ func TestSamplerGreedyTies(t *testing.T) {
 	s := NewSampler(SamplerOptions{})
 	if got := s.Sample([]float32{1, 3, 2, 3}); got != 1 {
 		t.Fatalf("greedy picked %d, want 1 (lowest id among ties)", got)
+	}
+}
+
+// Argmax: the first of the largest, whatever the position, -Inf and NaN
+// rows included (a NaN is never larger), 0 for an empty row.
+func TestArgmax(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, c := range []struct {
+		l    []float32
+		want int32
+	}{
+		{nil, 0},
+		{[]float32{5}, 0},
+		{[]float32{1, 3, 2, 3}, 1},
+		{[]float32{-3, -1, -2, -1}, 1},
+		{[]float32{1, 2, 3, 9}, 3},
+		{[]float32{-inf, -inf, -5}, 2},
+		{[]float32{2, nan, 7, nan, 7}, 2},
+		{[]float32{nan, 1, 2}, 0},
+		{[]float32{0, inf, inf}, 1},
+	} {
+		if got := Argmax(c.l); got != c.want {
+			t.Errorf("Argmax(%v) = %d, want %d", c.l, got, c.want)
+		}
 	}
 }
 
@@ -269,6 +295,44 @@ func TestBadInput(t *testing.T) {
 	if _, err := s.Eval(nil, false); err == nil {
 		t.Fatal("evaluating no tokens succeeded")
 	}
+}
+
+// EvalInto gives Eval's last row, bit for bit, into the caller's buffer,
+// allocating less than Eval (no new vocabulary-sized slice), and refuses a
+// buffer of the wrong size before evaluating anything.
+func TestEvalInto(t *testing.T) {
+	m := loadShared(t, "stories260K-F32", LoadOptions{Threads: 1}) // one thread: the same allocations every run
+	nv := m.Config().NVocab
+	a, b := newSession(t, m, 32), newSession(t, m, 32)
+	buf := make([]float32, nv)
+	for _, toks := range [][]int32{{1, 400, 30, 7}, {99}, {5}, {17, 23}} {
+		want, err := a.Eval(toks, false)
+		require.NoError(t, err)
+		require.NoError(t, b.EvalInto(toks, buf))
+		for j := range want {
+			if math.Float32bits(want[j]) != math.Float32bits(buf[j]) {
+				t.Fatalf("%v: logit %d is %g from Eval, %g from EvalInto", toks, j, want[j], buf[j])
+			}
+		}
+	}
+	for _, n := range []int{0, nv - 1, nv + 1} {
+		err := b.EvalInto([]int32{1}, make([]float32, n))
+		require.ErrorContains(t, err, fmt.Sprintf("logits buffer of %d values: the vocabulary has %d", n, nv))
+	}
+	require.Equal(t, 8, b.Pos(), "a refused EvalInto moved the session")
+	require.ErrorContains(t, b.EvalInto([]int32{int32(nv)}, buf), "out of range")
+
+	one := []int32{3}
+	viaEval := testing.AllocsPerRun(5, func() {
+		require.NoError(t, a.Truncate(8))
+		_, err := a.Eval(one, false)
+		require.NoError(t, err)
+	})
+	viaInto := testing.AllocsPerRun(5, func() {
+		require.NoError(t, b.Truncate(8))
+		require.NoError(t, b.EvalInto(one, buf))
+	})
+	require.Less(t, viaInto, viaEval, "EvalInto allocates %v times a token, Eval %v", viaInto, viaEval)
 }
 
 func TestGenerateStopsAndReuse(t *testing.T) {
