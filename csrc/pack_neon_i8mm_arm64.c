@@ -35,7 +35,8 @@
  * count, go through the dotprod set's packed kernel, which token pairs do
  * not help. With 4 token pairs (every 8 tokens of a batch) each group's
  * blocks are one inline assembly loop on fixed registers (q45k_tile_a4,
- * the same steps); 1 to 3 pairs run the C below.
+ * the same steps); 3 pairs run the C below, 2 and 1 the dotprod set's
+ * 4- and 2-token pieces (mm_q4k below).
  *
  * Q6_K, IQ4_XS and Q8_0 keep the dotprod kernels: no split of their scales
  * keeps the premultiplied weights in a byte (Q8_0 has none to fold), and
@@ -640,11 +641,7 @@ static inline __attribute__((always_inline)) void q45k_tile_a4(const int t, int6
         (void)toks;                                                                                          \
         q45k_tile(t, n / K_QKK, (const uint8_t *)w, row_bytes, rows / 4, a, a_row_bytes, y, y_stride, tp);  \
     }
-Q45K_TILE_FN(q4k_tile, K_Q4_K, 1)
-Q45K_TILE_FN(q4k_tile, K_Q4_K, 2)
 Q45K_TILE_FN(q4k_tile, K_Q4_K, 3)
-Q45K_TILE_FN(q5k_tile, K_Q5_K, 1)
-Q45K_TILE_FN(q5k_tile, K_Q5_K, 2)
 Q45K_TILE_FN(q5k_tile, K_Q5_K, 3)
 #undef Q45K_TILE_FN
 /* 4 token pairs: q45k_tile_a4 */
@@ -659,15 +656,26 @@ static __attribute__((noinline)) void q5k_tile4(int rows, int toks, int64_t n, c
     q45k_tile_a4(K_Q5_K, n / K_QKK, (const uint8_t *)w, row_bytes, rows / 4, a, a_row_bytes, y, y_stride);
 }
 
-/* The pieces (k_mm_run, mm_driver.h): up to I8_GB groups x 2, 4, 6 or 8
- * tokens (1 to I8_TP token pairs); the driver walks the rows in chunks of
- * 4 * I8_GB and a batch's tokens in pieces of 8, then 6, 4 or 2, and runs
- * one token (or the last of an odd count) through the dotprod set's piece
- * (USMMLA pairs tokens). */
-static const mm_kernel mm_q4k = {.pack_rows = 4, .pack_one = k_mm_piece_q4_k_x4_neon_dot, .pack_chunk = 4 * I8_GB,
-                                 .pack_toks = {8, 6, 4, 2}, .pack_pieces = {q4k_tile4, q4k_tile3, q4k_tile2, q4k_tile1}};
-static const mm_kernel mm_q5k = {.pack_rows = 4, .pack_one = k_mm_piece_q5_k_x4_neon_dot, .pack_chunk = 4 * I8_GB,
-                                 .pack_toks = {8, 6, 4, 2}, .pack_pieces = {q5k_tile4, q5k_tile3, q5k_tile2, q5k_tile1}};
+/* The pieces (k_mm_run, mm_driver.h): up to I8_GB groups x 8 or 6 tokens
+ * (4 or 3 token pairs); the driver walks the rows in chunks of 4 * I8_GB
+ * and a batch's tokens in pieces of 8, then 6, 4 or 2, and runs one token
+ * (or the last of an odd count) through the dotprod set's piece (USMMLA
+ * pairs tokens). 4 and 2 tokens run the dotprod set's pieces too, which
+ * take fewer instructions there (proxy, per 256 weights per row and token,
+ * Q4_K / Q5_K: 61.6 / 66.4 for 4 tokens against 69.1 / 77.5 in 2 token
+ * pairs here, 70.5 / 80.6 for 2 against 90.5 / 109.5). */
+static const mm_kernel mm_q4k = {
+    .pack_rows = 4,
+    .pack_one = k_mm_piece_q4_k_x4_neon_dot,
+    .pack_chunk = 4 * I8_GB,
+    .pack_toks = {8, 6, 4, 2},
+    .pack_pieces = {q4k_tile4, q4k_tile3, k_mm_piece_q4_k_x4_t4_neon_dot, k_mm_piece_q4_k_x4_t2_neon_dot}};
+static const mm_kernel mm_q5k = {
+    .pack_rows = 4,
+    .pack_one = k_mm_piece_q5_k_x4_neon_dot,
+    .pack_chunk = 4 * I8_GB,
+    .pack_toks = {8, 6, 4, 2},
+    .pack_pieces = {q5k_tile4, q5k_tile3, k_mm_piece_q5_k_x4_t4_neon_dot, k_mm_piece_q5_k_x4_t2_neon_dot}};
 
 void k_mm_packed_q4_k_x4_neon_i8mm(K_MM_TILE_PARAMS) { k_mm_run(&mm_q4k, K_MM_TILE_ARGS); }
 void k_mm_packed_q5_k_x4_neon_i8mm(K_MM_TILE_PARAMS) { k_mm_run(&mm_q5k, K_MM_TILE_ARGS); }
