@@ -62,11 +62,20 @@ k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_i8mm, k_mm_packed_q5_k_x4_neon_i8mm;
 k_mm_tile_kernel k_mm_packed_q4_k_x4_neon_dot, k_mm_packed_q5_k_x4_neon_dot, k_mm_packed_q6_k_x4_neon_dot,
     k_mm_packed_q8_0_x8_neon_dot, k_mm_packed_iq4_xs_x4_neon_dot;
 /* their Q4_K and Q5_K pieces (mm_driver.h's mm_pack_piece_fn), which the
- * i8mm tiles run for single tokens */
+ * i8mm tiles run for single tokens, and for batches of 4 and 2 tokens
+ * (_t4, _t2: any multiple of 4 rows) */
 void k_mm_piece_q4_k_x4_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
                                  size_t a_row_bytes, float *y, int64_t y_stride);
 void k_mm_piece_q5_k_x4_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
                                  size_t a_row_bytes, float *y, int64_t y_stride);
+void k_mm_piece_q4_k_x4_t4_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                    size_t a_row_bytes, float *y, int64_t y_stride);
+void k_mm_piece_q4_k_x4_t2_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                    size_t a_row_bytes, float *y, int64_t y_stride);
+void k_mm_piece_q5_k_x4_t4_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                    size_t a_row_bytes, float *y, int64_t y_stride);
+void k_mm_piece_q5_k_x4_t2_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a,
+                                    size_t a_row_bytes, float *y, int64_t y_stride);
 
 k_swiglu_kernel k_swiglu_neon;                                        /* ops_neon_arm64.c */
 k_rmsnorm_kernel k_rmsnorm_neon;                                      /* ops_neon_arm64.c */

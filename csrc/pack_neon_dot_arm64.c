@@ -1497,6 +1497,20 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #define Q5K_X1(...) q45k_x4_c(0, __VA_ARGS__)
 PACKED_TILE(q4_k_x4, Q4K_XT, Q4K_X1, )
 PACKED_TILE(q5_k_x4, Q5K_XT, Q5K_X1, )
+/* the Q4_K and Q5_K 4- and 2-token pieces over `rows` rows (whole groups),
+ * for the i8mm set's batches of 4 and 2 tokens: its USMMLA tiles take
+ * fewer instructions from 6 tokens on */
+#define PACKED_GROUPS(name, T)                                                                             \
+    void k_mm_piece_##name##_t##T##_neon_dot(int rows, int toks, int64_t n, const char *w, size_t row_bytes, \
+                                             const char *a, size_t arb, float *y, int64_t ys) {            \
+        for (int g = 0; g + 4 <= rows; g += 4)                                                             \
+            name##_t##T(4, toks, n, w + (size_t)g * row_bytes, row_bytes, a, arb, y + g, ys);             \
+    }
+PACKED_GROUPS(q4_k_x4, 4)
+PACKED_GROUPS(q4_k_x4, 2)
+PACKED_GROUPS(q5_k_x4, 4)
+PACKED_GROUPS(q5_k_x4, 2)
+#undef PACKED_GROUPS
 PACKED_TILE(iq4_xs_x4, IQ4XS_XT, iq4xs_x4_c, static)
 /* Q6_K: 4 tokens in fixed registers, 2 in C */
 #define Q6K_XT(T, ...) Q6K_XT##T(__VA_ARGS__)

@@ -36,11 +36,14 @@
  * is (e - 1) << 7 for e >= 2 (4 (e - 1) >= e + 1), 0x40 for e = 1 and
  * 0x20 for e = 0, and T(e) << 16 is k_e8m0_half(e)'s f32 bits for every e.
  *
- * Batches (two or more tokens): per chunk of 32 rows, two tokens per pass
- * over a group (each pass runs the group's even blocks, then its odd
- * blocks, with both tokens' accumulators of that parity in registers; the
- * values of each nibble vector serve both tokens), an odd last token
- * through the one-token kernel.
+ * Batches (two or more tokens): per chunk of 32 rows, four tokens at a
+ * time over a group (mx4_group4: the pairs' factors d for the 4 tokens
+ * first, then 4 passes, even / odd blocks x lanes 0..3 / 4..7, each with
+ * the 4 tokens' 16 accumulators of its lanes in registers; the values of
+ * each nibble vector serve the 4 tokens), then two (each pass runs the
+ * group's even blocks, then its odd blocks, with both tokens' accumulators
+ * of that parity in registers), an odd last token through the one-token
+ * kernel.
  */
 #include "sdot_arm64.h"
 #include "kernels_neon_arm64.h"
@@ -295,6 +298,163 @@ static inline __attribute__((always_inline)) void mx4_group2(int64_t nb, const u
         vst1q_f32(outs[t], s);
     }
 }
+/* Four tokens, one group: per segment of up to MX4_SEG block pairs, first
+ * the factors d = f32(y.d) x k_e8m0_half(e) of both blocks of each pair
+ * for the 4 tokens (mx4_dv4, to memory: [pair][parity][token], 4 rows
+ * each), then 4 passes (mx4_pass4): parity h (even / odd blocks) x half
+ * (lanes 0..3 from the low nibbles, 4..7 from the high ones), each 16
+ * chains (4 tokens x 4 lanes) resumed from and left in res[2h + half]. The
+ * values of each nibble vector serve the 4 tokens and each pair's factors
+ * both halves; lanes, conversions and FMAs as in mx4_group, in the same
+ * order per lane. */
+#define MX4_SEG 32
+static inline __attribute__((always_inline)) void mx4_dv4(int64_t np, const uint8_t *e, const uint8_t *y0,
+                                                          const uint8_t *y1, const uint8_t *y2, const uint8_t *y3,
+                                                          float32x4_t *dvp) {
+    const uint64_t s34 = 34;
+    __asm__ volatile(MX4_ARCH "movi v26.8h, #0x80\n\t"
+                              "movi v27.8h, #0x20\n"
+                              "1:\n\t"
+                              "ldr d30, [%[e]], #136\n\t"
+                              "ld1 {v31.h}[0], [%[y0]], %[s34]\n\t"
+                              "ld1 {v31.h}[4], [%[y0]], %[s34]\n\t"
+                              "ld1 {v31.h}[1], [%[y1]], %[s34]\n\t"
+                              "ld1 {v31.h}[5], [%[y1]], %[s34]\n\t"
+                              "ld1 {v31.h}[2], [%[y2]], %[s34]\n\t"
+                              "ld1 {v31.h}[6], [%[y2]], %[s34]\n\t"
+                              "ld1 {v31.h}[3], [%[y3]], %[s34]\n\t"
+                              "ld1 {v31.h}[7], [%[y3]], %[s34]\n\t"
+                              "ushll v28.8h, v30.8b, #7\n\t"
+                              "ushll v29.8h, v30.8b, #5\n\t"
+                              "sub v28.8h, v28.8h, v26.8h\n\t"
+                              "add v29.8h, v29.8h, v27.8h\n\t"
+                              "smax v28.8h, v28.8h, v29.8h\n\t"
+                              "shll v29.4s, v28.4h, #16\n\t"
+                              "shll2 v28.4s, v28.8h, #16\n\t"
+                              "fcvtl v30.4s, v31.4h\n\t"
+                              "fcvtl2 v31.4s, v31.8h\n\t"
+                              "fmul v16.4s, v29.4s, v30.s[0]\n\t"
+                              "fmul v17.4s, v29.4s, v30.s[1]\n\t"
+                              "fmul v18.4s, v29.4s, v30.s[2]\n\t"
+                              "fmul v19.4s, v29.4s, v30.s[3]\n\t"
+                              "fmul v20.4s, v28.4s, v31.s[0]\n\t"
+                              "fmul v21.4s, v28.4s, v31.s[1]\n\t"
+                              "fmul v22.4s, v28.4s, v31.s[2]\n\t"
+                              "fmul v23.4s, v28.4s, v31.s[3]\n\t"
+                              "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[dv]], #64\n\t"
+                              "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[dv]], #64\n\t"
+                              "subs %[np], %[np], #1\n\t"
+                              "b.ne 1b\n\t"
+                     : [np] "+r"(np), [e] "+r"(e), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                       [dv] "+r"(dvp)
+                     : [s34] "r"(s34)
+                     : "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v26", "v27", "v28", "v29", "v30",
+                       "v31", "cc", "memory");
+}
+/* lane K of the 4 tokens (activations v24-v27, factors v16-v19) from the
+ * values in v(20 + K), into v(K), v(4 + K), v(8 + K), v(12 + K); Z, ZB
+ * alternate scratch */
+#define MX4_T4_(K, W, A, ACC, DV, Z)                                                                 \
+    "movi v" #Z ".2d, #0\n\t"                                                                        \
+    "sdot v" #Z ".4s, v" #W ".16b, v" #A ".4b[" #K "]\n\t"                                           \
+    "scvtf v" #Z ".4s, v" #Z ".4s\n\t"                                                               \
+    "fmla v" #ACC ".4s, v" #Z ".4s, v" #DV ".4s\n\t"
+#define MX4_T4(...) MX4_T4_(__VA_ARGS__)
+#define MX4_T4_LANE(K, W, A0, A1, A2, A3)                                                            \
+    MX4_T4(K, W, 24, A0, 16, 28) MX4_T4(K, W, 25, A1, 17, 29) MX4_T4(K, W, 26, A2, 18, 28)           \
+    MX4_T4(K, W, 27, A3, 19, 29)
+#define MX4_T4_LO(W) "and v" #W ".16b, v" #W ".16b, v31.16b\n\ttbl v" #W ".16b, {v30.16b}, v" #W ".16b\n\t"
+#define MX4_T4_HI(W) "ushr v" #W ".16b, v" #W ".16b, #4\n\ttbl v" #W ".16b, {v30.16b}, v" #W ".16b\n\t"
+#define MX4_T4_PASS(DEC)                                                                             \
+    __asm__ volatile(MX4_ARCH "ldr q30, [%[tab]]\n\t"                                                 \
+                              "movi v31.16b, #15\n\t"                                                \
+                              "mov %[xr], %[res]\n\t"                                                  \
+                              "ld1 {v0.4s, v1.4s, v2.4s, v3.4s}, [%[xr]], #64\n\t"                     \
+                              "ld1 {v4.4s, v5.4s, v6.4s, v7.4s}, [%[xr]], #64\n\t"                     \
+                              "ld1 {v8.4s, v9.4s, v10.4s, v11.4s}, [%[xr]], #64\n\t"                   \
+                              "ld1 {v12.4s, v13.4s, v14.4s, v15.4s}, [%[xr]]\n"                        \
+                              "1:\n\t"                                                               \
+                              "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[q]], %[s136]\n\t"        \
+                              "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[dv]], %[s128]\n\t"           \
+                              "ldr q24, [%[y0]], #68\n\t"                                            \
+                              "ldr q25, [%[y1]], #68\n\t"                                            \
+                              "ldr q26, [%[y2]], #68\n\t"                                            \
+                              "ldr q27, [%[y3]], #68\n\t" DEC(20) DEC(21) DEC(22) DEC(23)             \
+                                  MX4_T4_LANE(0, 20, 0, 4, 8, 12) MX4_T4_LANE(1, 21, 1, 5, 9, 13)    \
+                                      MX4_T4_LANE(2, 22, 2, 6, 10, 14) MX4_T4_LANE(3, 23, 3, 7, 11, 15) \
+                              "subs %[np], %[np], #1\n\t"                                            \
+                              "b.ne 1b\n\t"                                                          \
+                              "mov %[xr], %[res]\n\t"                                                  \
+                              "st1 {v0.4s, v1.4s, v2.4s, v3.4s}, [%[xr]], #64\n\t"                     \
+                              "st1 {v4.4s, v5.4s, v6.4s, v7.4s}, [%[xr]], #64\n\t"                     \
+                              "st1 {v8.4s, v9.4s, v10.4s, v11.4s}, [%[xr]], #64\n\t"                   \
+                              "st1 {v12.4s, v13.4s, v14.4s, v15.4s}, [%[xr]]\n\t"                      \
+                     : [np] "+r"(np), [q] "+r"(q), [dv] "+r"(dvp), [y0] "+r"(y0), [y1] "+r"(y1),  \
+                       [y2] "+r"(y2), [y3] "+r"(y3), [xr] "=&r"(xr)                                 \
+                     : [tab] "r"(k_mxfp4_values), [res] "r"(res), [s136] "r"(s136), [s128] "r"(s128) \
+                     : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",    \
+                       "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", \
+                       "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "cc", "memory")
+/* np (>= 1) pairs of one parity and half: q at the parity's first Q, dvp
+ * at its first factors, y0..y3 at the tokens' qs of the half; res the 16
+ * chains (token t, lane k at res[4t + k]) */
+static inline __attribute__((always_inline)) void mx4_pass4(int hi, int64_t np, const uint8_t *q,
+                                                            const float32x4_t *dvp, const uint8_t *y0,
+                                                            const uint8_t *y1, const uint8_t *y2, const uint8_t *y3,
+                                                            float32x4_t *res) {
+    const uint64_t s136 = 136, s128 = 128;
+    const void *xr;
+    if (hi)
+        MX4_T4_PASS(MX4_T4_HI);
+    else
+        MX4_T4_PASS(MX4_T4_LO);
+    (void)xr;
+}
+#undef MX4_T4_
+#undef MX4_T4
+#undef MX4_T4_LANE
+#undef MX4_T4_LO
+#undef MX4_T4_HI
+#undef MX4_T4_PASS
+
+/* One group of 4 rows x four tokens (a: token 0's Q8_0 row, arb apart):
+ * y[t * ys + r] = dot(row r, token t), mx4_group's bits per token */
+static inline __attribute__((always_inline)) void mx4_group4(int64_t nb, const uint8_t *o, const uint8_t *a,
+                                                             size_t arb, float *y, int64_t ys, int8x16_t tab,
+                                                             uint8x16_t m4) {
+    float32x4_t ress[4][16], dvs[8 * MX4_SEG];
+    float32x4_t(*res)[16] = ress;
+    float32x4_t *dv = dvs; /* both written by the asm */
+    __asm__("" : "+r"(res), "+r"(dv));
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 16; j++) res[i][j] = vdupq_n_f32(0);
+    const int64_t np = nb / 2;
+    for (int64_t p0 = 0; p0 < np; p0 += MX4_SEG) {
+        const int64_t ns = np - p0 < MX4_SEG ? np - p0 : MX4_SEG;
+        const uint8_t *op = o + (size_t)p0 * MX4_PAIR_BYTES;
+        const uint8_t *yb[4];
+        for (int t = 0; t < 4; t++) yb[t] = a + (size_t)t * arb + (size_t)(2 * p0) * sizeof(k_block_q8_0);
+        mx4_dv4(ns, op, yb[0], yb[1], yb[2], yb[3], dv);
+        for (int h = 0; h < 2; h++)
+            for (int half = 0; half < 2; half++) {
+                const size_t yo = (size_t)h * sizeof(k_block_q8_0) + 2 + 16 * (size_t)half;
+                mx4_pass4(half, ns, op + 8 + 64 * h, dv + 4 * h, yb[0] + yo, yb[1] + yo, yb[2] + yo, yb[3] + yo,
+                          res[2 * h + half]);
+            }
+    }
+    const uint8_t *last = o + (size_t)np * MX4_PAIR_BYTES;
+    for (int t = 0; t < 4; t++) {
+        float32x4_t b[8];
+        for (int k = 0; k < 4; k++) {
+            b[k] = vaddq_f32(res[0][4 * t + k], res[2][4 * t + k]);
+            b[4 + k] = vaddq_f32(res[1][4 * t + k], res[3][4 * t + k]);
+        }
+        float32x4_t s = vaddq_f32(vaddq_f32(vaddq_f32(b[0], b[4]), vaddq_f32(b[2], b[6])),
+                                  vaddq_f32(vaddq_f32(b[1], b[5]), vaddq_f32(b[3], b[7])));
+        if (nb % 2) s = mx4_last(last, (const k_block_q8_0 *)(a + (size_t)t * arb) + 2 * np, s, tab, m4);
+        vst1q_f32(y + t * ys, s);
+    }
+}
 #undef MX4_ARCH
 #undef MX4_LANE_
 #undef MX4_LANE
@@ -325,11 +485,26 @@ static void mx4_two(int rows, int toks, int64_t n, const char *w, size_t row_byt
                    y + g, y + y_stride + g, tab, m4, c80, c20);
 }
 
+/* four tokens over `rows` rows (whole groups): y[k * y_stride + r] */
+static void mx4_four(int rows, int toks, int64_t n, const char *w, size_t row_bytes, const char *a, size_t a_row_bytes,
+                     float *y, int64_t y_stride) {
+    (void)toks;
+    const int64_t nb = n / K_QK;
+    const int8x16_t tab = vld1q_s8(k_mxfp4_values);
+    const uint8x16_t m4 = vdupq_n_u8(15);
+    for (int g = 0; g + 4 <= rows; g += 4)
+        mx4_group4(nb, (const uint8_t *)w + (size_t)g * row_bytes, (const uint8_t *)a, a_row_bytes, y + g, y_stride,
+                   tab, m4);
+}
+
 /* One token: mx4_one over every group. A batch: per chunk of 32 rows (its
- * groups stay in L1 across the tokens) the tokens two at a time, the odd
- * one through mx4_one. */
-static const mm_kernel mm_mxfp4_x4 = {
-    .pack_rows = 4, .pack_one = mx4_one, .pack_chunk = 32, .pack_toks = {2}, .pack_pieces = {mx4_two}};
+ * groups stay in L1 across the tokens) the tokens four at a time, then two,
+ * the odd one through mx4_one. */
+static const mm_kernel mm_mxfp4_x4 = {.pack_rows = 4,
+                                      .pack_one = mx4_one,
+                                      .pack_chunk = 32,
+                                      .pack_toks = {4, 2},
+                                      .pack_pieces = {mx4_four, mx4_two}};
 
 void k_mm_packed_mxfp4_x4_neon_dot(K_MM_TILE_PARAMS) { k_mm_run(&mm_mxfp4_x4, K_MM_TILE_ARGS); }
 

@@ -723,7 +723,8 @@ static void test_iq4(int impl) {
  * group and from a later one; outputs outside the tile stay untouched. */
 static void test_packed(int impl) {
     static const int64_t ntoks[] = {1, 2, 3, 5, 6, 7, 8, 16}; /* 4, 2 and 1 per pass, mixed */
-    static const int64_t nbks[] = {1, 2, 3, 7};
+    /* 10: more blocks than the i8mm tiles rearrange at a time (8) */
+    static const int64_t nbks[] = {1, 2, 3, 7, 10};
     const int64_t maxtok = 16;
     int kernels = 0;
     for (int ti = 0; ti < NWT; ti++) {
