@@ -198,6 +198,12 @@ func (p *pool) publish(j *job) {
 // chunk panics, runChunks panics with a *workerPanic once every chunk has
 // returned.
 func (p *pool) runChunks(n int, f func(wk, c int)) {
+	p.runChunksWait(n, spinFor, f)
+}
+
+// runChunksWait is runChunks with the caller, once its share is done,
+// polling for the others' last chunks for up to wait before it blocks.
+func (p *pool) runChunksWait(n int, wait time.Duration, f func(wk, c int)) {
 	if n <= 0 {
 		return
 	}
@@ -228,7 +234,7 @@ func (p *pool) runChunks(n int, f func(wk, c int)) {
 		if j.done.Load() == j.n {
 			return
 		}
-		if i%64 == 0 && time.Since(t0) > spinFor {
+		if i%64 == 0 && time.Since(t0) > wait {
 			break
 		}
 	}

@@ -230,3 +230,25 @@ func TestChunkRows(t *testing.T) {
 	n = chunks(5632, chunkRows(5632, 2*5632*1152, 2))
 	require.True(t, n >= 16 && n <= 32, "TinyLlama feed-forward op: %d chunks, want 16..32", n)
 }
+
+// runChunksWait with no polling (the caller blocks at once, as on long
+// ops) still returns only once every chunk has run, exactly once.
+func TestPoolRunChunksWaitBlocks(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	for it := 0; it < 50; it++ {
+		n := 2 + it%7
+		var counts [8]atomic.Int32
+		p.runChunksWait(n, 0, func(wk, c int) {
+			if c%2 == 1 { // the worker's chunks outlast the caller's
+				time.Sleep(time.Duration(50+it) * time.Microsecond)
+			}
+			counts[c].Add(1)
+		})
+		for c := 0; c < n; c++ {
+			require.EqualValues(t, 1, counts[c].Load(), "job %d chunk %d", it, c)
+		}
+	}
+	require.Equal(t, longOpWait, opWait(longOpBytes))
+	require.Equal(t, spinFor, opWait(longOpBytes-1))
+}
