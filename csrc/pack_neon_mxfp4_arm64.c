@@ -91,6 +91,13 @@ K_DOTPROD_BEGIN
 #define MX4_ARCH ".arch armv8.2-a+dotprod\n\t"
 #endif
 
+/* the 16 integer chains v0..v15 start at zero */
+#define MX4_ZERO16                                                                                   \
+    "movi v0.2d, #0\n\tmovi v1.2d, #0\n\tmovi v2.2d, #0\n\tmovi v3.2d, #0\n\t"                     \
+    "movi v4.2d, #0\n\tmovi v5.2d, #0\n\tmovi v6.2d, #0\n\tmovi v7.2d, #0\n\t"                     \
+    "movi v8.2d, #0\n\tmovi v9.2d, #0\n\tmovi v10.2d, #0\n\tmovi v11.2d, #0\n\t"                   \
+    "movi v12.2d, #0\n\tmovi v13.2d, #0\n\tmovi v14.2d, #0\n\tmovi v15.2d, #0\n\t"
+
 /* Fixed registers of the pair loop:
  *   v0-v7    f32 lanes 0..7 of the even blocks (vector l: lane l of rows 0..3)
  *   v8-v15   the same of the odd blocks
@@ -154,10 +161,7 @@ static inline __attribute__((always_inline)) void mx4_group(int64_t nb, const ui
     const uint8_t *yb = (const uint8_t *)y;
     int64_t np = nb / 2;
     __asm__ volatile(MX4_ARCH
-                     "movi v0.2d, #0\n\tmovi v1.2d, #0\n\tmovi v2.2d, #0\n\tmovi v3.2d, #0\n\t"
-                     "movi v4.2d, #0\n\tmovi v5.2d, #0\n\tmovi v6.2d, #0\n\tmovi v7.2d, #0\n\t"
-                     "movi v8.2d, #0\n\tmovi v9.2d, #0\n\tmovi v10.2d, #0\n\tmovi v11.2d, #0\n\t"
-                     "movi v12.2d, #0\n\tmovi v13.2d, #0\n\tmovi v14.2d, #0\n\tmovi v15.2d, #0\n\t"
+                     MX4_ZERO16
                      "cbz %[np], 2f\n"
                      "1:\n\t"
                      "ldr d28, [%[o]], #8\n\t"
@@ -231,10 +235,7 @@ static inline __attribute__((always_inline)) void mx4_pass2(int64_t np, const ui
                                                             uint8x16_t m4, uint16x8_t c80, uint16x8_t c20) {
     const uint64_t s68 = 68, s136 = 136;
     __asm__ volatile(MX4_ARCH
-                     "movi v0.2d, #0\n\tmovi v1.2d, #0\n\tmovi v2.2d, #0\n\tmovi v3.2d, #0\n\t"
-                     "movi v4.2d, #0\n\tmovi v5.2d, #0\n\tmovi v6.2d, #0\n\tmovi v7.2d, #0\n\t"
-                     "movi v8.2d, #0\n\tmovi v9.2d, #0\n\tmovi v10.2d, #0\n\tmovi v11.2d, #0\n\t"
-                     "movi v12.2d, #0\n\tmovi v13.2d, #0\n\tmovi v14.2d, #0\n\tmovi v15.2d, #0\n\t"
+                     MX4_ZERO16
                      "cbz %[np], 2f\n"
                      "1:\n\t"
                      "ldr s30, [%[e]], #136\n\t"
