@@ -664,7 +664,7 @@ func (p *pass) matmulOps(in []float32, ntok int, act gluKind, ops ...matOp) (fus
 // chunks, ~0.3 ms of one thread's stream, per op. Every chunk also costs a
 // fixed amount (a cgo call, a claim, a cold start of its row streams). With
 // idle ~ op/(2N) and a cost c per chunk, N = sqrt(op/(2c)) chunks is the
-// least loss; chunkCost is c in bytes of stream (~1 us at ~20 GB/s).
+// least loss; chunkCost is 2c in bytes of stream (c ~0.5 us at ~20 GB/s).
 // Measured, tg32 -t 2 on a 2-core Xeon (AVX-512), interleaved: granite-8b
 // 4.46/4.38 tokens/s against 3.67/3.74 with 8 per worker; TinyLlama tg64
 // 30.7/30.2 vs 30.8/30.8 (its ops are 2-13 MB and keep ~8-12 per worker);
