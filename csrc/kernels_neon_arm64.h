@@ -142,6 +142,27 @@ static inline __attribute__((always_inline)) void k_q45k_x4_mins_neon(uint8x16_t
     n[3] = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
 }
 
+/* The same in the asm loops over packed Q4_K / Q5_K x4 blocks (%[o] at the
+ * block): d (v17) and dmin (v18) of the 4 rows as f32, the scale bytes S0
+ * (v19) and S1 (v20), and the mins n[0..3] as above in v0-v3; clobbers
+ * v16 and v21-v23. */
+#define K_Q45K_X4_ASM_HEAD                                                                           \
+    "ldr q16, [%[o]]\n\t"                                                                            \
+    "fcvtl v17.4s, v16.4h\n\t"                                                                       \
+    "fcvtl2 v18.4s, v16.8h\n\t"                                                                      \
+    "ldp q19, q20, [%[o], #16]\n\t"                                                                  \
+    "ldr q21, [%[o], #48]\n\t"                                                                       \
+    "ushr v23.16b, v21.16b, #4\n\t"                                                                  \
+    "ushr v22.16b, v19.16b, #6\n\t"                                                                  \
+    "sli v21.16b, v22.16b, #4\n\t"                                                                   \
+    "ushr v22.16b, v20.16b, #6\n\t"                                                                  \
+    "sli v23.16b, v22.16b, #4\n\t"                                                                   \
+    "uxtl v0.8h, v21.8b\n\t"                                                                         \
+    "uxtl2 v1.8h, v21.16b\n\t"                                                                       \
+    "uxtl v2.8h, v23.8b\n\t"                                                                         \
+    "uxtl2 v3.8h, v23.16b\n\t"
+
+
 /* ... their sums against a token's 8 bsum pairs bs: M[j] = rows 0..3's
  * min 2j * bs[2j] + min 2j+1 * bs[2j+1] */
 static inline __attribute__((always_inline)) void k_q45k_x4_msums_neon(const int16x8_t n[4], int16x8_t bs,

@@ -1172,20 +1172,7 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
 /* the block's head: d (v17) and dmin (v18) of the 4 rows; the mins n[0..3]
  * (k_q45k_x4_mins_neon) in v0-v3; the scales by parts ds[0..7] to memory */
 #define Q4T_HEAD                                                                                     \
-    "ldr q16, [%[o]]\n\t"                                                                            \
-    "fcvtl v17.4s, v16.4h\n\t"                                                                       \
-    "fcvtl2 v18.4s, v16.8h\n\t"                                                                      \
-    "ldp q19, q20, [%[o], #16]\n\t"                                                                  \
-    "ldr q21, [%[o], #48]\n\t"                                                                       \
-    "ushr v23.16b, v21.16b, #4\n\t"                                                                  \
-    "ushr v22.16b, v19.16b, #6\n\t"                                                                  \
-    "sli v21.16b, v22.16b, #4\n\t"                                                                   \
-    "ushr v22.16b, v20.16b, #6\n\t"                                                                  \
-    "sli v23.16b, v22.16b, #4\n\t"                                                                   \
-    "uxtl v0.8h, v21.8b\n\t"                                                                         \
-    "uxtl2 v1.8h, v21.16b\n\t"                                                                       \
-    "uxtl v2.8h, v23.8b\n\t"                                                                         \
-    "uxtl2 v3.8h, v23.16b\n\t"                                                                       \
+    K_Q45K_X4_ASM_HEAD                                                                               \
     "and v19.16b, v19.16b, v31.16b\n\t"                                                              \
     "and v20.16b, v20.16b, v31.16b\n\t"                                                              \
     "movi v22.2d, #0\n\t" Q4T_DS

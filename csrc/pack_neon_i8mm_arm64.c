@@ -333,20 +333,7 @@ static const uint8_t i8_sc_ix[8][16] __attribute__((aligned(16))) = {I8_IX(0),  
  * (v20), the mins n[0..3] (k_q45k_x4_mins_neon) in v0-v3, the tokens' yd in
  * v24/v25; xt = &ab->yt */
 #define I8A_HEAD                                                                                     \
-    "ldr q16, [%[o]]\n\t"                                                                            \
-    "fcvtl v17.4s, v16.4h\n\t"                                                                       \
-    "fcvtl2 v18.4s, v16.8h\n\t"                                                                      \
-    "ldp q19, q20, [%[o], #16]\n\t"                                                                  \
-    "ldr q21, [%[o], #48]\n\t"                                                                       \
-    "ushr v23.16b, v21.16b, #4\n\t"                                                                  \
-    "ushr v22.16b, v19.16b, #6\n\t"                                                                  \
-    "sli v21.16b, v22.16b, #4\n\t"                                                                   \
-    "ushr v22.16b, v20.16b, #6\n\t"                                                                  \
-    "sli v23.16b, v22.16b, #4\n\t"                                                                   \
-    "uxtl v0.8h, v21.8b\n\t"                                                                         \
-    "uxtl2 v1.8h, v21.16b\n\t"                                                                       \
-    "uxtl v2.8h, v23.8b\n\t"                                                                         \
-    "uxtl2 v3.8h, v23.16b\n\t"                                                                       \
+    K_Q45K_X4_ASM_HEAD                                                                               \
     "add %[xt], %[ab], #2048\n\t"                                                                    \
     "ldp q24, q25, [%[xt], #192]\n\t"
 /* Q4_K, token K (yd: lane YI of v YV): M[0..3] = k_q45k_x4_msums_neon,
