@@ -153,7 +153,8 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 // is tokenized (see checkPromptBytes), or with truncate on, cuts it to
 // twice that many bytes (at a character boundary): its first nctx tokens
 // come from text well before the cut, so the truncated input is the same
-// unless a single word (or SentencePiece run) spans the cut.
+// unless a single word (or SentencePiece run) spans the cut. An input
+// shorter than the cut stays whole: the tokenizer's count decides.
 func boundInputs(meta ModelMeta, req *EmbedRequest, nctx int) error {
 	for i, in := range req.Inputs {
 		err := checkPromptBytes(meta, fmt.Sprintf("input[%d]", i), len(in), nctx)
@@ -164,6 +165,9 @@ func boundInputs(meta ModelMeta, req *EmbedRequest, nctx int) error {
 			return err
 		}
 		cut := 2 * nctx * meta.MaxTokenBytes
+		if cut >= len(in) {
+			continue
+		}
 		for cut > 0 && !utf8.RuneStart(in[cut]) {
 			cut--
 		}
