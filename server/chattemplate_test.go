@@ -53,3 +53,31 @@ func TestChatTemplateOverrideRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningInHistory: an assistant turn's reasoning sent back by the
+// client (OpenAI's reasoning_content, as llama-server takes it; Ollama's
+// thinking) reaches the template as message.reasoning_content, which
+// thinking models' templates (Qwen3's) render for the turns of the current
+// tool loop. It used to be dropped silently.
+func TestReasoningInHistory(t *testing.T) {
+	b := newFakeBackend()
+	b.template = `{% for m in messages %}[{{ m['role'] }}]{% if m.reasoning_content is defined %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m['content'] }}{% endfor %}`
+	_, ts := newTestServer(t, Config{}, b)
+	want := "[user]Hi[assistant]<think>ponder</think>Hello[user]x"
+	for _, rq := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello","reasoning_content":"ponder"},{"role":"user","content":"x"}]}`},
+		{"/api/chat", `{"model":"tiny","stream":false,"options":{"num_predict":1},"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello","thinking":"ponder"},{"role":"user","content":"x"}]}`},
+	} {
+		r := do(t, ts, "POST", rq.path, rq.body)
+		wantStatus(t, r, 200)
+		if p := b.last().lastReq().Prompt; p != want {
+			t.Errorf("%s: prompt %q, want %q", rq.path, p, want)
+		}
+	}
+	// Without reasoning the variable is undefined, as before.
+	r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello","reasoning_content":null},{"role":"user","content":"x"}]}`)
+	wantStatus(t, r, 200)
+	if p := b.last().lastReq().Prompt; p != "[user]Hi[assistant]Hello[user]x" {
+		t.Errorf("no reasoning: prompt %q", p)
+	}
+}

@@ -83,6 +83,8 @@ type openaiRequest struct {
 		ToolCalls  []wireToolCall `json:"tool_calls"`
 		ToolCallID string         `json:"tool_call_id"`
 		Name       string         `json:"name"`
+		// An assistant turn's reasoning sent back (llama-server's field).
+		ReasoningContent *string `json:"reasoning_content"`
 	} `json:"messages"`
 	Suffix            *string         `json:"suffix"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
@@ -169,6 +171,9 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 				return nil, badRequest("message without a role")
 			}
 			cm := chat.Message{Role: role, Content: string(m.Content), ToolCallID: m.ToolCallID, ToolName: m.Name}
+			if m.ReasoningContent != nil {
+				cm.Reasoning = *m.ReasoningContent
+			}
 			var err error
 			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
 				return nil, err
