@@ -116,6 +116,10 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	if err := boundInputs(meta, &j.req, nctx); err != nil {
 		return nil, badRequest("%v%s", err, j.tooLong)
 	}
+	if n, d := len(j.req.Inputs)+len(j.req.Tokens), meta.EmbeddingLength; d > 0 && n > maxEmbedValues/d {
+		return nil, badRequest("input has %d inputs of %d values: more than the %d values one request may return (at most %d inputs for this model; send them in several requests)",
+			n, d, maxEmbedValues, maxEmbedValues/d)
+	}
 	if len(j.req.Inputs) == 0 && len(j.req.Tokens) == 0 {
 		out.res = &EmbedResult{Embeddings: [][]float32{}}
 		return out, nil

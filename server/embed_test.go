@@ -592,3 +592,25 @@ func TestBoundInputsCut(t *testing.T) {
 		t.Fatalf("truncate off: %v", err)
 	}
 }
+
+// The embeddings one request returns are bounded (inputs × the model's
+// embedding length), before any is computed: an 8 MiB body holds ~2
+// million one-token inputs, whose vectors and their JSON would take tens
+// of GB with a 2048-wide model.
+func TestEmbedValuesBounded(t *testing.T) {
+	defer func(v int) { maxEmbedValues = v }(maxEmbedValues)
+	maxEmbedValues = 12 // the fake's embeddings have 4 values: 3 inputs fit
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	wantStatus(t, do(t, ts, "POST", "/api/embed", `{"model":"tiny","input":["a","b","c"]}`), 200)
+	for _, c := range []struct{ route, body string }{
+		{"/api/embed", `{"model":"tiny","input":["a","b","c","d"]}`},
+		{"/v1/embeddings", `{"model":"tiny","input":["a","b","c","d"]}`},
+		{"/v1/embeddings", `{"model":"tiny","input":[[1],[2],[3],[4]]}`},
+	} {
+		r := do(t, ts, "POST", c.route, c.body)
+		if r.status != 400 || !strings.Contains(string(r.body), "4 inputs of 4 values") || !strings.Contains(string(r.body), "at most 3 inputs") {
+			t.Errorf("%s %s: %d %s", c.route, c.body, r.status, r.body)
+		}
+	}
+}
