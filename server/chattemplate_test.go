@@ -81,3 +81,26 @@ func TestReasoningInHistory(t *testing.T) {
 		t.Errorf("no reasoning: prompt %q", p)
 	}
 }
+
+// TestAssistantRefusalInHistory: an assistant turn that refused comes back
+// as OpenAI's refusal part or refusal field; the model sees it as what it
+// said. The part used to be a 400 and the field was dropped silently.
+func TestAssistantRefusalInHistory(t *testing.T) {
+	b := newFakeBackend()
+	b.template = `{% for m in messages %}[{{ m['role'] }}]{{ m['content'] }}{% endfor %}`
+	_, ts := newTestServer(t, Config{}, b)
+	want := "[user]Hi[assistant]I can't.[user]x"
+	for _, asst := range []string{
+		`{"role":"assistant","content":[{"type":"refusal","refusal":"I can't."}]}`,
+		`{"role":"assistant","content":null,"refusal":"I can't."}`,
+		`{"role":"assistant","content":[{"type":"text","text":"I can"},{"type":"refusal","refusal":"'t."}]}`,
+	} {
+		r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"},`+asst+`,{"role":"user","content":"x"}]}`)
+		wantStatus(t, r, 200)
+		if p := b.last().lastReq().Prompt; p != want {
+			t.Errorf("%s: prompt %q, want %q", asst, p, want)
+		}
+	}
+	r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":[{"type":"refusal","refusal":"no"}]}]}`)
+	wantStatus(t, r, 400)
+}
