@@ -648,7 +648,18 @@ func decode(r *http.Request, v any, optional bool, rules ...fieldCheck) error {
 		return badRequest("empty request body; expected JSON")
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return badRequest("malformed JSON: %v", err)
+		// Not JSON, or a value of the wrong JSON type: malformed. A
+		// field's decoder refusing a well-formed value says why alone.
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || strings.HasPrefix(err.Error(), "unexpected end of JSON") {
+			return badRequest("malformed JSON: %v", err)
+		}
+		var he *httpError
+		if errors.As(err, &he) {
+			return he
+		}
+		return badRequest("%v", err)
 	}
 	if len(rules) > 0 {
 		return checkFields(b, rules[0].fields, rules[0].strict)
