@@ -234,3 +234,38 @@ func TestBatchStepPanicReachesCaller(t *testing.T) {
 	require.NoError(t, err)
 	requireSameBits(t, lw, lg, "logits after a panicked step")
 }
+
+// A cancelled context stops a batch session's prompt after the step under
+// way, not at the end of a 512-token piece: a client that disconnects during
+// a long prompt frees the model's steps at once (the server cancels the
+// request's context). Seen on woolly serve: a 1,800-token prompt on
+// TinyLlama ran ~10 s past its client's disconnect.
+func TestBatchPromptCancelsBetweenChunks(t *testing.T) {
+	m := loadShared(t, "stories260K-Q8_0", LoadOptions{Threads: 1, PrefixCache: Ptr(int64(0))})
+	const chunk, n = 8, 120 // 15 steps for the whole prompt
+	b, err := m.NewBatch(BatchOptions{PromptChunk: chunk})
+	require.NoError(t, err)
+	b.gatherMin = 20 * time.Millisecond
+	idle, err := b.NewSession(0)
+	require.NoError(t, err)
+	b.enter(idle) // never queues: each step waits gatherMin for it
+	defer b.leave(idle)
+	s, err := b.NewSession(0)
+	require.NoError(t, err)
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(1 + (i*37)%(m.cfg.NVocab-1))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for b.Stats().Steps < 1 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := s.Generate(ctx, GenerateOptions{Tokens: prompt, MaxTokens: 4, Sampler: SamplerOptions{Temperature: 0, RepeatPenalty: 1, Seed: 1}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "cancel", res.StopReason)
+	require.LessOrEqual(t, b.Stats().Steps, int64(3), "steps run for a %d-token prompt cancelled after the first (%d chunks in all)", n, n/chunk)
+}

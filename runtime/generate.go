@@ -126,12 +126,15 @@ func (m *Model) promptTokens(o GenerateOptions) ([]int32, error) {
 
 // evalPrompt evaluates a prompt in pieces of whole evaluation chunks (so
 // the numerics are those of one eval), stopping between pieces when ctx
-// ends: a long prompt on a large model is minutes of work.
+// ends: a long prompt on a large model is minutes of work. In a batch a
+// piece is one prompt chunk, the tokens one step takes of a sequence, so a
+// cancelled request leaves after the step under way (its chunks are the
+// same as in longer pieces: the numbers do not change).
 func (s *Session) evalPrompt(ctx context.Context, tokens []int32) error {
 	step := maxBatch
 	switch {
 	case s.batch != nil:
-		step = s.batch.chunk * max(1, maxBatch/s.batch.chunk)
+		step = s.batch.chunk
 	case s.st != nil:
 		step = s.st.nBatch
 	}

@@ -49,6 +49,7 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	Thinking  string          `json:"thinking"` // a thinking block's text
 }
 
 // anthropicContent is a message's content: a string (one text block) or a
@@ -363,8 +364,11 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 // conversation converts messages: a user turn's tool_result blocks become
 // tool messages (named after the tool_use they answer) and its text a user
 // message; an assistant turn's text and tool_use blocks one assistant
-// message. Earlier turns' thinking blocks are left out of the prompt, as
-// Anthropic leaves them out of the context.
+// message. An assistant turn's thinking blocks become its reasoning
+// (message.reasoning_content in the template): Qwen3's renders it for the
+// turns after the last user message, the current tool loop, and leaves
+// earlier turns' out, as Anthropic keeps thinking in the context only while
+// tools are being used.
 func (q *anthropicRequest) conversation(j *job) error {
 	if len(q.Messages) == 0 {
 		return badRequest("messages: at least one message is required")
@@ -409,9 +413,14 @@ func (q *anthropicRequest) conversation(j *job) error {
 				return badRequest("messages[%d]: a final assistant message (a prefill of the answer) is not supported; end with a user message", i)
 			}
 			msg := chat.Message{Role: "assistant"}
+			var thoughts []string
 			for k, b := range m.Content {
 				switch b.Type {
-				case "thinking", "redacted_thinking":
+				case "thinking":
+					if b.Thinking != "" {
+						thoughts = append(thoughts, b.Thinking)
+					}
+				case "redacted_thinking": // encrypted by Anthropic: nothing to read
 					continue
 				case "tool_use":
 					if b.ID == "" || b.Name == "" {
@@ -431,6 +440,7 @@ func (q *anthropicRequest) conversation(j *job) error {
 				}
 			}
 			msg.Content = strings.Join(text, "\n")
+			msg.Reasoning = strings.Join(thoughts, "\n")
 			j.messages = append(j.messages, msg)
 		default:
 			return badRequest(`messages[%d].role must be "user" or "assistant", not %q (the system prompt goes in system)`, i, m.Role)

@@ -62,7 +62,10 @@ type ModelMeta struct {
 	KVBytesPerPos int64
 	// NVocab is the vocabulary size (0: unknown): top_k may not exceed it.
 	NVocab int
-	AddBOS bool
+	// EmbeddingLength is the values of one embedding the model computes
+	// (0: unknown): it bounds the inputs of one embedding request.
+	EmbeddingLength int
+	AddBOS          bool
 	// FIM holds the texts of the fill-in-the-middle tokens (prefix,
 	// suffix, middle) when the model has them: a request's suffix is
 	// answered with an infill prompt.

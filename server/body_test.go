@@ -83,3 +83,28 @@ func TestBodyReadDeadline(t *testing.T) {
 		t.Errorf("long stream: last frame %v", frames[12])
 	}
 }
+
+// "malformed JSON" is for bodies that are not JSON or hold a value of the
+// wrong JSON type; a well-formed body whose value the route refuses (an
+// image part, a bad keep_alive) gets the reason alone, so the client does
+// not look for a syntax error.
+func TestMalformedOnlyForBadJSON(t *testing.T) {
+	_, ts := newTestServer(t, Config{}, newFakeBackend())
+	for _, c := range []struct {
+		path, body string
+		malformed  bool
+		want       string
+	}{
+		{"/v1/chat/completions", `{"model":"tiny","messages":[`, true, "unexpected end"},
+		{"/api/chat", `{"model":"tiny","stream":1}`, true, "cannot unmarshal number"},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, false, "not image_url"},
+		{"/api/generate", `{"model":"tiny","prompt":"x","keep_alive":"bogus"}`, false, "is neither a duration"},
+	} {
+		r := do(t, ts, "POST", c.path, c.body)
+		wantStatus(t, r, 400)
+		body := string(r.body)
+		if !strings.Contains(body, c.want) || strings.Contains(body, "malformed JSON") != c.malformed {
+			t.Errorf("%s %s: %s (malformed JSON wanted: %v)", c.path, c.body, body, c.malformed)
+		}
+	}
+}

@@ -53,3 +53,54 @@ func TestChatTemplateOverrideRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningInHistory: an assistant turn's reasoning sent back by the
+// client (OpenAI's reasoning_content, as llama-server takes it; Ollama's
+// thinking) reaches the template as message.reasoning_content, which
+// thinking models' templates (Qwen3's) render for the turns of the current
+// tool loop. It used to be dropped silently.
+func TestReasoningInHistory(t *testing.T) {
+	b := newFakeBackend()
+	b.template = `{% for m in messages %}[{{ m['role'] }}]{% if m.reasoning_content is defined %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m['content'] }}{% endfor %}`
+	_, ts := newTestServer(t, Config{}, b)
+	want := "[user]Hi[assistant]<think>ponder</think>Hello[user]x"
+	for _, rq := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello","reasoning_content":"ponder"},{"role":"user","content":"x"}]}`},
+		{"/api/chat", `{"model":"tiny","stream":false,"options":{"num_predict":1},"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello","thinking":"ponder"},{"role":"user","content":"x"}]}`},
+	} {
+		r := do(t, ts, "POST", rq.path, rq.body)
+		wantStatus(t, r, 200)
+		if p := b.last().lastReq().Prompt; p != want {
+			t.Errorf("%s: prompt %q, want %q", rq.path, p, want)
+		}
+	}
+	// Without reasoning the variable is undefined, as before.
+	r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello","reasoning_content":null},{"role":"user","content":"x"}]}`)
+	wantStatus(t, r, 200)
+	if p := b.last().lastReq().Prompt; p != "[user]Hi[assistant]Hello[user]x" {
+		t.Errorf("no reasoning: prompt %q", p)
+	}
+}
+
+// TestAssistantRefusalInHistory: an assistant turn that refused comes back
+// as OpenAI's refusal part or refusal field; the model sees it as what it
+// said. The part used to be a 400 and the field was dropped silently.
+func TestAssistantRefusalInHistory(t *testing.T) {
+	b := newFakeBackend()
+	b.template = `{% for m in messages %}[{{ m['role'] }}]{{ m['content'] }}{% endfor %}`
+	_, ts := newTestServer(t, Config{}, b)
+	want := "[user]Hi[assistant]I can't.[user]x"
+	for _, asst := range []string{
+		`{"role":"assistant","content":[{"type":"refusal","refusal":"I can't."}]}`,
+		`{"role":"assistant","content":null,"refusal":"I can't."}`,
+		`{"role":"assistant","content":[{"type":"text","text":"I can"},{"type":"refusal","refusal":"'t."}]}`,
+	} {
+		r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"Hi"},`+asst+`,{"role":"user","content":"x"}]}`)
+		wantStatus(t, r, 200)
+		if p := b.last().lastReq().Prompt; p != want {
+			t.Errorf("%s: prompt %q, want %q", asst, p, want)
+		}
+	}
+	r := do(t, ts, "POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":[{"type":"refusal","refusal":"no"}]}]}`)
+	wantStatus(t, r, 400)
+}

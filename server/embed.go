@@ -116,6 +116,10 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 	if err := boundInputs(meta, &j.req, nctx); err != nil {
 		return nil, badRequest("%v%s", err, j.tooLong)
 	}
+	if n, d := len(j.req.Inputs)+len(j.req.Tokens), meta.EmbeddingLength; d > 0 && n > maxEmbedValues/d {
+		return nil, badRequest("input has %d inputs of %d values: more than the %d values one request may return (at most %d inputs for this model; send them in several requests)",
+			n, d, maxEmbedValues, maxEmbedValues/d)
+	}
 	if len(j.req.Inputs) == 0 && len(j.req.Tokens) == 0 {
 		out.res = &EmbedResult{Embeddings: [][]float32{}}
 		return out, nil
@@ -153,7 +157,8 @@ func (s *Server) embed(r *http.Request, j *embedJob) (*embedOutcome, error) {
 // is tokenized (see checkPromptBytes), or with truncate on, cuts it to
 // twice that many bytes (at a character boundary): its first nctx tokens
 // come from text well before the cut, so the truncated input is the same
-// unless a single word (or SentencePiece run) spans the cut.
+// unless a single word (or SentencePiece run) spans the cut. An input
+// shorter than the cut stays whole: the tokenizer's count decides.
 func boundInputs(meta ModelMeta, req *EmbedRequest, nctx int) error {
 	for i, in := range req.Inputs {
 		err := checkPromptBytes(meta, fmt.Sprintf("input[%d]", i), len(in), nctx)
@@ -164,6 +169,9 @@ func boundInputs(meta ModelMeta, req *EmbedRequest, nctx int) error {
 			return err
 		}
 		cut := 2 * nctx * meta.MaxTokenBytes
+		if cut >= len(in) {
+			continue
+		}
 		for cut > 0 && !utf8.RuneStart(in[cut]) {
 			cut--
 		}

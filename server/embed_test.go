@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/woolly-llm/woolly/runtime"
 )
@@ -565,4 +566,51 @@ func TestRerankLikeLlamaServer(t *testing.T) {
 		}
 	}
 	t.Logf("max |score - llama-server's| %.3g", worst)
+}
+
+// boundInputs with truncate on: an input longer than the context's bytes
+// but shorter than the twice-as-long cut stays whole (it used to index past
+// its end: a 500 from /api/embed); a longer one is cut at a character
+// boundary; with truncate off both are a 400.
+func TestBoundInputsCut(t *testing.T) {
+	meta := ModelMeta{MaxTokenBytes: 9}
+	const nctx = 16                  // 144 bytes fit; the cut is at 288
+	mid := strings.Repeat("ab", 100) // 200 bytes
+	long := strings.Repeat("é", 200) // 400 bytes, 2-byte characters
+	req := EmbedRequest{Inputs: []string{mid, long, "short"}, Truncate: true}
+	if err := boundInputs(meta, &req, nctx); err != nil {
+		t.Fatal(err)
+	}
+	if req.Inputs[0] != mid || req.Inputs[2] != "short" {
+		t.Fatalf("inputs within the cut changed: %d, %q", len(req.Inputs[0]), req.Inputs[2])
+	}
+	if got := req.Inputs[1]; len(got) != 288 || !utf8.ValidString(got) {
+		t.Fatalf("long input cut to %d bytes (valid UTF-8: %v), want 288", len(got), utf8.ValidString(got))
+	}
+	req = EmbedRequest{Inputs: []string{mid}}
+	if err := boundInputs(meta, &req, nctx); err == nil || !strings.Contains(err.Error(), "input[0] has 200 bytes") {
+		t.Fatalf("truncate off: %v", err)
+	}
+}
+
+// The embeddings one request returns are bounded (inputs × the model's
+// embedding length), before any is computed: an 8 MiB body holds ~2
+// million one-token inputs, whose vectors and their JSON would take tens
+// of GB with a 2048-wide model.
+func TestEmbedValuesBounded(t *testing.T) {
+	defer func(v int) { maxEmbedValues = v }(maxEmbedValues)
+	maxEmbedValues = 12 // the fake's embeddings have 4 values: 3 inputs fit
+	b := newFakeBackend()
+	_, ts := newTestServer(t, Config{}, b)
+	wantStatus(t, do(t, ts, "POST", "/api/embed", `{"model":"tiny","input":["a","b","c"]}`), 200)
+	for _, c := range []struct{ route, body string }{
+		{"/api/embed", `{"model":"tiny","input":["a","b","c","d"]}`},
+		{"/v1/embeddings", `{"model":"tiny","input":["a","b","c","d"]}`},
+		{"/v1/embeddings", `{"model":"tiny","input":[[1],[2],[3],[4]]}`},
+	} {
+		r := do(t, ts, "POST", c.route, c.body)
+		if r.status != 400 || !strings.Contains(string(r.body), "4 inputs of 4 values") || !strings.Contains(string(r.body), "at most 3 inputs") {
+			t.Errorf("%s %s: %d %s", c.route, c.body, r.status, r.body)
+		}
+	}
 }

@@ -40,7 +40,7 @@ func (b *fakeBackend) meta(path string) (ModelMeta, error) {
 		return ModelMeta{}, errors.New("not a GGUF file")
 	}
 	return ModelMeta{Architecture: "fakearch", ContextLength: 512, NParams: 9_300_000, FileType: "Q8_0",
-		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim, MaxTokenBytes: 16, NVocab: 1000,
+		ChatTemplate: b.template, BOSText: "<s>", EOSText: "</s>", AddBOS: true, FIM: b.fim, MaxTokenBytes: 16, NVocab: 1000, EmbeddingLength: 4,
 		Embedding: strings.HasPrefix(string(data), "GGUF embedding"), CountTokens: b.counter(), DefaultCtx: 512}, nil
 }
 

@@ -71,6 +71,11 @@ func checkJobBytes(m ModelMeta, j *job, nctx int) error {
 	return checkPromptBytes(m, "messages (the system messages and the last message, which are always kept)", n, nctx)
 }
 
+// maxEmbedValues bounds the values of the embeddings one request returns
+// (inputs × the model's embedding length): 64 MiB of float32, a few times
+// that as JSON. A variable for the tests.
+var maxEmbedValues = 1 << 24
+
 // The fixed bounds of a request (docs/server-limits.md).
 const (
 	maxMessages    = 10_000   // messages of a chat

@@ -91,6 +91,7 @@ type ollamaMessage struct {
 	ToolCalls  []wireToolCall `json:"tool_calls"`
 	ToolName   string         `json:"tool_name"`
 	ToolCallID string         `json:"tool_call_id"`
+	Thinking   string         `json:"thinking"` // an assistant turn's reasoning sent back
 }
 
 // UnmarshalJSON decodes the request and keeps the raw messages.
@@ -152,7 +153,7 @@ func (q *ollamaRequest) job(chatReq bool) (*job, error) {
 	if chatReq {
 		j.messages = []chat.Message{}
 		for i, m := range q.Messages {
-			cm := chat.Message{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
+			cm := chat.Message{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID, Reasoning: m.Thinking}
 			var err error
 			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
 				return nil, err

@@ -46,32 +46,42 @@ func stringOrList[E any](b []byte, one func(string) E, msg string) ([]E, error) 
 }
 
 // openaiContent is a message's content: a string, or a list of parts of
-// which only text parts are supported.
-type openaiContent string
+// which text parts are supported, and in an assistant message refusal
+// parts (what it said when it refused: their text joins the content).
+type openaiContent struct {
+	text    string
+	refusal bool // a refusal part was given (only assistant messages may)
+}
 
 func (c *openaiContent) UnmarshalJSON(b []byte) error {
 	var s *string
 	if err := json.Unmarshal(b, &s); err == nil {
 		if s != nil {
-			*c = openaiContent(*s)
+			c.text = *s
 		}
 		return nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
 	}
 	if err := json.Unmarshal(b, &parts); err != nil {
 		return errors.New("content must be a string or a list of parts")
 	}
 	var sb strings.Builder
 	for _, p := range parts {
-		if p.Type != "text" {
+		switch p.Type {
+		case "text":
+			sb.WriteString(p.Text)
+		case "refusal":
+			sb.WriteString(p.Refusal)
+			c.refusal = true
+		default:
 			return errors.New("only text content parts are supported, not " + p.Type)
 		}
-		sb.WriteString(p.Text)
 	}
-	*c = openaiContent(sb.String())
+	c.text = sb.String()
 	return nil
 }
 
@@ -83,6 +93,10 @@ type openaiRequest struct {
 		ToolCalls  []wireToolCall `json:"tool_calls"`
 		ToolCallID string         `json:"tool_call_id"`
 		Name       string         `json:"name"`
+		// An assistant turn's reasoning sent back (llama-server's field).
+		ReasoningContent *string `json:"reasoning_content"`
+		// An assistant turn's refusal message: what it said.
+		Refusal *string `json:"refusal"`
 	} `json:"messages"`
 	Suffix            *string         `json:"suffix"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
@@ -168,7 +182,16 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 			if role == "" {
 				return nil, badRequest("message without a role")
 			}
-			cm := chat.Message{Role: role, Content: string(m.Content), ToolCallID: m.ToolCallID, ToolName: m.Name}
+			if (m.Content.refusal || m.Refusal != nil) && role != "assistant" {
+				return nil, badRequest("messages[%d]: a refusal is only for assistant messages", i)
+			}
+			cm := chat.Message{Role: role, Content: m.Content.text, ToolCallID: m.ToolCallID, ToolName: m.Name}
+			if m.Refusal != nil {
+				cm.Content += *m.Refusal
+			}
+			if m.ReasoningContent != nil {
+				cm.Reasoning = *m.ReasoningContent
+			}
 			var err error
 			if cm.ToolCalls, err = historyCalls(i, m.ToolCalls); err != nil {
 				return nil, err

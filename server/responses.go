@@ -116,11 +116,36 @@ type responsesItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
+// reasoningText is a reasoning item's text: its reasoning_text parts (the
+// summary is not the reasoning; encrypted_content is for OpenAI's models).
+func reasoningText(what string, raw json.RawMessage) (string, error) {
+	if absent(raw) {
+		return "", nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", badRequest("%s.content must be a list of reasoning_text parts", what)
+	}
+	var texts []string
+	for k, p := range parts {
+		if p.Type != "reasoning_text" {
+			return "", badRequest("%s.content[%d]: part type %q is not reasoning_text", what, k, p.Type)
+		}
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
 // conversation converts input: a string is one user message; items are
 // messages (developer is system), function_call items (the assistant's
 // calls, joined to the assistant turn before them) and
-// function_call_output items (tool messages). Reasoning items of earlier
-// turns are left out, as templates leave earlier reasoning out.
+// function_call_output items (tool messages). A reasoning item's text
+// becomes the reasoning of the assistant turn after it
+// (message.reasoning_content in the template: Qwen3's renders it for the
+// turns after the last user message, the current tool loop).
 func (q *responsesRequest) conversation(j *job) error {
 	if q.Instructions != nil && *q.Instructions != "" {
 		j.messages = append(j.messages, chat.Message{Role: "system", Content: *q.Instructions})
@@ -141,6 +166,7 @@ func (q *responsesRequest) conversation(j *job) error {
 		return badRequest("input must not be empty")
 	}
 	names := map[string]string{} // call_id -> function name
+	reasoning := ""              // a reasoning item's, for the next assistant turn
 	for i, it := range items {
 		what := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
@@ -157,7 +183,11 @@ func (q *responsesRequest) conversation(j *job) error {
 			default:
 				return badRequest("%s.role must be user, assistant, system or developer, not %q", what, it.Role)
 			}
-			j.messages = append(j.messages, chat.Message{Role: role, Content: text})
+			msg := chat.Message{Role: role, Content: text}
+			if role == "assistant" {
+				msg.Reasoning, reasoning = reasoning, ""
+			}
+			j.messages = append(j.messages, msg)
 		case "function_call":
 			if it.CallID == "" || it.Name == "" {
 				return badRequest("%s: a function_call needs call_id and name", what)
@@ -168,10 +198,11 @@ func (q *responsesRequest) conversation(j *job) error {
 			}
 			names[it.CallID] = it.Name
 			call := chat.ToolCall{ID: it.CallID, Name: it.Name, Arguments: args}
-			if n := len(j.messages); n > 0 && j.messages[n-1].Role == "assistant" {
+			if n := len(j.messages); n > 0 && j.messages[n-1].Role == "assistant" && reasoning == "" {
 				j.messages[n-1].ToolCalls = append(j.messages[n-1].ToolCalls, call)
 			} else {
-				j.messages = append(j.messages, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{call}})
+				j.messages = append(j.messages, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{call}, Reasoning: reasoning})
+				reasoning = ""
 			}
 		case "function_call_output":
 			name, ok := names[it.CallID]
@@ -184,6 +215,11 @@ func (q *responsesRequest) conversation(j *job) error {
 			}
 			j.messages = append(j.messages, chat.Message{Role: "tool", Content: out, ToolCallID: it.CallID, ToolName: name})
 		case "reasoning":
+			text, err := reasoningText(what, it.Content)
+			if err != nil {
+				return err
+			}
+			reasoning = text
 		case "item_reference":
 			return badRequest("%s: item_reference is not supported (nothing is stored here); send the items themselves", what)
 		default:

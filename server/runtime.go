@@ -86,6 +86,7 @@ func (b RuntimeBackend) Load(path string, threads int) (Model, error) {
 		FileType: info.FileType, ChatTemplate: info.ChatTemplate, AddBOS: tok.AddBOS(), DefaultCtx: info.DefaultCtx,
 		Embedding: m.Config().Pooling != runtime.PoolingDefault, MaxCtx: maxContext(b.ContextLength, info.ContextLength, info.DefaultCtx),
 		MaxTokenBytes: tok.MaxTokenBytes(), NVocab: info.NVocab, KVBytesPerPos: m.KVBytesPerPosition(),
+		EmbeddingLength: m.Config().NEmbd,
 		CountTokens: func(p string) (int, error) {
 			ids, err := tok.Encode(p, tok.AddBOS(), true)
 			return len(ids), err

@@ -495,7 +495,8 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			if ok {
 				h := w.Header()
 				h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, X-Ole-Client, Anthropic-Version, Anthropic-Beta")
+				h.Set("Access-Control-Allow-Headers", allowHeaders(r.Header.Get("Access-Control-Request-Headers")))
+				h.Add("Vary", "Access-Control-Request-Headers")
 				h.Set("Access-Control-Max-Age", "600")
 			}
 			w.WriteHeader(http.StatusNoContent)
@@ -503,6 +504,36 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsHeaders are the request headers every allowed origin may send.
+const corsHeaders = "Authorization, Content-Type, X-Api-Key, X-Ole-Client, Anthropic-Version, Anthropic-Beta"
+
+// allowHeaders is a preflight's Access-Control-Allow-Headers for an allowed
+// origin: corsHeaders and the header names it asks for (the official JS
+// SDKs send their x-stainless-* headers, Anthropic's its
+// anthropic-dangerous-direct-browser-access; the origin is trusted, so its
+// headers are too). Names that are not HTTP tokens are left out.
+func allowHeaders(asked string) string {
+	out := corsHeaders
+	for _, name := range strings.Split(asked, ",") {
+		name = strings.TrimSpace(name)
+		if name != "" && isToken(name) {
+			out += ", " + name
+		}
+	}
+	return out
+}
+
+// isToken tells whether s is an HTTP token (RFC 9110 section 5.6.2).
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		ok := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // fail writes an error in the family's shape (see errorBody), without the
@@ -617,7 +648,18 @@ func decode(r *http.Request, v any, optional bool, rules ...fieldCheck) error {
 		return badRequest("empty request body; expected JSON")
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return badRequest("malformed JSON: %v", err)
+		// Not JSON, or a value of the wrong JSON type: malformed. A
+		// field's decoder refusing a well-formed value says why alone.
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || strings.HasPrefix(err.Error(), "unexpected end of JSON") {
+			return badRequest("malformed JSON: %v", err)
+		}
+		var he *httpError
+		if errors.As(err, &he) {
+			return he
+		}
+		return badRequest("%v", err)
 	}
 	if len(rules) > 0 {
 		return checkFields(b, rules[0].fields, rules[0].strict)

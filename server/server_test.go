@@ -712,8 +712,30 @@ func TestAuthCORSAndBodyLimit(t *testing.T) {
 	if r.header.Get("Access-Control-Allow-Origin") != "http://app.example" || !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Authorization") {
 		t.Errorf("preflight headers %v", r.header)
 	}
-	r = do(t, ts, "OPTIONS", "/api/chat", "", "Origin", "http://evil.example", "Access-Control-Request-Method", "POST")
-	if r.header.Get("Access-Control-Allow-Origin") != "" {
+	// The official JS SDKs in a browser (dangerouslyAllowBrowser) send their
+	// x-stainless-* headers, Anthropic's its direct-browser-access header:
+	// the preflight allows the headers an allowed origin asks for.
+	asked := "content-type, authorization, x-stainless-os, x-stainless-retry-count, anthropic-dangerous-direct-browser-access"
+	r = do(t, ts, "OPTIONS", "/v1/messages", "", "Origin", "http://app.example", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", asked)
+	wantStatus(t, r, 204)
+	allowed := map[string]bool{}
+	for _, h := range strings.Split(r.header.Get("Access-Control-Allow-Headers"), ",") {
+		allowed[strings.ToLower(strings.TrimSpace(h))] = true
+	}
+	for _, h := range strings.Split(asked, ", ") {
+		if !allowed[h] {
+			t.Errorf("preflight does not allow %q: %v", h, r.header)
+		}
+	}
+	r = do(t, ts, "OPTIONS", "/v1/messages", "", "Origin", "http://app.example", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", "x-ok, bad header, x-\"q\"")
+	if ah := r.header.Get("Access-Control-Allow-Headers"); strings.Contains(ah, "bad") || strings.Contains(ah, `"`) || !strings.Contains(ah, "x-ok") {
+		t.Errorf("a malformed header name was allowed: %v", r.header)
+	}
+	r = do(t, ts, "OPTIONS", "/api/chat", "", "Origin", "http://evil.example", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", "x-stainless-os")
+	if r.header.Get("Access-Control-Allow-Origin") != "" || r.header.Get("Access-Control-Allow-Headers") != "" {
 		t.Errorf("evil origin allowed: %v", r.header)
 	}
 	r = do(t, ts, "GET", "/v1/models", "", "Origin", "http://app.example", "X-Api-Key", "secret")

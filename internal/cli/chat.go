@@ -67,11 +67,13 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	go ctrlC.watch(interrupts)
 
 	st := &repl.State{Model: *g.model, System: *system, Params: repl.Params{Sampler: sampler, NumPredict: *g.n},
-		Think: think.v, Template: tmplSrc, Info: chatModelInfo(m, *g.model), DropsSystem: dropsSystem(tmpl)}
+		Think: think.v, Template: tmplSrc, Info: chatModelInfo(m, *g.model), DropsSystem: dropsSystem(tmpl),
+		NoThinkSwitch: !tmpl.SupportsThinking()}
 	if st.ConversationsDir, err = repl.ConversationsDir(); err != nil {
 		return err
 	}
 	st.WarnSystem(stderr)
+	st.WarnThink(stderr)
 	fmt.Fprintln(stderr, "woolly chat: /? lists the commands, /bye ends the chat; Ctrl-C stops an answer")
 	in, err := repl.NewLineReader(chatInput, stdout, repl.HistoryFile())
 	if err != nil {

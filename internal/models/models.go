@@ -268,7 +268,7 @@ func Import(dir, file, name string, o ImportOptions) (string, error) {
 	}
 	f, err := loader.Open(file)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", file, err)
+		return "", err // the loader's errors name the file
 	}
 	f.Close()
 	dst := filepath.Join(dir, n+Ext)

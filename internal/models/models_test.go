@@ -185,3 +185,17 @@ func TestLooksLikePath(t *testing.T) {
 		t.Error("LooksLikePath")
 	}
 }
+
+// A file that is not GGUF is refused with one mention of its path (the
+// loader's error names it already).
+func TestImportNotGGUFNamesTheFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "notes.gguf")
+	if err := os.WriteFile(file, []byte("# not a model\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Import(dir, file, "", ImportOptions{})
+	if err == nil || strings.Count(err.Error(), file) != 1 || !strings.Contains(err.Error(), "not a GGUF file") {
+		t.Fatalf("error %v: want the path once and why", err)
+	}
+}

@@ -26,6 +26,10 @@ type State struct {
 	// DropsSystem, when set, reports whether the chat template leaves a
 	// system message out: setting one then prints a warning.
 	DropsSystem func(system string) bool
+	// NoThinkSwitch: the chat template has no thinking switch
+	// (enable_thinking), so think and nothink change nothing: setting them
+	// prints a note.
+	NoThinkSwitch bool
 	// ConversationsDir is where /save and /load keep conversations.
 	ConversationsDir string
 }
@@ -54,6 +58,14 @@ func (s *State) SetMessages(m []chat.Message) {
 func (s *State) WarnSystem(w io.Writer) {
 	if s.System != "" && s.DropsSystem != nil && s.DropsSystem(s.System) {
 		fmt.Fprintln(w, "warning: this model's chat template leaves the system message out: the model will not see it")
+	}
+}
+
+// WarnThink prints a note to w when think or nothink is set and the
+// template has no thinking switch to apply it to.
+func (s *State) WarnThink(w io.Writer) {
+	if s.Think != nil && s.NoThinkSwitch {
+		fmt.Fprintln(w, "note: this model's chat template has no thinking switch: think and nothink change nothing")
 	}
 }
 
@@ -167,6 +179,7 @@ func (s *State) set(args string, out, errw io.Writer) {
 		v := what == "think"
 		s.Think = &v
 		fmt.Fprintf(out, "Set '%s' mode.\n", what)
+		s.WarnThink(errw)
 	default:
 		fmt.Fprintln(errw, "usage: /set parameter NAME VALUE, /set system TEXT, /set think, /set nothink")
 	}

@@ -144,6 +144,15 @@ func TestCommands(t *testing.T) {
 	if out, _, _ := run(s, "/show parameters"); !strings.Contains(out, "top_k              5\n") || !strings.Contains(out, "think              true") {
 		t.Errorf("/show parameters: %q", out)
 	}
+	// A template without a thinking switch: /set think is noted as doing nothing.
+	s.NoThinkSwitch = true
+	if out, errs, _ := run(s, "/set nothink"); !strings.Contains(out, "Set 'nothink' mode.") || !strings.Contains(errs, "no thinking switch") {
+		t.Errorf("/set nothink without a switch: %q %q", out, errs)
+	}
+	s.NoThinkSwitch = false
+	if _, errs, _ := run(s, "/set think"); errs != "" {
+		t.Errorf("/set think with a switch: %q", errs)
+	}
 	if _, errs, _ := run(s, "/set parameter top_k"); !strings.Contains(errs, "usage: /set parameter NAME VALUE") {
 		t.Errorf("/set parameter without a value: %q", errs)
 	}

@@ -32,6 +32,11 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolName   string     `json:"tool_name,omitempty"`
+	// Reasoning is an assistant turn's reasoning as the client sends it
+	// back (OpenAI's reasoning_content, Ollama's thinking): templates read
+	// it as message.reasoning_content (Qwen3's renders it for the turns
+	// after the last user message). Empty: the variable is undefined.
+	Reasoning string `json:"reasoning_content,omitempty"`
 }
 
 // Template renders conversations for one model.
@@ -281,7 +286,7 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 		if list[i], err = jinjaMessage(m, jv, callsInContent); err != nil {
 			return "", fmt.Errorf("chat: messages[%d]: %w", i, err)
 		}
-		inBytes += len(m.Role) + len(m.Content)
+		inBytes += len(m.Role) + len(m.Content) + len(m.Reasoning)
 		for _, c := range m.ToolCalls {
 			inBytes += len(c.Name) + len(c.Arguments)
 		}

@@ -9,9 +9,13 @@ import (
 // Fit renders msgs like RenderOptions, dropping the oldest turns until the
 // prompt's token count (count) is below limit, as Ollama does with a chat
 // longer than the context: system messages stay, and so does the last
-// message; turns go from the oldest on. It returns the prompt and the
-// messages it kept. If even the system messages and the last message do
-// not fit, the error says so.
+// message; turns go from the oldest on. Once any is dropped, what is kept
+// of the history starts at a user message (or is the last message alone):
+// whole exchanges go, so no assistant reply or tool result is left without
+// the message it answers, and templates that require user/assistant
+// alternation (Mistral's, Llama 2's, Gemma's) still render. It returns the
+// prompt and the messages it kept. If even the system messages and the
+// last message do not fit, the error says so.
 func (t *Template) Fit(msgs []Message, o Options, count func(string) (int, error), limit int) (string, []Message, error) {
 	return t.FitContext(context.Background(), msgs, o, count, limit, 0)
 }
@@ -34,6 +38,15 @@ func (t *Template) FitContext(ctx context.Context, msgs []Message, o Options, co
 		if msgs[i].Role != "system" {
 			drop = append(drop, i)
 		}
+	}
+	// valid: dropping the k oldest turns keeps a history that starts at a
+	// user message (or nothing dropped, or only the last message kept).
+	valid := func(k int) bool { return k == 0 || k == len(drop) || msgs[drop[k]].Role == "user" }
+	up := func(k int) int { // the fewest valid drops >= k
+		for !valid(k) {
+			k++
+		}
+		return k
 	}
 	kept := func(k int) []Message { // msgs without the k oldest turns
 		if k == 0 {
@@ -86,6 +99,7 @@ func (t *Template) FitContext(ctx context.Context, msgs []Message, o Options, co
 			}
 		}
 	}
+	lo = up(lo)
 	p, n, err := try(lo)
 	if err != nil {
 		return "", nil, err
@@ -139,7 +153,7 @@ func (t *Template) FitContext(ctx context.Context, msgs []Message, o Options, co
 			excess -= cost[k]
 			k++
 		}
-		k = max(k, fail+1)
+		k = up(max(k, fail+1))
 		if p, n, err = try(k); err != nil {
 			return "", nil, err
 		}
@@ -152,8 +166,17 @@ func (t *Template) FitContext(ctx context.Context, msgs []Message, o Options, co
 			fail = k
 		}
 	}
-	for fit-fail > 1 { // the fewest turns dropped between the two
-		mid := fail + (fit-fail)/2
+	for { // the fewest turns dropped between the two
+		var between []int
+		for k := fail + 1; k < fit; k++ {
+			if valid(k) {
+				between = append(between, k)
+			}
+		}
+		if len(between) == 0 {
+			break
+		}
+		mid := between[len(between)/2]
 		p, n, err := try(mid)
 		if err != nil {
 			return "", nil, err

@@ -43,13 +43,24 @@ func TestFitDropsOldestTurns(t *testing.T) {
 }
 
 // fitSlow is Fit's definition step by step (the old quadratic loop): drop
-// the oldest turn until the prompt fits.
+// the oldest turn until the prompt fits and, once one is dropped, the kept
+// history starts at a user message (or is the last message alone).
 func fitSlow(t *Template, msgs []Message, o Options, count func(string) (int, error), limit int) (string, int, bool) {
 	kept := msgs
+	startsAtUser := func() bool {
+		for _, m := range kept[:len(kept)-1] {
+			if m.Role != "system" {
+				return m.Role == "user"
+			}
+		}
+		return true
+	}
 	for {
-		p, _ := t.RenderOptions(kept, o)
-		if n, _ := count(p); n < limit {
-			return p, len(kept), true
+		if len(kept) == len(msgs) || startsAtUser() {
+			p, _ := t.RenderOptions(kept, o)
+			if n, _ := count(p); n < limit {
+				return p, len(kept), true
+			}
 		}
 		drop := -1
 		for i, m := range kept[:len(kept)-1] {
@@ -140,5 +151,39 @@ func TestFitLinear(t *testing.T) {
 	cancel()
 	if _, _, err := tm.FitContext(ctx, msgs, Options{}, words, 1000, 0); err != context.Canceled {
 		t.Errorf("canceled: %v", err)
+	}
+}
+
+// alternating is a template that refuses a conversation whose roles do not
+// alternate user/assistant from the first message, as Mistral's, Llama 2's
+// and Gemma's templates do (with raise_exception).
+const alternating = `{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}`
+
+// Fit drops whole exchanges: what it keeps of the history starts at a user
+// message, so a template that wants user/assistant alternation renders it
+// (dropping only the oldest user message left an assistant message first:
+// a 400 "Conversation roles must alternate" on every long chat).
+func TestFitKeepsAUserMessageFirst(t *testing.T) {
+	tm, err := New(alternating, "<s>", "</s>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := func(s string) (int, error) { return len(strings.Fields(s)), nil }
+	msgs := []Message{{Role: "user", Content: "one"}, {Role: "assistant", Content: "two two two two"},
+		{Role: "user", Content: "three"}, {Role: "assistant", Content: "four"}, {Role: "user", Content: "five"}}
+	full, err := tm.Render(msgs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := words(full)
+	for _, mtb := range []int{0, 8} {
+		// Dropping "one" alone would fit (n-2 words), but leaves "two" first.
+		p, kept, err := tm.FitContext(context.Background(), msgs, Options{AddGenerationPrompt: true}, words, n-1, mtb)
+		if err != nil {
+			t.Fatalf("mtb %d: %v", mtb, err)
+		}
+		if len(kept) != 3 || kept[0].Content != "three" || strings.Contains(p, "two") {
+			t.Fatalf("mtb %d: kept %+v, want the history from the user message \"three\" on", mtb, kept)
+		}
 	}
 }

@@ -161,6 +161,9 @@ func jinjaMessage(m Message, jv *jsonValues, callsInContent string) (map[string]
 	if m.ToolName != "" {
 		out["name"] = m.ToolName
 	}
+	if m.Reasoning != "" {
+		out["reasoning_content"] = m.Reasoning
+	}
 	return out, nil
 }
 
