@@ -208,8 +208,17 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	if q.Model == "" {
 		return nil, badRequest("model is required")
 	}
+	if q.N != nil && *q.N < 1 {
+		return nil, badRequest("n must be >= 1")
+	}
 	if q.N != nil && *q.N != 1 {
-		return nil, badRequest("n must be 1")
+		return nil, badRequest("n must be 1: one choice per prompt is supported")
+	}
+	if err := openaiRanges(q.Temperature, q.TopP, q.PresencePenalty, q.FrequencyPenalty); err != nil {
+		return nil, err
+	}
+	if len(q.Stop) > maxOpenAIStops { // OpenAI's "up to 4 sequences"
+		return nil, badRequest("stop: %d stop strings; at most %d", len(q.Stop), maxOpenAIStops)
 	}
 	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
 	if err := q.parseTools(j); err != nil {
@@ -298,6 +307,9 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	}
 	return j, nil
 }
+
+// maxOpenAIStops is the stop strings OpenAI takes.
+const maxOpenAIStops = 4
 
 // maxPrompts bounds the prompts of one /v1/completions request (each is
 // a generation of its own, run one after another).

@@ -332,6 +332,9 @@ func (q *responsesRequest) job(bool) (*job, error) {
 		}
 		j.req.MaxTokens = *q.MaxOutputTokens
 	}
+	if err := openaiRanges(q.Temperature, q.TopP, nil, nil); err != nil {
+		return nil, err
+	}
 	set(&j.req.Temperature, q.Temperature)
 	set(&j.req.TopP, q.TopP)
 	// OpenAI's default truncation is "disabled": an input longer than the
