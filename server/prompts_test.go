@@ -140,6 +140,29 @@ func TestCompletionsTokenIDsReal(t *testing.T) {
 	if got := texts(string(two)); len(got) != 2 || got[0] != want[0] || got[1] != texts(string(short))[0] {
 		t.Errorf("two id prompts: %q; want %q and the shorter prompt's", got, want)
 	}
+	// Logprobs per choice: each choice's own tokens, offsets from 0.
+	code, body = post(t, url+"/v1/completions", `{"model":"`+realModel+`","prompt":["Once upon a time","The dog"],"max_tokens":4,"temperature":0,"logprobs":2}`)
+	var lp struct {
+		Choices []struct {
+			Index    int
+			Text     string
+			Logprobs struct {
+				Tokens     []string `json:"tokens"`
+				TextOffset []int    `json:"text_offset"`
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &lp); code != 200 || err != nil || len(lp.Choices) != 2 {
+		t.Fatalf("logprobs of two prompts: %d %s", code, body)
+	}
+	for i, c := range lp.Choices {
+		if c.Index != i || len(c.Logprobs.Tokens) != 4 || c.Logprobs.TextOffset[0] != 0 || strings.Join(c.Logprobs.Tokens, "") != c.Text {
+			t.Errorf("choice %d: %+v", i, c)
+		}
+	}
+	if lp.Choices[0].Text != want[0][:len(lp.Choices[0].Text)] {
+		t.Errorf("choice 0 %q is not the start of %q", lp.Choices[0].Text, want[0])
+	}
 	code, body = post(t, url+"/v1/completions", `{"model":"`+realModel+`","prompt":[1,99999999]}`)
 	if code != 400 || !strings.Contains(string(body), "out of range") {
 		t.Errorf("an id past the vocabulary: %d %s", code, body)
