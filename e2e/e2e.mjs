@@ -111,6 +111,10 @@ await check('openai completions: prompt lists and token ids', async () => {
   assert.equal(ids.choices.length, 2);
   assert.equal(ids.usage.prompt_tokens, 5);
   await assert.rejects(openai.completions.create({ model, prompt: [1, 99999999], max_tokens: 2 }), (e) => e.status === 400 && /out of range/.test(e.message));
+  const stream = await openai.completions.create({ model, prompt: ['The little dog', 'Once upon a time'], max_tokens: 4, temperature: 0, stream: true });
+  const texts = ['', ''];
+  for await (const c of stream) texts[c.choices[0].index] += c.choices[0].text;
+  assert.deepEqual(texts, two.choices.map((c) => c.text));
 });
 
 await check('errors: OpenAI and Anthropic ranges are 400s', async () => {

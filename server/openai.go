@@ -325,8 +325,6 @@ func (q *openaiRequest) checkPrompts(j *job) error {
 		return badRequest("prompt is required")
 	case len(ps) > maxPrompts:
 		return badRequest("prompt: %d prompts; at most %d in one request", len(ps), maxPrompts)
-	case len(ps) > 1 && q.Stream:
-		return badRequest("stream: streaming %d prompts at once is not supported; stream one prompt per request, or send them with stream false", len(ps))
 	}
 	if q.Suffix != nil && *q.Suffix != "" && ps[0].ids != nil {
 		return badRequest("suffix needs a text prompt, not token ids")
@@ -474,7 +472,8 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		return delta
 	}
 	if j.prompts != nil {
-		s.completionsMulti(w, r, j, func(choices []any, o *outcome) any {
+		includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
+		s.completionsMulti(w, r, j, q.Stream, includeUsage, frame, func(choices []any, o *outcome) any {
 			return map[string]any{"id": id, "object": object, "created": created, "model": model,
 				"choices": choices, "usage": usage(o)}
 		})
@@ -576,10 +575,13 @@ func legacyLogprobs(entries []logprobEntry, offset *int) map[string]any {
 }
 
 // completionsMulti answers a /v1/completions request of several prompts
-// (j.prompts, not streamed): one generation per prompt, one after another,
-// each a choice with the prompt's index; usage sums them. Every prompt is
-// checked against the model before the first runs (checkJobBytes).
-func (s *Server) completionsMulti(w http.ResponseWriter, r *http.Request, j *job, body func(choices []any, o *outcome) any) {
+// (j.prompts): one generation per prompt, one after another, each a choice
+// with the prompt's index; usage sums them. Every prompt is checked
+// against the model before the first runs (checkJobBytes). Streamed, the
+// choices come one after the other, each closed by its finish_reason
+// chunk, then the usage chunk (include_usage) and [DONE].
+func (s *Server) completionsMulti(w http.ResponseWriter, r *http.Request, j *job, streaming, includeUsage bool,
+	frame func(choice map[string]any) map[string]any, body func(choices []any, o *outcome) any) {
 	if err := validate(&j.req); err != nil {
 		s.failErr(w, r, famOpenAI, err)
 		return
@@ -590,13 +592,37 @@ func (s *Server) completionsMulti(w http.ResponseWriter, r *http.Request, j *job
 	}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
+	var st *stream
+	var sendErr error
+	keepAlive := func() {}
+	stopKeepAlive := func() { keepAlive(); keepAlive = func() {} }
+	defer stopKeepAlive()
+	begin := func() error {
+		if streaming && st == nil {
+			st = newStream(w, true)
+			keepAlive = keepStreamAlive(st, sseComment("keep-alive"))
+		}
+		return nil
+	}
+	// fail reports an error: a plain status before the stream, else an
+	// error frame closing it.
+	fail := func(status int, msg string) {
+		if st == nil {
+			s.fail(w, r, famOpenAI, status, msg)
+			return
+		}
+		stopKeepAlive()
+		st.send(errorBody(famOpenAI, status, msg))
+		st.done()
+	}
 	var choices []any
 	total := &outcome{res: &GenerateResult{}}
 	for i, p := range j.prompts {
 		one := *j
 		one.prompt, one.promptIDs = p.text, p.ids
 		var text strings.Builder
-		var entries []logprobEntry
+		var entries, pending []logprobEntry
+		offset := 0
 		if j.logprobs {
 			one.req.TopLogprobs = j.topLogprobs
 			one.req.OnLogprob = func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob) {
@@ -605,34 +631,69 @@ func (s *Server) completionsMulti(w http.ResponseWriter, r *http.Request, j *job
 				for _, a := range top {
 					e.Top = append(e.Top, newLogprobEntry(a))
 				}
-				entries = append(entries, e)
+				entries, pending = append(entries, e), append(pending, e)
 			}
 		}
-		out, err := s.run(ctx, &one, func() error { return nil }, func(t string) error {
-			text.WriteString(t)
-			return nil
+		// chunk is a streamed chunk of choice i, carrying the
+		// log-probabilities of the tokens not sent yet.
+		chunk := func(t string, reason any) map[string]any {
+			c := map[string]any{"index": i, "text": t, "logprobs": nil, "finish_reason": reason}
+			if j.logprobs && len(pending) > 0 {
+				c["logprobs"] = legacyLogprobs(pending, &offset)
+				pending = nil
+			}
+			return frame(c)
+		}
+		out, err := s.run(ctx, &one, begin, func(t string) error {
+			if !streaming {
+				text.WriteString(t)
+				return nil
+			}
+			if t != "" {
+				sendErr = st.send(chunk(t, nil))
+			}
+			return sendErr
 		})
 		switch {
+		case sendErr != nil || r.Context().Err() != nil:
+			return // the client left
 		case err != nil:
-			s.failErr(w, r, famOpenAI, err)
+			s.log.Printf("%s %s: generation failed: %v", r.Method, r.URL.Path, err)
+			fail(statusOf(err), err.Error())
 			return
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			s.fail(w, r, famOpenAI, http.StatusServiceUnavailable, "request timed out")
+			fail(http.StatusServiceUnavailable, "request timed out")
 			return
-		case r.Context().Err() != nil:
-			return // the client left
 		}
-		choice := map[string]any{"index": i, "text": text.String(), "logprobs": nil, "finish_reason": out.res.StopReason}
-		if j.logprobs {
-			offset := 0
-			choice["logprobs"] = legacyLogprobs(entries, &offset)
-		}
-		choices = append(choices, choice)
 		total.res.PromptTokens += out.res.PromptTokens
 		total.res.Tokens += out.res.Tokens
 		total.res.CachedTokens += out.res.CachedTokens
+		if streaming {
+			if st.send(chunk("", out.res.StopReason)) != nil {
+				return
+			}
+			continue
+		}
+		choice := map[string]any{"index": i, "text": text.String(), "logprobs": nil, "finish_reason": out.res.StopReason}
+		if j.logprobs {
+			choice["logprobs"] = legacyLogprobs(entries, &offset)
+		}
+		choices = append(choices, choice)
 	}
-	writeJSON(w, http.StatusOK, body(choices, total))
+	if !streaming {
+		writeJSON(w, http.StatusOK, body(choices, total))
+		return
+	}
+	stopKeepAlive()
+	if includeUsage {
+		u := frame(nil)
+		u["choices"] = []any{}
+		u["usage"] = usage(total)
+		if st.send(u) != nil {
+			return
+		}
+	}
+	st.done()
 }
 
 // finishReason is "tool_calls" when the model stopped after calling tools.

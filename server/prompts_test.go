@@ -75,6 +75,24 @@ func TestCompletionsPromptForms(t *testing.T) {
 		t.Errorf("streamed token ids: %s", r.body)
 	}
 
+	// Several prompts streamed: each choice's chunks in turn, each closed
+	// by its finish_reason, then the usage and [DONE].
+	r = do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":[[1,2],[3]],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`)
+	wantStatus(t, r, 200)
+	fr := sse(t, r.body)
+	var got2 []string
+	for _, f := range fr[:len(fr)-1] {
+		c := f["choices"].([]any)[0].(map[string]any)
+		got2 = append(got2, fmt.Sprintf("%v:%v:%v", c["index"], c["text"], c["finish_reason"]))
+	}
+	if want := "0:w0:<nil> 0: w1:<nil> 0::length 1:w0:<nil> 1: w1:<nil> 1::length"; strings.Join(got2, " ") != want {
+		t.Errorf("streamed prompts: %q, want %q", strings.Join(got2, " "), want)
+	}
+	if u, _ := fr[len(fr)-1]["usage"].(map[string]any); u == nil || u["prompt_tokens"] != float64(3) || u["completion_tokens"] != float64(4) ||
+		!strings.HasSuffix(strings.TrimSpace(string(r.body)), "data: [DONE]") {
+		t.Errorf("streamed prompts: the end %s", r.body)
+	}
+
 	// Refusals, each before any generation.
 	before := len(reqs())
 	for _, c := range []struct{ body, want string }{
@@ -85,8 +103,7 @@ func TestCompletionsPromptForms(t *testing.T) {
 		{`"prompt":[]`, "prompt must not be empty"},
 		{`"prompt":[[]]`, "prompt[0] is an empty list of token ids"},
 		{`"prompt":[1.5]`, "prompt must be"},
-		{`"prompt":["a","b"],"stream":true`, "stream"},
-		{`"prompt":[[1],[2]],"stream":true`, "stream"},
+		{`"prompt":["a","` + strings.Repeat("x ", 5000) + `"],"stream":true`, "prompt[1] has 10000 bytes"},
 		{`"prompt":[1],"suffix":"x"`, "suffix"},
 		{`"prompt":["a","` + strings.Repeat("x ", 5000) + `"]`, "prompt[1] has 10000 bytes"},
 		{`"prompt":[[1],[` + strings.TrimSuffix(strings.Repeat("1,", 600), ",") + `]]`, "prompt[1] has 600 tokens"},
@@ -162,6 +179,27 @@ func TestCompletionsTokenIDsReal(t *testing.T) {
 	}
 	if lp.Choices[0].Text != want[0][:len(lp.Choices[0].Text)] {
 		t.Errorf("choice 0 %q is not the start of %q", lp.Choices[0].Text, want[0])
+	}
+	// The same streamed: each choice's text and log-probabilities.
+	code, body = post(t, url+"/v1/completions", `{"model":"`+realModel+`","prompt":["Once upon a time","The dog"],"max_tokens":4,"temperature":0,"logprobs":2,"stream":true}`)
+	if code != 200 {
+		t.Fatalf("streamed logprobs of two prompts: %d %s", code, body)
+	}
+	texts2, toks := make([]string, 2), make([]string, 2)
+	for _, f := range sse(t, body) {
+		c := f["choices"].([]any)[0].(map[string]any)
+		i := int(c["index"].(float64))
+		texts2[i] += c["text"].(string)
+		if l, ok := c["logprobs"].(map[string]any); ok {
+			for _, tk := range l["tokens"].([]any) {
+				toks[i] += tk.(string)
+			}
+		}
+	}
+	for i := range 2 {
+		if texts2[i] != lp.Choices[i].Text || toks[i] != texts2[i] {
+			t.Errorf("streamed choice %d: %q (tokens %q); not streamed %q", i, texts2[i], toks[i], lp.Choices[i].Text)
+		}
 	}
 	code, body = post(t, url+"/v1/completions", `{"model":"`+realModel+`","prompt":[1,99999999]}`)
 	if code != 400 || !strings.Contains(string(body), "out of range") {
