@@ -102,6 +102,36 @@ await check('openai completions', async () => {
   assert.ok(r.choices[0].text.length > 0);
 });
 
+await check('openai completions: prompt lists and token ids', async () => {
+  const two = await openai.completions.create({ model, prompt: ['The little dog', 'Once upon a time'], max_tokens: 4, temperature: 0 });
+  assert.deepEqual(two.choices.map((c) => c.index), [0, 1]);
+  const one = await openai.completions.create({ model, prompt: 'The little dog', max_tokens: 4, temperature: 0 });
+  assert.equal(two.choices[0].text, one.choices[0].text);
+  const ids = await openai.completions.create({ model, prompt: [[1, 2, 3], [4, 5]], max_tokens: 2, temperature: 0 });
+  assert.equal(ids.choices.length, 2);
+  assert.equal(ids.usage.prompt_tokens, 5);
+  await assert.rejects(openai.completions.create({ model, prompt: [1, 99999999], max_tokens: 2 }), (e) => e.status === 400 && /out of range/.test(e.message));
+  const stream = await openai.completions.create({ model, prompt: ['The little dog', 'Once upon a time'], max_tokens: 4, temperature: 0, stream: true });
+  const texts = ['', ''];
+  for await (const c of stream) texts[c.choices[0].index] += c.choices[0].text;
+  assert.deepEqual(texts, two.choices.map((c) => c.text));
+});
+
+await check('errors: OpenAI and Anthropic ranges are 400s', async () => {
+  await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], temperature: 2.5 }),
+    (e) => e.status === 400 && /temperature/.test(e.message));
+  await assert.rejects(openai.completions.create({ model, prompt: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }),
+    (e) => e.status === 400 && /at most 4/.test(e.message));
+  const anthropic = new Anthropic({ baseURL: url, apiKey: key || 'unused', maxRetries: 0 });
+  await assert.rejects(anthropic.messages.create({ model, max_tokens: 4, temperature: 1.5, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e.status === 400 && /temperature/.test(e.message));
+});
+
+await check('errors: Ollama pull and delete say why', async () => {
+  await assert.rejects(ollama.pull({ model: 'llama3.2', stream: false }), (e) => e.status_code === 501 && /woolly import/.test(e.error));
+  await assert.rejects(ollama.delete({ model }), (e) => e.status_code === 501 && /woolly rm/.test(e.error));
+});
+
 await check('errors: unknown model is 404', async () => {
   await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }), (e) => e.status === 404);
   await assert.rejects(ollama.generate({ model: 'no-such-model', prompt: 'x', stream: false }), (e) => e.status_code === 404);

@@ -312,6 +312,16 @@ func (q *anthropicRequest) job(bool) (*job, error) {
 		}
 		j.req.MaxTokens = *q.MaxTokens
 	}
+	// Anthropic's ranges: temperature and top_p in [0, 1], top_k >= 0.
+	if err := checkRange("temperature", q.Temperature, 0, 1); err != nil {
+		return nil, err
+	}
+	if err := checkRange("top_p", q.TopP, 0, 1); err != nil {
+		return nil, err
+	}
+	if q.TopK != nil && *q.TopK < 0 {
+		return nil, badRequest("top_k %d is out of range: want a value >= 0", *q.TopK)
+	}
 	set(&j.req.Temperature, q.Temperature)
 	set(&j.req.TopP, q.TopP)
 	set(&j.req.TopK, q.TopK)

@@ -84,7 +84,10 @@ type ModelMeta struct {
 
 // GenerateRequest is one generation with its sampling settings.
 type GenerateRequest struct {
-	Prompt    string
+	Prompt string
+	// PromptIDs, when set, is the prompt as token ids, evaluated as they
+	// are (no BOS added); Prompt is then unused.
+	PromptIDs []int32
 	MaxTokens int // -1: until end of generation or the context is full
 	// The sampler settings (temperature, top-k/p, min-p, penalties, seed):
 	// runtime's type, so defaults and range checks have one source.

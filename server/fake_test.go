@@ -131,6 +131,9 @@ func (m *fakeModel) Generate(ctx context.Context, req GenerateRequest, onText fu
 	if m.closed.Load() {
 		return nil, errors.New("generate on a closed model")
 	}
+	if req.PromptIDs != nil { // ids count as the prompt's words
+		req.Prompt = strings.TrimSpace(strings.Repeat("id ", len(req.PromptIDs)))
+	}
 	defer m.enter()()
 	if v, _ := m.b.panics.Load().(string); v != "" {
 		panic(errors.New(v))

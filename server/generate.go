@@ -18,11 +18,16 @@ import (
 
 // job is one decoded generation request, whichever API it came from.
 type job struct {
-	model     string
-	messages  []chat.Message // a chat: rendered with the model's template
-	prompt    string         // a completion
-	system    string         // Ollama generate's system prompt
-	template  bool           // wrap prompt in the model's own chat template, if it has one
+	model    string
+	messages []chat.Message // a chat: rendered with the model's template
+	prompt   string         // a completion
+	// promptIDs, when set, is a completion's prompt as token ids, evaluated
+	// as they are (OpenAI's prompt of ids); prompts, when set, are all the
+	// prompts of a request of several (checked together before any runs).
+	promptIDs []int32
+	prompts   completionPrompts
+	system    string // Ollama generate's system prompt
+	template  bool   // wrap prompt in the model's own chat template, if it has one
 	req       GenerateRequest
 	threads   int
 	keepAlive *time.Duration
@@ -118,7 +123,7 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 		return nil, err
 	}
 	req := j.req
-	req.Prompt = prompt
+	req.Prompt, req.PromptIDs = prompt, j.promptIDs
 	res, err := generate(ctx, l.model(), j, req, onText)
 	s.metrics.generation(out.model, res)
 	out.res = res
@@ -133,6 +138,10 @@ func (s *Server) run(ctx context.Context, j *job, begin func() error, onText fun
 
 func buildPrompt(ctx context.Context, e *entry, j *job, nctx int) (string, error) {
 	var msgs []chat.Message
+	if j.promptIDs != nil && j.messages == nil {
+		j.req.Literal = true // ids: a raw completion
+		return "", nil
+	}
 	if j.suffix != "" && j.messages == nil {
 		j.req.Literal = true // a raw completion: the format's own text out
 		return infillPrompt(e, j)

@@ -59,6 +59,17 @@ func checkPromptBytes(m ModelMeta, field string, n, nctx int) error {
 // (with its system prompt and suffix), or the messages a chat always
 // keeps when it drops old turns to fit (the system messages and the last).
 func checkJobBytes(m ModelMeta, j *job, nctx int) error {
+	if j.prompts != nil { // several completion prompts: each one checked before any runs
+		for i, p := range j.prompts {
+			if err := checkPrompt(m, fmt.Sprintf("prompt[%d]", i), p, nctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if j.promptIDs != nil {
+		return checkPrompt(m, "prompt", completionPrompt{ids: j.promptIDs}, nctx)
+	}
 	if j.messages == nil {
 		return checkPromptBytes(m, "prompt", len(j.prompt)+len(j.system)+len(j.suffix), nctx)
 	}
@@ -69,6 +80,24 @@ func checkJobBytes(m ModelMeta, j *job, nctx int) error {
 		}
 	}
 	return checkPromptBytes(m, "messages (the system messages and the last message, which are always kept)", n, nctx)
+}
+
+// checkPrompt checks one completion prompt against the model: a text's
+// bytes, or token ids' count against the context and each id against the
+// vocabulary.
+func checkPrompt(m ModelMeta, field string, p completionPrompt, nctx int) error {
+	if p.ids == nil {
+		return checkPromptBytes(m, field, len(p.text), nctx)
+	}
+	if nctx > 0 && len(p.ids) >= nctx {
+		return badRequest("%s has %d tokens: the context of %d tokens has no room left to generate", field, len(p.ids), nctx)
+	}
+	for k, id := range p.ids {
+		if id < 0 || m.NVocab > 0 && int(id) >= m.NVocab {
+			return badRequest("%s[%d]: token id %d is out of range: the model's vocabulary has %d tokens (ids 0 to %d)", field, k, id, m.NVocab, m.NVocab-1)
+		}
+	}
+	return nil
 }
 
 // maxEmbedValues bounds the values of the embeddings one request returns

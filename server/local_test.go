@@ -107,7 +107,7 @@ func TestRequestBounds(t *testing.T) {
 		{"/api/generate", `{"model":"tiny","prompt":"hi","stream":false,"options":{"top_k":1099511627776}}`, []string{"top_k 1099511627776", "1000 tokens"}},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[` + msg("user") + `],"top_k":1001}`, []string{"top_k 1001", "1000"}},
 		{"/api/generate", `{"model":"tiny","prompt":"hi","options":{"stop":["` + strings.Repeat("s", 4<<20) + `"]}}`, []string{"stop[0] has 4194304 bytes", "1024"}},
-		{"/v1/completions", `{"model":"tiny","prompt":"hi","stop":[` + strings.Repeat(`"a",`, 16) + `"b"]}`, []string{"stop: 17", "16"}},
+		{"/api/generate", `{"model":"tiny","prompt":"hi","options":{"stop":[` + strings.Repeat(`"a",`, 16) + `"b"]}}`, []string{"stop: 17", "16"}},
 		{"/api/chat", `{"model":"tiny","messages":[` + msg("root") + `]}`, []string{`messages[0].role \"root\"`}},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[` + msg("user") + `,` + msg("sudo") + `]}`, []string{`messages[1].role \"sudo\"`}},
 		{"/api/v1/inference/chat", `{"model":"tiny","messages":[` + msg("root") + `]}`, []string{"role"}},

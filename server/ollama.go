@@ -434,3 +434,25 @@ func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"version": OllamaAPIVersion})
 }
+
+// ollamaManagement are Ollama's model-management routes, with their
+// methods: Woolly serves the GGUF files of its models directory and
+// changes none of them over HTTP (a 501 in Ollama's shape: ollamaUnsupportedMsg).
+var ollamaManagement = map[string][]string{
+	"/api/pull": {"POST"}, "/api/push": {"POST"}, "/api/create": {"POST"},
+	"/api/copy": {"POST"}, "/api/delete": {"DELETE"},
+}
+
+// ollamaUnsupportedMsg says, per management route, why it is not served
+// and how to do the same with the files of the models directory.
+var ollamaUnsupportedMsg = map[string]string{
+	"/api/pull": "pull: Woolly downloads no models: fetch the GGUF file yourself and bring it into the server's models directory " +
+		"(serve --models) with 'woolly import FILE [NAME]', or make a random-weight test model with 'woolly synth'",
+	"/api/push": "push: Woolly uploads no models: they are the GGUF files of the server's models directory (serve --models); copy NAME.gguf from there yourself",
+	"/api/create": "create: not supported over HTTP (no Modelfiles): put a GGUF file in the server's models directory (serve --models) " +
+		"with 'woolly import FILE [NAME]' on the server's machine",
+	"/api/copy": "copy: not supported over HTTP: on the server's machine run 'woolly cp SOURCE DESTINATION' " +
+		"(or copy SOURCE.gguf to DESTINATION.gguf in the models directory, serve --models)",
+	"/api/delete": "delete: not supported over HTTP: on the server's machine run 'woolly rm NAME' " +
+		"(or remove NAME.gguf from the models directory, serve --models)",
+}

@@ -1,14 +1,18 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/woolly-llm/woolly/runtime"
 	"github.com/woolly-llm/woolly/runtime/chat"
 )
 
@@ -43,6 +47,78 @@ func stringOrList[E any](b []byte, one func(string) E, msg string) ([]E, error) 
 		return nil, errors.New(msg)
 	}
 	return many, nil
+}
+
+// completionPrompt is one prompt of /v1/completions: a text, or token
+// ids (ids non-nil) evaluated as they are.
+type completionPrompt struct {
+	text string
+	ids  []int32
+}
+
+// completionPrompts is /v1/completions' prompt in OpenAI's four forms: a
+// string, a list of strings, a list of token ids, a list of such lists.
+type completionPrompts []completionPrompt
+
+func (p *completionPrompts) UnmarshalJSON(b []byte) error {
+	const msg = "prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids"
+	if string(b) == "null" {
+		*p = nil
+		return nil
+	}
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*p = completionPrompts{{text: one}}
+		return nil
+	}
+	var texts []string
+	if json.Unmarshal(b, &texts) == nil {
+		if len(texts) == 0 {
+			return errors.New("prompt must not be empty")
+		}
+		*p = make(completionPrompts, len(texts))
+		for i, t := range texts {
+			(*p)[i].text = t
+		}
+		return nil
+	}
+	// Token ids: decoded as int64 so that an id past int32 is named, not
+	// wrapped; a fraction or a string among them fails the decoding.
+	var ids []int64
+	var lists [][]int64
+	flat := json.Unmarshal(b, &ids) == nil
+	switch {
+	case flat:
+		if len(ids) == 0 {
+			return errors.New("prompt must not be empty")
+		}
+		lists = [][]int64{ids}
+	case json.Unmarshal(b, &lists) == nil:
+		if len(lists) == 0 {
+			return errors.New("prompt must not be empty")
+		}
+	default:
+		return errors.New(msg)
+	}
+	*p = make(completionPrompts, len(lists))
+	for i, l := range lists {
+		name := fmt.Sprintf("prompt[%d]", i)
+		if flat {
+			name = "prompt"
+		}
+		if len(l) == 0 {
+			return fmt.Errorf("%s is an empty list of token ids", name)
+		}
+		out := make([]int32, len(l))
+		for k, id := range l {
+			if id < 0 || id > math.MaxInt32 {
+				return fmt.Errorf("%s[%d]: token id %d is out of range", name, k, id)
+			}
+			out[k] = int32(id)
+		}
+		(*p)[i].ids = out
+	}
+	return nil
 }
 
 // openaiContent is a message's content: a string, or a list of parts of
@@ -98,11 +174,11 @@ type openaiRequest struct {
 		// An assistant turn's refusal message: what it said.
 		Refusal *string `json:"refusal"`
 	} `json:"messages"`
-	Suffix            *string         `json:"suffix"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	Prompt            *stringList     `json:"prompt"`
-	Stream            bool            `json:"stream"`
+	Suffix            *string           `json:"suffix"`
+	ToolChoice        json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	Prompt            completionPrompts `json:"prompt"`
+	Stream            bool              `json:"stream"`
 	StreamOptions     *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -132,8 +208,17 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	if q.Model == "" {
 		return nil, badRequest("model is required")
 	}
+	if q.N != nil && *q.N < 1 {
+		return nil, badRequest("n must be >= 1")
+	}
 	if q.N != nil && *q.N != 1 {
-		return nil, badRequest("n must be 1")
+		return nil, badRequest("n must be 1: one choice per prompt is supported")
+	}
+	if err := openaiRanges(q.Temperature, q.TopP, q.PresencePenalty, q.FrequencyPenalty); err != nil {
+		return nil, err
+	}
+	if len(q.Stop) > maxOpenAIStops { // OpenAI's "up to 4 sequences"
+		return nil, badRequest("stop: %d stop strings; at most %d", len(q.Stop), maxOpenAIStops)
 	}
 	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
 	if err := q.parseTools(j); err != nil {
@@ -199,10 +284,9 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 			j.messages = append(j.messages, cm)
 		}
 	} else {
-		if q.Prompt == nil || len(*q.Prompt) != 1 {
-			return nil, badRequest("prompt must be one string")
+		if err := q.checkPrompts(j); err != nil {
+			return nil, err
 		}
-		j.prompt = (*q.Prompt)[0]
 		if q.Suffix != nil {
 			j.suffix = *q.Suffix
 		}
@@ -222,6 +306,37 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// maxOpenAIStops is the stop strings OpenAI takes.
+const maxOpenAIStops = 4
+
+// maxPrompts bounds the prompts of one /v1/completions request (each is
+// a generation of its own, run one after another).
+const maxPrompts = 64
+
+// checkPrompts checks completions' prompts and gives j the first; the
+// others are checked against the model with it (job.prompts) before any
+// is evaluated.
+func (q *openaiRequest) checkPrompts(j *job) error {
+	ps := q.Prompt
+	switch {
+	case len(ps) == 0:
+		return badRequest("prompt is required")
+	case len(ps) > maxPrompts:
+		return badRequest("prompt: %d prompts; at most %d in one request", len(ps), maxPrompts)
+	}
+	if q.Suffix != nil && *q.Suffix != "" && ps[0].ids != nil {
+		return badRequest("suffix needs a text prompt, not token ids")
+	}
+	if q.Suffix != nil && *q.Suffix != "" && len(ps) > 1 {
+		return badRequest("suffix takes one prompt, not %d", len(ps))
+	}
+	j.prompt, j.promptIDs = ps[0].text, ps[0].ids
+	if len(ps) > 1 {
+		j.prompts = ps
+	}
+	return nil
 }
 
 // parseTools reads tools, tool_choice and parallel_tool_calls.
@@ -356,6 +471,14 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 		}
 		return delta
 	}
+	if j.prompts != nil {
+		includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
+		s.completionsMulti(w, r, j, q.Stream, includeUsage, frame, func(choices []any, o *outcome) any {
+			return map[string]any{"id": id, "object": object, "created": created, "model": model,
+				"choices": choices, "usage": usage(o)}
+		})
+		return
+	}
 	textOffset := 0 // completions' text_offset: where each token starts in the text
 	s.serve(w, r, j, q.Stream, shapes{
 		fam: famOpenAI, sse: true,
@@ -370,20 +493,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 				choice["logprobs"] = map[string]any{"content": entries, "refusal": nil}
 				return
 			}
-			lp := map[string]any{"tokens": []string{}, "token_logprobs": []float32{}, "top_logprobs": []map[string]float32{},
-				"text_offset": []int{}}
-			for _, e := range entries {
-				top := map[string]float32{}
-				for _, a := range e.Top {
-					top[a.Token] = a.Logprob
-				}
-				lp["tokens"] = append(lp["tokens"].([]string), e.Token)
-				lp["token_logprobs"] = append(lp["token_logprobs"].([]float32), e.Logprob)
-				lp["top_logprobs"] = append(lp["top_logprobs"].([]map[string]float32), top)
-				lp["text_offset"] = append(lp["text_offset"].([]int), textOffset)
-				textOffset += len(e.Token)
-			}
-			choice["logprobs"] = lp
+			choice["logprobs"] = legacyLogprobs(entries, &textOffset)
 		},
 		piece: func(t string) any {
 			if !chatReq {
@@ -446,6 +556,144 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, chatReq bool) {
 				"choices": []any{choice}, "usage": usage(o)}
 		},
 	})
+}
+
+// legacyLogprobs is completions' logprobs object of entries; *offset is
+// where the first token starts in the choice's text (advanced past them).
+func legacyLogprobs(entries []logprobEntry, offset *int) map[string]any {
+	tokens, lps, tops, offsets := []string{}, []float32{}, []map[string]float32{}, []int{}
+	for _, e := range entries {
+		top := map[string]float32{}
+		for _, a := range e.Top {
+			top[a.Token] = a.Logprob
+		}
+		tokens, lps, tops = append(tokens, e.Token), append(lps, e.Logprob), append(tops, top)
+		offsets = append(offsets, *offset)
+		*offset += len(e.Token)
+	}
+	return map[string]any{"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets}
+}
+
+// completionsMulti answers a /v1/completions request of several prompts
+// (j.prompts): one generation per prompt, one after another, each a choice
+// with the prompt's index; usage sums them. Every prompt is checked
+// against the model before the first runs (checkJobBytes). Streamed, the
+// choices come one after the other, each closed by its finish_reason
+// chunk, then the usage chunk (include_usage) and [DONE].
+func (s *Server) completionsMulti(w http.ResponseWriter, r *http.Request, j *job, streaming, includeUsage bool,
+	frame func(choice map[string]any) map[string]any, body func(choices []any, o *outcome) any) {
+	if err := validate(&j.req); err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return
+	}
+	if err := checkJob(j); err != nil {
+		s.failErr(w, r, famOpenAI, err)
+		return
+	}
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	var st *stream
+	var sendErr error
+	keepAlive := func() {}
+	stopKeepAlive := func() { keepAlive(); keepAlive = func() {} }
+	defer stopKeepAlive()
+	begin := func() error {
+		if streaming && st == nil {
+			st = newStream(w, true)
+			keepAlive = keepStreamAlive(st, sseComment("keep-alive"))
+		}
+		return nil
+	}
+	// fail reports an error: a plain status before the stream, else an
+	// error frame closing it.
+	fail := func(status int, msg string) {
+		if st == nil {
+			s.fail(w, r, famOpenAI, status, msg)
+			return
+		}
+		stopKeepAlive()
+		st.send(errorBody(famOpenAI, status, msg))
+		st.done()
+	}
+	var choices []any
+	total := &outcome{res: &GenerateResult{}}
+	for i, p := range j.prompts {
+		one := *j
+		one.prompt, one.promptIDs = p.text, p.ids
+		var text strings.Builder
+		var entries, pending []logprobEntry
+		offset := 0
+		if j.logprobs {
+			one.req.TopLogprobs = j.topLogprobs
+			one.req.OnLogprob = func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob) {
+				e := newLogprobEntry(chosen)
+				e.Top = []logprobEntry{}
+				for _, a := range top {
+					e.Top = append(e.Top, newLogprobEntry(a))
+				}
+				entries, pending = append(entries, e), append(pending, e)
+			}
+		}
+		// chunk is a streamed chunk of choice i, carrying the
+		// log-probabilities of the tokens not sent yet.
+		chunk := func(t string, reason any) map[string]any {
+			c := map[string]any{"index": i, "text": t, "logprobs": nil, "finish_reason": reason}
+			if j.logprobs && len(pending) > 0 {
+				c["logprobs"] = legacyLogprobs(pending, &offset)
+				pending = nil
+			}
+			return frame(c)
+		}
+		out, err := s.run(ctx, &one, begin, func(t string) error {
+			if !streaming {
+				text.WriteString(t)
+				return nil
+			}
+			if t != "" {
+				sendErr = st.send(chunk(t, nil))
+			}
+			return sendErr
+		})
+		switch {
+		case sendErr != nil || r.Context().Err() != nil:
+			return // the client left
+		case err != nil:
+			s.log.Printf("%s %s: generation failed: %v", r.Method, r.URL.Path, err)
+			fail(statusOf(err), err.Error())
+			return
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			fail(http.StatusServiceUnavailable, "request timed out")
+			return
+		}
+		total.res.PromptTokens += out.res.PromptTokens
+		total.res.Tokens += out.res.Tokens
+		total.res.CachedTokens += out.res.CachedTokens
+		if streaming {
+			if st.send(chunk("", out.res.StopReason)) != nil {
+				return
+			}
+			continue
+		}
+		choice := map[string]any{"index": i, "text": text.String(), "logprobs": nil, "finish_reason": out.res.StopReason}
+		if j.logprobs {
+			choice["logprobs"] = legacyLogprobs(entries, &offset)
+		}
+		choices = append(choices, choice)
+	}
+	if !streaming {
+		writeJSON(w, http.StatusOK, body(choices, total))
+		return
+	}
+	stopKeepAlive()
+	if includeUsage {
+		u := frame(nil)
+		u["choices"] = []any{}
+		u["usage"] = usage(total)
+		if st.send(u) != nil {
+			return
+		}
+	}
+	st.done()
 }
 
 // finishReason is "tool_calls" when the model stopped after calling tools.

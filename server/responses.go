@@ -332,6 +332,9 @@ func (q *responsesRequest) job(bool) (*job, error) {
 		}
 		j.req.MaxTokens = *q.MaxOutputTokens
 	}
+	if err := openaiRanges(q.Temperature, q.TopP, nil, nil); err != nil {
+		return nil, err
+	}
 	set(&j.req.Temperature, q.Temperature)
 	set(&j.req.TopP, q.TopP)
 	// OpenAI's default truncation is "disabled": an input longer than the
@@ -387,6 +390,19 @@ type responsesOutput struct {
 	open  string // "", "reasoning" or "message": the last item takes text
 	text  strings.Builder
 	seq   int
+	// last is the status the last message item closes with: "incomplete"
+	// when the answer was cut (max_output_tokens), as OpenAI marks it
+	// ("": completed).
+	last string
+}
+
+// messageStatus is the status of a message item closing now: a message
+// closed before the answer ends is complete.
+func (o *responsesOutput) messageStatus() string {
+	if o.last != "" {
+		return o.last
+	}
+	return "completed"
 }
 
 func (o *responsesOutput) emit(typ string, data map[string]any) {
@@ -426,7 +442,7 @@ func (o *responsesOutput) close() {
 	o.emit("response.content_part.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": textPart(o.open, text)})
 	item["content"] = []any{textPart(o.open, text)}
 	if o.open == "message" {
-		item["status"] = "completed"
+		item["status"] = o.messageStatus()
 	}
 	o.emit("response.output_item.done", map[string]any{"output_index": i, "item": clone(item)})
 	o.open = ""
@@ -557,6 +573,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		},
 		piece: out.piece,
 		final: func(o *outcome, _ string) []any {
+			if o.res.StopReason == "length" {
+				out.last = "incomplete"
+			}
 			ev := out.feed("", true)
 			out.out = nil
 			resp := response("completed", o)
@@ -568,10 +587,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			return []any{append(ev, out.out...)}
 		},
 		whole: func(o *outcome, text, _ string) any {
+			if o.res.StopReason == "length" {
+				out.last = "incomplete"
+			}
 			out.feed(text, true)
 			// An answer with neither text nor calls is an empty message.
 			if !hasMessage(out.items) && j.callsMade == 0 {
-				out.items = append(out.items, map[string]any{"type": "message", "id": newID("msg_"), "status": "completed",
+				out.items = append(out.items, map[string]any{"type": "message", "id": newID("msg_"), "status": out.messageStatus(),
 					"role": "assistant", "content": []any{textPart("message", "")}})
 			}
 			return response("completed", o)

@@ -123,9 +123,24 @@ func TestResponsesPlain(t *testing.T) {
 	if m := r.json(t); m["status"] != "incomplete" || m["incomplete_details"].(map[string]any)["reason"] != "max_output_tokens" {
 		t.Errorf("incomplete: %s", r.body)
 	}
+	// The cut message item is incomplete too, as OpenAI marks it.
+	if items := outputItems(t, r); len(items) != 1 || items[0]["status"] != "incomplete" {
+		t.Errorf("incomplete: the message item %v", items)
+	}
 	ev = responsesEvents(t, post(`{"model":"tiny","input":"Hi","max_output_tokens":2,"stream":true}`))
-	if last := ev[len(ev)-1]; last.name != "response.incomplete" || last.data["response"].(map[string]any)["status"] != "incomplete" {
+	if last := ev[len(ev)-1]; last.name != "response.incomplete" || last.data["response"].(map[string]any)["status"] != "incomplete" ||
+		last.data["response"].(map[string]any)["output"].([]any)[0].(map[string]any)["status"] != "incomplete" {
 		t.Errorf("stream incomplete: %s %v", last.name, last.data)
+	}
+	for _, e := range ev {
+		if e.name == "response.output_item.done" && e.data["item"].(map[string]any)["status"] != "incomplete" {
+			t.Errorf("stream incomplete: output_item.done %v", e.data)
+		}
+	}
+	// An empty answer cut by max_output_tokens: its empty message too.
+	b.script = []string{""}
+	if items := outputItems(t, post(`{"model":"tiny","input":"Hi","max_output_tokens":1}`)); len(items) != 1 || items[0]["status"] != "incomplete" {
+		t.Errorf("incomplete empty answer: %v", items)
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -165,16 +166,9 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 	if nctx == 0 {
 		nctx = r.m.Info().DefaultCtx
 	}
-	if err := checkPromptBytes(r.meta, "the prompt", len(req.Prompt), nctx); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	tok := r.m.Tokenizer()
-	ids, err := tok.Encode(req.Prompt, tok.AddBOS(), true)
+	ids, err := r.promptIDs(ctx, req, nctx)
 	if err != nil {
-		return nil, badRequest("tokenizing the prompt: %v", err)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -206,6 +200,29 @@ func (r *runtimeModel) Generate(ctx context.Context, req GenerateRequest, onText
 		r.batch.Release(sess)
 	}
 	return out, err
+}
+
+// promptIDs is the request's prompt as token ids: its ids (checked against
+// the vocabulary), or its text tokenized.
+func (r *runtimeModel) promptIDs(ctx context.Context, req GenerateRequest, nctx int) ([]int32, error) {
+	if req.PromptIDs != nil {
+		if err := checkPrompt(r.meta, "prompt", completionPrompt{ids: req.PromptIDs}, nctx); err != nil {
+			return nil, err
+		}
+		return slices.Clone(req.PromptIDs), nil
+	}
+	if err := checkPromptBytes(r.meta, "the prompt", len(req.Prompt), nctx); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tok := r.m.Tokenizer()
+	ids, err := tok.Encode(req.Prompt, tok.AddBOS(), true)
+	if err != nil {
+		return nil, badRequest("tokenizing the prompt: %v", err)
+	}
+	return ids, nil
 }
 
 // requestErr answers an error about the request (runtime.ErrRequest) with

@@ -38,6 +38,33 @@ type sampling struct {
 	XTCThreshold        *float32  `json:"xtc_threshold"`
 }
 
+// checkRange refuses a value outside [lo, hi]: the range an API documents
+// and enforces for field (nil: absent, fine).
+func checkRange(field string, v *float32, lo, hi float64) error {
+	if v != nil && (float64(*v) < lo || float64(*v) > hi || *v != *v) {
+		return badRequest("%s %g is out of range: want a value in [%g, %g]", field, *v, lo, hi)
+	}
+	return nil
+}
+
+// openaiRanges are the ranges OpenAI's API enforces on the sampling fields
+// a request names (checked before any work, as OpenAI answers them).
+func openaiRanges(temperature, topP, presence, frequency *float32) error {
+	for _, c := range []struct {
+		field  string
+		v      *float32
+		lo, hi float64
+	}{
+		{"temperature", temperature, 0, 2}, {"top_p", topP, 0, 1},
+		{"presence_penalty", presence, -2, 2}, {"frequency_penalty", frequency, -2, 2},
+	} {
+		if err := checkRange(c.field, c.v, c.lo, c.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // set stores *v in *dst when the request gave v.
 func set[T any](dst, v *T) {
 	if v != nil {

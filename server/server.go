@@ -274,6 +274,12 @@ func (s *Server) routes() {
 	s.handle(famOllama, "/api/version", false, s.ollamaVersion, "GET", "HEAD")
 	s.handle(famOllama, "/api/embed", false, s.ollamaEmbed, "POST")
 	s.handle(famOllama, "/api/embeddings", false, s.ollamaEmbeddings, "POST")
+	for path, methods := range ollamaManagement {
+		msg := ollamaUnsupportedMsg[path]
+		s.handle(famOllama, path, false, func(w http.ResponseWriter, r *http.Request) {
+			s.fail(w, r, famOllama, http.StatusNotImplemented, msg)
+		}, methods...)
+	}
 
 	s.handle(famOpenAI, "/v1/chat/completions", false, func(w http.ResponseWriter, r *http.Request) { s.openai(w, r, true) }, "POST")
 	s.handle(famOpenAI, "/v1/completions", false, func(w http.ResponseWriter, r *http.Request) { s.openai(w, r, false) }, "POST")

@@ -587,7 +587,7 @@ func TestOpenAICompletionsAndModels(t *testing.T) {
 		frames[2]["choices"].([]any)[0].(map[string]any)["finish_reason"] != "length" || frames[3]["usage"] == nil {
 		t.Errorf("completion stream %s", r.body)
 	}
-	wantStatus(t, do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":["a","b"]}`), 400)
+	wantStatus(t, do(t, ts, "POST", "/v1/completions", `{"model":"tiny","prompt":[["a"]]}`), 400)
 	wantStatus(t, do(t, ts, "POST", "/v1/completions", `{"model":"tiny"}`), 400)
 
 	r = do(t, ts, "GET", "/v1/models", "")

@@ -165,6 +165,11 @@ func runShow(args []string, stdout, stderr io.Writer) error {
 	params := repl.Params{Sampler: runtime.DefaultSamplerOptions(), NumPredict: -1}
 	switch {
 	case *onlyTemplate:
+		if strings.TrimSpace(meta.ChatTemplate) == "" {
+			// Nothing on stdout, so that a script saving the template
+			// gets no stray line; the exit status says there is none.
+			return fmt.Errorf("%s has no chat template in the file (woolly chat and the server's chat routes use ChatML for it; --chat-template picks another)", pos[0])
+		}
 		fmt.Fprintln(stdout, meta.ChatTemplate)
 		return nil
 	case *onlyParams:

@@ -205,6 +205,12 @@ func TestShow(t *testing.T) {
 	if !strings.HasPrefix(tmpl, "{{ bos_token }}") || !strings.Contains(tmpl, "<|user|>") || strings.Contains(tmpl, "Capabilities") {
 		t.Errorf("show --template:\n%s", tmpl)
 	}
+	// A model without a template: nothing on stdout, a message on stderr
+	// naming what chat uses instead, exit 1.
+	out, errs := mustMain(t, 1, "show", "--template", "tiny")
+	if out != "" || !strings.Contains(errs, "no chat template") || !strings.Contains(errs, "ChatML") {
+		t.Errorf("show --template of a model without one: stdout %q stderr %q", out, errs)
+	}
 	params, _ := mustMain(t, 0, "show", "tiny", "--parameters")
 	if !strings.Contains(params, "temperature") || strings.Contains(params, "Template") {
 		t.Errorf("show --parameters:\n%s", params)
