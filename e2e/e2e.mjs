@@ -120,8 +120,8 @@ await check('openai completions: prompt lists and token ids', async () => {
 await check('errors: OpenAI and Anthropic ranges are 400s', async () => {
   await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], temperature: 2.5 }),
     (e) => e.status === 400 && /temperature/.test(e.message));
-  await assert.rejects(openai.completions.create({ model, prompt: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }),
-    (e) => e.status === 400 && /at most 4/.test(e.message));
+  await assert.rejects(openai.completions.create({ model, prompt: 'x', top_p: 1.5 }),
+    (e) => e.status === 400 && /top_p/.test(e.message));
   const anthropic = new Anthropic({ baseURL: url, apiKey: key || 'unused', maxRetries: 0 });
   await assert.rejects(anthropic.messages.create({ model, max_tokens: 4, temperature: 1.5, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e.status === 400 && /temperature/.test(e.message));

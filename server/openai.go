@@ -217,9 +217,6 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	if err := openaiRanges(q.Temperature, q.TopP, q.PresencePenalty, q.FrequencyPenalty); err != nil {
 		return nil, err
 	}
-	if len(q.Stop) > maxOpenAIStops { // OpenAI's "up to 4 sequences"
-		return nil, badRequest("stop: %d stop strings; at most %d", len(q.Stop), maxOpenAIStops)
-	}
 	j := &job{model: q.Model, req: defaultRequest(), splitReasoning: chatReq}
 	if err := q.parseTools(j); err != nil {
 		return nil, err
@@ -307,9 +304,6 @@ func (q *openaiRequest) job(chatReq bool) (*job, error) {
 	}
 	return j, nil
 }
-
-// maxOpenAIStops is the stop strings OpenAI takes.
-const maxOpenAIStops = 4
 
 // maxPrompts bounds the prompts of one /v1/completions request (each is
 // a generation of its own, run one after another).

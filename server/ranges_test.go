@@ -24,18 +24,22 @@ func TestAPIRanges(t *testing.T) {
 	comp := `"model":"tiny","prompt":"hi","max_tokens":1,`
 	resp := `"model":"tiny","input":"hi","max_output_tokens":16,`
 	anth := `"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":1,`
+	// OpenAI's own API takes 4 stop strings; Woolly takes the 16 of every
+	// route, as llama-server and Ollama take more than 4 (editor clients
+	// send more on their OpenAI-compatible routes).
+	stops17 := `"stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]`
 	bad := []struct{ path, body, want string }{
 		{"/v1/chat/completions", chat + `"temperature":2.5`, "temperature"},
 		{"/v1/chat/completions", chat + `"temperature":-0.1`, "temperature"},
 		{"/v1/chat/completions", chat + `"top_p":1.5`, "top_p"},
-		{"/v1/chat/completions", chat + `"stop":["a","b","c","d","e"]`, "stop: 5 stop strings; at most 4"},
+		{"/v1/chat/completions", chat + stops17, "stop: 17 stop strings; at most 16"},
 		{"/v1/chat/completions", chat + `"presence_penalty":2.5`, "presence_penalty"},
 		{"/v1/chat/completions", chat + `"frequency_penalty":-3`, "frequency_penalty"},
 		{"/v1/chat/completions", chat + `"n":0`, "n must be >= 1"},
 		{"/v1/chat/completions", chat + `"logprobs":true,"top_logprobs":21`, "top_logprobs"},
 		{"/v1/completions", comp + `"temperature":3`, "temperature"},
 		{"/v1/completions", comp + `"top_p":-1`, "top_p"},
-		{"/v1/completions", comp + `"stop":["a","b","c","d","e"]`, "at most 4"},
+		{"/v1/completions", comp + stops17, "at most 16"},
 		{"/v1/completions", comp + `"presence_penalty":-2.01`, "presence_penalty"},
 		{"/v1/completions", comp + `"n":-1`, "n must be >= 1"},
 		{"/v1/completions", comp + `"logprobs":21`, "logprobs"},
