@@ -1117,7 +1117,9 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
 #define Q4T_LNIB(C, I) Q4T_LD_(C, I, 64) Q4T_NIB
 #define Q4T_LTBL(C, I) Q4T_LD_(C, I, 32) Q4T_TBL
 /* Q5_K: lane I of half H, chunk C, even / odd sub-block weights to vE / vO
- * (as nib_lane; v16-v19 scratch, v26 the mask 31) */
+ * (the values of nib_lane; v16-v19 scratch, v26 the mask 31). Lane 3's u7
+ * as q45k_x4_c gathers it: X1 and X3 shifted so that their bit 5 is bit 7,
+ * one shift-insert puts X1's below X3's, with no mask register */
 #define Q5T_P(C, H) "(64 + 80 * (2 * " #C " + " #H "))"
 #define Q5T_LANE0(C, H, E, O)                                                                        \
     "ldr q" #E ", [%[o], #" Q5T_P(C, H) "]\n\t"                                                      \
@@ -1140,11 +1142,10 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "ldr q16, [%[o], #(" Q5T_P(C, H) " + 48)]\n\t"                                                   \
     "ldr q17, [%[o], #(" Q5T_P(C, H) " + 16)]\n\t"                                                   \
     "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 64)]\n\t"                                               \
-    "movi v18.16b, #0x40\n\t"                                                                        \
-    "shl v17.16b, v17.16b, #1\n\t"                                                                   \
+    "shl v17.16b, v17.16b, #2\n\t"                                                                   \
     "shl v19.16b, v16.16b, #2\n\t"                                                                   \
-    "bsl v18.16b, v17.16b, v19.16b\n\t"                                                              \
-    "sri v" #O ".16b, v18.16b, #3\n\t"                                                               \
+    "sri v19.16b, v17.16b, #1\n\t"                                                                   \
+    "sri v" #O ".16b, v19.16b, #3\n\t"                                                               \
     "ushr v" #O ".16b, v" #O ".16b, #3\n\t"                                                          \
     "and v" #E ".16b, v16.16b, v26.16b\n\t"
 #define Q5T_DEC(C, I) Q5T_LANE##I(C, 0, 20, 21) Q5T_LANE##I(C, 1, 22, 23)
@@ -1201,13 +1202,16 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "stp q4, q5, [%[ds], #64]\n\t"                                                                   \
     "stp q6, q7, [%[ds], #96]\n\t"
 /* token (Y, DV) of the Q4_K and Q5_K 4-token pieces: dv (v DV) = d x yd,
- * v20 = dmin x yd, and the min sums M[0..3] (v8-v11) from its bsum pairs */
-#define QT_MSUMS_(Y, DV)                                                                             \
+ * v20 = dmin x yd, its bsum pairs (v12) ... */
+#define QT_BSUMS_(Y, DV)                                                                             \
     "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
     "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
     "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
     "ldp q12, q13, [%[" #Y "], #256]\n\t"                                                            \
-    "addp v12.8h, v12.8h, v13.8h\n\t"                                                                \
+    "addp v12.8h, v12.8h, v13.8h\n\t"
+/* ... and the min sums M[0..3] (v8-v11) */
+#define QT_MSUMS_(Y, DV)                                                                             \
+    QT_BSUMS_(Y, DV)                                                                                 \
     "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
     "smull v9.4s, v1.4h, v12.h[2]\n\t"                                                               \
     "smull v10.4s, v2.4h, v12.h[4]\n\t"                                                              \
@@ -1267,16 +1271,24 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
 }
 /* Q5_K, as q4k_x4_t4 (the same head; the 5-bit weights as nib_lane
  * decodes them, with the mask 31 in v26; the mins' term as
- * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)) */
+ * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)).
+ * The four min sums are one integer chain (exact: |min x bsum pair| <=
+ * 63 x 4096, eight of them fit 32 bits), and FMLS is FMLA with the
+ * first factor negated (the same fused operation, the same bits as
+ * FNEG then FMLA). */
 #define Q5T_MIN_(Y, DV, K)                                                                           \
-    QT_MSUMS_(Y, DV)                                                                                 \
-    "add v8.4s, v8.4s, v9.4s\n\t"                                                                    \
-    "add v10.4s, v10.4s, v11.4s\n\t"                                                                 \
-    "add v8.4s, v8.4s, v10.4s\n\t"                                                                   \
+    QT_BSUMS_(Y, DV)                                                                                 \
+    "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
+    "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
+    "smlal v8.4s, v1.4h, v12.h[2]\n\t"                                                               \
+    "smlal2 v8.4s, v1.8h, v12.h[3]\n\t"                                                              \
+    "smlal v8.4s, v2.4h, v12.h[4]\n\t"                                                               \
+    "smlal2 v8.4s, v2.8h, v12.h[5]\n\t"                                                              \
+    "smlal v8.4s, v3.4h, v12.h[6]\n\t"                                                               \
+    "smlal2 v8.4s, v3.8h, v12.h[7]\n\t"                                                              \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "fneg v20.4s, v20.4s\n\t"                                                                        \
     "ldr q21, [%[am], #(16 * " #K ")]\n\t"                                                           \
-    "fmla v21.4s, v20.4s, v8.4s\n\t"                                                                 \
+    "fmls v21.4s, v20.4s, v8.4s\n\t"                                                                 \
     "str q21, [%[am], #(16 * " #K ")]\n\t"
 #define Q5T_MIN(...) Q5T_MIN_(__VA_ARGS__)
 static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
@@ -1384,6 +1396,8 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q5T_DEC
 #undef Q5T_MIN_
 #undef Q5T_MIN
+#undef QT_BSUMS_
+#undef QT_MSUMS_
 #undef Q4T_NIB
 #undef Q4T_TBL
 #undef Q4T_DS
