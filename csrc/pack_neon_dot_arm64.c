@@ -673,7 +673,9 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_CHUNKS(DEC)                                                                              \
     Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC)          \
     Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC)
-/* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same, commutative) */
+/* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same,
+ * commutative); the 8 accumulators come and go as two 4-register LD1/ST1
+ * (F[0..3] at F, F[4..7] at F2 = F + 4), where pairs took 4 LDP and 4 STP */
 #define Q4K_FLOAT                                                                                    \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
     "scvtf v9.4s, v9.4s\n\t"                                                                         \
@@ -683,15 +685,21 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "scvtf v13.4s, v13.4s\n\t"                                                                       \
     "scvtf v14.4s, v14.4s\n\t"                                                                       \
     "scvtf v15.4s, v15.4s\n\t"                                                                       \
-    Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
+    "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
+    "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"                                             \
+    "fmla v16.4s, v8.4s, %[dv].4s\n\t"                                                               \
+    "fmla v17.4s, v9.4s, %[dv].4s\n\t"                                                               \
+    "fmla v18.4s, v10.4s, %[dv].4s\n\t"                                                              \
+    "fmla v19.4s, v11.4s, %[dv].4s\n\t"                                                              \
+    "fmla v20.4s, v12.4s, %[dv].4s\n\t"                                                              \
+    "fmla v21.4s, v13.4s, %[dv].4s\n\t"                                                              \
+    "fmla v22.4s, v14.4s, %[dv].4s\n\t"                                                              \
+    "fmla v23.4s, v15.4s, %[dv].4s\n\t"                                                              \
+    "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
+    "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"
 #define Q4K_CLOBBERS                                                                                 \
     "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",      \
         "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
-#define Q4K_FMA2(L0, L1, OFF)                                                                        \
-    "ldp q16, q17, [%[F], #" #OFF "]\n\t"                                                            \
-    "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
-    "fmla v17.4s, v" #L1 ".4s, %[dv].4s\n\t"                                                         \
-    "stp q16, q17, [%[F], #" #OFF "]\n\t"
 /* The start of a block of q45k_x4_c (q4 1: Q4_K, 0: Q5_K): the rows'
  * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N) and the
  * token's d at *yb, both moved past; *dv = d * yd, the scale differences
@@ -745,7 +753,8 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
         const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
         __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_X) Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
-                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F),
+                           [F2] "r"(F + 4)
                          : Q4K_CLOBBERS);
         yb += 32; /* past bsums */
     }
@@ -796,7 +805,7 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
         if (q4)
             __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
                              : [o] "+r"(o), [ap] "+r"(yb)
-                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F), [F2] "r"(F + 4)
                              : Q4K_CLOBBERS);
         else
             __asm__ volatile(Q4K_ARCH
@@ -804,7 +813,7 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
                              Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)
                              Q4K_FLOAT
                              : [o] "+r"(o), [ap] "+r"(yb)
-                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F), [F2] "r"(F + 4)
                              : Q4K_CLOBBERS, "v27");
         yb += 32; /* the asm went over qs */
     }
@@ -914,7 +923,7 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
                          Q6K_QUAD(Q6K_D_EVEN(0)) Q6K_QUAD(Q6K_D_EVEN(16)) Q6K_QUAD(Q6K_D_EVEN(32))
                          Q6K_QUAD(Q6K_D_LAST) Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
-                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F)
+                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F), [F2] "r"(F + 4)
                          : Q4K_CLOBBERS, "v27", "v28");
         o += 72;  /* the asm went over the quants: past scales and d */
         yb += 32; /* and over qs: past bsums */
@@ -1449,7 +1458,6 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q4K_D_HI
 #undef Q4K_X_LO
 #undef Q4K_X_HI
-#undef Q4K_FMA2
 
 /* The pieces of the tiles (k_mm_run, mm_driver.h): one group of 4 rows x
  * 4 or 2 tokens, and one token over any number of groups. One token: the
