@@ -1093,7 +1093,8 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
  *   v20/v21 lane i's weights even / odd, v22/v23 lane 4 + i's
  *   v24/v25 ds of the chunk's even / odd sub-block
  *   v26 the mask 15, v27-v30 dv of tokens 0..3, v31 the mask 63
- * F holds token k's lane 4h + i at F[8k + 2i + h] (pairs for LDP/STP). */
+ * F holds token k's lane 4h + i at F[8i + 2k + h] (a pass's 8 side by side, for
+ * two 4-register LD1/ST1). */
 #define Q4T_MUL(L, C) "mul v" #L ".4s, v" #C ".4s, v24.4s\n\t"
 #define Q4T_MLA(L, C) "mla v" #L ".4s, v" #C ".4s, v24.4s\n\t"
 /* token k's chunk: its 4 chains' SDOTs by element I */
@@ -1165,20 +1166,39 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     Q4T_K(OP, 0, 1, 8, 9, y0, POST, I) Q4T_K(OP, 2, 3, 10, 11, y1, POST, I)                          \
     Q4T_K(OP, 4, 5, 12, 13, y2, POST, I) Q4T_K(OP, 6, 7, 14, 15, y3, POST, I)
 #define Q4T_C(...) Q4T_C_(__VA_ARGS__)
-/* token k's float step: its lanes I, 4 + I += cvt(L) * dv */
-#define Q4T_F_(LA, LB, DV, K, I)                                                                     \
-    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
-    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
-    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"                                   \
-    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
-    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
-    "stp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"
-#define Q4T_F(...) Q4T_F_(__VA_ARGS__)
-#define Q4T_PASS(I, LAST, DEC)                                                                       \
+/* the pass's float step: token k's lanes I, 4 + I += cvt(L) * dv; the
+ * pass's 8 accumulators are contiguous (F[8I + 2k + h]), two 4-register
+ * LD1/ST1 at pf and pf2 = pf + 64, which move on by FPOST (ff = 128 to
+ * the next pass, fb = -384 after the last) */
+#define Q4T_F(FPOST)                                                                                 \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
+    "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
+    "fmla v16.4s, v8.4s, v27.4s\n\t"                                                                 \
+    "fmla v17.4s, v9.4s, v27.4s\n\t"                                                                 \
+    "fmla v18.4s, v10.4s, v28.4s\n\t"                                                                \
+    "fmla v19.4s, v11.4s, v28.4s\n\t"                                                                \
+    "fmla v20.4s, v12.4s, v29.4s\n\t"                                                                \
+    "fmla v21.4s, v13.4s, v29.4s\n\t"                                                                \
+    "fmla v22.4s, v14.4s, v30.4s\n\t"                                                                \
+    "fmla v23.4s, v15.4s, v30.4s\n\t"                                                                \
+    "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]], " FPOST "\n\t"                                  \
+    "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]], " FPOST "\n\t"
+#define Q4T_PASS(I, LAST, DEC, FPOST)                                                                \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
     Q4T_C(Q4T_MUL, 0, I, "#64", DEC) Q4T_C(Q4T_MLA, 1, I, "#64", DEC)                                \
-    Q4T_C(Q4T_MLA, 2, I, "#64", DEC) Q4T_C(Q4T_MLA, 3, I, LAST, DEC)                                 \
-    Q4T_F(8, 9, 27, 0, I) Q4T_F(10, 11, 28, 1, I) Q4T_F(12, 13, 29, 2, I) Q4T_F(14, 15, 30, 3, I)
+    Q4T_C(Q4T_MLA, 2, I, "#64", DEC) Q4T_C(Q4T_MLA, 3, I, LAST, DEC) Q4T_F(FPOST)
+/* the 4 passes of a block */
+#define Q4T_PASSES(DEC)                                                                              \
+    Q4T_PASS(0, "%[back]", DEC, "%[ff]") Q4T_PASS(1, "%[back]", DEC, "%[ff]")                        \
+    Q4T_PASS(2, "%[back]", DEC, "%[ff]") Q4T_PASS(3, "%[next]", DEC, "%[fb]")
 /* the block's head: d (v17) and dmin (v18) of the 4 rows; the mins n[0..3]
  * (k_q45k_x4_mins_neon) in v0-v3; the scales by parts ds[0..7] to memory */
 #define Q4T_HEAD                                                                                     \
@@ -1230,21 +1250,21 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
     "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"
 /* token k: dv (v DV) = d x yd; its bsum pairs (v12), the min sums M[0..3]
- * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd */
+ * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd,
+ * the token's 4 accumulators one 4-register LD1/ST1 at am, which moves on
+ * by K (#64 to the next token, -192 after the last) */
 #define Q4T_MIN_(Y, DV, K)                                                                           \
     QT_MSUMS_(Y, DV)                                                                                 \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
     "scvtf v9.4s, v9.4s\n\t"                                                                         \
     "scvtf v10.4s, v10.4s\n\t"                                                                       \
     "scvtf v11.4s, v11.4s\n\t"                                                                       \
-    "ldp q21, q22, [%[am], #(64 * " #K ")]\n\t"                                                      \
-    "ldp q23, q24, [%[am], #(64 * " #K " + 32)]\n\t"                                                 \
+    "ld1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]]\n\t"                                             \
     "fmla v21.4s, v8.4s, v20.4s\n\t"                                                                 \
     "fmla v22.4s, v9.4s, v20.4s\n\t"                                                                 \
     "fmla v23.4s, v10.4s, v20.4s\n\t"                                                                \
     "fmla v24.4s, v11.4s, v20.4s\n\t"                                                                \
-    "stp q21, q22, [%[am], #(64 * " #K ")]\n\t"                                                      \
-    "stp q23, q24, [%[am], #(64 * " #K " + 32)]\n\t"
+    "st1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]], " K "\n\t"
 #define Q4T_MIN(...) Q4T_MIN_(__VA_ARGS__)
 static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
@@ -1257,24 +1277,24 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
     for (int i = 0; i < 16; i++) am[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4, *pam = am; /* walked by the asm, back at the start per block */
     if (nb > 0)
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "movi v31.16b, #63\n\t"
-                                  "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, 0) Q4T_MIN(y1, 28, 1) Q4T_MIN(y2, 29, 2)
-                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q4T_LNIB)
-                                          Q4T_PASS(1, "%[back]", Q4T_LNIB) Q4T_PASS(2, "%[back]", Q4T_LNIB)
-                                              Q4T_PASS(3, "%[next]", Q4T_LNIB) "add %[o], %[o], #576\n\t"
+                                  "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, "#64") Q4T_MIN(y1, 28, "#64") Q4T_MIN(y2, 29, "#64")
+                                      Q4T_MIN(y3, 30, "%[back]") Q4T_PASSES(Q4T_LNIB) "add %[o], %[o], #576\n\t"
                                                                                         "subs %[nb], %[nb], #1\n\t"
                                                                                         "b.ne 1b\n\t"
-                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
-                         : [back] "r"(back), [next] "r"(next), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                           [pf] "+r"(pf), [pf2] "+r"(pf2), [am] "+r"(pam)
+                         : [back] "r"(back), [next] "r"(next), [fb] "r"(fb), [ff] "r"(ff), [ds] "r"(ds)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
-        const float32x4_t *f = F + 8 * k, *m = am + 4 * k; /* lane 4h + i at f[2i + h] */
-        const float32x4_t s = hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]);
+        const float32x4_t *f = F + 2 * k, *m = am + 4 * k; /* lane 4h + i at f[8i + h] */
+        const float32x4_t s = hsum8_x4(f[0], f[8], f[16], f[24], f[1], f[9], f[17], f[25]);
         vst1q_f32(y + k * ys, vsubq_f32(s, vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3]))));
     }
 }
@@ -1284,8 +1304,9 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
  * The four min sums are one integer chain (exact: |min x bsum pair| <=
  * 63 x 4096, eight of them fit 32 bits), and FMLS is FMLA with the
  * first factor negated (the same fused operation, the same bits as
- * FNEG then FMLA). */
-#define Q5T_MIN_(Y, DV, K)                                                                           \
+ * FNEG then FMLA). The 4 tokens' summs (am[k] into vA = v21 + k) are one
+ * 4-register LD1 and ST1 per block. */
+#define Q5T_MIN_(Y, DV, A)                                                                           \
     QT_BSUMS_(Y, DV)                                                                                 \
     "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
     "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
@@ -1296,9 +1317,7 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
     "smlal v8.4s, v3.4h, v12.h[6]\n\t"                                                               \
     "smlal2 v8.4s, v3.8h, v12.h[7]\n\t"                                                              \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "ldr q21, [%[am], #(16 * " #K ")]\n\t"                                                           \
-    "fmls v21.4s, v20.4s, v8.4s\n\t"                                                                 \
-    "str q21, [%[am], #(16 * " #K ")]\n\t"
+    "fmls v" #A ".4s, v20.4s, v8.4s\n\t"
 #define Q5T_MIN(...) Q5T_MIN_(__VA_ARGS__)
 static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
@@ -1311,24 +1330,25 @@ static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const ui
     for (int i = 0; i < 4; i++) am[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = Q5K_X4_BYTES;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = Q5K_X4_BYTES, fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
     if (nb > 0)
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #31\n\t"
                                   "movi v31.16b, #63\n\t"
-                                  "1:\n\t" Q4T_HEAD Q5T_MIN(y0, 27, 0) Q5T_MIN(y1, 28, 1) Q5T_MIN(y2, 29, 2)
-                                      Q5T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q5T_DEC)
-                                          Q4T_PASS(1, "%[back]", Q5T_DEC) Q4T_PASS(2, "%[back]", Q5T_DEC)
-                                              Q4T_PASS(3, "%[next]", Q5T_DEC) "add %[o], %[o], %[gb]\n\t"
+                                  "1:\n\t" Q4T_HEAD "ld1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]]\n\t"
+                                      Q5T_MIN(y0, 27, 21) Q5T_MIN(y1, 28, 22) Q5T_MIN(y2, 29, 23) Q5T_MIN(y3, 30, 24)
+                                      "st1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]]\n\t" Q4T_PASSES(Q5T_DEC) "add %[o], %[o], %[gb]\n\t"
                                                                                   "subs %[nb], %[nb], #1\n\t"
                                                                                   "b.ne 1b\n\t"
-                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
-                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                           [pf] "+r"(pf), [pf2] "+r"(pf2)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [fb] "r"(fb), [ff] "r"(ff), [ds] "r"(ds), [am] "r"(am)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
-        const float32x4_t *f = F + 8 * k;
-        vst1q_f32(y + k * ys, vaddq_f32(hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]), am[k]));
+        const float32x4_t *f = F + 2 * k; /* as q4k_x4_t4 */
+        vst1q_f32(y + k * ys, vaddq_f32(hsum8_x4(f[0], f[8], f[16], f[24], f[1], f[9], f[17], f[25]), am[k]));
     }
 }
 /* IQ4_XS, as q4k_x4_t4 (its head: d, the scales' low 4 bits S and top 2
@@ -1361,25 +1381,25 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
     for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = IQ4XS_X4_BYTES;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = IQ4XS_X4_BYTES, fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
     if (nb > 0)
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "ldr q31, [%[tab]]\n\t"
                                   "1:\n\t" Q4T_IQ_HEAD Q4T_IQ_DV(y0, 27) Q4T_IQ_DV(y1, 28) Q4T_IQ_DV(y2, 29)
-                                      Q4T_IQ_DV(y3, 30) Q4T_PASS(0, "%[back]", Q4T_LTBL)
-                                          Q4T_PASS(1, "%[back]", Q4T_LTBL) Q4T_PASS(2, "%[back]", Q4T_LTBL)
-                                              Q4T_PASS(3, "%[next]", Q4T_LTBL) "add %[o], %[o], %[gb]\n\t"
+                                      Q4T_IQ_DV(y3, 30) Q4T_PASSES(Q4T_LTBL) "add %[o], %[o], %[gb]\n\t"
                                                                                    "subs %[nb], %[nb], #1\n\t"
                                                                                    "b.ne 1b\n\t"
-                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
-                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [tab] "r"(k_iq4nl_values), [ds] "r"(ds),
-                           [F] "r"(F)
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                           [pf] "+r"(pf), [pf2] "+r"(pf2)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [fb] "r"(fb), [ff] "r"(ff), [tab] "r"(k_iq4nl_values),
+                           [ds] "r"(ds)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
-        const float32x4_t *f = F + 8 * k;
-        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]));
+        const float32x4_t *f = F + 2 * k; /* as q4k_x4_t4 */
+        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[8], f[16], f[24], f[1], f[9], f[17], f[25]));
     }
 }
 #undef Q4T_MUL
@@ -1388,9 +1408,9 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q4T_K
 #undef Q4T_C_
 #undef Q4T_C
-#undef Q4T_F_
 #undef Q4T_F
 #undef Q4T_PASS
+#undef Q4T_PASSES
 #undef Q4T_HEAD
 #undef Q4T_MIN_
 #undef Q4T_MIN
