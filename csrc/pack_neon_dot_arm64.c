@@ -935,13 +935,17 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  * lanes two at a time (passes (h, i0): lanes 4h + i0, 4h + i0 + 1 of the 4
  * tokens), so each pass runs 16 chains (C, L) of 4 tokens x 2 lanes. Per
  * block the scales by parts of the 16 groups (sc[g] - sc[g+2] of the 4
- * rows, widened) and the 4 tokens' dv = d * yd go to memory first, one
- * load each where a pass needs them; each pass starts its L from the
- * offset terms (-32 sc) x bsum of its lanes, as q6k_xt does.
+ * rows, widened; the even groups', then the odd ones', so that a pass
+ * loads two groups' with one LDP) and the 4 tokens' dv = d * yd go to
+ * memory first; each pass starts its L from the offset terms (-32 sc) x
+ * bsum of its lanes, as q6k_xt does, and ends with the float steps of its
+ * 8 (token, lane) pairs, whose accumulators are side by side (F[8p + 2k +
+ * j] for pass p, token k, lane 2p + j: two 4-register LD1/ST1).
  *   v0-v7   C (token k, lane j at v(2k + j); v0, v2, v4, v6 first hold
  *           the tokens' bsums of half h), v8-v15 L (v(8 + 2k + j))
  *   v16-v19 one group's activations of tokens 0..3
- *   v20-v23 the group's weights (X, Y, Z, scratch), v24 its scales by parts
+ *   v20-v23 the group's weights (X, Y, Z, scratch), v24/v25 the scales by
+ *   parts of the group and of the next one of the pass
  *   v26/v27 the pass's scales x -32, v25 and v28-v30 dv, v31 the mask 63 */
 #if defined(__clang__)
 #define Q6T_ARCH ""
@@ -957,11 +961,11 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "smlal2 v" #LB ".4s, v26.8h, v" #CK ".h[" #B3 "]\n\t"
 #define Q6T_OFF(...) Q6T_OFF_(__VA_ARGS__)
 /* token k's two chains: SDOTs by elements I0, I1 of its activations A */
-#define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1)                                                    \
+#define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1, DS)                                                \
     "sdot v" #C0 ".4s, v" #WA ".16b, v" #A ".4b[" #I0 "]\n\t"                                        \
-    "mla v" #L0 ".4s, v" #C0 ".4s, v24.4s\n\t"                                                       \
+    "mla v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
     "sdot v" #C1 ".4s, v" #WB ".16b, v" #A ".4b[" #I1 "]\n\t"                                        \
-    "mla v" #L1 ".4s, v" #C1 ".4s, v24.4s\n\t"
+    "mla v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"
 #define Q6T_K(...) Q6T_K_(__VA_ARGS__)
 /* the weights of lanes 0, 1 (v20, v21) or 2, 3 (v23, v22) of group G */
 #define Q6T_W01(G)                                                                                   \
@@ -975,24 +979,45 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "sri v22.16b, v21.16b, #2\n\t"                                                                   \
     "sri v22.16b, v20.16b, #4\n\t"                                                                   \
     "ushr v22.16b, v22.16b, #2\n\t"
-#define Q6T_G_(G, W, WA, WB, I0, I1)                                                                 \
+/* group G of a pass, its scales by parts in v DS */
+#define Q6T_G_(G, W, WA, WB, I0, I1, DS)                                                             \
     "ldr q16, [%[y0], #(16 * " #G ")]\n\t"                                                           \
     "ldr q17, [%[y1], #(16 * " #G ")]\n\t"                                                           \
     "ldr q18, [%[y2], #(16 * " #G ")]\n\t"                                                           \
     "ldr q19, [%[y3], #(16 * " #G ")]\n\t"                                                           \
-    W(G) "ldr q24, [%[ds], #(16 * " #G ")]\n\t"                                                      \
-    Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1)                    \
-    Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1)
+    W(G) Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1, DS) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1, DS)       \
+    Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1, DS) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1, DS)
 #define Q6T_G(...) Q6T_G_(__VA_ARGS__)
-/* token k's float step: F[k][FL], F[k][FL + 1] += cvt(L) * dv */
-#define Q6T_F_(LA, LB, DV, K, FL)                                                                    \
-    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
-    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
-    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"                                      \
-    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
-    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
-    "stp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"
-#define Q6T_F(...) Q6T_F_(__VA_ARGS__)
+/* groups H + 2 M and H + 2 M + 2 (the pass's M-th and next): their scales
+ * by parts side by side in ds (the pass's groups in order), one LDP */
+#define Q6T_G2(H, M, W, WA, WB, I0, I1)                                                              \
+    "ldp q24, q25, [%[ds], #(16 * (8 * " #H " + " #M "))]\n\t"                                       \
+    Q6T_G((H + 2 * M), W, WA, WB, I0, I1, 24) Q6T_G((H + 2 * M + 2), W, WA, WB, I0, I1, 25)
+/* the pass's float step: token k's lanes FL, FL + 1 += cvt(L) * dv[k]
+ * (dv in v28, v29, v30, v25), the pass's 8 accumulators side by side as
+ * q4k_x4_t4's (F[8p + 2k + j], lane 2p + j), two 4-register LD1/ST1 at
+ * pf and pf2 = pf + 64, which move on by FPOST */
+#define Q6T_F(FPOST)                                                                                 \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
+    "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
+    "fmla v16.4s, v8.4s, v28.4s\n\t"                                                                 \
+    "fmla v17.4s, v9.4s, v28.4s\n\t"                                                                 \
+    "fmla v18.4s, v10.4s, v29.4s\n\t"                                                                \
+    "fmla v19.4s, v11.4s, v29.4s\n\t"                                                                \
+    "fmla v20.4s, v12.4s, v30.4s\n\t"                                                                \
+    "fmla v21.4s, v13.4s, v30.4s\n\t"                                                                \
+    "fmla v22.4s, v14.4s, v25.4s\n\t"                                                                \
+    "fmla v23.4s, v15.4s, v25.4s\n\t"                                                                \
+    "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]], " FPOST "\n\t"                                  \
+    "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]], " FPOST "\n\t"
 /* dv[k] = d x yd of token k (d32 * yd, as q6k_xt) */
 #define Q6T_DV                                                                                       \
     "ldr d16, [%[o], #832]\n\t"                                                                      \
@@ -1018,8 +1043,8 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "sshll2 v27.4s, v24.8h, #0\n\t"                                                                  \
     "sshll v28.4s, v25.4h, #0\n\t"                                                                   \
     "sshll2 v29.4s, v25.8h, #0\n\t"                                                                  \
-    "stp q26, q27, [%[ds], #" #OFF "]\n\t"                                                           \
-    "stp q28, q29, [%[ds], #(" #OFF " + 32)]\n\t"
+    "stp q26, q28, [%[ds], #" #OFF "]\n\t"                                                           \
+    "stp q27, q29, [%[ds], #(" #OFF " + 128)]\n\t"
 #define Q6T_D2(...) Q6T_D2_(__VA_ARGS__)
 #define Q6T_DS                                                                                       \
     "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[sc]]\n\t"                                         \
@@ -1028,10 +1053,10 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "ext v22.16b, v17.16b, v18.16b, #8\n\t"                                                          \
     "ext v23.16b, v18.16b, v19.16b, #8\n\t"                                                          \
     "ext v20.16b, v19.16b, v20.16b, #8\n\t"                                                          \
-    Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 64) Q6T_D2(18, 23, 128) Q6T_D2(19, 20, 192)
+    Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 32) Q6T_D2(18, 23, 64) Q6T_D2(19, 20, 96)
 /* pass (H, i0): S the scale vector of its lanes' groups, B0..B3 their
  * bsums, I0, I1 = i0, i0 + 1, W/WA/WB the weights of those lanes, FL = 4H + i0 */
-#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FL)                                        \
+#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FPOST)                                        \
     "ldr q26, [%[sc], #(16 * " #S ")]\n\t"                                                           \
     "sshll v27.8h, v26.8b, #5\n\t"                                                                   \
     "sshll2 v26.8h, v26.16b, #5\n\t"                                                                 \
@@ -1040,13 +1065,11 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     Q6T_OFF(0, 8, 9, y0, H, B0, B1, B2, B3) Q6T_OFF(2, 10, 11, y1, H, B0, B1, B2, B3)                \
     Q6T_OFF(4, 12, 13, y2, H, B0, B1, B2, B3) Q6T_OFF(6, 14, 15, y3, H, B0, B1, B2, B3)              \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
-    Q6T_G((0 + H), W, WA, WB, I0, I1) Q6T_G((2 + H), W, WA, WB, I0, I1)                              \
-    Q6T_G((4 + H), W, WA, WB, I0, I1) Q6T_G((6 + H), W, WA, WB, I0, I1)                              \
-    Q6T_G((8 + H), W, WA, WB, I0, I1) Q6T_G((10 + H), W, WA, WB, I0, I1)                             \
-    Q6T_G((12 + H), W, WA, WB, I0, I1) Q6T_G((14 + H), W, WA, WB, I0, I1)                            \
+    Q6T_G2(H, 0, W, WA, WB, I0, I1) Q6T_G2(H, 2, W, WA, WB, I0, I1)                                  \
+    Q6T_G2(H, 4, W, WA, WB, I0, I1) Q6T_G2(H, 6, W, WA, WB, I0, I1)                                  \
     "ldp q28, q29, [%[dv]]\n\t"                                                                      \
     "ldp q30, q25, [%[dv], #32]\n\t"                                                                 \
-    Q6T_F(8, 9, 28, 0, FL) Q6T_F(10, 11, 29, 1, FL) Q6T_F(12, 13, 30, 2, FL) Q6T_F(14, 15, 25, 3, FL)
+    Q6T_F(FPOST)
 static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
     float32x4_t accs[32], dvs[4];
@@ -1057,25 +1080,28 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
+    const int64_t fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *sc = o + 768;
         __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t" Q6T_DV Q6T_DS
-                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 0)
-                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 2)
-                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 4)
-                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 6)
-                         :
+                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]")
+                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[ff]")
+                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]")
+                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[fb]")
+                         : [pf] "+r"(pf), [pf2] "+r"(pf2)
                          : [o] "r"(o), [sc] "r"(sc), [y0] "r"(y0), [y1] "r"(y1), [y2] "r"(y2), [y3] "r"(y3),
-                           [ds] "r"(ds), [dv] "r"(dv), [F] "r"(F)
+                           [ds] "r"(ds), [dv] "r"(dv), [ff] "r"(ff), [fb] "r"(fb)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "memory");
         o += Q6K_X4_BYTES;
         y0 += sizeof(k_block_q8_k), y1 += sizeof(k_block_q8_k), y2 += sizeof(k_block_q8_k), y3 += sizeof(k_block_q8_k);
     }
-    for (int k = 0; k < 4; k++)
-        vst1q_f32(y + k * ys, hsum8_x4(F[8 * k], F[8 * k + 1], F[8 * k + 2], F[8 * k + 3], F[8 * k + 4], F[8 * k + 5],
-                                       F[8 * k + 6], F[8 * k + 7]));
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 2 * k; /* lane 2p + j at f[8p + j] */
+        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[1], f[8], f[9], f[16], f[17], f[24], f[25]));
+    }
 }
 /* Q4_K, one group of 4 rows x 4 tokens (the batch piece), the whole loop
  * over the group's blocks in fixed registers: the integer lanes and float
@@ -1443,7 +1469,7 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q6T_W23
 #undef Q6T_G_
 #undef Q6T_G
-#undef Q6T_F_
+#undef Q6T_G2
 #undef Q6T_F
 #undef Q6T_PASS
 #undef Q6T_DV
