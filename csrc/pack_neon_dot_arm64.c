@@ -658,12 +658,14 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_D_HI(W)
 #define Q4K_X_LO "tbl v26.16b, {%[tab].16b}, v26.16b\n\t"
 #define Q4K_X_HI(W) "tbl v" #W ".16b, {%[tab].16b}, v" #W ".16b\n\t"
-/* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its sub-blocks */
-#define Q4K_CHUNK(WIDEN, D, ARR, FIRST, DEC)                                                         \
+/* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its
+ * sub-blocks; the activations' pointer moves on by POST (#64, and in the
+ * last chunk %[next] = 100: past the bsums to the next block's qs) */
+#define Q4K_CHUNK(WIDEN, D, ARR, FIRST, DEC, POST)                                                   \
     WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
     "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
-    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"                               \
     "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
     Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST, DEC) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST, DEC)             \
     Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST, DEC) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST, DEC)           \
@@ -671,8 +673,8 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST, DEC) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST, DEC)           \
     Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST, DEC) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST, DEC)
 #define Q4K_CHUNKS(DEC)                                                                              \
-    Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC)          \
-    Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC)
+    Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC, "#64") Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC, "#64") \
+    Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC, "#64") Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC, "%[next]")
 /* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same,
  * commutative); the 8 accumulators come and go as two 4-register LD1/ST1
  * (F[0..3] at F, F[4..7] at F2 = F + 4), where pairs took 4 LDP and 4 STP */
@@ -701,8 +703,8 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",      \
         "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
 /* The start of a block of q45k_x4_c (q4 1: Q4_K, 0: Q5_K): the rows'
- * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N) and the
- * token's d at *yb, both moved past; *dv = d * yd, the scale differences
+ * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N), moved
+ * past, and the token's d before its qs at *yb; *dv = d * yd, the scale differences
  * D0, D1 the asm takes, and the min term into F8 (k_q45k_x4_minterm_neon:
  * F8[0..3] for Q4_K, F8[0] for Q5_K) with dmin * yd. */
 static inline __attribute__((always_inline)) void q45k_x4_head(const int q4, const uint8_t **o, const uint8_t **yb,
@@ -710,13 +712,12 @@ static inline __attribute__((always_inline)) void q45k_x4_head(const int q4, con
                                                                int8x16_t *D0, int8x16_t *D1, float32x4_t *F8) {
     const uint8x16x4_t hd = vld1q_u8_x4(*o);
     *o += 64;
-    const float32x4_t yd = vld1q_dup_f32((const float *)*yb);
-    *yb += 4;
+    const float yd = ((const float *)*yb)[-1];
     const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
-    *dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+    *dv = vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
     float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
     __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
-    const float32x4_t dmv = vmulq_f32(dm32, yd);
+    const float32x4_t dmv = vmulq_n_f32(dm32, yd);
     const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
     const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
     *D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
@@ -739,11 +740,11 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
     float32x4_t accs[8];
     float32x4_t *F = acc_zero(accs, 8);
-    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4 */
+    const uint8_t *yb = (const uint8_t *)y + 4; /* as q45k_x4_c */
+    const int64_t next = (int64_t)sizeof(k_block_q8_k) - 192;
     for (int64_t b = 0; b < nb; b++) {
-        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
-        yb += 4;
-        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), yd);
+        const float yd = ((const float *)yb)[-1];
+        const float32x4_t dv = vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), yd);
         const uint8x16_t S = vld1q_u8(o + 8);
         const uint8x8_t N = vld1_u8(o + 24);
         o += 32;
@@ -754,9 +755,8 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
         __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_X) Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
                          : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F),
-                           [F2] "r"(F + 4)
+                           [F2] "r"(F + 4), [next] "r"(next)
                          : Q4K_CLOBBERS);
-        yb += 32; /* past bsums */
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
@@ -785,11 +785,11 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     "shl v23.16b, v23.16b, #2\n\tshl v21.16b, v21.16b, #2\n\tsri v23.16b, v21.16b, #1\n\t"          \
     "sri v27.16b, v23.16b, #3\n\tushr v27.16b, v27.16b, #3\n\t" Q5K_O(C3, L3, 27, AO, 3)
 #define Q5K_HALF(...) Q5K_HALF_(__VA_ARGS__)
-#define Q5K_CHUNK(WIDEN, D, ARR, FIRST)                                                              \
+#define Q5K_CHUNK(WIDEN, D, ARR, FIRST, POST)                                                        \
     WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
     "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
-    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"                               \
     Q5K_HALF(0, 1, 2, 3, 8, 9, 10, 11, 16, 18, FIRST) Q5K_HALF(4, 5, 6, 7, 12, 13, 14, 15, 17, 19, FIRST)
 /* Q4_K (q4 1) or Q5_K (q4 0), one group of 4 rows x one token */
 static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_t nb, const uint8_t *o,
@@ -797,7 +797,8 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
     const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
     float32x4_t accs[12];
     float32x4_t *F = acc_zero(accs, q4 ? 12 : 9); /* F[8..11] the min term (F[8] for Q5_K) */
-    const uint8_t *yb = (const uint8_t *)y;        /* d, qs at yb + 4, bsums at yb + 260 */
+    const uint8_t *yb = (const uint8_t *)y + 4; /* qs of block b: d at yb - 4, bsums at yb + 256 */
+    const int64_t next = (int64_t)sizeof(k_block_q8_k) - 192;
     for (int64_t b = 0; b < nb; b++) {
         float32x4_t dv;
         int8x16_t D0, D1;
@@ -805,17 +806,19 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
         if (q4)
             __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
                              : [o] "+r"(o), [ap] "+r"(yb)
-                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F), [F2] "r"(F + 4)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F), [F2] "r"(F + 4),
+                               [next] "r"(next)
                              : Q4K_CLOBBERS);
         else
             __asm__ volatile(Q4K_ARCH
-                             Q5K_CHUNK("sshll", "D0", "8b", Q4K_F) Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N)
-                             Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)
+                             Q5K_CHUNK("sshll", "D0", "8b", Q4K_F, "#64") Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N, "#64")
+                             Q5K_CHUNK("sshll", "D1", "8b", Q4K_N, "#64")
+                             Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N, "%[next]")
                              Q4K_FLOAT
                              : [o] "+r"(o), [ap] "+r"(yb)
-                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F), [F2] "r"(F + 4)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F), [F2] "r"(F + 4),
+                               [next] "r"(next)
                              : Q4K_CLOBBERS, "v27");
-        yb += 32; /* the asm went over qs */
     }
     const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
     vst1q_f32(out, q4 ? vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))) : vaddq_f32(s, F[8]));
@@ -873,7 +876,7 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
     "ssubl2 v24.8h, v26.16b, v28.16b\n\t"                                                            \
     "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
     "sshll2 v24.4s, v24.8h, #0\n\t"
-#define Q6K_ACT "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"
+#define Q6K_ACT(POST) "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"
 /* one group: its 4 quant vectors (X, Y, Z & 63, W3 from their top bits)
  * into the chain C0..C3 / L0..L3 with activations A and scales DS */
 #define Q6K_G_(C0, C1, C2, C3, L0, L1, L2, L3, A, DS)                                                 \
@@ -895,19 +898,21 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
 #define Q6K_G(...) Q6K_G_(__VA_ARGS__)
 #define Q6K_EV(A) Q6K_G(0, 1, 2, 3, 8, 9, 10, 11, A, 25)
 #define Q6K_OD(A) Q6K_G(4, 5, 6, 7, 12, 13, 14, 15, A, 24)
-/* groups 4m..4m+3, D the scales by parts of groups 4m, 4m+1 */
-#define Q6K_QUAD(D) Q6K_ACT D Q6K_EV(16) Q6K_OD(17) Q6K_D_ODD Q6K_EV(18) Q6K_OD(19)
+/* groups 4m..4m+3, D the scales by parts of groups 4m, 4m+1; the
+ * activations' pointer moves on by POST (the last quad's: to the next
+ * block's qs, as q45k_x4_c's) */
+#define Q6K_QUAD(D, POST) Q6K_ACT(POST) D Q6K_EV(16) Q6K_OD(17) Q6K_D_ODD Q6K_EV(18) Q6K_OD(19)
 static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
                                                            float *out) {
     const uint8x16_t m6 = vdupq_n_u8(63);
     float32x4_t accs[8];
     float32x4_t *F = acc_zero(accs, 8);
-    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    const uint8_t *yb = (const uint8_t *)y + 4; /* as q45k_x4_c */
+    const int64_t next = (int64_t)sizeof(k_block_q8_k) - 192;
     for (int64_t b = 0; b < nb; b++) {
-        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
-        yb += 4;
+        const float yd = ((const float *)yb)[-1];
         const float32x4_t dv =
-            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), yd);
+            vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), yd);
         const uint8_t *sc = o + 768;
         __asm__ volatile(Q6K_ARCH
                          "ldp q0, q1, [%[ap], #256]\n\t"
@@ -920,13 +925,12 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
                          Q6K_OFF(12, "sshll", 4, "8b", 1, 0, 1) Q6K_OFF(13, "sshll2", 4, "16b", 1, 2, 3)
                          Q6K_OFF(14, "sshll", 5, "8b", 1, 4, 5) Q6K_OFF(15, "sshll2", 5, "16b", 1, 6, 7)
                          Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)
-                         Q6K_QUAD(Q6K_D_EVEN(0)) Q6K_QUAD(Q6K_D_EVEN(16)) Q6K_QUAD(Q6K_D_EVEN(32))
-                         Q6K_QUAD(Q6K_D_LAST) Q4K_FLOAT
+                         Q6K_QUAD(Q6K_D_EVEN(0), "#64") Q6K_QUAD(Q6K_D_EVEN(16), "#64")
+                         Q6K_QUAD(Q6K_D_EVEN(32), "#64") Q6K_QUAD(Q6K_D_LAST, "%[next]") Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
-                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F), [F2] "r"(F + 4)
+                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F), [F2] "r"(F + 4), [next] "r"(next)
                          : Q4K_CLOBBERS, "v27", "v28");
-        o += 72;  /* the asm went over the quants: past scales and d */
-        yb += 32; /* and over qs: past bsums */
+        o += 72; /* the asm went over the quants: past scales and d */
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
