@@ -940,17 +940,22 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  * tokens), so each pass runs 16 chains (C, L) of 4 tokens x 2 lanes. Per
  * block the scales by parts of the 16 groups (sc[g] - sc[g+2] of the 4
  * rows, widened; the even groups', then the odd ones', so that a pass
- * loads two groups' with one LDP) and the 4 tokens' dv = d * yd go to
- * memory first; each pass starts its L from the offset terms (-32 sc) x
- * bsum of its lanes, as q6k_xt does, and ends with the float steps of its
- * 8 (token, lane) pairs, whose accumulators are side by side (F[8p + 2k +
- * j] for pass p, token k, lane 2p + j: two 4-register LD1/ST1).
+ * loads two groups' with one LDP) go to memory first, and the 4 tokens' dv
+ * = d * yd (tokens 0..2 stay in registers, token 3's goes to memory); each
+ * pass starts its L from the offset terms (-32 sc) x bsum of its lanes, as
+ * q6k_xt does, and ends with the float steps of its 8 (token, lane) pairs,
+ * whose accumulators are side by side (F[8p + 2k + j] for pass p, token k,
+ * lane 2p + j: two 4-register LD1/ST1). The whole loop over the blocks is
+ * one asm; the token pointers sit at their block's group 15 (qs + 240),
+ * whose load moves them on to the next block's.
  *   v0-v7   C (token k, lane j at v(2k + j); v0, v2, v4, v6 first hold
- *           the tokens' bsums of half h), v8-v15 L (v(8 + 2k + j))
+ *           the tokens' bsums of half h; v0-v5 scratch of the scales'
+ *           widening), v8-v15 L (v(8 + 2k + j))
  *   v16-v19 one group's activations of tokens 0..3
  *   v20-v23 the group's weights (X, Y, Z, scratch), v24/v25 the scales by
  *   parts of the group and of the next one of the pass
- *   v26/v27 the pass's scales x -32, v25 and v28-v30 dv, v31 the mask 63 */
+ *   v26/v27 the pass's scales x -32, v28-v30 dv of tokens 0..2 (v25 token
+ *   3's in the float step), v31 the mask 63 */
 #if defined(__clang__)
 #define Q6T_ARCH ""
 #else
@@ -958,7 +963,7 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
 #endif
 /* the offset terms of token k's lanes into LA, LB from its bsums (in CK) */
 #define Q6T_OFF_(CK, LA, LB, Y, H, B0, B1, B2, B3)                                                   \
-    "ldr q" #CK ", [%[" #Y "], #(256 + 16 * " #H ")]\n\t"                                           \
+    "ldr q" #CK ", [%[" #Y "], #(16 + 16 * " #H ")]\n\t"                                            \
     "smull v" #LA ".4s, v27.4h, v" #CK ".h[" #B0 "]\n\t"                                             \
     "smlal2 v" #LA ".4s, v27.8h, v" #CK ".h[" #B1 "]\n\t"                                            \
     "smull v" #LB ".4s, v26.4h, v" #CK ".h[" #B2 "]\n\t"                                             \
@@ -984,19 +989,28 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "sri v22.16b, v20.16b, #4\n\t"                                                                   \
     "ushr v22.16b, v22.16b, #2\n\t"
 /* group G of a pass, its scales by parts in v DS */
-#define Q6T_G_(G, W, WA, WB, I0, I1, DS)                                                             \
-    "ldr q16, [%[y0], #(16 * " #G ")]\n\t"                                                           \
-    "ldr q17, [%[y1], #(16 * " #G ")]\n\t"                                                           \
-    "ldr q18, [%[y2], #(16 * " #G ")]\n\t"                                                           \
-    "ldr q19, [%[y3], #(16 * " #G ")]\n\t"                                                           \
-    W(G) Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1, DS) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1, DS)       \
+/* group G's activations of the 4 tokens (the token pointers are at their
+ * block's group 15, qs + 240); the block's last (Q6T_ACTL, group 15)
+ * moves them on to the next block's */
+#define Q6T_ACT(G)                                                                                   \
+    "ldur q16, [%[y0], #(16 * " #G " - 240)]\n\t"                                                    \
+    "ldur q17, [%[y1], #(16 * " #G " - 240)]\n\t"                                                    \
+    "ldur q18, [%[y2], #(16 * " #G " - 240)]\n\t"                                                    \
+    "ldur q19, [%[y3], #(16 * " #G " - 240)]\n\t"
+#define Q6T_ACTL(G)                                                                                  \
+    "ld1 {v16.16b}, [%[y0]], %[ystep]\n\t"                                                           \
+    "ld1 {v17.16b}, [%[y1]], %[ystep]\n\t"                                                           \
+    "ld1 {v18.16b}, [%[y2]], %[ystep]\n\t"                                                           \
+    "ld1 {v19.16b}, [%[y3]], %[ystep]\n\t"
+#define Q6T_G_(G, W, WA, WB, I0, I1, DS, ACT)                                                        \
+    ACT(G) W(G) Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1, DS) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1, DS)       \
     Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1, DS) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1, DS)
 #define Q6T_G(...) Q6T_G_(__VA_ARGS__)
 /* groups H + 2 M and H + 2 M + 2 (the pass's M-th and next): their scales
  * by parts side by side in ds (the pass's groups in order), one LDP */
-#define Q6T_G2(H, M, W, WA, WB, I0, I1)                                                              \
+#define Q6T_G2(H, M, W, WA, WB, I0, I1, ACT2)                                                        \
     "ldp q24, q25, [%[ds], #(16 * (8 * " #H " + " #M "))]\n\t"                                       \
-    Q6T_G((H + 2 * M), W, WA, WB, I0, I1, 24) Q6T_G((H + 2 * M + 2), W, WA, WB, I0, I1, 25)
+    Q6T_G((H + 2 * M), W, WA, WB, I0, I1, 24, Q6T_ACT) Q6T_G((H + 2 * M + 2), W, WA, WB, I0, I1, 25, ACT2)
 /* the pass's float step: token k's lanes FL, FL + 1 += cvt(L) * dv[k]
  * (dv in v28, v29, v30, v25), the pass's 8 accumulators side by side as
  * q4k_x4_t4's (F[8p + 2k + j], lane 2p + j), two 4-register LD1/ST1 at
@@ -1026,32 +1040,32 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
 #define Q6T_DV                                                                                       \
     "ldr d16, [%[o], #832]\n\t"                                                                      \
     "fcvtl v16.4s, v16.4h\n\t"                                                                       \
-    "ldur s17, [%[y0], #-4]\n\t"                                                                     \
-    "ldur s18, [%[y1], #-4]\n\t"                                                                     \
-    "ldur s19, [%[y2], #-4]\n\t"                                                                     \
-    "ldur s20, [%[y3], #-4]\n\t"                                                                     \
-    "fmul v21.4s, v16.4s, v17.s[0]\n\t"                                                              \
-    "fmul v22.4s, v16.4s, v18.s[0]\n\t"                                                              \
-    "fmul v23.4s, v16.4s, v19.s[0]\n\t"                                                              \
+    "ldur s17, [%[y0], #-244]\n\t"                                                                   \
+    "ldur s18, [%[y1], #-244]\n\t"                                                                   \
+    "ldur s19, [%[y2], #-244]\n\t"                                                                   \
+    "ldur s20, [%[y3], #-244]\n\t"                                                                   \
+    "fmul v28.4s, v16.4s, v17.s[0]\n\t"                                                              \
+    "fmul v29.4s, v16.4s, v18.s[0]\n\t"                                                              \
+    "fmul v30.4s, v16.4s, v19.s[0]\n\t"                                                              \
     "fmul v24.4s, v16.4s, v20.s[0]\n\t"                                                              \
-    "stp q21, q22, [%[dv]]\n\t"                                                                      \
-    "stp q23, q24, [%[dv], #32]\n\t"
+    "str q24, [%[dv]]\n\t"
 /* ds[2m], ds[2m+1]: D_m = the scale bytes of groups 2m, 2m+1 minus those of
  * 2m+2, 2m+3 (0 past group 15), widened; S_j = bytes 16j..16j+15 in
  * v16-v19, N_j = bytes 16j+8..16j+23 (EXT), so D_2j = S_j - N_j (low
  * halves) and D_2j+1 the high halves */
 #define Q6T_D2_(S, N, OFF)                                                                           \
-    "ssubl v24.8h, v" #S ".8b, v" #N ".8b\n\t"                                                       \
-    "ssubl2 v25.8h, v" #S ".16b, v" #N ".16b\n\t"                                                    \
-    "sshll v26.4s, v24.4h, #0\n\t"                                                                   \
-    "sshll2 v27.4s, v24.8h, #0\n\t"                                                                  \
-    "sshll v28.4s, v25.4h, #0\n\t"                                                                   \
-    "sshll2 v29.4s, v25.8h, #0\n\t"                                                                  \
-    "stp q26, q28, [%[ds], #" #OFF "]\n\t"                                                           \
-    "stp q27, q29, [%[ds], #(" #OFF " + 128)]\n\t"
+    "ssubl v0.8h, v" #S ".8b, v" #N ".8b\n\t"                                                        \
+    "ssubl2 v1.8h, v" #S ".16b, v" #N ".16b\n\t"                                                     \
+    "sshll v2.4s, v0.4h, #0\n\t"                                                                     \
+    "sshll2 v3.4s, v0.8h, #0\n\t"                                                                    \
+    "sshll v4.4s, v1.4h, #0\n\t"                                                                     \
+    "sshll2 v5.4s, v1.8h, #0\n\t"                                                                    \
+    "stp q2, q4, [%[ds], #" #OFF "]\n\t"                                                             \
+    "stp q3, q5, [%[ds], #(" #OFF " + 128)]\n\t"
 #define Q6T_D2(...) Q6T_D2_(__VA_ARGS__)
 #define Q6T_DS                                                                                       \
-    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[sc]]\n\t"                                         \
+    "ldp q16, q17, [%[o], #768]\n\t"                                                                 \
+    "ldp q18, q19, [%[o], #800]\n\t"                                                                 \
     "movi v20.2d, #0\n\t"                                                                            \
     "ext v21.16b, v16.16b, v17.16b, #8\n\t"                                                          \
     "ext v22.16b, v17.16b, v18.16b, #8\n\t"                                                          \
@@ -1060,8 +1074,8 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 32) Q6T_D2(18, 23, 64) Q6T_D2(19, 20, 96)
 /* pass (H, i0): S the scale vector of its lanes' groups, B0..B3 their
  * bsums, I0, I1 = i0, i0 + 1, W/WA/WB the weights of those lanes, FL = 4H + i0 */
-#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FPOST)                                        \
-    "ldr q26, [%[sc], #(16 * " #S ")]\n\t"                                                           \
+#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FPOST, ACTL)                                        \
+    "ldr q26, [%[o], #(768 + 16 * " #S ")]\n\t"                                                     \
     "sshll v27.8h, v26.8b, #5\n\t"                                                                   \
     "sshll2 v26.8h, v26.16b, #5\n\t"                                                                 \
     "neg v27.8h, v27.8h\n\t"                                                                         \
@@ -1069,11 +1083,9 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     Q6T_OFF(0, 8, 9, y0, H, B0, B1, B2, B3) Q6T_OFF(2, 10, 11, y1, H, B0, B1, B2, B3)                \
     Q6T_OFF(4, 12, 13, y2, H, B0, B1, B2, B3) Q6T_OFF(6, 14, 15, y3, H, B0, B1, B2, B3)              \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
-    Q6T_G2(H, 0, W, WA, WB, I0, I1) Q6T_G2(H, 2, W, WA, WB, I0, I1)                                  \
-    Q6T_G2(H, 4, W, WA, WB, I0, I1) Q6T_G2(H, 6, W, WA, WB, I0, I1)                                  \
-    "ldp q28, q29, [%[dv]]\n\t"                                                                      \
-    "ldp q30, q25, [%[dv], #32]\n\t"                                                                 \
-    Q6T_F(FPOST)
+    Q6T_G2(H, 0, W, WA, WB, I0, I1, Q6T_ACT) Q6T_G2(H, 2, W, WA, WB, I0, I1, Q6T_ACT)                \
+    Q6T_G2(H, 4, W, WA, WB, I0, I1, Q6T_ACT) Q6T_G2(H, 6, W, WA, WB, I0, I1, ACTL)                   \
+    "ldr q25, [%[dv]]\n\t" Q6T_F(FPOST)
 static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
     float32x4_t accs[32], dvs[4];
@@ -1082,26 +1094,27 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     int32x4_t *ds = dss;
     __asm__("" : "+r"(F), "+r"(dv), "+r"(ds));
     for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
-    const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
+    /* group 15 of token 0's block b (qs + 240): d at -244, bsums at +16 */
+    const uint8_t *y0 = (const uint8_t *)a + 244;
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t fb = -384, ff = 128;
+    const int64_t fb = -384, ff = 128, ystep = sizeof(k_block_q8_k), gb = Q6K_X4_BYTES;
     float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *sc = o + 768;
-        __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t" Q6T_DV Q6T_DS
-                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]")
-                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[ff]")
-                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]")
-                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[fb]")
-                         : [pf] "+r"(pf), [pf2] "+r"(pf2)
-                         : [o] "r"(o), [sc] "r"(sc), [y0] "r"(y0), [y1] "r"(y1), [y2] "r"(y2), [y3] "r"(y3),
-                           [ds] "r"(ds), [dv] "r"(dv), [ff] "r"(ff), [fb] "r"(fb)
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t"
+                         "1:\n\t" Q6T_DV Q6T_DS
+                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]", Q6T_ACT)
+                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[ff]", Q6T_ACT)
+                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]", Q6T_ACT)
+                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[fb]", Q6T_ACTL)
+                         "add %[o], %[o], %[gb]\n\t"
+                         "subs %[nb], %[nb], #1\n\t"
+                         "b.ne 1b\n\t"
+                         : [pf] "+r"(pf), [pf2] "+r"(pf2), [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1),
+                           [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [ds] "r"(ds), [dv] "r"(dv), [ff] "r"(ff), [fb] "r"(fb), [ystep] "r"(ystep), [gb] "r"(gb)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
-                           "v27", "v28", "v29", "v30", "v31", "memory");
-        o += Q6K_X4_BYTES;
-        y0 += sizeof(k_block_q8_k), y1 += sizeof(k_block_q8_k), y2 += sizeof(k_block_q8_k), y3 += sizeof(k_block_q8_k);
-    }
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
         const float32x4_t *f = F + 2 * k; /* lane 2p + j at f[8p + j] */
         vst1q_f32(y + k * ys, hsum8_x4(f[0], f[1], f[8], f[9], f[16], f[17], f[24], f[25]));
