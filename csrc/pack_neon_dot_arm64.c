@@ -942,9 +942,11 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  * rows, widened; the even groups', then the odd ones', so that a pass
  * loads two groups' with one LDP) go to memory first, and the 4 tokens' dv
  * = d * yd (tokens 0..2 stay in registers, token 3's goes to memory); each
- * pass starts its L from the offset terms (-32 sc) x bsum of its lanes, as
- * q6k_xt does, and ends with the float steps of its 8 (token, lane) pairs,
- * whose accumulators are side by side (F[8p + 2k + j] for pass p, token k,
+ * pass starts its L from the offset terms of its lanes, as q6k_xt does
+ * but with the lane's sign flipped (L = (32 sc) x bsum, minus the scaled
+ * chains by MLS: no NEG of the scales; the float step undoes the sign),
+ * and ends with the float steps of its 8 (token, lane) pairs, whose
+ * accumulators are side by side (F[8p + 2k + j] for pass p, token k,
  * lane 2p + j: two 4-register LD1/ST1). The whole loop over the blocks is
  * one asm; the token pointers sit at their block's group 15 (qs + 240),
  * whose load moves them on to the next block's.
@@ -954,7 +956,7 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  *   v16-v19 one group's activations of tokens 0..3
  *   v20-v23 the group's weights (X, Y, Z, scratch), v24/v25 the scales by
  *   parts of the group and of the next one of the pass
- *   v26/v27 the pass's scales x -32, v28-v30 dv of tokens 0..2 (v25 token
+ *   v26/v27 the pass's scales x 32, v28-v30 dv of tokens 0..2 (v25 token
  *   3's in the float step), v31 the mask 63 */
 #if defined(__clang__)
 #define Q6T_ARCH ""
@@ -969,12 +971,13 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "smull v" #LB ".4s, v26.4h, v" #CK ".h[" #B2 "]\n\t"                                             \
     "smlal2 v" #LB ".4s, v26.8h, v" #CK ".h[" #B3 "]\n\t"
 #define Q6T_OFF(...) Q6T_OFF_(__VA_ARGS__)
-/* token k's two chains: SDOTs by elements I0, I1 of its activations A */
+/* token k's two chains: SDOTs by elements I0, I1 of its activations A
+ * (L holds minus q6k_xt's lane: MLS) */
 #define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1, DS)                                                \
     "sdot v" #C0 ".4s, v" #WA ".16b, v" #A ".4b[" #I0 "]\n\t"                                        \
-    "mla v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
     "sdot v" #C1 ".4s, v" #WB ".16b, v" #A ".4b[" #I1 "]\n\t"                                        \
-    "mla v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"
+    "mls v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"
 #define Q6T_K(...) Q6T_K_(__VA_ARGS__)
 /* the weights of lanes 0, 1 (v20, v21) or 2, 3 (v23, v22) of group G */
 #define Q6T_W01(G)                                                                                   \
@@ -1011,7 +1014,9 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
 #define Q6T_G2(H, M, W, WA, WB, I0, I1, ACT2)                                                        \
     "ldp q24, q25, [%[ds], #(16 * (8 * " #H " + " #M "))]\n\t"                                       \
     Q6T_G((H + 2 * M), W, WA, WB, I0, I1, 24, Q6T_ACT) Q6T_G((H + 2 * M + 2), W, WA, WB, I0, I1, 25, ACT2)
-/* the pass's float step: token k's lanes FL, FL + 1 += cvt(L) * dv[k]
+/* the pass's float step: token k's lanes FL, FL + 1 += cvt(-L) * dv[k], as
+ * FMLS of cvt(L) (negation is exact, FMLS negates a factor and fuses: the
+ * bits of q6k_xt's FMA)
  * (dv in v28, v29, v30, v25), the pass's 8 accumulators side by side as
  * q4k_x4_t4's (F[8p + 2k + j], lane 2p + j), two 4-register LD1/ST1 at
  * pf and pf2 = pf + 64, which move on by FPOST */
@@ -1026,14 +1031,14 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "scvtf v15.4s, v15.4s\n\t"                                                                       \
     "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
     "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
-    "fmla v16.4s, v8.4s, v28.4s\n\t"                                                                 \
-    "fmla v17.4s, v9.4s, v28.4s\n\t"                                                                 \
-    "fmla v18.4s, v10.4s, v29.4s\n\t"                                                                \
-    "fmla v19.4s, v11.4s, v29.4s\n\t"                                                                \
-    "fmla v20.4s, v12.4s, v30.4s\n\t"                                                                \
-    "fmla v21.4s, v13.4s, v30.4s\n\t"                                                                \
-    "fmla v22.4s, v14.4s, v25.4s\n\t"                                                                \
-    "fmla v23.4s, v15.4s, v25.4s\n\t"                                                                \
+    "fmls v16.4s, v8.4s, v28.4s\n\t"                                                                 \
+    "fmls v17.4s, v9.4s, v28.4s\n\t"                                                                 \
+    "fmls v18.4s, v10.4s, v29.4s\n\t"                                                                \
+    "fmls v19.4s, v11.4s, v29.4s\n\t"                                                                \
+    "fmls v20.4s, v12.4s, v30.4s\n\t"                                                                \
+    "fmls v21.4s, v13.4s, v30.4s\n\t"                                                                \
+    "fmls v22.4s, v14.4s, v25.4s\n\t"                                                                \
+    "fmls v23.4s, v15.4s, v25.4s\n\t"                                                                \
     "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]], " FPOST "\n\t"                                  \
     "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]], " FPOST "\n\t"
 /* dv[k] = d x yd of token k (d32 * yd, as q6k_xt) */
@@ -1078,8 +1083,6 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "ldr q26, [%[o], #(768 + 16 * " #S ")]\n\t"                                                     \
     "sshll v27.8h, v26.8b, #5\n\t"                                                                   \
     "sshll2 v26.8h, v26.16b, #5\n\t"                                                                 \
-    "neg v27.8h, v27.8h\n\t"                                                                         \
-    "neg v26.8h, v26.8h\n\t"                                                                         \
     Q6T_OFF(0, 8, 9, y0, H, B0, B1, B2, B3) Q6T_OFF(2, 10, 11, y1, H, B0, B1, B2, B3)                \
     Q6T_OFF(4, 12, 13, y2, H, B0, B1, B2, B3) Q6T_OFF(6, 14, 15, y3, H, B0, B1, B2, B3)              \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
