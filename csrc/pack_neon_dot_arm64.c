@@ -678,7 +678,7 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 /* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same,
  * commutative); the 8 accumulators come and go as two 4-register LD1/ST1
  * (F[0..3] at F, F[4..7] at F2 = F + 4), where pairs took 4 LDP and 4 STP */
-#define Q4K_FLOAT                                                                                    \
+#define Q4K_FLOAT_(FMA)                                                                              \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
     "scvtf v9.4s, v9.4s\n\t"                                                                         \
     "scvtf v10.4s, v10.4s\n\t"                                                                       \
@@ -689,16 +689,17 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "scvtf v15.4s, v15.4s\n\t"                                                                       \
     "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
     "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"                                             \
-    "fmla v16.4s, v8.4s, %[dv].4s\n\t"                                                               \
-    "fmla v17.4s, v9.4s, %[dv].4s\n\t"                                                               \
-    "fmla v18.4s, v10.4s, %[dv].4s\n\t"                                                              \
-    "fmla v19.4s, v11.4s, %[dv].4s\n\t"                                                              \
-    "fmla v20.4s, v12.4s, %[dv].4s\n\t"                                                              \
-    "fmla v21.4s, v13.4s, %[dv].4s\n\t"                                                              \
-    "fmla v22.4s, v14.4s, %[dv].4s\n\t"                                                              \
-    "fmla v23.4s, v15.4s, %[dv].4s\n\t"                                                              \
+    FMA " v16.4s, v8.4s, %[dv].4s\n\t"                                                               \
+    FMA " v17.4s, v9.4s, %[dv].4s\n\t"                                                               \
+    FMA " v18.4s, v10.4s, %[dv].4s\n\t"                                                              \
+    FMA " v19.4s, v11.4s, %[dv].4s\n\t"                                                              \
+    FMA " v20.4s, v12.4s, %[dv].4s\n\t"                                                              \
+    FMA " v21.4s, v13.4s, %[dv].4s\n\t"                                                              \
+    FMA " v22.4s, v14.4s, %[dv].4s\n\t"                                                              \
+    FMA " v23.4s, v15.4s, %[dv].4s\n\t"                                                              \
     "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
     "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"
+#define Q4K_FLOAT Q4K_FLOAT_("fmla")
 #define Q4K_CLOBBERS                                                                                 \
     "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",      \
         "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
@@ -840,7 +841,8 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
  * unpacked dot's per block. Both chains (even groups: lanes 0..3, odd: lanes 4..7) run
  * group by group, so four groups' activations are one 64-byte load and a
  * group's quants one 48-byte load; the scales by parts of groups 2k and
- * 2k+1 are one signed subtract-long of neighbouring scale bytes.
+ * 2k+1 are one signed subtract-long of neighbouring scale bytes. L holds
+ * each lane negated (Q6K_OFF), undone in the float step's FMLS.
  *   v0-v7 C, v8-v15 L (first the offsets), v16-v19 activations of groups
  *   4m..4m+3, v20-v22 the quants X, Y, Z, v23 scratch, v24/v25 scales by
  *   parts (odd / even group), v26-v28 scale bytes */
@@ -849,8 +851,11 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
 #else
 #define Q6K_ARCH ".arch armv8.2-a+dotprod\n\t"
 #endif
-/* L_l = (32 E_l) x (-bsums), E_l the scales of groups 2l, 2l+1: the
- * offset term -32 * (sc[2l] bsum[2l] + sc[2l+1] bsum[2l+1]), exact */
+/* L_l = (32 E_l) x bsums, E_l the scales of groups 2l, 2l+1: minus the
+ * offset term -32 * (sc[2l] bsum[2l] + sc[2l+1] bsum[2l+1]), exact. L
+ * holds minus the unpacked dot's lane (the chains come off it by MLS):
+ * cvt(L) is minus that lane's conversion exactly, and FMLS (which negates
+ * a factor and fuses) makes the unpacked dot's FMA of it */
 #define Q6K_OFF_(L, SSHLL, V, ARR, B, I0, I1)                                                         \
     SSHLL " v6.8h, v" #V "." ARR ", #5\n\t"                                                         \
     "smull v" #L ".4s, v6.4h, v" #B ".h[" #I0 "]\n\t"                                                \
@@ -878,23 +883,24 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
     "sshll2 v24.4s, v24.8h, #0\n\t"
 #define Q6K_ACT(POST) "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"
 /* one group: its 4 quant vectors (X, Y, Z & 63, W3 from their top bits)
- * into the chain C0..C3 / L0..L3 with activations A and scales DS */
+ * into the chain C0..C3 / L0..L3 with activations A and scales DS (L minus
+ * the scaled chains: see Q6K_OFF) */
 #define Q6K_G_(C0, C1, C2, C3, L0, L1, L2, L3, A, DS)                                                 \
     "ld1 {v20.16b, v21.16b, v22.16b}, [%[o]], #48\n\t"                                               \
     "and v23.16b, v20.16b, %[m6].16b\n\t"                                                            \
     "sdot v" #C0 ".4s, v23.16b, v" #A ".4b[0]\n\t"                                                   \
-    "mla v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
     "and v23.16b, v21.16b, %[m6].16b\n\t"                                                            \
     "sdot v" #C1 ".4s, v23.16b, v" #A ".4b[1]\n\t"                                                   \
-    "mla v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"                                                  \
     "and v23.16b, v22.16b, %[m6].16b\n\t"                                                            \
     "sdot v" #C2 ".4s, v23.16b, v" #A ".4b[2]\n\t"                                                   \
-    "mla v" #L2 ".4s, v" #C2 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L2 ".4s, v" #C2 ".4s, v" #DS ".4s\n\t"                                                  \
     "sri v22.16b, v21.16b, #2\n\t"                                                                   \
     "sri v22.16b, v20.16b, #4\n\t"                                                                   \
     "ushr v22.16b, v22.16b, #2\n\t"                                                                  \
     "sdot v" #C3 ".4s, v22.16b, v" #A ".4b[3]\n\t"                                                   \
-    "mla v" #L3 ".4s, v" #C3 ".4s, v" #DS ".4s\n\t"
+    "mls v" #L3 ".4s, v" #C3 ".4s, v" #DS ".4s\n\t"
 #define Q6K_G(...) Q6K_G_(__VA_ARGS__)
 #define Q6K_EV(A) Q6K_G(0, 1, 2, 3, 8, 9, 10, 11, A, 25)
 #define Q6K_OD(A) Q6K_G(4, 5, 6, 7, 12, 13, 14, 15, A, 24)
@@ -916,8 +922,6 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
         const uint8_t *sc = o + 768;
         __asm__ volatile(Q6K_ARCH
                          "ldp q0, q1, [%[ap], #256]\n\t"
-                         "neg v0.8h, v0.8h\n\t"
-                         "neg v1.8h, v1.8h\n\t"
                          "ldp q2, q3, [%[sc]]\n\t"
                          "ldp q4, q5, [%[sc], #32]\n\t"
                          Q6K_OFF(8, "sshll", 2, "8b", 0, 0, 1) Q6K_OFF(9, "sshll2", 2, "16b", 0, 2, 3)
@@ -926,7 +930,7 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
                          Q6K_OFF(14, "sshll", 5, "8b", 1, 4, 5) Q6K_OFF(15, "sshll2", 5, "16b", 1, 6, 7)
                          Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)
                          Q6K_QUAD(Q6K_D_EVEN(0), "#64") Q6K_QUAD(Q6K_D_EVEN(16), "#64")
-                         Q6K_QUAD(Q6K_D_EVEN(32), "#64") Q6K_QUAD(Q6K_D_LAST, "%[next]") Q4K_FLOAT
+                         Q6K_QUAD(Q6K_D_EVEN(32), "#64") Q6K_QUAD(Q6K_D_LAST, "%[next]") Q4K_FLOAT_("fmls")
                          : [o] "+r"(o), [ap] "+r"(yb)
                          : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F), [F2] "r"(F + 4), [next] "r"(next)
                          : Q4K_CLOBBERS, "v27", "v28");
@@ -1519,6 +1523,7 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q4K_CHUNK
 #undef Q4K_CHUNKS
 #undef Q4K_FLOAT
+#undef Q4K_FLOAT_
 #undef Q4K_CLOBBERS
 #undef Q4K_D_LO
 #undef Q4K_D_HI
