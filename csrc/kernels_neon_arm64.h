@@ -178,11 +178,13 @@ static inline __attribute__((always_inline)) void k_q45k_x4_msums_neon(const int
  * a[0] += -dmv * (M[0] + M[1] + M[2] + M[3]) (its summs) */
 static inline __attribute__((always_inline)) void k_q45k_x4_minterm_neon(const int q4, const int32x4_t M[4],
                                                                          float32x4_t dmv, float32x4_t *a) {
-    if (q4) {
-        a[0] = vfmaq_f32(a[0], vcvtq_f32_s32(M[0]), dmv);
-        a[1] = vfmaq_f32(a[1], vcvtq_f32_s32(M[1]), dmv);
-        a[2] = vfmaq_f32(a[2], vcvtq_f32_s32(M[2]), dmv);
-        a[3] = vfmaq_f32(a[3], vcvtq_f32_s32(M[3]), dmv);
+    if (q4) { /* the 4 accumulators as one 4-register LD1 and ST1 */
+        float32x4x4_t v = vld1q_f32_x4((const float *)a);
+        v.val[0] = vfmaq_f32(v.val[0], vcvtq_f32_s32(M[0]), dmv);
+        v.val[1] = vfmaq_f32(v.val[1], vcvtq_f32_s32(M[1]), dmv);
+        v.val[2] = vfmaq_f32(v.val[2], vcvtq_f32_s32(M[2]), dmv);
+        v.val[3] = vfmaq_f32(v.val[3], vcvtq_f32_s32(M[3]), dmv);
+        vst1q_f32_x4((float *)a, v);
     } else {
         const int32x4_t Ms = vaddq_s32(vaddq_s32(M[0], M[1]), vaddq_s32(M[2], M[3]));
         a[0] = vfmaq_f32(a[0], vnegq_f32(dmv), vcvtq_f32_s32(Ms));

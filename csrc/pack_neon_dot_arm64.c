@@ -658,12 +658,14 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
 #define Q4K_D_HI(W)
 #define Q4K_X_LO "tbl v26.16b, {%[tab].16b}, v26.16b\n\t"
 #define Q4K_X_HI(W) "tbl v" #W ".16b, {%[tab].16b}, v" #W ".16b\n\t"
-/* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its sub-blocks */
-#define Q4K_CHUNK(WIDEN, D, ARR, FIRST, DEC)                                                         \
+/* chunk c: WIDEN (sshll / sshll2) of D the scales by parts of its
+ * sub-blocks; the activations' pointer moves on by POST (#64, and in the
+ * last chunk %[next] = 100: past the bsums to the next block's qs) */
+#define Q4K_CHUNK(WIDEN, D, ARR, FIRST, DEC, POST)                                                   \
     WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
     "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
-    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"                               \
     "ld1 {v20.16b, v21.16b, v22.16b, v23.16b}, [%[o]], #64\n\t"                                     \
     Q4K_LANE(0, 8, 20, 16, 18, 0, FIRST, DEC) Q4K_LANE(1, 9, 21, 16, 18, 1, FIRST, DEC)             \
     Q4K_LANE(2, 10, 22, 16, 18, 2, FIRST, DEC) Q4K_LANE(3, 11, 23, 16, 18, 3, FIRST, DEC)           \
@@ -671,10 +673,12 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     Q4K_LANE(4, 12, 20, 17, 19, 0, FIRST, DEC) Q4K_LANE(5, 13, 21, 17, 19, 1, FIRST, DEC)           \
     Q4K_LANE(6, 14, 22, 17, 19, 2, FIRST, DEC) Q4K_LANE(7, 15, 23, 17, 19, 3, FIRST, DEC)
 #define Q4K_CHUNKS(DEC)                                                                              \
-    Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC) Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC)          \
-    Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC) Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC)
-/* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same, commutative) */
-#define Q4K_FLOAT                                                                                    \
+    Q4K_CHUNK("sshll", "D0", "8b", Q4K_F, DEC, "#64") Q4K_CHUNK("sshll2", "D0", "16b", Q4K_N, DEC, "#64") \
+    Q4K_CHUNK("sshll", "D1", "8b", Q4K_N, DEC, "#64") Q4K_CHUNK("sshll2", "D1", "16b", Q4K_N, DEC, "%[next]")
+/* F[l] = fmaf(cvt(L_l), dv, F[l]), l = 0..7 (fmla's product is the same,
+ * commutative); the 8 accumulators come and go as two 4-register LD1/ST1
+ * (F[0..3] at F, F[4..7] at F2 = F + 4), where pairs took 4 LDP and 4 STP */
+#define Q4K_FLOAT_(FMA)                                                                              \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
     "scvtf v9.4s, v9.4s\n\t"                                                                         \
     "scvtf v10.4s, v10.4s\n\t"                                                                       \
@@ -683,18 +687,25 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
     "scvtf v13.4s, v13.4s\n\t"                                                                       \
     "scvtf v14.4s, v14.4s\n\t"                                                                       \
     "scvtf v15.4s, v15.4s\n\t"                                                                       \
-    Q4K_FMA2(8, 9, 0) Q4K_FMA2(10, 11, 32) Q4K_FMA2(12, 13, 64) Q4K_FMA2(14, 15, 96)
+    "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
+    "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"                                             \
+    FMA " v16.4s, v8.4s, %[dv].4s\n\t"                                                               \
+    FMA " v17.4s, v9.4s, %[dv].4s\n\t"                                                               \
+    FMA " v18.4s, v10.4s, %[dv].4s\n\t"                                                              \
+    FMA " v19.4s, v11.4s, %[dv].4s\n\t"                                                              \
+    FMA " v20.4s, v12.4s, %[dv].4s\n\t"                                                              \
+    FMA " v21.4s, v13.4s, %[dv].4s\n\t"                                                              \
+    FMA " v22.4s, v14.4s, %[dv].4s\n\t"                                                              \
+    FMA " v23.4s, v15.4s, %[dv].4s\n\t"                                                              \
+    "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
+    "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"
+#define Q4K_FLOAT Q4K_FLOAT_("fmla")
 #define Q4K_CLOBBERS                                                                                 \
     "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",      \
         "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "memory"
-#define Q4K_FMA2(L0, L1, OFF)                                                                        \
-    "ldp q16, q17, [%[F], #" #OFF "]\n\t"                                                            \
-    "fmla v16.4s, v" #L0 ".4s, %[dv].4s\n\t"                                                         \
-    "fmla v17.4s, v" #L1 ".4s, %[dv].4s\n\t"                                                         \
-    "stp q16, q17, [%[F], #" #OFF "]\n\t"
 /* The start of a block of q45k_x4_c (q4 1: Q4_K, 0: Q5_K): the rows'
- * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N) and the
- * token's d at *yb, both moved past; *dv = d * yd, the scale differences
+ * 64-byte head at *o (d and dmin, then the scale bytes S0, S1, N), moved
+ * past, and the token's d before its qs at *yb; *dv = d * yd, the scale differences
  * D0, D1 the asm takes, and the min term into F8 (k_q45k_x4_minterm_neon:
  * F8[0..3] for Q4_K, F8[0] for Q5_K) with dmin * yd. */
 static inline __attribute__((always_inline)) void q45k_x4_head(const int q4, const uint8_t **o, const uint8_t **yb,
@@ -702,13 +713,12 @@ static inline __attribute__((always_inline)) void q45k_x4_head(const int q4, con
                                                                int8x16_t *D0, int8x16_t *D1, float32x4_t *F8) {
     const uint8x16x4_t hd = vld1q_u8_x4(*o);
     *o += 64;
-    const float32x4_t yd = vld1q_dup_f32((const float *)*yb);
-    *yb += 4;
+    const float yd = ((const float *)*yb)[-1];
     const uint16x8_t dd = vreinterpretq_u16_u8(hd.val[0]);
-    *dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
+    *dv = vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(dd))), yd);
     float32x4_t dm32; /* (clang makes vcvt_high_f32_f16 an EXT and an FCVTL) */
     __asm__("fcvtl2 %0.4s, %1.8h" : "=w"(dm32) : "w"(dd));
-    const float32x4_t dmv = vmulq_f32(dm32, yd);
+    const float32x4_t dmv = vmulq_n_f32(dm32, yd);
     const uint8x16_t S0 = hd.val[1], S1 = hd.val[2], N = hd.val[3];
     const uint8x16_t sc0 = vandq_u8(S0, m6), sc1 = vandq_u8(S1, m6);
     *D0 = vreinterpretq_s8_u8(vsubq_u8(sc0, vextq_u8(sc0, sc1, 4)));
@@ -731,11 +741,11 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     const uint8x16_t m4 = vdupq_n_u8(15), m6 = vdupq_n_u8(63), b32 = vdupq_n_u8(32);
     float32x4_t accs[8];
     float32x4_t *F = acc_zero(accs, 8);
-    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4 */
+    const uint8_t *yb = (const uint8_t *)y + 4; /* as q45k_x4_c */
+    const int64_t next = (int64_t)sizeof(k_block_q8_k) - 192;
     for (int64_t b = 0; b < nb; b++) {
-        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
-        yb += 4;
-        const float32x4_t dv = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), yd);
+        const float yd = ((const float *)yb)[-1];
+        const float32x4_t dv = vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)o))), yd);
         const uint8x16_t S = vld1q_u8(o + 8);
         const uint8x8_t N = vld1_u8(o + 24);
         o += 32;
@@ -745,9 +755,9 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
         const int8x16_t D1 = vreinterpretq_s8_u8(vsubq_u8(sc1, vextq_u8(sc1, b32, 4)));
         __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_X) Q4K_FLOAT
                          : [o] "+r"(o), [ap] "+r"(yb)
-                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F)
+                         : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [tab] "w"(table), [F] "r"(F),
+                           [F2] "r"(F + 4), [next] "r"(next)
                          : Q4K_CLOBBERS);
-        yb += 32; /* past bsums */
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
@@ -776,11 +786,11 @@ static inline __attribute__((always_inline)) void iq4xs_x4_c(int64_t nb, const u
     "shl v23.16b, v23.16b, #2\n\tshl v21.16b, v21.16b, #2\n\tsri v23.16b, v21.16b, #1\n\t"          \
     "sri v27.16b, v23.16b, #3\n\tushr v27.16b, v27.16b, #3\n\t" Q5K_O(C3, L3, 27, AO, 3)
 #define Q5K_HALF(...) Q5K_HALF_(__VA_ARGS__)
-#define Q5K_CHUNK(WIDEN, D, ARR, FIRST)                                                              \
+#define Q5K_CHUNK(WIDEN, D, ARR, FIRST, POST)                                                        \
     WIDEN " v26.8h, %[" D "]." ARR ", #0\n\t"                                                        \
     "sshll v24.4s, v26.4h, #0\n\t"                                                                   \
     "sshll2 v25.4s, v26.8h, #0\n\t"                                                                  \
-    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"                                    \
+    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"                               \
     Q5K_HALF(0, 1, 2, 3, 8, 9, 10, 11, 16, 18, FIRST) Q5K_HALF(4, 5, 6, 7, 12, 13, 14, 15, 17, 19, FIRST)
 /* Q4_K (q4 1) or Q5_K (q4 0), one group of 4 rows x one token */
 static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_t nb, const uint8_t *o,
@@ -788,7 +798,8 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
     const uint8x16_t m4 = vdupq_n_u8(15), m5 = vdupq_n_u8(31), m6 = vdupq_n_u8(63), zb = vdupq_n_u8(0);
     float32x4_t accs[12];
     float32x4_t *F = acc_zero(accs, q4 ? 12 : 9); /* F[8..11] the min term (F[8] for Q5_K) */
-    const uint8_t *yb = (const uint8_t *)y;        /* d, qs at yb + 4, bsums at yb + 260 */
+    const uint8_t *yb = (const uint8_t *)y + 4; /* qs of block b: d at yb - 4, bsums at yb + 256 */
+    const int64_t next = (int64_t)sizeof(k_block_q8_k) - 192;
     for (int64_t b = 0; b < nb; b++) {
         float32x4_t dv;
         int8x16_t D0, D1;
@@ -796,17 +807,19 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
         if (q4)
             __asm__ volatile(Q4K_ARCH Q4K_CHUNKS(Q4K_D) Q4K_FLOAT
                              : [o] "+r"(o), [ap] "+r"(yb)
-                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m4] "w"(m4), [F] "r"(F), [F2] "r"(F + 4),
+                               [next] "r"(next)
                              : Q4K_CLOBBERS);
         else
             __asm__ volatile(Q4K_ARCH
-                             Q5K_CHUNK("sshll", "D0", "8b", Q4K_F) Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N)
-                             Q5K_CHUNK("sshll", "D1", "8b", Q4K_N) Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N)
+                             Q5K_CHUNK("sshll", "D0", "8b", Q4K_F, "#64") Q5K_CHUNK("sshll2", "D0", "16b", Q4K_N, "#64")
+                             Q5K_CHUNK("sshll", "D1", "8b", Q4K_N, "#64")
+                             Q5K_CHUNK("sshll2", "D1", "16b", Q4K_N, "%[next]")
                              Q4K_FLOAT
                              : [o] "+r"(o), [ap] "+r"(yb)
-                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F)
+                             : [D0] "w"(D0), [D1] "w"(D1), [dv] "w"(dv), [m5] "w"(m5), [F] "r"(F), [F2] "r"(F + 4),
+                               [next] "r"(next)
                              : Q4K_CLOBBERS, "v27");
-        yb += 32; /* the asm went over qs */
     }
     const float32x4_t s = hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]);
     vst1q_f32(out, q4 ? vsubq_f32(s, vaddq_f32(vaddq_f32(F[8], F[10]), vaddq_f32(F[9], F[11]))) : vaddq_f32(s, F[8]));
@@ -828,7 +841,8 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
  * unpacked dot's per block. Both chains (even groups: lanes 0..3, odd: lanes 4..7) run
  * group by group, so four groups' activations are one 64-byte load and a
  * group's quants one 48-byte load; the scales by parts of groups 2k and
- * 2k+1 are one signed subtract-long of neighbouring scale bytes.
+ * 2k+1 are one signed subtract-long of neighbouring scale bytes. L holds
+ * each lane negated (Q6K_OFF), undone in the float step's FMLS.
  *   v0-v7 C, v8-v15 L (first the offsets), v16-v19 activations of groups
  *   4m..4m+3, v20-v22 the quants X, Y, Z, v23 scratch, v24/v25 scales by
  *   parts (odd / even group), v26-v28 scale bytes */
@@ -837,8 +851,11 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
 #else
 #define Q6K_ARCH ".arch armv8.2-a+dotprod\n\t"
 #endif
-/* L_l = (32 E_l) x (-bsums), E_l the scales of groups 2l, 2l+1: the
- * offset term -32 * (sc[2l] bsum[2l] + sc[2l+1] bsum[2l+1]), exact */
+/* L_l = (32 E_l) x bsums, E_l the scales of groups 2l, 2l+1: minus the
+ * offset term -32 * (sc[2l] bsum[2l] + sc[2l+1] bsum[2l+1]), exact. L
+ * holds minus the unpacked dot's lane (the chains come off it by MLS):
+ * cvt(L) is minus that lane's conversion exactly, and FMLS (which negates
+ * a factor and fuses) makes the unpacked dot's FMA of it */
 #define Q6K_OFF_(L, SSHLL, V, ARR, B, I0, I1)                                                         \
     SSHLL " v6.8h, v" #V "." ARR ", #5\n\t"                                                         \
     "smull v" #L ".4s, v6.4h, v" #B ".h[" #I0 "]\n\t"                                                \
@@ -864,46 +881,47 @@ static inline __attribute__((always_inline)) void q45k_x4_c(const int q4, int64_
     "ssubl2 v24.8h, v26.16b, v28.16b\n\t"                                                            \
     "sshll v25.4s, v24.4h, #0\n\t"                                                                   \
     "sshll2 v24.4s, v24.8h, #0\n\t"
-#define Q6K_ACT "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], #64\n\t"
+#define Q6K_ACT(POST) "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[ap]], " POST "\n\t"
 /* one group: its 4 quant vectors (X, Y, Z & 63, W3 from their top bits)
- * into the chain C0..C3 / L0..L3 with activations A and scales DS */
+ * into the chain C0..C3 / L0..L3 with activations A and scales DS (L minus
+ * the scaled chains: see Q6K_OFF) */
 #define Q6K_G_(C0, C1, C2, C3, L0, L1, L2, L3, A, DS)                                                 \
     "ld1 {v20.16b, v21.16b, v22.16b}, [%[o]], #48\n\t"                                               \
     "and v23.16b, v20.16b, %[m6].16b\n\t"                                                            \
     "sdot v" #C0 ".4s, v23.16b, v" #A ".4b[0]\n\t"                                                   \
-    "mla v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
     "and v23.16b, v21.16b, %[m6].16b\n\t"                                                            \
     "sdot v" #C1 ".4s, v23.16b, v" #A ".4b[1]\n\t"                                                   \
-    "mla v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"                                                  \
     "and v23.16b, v22.16b, %[m6].16b\n\t"                                                            \
     "sdot v" #C2 ".4s, v23.16b, v" #A ".4b[2]\n\t"                                                   \
-    "mla v" #L2 ".4s, v" #C2 ".4s, v" #DS ".4s\n\t"                                                  \
+    "mls v" #L2 ".4s, v" #C2 ".4s, v" #DS ".4s\n\t"                                                  \
     "sri v22.16b, v21.16b, #2\n\t"                                                                   \
     "sri v22.16b, v20.16b, #4\n\t"                                                                   \
     "ushr v22.16b, v22.16b, #2\n\t"                                                                  \
     "sdot v" #C3 ".4s, v22.16b, v" #A ".4b[3]\n\t"                                                   \
-    "mla v" #L3 ".4s, v" #C3 ".4s, v" #DS ".4s\n\t"
+    "mls v" #L3 ".4s, v" #C3 ".4s, v" #DS ".4s\n\t"
 #define Q6K_G(...) Q6K_G_(__VA_ARGS__)
 #define Q6K_EV(A) Q6K_G(0, 1, 2, 3, 8, 9, 10, 11, A, 25)
 #define Q6K_OD(A) Q6K_G(4, 5, 6, 7, 12, 13, 14, 15, A, 24)
-/* groups 4m..4m+3, D the scales by parts of groups 4m, 4m+1 */
-#define Q6K_QUAD(D) Q6K_ACT D Q6K_EV(16) Q6K_OD(17) Q6K_D_ODD Q6K_EV(18) Q6K_OD(19)
+/* groups 4m..4m+3, D the scales by parts of groups 4m, 4m+1; the
+ * activations' pointer moves on by POST (the last quad's: to the next
+ * block's qs, as q45k_x4_c's) */
+#define Q6K_QUAD(D, POST) Q6K_ACT(POST) D Q6K_EV(16) Q6K_OD(17) Q6K_D_ODD Q6K_EV(18) Q6K_OD(19)
 static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uint8_t *o, const k_block_q8_k *y,
                                                            float *out) {
     const uint8x16_t m6 = vdupq_n_u8(63);
     float32x4_t accs[8];
     float32x4_t *F = acc_zero(accs, 8);
-    const uint8_t *yb = (const uint8_t *)y; /* d, qs at yb + 4, bsums at yb + 260 */
+    const uint8_t *yb = (const uint8_t *)y + 4; /* as q45k_x4_c */
+    const int64_t next = (int64_t)sizeof(k_block_q8_k) - 192;
     for (int64_t b = 0; b < nb; b++) {
-        const float32x4_t yd = vld1q_dup_f32((const float *)yb);
-        yb += 4;
+        const float yd = ((const float *)yb)[-1];
         const float32x4_t dv =
-            vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), yd);
+            vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(o + 832)))), yd);
         const uint8_t *sc = o + 768;
         __asm__ volatile(Q6K_ARCH
                          "ldp q0, q1, [%[ap], #256]\n\t"
-                         "neg v0.8h, v0.8h\n\t"
-                         "neg v1.8h, v1.8h\n\t"
                          "ldp q2, q3, [%[sc]]\n\t"
                          "ldp q4, q5, [%[sc], #32]\n\t"
                          Q6K_OFF(8, "sshll", 2, "8b", 0, 0, 1) Q6K_OFF(9, "sshll2", 2, "16b", 0, 2, 3)
@@ -911,13 +929,12 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
                          Q6K_OFF(12, "sshll", 4, "8b", 1, 0, 1) Q6K_OFF(13, "sshll2", 4, "16b", 1, 2, 3)
                          Q6K_OFF(14, "sshll", 5, "8b", 1, 4, 5) Q6K_OFF(15, "sshll2", 5, "16b", 1, 6, 7)
                          Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)
-                         Q6K_QUAD(Q6K_D_EVEN(0)) Q6K_QUAD(Q6K_D_EVEN(16)) Q6K_QUAD(Q6K_D_EVEN(32))
-                         Q6K_QUAD(Q6K_D_LAST) Q4K_FLOAT
+                         Q6K_QUAD(Q6K_D_EVEN(0), "#64") Q6K_QUAD(Q6K_D_EVEN(16), "#64")
+                         Q6K_QUAD(Q6K_D_EVEN(32), "#64") Q6K_QUAD(Q6K_D_LAST, "%[next]") Q4K_FLOAT_("fmls")
                          : [o] "+r"(o), [ap] "+r"(yb)
-                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F)
+                         : [sc] "r"(sc), [dv] "w"(dv), [m6] "w"(m6), [F] "r"(F), [F2] "r"(F + 4), [next] "r"(next)
                          : Q4K_CLOBBERS, "v27", "v28");
-        o += 72;  /* the asm went over the quants: past scales and d */
-        yb += 32; /* and over qs: past bsums */
+        o += 72; /* the asm went over the quants: past scales and d */
     }
     vst1q_f32(out, hsum8_x4(F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7]));
 }
@@ -926,14 +943,25 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  * lanes two at a time (passes (h, i0): lanes 4h + i0, 4h + i0 + 1 of the 4
  * tokens), so each pass runs 16 chains (C, L) of 4 tokens x 2 lanes. Per
  * block the scales by parts of the 16 groups (sc[g] - sc[g+2] of the 4
- * rows, widened) and the 4 tokens' dv = d * yd go to memory first, one
- * load each where a pass needs them; each pass starts its L from the
- * offset terms (-32 sc) x bsum of its lanes, as q6k_xt does.
+ * rows, widened; the even groups', then the odd ones', so that a pass
+ * loads two groups' with one LDP) go to memory first, and the 4 tokens' dv
+ * = d * yd (tokens 0..2 stay in registers, token 3's goes to memory); each
+ * pass starts its L from the offset terms of its lanes, as q6k_xt does
+ * but with the lane's sign flipped (L = (32 sc) x bsum, minus the scaled
+ * chains by MLS: no NEG of the scales; the float step undoes the sign),
+ * and ends with the float steps of its 8 (token, lane) pairs, whose
+ * accumulators are side by side (F[8p + 2k + j] for pass p, token k,
+ * lane 2p + j: two 4-register LD1/ST1). The whole loop over the blocks is
+ * one asm; the token pointers sit at their block's group 15 (qs + 240),
+ * whose load moves them on to the next block's.
  *   v0-v7   C (token k, lane j at v(2k + j); v0, v2, v4, v6 first hold
- *           the tokens' bsums of half h), v8-v15 L (v(8 + 2k + j))
+ *           the tokens' bsums of half h; v0-v5 scratch of the scales'
+ *           widening), v8-v15 L (v(8 + 2k + j))
  *   v16-v19 one group's activations of tokens 0..3
- *   v20-v23 the group's weights (X, Y, Z, scratch), v24 its scales by parts
- *   v26/v27 the pass's scales x -32, v25 and v28-v30 dv, v31 the mask 63 */
+ *   v20-v23 the group's weights (X, Y, Z, scratch), v24/v25 the scales by
+ *   parts of the group and of the next one of the pass
+ *   v26/v27 the pass's scales x 32, v28-v30 dv of tokens 0..2 (v25 token
+ *   3's in the float step), v31 the mask 63 */
 #if defined(__clang__)
 #define Q6T_ARCH ""
 #else
@@ -941,18 +969,19 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
 #endif
 /* the offset terms of token k's lanes into LA, LB from its bsums (in CK) */
 #define Q6T_OFF_(CK, LA, LB, Y, H, B0, B1, B2, B3)                                                   \
-    "ldr q" #CK ", [%[" #Y "], #(256 + 16 * " #H ")]\n\t"                                           \
+    "ldr q" #CK ", [%[" #Y "], #(16 + 16 * " #H ")]\n\t"                                            \
     "smull v" #LA ".4s, v27.4h, v" #CK ".h[" #B0 "]\n\t"                                             \
     "smlal2 v" #LA ".4s, v27.8h, v" #CK ".h[" #B1 "]\n\t"                                            \
     "smull v" #LB ".4s, v26.4h, v" #CK ".h[" #B2 "]\n\t"                                             \
     "smlal2 v" #LB ".4s, v26.8h, v" #CK ".h[" #B3 "]\n\t"
 #define Q6T_OFF(...) Q6T_OFF_(__VA_ARGS__)
-/* token k's two chains: SDOTs by elements I0, I1 of its activations A */
-#define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1)                                                    \
+/* token k's two chains: SDOTs by elements I0, I1 of its activations A
+ * (L holds minus q6k_xt's lane: MLS) */
+#define Q6T_K_(C0, C1, L0, L1, A, WA, WB, I0, I1, DS)                                                \
     "sdot v" #C0 ".4s, v" #WA ".16b, v" #A ".4b[" #I0 "]\n\t"                                        \
-    "mla v" #L0 ".4s, v" #C0 ".4s, v24.4s\n\t"                                                       \
+    "mls v" #L0 ".4s, v" #C0 ".4s, v" #DS ".4s\n\t"                                                  \
     "sdot v" #C1 ".4s, v" #WB ".16b, v" #A ".4b[" #I1 "]\n\t"                                        \
-    "mla v" #L1 ".4s, v" #C1 ".4s, v24.4s\n\t"
+    "mls v" #L1 ".4s, v" #C1 ".4s, v" #DS ".4s\n\t"
 #define Q6T_K(...) Q6T_K_(__VA_ARGS__)
 /* the weights of lanes 0, 1 (v20, v21) or 2, 3 (v23, v22) of group G */
 #define Q6T_W01(G)                                                                                   \
@@ -966,78 +995,104 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
     "sri v22.16b, v21.16b, #2\n\t"                                                                   \
     "sri v22.16b, v20.16b, #4\n\t"                                                                   \
     "ushr v22.16b, v22.16b, #2\n\t"
-#define Q6T_G_(G, W, WA, WB, I0, I1)                                                                 \
-    "ldr q16, [%[y0], #(16 * " #G ")]\n\t"                                                           \
-    "ldr q17, [%[y1], #(16 * " #G ")]\n\t"                                                           \
-    "ldr q18, [%[y2], #(16 * " #G ")]\n\t"                                                           \
-    "ldr q19, [%[y3], #(16 * " #G ")]\n\t"                                                           \
-    W(G) "ldr q24, [%[ds], #(16 * " #G ")]\n\t"                                                      \
-    Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1)                    \
-    Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1)
+/* group G of a pass, its scales by parts in v DS */
+/* group G's activations of the 4 tokens (the token pointers are at their
+ * block's group 15, qs + 240); the block's last (Q6T_ACTL, group 15)
+ * moves them on to the next block's */
+#define Q6T_ACT(G)                                                                                   \
+    "ldur q16, [%[y0], #(16 * " #G " - 240)]\n\t"                                                    \
+    "ldur q17, [%[y1], #(16 * " #G " - 240)]\n\t"                                                    \
+    "ldur q18, [%[y2], #(16 * " #G " - 240)]\n\t"                                                    \
+    "ldur q19, [%[y3], #(16 * " #G " - 240)]\n\t"
+#define Q6T_ACTL(G)                                                                                  \
+    "ld1 {v16.16b}, [%[y0]], %[ystep]\n\t"                                                           \
+    "ld1 {v17.16b}, [%[y1]], %[ystep]\n\t"                                                           \
+    "ld1 {v18.16b}, [%[y2]], %[ystep]\n\t"                                                           \
+    "ld1 {v19.16b}, [%[y3]], %[ystep]\n\t"
+#define Q6T_G_(G, W, WA, WB, I0, I1, DS, ACT)                                                        \
+    ACT(G) W(G) Q6T_K(0, 1, 8, 9, 16, WA, WB, I0, I1, DS) Q6T_K(2, 3, 10, 11, 17, WA, WB, I0, I1, DS)       \
+    Q6T_K(4, 5, 12, 13, 18, WA, WB, I0, I1, DS) Q6T_K(6, 7, 14, 15, 19, WA, WB, I0, I1, DS)
 #define Q6T_G(...) Q6T_G_(__VA_ARGS__)
-/* token k's float step: F[k][FL], F[k][FL + 1] += cvt(L) * dv */
-#define Q6T_F_(LA, LB, DV, K, FL)                                                                    \
-    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
-    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
-    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"                                      \
-    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
-    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
-    "stp q16, q17, [%[F], #(16 * (8 * " #K " + " #FL "))]\n\t"
-#define Q6T_F(...) Q6T_F_(__VA_ARGS__)
+/* groups H + 2 M and H + 2 M + 2 (the pass's M-th and next): their scales
+ * by parts side by side in ds (the pass's groups in order), one LDP */
+#define Q6T_G2(H, M, W, WA, WB, I0, I1, ACT2)                                                        \
+    "ldp q24, q25, [%[ds], #(16 * (8 * " #H " + " #M "))]\n\t"                                       \
+    Q6T_G((H + 2 * M), W, WA, WB, I0, I1, 24, Q6T_ACT) Q6T_G((H + 2 * M + 2), W, WA, WB, I0, I1, 25, ACT2)
+/* the pass's float step: token k's lanes FL, FL + 1 += cvt(-L) * dv[k], as
+ * FMLS of cvt(L) (negation is exact, FMLS negates a factor and fuses: the
+ * bits of q6k_xt's FMA)
+ * (dv in v28, v29, v30, v25), the pass's 8 accumulators side by side as
+ * q4k_x4_t4's (F[8p + 2k + j], lane 2p + j), two 4-register LD1/ST1 at
+ * pf and pf2 = pf + 64, which move on by FPOST */
+#define Q6T_F(FPOST)                                                                                 \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
+    "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
+    "fmls v16.4s, v8.4s, v28.4s\n\t"                                                                 \
+    "fmls v17.4s, v9.4s, v28.4s\n\t"                                                                 \
+    "fmls v18.4s, v10.4s, v29.4s\n\t"                                                                \
+    "fmls v19.4s, v11.4s, v29.4s\n\t"                                                                \
+    "fmls v20.4s, v12.4s, v30.4s\n\t"                                                                \
+    "fmls v21.4s, v13.4s, v30.4s\n\t"                                                                \
+    "fmls v22.4s, v14.4s, v25.4s\n\t"                                                                \
+    "fmls v23.4s, v15.4s, v25.4s\n\t"                                                                \
+    "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]], " FPOST "\n\t"                                  \
+    "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]], " FPOST "\n\t"
 /* dv[k] = d x yd of token k (d32 * yd, as q6k_xt) */
 #define Q6T_DV                                                                                       \
     "ldr d16, [%[o], #832]\n\t"                                                                      \
     "fcvtl v16.4s, v16.4h\n\t"                                                                       \
-    "ldur s17, [%[y0], #-4]\n\t"                                                                     \
-    "ldur s18, [%[y1], #-4]\n\t"                                                                     \
-    "ldur s19, [%[y2], #-4]\n\t"                                                                     \
-    "ldur s20, [%[y3], #-4]\n\t"                                                                     \
-    "fmul v21.4s, v16.4s, v17.s[0]\n\t"                                                              \
-    "fmul v22.4s, v16.4s, v18.s[0]\n\t"                                                              \
-    "fmul v23.4s, v16.4s, v19.s[0]\n\t"                                                              \
+    "ldur s17, [%[y0], #-244]\n\t"                                                                   \
+    "ldur s18, [%[y1], #-244]\n\t"                                                                   \
+    "ldur s19, [%[y2], #-244]\n\t"                                                                   \
+    "ldur s20, [%[y3], #-244]\n\t"                                                                   \
+    "fmul v28.4s, v16.4s, v17.s[0]\n\t"                                                              \
+    "fmul v29.4s, v16.4s, v18.s[0]\n\t"                                                              \
+    "fmul v30.4s, v16.4s, v19.s[0]\n\t"                                                              \
     "fmul v24.4s, v16.4s, v20.s[0]\n\t"                                                              \
-    "stp q21, q22, [%[dv]]\n\t"                                                                      \
-    "stp q23, q24, [%[dv], #32]\n\t"
+    "str q24, [%[dv]]\n\t"
 /* ds[2m], ds[2m+1]: D_m = the scale bytes of groups 2m, 2m+1 minus those of
  * 2m+2, 2m+3 (0 past group 15), widened; S_j = bytes 16j..16j+15 in
  * v16-v19, N_j = bytes 16j+8..16j+23 (EXT), so D_2j = S_j - N_j (low
  * halves) and D_2j+1 the high halves */
 #define Q6T_D2_(S, N, OFF)                                                                           \
-    "ssubl v24.8h, v" #S ".8b, v" #N ".8b\n\t"                                                       \
-    "ssubl2 v25.8h, v" #S ".16b, v" #N ".16b\n\t"                                                    \
-    "sshll v26.4s, v24.4h, #0\n\t"                                                                   \
-    "sshll2 v27.4s, v24.8h, #0\n\t"                                                                  \
-    "sshll v28.4s, v25.4h, #0\n\t"                                                                   \
-    "sshll2 v29.4s, v25.8h, #0\n\t"                                                                  \
-    "stp q26, q27, [%[ds], #" #OFF "]\n\t"                                                           \
-    "stp q28, q29, [%[ds], #(" #OFF " + 32)]\n\t"
+    "ssubl v0.8h, v" #S ".8b, v" #N ".8b\n\t"                                                        \
+    "ssubl2 v1.8h, v" #S ".16b, v" #N ".16b\n\t"                                                     \
+    "sshll v2.4s, v0.4h, #0\n\t"                                                                     \
+    "sshll2 v3.4s, v0.8h, #0\n\t"                                                                    \
+    "sshll v4.4s, v1.4h, #0\n\t"                                                                     \
+    "sshll2 v5.4s, v1.8h, #0\n\t"                                                                    \
+    "stp q2, q4, [%[ds], #" #OFF "]\n\t"                                                             \
+    "stp q3, q5, [%[ds], #(" #OFF " + 128)]\n\t"
 #define Q6T_D2(...) Q6T_D2_(__VA_ARGS__)
 #define Q6T_DS                                                                                       \
-    "ld1 {v16.16b, v17.16b, v18.16b, v19.16b}, [%[sc]]\n\t"                                         \
+    "ldp q16, q17, [%[o], #768]\n\t"                                                                 \
+    "ldp q18, q19, [%[o], #800]\n\t"                                                                 \
     "movi v20.2d, #0\n\t"                                                                            \
     "ext v21.16b, v16.16b, v17.16b, #8\n\t"                                                          \
     "ext v22.16b, v17.16b, v18.16b, #8\n\t"                                                          \
     "ext v23.16b, v18.16b, v19.16b, #8\n\t"                                                          \
     "ext v20.16b, v19.16b, v20.16b, #8\n\t"                                                          \
-    Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 64) Q6T_D2(18, 23, 128) Q6T_D2(19, 20, 192)
+    Q6T_D2(16, 21, 0) Q6T_D2(17, 22, 32) Q6T_D2(18, 23, 64) Q6T_D2(19, 20, 96)
 /* pass (H, i0): S the scale vector of its lanes' groups, B0..B3 their
  * bsums, I0, I1 = i0, i0 + 1, W/WA/WB the weights of those lanes, FL = 4H + i0 */
-#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FL)                                        \
-    "ldr q26, [%[sc], #(16 * " #S ")]\n\t"                                                           \
+#define Q6T_PASS(H, S, B0, B1, B2, B3, I0, I1, W, WA, WB, FPOST, ACTL)                                        \
+    "ldr q26, [%[o], #(768 + 16 * " #S ")]\n\t"                                                     \
     "sshll v27.8h, v26.8b, #5\n\t"                                                                   \
     "sshll2 v26.8h, v26.16b, #5\n\t"                                                                 \
-    "neg v27.8h, v27.8h\n\t"                                                                         \
-    "neg v26.8h, v26.8h\n\t"                                                                         \
     Q6T_OFF(0, 8, 9, y0, H, B0, B1, B2, B3) Q6T_OFF(2, 10, 11, y1, H, B0, B1, B2, B3)                \
     Q6T_OFF(4, 12, 13, y2, H, B0, B1, B2, B3) Q6T_OFF(6, 14, 15, y3, H, B0, B1, B2, B3)              \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
-    Q6T_G((0 + H), W, WA, WB, I0, I1) Q6T_G((2 + H), W, WA, WB, I0, I1)                              \
-    Q6T_G((4 + H), W, WA, WB, I0, I1) Q6T_G((6 + H), W, WA, WB, I0, I1)                              \
-    Q6T_G((8 + H), W, WA, WB, I0, I1) Q6T_G((10 + H), W, WA, WB, I0, I1)                             \
-    Q6T_G((12 + H), W, WA, WB, I0, I1) Q6T_G((14 + H), W, WA, WB, I0, I1)                            \
-    "ldp q28, q29, [%[dv]]\n\t"                                                                      \
-    "ldp q30, q25, [%[dv], #32]\n\t"                                                                 \
-    Q6T_F(8, 9, 28, 0, FL) Q6T_F(10, 11, 29, 1, FL) Q6T_F(12, 13, 30, 2, FL) Q6T_F(14, 15, 25, 3, FL)
+    Q6T_G2(H, 0, W, WA, WB, I0, I1, Q6T_ACT) Q6T_G2(H, 2, W, WA, WB, I0, I1, Q6T_ACT)                \
+    Q6T_G2(H, 4, W, WA, WB, I0, I1, Q6T_ACT) Q6T_G2(H, 6, W, WA, WB, I0, I1, ACTL)                   \
+    "ldr q25, [%[dv]]\n\t" Q6T_F(FPOST)
 static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
     float32x4_t accs[32], dvs[4];
@@ -1046,27 +1101,31 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     int32x4_t *ds = dss;
     __asm__("" : "+r"(F), "+r"(dv), "+r"(ds));
     for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
-    const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
+    /* group 15 of token 0's block b (qs + 240): d at -244, bsums at +16 */
+    const uint8_t *y0 = (const uint8_t *)a + 244;
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *sc = o + 768;
-        __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t" Q6T_DV Q6T_DS
-                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 0)
-                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 2)
-                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, 4)
-                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, 6)
-                         :
-                         : [o] "r"(o), [sc] "r"(sc), [y0] "r"(y0), [y1] "r"(y1), [y2] "r"(y2), [y3] "r"(y3),
-                           [ds] "r"(ds), [dv] "r"(dv), [F] "r"(F)
+    const int64_t fb = -384, ff = 128, ystep = sizeof(k_block_q8_k), gb = Q6K_X4_BYTES;
+    float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
+    if (nb > 0)
+        __asm__ volatile(Q6T_ARCH "movi v31.16b, #63\n\t"
+                         "1:\n\t" Q6T_DV Q6T_DS
+                         Q6T_PASS(0, 0, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]", Q6T_ACT)
+                         Q6T_PASS(0, 1, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[ff]", Q6T_ACT)
+                         Q6T_PASS(1, 2, 0, 1, 2, 3, 0, 1, Q6T_W01, 20, 21, "%[ff]", Q6T_ACT)
+                         Q6T_PASS(1, 3, 4, 5, 6, 7, 2, 3, Q6T_W23, 23, 22, "%[fb]", Q6T_ACTL)
+                         "add %[o], %[o], %[gb]\n\t"
+                         "subs %[nb], %[nb], #1\n\t"
+                         "b.ne 1b\n\t"
+                         : [pf] "+r"(pf), [pf2] "+r"(pf2), [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1),
+                           [y2] "+r"(y2), [y3] "+r"(y3)
+                         : [ds] "r"(ds), [dv] "r"(dv), [ff] "r"(ff), [fb] "r"(fb), [ystep] "r"(ystep), [gb] "r"(gb)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
-                           "v27", "v28", "v29", "v30", "v31", "memory");
-        o += Q6K_X4_BYTES;
-        y0 += sizeof(k_block_q8_k), y1 += sizeof(k_block_q8_k), y2 += sizeof(k_block_q8_k), y3 += sizeof(k_block_q8_k);
+                           "v27", "v28", "v29", "v30", "v31", "cc", "memory");
+    for (int k = 0; k < 4; k++) {
+        const float32x4_t *f = F + 2 * k; /* lane 2p + j at f[8p + j] */
+        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[1], f[8], f[9], f[16], f[17], f[24], f[25]));
     }
-    for (int k = 0; k < 4; k++)
-        vst1q_f32(y + k * ys, hsum8_x4(F[8 * k], F[8 * k + 1], F[8 * k + 2], F[8 * k + 3], F[8 * k + 4], F[8 * k + 5],
-                                       F[8 * k + 6], F[8 * k + 7]));
 }
 /* Q4_K, one group of 4 rows x 4 tokens (the batch piece), the whole loop
  * over the group's blocks in fixed registers: the integer lanes and float
@@ -1084,7 +1143,8 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
  *   v20/v21 lane i's weights even / odd, v22/v23 lane 4 + i's
  *   v24/v25 ds of the chunk's even / odd sub-block
  *   v26 the mask 15, v27-v30 dv of tokens 0..3, v31 the mask 63
- * F holds token k's lane 4h + i at F[8k + 2i + h] (pairs for LDP/STP). */
+ * F holds token k's lane 4h + i at F[8i + 2k + h] (a pass's 8 side by side, for
+ * two 4-register LD1/ST1). */
 #define Q4T_MUL(L, C) "mul v" #L ".4s, v" #C ".4s, v24.4s\n\t"
 #define Q4T_MLA(L, C) "mla v" #L ".4s, v" #C ".4s, v24.4s\n\t"
 /* token k's chunk: its 4 chains' SDOTs by element I */
@@ -1117,7 +1177,9 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
 #define Q4T_LNIB(C, I) Q4T_LD_(C, I, 64) Q4T_NIB
 #define Q4T_LTBL(C, I) Q4T_LD_(C, I, 32) Q4T_TBL
 /* Q5_K: lane I of half H, chunk C, even / odd sub-block weights to vE / vO
- * (as nib_lane; v16-v19 scratch, v26 the mask 31) */
+ * (the values of nib_lane; v16-v19 scratch, v26 the mask 31). Lane 3's u7
+ * as q45k_x4_c gathers it: X1 and X3 shifted so that their bit 5 is bit 7,
+ * one shift-insert puts X1's below X3's, with no mask register */
 #define Q5T_P(C, H) "(64 + 80 * (2 * " #C " + " #H "))"
 #define Q5T_LANE0(C, H, E, O)                                                                        \
     "ldr q" #E ", [%[o], #" Q5T_P(C, H) "]\n\t"                                                      \
@@ -1140,11 +1202,10 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "ldr q16, [%[o], #(" Q5T_P(C, H) " + 48)]\n\t"                                                   \
     "ldr q17, [%[o], #(" Q5T_P(C, H) " + 16)]\n\t"                                                   \
     "ldr q" #O ", [%[o], #(" Q5T_P(C, H) " + 64)]\n\t"                                               \
-    "movi v18.16b, #0x40\n\t"                                                                        \
-    "shl v17.16b, v17.16b, #1\n\t"                                                                   \
+    "shl v17.16b, v17.16b, #2\n\t"                                                                   \
     "shl v19.16b, v16.16b, #2\n\t"                                                                   \
-    "bsl v18.16b, v17.16b, v19.16b\n\t"                                                              \
-    "sri v" #O ".16b, v18.16b, #3\n\t"                                                               \
+    "sri v19.16b, v17.16b, #1\n\t"                                                                   \
+    "sri v" #O ".16b, v19.16b, #3\n\t"                                                               \
     "ushr v" #O ".16b, v" #O ".16b, #3\n\t"                                                          \
     "and v" #E ".16b, v16.16b, v26.16b\n\t"
 #define Q5T_DEC(C, I) Q5T_LANE##I(C, 0, 20, 21) Q5T_LANE##I(C, 1, 22, 23)
@@ -1155,20 +1216,39 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     Q4T_K(OP, 0, 1, 8, 9, y0, POST, I) Q4T_K(OP, 2, 3, 10, 11, y1, POST, I)                          \
     Q4T_K(OP, 4, 5, 12, 13, y2, POST, I) Q4T_K(OP, 6, 7, 14, 15, y3, POST, I)
 #define Q4T_C(...) Q4T_C_(__VA_ARGS__)
-/* token k's float step: its lanes I, 4 + I += cvt(L) * dv */
-#define Q4T_F_(LA, LB, DV, K, I)                                                                     \
-    "scvtf v" #LA ".4s, v" #LA ".4s\n\t"                                                             \
-    "scvtf v" #LB ".4s, v" #LB ".4s\n\t"                                                             \
-    "ldp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"                                   \
-    "fmla v16.4s, v" #LA ".4s, v" #DV ".4s\n\t"                                                      \
-    "fmla v17.4s, v" #LB ".4s, v" #DV ".4s\n\t"                                                      \
-    "stp q16, q17, [%[F], #(16 * (8 * " #K " + 2 * " #I "))]\n\t"
-#define Q4T_F(...) Q4T_F_(__VA_ARGS__)
-#define Q4T_PASS(I, LAST, DEC)                                                                       \
+/* the pass's float step: token k's lanes I, 4 + I += cvt(L) * dv; the
+ * pass's 8 accumulators are contiguous (F[8I + 2k + h]), two 4-register
+ * LD1/ST1 at pf and pf2 = pf + 64, which move on by FPOST (ff = 128 to
+ * the next pass, fb = -384 after the last) */
+#define Q4T_F(FPOST)                                                                                 \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
+    "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
+    "fmla v16.4s, v8.4s, v27.4s\n\t"                                                                 \
+    "fmla v17.4s, v9.4s, v27.4s\n\t"                                                                 \
+    "fmla v18.4s, v10.4s, v28.4s\n\t"                                                                \
+    "fmla v19.4s, v11.4s, v28.4s\n\t"                                                                \
+    "fmla v20.4s, v12.4s, v29.4s\n\t"                                                                \
+    "fmla v21.4s, v13.4s, v29.4s\n\t"                                                                \
+    "fmla v22.4s, v14.4s, v30.4s\n\t"                                                                \
+    "fmla v23.4s, v15.4s, v30.4s\n\t"                                                                \
+    "st1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]], " FPOST "\n\t"                                  \
+    "st1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]], " FPOST "\n\t"
+#define Q4T_PASS(I, LAST, DEC, FPOST)                                                                \
     Q6K_ZERO(0, 1, 2, 3) Q6K_ZERO(4, 5, 6, 7)                                                        \
     Q4T_C(Q4T_MUL, 0, I, "#64", DEC) Q4T_C(Q4T_MLA, 1, I, "#64", DEC)                                \
-    Q4T_C(Q4T_MLA, 2, I, "#64", DEC) Q4T_C(Q4T_MLA, 3, I, LAST, DEC)                                 \
-    Q4T_F(8, 9, 27, 0, I) Q4T_F(10, 11, 28, 1, I) Q4T_F(12, 13, 29, 2, I) Q4T_F(14, 15, 30, 3, I)
+    Q4T_C(Q4T_MLA, 2, I, "#64", DEC) Q4T_C(Q4T_MLA, 3, I, LAST, DEC) Q4T_F(FPOST)
+/* the 4 passes of a block */
+#define Q4T_PASSES(DEC)                                                                              \
+    Q4T_PASS(0, "%[back]", DEC, "%[ff]") Q4T_PASS(1, "%[back]", DEC, "%[ff]")                        \
+    Q4T_PASS(2, "%[back]", DEC, "%[ff]") Q4T_PASS(3, "%[next]", DEC, "%[fb]")
 /* the block's head: d (v17) and dmin (v18) of the 4 rows; the mins n[0..3]
  * (k_q45k_x4_mins_neon) in v0-v3; the scales by parts ds[0..7] to memory */
 #define Q4T_HEAD                                                                                     \
@@ -1201,13 +1281,16 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "stp q4, q5, [%[ds], #64]\n\t"                                                                   \
     "stp q6, q7, [%[ds], #96]\n\t"
 /* token (Y, DV) of the Q4_K and Q5_K 4-token pieces: dv (v DV) = d x yd,
- * v20 = dmin x yd, and the min sums M[0..3] (v8-v11) from its bsum pairs */
-#define QT_MSUMS_(Y, DV)                                                                             \
+ * v20 = dmin x yd, its bsum pairs (v12) ... */
+#define QT_BSUMS_(Y, DV)                                                                             \
     "ldur s19, [%[" #Y "], #-4]\n\t"                                                                 \
     "fmul v" #DV ".4s, v17.4s, v19.s[0]\n\t"                                                         \
     "fmul v20.4s, v18.4s, v19.s[0]\n\t"                                                              \
     "ldp q12, q13, [%[" #Y "], #256]\n\t"                                                            \
-    "addp v12.8h, v12.8h, v13.8h\n\t"                                                                \
+    "addp v12.8h, v12.8h, v13.8h\n\t"
+/* ... and the min sums M[0..3] (v8-v11) */
+#define QT_MSUMS_(Y, DV)                                                                             \
+    QT_BSUMS_(Y, DV)                                                                                 \
     "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
     "smull v9.4s, v1.4h, v12.h[2]\n\t"                                                               \
     "smull v10.4s, v2.4h, v12.h[4]\n\t"                                                              \
@@ -1217,21 +1300,21 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
     "smlal2 v10.4s, v2.8h, v12.h[5]\n\t"                                                             \
     "smlal2 v11.4s, v3.8h, v12.h[7]\n\t"
 /* token k: dv (v DV) = d x yd; its bsum pairs (v12), the min sums M[0..3]
- * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd */
+ * (k_q45k_x4_msums_neon, v8-v11) and am[k][j] += cvt(M[j]) x dmin x yd,
+ * the token's 4 accumulators one 4-register LD1/ST1 at am, which moves on
+ * by K (#64 to the next token, -192 after the last) */
 #define Q4T_MIN_(Y, DV, K)                                                                           \
     QT_MSUMS_(Y, DV)                                                                                 \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
     "scvtf v9.4s, v9.4s\n\t"                                                                         \
     "scvtf v10.4s, v10.4s\n\t"                                                                       \
     "scvtf v11.4s, v11.4s\n\t"                                                                       \
-    "ldp q21, q22, [%[am], #(64 * " #K ")]\n\t"                                                      \
-    "ldp q23, q24, [%[am], #(64 * " #K " + 32)]\n\t"                                                 \
+    "ld1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]]\n\t"                                             \
     "fmla v21.4s, v8.4s, v20.4s\n\t"                                                                 \
     "fmla v22.4s, v9.4s, v20.4s\n\t"                                                                 \
     "fmla v23.4s, v10.4s, v20.4s\n\t"                                                                \
     "fmla v24.4s, v11.4s, v20.4s\n\t"                                                                \
-    "stp q21, q22, [%[am], #(64 * " #K ")]\n\t"                                                      \
-    "stp q23, q24, [%[am], #(64 * " #K " + 32)]\n\t"
+    "st1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]], " K "\n\t"
 #define Q4T_MIN(...) Q4T_MIN_(__VA_ARGS__)
 static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
@@ -1244,40 +1327,47 @@ static inline __attribute__((always_inline)) void q4k_x4_t4(int64_t nb, const ui
     for (int i = 0; i < 16; i++) am[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* qs of token 0's block b; d at -4, bsums at 256 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4, *pam = am; /* walked by the asm, back at the start per block */
     if (nb > 0)
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "movi v31.16b, #63\n\t"
-                                  "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, 0) Q4T_MIN(y1, 28, 1) Q4T_MIN(y2, 29, 2)
-                                      Q4T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q4T_LNIB)
-                                          Q4T_PASS(1, "%[back]", Q4T_LNIB) Q4T_PASS(2, "%[back]", Q4T_LNIB)
-                                              Q4T_PASS(3, "%[next]", Q4T_LNIB) "add %[o], %[o], #576\n\t"
+                                  "1:\n\t" Q4T_HEAD Q4T_MIN(y0, 27, "#64") Q4T_MIN(y1, 28, "#64") Q4T_MIN(y2, 29, "#64")
+                                      Q4T_MIN(y3, 30, "%[back]") Q4T_PASSES(Q4T_LNIB) "add %[o], %[o], #576\n\t"
                                                                                         "subs %[nb], %[nb], #1\n\t"
                                                                                         "b.ne 1b\n\t"
-                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
-                         : [back] "r"(back), [next] "r"(next), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                           [pf] "+r"(pf), [pf2] "+r"(pf2), [am] "+r"(pam)
+                         : [back] "r"(back), [next] "r"(next), [fb] "r"(fb), [ff] "r"(ff), [ds] "r"(ds)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
-        const float32x4_t *f = F + 8 * k, *m = am + 4 * k; /* lane 4h + i at f[2i + h] */
-        const float32x4_t s = hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]);
+        const float32x4_t *f = F + 2 * k, *m = am + 4 * k; /* lane 4h + i at f[8i + h] */
+        const float32x4_t s = hsum8_x4(f[0], f[8], f[16], f[24], f[1], f[9], f[17], f[25]);
         vst1q_f32(y + k * ys, vsubq_f32(s, vaddq_f32(vaddq_f32(m[0], m[2]), vaddq_f32(m[1], m[3]))));
     }
 }
 /* Q5_K, as q4k_x4_t4 (the same head; the 5-bit weights as nib_lane
  * decodes them, with the mask 31 in v26; the mins' term as
- * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)) */
-#define Q5T_MIN_(Y, DV, K)                                                                           \
-    QT_MSUMS_(Y, DV)                                                                                 \
-    "add v8.4s, v8.4s, v9.4s\n\t"                                                                    \
-    "add v10.4s, v10.4s, v11.4s\n\t"                                                                 \
-    "add v8.4s, v8.4s, v10.4s\n\t"                                                                   \
+ * k_q45k_x4_minterm_neon's summs: += -dmin x yd x (M0 + M1 + M2 + M3)).
+ * The four min sums are one integer chain (exact: |min x bsum pair| <=
+ * 63 x 4096, eight of them fit 32 bits), and FMLS is FMLA with the
+ * first factor negated (the same fused operation, the same bits as
+ * FNEG then FMLA). The 4 tokens' summs (am[k] into vA = v21 + k) are one
+ * 4-register LD1 and ST1 per block. */
+#define Q5T_MIN_(Y, DV, A)                                                                           \
+    QT_BSUMS_(Y, DV)                                                                                 \
+    "smull v8.4s, v0.4h, v12.h[0]\n\t"                                                               \
+    "smlal2 v8.4s, v0.8h, v12.h[1]\n\t"                                                              \
+    "smlal v8.4s, v1.4h, v12.h[2]\n\t"                                                               \
+    "smlal2 v8.4s, v1.8h, v12.h[3]\n\t"                                                              \
+    "smlal v8.4s, v2.4h, v12.h[4]\n\t"                                                               \
+    "smlal2 v8.4s, v2.8h, v12.h[5]\n\t"                                                              \
+    "smlal v8.4s, v3.4h, v12.h[6]\n\t"                                                               \
+    "smlal2 v8.4s, v3.8h, v12.h[7]\n\t"                                                              \
     "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "fneg v20.4s, v20.4s\n\t"                                                                        \
-    "ldr q21, [%[am], #(16 * " #K ")]\n\t"                                                           \
-    "fmla v21.4s, v20.4s, v8.4s\n\t"                                                                 \
-    "str q21, [%[am], #(16 * " #K ")]\n\t"
+    "fmls v" #A ".4s, v20.4s, v8.4s\n\t"
 #define Q5T_MIN(...) Q5T_MIN_(__VA_ARGS__)
 static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const uint8_t *o, const char *a, size_t arb,
                                                             float *y, int64_t ys) {
@@ -1290,24 +1380,25 @@ static inline __attribute__((always_inline)) void q5k_x4_t4(int64_t nb, const ui
     for (int i = 0; i < 4; i++) am[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = Q5K_X4_BYTES;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = Q5K_X4_BYTES, fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
     if (nb > 0)
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #31\n\t"
                                   "movi v31.16b, #63\n\t"
-                                  "1:\n\t" Q4T_HEAD Q5T_MIN(y0, 27, 0) Q5T_MIN(y1, 28, 1) Q5T_MIN(y2, 29, 2)
-                                      Q5T_MIN(y3, 30, 3) Q4T_PASS(0, "%[back]", Q5T_DEC)
-                                          Q4T_PASS(1, "%[back]", Q5T_DEC) Q4T_PASS(2, "%[back]", Q5T_DEC)
-                                              Q4T_PASS(3, "%[next]", Q5T_DEC) "add %[o], %[o], %[gb]\n\t"
+                                  "1:\n\t" Q4T_HEAD "ld1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]]\n\t"
+                                      Q5T_MIN(y0, 27, 21) Q5T_MIN(y1, 28, 22) Q5T_MIN(y2, 29, 23) Q5T_MIN(y3, 30, 24)
+                                      "st1 {v21.4s, v22.4s, v23.4s, v24.4s}, [%[am]]\n\t" Q4T_PASSES(Q5T_DEC) "add %[o], %[o], %[gb]\n\t"
                                                                                   "subs %[nb], %[nb], #1\n\t"
                                                                                   "b.ne 1b\n\t"
-                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
-                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [ds] "r"(ds), [am] "r"(am), [F] "r"(F)
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                           [pf] "+r"(pf), [pf2] "+r"(pf2)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [fb] "r"(fb), [ff] "r"(ff), [ds] "r"(ds), [am] "r"(am)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
-        const float32x4_t *f = F + 8 * k;
-        vst1q_f32(y + k * ys, vaddq_f32(hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]), am[k]));
+        const float32x4_t *f = F + 2 * k; /* as q4k_x4_t4 */
+        vst1q_f32(y + k * ys, vaddq_f32(hsum8_x4(f[0], f[8], f[16], f[24], f[1], f[9], f[17], f[25]), am[k]));
     }
 }
 /* IQ4_XS, as q4k_x4_t4 (its head: d, the scales' low 4 bits S and top 2
@@ -1340,25 +1431,25 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
     for (int i = 0; i < 32; i++) F[i] = vdupq_n_f32(0);
     const uint8_t *y0 = (const uint8_t *)a + 4; /* as q4k_x4_t4 */
     const uint8_t *y1 = y0 + arb, *y2 = y1 + arb, *y3 = y2 + arb;
-    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = IQ4XS_X4_BYTES;
+    const int64_t back = -192, next = (int64_t)sizeof(k_block_q8_k) - 192, gb = IQ4XS_X4_BYTES, fb = -384, ff = 128;
+    float32x4_t *pf = F, *pf2 = F + 4; /* walked by the asm, back at the start per block */
     if (nb > 0)
         __asm__ volatile(Q6T_ARCH "movi v26.16b, #15\n\t"
                                   "ldr q31, [%[tab]]\n\t"
                                   "1:\n\t" Q4T_IQ_HEAD Q4T_IQ_DV(y0, 27) Q4T_IQ_DV(y1, 28) Q4T_IQ_DV(y2, 29)
-                                      Q4T_IQ_DV(y3, 30) Q4T_PASS(0, "%[back]", Q4T_LTBL)
-                                          Q4T_PASS(1, "%[back]", Q4T_LTBL) Q4T_PASS(2, "%[back]", Q4T_LTBL)
-                                              Q4T_PASS(3, "%[next]", Q4T_LTBL) "add %[o], %[o], %[gb]\n\t"
+                                      Q4T_IQ_DV(y3, 30) Q4T_PASSES(Q4T_LTBL) "add %[o], %[o], %[gb]\n\t"
                                                                                    "subs %[nb], %[nb], #1\n\t"
                                                                                    "b.ne 1b\n\t"
-                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3)
-                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [tab] "r"(k_iq4nl_values), [ds] "r"(ds),
-                           [F] "r"(F)
+                         : [o] "+r"(o), [nb] "+r"(nb), [y0] "+r"(y0), [y1] "+r"(y1), [y2] "+r"(y2), [y3] "+r"(y3),
+                           [pf] "+r"(pf), [pf2] "+r"(pf2)
+                         : [back] "r"(back), [next] "r"(next), [gb] "r"(gb), [fb] "r"(fb), [ff] "r"(ff), [tab] "r"(k_iq4nl_values),
+                           [ds] "r"(ds)
                          : "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
                            "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26",
                            "v27", "v28", "v29", "v30", "v31", "cc", "memory");
     for (int k = 0; k < 4; k++) {
-        const float32x4_t *f = F + 8 * k;
-        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[2], f[4], f[6], f[1], f[3], f[5], f[7]));
+        const float32x4_t *f = F + 2 * k; /* as q4k_x4_t4 */
+        vst1q_f32(y + k * ys, hsum8_x4(f[0], f[8], f[16], f[24], f[1], f[9], f[17], f[25]));
     }
 }
 #undef Q4T_MUL
@@ -1367,9 +1458,9 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q4T_K
 #undef Q4T_C_
 #undef Q4T_C
-#undef Q4T_F_
 #undef Q4T_F
 #undef Q4T_PASS
+#undef Q4T_PASSES
 #undef Q4T_HEAD
 #undef Q4T_MIN_
 #undef Q4T_MIN
@@ -1384,6 +1475,8 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q5T_DEC
 #undef Q5T_MIN_
 #undef Q5T_MIN
+#undef QT_BSUMS_
+#undef QT_MSUMS_
 #undef Q4T_NIB
 #undef Q4T_TBL
 #undef Q4T_DS
@@ -1400,7 +1493,7 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q6T_W23
 #undef Q6T_G_
 #undef Q6T_G
-#undef Q6T_F_
+#undef Q6T_G2
 #undef Q6T_F
 #undef Q6T_PASS
 #undef Q6T_DV
@@ -1430,12 +1523,12 @@ static inline __attribute__((always_inline)) void iq4xs_x4_t4(int64_t nb, const 
 #undef Q4K_CHUNK
 #undef Q4K_CHUNKS
 #undef Q4K_FLOAT
+#undef Q4K_FLOAT_
 #undef Q4K_CLOBBERS
 #undef Q4K_D_LO
 #undef Q4K_D_HI
 #undef Q4K_X_LO
 #undef Q4K_X_HI
-#undef Q4K_FMA2
 
 /* The pieces of the tiles (k_mm_run, mm_driver.h): one group of 4 rows x
  * 4 or 2 tokens, and one token over any number of groups. One token: the
