@@ -736,3 +736,40 @@ func TestPatternCost(t *testing.T) {
 	}
 	t.Logf("refused in %v", time.Since(start))
 }
+
+// refChain is a schema of n $defs, each an anyOf naming the next one twice
+// (or, with single, a plain $ref to it), the last a string: linear in n.
+func refChain(n int, single bool) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := 0; i < n; i++ {
+		next := `{"$ref":"#/$defs/d` + strconv.Itoa(i+1) + `"}`
+		if single {
+			fmt.Fprintf(&b, `"d%d":%s,`, i, next)
+		} else {
+			fmt.Fprintf(&b, `"d%d":{"anyOf":[%s,%s]},`, i, next, next)
+		}
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"string"}},"$ref":"#/$defs/d0"}`, n)
+	return b.String()
+}
+
+// Alternatives that lead to the same schema are followed once: a request's
+// schema of 40 $defs, each anyOf the next one twice, once made the matcher
+// expand 2^40 stacks at the first byte (a hang, then the memory of every
+// stack). A chain of plain $refs deeper than 64 once lost its string.
+func TestAnyOfSharedAlternatives(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		single bool
+	}{{40, false}, {200, true}, {200, false}} {
+		g := mustCompile(t, refChain(c.n, c.single))
+		start := time.Now()
+		if !accepts(g, `"ab"`) || accepts(g, `1`) {
+			t.Errorf("%d $defs (single %v): the string is not what is taken", c.n, c.single)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%d $defs (single %v): matching took %v", c.n, c.single, d)
+		}
+	}
+}
