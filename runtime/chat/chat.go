@@ -233,11 +233,11 @@ var environment = &exec.Environment{
 		Update(exec.NewContext(map[string]any{
 			"raise_exception": func(msg string) (string, error) { return "", &templateError{msg} },
 			"strftime_now":    strftimeNow,
-		})),
-	Filters:           filters(),
+		})).Update(exec.NewContext(meteredGlobals)), // meter.go
+	Filters:           meteredFilters(filters()),
 	Tests:             builtins.Tests,
 	ControlStructures: builtins.ControlStructures,
-	Methods:           builtins.Methods,
+	Methods:           meteredMethods(builtins.Methods),
 }
 
 // filters are gonja's with tojson as transformers defines it.
@@ -249,7 +249,18 @@ func filters() *exec.FilterSet {
 	return f
 }
 
+// compile parses src and rewrites its tree for the meter (meter.go).
 func compile(src string) (*exec.Template, error) {
+	tpl, err := parse(src, environment)
+	if err != nil {
+		return nil, err
+	}
+	meterTree(tpl.Root())
+	return tpl, nil
+}
+
+// parse parses src in env and refuses recursion.
+func parse(src string, env *exec.Environment) (*exec.Template, error) {
 	cfg := config.New()
 	cfg.TrimBlocks = true // as transformers' apply_chat_template
 	cfg.LeftStripBlocks = true
@@ -258,7 +269,7 @@ func compile(src string) (*exec.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := exec.NewTemplate("/chat_template", cfg, loader, environment)
+	tpl, err := exec.NewTemplate("/chat_template", cfg, loader, env)
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +318,10 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 		}
 		vars["tools"] = tools
 	}
+	maxOut := outputCap + 8*inBytes
+	vars[meterVar] = newMeter(maxOut)
 	ctx := exec.NewContext(vars)
-	out, err = execute(t.jinja, ctx, outputCap+8*inBytes)
+	out, err = execute(t.jinja, ctx, maxOut)
 	if err != nil {
 		var te *templateError
 		if errors.As(err, &te) {

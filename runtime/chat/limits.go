@@ -13,13 +13,13 @@ package chat
 //     every call, so neither a huge range nor nested loops over ranges can
 //     spin; each call's list is built at once (no goroutine left behind).
 //   - The output is capped (outputCap plus 8 bytes per byte of messages).
+//   - The values a render builds without writing them out (a string
+//     doubled in a {% set %} inside a loop, 'x' * 10**10), what filters and
+//     string methods make, and the items its loops take are metered
+//     (meter.go).
 //   - A render that still runs after renderDeadline returns an error; the
 //     engine cannot be stopped mid-expression, so it finishes in the
 //     background, bounded by the limits above.
-//
-// Not bounded: memory a template builds without writing it out (a string
-// doubled in a {% set %} inside a loop, 'x' * 10**10): the engine offers no
-// hook on its operators. Such a template is a model file's author's doing.
 
 import (
 	"errors"

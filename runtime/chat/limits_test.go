@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/exec"
+
 	"github.com/woolly-llm/woolly/loader"
 )
 
@@ -42,13 +45,15 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 	}
 }
 
-// A loop bounded only by the messages' size runs into the deadline.
+// A loop bounded only by the messages' size ends at the loop budget (it
+// once ran into the deadline, and on in the background after it) or the
+// deadline, whichever comes first.
 func TestRenderDeadline(t *testing.T) {
 	tm := mustNew(t, `{% for i in range(1000) %}{% for m in messages %}{% for c in m.content %}{% endfor %}{% endfor %}{% endfor %}x`, "", "")
 	t0 := time.Now()
 	_, err := tm.Render([]Message{{Role: "user", Content: strings.Repeat("y", 100000)}}, true)
-	if err == nil || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("err %v, want the deadline", err)
+	if err == nil || !strings.Contains(err.Error(), "longer than") && !strings.Contains(err.Error(), "the loops took more than") {
+		t.Fatalf("err %v, want the loop budget or the deadline", err)
 	}
 	if took := time.Since(t0); took > renderDeadline+time.Second {
 		t.Fatalf("returned after %v", took)
@@ -149,4 +154,119 @@ func FuzzChatTemplate(f *testing.F) {
 			t.Fatalf("took %v", took)
 		}
 	})
+}
+
+// Values a template builds without writing them out are bounded too (they
+// were not: 'x' * 10**10 asked for 10 GB, a string doubled 64 times in a
+// loop for 2^64 bytes, and the process died of it). Each ends in an error
+// naming the bound, before the allocation.
+func TestTemplateValuesBounded(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`{% set x = 'x' * 100000000 %}ok`, "operator * would make a value of more than"},
+		{`{{ 'x' * 10000000000 }}`, "operator * would make a value of more than"},
+		{`{{ 'x' * -1 }}`, "a string repeated -1 times"},
+		{`{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}`, "operator + would make"},
+		{`{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}ok`, "operator ~ would make"},
+		{`{% set ns = namespace(l=['x']) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}ok`, "operator + would make"},
+		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l }}`, "a printed value is more than"},
+		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l|string|length }}`, "the filter string would make"},
+		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l == ns.l }}`, "the operator == compares a value of more than"},
+		{`{% set s = 'x' * 1000000 %}{% for i in range(200) %}{% set t = s ~ i %}{% endfor %}ok`, "the values the template made passed"},
+		{`{% set x = 'x'|center(10000000000) %}ok`, "the filter center would make"},
+		{`{% set x = 'a
+b'|indent(10000000000) %}ok`, "the filter indent would make"},
+		{`{% set x = ('a' * 10000)|replace('', 'b' * 10000) %}ok`, "the filter replace would make"},
+		{`{% set x = '%10000000000d'|format(1) %}ok`, "the filter format would make"},
+		{`{% set x = 'x'.ljust(10000000000) %}ok`, "the method ljust would make"},
+		{`{% set x = 'x'.center(10000000000) %}ok`, "the method center would make"},
+		{`{% set a = 'a' * 10000 %}{% set x = a.replace('a', 'b' * 10000) %}ok`, "the method replace would make"},
+		{`{% set x = '{:>10000000000}'.format(1) %}ok`, "the method format would make"},
+		{`{{ lipsum(1000000000) }}`, "lipsum() is not supported"},
+		{`{% set l = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] %}{% for i in range(100000) %}{% for x in l %}{% endfor %}{% endfor %}ok`, "the loops took more than"},
+	}
+	for _, c := range cases {
+		t0 := time.Now()
+		tm, err := New(c.src, "<s>", "</s>")
+		if err == nil {
+			_, err = tm.Render([]Message{{Role: "user", Content: "hi"}}, true)
+		}
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%.80s: %v", c.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.80s: err %v, want one naming %q", c.src, err, c.want)
+		}
+		if took := time.Since(t0); took > renderDeadline+time.Second {
+			t.Errorf("%.80s: took %v", c.src, took)
+		}
+	}
+}
+
+// The bounds leave real templates alone: each renders a 101-turn
+// conversation and one of a 4 MB message as before (the outputs are
+// compared with and without the meter's rewriting of the tree).
+func TestMeterKeepsRealTemplates(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "*", "*.jinja"))
+	if len(paths) == 0 {
+		t.Fatal("no templates in testdata")
+	}
+	long := []Message{{Role: "system", Content: "be brief"}}
+	for i := 0; i < 50; i++ {
+		long = append(long, Message{Role: "user", Content: strings.Repeat("question ", 40)}, Message{Role: "assistant", Content: strings.Repeat("answer ", 40)})
+	}
+	long = append(long, Message{Role: "user", Content: "last"})
+	big := []Message{{Role: "user", Content: strings.Repeat("word ", 800_000)}}
+	n := 0
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := New(string(src), "<s>", "</s>")
+		if err != nil || tm.jinja == nil {
+			continue // a template gonja cannot run falls back to a built-in format
+		}
+		n++
+		for _, msgs := range [][]Message{long, big} {
+			got, err := tm.Render(msgs, true)
+			if err != nil {
+				t.Errorf("%s, %d messages: %v", p, len(msgs), err)
+				continue
+			}
+			// The same template without the rewriting, rendered straight.
+			plain, err := rawRender(string(src), msgs)
+			if err != nil {
+				t.Fatalf("%s: unmetered: %v", p, err)
+			}
+			if got != plain {
+				t.Errorf("%s, %d messages: the metered render differs from the plain one", p, len(msgs))
+			}
+		}
+	}
+	t.Logf("%d templates", n)
+}
+
+// rawRender renders src as compile did before the meter: gonja's own
+// filters and methods, the tree as parsed.
+func rawRender(src string, msgs []Message) (string, error) {
+	plain := &exec.Environment{
+		Context: exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables).
+			Update(exec.NewContext(map[string]any{
+				"raise_exception": func(msg string) (string, error) { return "", &templateError{msg} },
+				"strftime_now":    strftimeNow,
+			})),
+		Filters:           filters(),
+		Tests:             builtins.Tests,
+		ControlStructures: builtins.ControlStructures,
+		Methods:           builtins.Methods,
+	}
+	tpl, err := parse(src, plain)
+	if err != nil {
+		return "", err
+	}
+	t := &Template{src: src, bos: "<s>", eos: "</s>", kind: "jinja", jinja: tpl}
+	return t.Render(msgs, true)
 }
