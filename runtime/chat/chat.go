@@ -251,6 +251,9 @@ func filters() *exec.FilterSet {
 
 // compile parses src and rewrites its tree for the meter (meter.go).
 func compile(src string) (*exec.Template, error) {
+	if strings.Contains(src, "__woolly_") { // the meter's names: a template must not reach them
+		return nil, &errLimit{"names starting with __woolly_ are reserved"}
+	}
 	tpl, err := parse(src, environment)
 	if err != nil {
 		return nil, err

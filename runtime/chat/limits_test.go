@@ -182,6 +182,7 @@ b'|indent(10000000000) %}ok`, "the filter indent would make"},
 		{`{% set a = 'a' * 10000 %}{% set x = a.replace('a', 'b' * 10000) %}ok`, "the method replace would make"},
 		{`{% set x = '{:>10000000000}'.format(1) %}ok`, "the method format would make"},
 		{`{{ lipsum(1000000000) }}`, "lipsum() is not supported"},
+		{`{% set __woolly_meter = none %}{{ 'x' * 10000000000 }}`, "names starting with __woolly_ are reserved"},
 		{`{% set l = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] %}{% for i in range(100000) %}{% for x in l %}{% endfor %}{% endfor %}ok`, "the loops took more than"},
 	}
 	for _, c := range cases {
