@@ -145,6 +145,11 @@ func TestCompileErrors(t *testing.T) {
 type gen struct {
 	r   *rand.Rand
 	buf bytes.Buffer
+	// limit > 0 (FuzzSchema): give up, setting over, past limit bytes or
+	// 48 levels (a schema may have no finite document) or after 100 tries
+	// at a string a propertyNames exclusion takes.
+	limit int
+	over  bool
 }
 
 func (g *gen) ws() {
@@ -159,6 +164,10 @@ func (g *gen) ws() {
 var sampleChars = []string{"a", "Z", "0", " ", "é", "☃", "😀", "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\u00e9", "\\uFFFD", "\\u0041", "~", "日"}
 
 func (g *gen) value(nd *node, depth int) {
+	if g.limit > 0 && (g.over || depth > 48 || g.buf.Len() > g.limit) {
+		g.over = true
+		return
+	}
 	switch nd.kind {
 	case kAnyOf:
 		alts := nd.alts
@@ -218,7 +227,11 @@ func (g *gen) value(nd *node, depth int) {
 		if nd.maxLen >= 0 {
 			n = nd.minLen + g.r.IntN(nd.maxLen-nd.minLen+1)
 		}
-		for {
+		for tries := 0; ; tries++ {
+			if g.limit > 0 && tries > 100 {
+				g.over = true
+				return
+			}
 			var s strings.Builder
 			for range n {
 				s.WriteString(sampleChars[g.r.IntN(len(sampleChars))])
