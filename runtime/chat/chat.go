@@ -20,7 +20,6 @@ import (
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
 )
 
 // Message is one turn of a conversation. An assistant turn may carry the
@@ -267,12 +266,10 @@ func parse(src string, env *exec.Environment) (*exec.Template, error) {
 	cfg := config.New()
 	cfg.TrimBlocks = true // as transformers' apply_chat_template
 	cfg.LeftStripBlocks = true
-	// A memory loader holding only the template: {% include %} cannot reach files.
-	loader, err := loaders.NewMemoryLoader(map[string]string{"/chat_template": src})
-	if err != nil {
-		return nil, err
-	}
-	tpl, err := exec.NewTemplate("/chat_template", cfg, loader, env)
+	// A loader that gives the template once, to compile it: {% include %},
+	// {% extends %} and {% import %} reach nothing (not even the template
+	// itself, which extended itself until the parser's stack overflowed).
+	tpl, err := exec.NewTemplate(templateName, cfg, &onceLoader{src: src}, env)
 	if err != nil {
 		return nil, err
 	}

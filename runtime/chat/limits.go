@@ -34,6 +34,7 @@ import (
 
 	ctrl "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 )
 
@@ -138,9 +139,11 @@ func execute(tpl *exec.Template, ctx *exec.Context, maxOut int) (string, error) 
 func checkRecursion(root *nodes.Template) error {
 	var macros []*nodes.Macro
 	setExprs := map[string][]reflect.Value{} // assigned name -> the values it is given
-	recursiveFor := false
+	recursiveFor, usesSelf := false, false
 	walkAST(reflect.ValueOf(root), map[uintptr]bool{}, func(v reflect.Value) {
 		switch n := v.Interface().(type) {
+		case *nodes.Name:
+			usesSelf = usesSelf || n.Name != nil && n.Name.Val == "self"
 		case *nodes.Macro:
 			macros = append(macros, n)
 		case *ctrl.ForControlStructure:
@@ -156,6 +159,9 @@ func checkRecursion(root *nodes.Template) error {
 	})
 	if recursiveFor {
 		return &errLimit{"recursive for-loops are not supported (unbounded recursion)"}
+	}
+	if usesSelf { // self.BLOCK() renders a block, which may call itself
+		return &errLimit{"self (blocks called as functions) is not supported"}
 	}
 	// macroish[name] = the macros a name may hold.
 	macroish := map[string]map[string]bool{}
@@ -300,3 +306,30 @@ func walkAST(v reflect.Value, seen map[uintptr]bool, f func(reflect.Value)) {
 		}
 	}
 }
+
+// templateName is the name the engine knows a chat template by.
+const templateName = "/chat_template"
+
+// onceLoader is the engine's loader of one chat template: it reads the
+// template once, for compiling it, and nothing else, ever. A template that
+// includes, imports or extends a template (itself is the only one there
+// is: `{% extends '/chat_template' %}` recursed in the parser until the
+// process died of a stack overflow; `{% include %}` of itself recursed in
+// the background of a timed-out render) gets an error instead.
+type onceLoader struct {
+	src  string
+	read atomic.Bool
+}
+
+var errNoInclude = &errLimit{"{% include %}, {% import %} and {% extends %} are not supported"}
+
+func (l *onceLoader) Read(path string) (io.Reader, error) {
+	if path != templateName || l.read.Swap(true) {
+		return nil, errNoInclude
+	}
+	return strings.NewReader(l.src), nil
+}
+
+func (l *onceLoader) Resolve(path string) (string, error) { return path, nil }
+
+func (l *onceLoader) Inherit(string) (loaders.Loader, error) { return l, nil }

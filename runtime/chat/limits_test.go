@@ -27,6 +27,13 @@ func TestHostileTemplatesAreBounded(t *testing.T) {
 		{`{% macro f() %}{{ ns.g() }}{% endmacro %}{% set ns = namespace(t=f(), g=f) %}{{ f() }}`, `macro "f" can call itself`},
 		{`{% macro f() %}{{ h() }}{% endmacro %}{% set h = f(f) %}{{ f() }}`, `macro "f" can call itself`},
 		{`{% for m in messages recursive %}{{ loop(messages) }}{% endfor %}`, "recursive for-loops"},
+		// These once took the process down with a stack overflow.
+		{`{% extends '/chat_template' %}`, "are not supported"},
+		{`{% block b %}{{ self.b() }}{% endblock %}`, "self (blocks called as functions) is not supported"},
+		// These recursed in the background of a render past its deadline.
+		{`{% include '/chat_template' %}`, "{% include %}, {% import %} and {% extends %} are not supported"},
+		{`{% import '/chat_template' as m %}x`, "{% include %}, {% import %} and {% extends %} are not supported"},
+		{`{% from '/chat_template' import f %}x`, "{% include %}, {% import %} and {% extends %} are not supported"},
 		{`{% for i in range(2000) %}{{ 'x' * 1000 }}{% endfor %}`, "output passed"},
 	}
 	for _, c := range cases {
@@ -182,6 +189,8 @@ b'|indent(10000000000) %}ok`, "the filter indent would make"},
 		{`{% set a = 'a' * 10000 %}{% set x = a.replace('a', 'b' * 10000) %}ok`, "the method replace would make"},
 		{`{% set x = '{:>10000000000}'.format(1) %}ok`, "the method format would make"},
 		{`{{ lipsum(1000000000) }}`, "lipsum() is not supported"},
+		{`{{ [1, 2, 3]|slice(1000000000)|list }}`, "the filter slice would make"},
+		{`{{ range(10)|batch(1000000000)|list }}`, "the filter batch would make"},
 		{`{% set __woolly_meter = none %}{{ 'x' * 10000000000 }}`, "names starting with __woolly_ are reserved"},
 		{`{% set l = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] %}{% for i in range(100000) %}{% for x in l %}{% endfor %}{% endfor %}ok`, "the loops took more than"},
 	}

@@ -405,6 +405,8 @@ func preCost(name string, in *exec.Value, p *exec.VarArgs, limit int64) int64 {
 		return replaceCost(in.String(), strArg(p, 0, "old", ""), strArg(p, 1, "new", ""), intArg(p, 2, "count", -1), limit)
 	case "batch":
 		return min(size(in)+satMul(max(intArg(p, 0, "linecount", 0), 0), 16, limit), limit+1)
+	case "slice": // as many lists as asked for, empty ones included
+		return min(size(in)+satMul(max(intArg(p, 0, "slices", 0), 0), 24, limit), limit+1)
 	case "join":
 		return min(size(in)+satMul(int64(in.Len()), int64(len(strArg(p, 0, "d", ""))), limit), limit+1)
 	case "wordwrap":
