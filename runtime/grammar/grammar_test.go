@@ -95,18 +95,21 @@ func TestAcceptReject(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"type":"string","format":"ipv6"}`:                                                      `format "ipv6" is not supported`,
-		`{"type":"number","minimum":1,"maximum":0.5}`:                                            `no number lies between the minimum and the maximum`,
-		`{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}`:                           `no integer lies between`,
-		`{"type":"integer","minimum":1e17}`:                                                      `beyond the largest number written`,
-		`{"type":"integer","minimum":"1"}`:                                                       `schema at /minimum: must be a number`,
-		`{"type":"string","pattern":"(?<=a)b"}`:                                                  `lookbehind (?<=...) is not supported`,
-		`{"type":"string","pattern":"(a)\\1"}`:                                                   `backreference \1 is not supported`,
-		`{"type":"string","pattern":"\\bword"}`:                                                  `word boundary \b is not supported`,
-		`{"type":"string","pattern":"\\p{L}"}`:                                                   `Unicode property escape \p is not supported`,
-		`{"type":"string","pattern":"(a(?=b))"}`:                                                 `lookahead (?=...) inside a group`,
-		`{"type":"string","pattern":"^a$b"}`:                                                     `anchor $ in the middle`,
-		`{"type":"string","pattern":"[a-"}`:                                                      `unbalanced bracket`,
+		`{"type":"string","format":"ipv6"}`:                            `format "ipv6" is not supported`,
+		`{"type":"number","minimum":1,"maximum":0.5}`:                  `no number lies between the minimum and the maximum`,
+		`{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}`: `no integer lies between`,
+		`{"type":"integer","minimum":1e17}`:                            `beyond the largest number written`,
+		`{"type":"integer","minimum":"1"}`:                             `schema at /minimum: must be a number`,
+		`{"type":"string","pattern":"(?<=a)b"}`:                        `lookbehind (?<=...) is not supported`,
+		`{"type":"string","pattern":"(a)\\1"}`:                         `backreference \1 is not supported`,
+		`{"type":"string","pattern":"\\bword"}`:                        `word boundary \b is not supported`,
+		`{"type":"string","pattern":"\\p{L}"}`:                         `Unicode property escape \p is not supported`,
+		`{"type":"string","pattern":"(a(?=b))"}`:                       `lookahead (?=...) inside a group`,
+		`{"type":"string","pattern":"^a$b"}`:                           `anchor $ in the middle`,
+		`{"type":"string","pattern":"[a-"}`:                            `unbalanced bracket`,
+		// Found by FuzzPattern: the closing brace was found by its byte
+		// offset and used as a rune offset (a slice out of range).
+		`{"type":"string","pattern":"\\u{\u00e9\u00e90}"}`:                                       `bad escape \u{...}`,
 		`{"type":"string","pattern":"(ab"}`:                                                      `unbalanced parenthesis '('`,
 		`{"type":"string","pattern":"a{2000}"}`:                                                  `repetition count {2000} over 1000`,
 		`{"type":"string","pattern":"^a$","minLength":2}`:                                        `no string of minLength..maxLength characters matches`,
