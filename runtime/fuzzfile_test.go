@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ var fuzzKeySuffixes = []string{"embedding_length", "block_count", "attention.hea
 
 // fuzzValue makes the value a mutation writes: kind picks the GGUF type.
 func fuzzValue(kind uint8, iv int64, fv float64, sv string) (loader.Value, bool) {
-	switch kind % 10 {
+	switch kind % 12 {
 	case 0:
 		return loader.Value{Type: loader.TypeUint32, V: uint32(iv)}, true
 	case 1:
@@ -55,6 +56,15 @@ func fuzzValue(kind uint8, iv int64, fv float64, sv string) (loader.Value, bool)
 			a[i] = int32(iv >> (i % 32))
 		}
 		return loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeInt32, Values: a}}, true
+	case 9: // e.g. tokens or merges: the words of sv
+		w := strings.Split(sv, " ")
+		return loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeString, Values: w[:min(len(w), 256)]}}, true
+	case 10: // e.g. scores
+		a := make([]float32, int(uint64(iv)%300))
+		for i := range a {
+			a[i] = float32(fv) * float32(i)
+		}
+		return loader.Value{Type: loader.TypeArray, V: loader.Array{Elem: loader.TypeFloat32, Values: a}}, true
 	}
 	return loader.Value{}, false // delete the key
 }
@@ -92,7 +102,8 @@ func FuzzModelMetadata(f *testing.F) {
 	}
 	for m := range files {
 		for k := range keys[m] {
-			f.Add(uint8(m), uint16(k), uint8(k%10), int64(0), 0.0, "", uint16(k+1), uint8(3), int64(-1))
+			f.Add(uint8(m), uint16(k), uint8(k%12), int64(0), 0.0, "", uint16(k+1), uint8(3), int64(-1))
+			f.Add(uint8(m), uint16(k), uint8(9), int64(5), 1.5, "a b <s> </s> \xff  é", uint16(k+2), uint8(10), int64(7))
 			f.Add(uint8(m), uint16(k), uint8(2), int64(1)<<40, math.Inf(1), "x", uint16(0), uint8(0), int64(1))
 		}
 	}
