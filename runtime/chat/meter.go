@@ -14,6 +14,8 @@ package chat
 //   - A printed value is sized (with an early stop) before the engine turns
 //     it into text: lists that hold themselves over and over cannot print
 //     as 2^40 bytes.
+//   - Arguments of calls (functions, macros, methods) and of filters are
+//     sized too: they may be read as text.
 //   - The loops of a render take at most loopBudget items in all, so a
 //     render left running after its deadline ends soon.
 //   - String methods see no render state: they make at most methodCap
@@ -47,6 +49,7 @@ const (
 	rhsFunc  = "__woolly_rhs"
 	outFunc  = "__woolly_out"
 	iterFunc = "__woolly_iter"
+	argFunc  = "__woolly_arg"
 )
 
 // meter is one render's account; only the render's goroutine uses it.
@@ -242,7 +245,7 @@ func iterated(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
 // meteredGlobals are the functions the rewritten tree calls, and lipsum
 // refused (its paragraph count and lengths are unbounded).
 var meteredGlobals = map[string]any{
-	lhsFunc: lhs, rhsFunc: rhs, outFunc: printed, iterFunc: iterated,
+	lhsFunc: lhs, rhsFunc: rhs, outFunc: printed, iterFunc: iterated, argFunc: argument,
 	"lipsum": func(...any) (string, error) { return "", errors.New("chat template: lipsum() is not supported") },
 }
 
@@ -302,12 +305,54 @@ func meterTree(root *nodes.Template) {
 			if n.Alternative != nil {
 				n.Alternative = call(outFunc, n.Alternative.Position(), n.Alternative)
 			}
+		case *nodes.Call:
+			if f, ok := n.Func.(*nodes.Name); ok && f.Name != nil && strings.HasPrefix(f.Name.Val, "__woolly_") {
+				return // the meter's own
+			}
+			for i, a := range n.Args {
+				if a != nil {
+					n.Args[i] = call(argFunc, a.Position(), a)
+				}
+			}
+			for k, a := range n.Kwargs {
+				if a != nil {
+					n.Kwargs[k] = call(argFunc, a.Position(), a)
+				}
+			}
 		case *ctrl.ForControlStructure:
 			if n.ObjectEvaluator != nil {
 				n.ObjectEvaluator = call(iterFunc, n.ObjectEvaluator.Position(), n.ObjectEvaluator)
 			}
 		}
 	})
+}
+
+// argsOver reports whether an argument of p is more than limit bytes.
+func argsOver(p *exec.VarArgs, limit int64) bool {
+	for _, a := range p.Args {
+		if sizeOf(a, limit) > limit {
+			return true
+		}
+	}
+	for _, a := range p.KwArgs {
+		if sizeOf(a, limit) > limit {
+			return true
+		}
+	}
+	return false
+}
+
+// argument passes a call's argument through once it is small enough: a
+// function (raise_exception, a macro, a method) may read it as text.
+func argument(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
+	if len(args.Args) != 1 {
+		return nil, errors.New("internal: arg wants 1 argument")
+	}
+	m := meterOf(e)
+	if sizeOf(args.Args[0], m.valueCap) > m.valueCap {
+		return nil, &errLimit{fmt.Sprintf("an argument of a call is more than %d bytes", m.valueCap)}
+	}
+	return args.Args[0], nil
 }
 
 // intArg is the integer argument at position i or keyword name, def when
@@ -433,7 +478,8 @@ func meteredFilters(fs *exec.FilterSet) *exec.FilterSet {
 func meteredFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 	return func(e *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
 		m := meterOf(e)
-		if preCost(name, in, p, m.valueCap) > m.valueCap || sizeOf(in, m.valueCap) > m.valueCap {
+		// Sized first: preCost reads the input and arguments as text.
+		if sizeOf(in, m.valueCap) > m.valueCap || argsOver(p, m.valueCap) || preCost(name, in, p, m.valueCap) > m.valueCap {
 			return exec.AsValue(&errLimit{fmt.Sprintf("the filter %s would make a value of more than %d bytes", name, m.valueCap)})
 		}
 		out := f(e, in, p)
@@ -474,6 +520,9 @@ func meteredMethods(ms exec.Methods) exec.Methods {
 func meteredMethod(name string, f exec.Method[string]) exec.Method[string] {
 	return func(self string, sv *exec.Value, p *exec.VarArgs) (any, error) {
 		limit := int64(methodCap)
+		if argsOver(p, limit) {
+			return nil, &errLimit{fmt.Sprintf("an argument of the method %s is more than %d bytes", name, limit)}
+		}
 		var n int64
 		switch name {
 		case "center", "ljust", "rjust", "zfill":
