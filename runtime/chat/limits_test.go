@@ -181,6 +181,7 @@ func TestTemplateValuesBounded(t *testing.T) {
 		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ raise_exception(ns.l) }}`, "an argument of a call is more than"},
 		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ 'x'|replace(ns.l, 'y') }}`, "the filter replace would make"},
 		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l|indent }}`, "the filter indent would make"},
+		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l is equalto ns.l }}`, "an argument of a call is more than"},
 		{`{% set s = 'x' * 1000000 %}{% for i in range(200) %}{% set t = s ~ i %}{% endfor %}ok`, "the values the template made passed"},
 		{`{% set x = 'x'|center(10000000000) %}ok`, "the filter center would make"},
 		{`{% set x = 'a

@@ -249,6 +249,11 @@ var meteredGlobals = map[string]any{
 	"lipsum": func(...any) (string, error) { return "", errors.New("chat template: lipsum() is not supported") },
 }
 
+// comparingTests are the tests (x is NAME y) that compare values.
+var comparingTests = map[string]bool{"eq": true, "equalto": true, "==": true, "ne": true, "!=": true, "in": true,
+	"sameas": true, "ge": true, ">=": true, "gt": true, "greaterthan": true, ">": true, "le": true, "<=": true,
+	"lt": true, "lessthan": true, "<": true, "lower": true, "upper": true}
+
 // call makes the node of a call of the function name on args, at pos.
 func call(name string, pos *tokens.Token, args ...nodes.Expression) *nodes.Call {
 	if pos == nil {
@@ -317,6 +322,18 @@ func meterTree(root *nodes.Template) {
 			for k, a := range n.Kwargs {
 				if a != nil {
 					n.Kwargs[k] = call(argFunc, a.Position(), a)
+				}
+			}
+		case *nodes.TestExpression: // the comparing tests walk both sides
+			if n.Test == nil || !comparingTests[n.Test.Name] {
+				return
+			}
+			if n.Expression != nil {
+				n.Expression = call(argFunc, n.Expression.Position(), n.Expression)
+			}
+			for i, a := range n.Test.Args {
+				if a != nil {
+					n.Test.Args[i] = call(argFunc, a.Position(), a)
 				}
 			}
 		case *ctrl.ForControlStructure:
