@@ -266,7 +266,17 @@ func TestMeterKeepsRealTemplates(t *testing.T) {
 // rawRender renders src as compile did before the meter: gonja's own
 // filters and methods, the tree as parsed.
 func rawRender(src string, msgs []Message) (string, error) {
-	plain := &exec.Environment{
+	tpl, err := parse(src, plainEnv())
+	if err != nil {
+		return "", err
+	}
+	t := &Template{src: src, bos: "<s>", eos: "</s>", kind: "jinja", jinja: tpl}
+	return t.Render(msgs, true)
+}
+
+// plainEnv is the engine's environment without the meter.
+func plainEnv() *exec.Environment {
+	return &exec.Environment{
 		Context: exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables).
 			Update(exec.NewContext(map[string]any{
 				"raise_exception": func(msg string) (string, error) { return "", &templateError{msg} },
@@ -277,10 +287,4 @@ func rawRender(src string, msgs []Message) (string, error) {
 		ControlStructures: builtins.ControlStructures,
 		Methods:           builtins.Methods,
 	}
-	tpl, err := parse(src, plain)
-	if err != nil {
-		return "", err
-	}
-	t := &Template{src: src, bos: "<s>", eos: "</s>", kind: "jinja", jinja: tpl}
-	return t.Render(msgs, true)
 }

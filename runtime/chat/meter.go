@@ -50,6 +50,8 @@ const (
 	outFunc  = "__woolly_out"
 	iterFunc = "__woolly_iter"
 	argFunc  = "__woolly_arg"
+
+	litRightFunc = "__woolly_litr"
 )
 
 // meter is one render's account; only the render's goroutine uses it.
@@ -158,33 +160,55 @@ func lhs(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
 }
 
 // rhs passes a right operand through once the result of combining it with
-// its left operand (args: id, operator, operand) fits the meter.
+// its left operand fits the meter. args: id, operator, operand, and the
+// left operand itself when it is a literal (the tree then has no lhs).
 func rhs(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
-	if len(args.Args) != 3 {
-		return nil, errors.New("internal: rhs wants 3 arguments")
+	if len(args.Args) != 3 && len(args.Args) != 4 {
+		return nil, errors.New("internal: rhs wants 3 or 4 arguments")
 	}
 	m := meterOf(e)
 	id, op, r := args.Args[0].Integer(), args.Args[1].String(), args.Args[2]
 	var l *exec.Value
-	for i := len(m.pending) - 1; i >= 0; i-- {
-		if m.pending[i].id == id {
-			l = m.pending[i].v
-			m.pending = m.pending[:i]
-			break
+	if len(args.Args) == 4 {
+		l = args.Args[3]
+	} else {
+		for i := len(m.pending) - 1; i >= 0; i-- {
+			if m.pending[i].id == id {
+				l = m.pending[i].v
+				m.pending = m.pending[:i]
+				break
+			}
 		}
 	}
 	if l == nil {
 		return r, nil
 	}
+	return r, m.combine(op, l, r)
+}
+
+// litRight passes a left operand through once the result of combining it
+// with its literal right operand fits the meter. args: operator, operand,
+// the literal.
+func litRight(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
+	if len(args.Args) != 3 {
+		return nil, errors.New("internal: litRight wants 3 arguments")
+	}
+	l := args.Args[1]
+	return l, meterOf(e).combine(args.Args[0].String(), l, args.Args[2])
+}
+
+// combine charges the value the engine makes of l op r, or checks that a
+// comparison's sides are small enough to walk.
+func (m *meter) combine(op string, l, r *exec.Value) error {
 	var n int64
 	switch op {
 	case "*": // the engine repeats a string left operand, else multiplies numbers
 		if !l.IsString() || r.IsFloat() {
-			return r, nil
+			return nil
 		}
 		k := int64(r.Integer())
 		if k < 0 {
-			return nil, fmt.Errorf("chat template: a string repeated %d times", k)
+			return fmt.Errorf("chat template: a string repeated %d times", k)
 		}
 		if ln := int64(len(l.String())); ln > 0 && k > m.valueCap/ln {
 			n = m.valueCap + 1
@@ -193,21 +217,18 @@ func rhs(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
 		}
 	case "+": // lists concatenate, then floats add, then strings concatenate
 		if !l.IsList() && (l.IsFloat() || r.IsFloat() || !(l.IsString() || r.IsString())) {
-			return r, nil
+			return nil
 		}
 		n = sizeOf(l, m.valueCap) + sizeOf(r, m.valueCap)
 	case "~": // joins both as text
 		n = sizeOf(l, m.valueCap) + sizeOf(r, m.valueCap)
 	default: // comparisons walk both, and make nothing
 		if sizeOf(l, m.valueCap) > m.valueCap || sizeOf(r, m.valueCap) > m.valueCap {
-			return nil, &errLimit{fmt.Sprintf("the operator %s compares a value of more than %d bytes", op, m.valueCap)}
+			return &errLimit{fmt.Sprintf("the operator %s compares a value of more than %d bytes", op, m.valueCap)}
 		}
-		return r, nil
+		return nil
 	}
-	if err := m.charge(n, "the operator "+op); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return m.charge(n, "the operator "+op)
 }
 
 // printed passes a printed value through once it is small enough to write.
@@ -245,7 +266,7 @@ func iterated(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
 // meteredGlobals are the functions the rewritten tree calls, and lipsum
 // refused (its paragraph count and lengths are unbounded).
 var meteredGlobals = map[string]any{
-	lhsFunc: lhs, rhsFunc: rhs, outFunc: printed, iterFunc: iterated, argFunc: argument,
+	lhsFunc: lhs, rhsFunc: rhs, outFunc: printed, iterFunc: iterated, argFunc: argument, litRightFunc: litRight,
 	"lipsum": func(...any) (string, error) { return "", errors.New("chat template: lipsum() is not supported") },
 }
 
@@ -253,6 +274,30 @@ var meteredGlobals = map[string]any{
 var comparingTests = map[string]bool{"eq": true, "equalto": true, "==": true, "ne": true, "!=": true, "in": true,
 	"sameas": true, "ge": true, ">=": true, "gt": true, "greaterthan": true, ">": true, "le": true, "<=": true,
 	"lt": true, "lessthan": true, "<": true, "lower": true, "upper": true}
+
+// eqTests are the comparing tests that only test equality.
+var eqTests = map[string]bool{"eq": true, "equalto": true, "==": true, "ne": true, "!=": true, "sameas": true}
+
+// scalarLiteral reports whether x is a literal string, number, boolean or
+// none: equality with one costs no more than the other side's top level
+// (gonja compares a list with a scalar as unequal at once).
+func scalarLiteral(x nodes.Expression) bool {
+	switch x.(type) {
+	case *nodes.String, *nodes.Integer, *nodes.Float, *nodes.Bool, *nodes.None:
+		return true
+	}
+	return false
+}
+
+// literal reports whether x is a literal string or number: evaluating it
+// twice costs nothing.
+func literal(x nodes.Expression) bool {
+	switch x.(type) {
+	case *nodes.String, *nodes.Integer, *nodes.Float:
+		return true
+	}
+	return false
+}
 
 // call makes the node of a call of the function name on args, at pos.
 func call(name string, pos *tokens.Token, args ...nodes.Expression) *nodes.Call {
@@ -294,20 +339,31 @@ func meterTree(root *nodes.Template) {
 			}
 			op := n.Operator.Token
 			switch op.Type {
-			case tokens.Addition, tokens.Multiply, tokens.Tilde, tokens.Equals, tokens.Ne, tokens.In,
+			case tokens.Equals, tokens.Ne:
+				if scalarLiteral(n.Left) || scalarLiteral(n.Right) {
+					return // a list or dict never equals a scalar: compared at once
+				}
+			case tokens.Addition, tokens.Multiply, tokens.Tilde, tokens.In,
 				tokens.LowerThan, tokens.LowerThanOrEqual, tokens.GreaterThan, tokens.GreaterThanOrEqual:
 			default:
 				return
 			}
-			id++
 			pos := n.Left.Position()
-			n.Left = call(lhsFunc, pos, intNode(id, pos), n.Left)
-			n.Right = call(rhsFunc, pos, intNode(id, pos), strNode(op.Val, pos), n.Right)
+			switch {
+			case literal(n.Left): // one call, given the literal
+				n.Right = call(rhsFunc, pos, intNode(0, pos), strNode(op.Val, pos), n.Right, n.Left)
+			case literal(n.Right):
+				n.Left = call(litRightFunc, pos, strNode(op.Val, pos), n.Left, n.Right)
+			default:
+				id++
+				n.Left = call(lhsFunc, pos, intNode(id, pos), n.Left)
+				n.Right = call(rhsFunc, pos, intNode(id, pos), strNode(op.Val, pos), n.Right)
+			}
 		case *nodes.Output:
-			if n.Expression != nil {
+			if n.Expression != nil && !scalarLiteral(n.Expression) {
 				n.Expression = call(outFunc, n.Expression.Position(), n.Expression)
 			}
-			if n.Alternative != nil {
+			if n.Alternative != nil && !scalarLiteral(n.Alternative) {
 				n.Alternative = call(outFunc, n.Alternative.Position(), n.Alternative)
 			}
 		case *nodes.Call:
@@ -315,12 +371,12 @@ func meterTree(root *nodes.Template) {
 				return // the meter's own
 			}
 			for i, a := range n.Args {
-				if a != nil {
+				if a != nil && !scalarLiteral(a) {
 					n.Args[i] = call(argFunc, a.Position(), a)
 				}
 			}
 			for k, a := range n.Kwargs {
-				if a != nil {
+				if a != nil && !scalarLiteral(a) {
 					n.Kwargs[k] = call(argFunc, a.Position(), a)
 				}
 			}
@@ -328,11 +384,14 @@ func meterTree(root *nodes.Template) {
 			if n.Test == nil || !comparingTests[n.Test.Name] {
 				return
 			}
+			if eqTests[n.Test.Name] && len(n.Test.Args) == 1 && (scalarLiteral(n.Expression) || scalarLiteral(n.Test.Args[0])) {
+				return
+			}
 			if n.Expression != nil {
 				n.Expression = call(argFunc, n.Expression.Position(), n.Expression)
 			}
 			for i, a := range n.Test.Args {
-				if a != nil {
+				if a != nil && !scalarLiteral(a) {
 					n.Test.Args[i] = call(argFunc, a.Position(), a)
 				}
 			}
@@ -492,7 +551,39 @@ func meteredFilters(fs *exec.FilterSet) *exec.FilterSet {
 	return out
 }
 
+// shallowFilters read no more of their input than its top level (its
+// length, an element, a copy of the list of its elements): their input is
+// not sized (messages|length runs once per message in real templates) and
+// their result is charged by its top level.
+var shallowFilters = map[string]bool{"length": true, "count": true, "first": true, "last": true, "default": true,
+	"d": true, "attr": true, "safe": true, "int": true, "float": true, "abs": true, "round": true, "random": true,
+	"reverse": true, "list": true, "items": true, "batch": true, "slice": true}
+
+// shallowSize is 8 bytes for v and each of its top-level elements.
+func shallowSize(v *exec.Value) int64 {
+	if v != nil && (v.IsList() || v.IsDict()) {
+		return 8 + 8*int64(v.Len())
+	}
+	return 8
+}
+
 func meteredFilter(name string, f exec.FilterFunction) exec.FilterFunction {
+	if shallowFilters[name] {
+		return func(e *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
+			m := meterOf(e)
+			if argsOver(p, m.valueCap) || preCost(name, in, p, m.valueCap) > m.valueCap {
+				return exec.AsValue(&errLimit{fmt.Sprintf("the filter %s would make a value of more than %d bytes", name, m.valueCap)})
+			}
+			out := f(e, in, p)
+			if out == nil || out.IsError() {
+				return out
+			}
+			if err := m.charge(shallowSize(out), "the filter "+name); err != nil {
+				return exec.AsValue(err)
+			}
+			return out
+		}
+	}
 	return func(e *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
 		m := meterOf(e)
 		// Sized first: preCost reads the input and arguments as text.
