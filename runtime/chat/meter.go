@@ -559,9 +559,15 @@ var shallowFilters = map[string]bool{"length": true, "count": true, "first": tru
 	"d": true, "attr": true, "safe": true, "int": true, "float": true, "abs": true, "round": true, "random": true,
 	"reverse": true, "list": true, "items": true, "batch": true, "slice": true}
 
-// shallowSize is 8 bytes for v and each of its top-level elements.
+// shallowSize is 8 bytes for v and each of its top-level elements, and a
+// string's length.
 func shallowSize(v *exec.Value) int64 {
-	if v != nil && (v.IsList() || v.IsDict()) {
+	switch {
+	case v == nil:
+		return 8
+	case v.IsString():
+		return 8 + int64(len(v.String()))
+	case v.IsList() || v.IsDict():
 		return 8 + 8*int64(v.Len())
 	}
 	return 8
