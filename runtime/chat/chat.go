@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -331,10 +332,30 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 		if errors.As(err, &le) {
 			return "", le
 		}
-		if i := strings.Index(err.Error(), "chat template: "); i >= 0 { // wrapped without %w
-			return "", errors.New(err.Error()[i:])
+		msg := err.Error()
+		if i := strings.Index(msg, "chat template: "); i >= 0 { // wrapped without %w
+			msg = msg[i:]
+		} else {
+			msg = "chat template: " + msg
 		}
-		return "", fmt.Errorf("chat template: %w", err)
+		return "", errors.New(shortMessage(msg))
 	}
 	return out, nil
+}
+
+// maxErrorBytes bounds an engine error's text: gonja quotes the values a
+// failing call was given, which a template may make megabytes long.
+const maxErrorBytes = 1024
+
+// shortMessage cuts msg to maxErrorBytes (at a character boundary),
+// saying how long it was.
+func shortMessage(msg string) string {
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	cut := maxErrorBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", msg[:cut], len(msg))
 }

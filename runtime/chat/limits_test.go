@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,6 +184,8 @@ func TestTemplateValuesBounded(t *testing.T) {
 		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l|indent }}`, "the filter indent would make"},
 		{`{% set ns = namespace(l=['xxxxxxxx']) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l is equalto ns.l }}`, "an argument of a call is more than"},
 		{`{% set s = 'x' * 1000000 %}{% for i in range(200) %}{% set t = s ~ i %}{% endfor %}ok`, "the values the template made passed"},
+		{`{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set t = s.replace('x', 'y', -1) %}{% endfor %}ok`, "the values the template made passed"},
+		{`{% set s = 'x' * 1000 %}{% set t = s.replace('x', 'y' * 100000, -1) %}ok`, "the method replace would make"},
 		{`{% set x = 'x'|center(10000000000) %}ok`, "the filter center would make"},
 		{`{% set x = 'a
 b'|indent(10000000000) %}ok`, "the filter indent would make"},
@@ -216,6 +219,16 @@ b'|indent(10000000000) %}ok`, "the filter indent would make"},
 		if took := time.Since(t0); took > renderDeadline+time.Second {
 			t.Errorf("%.80s: took %v", c.src, took)
 		}
+	}
+}
+
+// An engine error quoting a big value is cut (gonja quoted the whole
+// 1 MB receiver of a failing method call).
+func TestTemplateErrorsShort(t *testing.T) {
+	tm := mustNew(t, `{% if messages[0].content == 'boom' %}{% set s = 'x' * 1000000 %}{{ s.replace('x', 'y') }}{% endif %}`, "", "")
+	_, err := tm.Render([]Message{{Role: "user", Content: "boom"}}, true)
+	if err == nil || len(err.Error()) > 1100 || !strings.Contains(err.Error(), "bytes)") {
+		t.Fatalf("err of %d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }
 

@@ -18,8 +18,11 @@ package chat
 //     sized too: they may be read as text.
 //   - The loops of a render take at most loopBudget items in all, so a
 //     render left running after its deadline ends soon.
-//   - String methods see no render state: they make at most methodCap
-//     bytes each. lipsum() is refused.
+//   - Methods see no render state: a method call's receiver is charged
+//     (its length, or 8 bytes an element) before the call, and a string
+//     method makes at most 1 MiB plus 8 times its string (64 MiB at most),
+//     so a loop of s.replace(...) on a big string stops at the budget.
+//     lipsum() is refused.
 
 import (
 	"errors"
@@ -37,7 +40,8 @@ import (
 const (
 	valueBudgetFactor = 64       // a render's values together: this many times its output cap
 	loopBudget        = 200_000  // for-loop items in one render (gonja takes 5-10 µs an item)
-	methodCap         = 64 << 20 // bytes one string method may make
+	methodCap         = 64 << 20 // bytes one string method may make, at most
+	methodBase        = 1 << 20  // bytes one string method may make beyond 8 times its string
 )
 
 // Names the rewritten tree calls (not valid in a template: they cannot
@@ -52,6 +56,7 @@ const (
 	argFunc  = "__woolly_arg"
 
 	litRightFunc = "__woolly_litr"
+	recvFunc     = "__woolly_recv"
 )
 
 // meter is one render's account; only the render's goroutine uses it.
@@ -266,7 +271,7 @@ func iterated(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
 // meteredGlobals are the functions the rewritten tree calls, and lipsum
 // refused (its paragraph count and lengths are unbounded).
 var meteredGlobals = map[string]any{
-	lhsFunc: lhs, rhsFunc: rhs, outFunc: printed, iterFunc: iterated, argFunc: argument, litRightFunc: litRight,
+	lhsFunc: lhs, rhsFunc: rhs, outFunc: printed, iterFunc: iterated, argFunc: argument, litRightFunc: litRight, recvFunc: receiver,
 	"lipsum": func(...any) (string, error) { return "", errors.New("chat template: lipsum() is not supported") },
 }
 
@@ -370,6 +375,14 @@ func meterTree(root *nodes.Template) {
 			if f, ok := n.Func.(*nodes.Name); ok && f.Name != nil && strings.HasPrefix(f.Name.Val, "__woolly_") {
 				return // the meter's own
 			}
+			if ga, ok := n.Func.(*nodes.GetAttribute); ok { // a method call's receiver
+				if x, ok := ga.Node.(nodes.Expression); ok && x != nil {
+					ga.Node = call(recvFunc, x.Position(), x)
+				}
+				if x, ok := n.Parent.(nodes.Expression); ok && x != nil {
+					n.Parent = call(recvFunc, x.Position(), x)
+				}
+			}
 			for i, a := range n.Args {
 				if a != nil && !scalarLiteral(a) {
 					n.Args[i] = call(argFunc, a.Position(), a)
@@ -429,6 +442,15 @@ func argument(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
 		return nil, &errLimit{fmt.Sprintf("an argument of a call is more than %d bytes", m.valueCap)}
 	}
 	return args.Args[0], nil
+}
+
+// receiver passes a method call's receiver through, charging its top
+// level: methods cannot see the meter, so their calls are counted here.
+func receiver(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
+	if len(args.Args) != 1 {
+		return nil, errors.New("internal: recv wants 1 argument")
+	}
+	return args.Args[0], meterOf(e).charge(shallowSize(args.Args[0]), "a method call")
 }
 
 // intArg is the integer argument at position i or keyword name, def when
@@ -633,7 +655,7 @@ func meteredMethods(ms exec.Methods) exec.Methods {
 
 func meteredMethod(name string, f exec.Method[string]) exec.Method[string] {
 	return func(self string, sv *exec.Value, p *exec.VarArgs) (any, error) {
-		limit := int64(methodCap)
+		limit := min(int64(methodCap), methodBase+8*int64(len(self)))
 		if argsOver(p, limit) {
 			return nil, &errLimit{fmt.Sprintf("an argument of the method %s is more than %d bytes", name, limit)}
 		}
