@@ -88,6 +88,10 @@ func boundedRange(used *atomic.Int64) func(*exec.Evaluator, *exec.VarArgs) ([]in
 	}
 }
 
+// rendersRunning counts the renders whose goroutine has not ended, those
+// past their deadline included (the tests check that these end).
+var rendersRunning atomic.Int64
+
 // cappedWriter fails once more than max bytes are written.
 type cappedWriter struct {
 	b   strings.Builder
@@ -108,7 +112,9 @@ func execute(tpl *exec.Template, ctx *exec.Context, maxOut int) (string, error) 
 		err error
 	}
 	done := make(chan result, 1)
+	rendersRunning.Add(1)
 	go func() {
+		defer rendersRunning.Add(-1)
 		var r result
 		defer func() { // the engine must never take the server down
 			if p := recover(); p != nil {
