@@ -150,6 +150,11 @@ func FuzzChatTemplate(f *testing.F) {
 		"{% macro f(x) %}[{{ x }}]{% endmacro %}{{ f(messages[0].content) }}",
 		"{% for i in range(3) %}{{ i }}{% endfor %}{{ raise_exception('no') }}",
 		"{{ messages | length }}{{ messages[0].content | upper | trim }}",
+		// The meter's paths: operators, filters, methods, loops, aliasing.
+		"{% set ns = namespace(s='ab', l=[1]) %}{% for i in range(3) %}{% set ns.s = ns.s ~ ns.s %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.s|length }}{{ ns.l|string|length }}",
+		"{{ ('x' * 3)|center(9) }}{{ 'a b'.replace(' ', '--', -1).upper() }}{{ messages|map(attribute='content')|join(', ') }}",
+		"{% for m in messages if m.role == 'user' %}{{ loop.index ~ ':' ~ m.content|tojson(indent=2) }}{% endfor %}{{ '%5d'|format(7) }}",
+		"{{ messages[0].content is equalto 'hello' }}{{ 'l' in messages[-1].content }}{{ [1, 2] + [3] }}{{ (messages|first).role|wordwrap(3) }}",
 	} {
 		f.Add(s, "hello")
 	}
