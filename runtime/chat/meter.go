@@ -44,9 +44,8 @@ const (
 	methodBase        = 1 << 20  // bytes one string method may make beyond 8 times its string
 )
 
-// Names the rewritten tree calls (not valid in a template: they cannot
-// clash with a template's own names, which gonja's lexer would take as
-// identifiers, but no real template uses the prefix).
+// Names the rewritten tree calls; compile refuses a template that
+// mentions the prefix, so that none can reach or shadow them.
 const (
 	meterVar = "__woolly_meter"
 	lhsFunc  = "__woolly_lhs"
@@ -102,7 +101,10 @@ func meterOf(e *exec.Evaluator) *meter {
 	return newMeter(outputCap)
 }
 
-var valuePtrType = reflect.TypeOf((*exec.Value)(nil))
+var (
+	valuePtrType     = reflect.TypeOf((*exec.Value)(nil))
+	reflectValueType = reflect.TypeOf(reflect.Value{})
+)
 
 // sizeOf estimates the bytes v takes written out (strings by their length,
 // 8 for every other scalar and for each element, key and field), walking
@@ -146,6 +148,12 @@ func sizeOf(v *exec.Value, limit int64) int64 {
 				stack = append(stack, it.Key(), it.Value())
 			}
 		case reflect.Struct:
+			if rv.Type() == reflectValueType { // an exec.Value held by value: its Val
+				if rv.CanInterface() {
+					stack = append(stack, rv.Interface().(reflect.Value))
+				}
+				continue // never into reflection's own type data
+			}
 			for i := 0; i < rv.NumField(); i++ {
 				stack = append(stack, rv.Field(i))
 			}
