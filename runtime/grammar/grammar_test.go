@@ -197,6 +197,10 @@ func (g *gen) value(nd *node, depth int) {
 			if d.acc[st] && (len(d.edges[st]) == 0 || g.r.IntN(4) == 0 || steps > 40) {
 				break
 			}
+			if g.limit > 0 && steps > g.limit { // a walk that keeps missing acceptance
+				g.over = true
+				return
+			}
 			e := d.edges[st][g.r.IntN(len(d.edges[st]))]
 			b := e.lo + byte(g.r.IntN(int(e.hi-e.lo)+1))
 			g.buf.WriteByte(b)
@@ -322,8 +326,12 @@ func (g *gen) value(nd *node, depth int) {
 			for tries := 0; extras > 0 && tries < 100; tries++ {
 				k := []byte(sampleChars[g.r.IntN(len(sampleChars))] + fmt.Sprint(g.r.IntN(100)))
 				if nd.keyNode.kind == kPattern {
-					kb := gen{r: g.r}
+					kb := gen{r: g.r, limit: g.limit}
 					kb.value(nd.keyNode, depth)
+					if kb.over {
+						g.over = true
+						return
+					}
 					k = kb.buf.Bytes()[1 : kb.buf.Len()-1]
 				}
 				var dk string
