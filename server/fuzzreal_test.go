@@ -43,9 +43,9 @@ func (l *lockedBuffer) take() string {
 }
 
 // FuzzServerRealModel sends any body to every body-decoding route of a
-// server over the real runtime backend (stories260K with the ChatML
-// template, so prompts are tokenized, templates rendered, grammars compiled
-// against a real vocabulary and tokens generated). No request may panic
+// server over the real runtime backend (stories260K with Qwen3's Jinja
+// template, so prompts are tokenized, templates rendered with tools,
+// grammars compiled against a real vocabulary and tokens generated). No request may panic
 // (recoverRequest would hide it as a 500, or end a stream: the log is
 // checked for one), none may outlast the request timeout by much, and
 // every answer is JSON, NDJSON or SSE of JSON:
@@ -88,8 +88,13 @@ func FuzzServerRealModel(f *testing.F) {
 	logs := &lockedBuffer{}
 	never := time.Duration(-1)
 	one := 1
+	// Qwen3's own Jinja template (tools, thinking), run through the meter.
+	tmpl, err := os.ReadFile(filepath.Join("..", "runtime", "chat", "testdata", "tools", "Qwen-Qwen3-0.6B.jinja"))
+	if err != nil {
+		f.Fatal(err)
+	}
 	s, err := New(Config{ModelsDir: dir, Timeout: time.Second, MaxBodyBytes: 1 << 16, Threads: 1,
-		Parallel: &one, KeepAlive: &never, ChatTemplate: "chatml", Logger: log.New(logs, "", 0)}, RuntimeBackend{})
+		Parallel: &one, KeepAlive: &never, ChatTemplate: string(tmpl), Logger: log.New(logs, "", 0)}, RuntimeBackend{})
 	if err != nil {
 		f.Fatal(err)
 	}
