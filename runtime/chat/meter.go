@@ -312,6 +312,20 @@ func literal(x nodes.Expression) bool {
 	return false
 }
 
+// posOf is x's position, or nil: gonja's parser can leave a malformed
+// node whose Position dereferences nil ({% for a in in %}).
+func posOf(x nodes.Node) (pos *tokens.Token) {
+	defer func() {
+		if recover() != nil {
+			pos = nil
+		}
+	}()
+	if x == nil {
+		return nil
+	}
+	return x.Position()
+}
+
 // call makes the node of a call of the function name on args, at pos.
 func call(name string, pos *tokens.Token, args ...nodes.Expression) *nodes.Call {
 	if pos == nil {
@@ -361,7 +375,7 @@ func meterTree(root *nodes.Template) {
 			default:
 				return
 			}
-			pos := n.Left.Position()
+			pos := posOf(n.Left)
 			switch {
 			case literal(n.Left): // one call, given the literal
 				n.Right = call(rhsFunc, pos, intNode(0, pos), strNode(op.Val, pos), n.Right, n.Left)
@@ -374,10 +388,10 @@ func meterTree(root *nodes.Template) {
 			}
 		case *nodes.Output:
 			if n.Expression != nil && !scalarLiteral(n.Expression) {
-				n.Expression = call(outFunc, n.Expression.Position(), n.Expression)
+				n.Expression = call(outFunc, posOf(n.Expression), n.Expression)
 			}
 			if n.Alternative != nil && !scalarLiteral(n.Alternative) {
-				n.Alternative = call(outFunc, n.Alternative.Position(), n.Alternative)
+				n.Alternative = call(outFunc, posOf(n.Alternative), n.Alternative)
 			}
 		case *nodes.Call:
 			if f, ok := n.Func.(*nodes.Name); ok && f.Name != nil && strings.HasPrefix(f.Name.Val, "__woolly_") {
@@ -385,20 +399,20 @@ func meterTree(root *nodes.Template) {
 			}
 			if ga, ok := n.Func.(*nodes.GetAttribute); ok { // a method call's receiver
 				if x, ok := ga.Node.(nodes.Expression); ok && x != nil {
-					ga.Node = call(recvFunc, x.Position(), x)
+					ga.Node = call(recvFunc, posOf(x), x)
 				}
 				if x, ok := n.Parent.(nodes.Expression); ok && x != nil {
-					n.Parent = call(recvFunc, x.Position(), x)
+					n.Parent = call(recvFunc, posOf(x), x)
 				}
 			}
 			for i, a := range n.Args {
 				if a != nil && !scalarLiteral(a) {
-					n.Args[i] = call(argFunc, a.Position(), a)
+					n.Args[i] = call(argFunc, posOf(a), a)
 				}
 			}
 			for k, a := range n.Kwargs {
 				if a != nil && !scalarLiteral(a) {
-					n.Kwargs[k] = call(argFunc, a.Position(), a)
+					n.Kwargs[k] = call(argFunc, posOf(a), a)
 				}
 			}
 		case *nodes.TestExpression: // the comparing tests walk both sides
@@ -409,16 +423,16 @@ func meterTree(root *nodes.Template) {
 				return
 			}
 			if n.Expression != nil {
-				n.Expression = call(argFunc, n.Expression.Position(), n.Expression)
+				n.Expression = call(argFunc, posOf(n.Expression), n.Expression)
 			}
 			for i, a := range n.Test.Args {
 				if a != nil && !scalarLiteral(a) {
-					n.Test.Args[i] = call(argFunc, a.Position(), a)
+					n.Test.Args[i] = call(argFunc, posOf(a), a)
 				}
 			}
 		case *ctrl.ForControlStructure:
 			if n.ObjectEvaluator != nil {
-				n.ObjectEvaluator = call(iterFunc, n.ObjectEvaluator.Position(), n.ObjectEvaluator)
+				n.ObjectEvaluator = call(iterFunc, posOf(n.ObjectEvaluator), n.ObjectEvaluator)
 			}
 		}
 	})
