@@ -249,13 +249,19 @@ func filters() *exec.FilterSet {
 	return f
 }
 
-// compile parses src and rewrites its tree for the meter (meter.go).
-func compile(src string) (*exec.Template, error) {
+// compile parses src and rewrites its tree for the meter (meter.go). A
+// panic in the engine's parser or in the rewrite is an error: the template
+// comes from a model file.
+func compile(src string) (tpl *exec.Template, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tpl, err = nil, fmt.Errorf("chat template: engine failure while parsing: %v", p)
+		}
+	}()
 	if strings.Contains(src, "__woolly_") { // the meter's names: a template must not reach them
 		return nil, &errLimit{"names starting with __woolly_ are reserved"}
 	}
-	tpl, err := parse(src, environment)
-	if err != nil {
+	if tpl, err = parse(src, environment); err != nil {
 		return nil, err
 	}
 	meterTree(tpl.Root())
