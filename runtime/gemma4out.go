@@ -34,6 +34,7 @@ type gemma4Out struct {
 	buf     string // text not yet decided
 	raw     string // the tag text of the channel or call being read
 	atStart bool   // nothing but whitespace given out, no thought channel yet
+	lead    bool   // in the thought channel, nothing but whitespace after its name yet
 }
 
 const (
@@ -110,13 +111,19 @@ func (g *gemma4Out) piece(text string) string {
 			}
 			if name == "thought" && g.atStart {
 				g.atStart = false
-				g.state, g.raw = g4Thought, ""
-				g.buf = strings.TrimLeft(g.buf[len(name):], " \t\r\n")
+				g.state, g.raw, g.lead = g4Thought, "", true
+				g.buf = g.buf[len(name):]
 				out.WriteString("<think>")
 				continue
 			}
 			g.state = g4Channel
 		case g4Thought:
+			if g.lead { // the whitespace after the name, in however many pieces
+				if g.buf = strings.TrimLeft(g.buf, " \t\r\n"); g.buf == "" {
+					return out.String()
+				}
+				g.lead = false
+			}
 			if i := strings.Index(g.buf, g4ChanClose); i >= 0 {
 				out.WriteString(g.buf[:i] + "</think>")
 				g.buf = g.buf[i+len(g4ChanClose):]
@@ -175,7 +182,7 @@ func (g *gemma4Out) text(out *strings.Builder, s string) {
 // reasoning), anything else as the model wrote it.
 func (g *gemma4Out) flush() string {
 	out := g.raw + g.buf
-	g.raw, g.buf, g.state = "", "", g4Text
+	g.raw, g.buf, g.state, g.lead = "", "", g4Text, false
 	return out
 }
 

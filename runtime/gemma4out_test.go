@@ -29,6 +29,9 @@ func TestGemma4Out(t *testing.T) {
 		{"<|channel>thought\nNeed the weather.<channel|><|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2}<tool_call|>",
 			`<think>Need the weather.</think><tool_call>{"name": "get_weather", "arguments": {"city":"Paris","days":2}}</tool_call>`},
 		{"<|channel>thought\nHm.<channel|>It is 18C.", "<think>Hm.</think>It is 18C."},
+		// Found by FuzzGemma4Out: whitespace after the name split across
+		// pieces reached the thought.
+		{"<|channel>thought \n\n Hm.<channel|>x", "<think>Hm.</think>x"},
 		{"Hello!<|channel>thought\n<channel|>", "Hello!"}, // a trailing empty channel
 		{"Hi<channel|>", "Hi"}, // a stray closing tag
 		{"a < b <|x |> <|tool <channel", "a < b <|x |> <|tool <channel"}, // tag-like text

@@ -285,6 +285,13 @@ func (s *Server) llamaDetokenize(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, famOpenAI, http.StatusNotImplemented, "this model cannot detokenize")
 		return
 	}
+	// Bounded like /tokenize's content: more ids than the model's largest
+	// context could never have come from it, and each may spell many
+	// bytes (4M ids in an 8 MB body once made a 550 MB answer).
+	if n, limit := len(q.Tokens), maxCtx(meta); n > limit {
+		s.fail(w, r, famOpenAI, http.StatusBadRequest, fmt.Sprintf("tokens: %d ids; the model's largest context holds %d", n, limit))
+		return
+	}
 	var b []byte
 	for i, id := range q.Tokens {
 		p, ok := meta.Piece(id)

@@ -127,6 +127,11 @@ func TestLlamaServerRoutesReal(t *testing.T) {
 	if st, body = post(t, url+"/detokenize", `{"model":"`+realModel+`","tokens":[5,999999]}`); st != 400 || !strings.Contains(string(body), "tokens[1]") {
 		t.Errorf("/detokenize bad id: %d %s", st, body)
 	}
+	// More ids than the largest context are refused before any is spelled.
+	many := strings.TrimSuffix(strings.Repeat("1,", 100_000), ",")
+	if st, body = post(t, url+"/detokenize", `{"model":"`+realModel+`","tokens":[`+many+`]}`); st != 400 || !strings.Contains(string(body), "tokens: 100000 ids; the model's largest context holds") {
+		t.Errorf("/detokenize 100000 ids: %d %.200s", st, body)
+	}
 	// /completion greedy equals /api/generate greedy (raw prompt).
 	st, body = post(t, url+"/completion", `{"model":"`+realModel+`","prompt":"Once upon a time","n_predict":12,"temperature":0}`)
 	var c struct {

@@ -16,11 +16,11 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
 )
 
 // Message is one turn of a conversation. An assistant turn may carry the
@@ -238,11 +238,11 @@ var environment = &exec.Environment{
 		Update(exec.NewContext(map[string]any{
 			"raise_exception": func(msg string) (string, error) { return "", &templateError{msg} },
 			"strftime_now":    strftimeNow,
-		})),
-	Filters:           filters(),
+		})).Update(exec.NewContext(meteredGlobals)), // meter.go
+	Filters:           meteredFilters(filters()),
 	Tests:             builtins.Tests,
 	ControlStructures: builtins.ControlStructures,
-	Methods:           builtins.Methods,
+	Methods:           meteredMethods(builtins.Methods),
 }
 
 // filters are gonja's with tojson as transformers defines it.
@@ -254,16 +254,34 @@ func filters() *exec.FilterSet {
 	return f
 }
 
-func compile(src string) (*exec.Template, error) {
+// compile parses src and rewrites its tree for the meter (meter.go). A
+// panic in the engine's parser or in the rewrite is an error: the template
+// comes from a model file.
+func compile(src string) (tpl *exec.Template, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tpl, err = nil, fmt.Errorf("chat template: engine failure while parsing: %v", p)
+		}
+	}()
+	if strings.Contains(src, "__woolly_") { // the meter's names: a template must not reach them
+		return nil, &errLimit{"names starting with __woolly_ are reserved"}
+	}
+	if tpl, err = parse(src, environment); err != nil {
+		return nil, err
+	}
+	meterTree(tpl.Root())
+	return tpl, nil
+}
+
+// parse parses src in env and refuses recursion.
+func parse(src string, env *exec.Environment) (*exec.Template, error) {
 	cfg := config.New()
 	cfg.TrimBlocks = true // as transformers' apply_chat_template
 	cfg.LeftStripBlocks = true
-	// A memory loader holding only the template: {% include %} cannot reach files.
-	loader, err := loaders.NewMemoryLoader(map[string]string{"/chat_template": src})
-	if err != nil {
-		return nil, err
-	}
-	tpl, err := exec.NewTemplate("/chat_template", cfg, loader, environment)
+	// A loader that gives the template once, to compile it: {% include %},
+	// {% extends %} and {% import %} reach nothing (not even the template
+	// itself, which extended itself until the parser's stack overflowed).
+	tpl, err := exec.NewTemplate(templateName, cfg, &onceLoader{src: src}, env)
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +330,10 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 		}
 		vars["tools"] = tools
 	}
+	maxOut := outputCap + 8*inBytes
+	vars[meterVar] = newMeter(maxOut)
 	ctx := exec.NewContext(vars)
-	out, err = execute(t.jinja, ctx, outputCap+8*inBytes)
+	out, err = execute(t.jinja, ctx, maxOut)
 	if err != nil {
 		var te *templateError
 		if errors.As(err, &te) {
@@ -323,10 +343,30 @@ func (t *Template) renderJinja(msgs []Message, o Options) (out string, err error
 		if errors.As(err, &le) {
 			return "", le
 		}
-		if i := strings.Index(err.Error(), "chat template: "); i >= 0 { // wrapped without %w
-			return "", errors.New(err.Error()[i:])
+		msg := err.Error()
+		if i := strings.Index(msg, "chat template: "); i >= 0 { // wrapped without %w
+			msg = msg[i:]
+		} else {
+			msg = "chat template: " + msg
 		}
-		return "", fmt.Errorf("chat template: %w", err)
+		return "", errors.New(shortMessage(msg))
 	}
 	return out, nil
+}
+
+// maxErrorBytes bounds an engine error's text: gonja quotes the values a
+// failing call was given, which a template may make megabytes long.
+const maxErrorBytes = 1024
+
+// shortMessage cuts msg to maxErrorBytes (at a character boundary),
+// saying how long it was.
+func shortMessage(msg string) string {
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	cut := maxErrorBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", msg[:cut], len(msg))
 }

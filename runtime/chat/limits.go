@@ -13,13 +13,13 @@ package chat
 //     every call, so neither a huge range nor nested loops over ranges can
 //     spin; each call's list is built at once (no goroutine left behind).
 //   - The output is capped (outputCap plus 8 bytes per byte of messages).
+//   - The values a render builds without writing them out (a string
+//     doubled in a {% set %} inside a loop, 'x' * 10**10), what filters and
+//     string methods make, and the items its loops take are metered
+//     (meter.go).
 //   - A render that still runs after renderDeadline returns an error; the
 //     engine cannot be stopped mid-expression, so it finishes in the
 //     background, bounded by the limits above.
-//
-// Not bounded: memory a template builds without writing it out (a string
-// doubled in a {% set %} inside a loop, 'x' * 10**10): the engine offers no
-// hook on its operators. Such a template is a model file's author's doing.
 
 import (
 	"errors"
@@ -34,6 +34,7 @@ import (
 
 	ctrl "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 )
 
@@ -87,6 +88,10 @@ func boundedRange(used *atomic.Int64) func(*exec.Evaluator, *exec.VarArgs) ([]in
 	}
 }
 
+// rendersRunning counts the renders whose goroutine has not ended, those
+// past their deadline included (the tests check that these end).
+var rendersRunning atomic.Int64
+
 // cappedWriter fails once more than max bytes are written.
 type cappedWriter struct {
 	b   strings.Builder
@@ -107,7 +112,9 @@ func execute(tpl *exec.Template, ctx *exec.Context, maxOut int) (string, error) 
 		err error
 	}
 	done := make(chan result, 1)
+	rendersRunning.Add(1)
 	go func() {
+		defer rendersRunning.Add(-1)
 		var r result
 		defer func() { // the engine must never take the server down
 			if p := recover(); p != nil {
@@ -138,9 +145,11 @@ func execute(tpl *exec.Template, ctx *exec.Context, maxOut int) (string, error) 
 func checkRecursion(root *nodes.Template) error {
 	var macros []*nodes.Macro
 	setExprs := map[string][]reflect.Value{} // assigned name -> the values it is given
-	recursiveFor := false
+	recursiveFor, usesSelf := false, false
 	walkAST(reflect.ValueOf(root), map[uintptr]bool{}, func(v reflect.Value) {
 		switch n := v.Interface().(type) {
+		case *nodes.Name:
+			usesSelf = usesSelf || n.Name != nil && n.Name.Val == "self"
 		case *nodes.Macro:
 			macros = append(macros, n)
 		case *ctrl.ForControlStructure:
@@ -156,6 +165,9 @@ func checkRecursion(root *nodes.Template) error {
 	})
 	if recursiveFor {
 		return &errLimit{"recursive for-loops are not supported (unbounded recursion)"}
+	}
+	if usesSelf { // self.BLOCK() renders a block, which may call itself
+		return &errLimit{"self (blocks called as functions) is not supported"}
 	}
 	// macroish[name] = the macros a name may hold.
 	macroish := map[string]map[string]bool{}
@@ -300,3 +312,30 @@ func walkAST(v reflect.Value, seen map[uintptr]bool, f func(reflect.Value)) {
 		}
 	}
 }
+
+// templateName is the name the engine knows a chat template by.
+const templateName = "/chat_template"
+
+// onceLoader is the engine's loader of one chat template: it reads the
+// template once, for compiling it, and nothing else, ever. A template that
+// includes, imports or extends a template (itself is the only one there
+// is: `{% extends '/chat_template' %}` recursed in the parser until the
+// process died of a stack overflow; `{% include %}` of itself recursed in
+// the background of a timed-out render) gets an error instead.
+type onceLoader struct {
+	src  string
+	read atomic.Bool
+}
+
+var errNoInclude = &errLimit{"{% include %}, {% import %} and {% extends %} are not supported"}
+
+func (l *onceLoader) Read(path string) (io.Reader, error) {
+	if path != templateName || l.read.Swap(true) {
+		return nil, errNoInclude
+	}
+	return strings.NewReader(l.src), nil
+}
+
+func (l *onceLoader) Resolve(path string) (string, error) { return path, nil }
+
+func (l *onceLoader) Inherit(string) (loaders.Loader, error) { return l, nil }

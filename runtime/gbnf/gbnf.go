@@ -58,6 +58,7 @@ const (
 	maxStacks   = 4096 // live parse stacks
 	maxExpand   = 1 << 16
 	maxSrcBytes = 1 << 20
+	maxNesting  = 256 // ( groups ) inside one another
 )
 
 // parser state.
@@ -70,6 +71,7 @@ type parser struct {
 	used  map[string]int
 	fresh int
 	total int // elements made by repetitions so far
+	depth int // ( groups ) open around the position
 }
 
 // Parse compiles GBNF source. Errors name the line and what is wrong.
@@ -265,8 +267,13 @@ func (p *parser) sequence(nested bool) ([]elem, error) {
 			p.pos++
 			seq = append(seq, elem{kind: kChar, ranges: []rune{0, utf8.MaxRune}})
 		case c == '(':
+			if p.depth >= maxNesting {
+				return nil, p.errf("groups nested more than %d deep", maxNesting)
+			}
 			p.pos++
+			p.depth++
 			alts, err := p.alternates(true)
+			p.depth--
 			if err != nil {
 				return nil, err
 			}

@@ -95,18 +95,21 @@ func TestAcceptReject(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"type":"string","format":"ipv6"}`:                                                      `format "ipv6" is not supported`,
-		`{"type":"number","minimum":1,"maximum":0.5}`:                                            `no number lies between the minimum and the maximum`,
-		`{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}`:                           `no integer lies between`,
-		`{"type":"integer","minimum":1e17}`:                                                      `beyond the largest number written`,
-		`{"type":"integer","minimum":"1"}`:                                                       `schema at /minimum: must be a number`,
-		`{"type":"string","pattern":"(?<=a)b"}`:                                                  `lookbehind (?<=...) is not supported`,
-		`{"type":"string","pattern":"(a)\\1"}`:                                                   `backreference \1 is not supported`,
-		`{"type":"string","pattern":"\\bword"}`:                                                  `word boundary \b is not supported`,
-		`{"type":"string","pattern":"\\p{L}"}`:                                                   `Unicode property escape \p is not supported`,
-		`{"type":"string","pattern":"(a(?=b))"}`:                                                 `lookahead (?=...) inside a group`,
-		`{"type":"string","pattern":"^a$b"}`:                                                     `anchor $ in the middle`,
-		`{"type":"string","pattern":"[a-"}`:                                                      `unbalanced bracket`,
+		`{"type":"string","format":"ipv6"}`:                            `format "ipv6" is not supported`,
+		`{"type":"number","minimum":1,"maximum":0.5}`:                  `no number lies between the minimum and the maximum`,
+		`{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}`: `no integer lies between`,
+		`{"type":"integer","minimum":1e17}`:                            `beyond the largest number written`,
+		`{"type":"integer","minimum":"1"}`:                             `schema at /minimum: must be a number`,
+		`{"type":"string","pattern":"(?<=a)b"}`:                        `lookbehind (?<=...) is not supported`,
+		`{"type":"string","pattern":"(a)\\1"}`:                         `backreference \1 is not supported`,
+		`{"type":"string","pattern":"\\bword"}`:                        `word boundary \b is not supported`,
+		`{"type":"string","pattern":"\\p{L}"}`:                         `Unicode property escape \p is not supported`,
+		`{"type":"string","pattern":"(a(?=b))"}`:                       `lookahead (?=...) inside a group`,
+		`{"type":"string","pattern":"^a$b"}`:                           `anchor $ in the middle`,
+		`{"type":"string","pattern":"[a-"}`:                            `unbalanced bracket`,
+		// Found by FuzzPattern: the closing brace was found by its byte
+		// offset and used as a rune offset (a slice out of range).
+		`{"type":"string","pattern":"\\u{\u00e9\u00e90}"}`:                                       `bad escape \u{...}`,
 		`{"type":"string","pattern":"(ab"}`:                                                      `unbalanced parenthesis '('`,
 		`{"type":"string","pattern":"a{2000}"}`:                                                  `repetition count {2000} over 1000`,
 		`{"type":"string","pattern":"^a$","minLength":2}`:                                        `no string of minLength..maxLength characters matches`,
@@ -145,6 +148,11 @@ func TestCompileErrors(t *testing.T) {
 type gen struct {
 	r   *rand.Rand
 	buf bytes.Buffer
+	// limit > 0 (FuzzSchema): give up, setting over, past limit bytes or
+	// 48 levels (a schema may have no finite document) or after 100 tries
+	// at a string a propertyNames exclusion takes.
+	limit int
+	over  bool
 }
 
 func (g *gen) ws() {
@@ -159,6 +167,10 @@ func (g *gen) ws() {
 var sampleChars = []string{"a", "Z", "0", " ", "é", "☃", "😀", "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\u00e9", "\\uFFFD", "\\u0041", "~", "日"}
 
 func (g *gen) value(nd *node, depth int) {
+	if g.limit > 0 && (g.over || depth > 48 || g.buf.Len() > g.limit) {
+		g.over = true
+		return
+	}
 	switch nd.kind {
 	case kAnyOf:
 		alts := nd.alts
@@ -184,6 +196,10 @@ func (g *gen) value(nd *node, depth int) {
 		for steps := 0; ; steps++ {
 			if d.acc[st] && (len(d.edges[st]) == 0 || g.r.IntN(4) == 0 || steps > 40) {
 				break
+			}
+			if g.limit > 0 && steps > g.limit { // a walk that keeps missing acceptance
+				g.over = true
+				return
 			}
 			e := d.edges[st][g.r.IntN(len(d.edges[st]))]
 			b := e.lo + byte(g.r.IntN(int(e.hi-e.lo)+1))
@@ -218,7 +234,11 @@ func (g *gen) value(nd *node, depth int) {
 		if nd.maxLen >= 0 {
 			n = nd.minLen + g.r.IntN(nd.maxLen-nd.minLen+1)
 		}
-		for {
+		for tries := 0; ; tries++ {
+			if g.limit > 0 && tries > 100 {
+				g.over = true
+				return
+			}
 			var s strings.Builder
 			for range n {
 				s.WriteString(sampleChars[g.r.IntN(len(sampleChars))])
@@ -306,8 +326,12 @@ func (g *gen) value(nd *node, depth int) {
 			for tries := 0; extras > 0 && tries < 100; tries++ {
 				k := []byte(sampleChars[g.r.IntN(len(sampleChars))] + fmt.Sprint(g.r.IntN(100)))
 				if nd.keyNode.kind == kPattern {
-					kb := gen{r: g.r}
+					kb := gen{r: g.r, limit: g.limit}
 					kb.value(nd.keyNode, depth)
+					if kb.over {
+						g.over = true
+						return
+					}
 					k = kb.buf.Bytes()[1 : kb.buf.Len()-1]
 				}
 				var dk string
@@ -735,4 +759,41 @@ func TestPatternCost(t *testing.T) {
 		t.Errorf("unanchored [^\"]{999}: %v", err)
 	}
 	t.Logf("refused in %v", time.Since(start))
+}
+
+// refChain is a schema of n $defs, each an anyOf naming the next one twice
+// (or, with single, a plain $ref to it), the last a string: linear in n.
+func refChain(n int, single bool) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := 0; i < n; i++ {
+		next := `{"$ref":"#/$defs/d` + strconv.Itoa(i+1) + `"}`
+		if single {
+			fmt.Fprintf(&b, `"d%d":%s,`, i, next)
+		} else {
+			fmt.Fprintf(&b, `"d%d":{"anyOf":[%s,%s]},`, i, next, next)
+		}
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"string"}},"$ref":"#/$defs/d0"}`, n)
+	return b.String()
+}
+
+// Alternatives that lead to the same schema are followed once: a request's
+// schema of 40 $defs, each anyOf the next one twice, once made the matcher
+// expand 2^40 stacks at the first byte (a hang, then the memory of every
+// stack). A chain of plain $refs deeper than 64 once lost its string.
+func TestAnyOfSharedAlternatives(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		single bool
+	}{{40, false}, {200, true}, {200, false}} {
+		g := mustCompile(t, refChain(c.n, c.single))
+		start := time.Now()
+		if !accepts(g, `"ab"`) || accepts(g, `1`) {
+			t.Errorf("%d $defs (single %v): the string is not what is taken", c.n, c.single)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%d $defs (single %v): matching took %v", c.n, c.single, d)
+		}
+	}
 }

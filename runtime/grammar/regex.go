@@ -11,6 +11,7 @@ package grammar
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -369,7 +370,7 @@ func (p *rxParser) escape(inClass bool) ([]rrange, bool) {
 		if c == 'u' {
 			n = 4
 			if p.peek() == '{' {
-				end := strings.IndexRune(string(p.s[p.i:]), '}')
+				end := slices.Index(p.s[p.i:], '}') // in runes, as p.s is
 				if end > 0 {
 					v, err := strconv.ParseUint(string(p.s[p.i+1:p.i+end]), 16, 32)
 					if err == nil && v <= utf8.MaxRune {

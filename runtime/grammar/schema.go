@@ -197,6 +197,7 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 	if err := c.checkLoops(n); err != nil {
 		return nil, err
 	}
+	flattenAnyOf(n)
 	return c.finish(n), nil
 }
 
@@ -774,4 +775,65 @@ func (c *compiler) checkLoops(root *node) error {
 		return all(n.items)
 	}
 	return all(root)
+}
+
+// flattenAnyOf gives every anyOf node reachable from root, as its
+// alternatives, the distinct non-anyOf nodes it leads to through anyOfs
+// alone (first occurrence first). The matcher then starts a value in as
+// many stacks as there are distinct schemas, not one per path: $defs that
+// each name the next one twice are 2^depth paths to one string. Call it
+// after checkLoops (anyOfs form no cycle).
+func flattenAnyOf(root *node) {
+	flat := map[*node][]*node{} // anyOf node -> its leaves, once computed
+	var leaves func(n *node) []*node
+	leaves = func(n *node) []*node {
+		if l, ok := flat[n]; ok {
+			return l
+		}
+		var out []*node
+		seen := map[*node]bool{}
+		for _, a := range n.alts {
+			sub := []*node{a}
+			if a.kind == kAnyOf {
+				sub = leaves(a)
+			}
+			for _, x := range sub {
+				if !seen[x] {
+					seen[x] = true
+					out = append(out, x)
+				}
+			}
+		}
+		flat[n] = out
+		return out
+	}
+	seen := map[*node]bool{}
+	var all []*node
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		all = append(all, n)
+		for _, a := range n.alts {
+			walk(a)
+		}
+		for _, p := range n.props {
+			walk(p.node)
+		}
+		walk(n.extra)
+		walk(n.keyNode)
+		walk(n.items)
+		walk(n.child)
+	}
+	walk(root)
+	for _, n := range all { // every list first, from the original alternatives
+		if n.kind == kAnyOf {
+			leaves(n)
+		}
+	}
+	for n, l := range flat {
+		n.alts = l
+	}
 }
