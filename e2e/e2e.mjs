@@ -481,7 +481,7 @@ if (toolsModel) {
       { name: 'get_weather', description: 'Get the weather', input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } },
       { name: 'get_time', description: 'Get the time', input_schema: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } },
     ];
-    const ask = { model: toolsModel, max_tokens: 60, tools, tool_choice: { type: 'tool', name: 'get_time' }, messages: [{ role: 'user', content: 'What time is it?' }] };
+    const ask = { model: toolsModel, max_tokens: 60, temperature: 0, tools, tool_choice: { type: 'tool', name: 'get_time' }, messages: [{ role: 'user', content: 'What time is it?' }] };
     let call;
     await check('anthropic forced tool call (tool_choice tool)', async () => {
       const r = await anthropic.messages.create(ask);
@@ -570,7 +570,7 @@ if (toolsModel) {
       { type: 'function', name: 'get_weather', description: 'Get the weather', strict: true, parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'], additionalProperties: false } },
       { type: 'function', name: 'get_time', description: 'Get the time', strict: true, parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } },
     ];
-    const ask = { model: toolsModel, max_output_tokens: 60, tools, tool_choice: { type: 'function', name: 'get_time' }, input: [{ role: 'user', content: 'What time is it?' }] };
+    const ask = { model: toolsModel, max_output_tokens: 60, temperature: 0, tools, tool_choice: { type: 'function', name: 'get_time' }, input: [{ role: 'user', content: 'What time is it?' }] };
     let call;
     await check('openai responses: forced function call', async () => {
       const r = await openai.responses.create(ask);
