@@ -336,6 +336,17 @@ func newLogprobEntry(t runtime.TokenLogprob) logprobEntry {
 	return logprobEntry{Token: string(t.Piece), Logprob: t.Logprob, Bytes: b}
 }
 
+// newLogprobEntryTop is a token's entry with its top alternatives (an
+// empty list, not null, when there are none).
+func newLogprobEntryTop(chosen runtime.TokenLogprob, top []runtime.TokenLogprob) logprobEntry {
+	e := newLogprobEntry(chosen)
+	e.Top = make([]logprobEntry, 0, len(top))
+	for _, a := range top {
+		e.Top = append(e.Top, newLogprobEntry(a))
+	}
+	return e
+}
+
 // keepAliveEvery is how long a stream with a keep-alive frame may stay
 // silent.
 var keepAliveEvery = 10 * time.Second
@@ -385,11 +396,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, j *job, streaming
 	if j.logprobs && sh.logprobs != nil {
 		j.req.TopLogprobs = j.topLogprobs
 		j.req.OnLogprob = func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob) {
-			e := newLogprobEntry(chosen)
-			e.Top = []logprobEntry{}
-			for _, a := range top {
-				e.Top = append(e.Top, newLogprobEntry(a))
-			}
+			e := newLogprobEntryTop(chosen, top)
 			allLP = append(allLP, e)
 			pendingLP = append(pendingLP, e)
 		}

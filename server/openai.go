@@ -620,11 +620,7 @@ func (s *Server) completionsMulti(w http.ResponseWriter, r *http.Request, j *job
 		if j.logprobs {
 			one.req.TopLogprobs = j.topLogprobs
 			one.req.OnLogprob = func(chosen runtime.TokenLogprob, top []runtime.TokenLogprob) {
-				e := newLogprobEntry(chosen)
-				e.Top = []logprobEntry{}
-				for _, a := range top {
-					e.Top = append(e.Top, newLogprobEntry(a))
-				}
+				e := newLogprobEntryTop(chosen, top)
 				entries, pending = append(entries, e), append(pending, e)
 			}
 		}
