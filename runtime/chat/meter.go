@@ -244,17 +244,28 @@ func (m *meter) combine(op string, l, r *exec.Value) error {
 	return m.charge(n, "the operator "+op)
 }
 
-// printed passes a printed value through once it is small enough to write.
-func printed(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
-	if len(args.Args) != 1 {
-		return nil, errors.New("internal: out wants 1 argument")
+// sizedPass is a function of the rewritten tree that passes its one
+// argument through once its size is at most the value cap (name is the
+// function's, what says what the value is in the error).
+func sizedPass(name, what string) func(*exec.Evaluator, *exec.VarArgs) (*exec.Value, error) {
+	return func(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
+		if len(args.Args) != 1 {
+			return nil, fmt.Errorf("internal: %s wants 1 argument", name)
+		}
+		m := meterOf(e)
+		if sizeOf(args.Args[0], m.valueCap) > m.valueCap {
+			return nil, &errLimit{fmt.Sprintf("%s is more than %d bytes", what, m.valueCap)}
+		}
+		return args.Args[0], nil
 	}
-	m := meterOf(e)
-	if sizeOf(args.Args[0], m.valueCap) > m.valueCap {
-		return nil, &errLimit{fmt.Sprintf("a printed value is more than %d bytes", m.valueCap)}
-	}
-	return args.Args[0], nil
 }
+
+// printed passes a printed value through once it is small enough to write.
+var printed = sizedPass("out", "a printed value")
+
+// argument passes a call's argument through once it is small enough: a
+// function (raise_exception, a macro, a method) may read it as text.
+var argument = sizedPass("arg", "an argument of a call")
 
 // iterated passes a loop's sequence through, counting its items.
 func iterated(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
@@ -451,19 +462,6 @@ func argsOver(p *exec.VarArgs, limit int64) bool {
 		}
 	}
 	return false
-}
-
-// argument passes a call's argument through once it is small enough: a
-// function (raise_exception, a macro, a method) may read it as text.
-func argument(e *exec.Evaluator, args *exec.VarArgs) (*exec.Value, error) {
-	if len(args.Args) != 1 {
-		return nil, errors.New("internal: arg wants 1 argument")
-	}
-	m := meterOf(e)
-	if sizeOf(args.Args[0], m.valueCap) > m.valueCap {
-		return nil, &errLimit{fmt.Sprintf("an argument of a call is more than %d bytes", m.valueCap)}
-	}
-	return args.Args[0], nil
 }
 
 // receiver passes a method call's receiver through, charging its top
