@@ -142,6 +142,18 @@ static inline __attribute__((always_inline)) void k_q45k_x4_mins_neon(uint8x16_t
     n[3] = vreinterpretq_s16_u16(vmovl_high_u8(mn1));
 }
 
+/* Asm: the 8 integer lanes of a pass (v8-v15) converted to f32 in place,
+ * the float step of the 4-token pieces and the M2's tiles. */
+#define NEON_SCVTF_V8_V15                                                                            \
+    "scvtf v8.4s, v8.4s\n\t"                                                                         \
+    "scvtf v9.4s, v9.4s\n\t"                                                                         \
+    "scvtf v10.4s, v10.4s\n\t"                                                                       \
+    "scvtf v11.4s, v11.4s\n\t"                                                                       \
+    "scvtf v12.4s, v12.4s\n\t"                                                                       \
+    "scvtf v13.4s, v13.4s\n\t"                                                                       \
+    "scvtf v14.4s, v14.4s\n\t"                                                                       \
+    "scvtf v15.4s, v15.4s\n\t"
+
 /* The same in the asm loops over packed Q4_K / Q5_K x4 blocks (%[o] at the
  * block): d (v17) and dmin (v18) of the 4 rows as f32, the scale bytes S0
  * (v19) and S1 (v20), and the mins n[0..3] as above in v0-v3; clobbers

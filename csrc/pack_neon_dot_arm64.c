@@ -679,14 +679,7 @@ static inline __attribute__((always_inline)) void q6k_xt(int T, int64_t nb, cons
  * commutative); the 8 accumulators come and go as two 4-register LD1/ST1
  * (F[0..3] at F, F[4..7] at F2 = F + 4), where pairs took 4 LDP and 4 STP */
 #define Q4K_FLOAT_(FMA)                                                                              \
-    "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "scvtf v9.4s, v9.4s\n\t"                                                                         \
-    "scvtf v10.4s, v10.4s\n\t"                                                                       \
-    "scvtf v11.4s, v11.4s\n\t"                                                                       \
-    "scvtf v12.4s, v12.4s\n\t"                                                                       \
-    "scvtf v13.4s, v13.4s\n\t"                                                                       \
-    "scvtf v14.4s, v14.4s\n\t"                                                                       \
-    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    NEON_SCVTF_V8_V15                                                                                \
     "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[F]]\n\t"                                              \
     "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[F2]]\n\t"                                             \
     FMA " v16.4s, v8.4s, %[dv].4s\n\t"                                                               \
@@ -1025,14 +1018,7 @@ static inline __attribute__((always_inline)) void q6k_x4_c(int64_t nb, const uin
  * q4k_x4_t4's (F[8p + 2k + j], lane 2p + j), two 4-register LD1/ST1 at
  * pf and pf2 = pf + 64, which move on by FPOST */
 #define Q6T_F(FPOST)                                                                                 \
-    "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "scvtf v9.4s, v9.4s\n\t"                                                                         \
-    "scvtf v10.4s, v10.4s\n\t"                                                                       \
-    "scvtf v11.4s, v11.4s\n\t"                                                                       \
-    "scvtf v12.4s, v12.4s\n\t"                                                                       \
-    "scvtf v13.4s, v13.4s\n\t"                                                                       \
-    "scvtf v14.4s, v14.4s\n\t"                                                                       \
-    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    NEON_SCVTF_V8_V15                                                                                \
     "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
     "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
     "fmls v16.4s, v8.4s, v28.4s\n\t"                                                                 \
@@ -1221,14 +1207,7 @@ static inline __attribute__((always_inline)) void q6k_x4_t4(int64_t nb, const ui
  * LD1/ST1 at pf and pf2 = pf + 64, which move on by FPOST (ff = 128 to
  * the next pass, fb = -384 after the last) */
 #define Q4T_F(FPOST)                                                                                 \
-    "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "scvtf v9.4s, v9.4s\n\t"                                                                         \
-    "scvtf v10.4s, v10.4s\n\t"                                                                       \
-    "scvtf v11.4s, v11.4s\n\t"                                                                       \
-    "scvtf v12.4s, v12.4s\n\t"                                                                       \
-    "scvtf v13.4s, v13.4s\n\t"                                                                       \
-    "scvtf v14.4s, v14.4s\n\t"                                                                       \
-    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    NEON_SCVTF_V8_V15                                                                                \
     "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[pf]]\n\t"                                             \
     "ld1 {v20.4s, v21.4s, v22.4s, v23.4s}, [%[pf2]]\n\t"                                            \
     "fmla v16.4s, v8.4s, v27.4s\n\t"                                                                 \

@@ -470,14 +470,7 @@ static const uint8_t i8_sc_ix[8][16] __attribute__((aligned(16))) = {I8_IX(0),  
     "mla v13.4s, v5.4s, v27.s[0]\n\t"                                                                \
     "mla v14.4s, v6.4s, v27.s[0]\n\t"                                                                \
     "mla v15.4s, v7.4s, v27.s[0]\n\t"                                                                \
-    "scvtf v8.4s, v8.4s\n\t"                                                                         \
-    "scvtf v9.4s, v9.4s\n\t"                                                                         \
-    "scvtf v10.4s, v10.4s\n\t"                                                                       \
-    "scvtf v11.4s, v11.4s\n\t"                                                                       \
-    "scvtf v12.4s, v12.4s\n\t"                                                                       \
-    "scvtf v13.4s, v13.4s\n\t"                                                                       \
-    "scvtf v14.4s, v14.4s\n\t"                                                                       \
-    "scvtf v15.4s, v15.4s\n\t"                                                                       \
+    NEON_SCVTF_V8_V15                                                                                \
     "ld1 {v0.4s, v1.4s, v2.4s, v3.4s}, [%[xa]], #64\n\t"                                             \
     "ld1 {v4.4s, v5.4s, v6.4s, v7.4s}, [%[xa]], #64\n\t"                                             \
     "ld1 {v16.4s, v17.4s, v18.4s, v19.4s}, [%[dv]]\n\t"                                              \
